@@ -1,0 +1,168 @@
+# hugepool - build, test, benchmark and install the daemon, the library and the CLI.
+#
+#   make                     build everything into build/
+#   make check               unit and integration tests (hugepages as reserved, and off)
+#   make check-all           check, then again under ASan+UBSan and TSan, a clang -Werror
+#                            build, and an install into a DESTDIR with a pkg-config example
+#   make bench               benchmarks, each figure beside its baseline from the same run
+#   make install             PREFIX=/usr/local DESTDIR= (binaries, library, header, .pc, man, units)
+#   make SANITIZE=address,undefined check    a sanitizer build in its own build directory
+#   V=1                      show the commands
+
+VERSION := 0.1.0
+SOVERSION := 0
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSCTLDIR ?= $(PREFIX)/lib/sysctl.d
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+WERROR ?=
+override CFLAGS += -std=gnu11 -fPIC -pthread -MMD -MP \
+	-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wpointer-arith \
+	-Wcast-qual -Wformat=2 -Wno-format-nonliteral $(WERROR) \
+	-DHUGEPOOL_VERSION='"$(VERSION)"' -Iinclude -Isrc/common
+override LDFLAGS += -pthread
+
+SANITIZE ?=
+ifneq ($(SANITIZE),)
+override CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+override LDFLAGS += -fsanitize=$(SANITIZE)
+BUILD ?= build-$(subst $(comma),-,$(SANITIZE))
+endif
+comma := ,
+BUILD ?= build
+
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-6s %s\n'
+endif
+
+COMMON_SRC := $(wildcard src/common/*.c)
+DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
+LIB_SRC := $(wildcard src/lib/*.c)
+CLI_SRC := $(wildcard src/cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+INTEG_SRC := $(wildcard tests/integration/test_*.c)
+BENCH_SRC := $(wildcard bench/bench_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIBCOMMON := $(BUILD)/obj/libcommon.a
+LIBDAEMON := $(BUILD)/obj/libdaemon.a
+LIBSO := $(BUILD)/libhugepool.so.$(VERSION)
+LIBA := $(BUILD)/libhugepool.a
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+INTEG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
+BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+TESTLIB_OBJ := $(call obj,tests/integration/harness.c)
+
+all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(say) CC $@
+	$(Q)$(CC) $(CFLAGS) -Isrc/daemon -Isrc/lib -c -o $@ $<
+
+$(LIBCOMMON): $(call obj,$(COMMON_SRC))
+	$(say) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIBDAEMON): $(call obj,$(DAEMON_SRC))
+	$(say) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/hugepoold: $(call obj,src/daemon/main.c) $(LIBDAEMON) $(LIBCOMMON)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+
+$(LIBSO): $(call obj,$(LIB_SRC) $(COMMON_SRC)) src/lib/libhugepool.map
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libhugepool.so.$(SOVERSION) \
+		-Wl,--version-script=src/lib/libhugepool.map -o $@ $(filter %.o,$^)
+	$(Q)ln -sf libhugepool.so.$(VERSION) $(BUILD)/libhugepool.so.$(SOVERSION)
+	$(Q)ln -sf libhugepool.so.$(SOVERSION) $(BUILD)/libhugepool.so
+
+$(LIBA): $(call obj,$(LIB_SRC) $(COMMON_SRC))
+	$(say) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/hugepoolctl: $(call obj,$(CLI_SRC)) $(LIBA) $(LIBCOMMON)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+
+$(BUILD)/hugepool.pc: hugepool.pc.in Makefile
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBDAEMON) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
+
+$(INTEG_BIN): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ) $(LIBA) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
+
+$(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+
+tests: all $(UNIT_BIN) $(INTEG_BIN)
+
+check: tests
+	$(Q)tests/run-tests.sh $(BUILD)
+
+check-all:
+	$(MAKE) check
+	$(MAKE) check SANITIZE=address,undefined
+	$(MAKE) check SANITIZE=thread
+	$(MAKE) BUILD=build-clang CC=clang WERROR=-Werror all tests
+	$(MAKE) WERROR=-Werror BUILD=build-werror all
+	tests/install-test.sh
+
+bench: all $(BENCH_BIN)
+	$(Q)bench/run-bench.sh $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSCTLDIR) $(DESTDIR)$(SYSCONFDIR)/hugepool
+	install -m 0755 $(BUILD)/hugepoold $(DESTDIR)$(SBINDIR)/hugepoold
+	install -m 0755 $(BUILD)/hugepoolctl $(DESTDIR)$(BINDIR)/hugepoolctl
+	install -m 0755 $(LIBSO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libhugepool.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhugepool.so.$(SOVERSION)
+	ln -sf libhugepool.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libhugepool.so
+	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 include/hugepool.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0644 $(BUILD)/hugepool.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
+	sed 's|@SBINDIR@|$(SBINDIR)|' systemd/hugepoold.service.in > $(DESTDIR)$(UNITDIR)/hugepoold.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/hugepoold.service
+	install -m 0644 systemd/60-hugepool.conf $(DESTDIR)$(SYSCTLDIR)/60-hugepool.conf
+	[ -e $(DESTDIR)$(SYSCONFDIR)/hugepool/hugepoold.conf ] || \
+		install -m 0644 conf/hugepoold.conf $(DESTDIR)$(SYSCONFDIR)/hugepool/hugepoold.conf
+
+clean:
+	rm -rf build build-*
+
+.PHONY: all tests check check-all bench install clean
+.SECONDARY:
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proto.c - header validation and the blocking send/receive used by clients.
+ *
+ * The table below is the single statement of which message goes which way, how long its
+ * payload may be and whether it may carry fds. The daemon's non-blocking I/O lives in
+ * src/daemon/server.c and uses proto_check_header() from here; the blocking helpers are for
+ * libhugepool and the tests. Nothing here keeps state.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "util.h"
+
+struct type_rule {
+	uint16_t type;
+	const char *name;
+	bool from_client;
+	uint32_t min_len, max_len;
+	uint32_t max_fds; /* fds allowed; grants must carry exactly their entry count */
+};
+
+static const struct type_rule rules[] = {
+	{ PROTO_HELLO, "hello", true, sizeof(struct proto_hello), sizeof(struct proto_hello), 0 },
+	{ PROTO_ACQUIRE, "acquire", true, sizeof(struct proto_acquire), sizeof(struct proto_acquire), 0 },
+	{ PROTO_RELEASE, "release", true, sizeof(struct proto_release) + 8,
+	  sizeof(struct proto_release) + 8 * PROTO_RELEASE_MAX, 0 },
+	{ PROTO_STATUS, "status", true, sizeof(struct proto_status_req), sizeof(struct proto_status_req), 0 },
+	{ PROTO_WELCOME, "welcome", false, sizeof(struct proto_welcome), sizeof(struct proto_welcome), 0 },
+	{ PROTO_RESULT, "result", false, sizeof(struct proto_result),
+	  sizeof(struct proto_result) + PROTO_TEXT_MAX, 0 },
+	{ PROTO_GRANT, "grant", false, sizeof(struct proto_grant) + sizeof(struct proto_grant_entry),
+	  sizeof(struct proto_grant) + PROTO_MAX_FDS * sizeof(struct proto_grant_entry), PROTO_MAX_FDS },
+	{ PROTO_STATUS_REPLY, "status-reply", false, sizeof(struct proto_status), PROTO_REPLY_MAX, 0 },
+};
+
+static const struct type_rule *find_rule(uint16_t type)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(rules); i++)
+		if (rules[i].type == type)
+			return &rules[i];
+	return NULL;
+}
+
+const char *proto_type_name(uint16_t type)
+{
+	const struct type_rule *r = find_rule(type);
+
+	return r ? r->name : "unknown";
+}
+
+int proto_check_header(const struct proto_hdr *h, bool from_client, const char **ret_reason)
+{
+	const struct type_rule *r;
+	const char *why;
+	int err = -EPROTO;
+
+	if (h->magic != PROTO_MAGIC) {
+		why = "bad magic (not a hugepool peer)";
+	} else if (h->version != PROTO_VERSION) {
+		why = "unsupported protocol version";
+		err = -EPROTONOSUPPORT;
+	} else if (!(r = find_rule(h->type)) || r->from_client != from_client) {
+		why = from_client ? "unknown request type" : "unknown reply type";
+	} else if (h->len < r->min_len) {
+		why = "payload shorter than its type requires";
+	} else if (h->len > r->max_len) {
+		why = "payload longer than its type allows";
+	} else if (h->nfds > r->max_fds) {
+		why = "message announces fds its type may not carry";
+	} else {
+		return 0;
+	}
+	if (ret_reason)
+		*ret_reason = why;
+	return err;
+}
+
+void proto_hdr_init(struct proto_hdr *h, enum proto_type type, uint32_t len, uint32_t nfds)
+{
+	*h = (struct proto_hdr){ .magic = PROTO_MAGIC, .version = PROTO_VERSION, .type = (uint16_t)type,
+				 .len = len, .nfds = nfds };
+}
+
+void proto_set_name(char *dst, size_t dstlen, const char *src)
+{
+	memset(dst, 0, dstlen);
+	if (src)
+		strncpy(dst, src, dstlen - 1);
+}
+
+bool proto_name_valid(const char *field, size_t len)
+{
+	size_t n = strnlen(field, len);
+
+	if (n == 0 || n == len)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = field[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+int proto_send(int fd, enum proto_type type, const void *payload, uint32_t len, const int *fds,
+	       unsigned nfds)
+{
+	struct proto_hdr h;
+	struct iovec iov[2];
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
+		struct cmsghdr align;
+	} cbuf;
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	size_t total = sizeof(h) + len, sent = 0;
+
+	if (nfds > PROTO_MAX_FDS)
+		return -EINVAL;
+	proto_hdr_init(&h, type, len, nfds);
+	iov[0] = (struct iovec){ .iov_base = &h, .iov_len = sizeof(h) };
+	iov[1] = (struct iovec){ .iov_base = (void *)(uintptr_t)payload, .iov_len = len };
+	if (nfds) {
+		struct cmsghdr *c;
+
+		memset(&cbuf, 0, sizeof(cbuf));
+		msg.msg_control = cbuf.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	while (sent < total) {
+		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EPIPE ? -ECONNRESET : -errno;
+		}
+		sent += (size_t)n;
+		/* fds went with the first byte; the rest is plain data */
+		msg.msg_control = NULL;
+		msg.msg_controllen = 0;
+		while (msg.msg_iovlen && (size_t)n >= msg.msg_iov[0].iov_len) {
+			n -= (ssize_t)msg.msg_iov[0].iov_len;
+			msg.msg_iov++;
+			msg.msg_iovlen--;
+		}
+		if (msg.msg_iovlen) {
+			msg.msg_iov[0].iov_base = (char *)msg.msg_iov[0].iov_base + n;
+			msg.msg_iov[0].iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+static void close_all(int *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* Read exactly len bytes; the first recvmsg may bring fds along. */
+static int recv_exact(int fd, void *buf, size_t len, int *fds, unsigned maxfds, unsigned *nfds)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov = { .iov_base = (char *)buf + got, .iov_len = len - got };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+				      .msg_controllen = sizeof(cbuf.buf) };
+		ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			int tmp[PROTO_MAX_FDS];
+
+			memcpy(tmp, CMSG_DATA(c), sizeof(int) * MIN(k, PROTO_MAX_FDS));
+			for (unsigned i = 0; i < k; i++) {
+				if (*nfds < maxfds)
+					fds[(*nfds)++] = tmp[i];
+				else
+					close(tmp[i]);
+			}
+			if (k > maxfds)
+				msg.msg_flags |= MSG_CTRUNC;
+		}
+		if (msg.msg_flags & MSG_CTRUNC)
+			return -EPROTO;
+		if (n == 0)
+			return -ECONNRESET;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+int proto_recv(int fd, struct proto_hdr *ret_hdr, void **ret_payload, int *ret_fds,
+	       unsigned maxfds)
+{
+	struct proto_hdr h;
+	int fds[PROTO_MAX_FDS];
+	unsigned nfds = 0;
+	_cleanup_free_ void *payload = NULL;
+	int r;
+
+	maxfds = MIN(maxfds, PROTO_MAX_FDS);
+	r = recv_exact(fd, &h, sizeof(h), fds, maxfds, &nfds);
+	if (r < 0)
+		goto fail;
+	r = proto_check_header(&h, false, NULL);
+	if (r < 0)
+		goto fail;
+	if (h.nfds != nfds) {
+		r = -EPROTO;
+		goto fail;
+	}
+	payload = malloc(h.len ? h.len : 1);
+	if (!payload) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if (h.len) {
+		unsigned extra = 0;
+		int stray[PROTO_MAX_FDS];
+
+		/* fds arrive only with a message's first byte, so any here are a peer's mistake */
+		r = recv_exact(fd, payload, h.len, stray, PROTO_MAX_FDS, &extra);
+		close_all(stray, extra);
+		if (r == 0 && extra)
+			r = -EPROTO;
+		if (r < 0)
+			goto fail;
+	}
+	*ret_hdr = h;
+	*ret_payload = TAKE_PTR(payload);
+	memcpy(ret_fds, fds, sizeof(int) * nfds);
+	return 0;
+fail:
+	close_all(fds, nfds);
+	return r;
+}

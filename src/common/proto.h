@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proto.h - the wire protocol between hugepoold and its clients (libhugepool, hugepoolctl).
+ *
+ * A Unix stream socket carries control messages only; data lives in shared memory whose fds
+ * travel with SCM_RIGHTS. Every message is a fixed 16-byte header followed by `len` payload
+ * bytes; fixed-size payload structs are packed little-endian (the host order on every platform
+ * we build for, asserted below). The protocol is strictly request/reply: a client sends one
+ * request and reads messages until its reply is complete; the daemon never sends unsolicited.
+ * proto_check_header() is the single place that decides whether a header is acceptable, before
+ * any payload byte is read. docs/PROTOCOL.md is the prose form of this file.
+ */
+#ifndef HP_PROTO_H
+#define HP_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is little-endian");
+
+#define PROTO_MAGIC 0x50475548u /* "HUGP" */
+#define PROTO_VERSION 1
+#define PROTO_NAME_MAX 32 /* class and client names on the wire, NUL-padded */
+#define PROTO_MAX_FDS 32 /* fds in one message; grants larger than this are split */
+#define PROTO_ACQUIRE_MAX 1024 /* buffers in one acquire */
+#define PROTO_RELEASE_MAX 1024 /* leases in one release */
+#define PROTO_REQUEST_MAX 16384 /* largest payload a client may send */
+#define PROTO_REPLY_MAX (64u << 20) /* largest payload the daemon sends (status) */
+#define PROTO_TEXT_MAX 256 /* error text in a result */
+
+struct proto_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type; /* enum proto_type */
+	uint32_t len; /* payload bytes after the header */
+	uint32_t nfds; /* fds attached with SCM_RIGHTS to this message */
+};
+_Static_assert(sizeof(struct proto_hdr) == 16, "header size");
+
+enum proto_type {
+	/* client -> daemon */
+	PROTO_HELLO = 1, /* struct proto_hello -> PROTO_WELCOME or PROTO_RESULT(error) */
+	PROTO_ACQUIRE = 2, /* struct proto_acquire -> PROTO_GRANT... or PROTO_RESULT(error) */
+	PROTO_RELEASE = 3, /* struct proto_release + ids -> PROTO_RESULT */
+	PROTO_STATUS = 4, /* struct proto_status_req -> PROTO_STATUS_REPLY or PROTO_RESULT(error) */
+	/* daemon -> client */
+	PROTO_WELCOME = 64, /* struct proto_welcome */
+	PROTO_RESULT = 65, /* struct proto_result + text */
+	PROTO_GRANT = 66, /* struct proto_grant + entries, one fd per entry */
+	PROTO_STATUS_REPLY = 67, /* struct proto_status + classes + clients + leases */
+};
+
+struct proto_hello {
+	char name[PROTO_NAME_MAX]; /* the client's own name (its comm), for status; informative */
+	uint32_t flags; /* must be 0 */
+	uint32_t reserved; /* must be 0 */
+};
+
+struct proto_welcome {
+	uint32_t version; /* PROTO_VERSION */
+	uint32_t nclasses;
+	uint64_t page_size; /* page size the pool really got */
+	char daemon_version[16];
+};
+
+struct proto_acquire {
+	char class_name[PROTO_NAME_MAX];
+	uint32_t count; /* 1..PROTO_ACQUIRE_MAX */
+	uint32_t flags; /* must be 0 */
+	int64_t timeout_ms; /* 0 = try once, < 0 = wait forever */
+};
+
+/* An acquire is answered by ceil(total / PROTO_MAX_FDS) grants, in order, then nothing more. */
+struct proto_grant {
+	uint32_t total; /* buffers granted by the acquire */
+	uint32_t first; /* index of entries[0] among them */
+	uint32_t n; /* entries (and fds) in this message */
+	uint32_t reserved;
+	/* followed by n struct proto_grant_entry */
+};
+
+struct proto_grant_entry {
+	uint64_t lease_id;
+	uint64_t size;
+};
+
+struct proto_release {
+	uint32_t n; /* 1..PROTO_RELEASE_MAX */
+	uint32_t reserved;
+	/* followed by n uint64_t lease ids */
+};
+
+struct proto_result {
+	int32_t err; /* 0 or a negative errno */
+	uint32_t text_len; /* bytes of text that follow, 0..PROTO_TEXT_MAX, no NUL */
+};
+
+struct proto_status_req {
+	uint32_t flags; /* must be 0 */
+	uint32_t reserved;
+};
+
+#define PROTO_POOL_HUGETLB 1u /* pages are hugetlb pages of page_size */
+#define PROTO_POOL_FALLBACK 2u /* hugetlb was wanted (prefer) but the pool fell back */
+
+struct proto_status {
+	uint32_t nclasses, nclients, nleases, pool_flags;
+	uint64_t page_size;
+	uint64_t pool_bytes;
+	uint64_t boot_prefault_ns;
+	uint32_t boot_threads;
+	uint32_t pid;
+	uint64_t started_realtime_ns;
+	uint64_t connections_total, acquires, grants, releases, timeouts, denials, protocol_errors,
+		recycled_buffers, disconnect_releases;
+	char daemon_version[16];
+	char fallback_reason[128];
+	/* followed by nclasses struct proto_status_class, nclients struct proto_status_client,
+	 * nleases struct proto_status_lease */
+};
+
+struct proto_status_class {
+	char name[PROTO_NAME_MAX];
+	uint64_t size;
+	uint32_t total, free, leased, waiters;
+	uint32_t zeroing; /* free buffers being zeroed for another uid right now */
+	uint32_t reserved;
+};
+
+struct proto_status_client {
+	char name[PROTO_NAME_MAX];
+	uint32_t pid, uid, gid, leases;
+	uint64_t leased_bytes;
+	uint64_t connected_realtime_ns;
+	uint32_t waiting; /* 1 while an acquire of this client waits */
+	uint32_t reserved;
+};
+
+struct proto_status_lease {
+	uint64_t lease_id;
+	uint32_t pid, uid;
+	uint32_t class_index;
+	uint32_t reserved;
+	uint64_t since_realtime_ns;
+};
+
+/* What a header may announce: returns 0 or a negative errno and a static reason string. */
+int proto_check_header(const struct proto_hdr *h, bool from_client, const char **ret_reason);
+
+/* Fill a header. */
+void proto_hdr_init(struct proto_hdr *h, enum proto_type type, uint32_t len, uint32_t nfds);
+
+/* Copy a C string into a fixed NUL-padded wire field (truncating). */
+void proto_set_name(char *dst, size_t dstlen, const char *src);
+
+/* True when a fixed wire field holds a NUL-terminated, non-empty name of [A-Za-z0-9_.-]. */
+bool proto_name_valid(const char *field, size_t len);
+
+/*
+ * Blocking helpers for clients: send one whole message (header, payload and fds, MSG_NOSIGNAL),
+ * receive one whole message (header and up to maxlen payload bytes into *payload, malloc'd,
+ * and its fds, MSG_CMSG_CLOEXEC). proto_recv fails with -EPROTO on a bad header, on MSG_CTRUNC
+ * or on an fd count that differs from the header (closing any fds received), -ECONNRESET on
+ * EOF. The caller owns *payload and ret_fds.
+ */
+int proto_send(int fd, enum proto_type type, const void *payload, uint32_t len, const int *fds,
+	       unsigned nfds);
+int proto_recv(int fd, struct proto_hdr *ret_hdr, void **ret_payload, int *ret_fds,
+	       unsigned maxfds);
+
+const char *proto_type_name(uint16_t type);
+
+#endif

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * util.h - small helpers shared by the daemon, the library and the CLI.
+ *
+ * Cleanup attributes (systemd style) for fds and heap memory, array sizing, and monotonic time.
+ * Header-only, no state, no logging: everything here is safe from any thread.
+ */
+#ifndef HP_UTIL_H
+#define HP_UTIL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+
+#define _cleanup_free_ __attribute__((cleanup(freep)))
+#define _cleanup_close_ __attribute__((cleanup(closep)))
+
+/* Hand ownership of an fd out of a _cleanup_close_ variable. */
+#define TAKE_FD(fd)                   \
+	({                            \
+		int _fd_ = (fd);      \
+		(fd) = -1;            \
+		_fd_;                 \
+	})
+
+#define TAKE_PTR(p)                        \
+	({                                 \
+		__typeof__(p) _p_ = (p);   \
+		(p) = NULL;                \
+		_p_;                       \
+	})
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+#endif

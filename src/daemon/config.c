@@ -1,0 +1,741 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.c - the hugepoold.conf parser.
+ *
+ * A small, strict INI dialect: global "key = value" lines first, then one "[class NAME]" section
+ * per buffer class. The daemon pre-faults gigabytes from this file at boot, so the parser never
+ * guesses: an unknown key, a typo in a number or a size that does not fit the page size stops the
+ * load with "FILE:LINE: reason". Everything here runs once on the main thread; nothing is logged
+ * or printed, the caller decides what to do with the message.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "size.h"
+#include "util.h"
+
+#define CONFIG_FILE_MAX (1024 * 1024) /* bytes; real files are a few hundred */
+#define CONFIG_LINE_MAX 4096 /* bytes, without the newline */
+#define CONFIG_QUOTE_MAX 64 /* echo at most this much of a bad value back in a message */
+
+#define PAGE_SIZE_4K UINT64_C(4096)
+#define PAGE_SIZE_2M (UINT64_C(2) << 20)
+#define PAGE_SIZE_1G (UINT64_C(1) << 30)
+
+/* For "%.*s%s": a bad value is quoted back, but a 4 KiB line must not drown the reason. */
+#define CLIP(s)                                                         \
+	(int)MIN(strlen(s), (size_t)CONFIG_QUOTE_MAX), (s),             \
+		strlen(s) > CONFIG_QUOTE_MAX ? "..." : ""
+
+struct parser;
+
+struct key {
+	const char *name;
+	int (*set)(struct parser *p, const char *key, const char *value);
+};
+
+enum {
+	GKEY_SOCKET,
+	GKEY_SOCKET_MODE,
+	GKEY_SOCKET_GROUP,
+	GKEY_HUGEPAGES,
+	GKEY_PAGE_SIZE,
+	GKEY_PREFAULT_THREADS,
+	GKEY_MAX_CONNECTIONS,
+	GKEY_MAX_CONNECTIONS_PER_UID,
+	GKEY_MAX_BYTES_PER_UID,
+	GKEY_NUM,
+};
+
+enum {
+	CKEY_SIZE,
+	CKEY_COUNT,
+	CKEY_NUM,
+};
+
+struct parser {
+	const char *name;
+	struct config *cfg;
+	char *err;
+	size_t errlen;
+	unsigned line;
+	struct config_class *cls; /* the section being read, NULL before the first one */
+	uint64_t total; /* sum of size * count of the finished classes */
+	/* First line each key was set on (0 = not yet), for duplicate and missing-key messages. */
+	unsigned global_lines[GKEY_NUM];
+	unsigned class_lines[CKEY_NUM];
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail_at(struct parser *p, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int vfail_at(struct parser *p, unsigned line, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+
+static int vfail_at(struct parser *p, unsigned line, const char *fmt, va_list ap)
+{
+	int n;
+
+	if (!p->err || !p->errlen)
+		return -EINVAL;
+	if (line)
+		n = snprintf(p->err, p->errlen, "%s:%u: ", p->name, line);
+	else
+		n = snprintf(p->err, p->errlen, "%s: ", p->name);
+	if (n >= 0 && (size_t)n < p->errlen)
+		vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+	return -EINVAL;
+}
+
+static int fail_at(struct parser *p, unsigned line, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vfail_at(p, line, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static int fail(struct parser *p, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vfail_at(p, p->line, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+
+static char *skip_blanks(char *s)
+{
+	while (is_blank(*s))
+		s++;
+	return s;
+}
+
+static void trim_right(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n > 0 && is_blank(s[n - 1]))
+		s[--n] = '\0';
+}
+
+static bool is_name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '.' || c == '-';
+}
+
+/* Decimal only: a leading "0" must not turn "0755"-style typos into octal, and no sign at all. */
+static int parse_u64(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0;
+	bool overflow = false;
+
+	if (*s == '\0')
+		return -EINVAL;
+	for (; *s; s++) {
+		unsigned d;
+
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		d = (unsigned)(*s - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			overflow = true;
+		else
+			v = v * 10 + d;
+	}
+	if (overflow)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+static int get_uint(struct parser *p, const char *key, const char *value, uint64_t min,
+		    uint64_t max, uint64_t *ret)
+{
+	uint64_t v;
+	int r;
+
+	r = parse_u64(value, &v);
+	if (r == -EINVAL)
+		return fail(p, "bad number \"%.*s%s\" for \"%s\": expected a decimal integer from %" PRIu64
+			       " to %" PRIu64,
+			    CLIP(value), key, min, max);
+	if (r < 0 || v < min || v > max)
+		return fail(p, "value %.*s%s for \"%s\" is out of range: expected %" PRIu64 " to %" PRIu64,
+			    CLIP(value), key, min, max);
+	*ret = v;
+	return 0;
+}
+
+static int get_size(struct parser *p, const char *key, const char *value, uint64_t *ret)
+{
+	int r;
+
+	r = size_parse(value, ret);
+	if (r == -ERANGE)
+		return fail(p, "size \"%.*s%s\" for \"%s\" is too large: it does not fit in 64 bits",
+			    CLIP(value), key);
+	if (r < 0)
+		return fail(p, "bad size \"%.*s%s\" for \"%s\": expected a number with an optional K, M, G or T suffix",
+			    CLIP(value), key);
+	return 0;
+}
+
+static uint64_t page_size_in_use(const struct config *cfg)
+{
+	return cfg->hugepages == HUGEPAGES_OFF ? PAGE_SIZE_4K : cfg->page_size;
+}
+
+static const char *page_size_name(uint64_t page)
+{
+	if (page == PAGE_SIZE_1G)
+		return "1 GiB";
+	if (page == PAGE_SIZE_2M)
+		return "2 MiB";
+	return "4 KiB, hugepages = off";
+}
+
+static int set_socket(struct parser *p, const char *key, const char *value)
+{
+	size_t n = strlen(value);
+
+	(void)key;
+	if (value[0] != '/')
+		return fail(p, "socket path \"%.*s%s\" is not absolute", CLIP(value));
+	if (n >= sizeof(p->cfg->socket_path))
+		return fail(p, "socket path is too long: %zu bytes, at most %zu", n,
+			    sizeof(p->cfg->socket_path) - 1);
+	memcpy(p->cfg->socket_path, value, n + 1);
+	return 0;
+}
+
+static int set_socket_mode(struct parser *p, const char *key, const char *value)
+{
+	const char *s;
+	unsigned v = 0;
+
+	for (s = value; *s; s++) {
+		if (*s < '0' || *s > '7')
+			return fail(p, "bad mode \"%.*s%s\" for \"%s\": expected an octal number such as 0660",
+				    CLIP(value), key);
+		/* Saturate instead of wrapping so "10000000000000" is out of range, not 0. */
+		if (v <= 07777)
+			v = v * 8 + (unsigned)(*s - '0');
+	}
+	if (v > 0777)
+		return fail(p, "mode %.*s%s for \"%s\" is out of range: at most 0777", CLIP(value),
+			    key);
+	p->cfg->socket_mode = (mode_t)v;
+	return 0;
+}
+
+static int set_socket_group(struct parser *p, const char *key, const char *value)
+{
+	size_t n = strlen(value);
+
+	if (n >= sizeof(p->cfg->socket_group))
+		return fail(p, "group name \"%.*s%s\" for \"%s\" is too long: at most %zu bytes",
+			    CLIP(value), key, sizeof(p->cfg->socket_group) - 1);
+	/* Only stored: the group is resolved when the socket is created, which logs failures. */
+	memcpy(p->cfg->socket_group, value, n + 1);
+	return 0;
+}
+
+static int set_hugepages(struct parser *p, const char *key, const char *value)
+{
+	if (!strcmp(value, "prefer"))
+		p->cfg->hugepages = HUGEPAGES_PREFER;
+	else if (!strcmp(value, "require"))
+		p->cfg->hugepages = HUGEPAGES_REQUIRE;
+	else if (!strcmp(value, "off"))
+		p->cfg->hugepages = HUGEPAGES_OFF;
+	else
+		return fail(p, "bad value \"%.*s%s\" for \"%s\": expected require, prefer or off",
+			    CLIP(value), key);
+	return 0;
+}
+
+static int set_page_size(struct parser *p, const char *key, const char *value)
+{
+	uint64_t v;
+	int r;
+
+	r = get_size(p, key, value, &v);
+	if (r < 0)
+		return r;
+	if (v != PAGE_SIZE_2M && v != PAGE_SIZE_1G)
+		return fail(p, "unsupported page size \"%.*s%s\" for \"%s\": expected 2M or 1G",
+			    CLIP(value), key);
+	p->cfg->page_size = v;
+	return 0;
+}
+
+static int set_prefault_threads(struct parser *p, const char *key, const char *value)
+{
+	uint64_t v;
+	int r;
+
+	r = get_uint(p, key, value, 0, 1024, &v);
+	if (r < 0)
+		return r;
+	p->cfg->prefault_threads = (unsigned)v;
+	return 0;
+}
+
+static int set_max_connections(struct parser *p, const char *key, const char *value)
+{
+	uint64_t v;
+	int r;
+
+	r = get_uint(p, key, value, 1, 65536, &v);
+	if (r < 0)
+		return r;
+	p->cfg->max_connections = (uint32_t)v;
+	return 0;
+}
+
+static int set_max_connections_per_uid(struct parser *p, const char *key, const char *value)
+{
+	uint64_t v;
+	int r;
+
+	r = get_uint(p, key, value, 0, 65536, &v);
+	if (r < 0)
+		return r;
+	p->cfg->max_connections_per_uid = (uint32_t)v;
+	return 0;
+}
+
+static int set_max_bytes_per_uid(struct parser *p, const char *key, const char *value)
+{
+	return get_size(p, key, value, &p->cfg->max_bytes_per_uid);
+}
+
+static int set_class_size(struct parser *p, const char *key, const char *value)
+{
+	struct config_class *c = p->cls;
+	uint64_t page, v;
+	int r;
+
+	r = get_size(p, key, value, &v);
+	if (r < 0)
+		return r;
+	if (v == 0)
+		return fail(p, "size of class \"%s\" must be greater than 0", c->name);
+
+	/*
+	 * Global keys are only allowed before the first section, so the page size is final by now
+	 * and the error can point at this line rather than at the end of the file.
+	 */
+	page = page_size_in_use(p->cfg);
+	if (v % page) {
+		uint64_t up = v - v % page + page;
+		char buf[32];
+
+		if (up < v)
+			return fail(p, "size %" PRIu64 " of class \"%s\" is not a multiple of the page size (%s)",
+				    v, c->name, page_size_name(page));
+		return fail(p, "size %" PRIu64 " of class \"%s\" is not a multiple of the page size (%s): "
+			       "round it up to %" PRIu64 " (%s)",
+			    v, c->name, page_size_name(page), up, size_format(up, buf, sizeof(buf)));
+	}
+	c->size = v;
+	return 0;
+}
+
+static int set_class_count(struct parser *p, const char *key, const char *value)
+{
+	uint64_t v;
+	int r;
+
+	r = get_uint(p, key, value, 1, 1000000, &v);
+	if (r < 0)
+		return r;
+	p->cls->count = (uint32_t)v;
+	return 0;
+}
+
+static const struct key global_keys[GKEY_NUM] = {
+	[GKEY_SOCKET] = { "socket", set_socket },
+	[GKEY_SOCKET_MODE] = { "socket_mode", set_socket_mode },
+	[GKEY_SOCKET_GROUP] = { "socket_group", set_socket_group },
+	[GKEY_HUGEPAGES] = { "hugepages", set_hugepages },
+	[GKEY_PAGE_SIZE] = { "page_size", set_page_size },
+	[GKEY_PREFAULT_THREADS] = { "prefault_threads", set_prefault_threads },
+	[GKEY_MAX_CONNECTIONS] = { "max_connections", set_max_connections },
+	[GKEY_MAX_CONNECTIONS_PER_UID] = { "max_connections_per_uid", set_max_connections_per_uid },
+	[GKEY_MAX_BYTES_PER_UID] = { "max_bytes_per_uid", set_max_bytes_per_uid },
+};
+
+static const struct key class_keys[CKEY_NUM] = {
+	[CKEY_SIZE] = { "size", set_class_size },
+	[CKEY_COUNT] = { "count", set_class_count },
+};
+
+static int find_key(const struct key *keys, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(keys[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/* A class is complete once its section ends: both keys set and the pool total still in 64 bits. */
+static int finish_class(struct parser *p)
+{
+	struct config_class *c = p->cls;
+	uint64_t bytes;
+
+	if (!c)
+		return 0;
+	if (!p->class_lines[CKEY_SIZE])
+		return fail_at(p, c->line, "class \"%s\" has no \"size\" key", c->name);
+	if (!p->class_lines[CKEY_COUNT])
+		return fail_at(p, c->line, "class \"%s\" has no \"count\" key", c->name);
+	if (__builtin_mul_overflow(c->size, (uint64_t)c->count, &bytes) ||
+	    __builtin_add_overflow(p->total, bytes, &p->total))
+		return fail_at(p, c->line,
+			       "class \"%s\" makes the pool larger than 2^64 bytes (size * count overflows)",
+			       c->name);
+	p->cls = NULL;
+	return 0;
+}
+
+/* s is the whole line, trimmed on the left, starting with '['. */
+static int parse_section(struct parser *p, char *s)
+{
+	struct config *cfg = p->cfg;
+	struct config_class *c;
+	char *close, *rest, *kind, *name;
+	size_t n;
+	unsigned i;
+	int r;
+
+	close = strchr(s, ']');
+	if (!close) {
+		trim_right(s);
+		return fail(p, "bad section header \"%.*s%s\": missing \"]\"", CLIP(s));
+	}
+	*close = '\0';
+	rest = skip_blanks(close + 1);
+	if (*rest && *rest != '#' && *rest != ';')
+		return fail(p, "bad section header: unexpected text \"%.*s%s\" after \"]\"",
+			    CLIP(rest));
+
+	kind = skip_blanks(s + 1);
+	trim_right(kind);
+	if (!*kind)
+		return fail(p, "bad section header \"[]\": expected [class NAME]");
+	for (name = kind; *name && !is_blank(*name); name++)
+		;
+	if (*name)
+		*name++ = '\0';
+	name = skip_blanks(name);
+
+	if (strcmp(kind, "class"))
+		return fail(p, "unknown section \"%.*s%s\": the only section kind is [class NAME]",
+			    CLIP(kind));
+	if (!*name)
+		return fail(p, "bad section header \"[class]\": the class needs a name, as in [class NAME]");
+
+	n = strlen(name);
+	if (n > CONFIG_CLASS_NAME_MAX)
+		return fail(p, "class name \"%.*s%s\" is too long: %zu characters, at most %d",
+			    CLIP(name), n, CONFIG_CLASS_NAME_MAX);
+	for (i = 0; i < n; i++)
+		if (!is_name_char(name[i]))
+			return fail(p, "bad class name \"%s\": '%c' is not allowed, use only letters, digits, '_', '.' and '-'",
+				    name, name[i]);
+
+	r = finish_class(p);
+	if (r < 0)
+		return r;
+
+	for (i = 0; i < cfg->nclasses; i++)
+		if (!strcmp(cfg->classes[i].name, name))
+			return fail(p, "duplicate class \"%s\" (first defined on line %u)", name,
+				    cfg->classes[i].line);
+	if (cfg->nclasses >= CONFIG_CLASSES_MAX)
+		return fail(p, "too many classes: at most %d are allowed", CONFIG_CLASSES_MAX);
+
+	c = &cfg->classes[cfg->nclasses++];
+	memset(c, 0, sizeof(*c));
+	memcpy(c->name, name, n + 1);
+	c->line = p->line;
+	p->cls = c;
+	memset(p->class_lines, 0, sizeof(p->class_lines));
+	return 0;
+}
+
+/* s is the whole line, trimmed on the left, not a comment and not a section header. */
+static int parse_assignment(struct parser *p, char *s)
+{
+	char *eq, *key, *value, *q;
+	unsigned *lines;
+	const struct key *keys;
+	size_t nkeys;
+	int k;
+
+	eq = strchr(s, '=');
+	if (!eq) {
+		trim_right(s);
+		return fail(p, "missing \"=\": expected \"key = value\", got \"%.*s%s\"", CLIP(s));
+	}
+	*eq = '\0';
+	key = s;
+	trim_right(key);
+	if (!*key)
+		return fail(p, "missing key before \"=\"");
+
+	/* The key first: "sise =" is better reported as a typo than as an empty value. */
+	if (p->cls) {
+		keys = class_keys;
+		nkeys = ARRAY_SIZE(class_keys);
+		lines = p->class_lines;
+	} else {
+		keys = global_keys;
+		nkeys = ARRAY_SIZE(global_keys);
+		lines = p->global_lines;
+	}
+
+	k = find_key(keys, nkeys, key);
+	if (k < 0) {
+		if (p->cls && find_key(global_keys, ARRAY_SIZE(global_keys), key) >= 0)
+			return fail(p, "key \"%s\" belongs before the first [class] section", key);
+		if (!p->cls && find_key(class_keys, ARRAY_SIZE(class_keys), key) >= 0)
+			return fail(p, "key \"%s\" is only valid inside a [class NAME] section", key);
+		if (p->cls)
+			return fail(p, "unknown key \"%.*s%s\" in [class %s]", CLIP(key),
+				    p->cls->name);
+		return fail(p, "unknown key \"%.*s%s\" in the global section", CLIP(key));
+	}
+	if (lines[k]) {
+		if (p->cls)
+			return fail(p, "duplicate key \"%s\" in [class %s] (first set on line %u)", key,
+				    p->cls->name, lines[k]);
+		return fail(p, "duplicate key \"%s\" (first set on line %u)", key, lines[k]);
+	}
+
+	value = skip_blanks(eq + 1);
+	if (*value == '"') {
+		value++;
+		q = strchr(value, '"');
+		if (!q)
+			return fail(p, "unterminated quote in the value of \"%.*s%s\"", CLIP(key));
+		*q = '\0';
+		q = skip_blanks(q + 1);
+		if (*q && *q != '#')
+			return fail(p, "unexpected text \"%.*s%s\" after the closing quote of \"%.*s%s\"",
+				    CLIP(q), CLIP(key));
+	} else {
+		/* A '#' starts a comment only after a blank, so "/run/a#b.sock" stays one path. */
+		for (q = value; *q; q++) {
+			if (*q == '#' && (q == value || is_blank(q[-1]))) {
+				*q = '\0';
+				break;
+			}
+		}
+		trim_right(value);
+	}
+	if (!*value)
+		return fail(p, "empty value for \"%.*s%s\"", CLIP(key));
+
+	lines[k] = p->line;
+	return keys[k].set(p, key, value);
+}
+
+static int parse_line(struct parser *p, char *s)
+{
+	s = skip_blanks(s);
+	if (!*s || *s == '#' || *s == ';')
+		return 0;
+	if (*s == '[')
+		return parse_section(p, s);
+	return parse_assignment(p, s);
+}
+
+/* text need not be NUL-terminated; len lets config_load report a NUL byte instead of stopping. */
+static int parse_text(const char *name, const char *text, size_t len, struct config *cfg,
+		      char *err, size_t errlen)
+{
+	struct parser p = {
+		.name = name,
+		.cfg = cfg,
+		.err = err,
+		.errlen = errlen,
+	};
+	char buf[CONFIG_LINE_MAX + 1];
+	const char *s = text, *end = text + len;
+	int r;
+
+	config_init(cfg);
+	if (err && errlen)
+		err[0] = '\0';
+
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+
+		p.line++;
+		if (n > CONFIG_LINE_MAX) {
+			r = fail(&p, "line too long: %zu bytes, at most %d", n, CONFIG_LINE_MAX);
+			goto out;
+		}
+		if (memchr(s, '\0', n)) {
+			r = fail(&p, "NUL byte in the file: is this a text file?");
+			goto out;
+		}
+		memcpy(buf, s, n);
+		buf[n] = '\0';
+		r = parse_line(&p, buf);
+		if (r < 0)
+			goto out;
+		s += n + 1;
+	}
+
+	r = finish_class(&p);
+	if (r < 0)
+		goto out;
+	if (!cfg->nclasses)
+		r = fail_at(&p, 0, "no [class] section: the pool would be empty");
+out:
+	/* Never hand back a half-parsed config: the caller may print it or keep running with it. */
+	if (r < 0)
+		config_init(cfg);
+	return r;
+}
+
+void config_init(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	memcpy(cfg->socket_path, CONFIG_DEFAULT_SOCKET, sizeof(CONFIG_DEFAULT_SOCKET));
+	cfg->socket_mode = 0660;
+	cfg->hugepages = HUGEPAGES_PREFER;
+	cfg->page_size = PAGE_SIZE_2M;
+	cfg->prefault_threads = 0;
+	cfg->max_connections = 1024;
+	cfg->max_connections_per_uid = 64;
+	cfg->max_bytes_per_uid = 0;
+}
+
+int config_parse(const char *name, const char *text, struct config *cfg, char *err, size_t errlen)
+{
+	return parse_text(name, text, strlen(text), cfg, err, errlen);
+}
+
+int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	config_init(cfg);
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		r = -errno;
+		set_err(err, errlen, "%s: cannot open: %s", path, strerror(-r));
+		return r;
+	}
+
+	/* One byte more than the limit, so that a file of exactly the limit is still accepted. */
+	buf = malloc(CONFIG_FILE_MAX + 1);
+	if (!buf) {
+		set_err(err, errlen, "%s: cannot read: %s", path, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf + len, CONFIG_FILE_MAX + 1 - len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			set_err(err, errlen, "%s: cannot read: %s", path, strerror(-r));
+			return r;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > CONFIG_FILE_MAX) {
+			set_err(err, errlen, "%s: file too large: more than %d bytes (1 MiB)", path,
+				CONFIG_FILE_MAX);
+			return -EFBIG;
+		}
+	}
+
+	return parse_text(path, buf, len, cfg, err, errlen);
+}
+
+uint64_t config_pool_bytes(const struct config *cfg)
+{
+	uint64_t total = 0, bytes;
+	unsigned i;
+
+	/* The parser rejects overflowing configs; saturate anyway for hand-built ones. */
+	for (i = 0; i < cfg->nclasses; i++) {
+		if (__builtin_mul_overflow(cfg->classes[i].size, (uint64_t)cfg->classes[i].count,
+					   &bytes) ||
+		    __builtin_add_overflow(total, bytes, &total))
+			return UINT64_MAX;
+	}
+	return total;
+}
+
+const struct config_class *config_find_class(const struct config *cfg, const char *name)
+{
+	unsigned i;
+
+	if (!name)
+		return NULL;
+	for (i = 0; i < cfg->nclasses; i++)
+		if (!strcmp(cfg->classes[i].name, name))
+			return &cfg->classes[i];
+	return NULL;
+}
+
+const char *hugepages_mode_name(enum hugepages_mode m)
+{
+	switch (m) {
+	case HUGEPAGES_PREFER:
+		return "prefer";
+	case HUGEPAGES_REQUIRE:
+		return "require";
+	case HUGEPAGES_OFF:
+		return "off";
+	}
+	return "unknown";
+}

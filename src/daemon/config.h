@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.h - hugepoold's configuration: the parsed form of hugepoold.conf.
+ *
+ * config_load() reads a file of "key = value" lines with "[class NAME]" sections into a struct
+ * config; it is called once at boot by the main thread (and by --check-config). The result is
+ * read-only afterwards and owned by main. Every error names the file, the line and the reason and
+ * stops the load: the daemon refuses to start on any bad line rather than guessing.
+ */
+#ifndef HP_CONFIG_H
+#define HP_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CONFIG_DEFAULT_PATH "/etc/hugepool/hugepoold.conf"
+#define CONFIG_DEFAULT_SOCKET "/run/hugepool/hugepoold.sock"
+#define CONFIG_CLASS_NAME_MAX 31 /* bytes, without the NUL; [A-Za-z0-9_.-] */
+#define CONFIG_CLASSES_MAX 64
+
+enum hugepages_mode {
+	HUGEPAGES_PREFER, /* hugetlb if enough free hugepages, else regular shmem (logged) */
+	HUGEPAGES_REQUIRE, /* hugetlb or refuse to start */
+	HUGEPAGES_OFF, /* regular shared memory (memfd) with MADV_HUGEPAGE */
+};
+
+struct config_class {
+	char name[CONFIG_CLASS_NAME_MAX + 1];
+	uint64_t size; /* bytes per buffer, > 0, a multiple of the page size in use */
+	uint32_t count; /* buffers, > 0 */
+	unsigned line; /* where it was defined, for messages */
+};
+
+struct config {
+	char socket_path[108]; /* sizeof(sun_path) */
+	mode_t socket_mode; /* octal in the file, default 0660 */
+	char socket_group[64]; /* "" = the daemon's group */
+	enum hugepages_mode hugepages; /* default prefer */
+	uint64_t page_size; /* 2M (default) or 1G; the hugetlb page size asked for */
+	unsigned prefault_threads; /* 0 = one per online CPU (default) */
+	uint32_t max_connections; /* all clients together; default 1024 */
+	uint32_t max_connections_per_uid; /* default 64; 0 = unlimited */
+	uint64_t max_bytes_per_uid; /* leased bytes; default 0 = unlimited */
+	unsigned nclasses;
+	struct config_class classes[CONFIG_CLASSES_MAX];
+};
+
+/* Fill *cfg with the defaults above and no classes. */
+void config_init(struct config *cfg);
+
+/*
+ * Parse the file at path into *cfg (which config_load initialises first). On failure returns a
+ * negative errno and writes a one-line message into err ("FILE:LINE: reason"), for example
+ *   hugepoold.conf:12: unknown key "sise" in [class big]
+ *   hugepoold.conf:3: bad size "12Q" for "size": expected a number with an optional K, M, G or T suffix
+ *   hugepoold.conf:9: duplicate class "big" (first defined on line 4)
+ * -ENOENT/-EACCES etc. when the file cannot be read (message says so), -EINVAL for content.
+ */
+int config_load(const char *path, struct config *cfg, char *err, size_t errlen);
+
+/* Same as config_load, from a string already in memory (name is used in messages). */
+int config_parse(const char *name, const char *text, struct config *cfg, char *err, size_t errlen);
+
+/* Total bytes of all classes (size * count). */
+uint64_t config_pool_bytes(const struct config *cfg);
+
+/* Find a class by name, or NULL. */
+const struct config_class *config_find_class(const struct config *cfg, const char *name);
+
+const char *hugepages_mode_name(enum hugepages_mode m);
+
+#endif

@@ -1,0 +1,661 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lease.c - see lease.h for the rules. Event-loop thread only.
+ *
+ * Every pool buffer has one slot, in exactly one state:
+ *   FREE      in its class's clean list (fresh pages) or dirty list (last held by dirty_uid,
+ *             or dirty_uid = BROKEN_UID when its renewal failed and must be retried);
+ *   RESERVED  taken by a request that is still waiting for other slots to be renewed;
+ *   RENEWING  with the recycler; req says which request it is for (NULL: nobody any more);
+ *   LEASED    held by owner under lease_id, in the owner's lease list.
+ * A request holds its slots in req->held until all are ready, then they all become LEASED at
+ * once (all-or-nothing). A uid is charged for a request's bytes when its slots are reserved.
+ * Lease ids are (generation << 32 | slot index): unique for the daemon's life, O(1) to look up.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lease.h"
+#include "proto.h"
+#include "size.h"
+#include "util.h"
+
+#define BROKEN_UID ((uid_t)-1)
+
+#ifndef TAILQ_FOREACH_SAFE /* BSD has it, glibc's sys/queue.h does not */
+#define TAILQ_FOREACH_SAFE(var, head, field, tvar) \
+	for ((var) = TAILQ_FIRST(head); (var) && ((tvar) = TAILQ_NEXT(var, field), 1); (var) = (tvar))
+#endif
+
+enum slot_state { SLOT_FREE, SLOT_RESERVED, SLOT_RENEWING, SLOT_LEASED };
+
+struct lease_slot {
+	struct pool_buffer *pb;
+	enum slot_state state;
+	bool clean; /* FREE/RESERVED: fresh pages, nobody wrote them */
+	uid_t dirty_uid; /* !clean: who wrote them last (BROKEN_UID: no pages at all) */
+	uint64_t lease_id; /* LEASED */
+	uint64_t since_rt; /* LEASED */
+	struct lease_owner *owner; /* LEASED */
+	struct lease_req *req; /* RESERVED, RENEWING */
+	TAILQ_ENTRY(lease_slot) link; /* class clean/dirty list (FREE) or owner->leases (LEASED) */
+};
+
+TAILQ_HEAD(slot_list, lease_slot);
+
+struct lease_req {
+	struct lease_owner *owner;
+	unsigned class_index;
+	unsigned count;
+	uint64_t deadline; /* CLOCK_MONOTONIC ns; UINT64_MAX = none */
+	bool queued;
+	bool charged; /* its bytes are charged to the uid */
+	unsigned held; /* slots in slots[] */
+	unsigned renewing; /* of which still with the recycler */
+	TAILQ_ENTRY(lease_req) link;
+	struct lease_slot *slots[];
+};
+
+struct lease_class {
+	struct slot_list clean, dirty;
+	uint32_t nclean, ndirty, nleased, nrenewing;
+	TAILQ_HEAD(, lease_req) waiters;
+	uint32_t nwaiters;
+};
+
+struct lease_uid {
+	uid_t uid;
+	uint32_t connections;
+	uint64_t charged; /* leased + reserved bytes */
+	LIST_ENTRY(lease_uid) link;
+};
+
+struct lease_table {
+	struct pool *pool;
+	struct lease_limits limits;
+	struct lease_ops ops;
+	void *ud;
+	struct lease_slot *slots; /* one per pool buffer, same index */
+	struct lease_class *classes;
+	LIST_HEAD(, lease_uid) uids; /* uids with a connection; few, so a list */
+	uint64_t generation;
+	struct lease_counters counters;
+};
+
+int lease_table_new(struct pool *pool, const struct lease_limits *limits, const struct lease_ops *ops,
+		    void *userdata, struct lease_table **ret)
+{
+	struct lease_table *lt = calloc(1, sizeof(*lt));
+
+	if (!lt)
+		return -ENOMEM;
+	lt->pool = pool;
+	lt->limits = *limits;
+	lt->ops = *ops;
+	lt->ud = userdata;
+	lt->slots = calloc(pool->nbuffers ? pool->nbuffers : 1, sizeof(*lt->slots));
+	lt->classes = calloc(pool->nclasses ? pool->nclasses : 1, sizeof(*lt->classes));
+	if (!lt->slots || !lt->classes) {
+		lease_table_free(lt);
+		return -ENOMEM;
+	}
+	for (unsigned c = 0; c < pool->nclasses; c++) {
+		TAILQ_INIT(&lt->classes[c].clean);
+		TAILQ_INIT(&lt->classes[c].dirty);
+		TAILQ_INIT(&lt->classes[c].waiters);
+	}
+	for (uint32_t i = 0; i < pool->nbuffers; i++) {
+		struct lease_slot *s = &lt->slots[i];
+		struct lease_class *lc = &lt->classes[pool->buffers[i].class_index];
+
+		s->pb = &pool->buffers[i];
+		s->state = SLOT_FREE;
+		s->clean = true;
+		TAILQ_INSERT_TAIL(&lc->clean, s, link);
+		lc->nclean++;
+	}
+	*ret = lt;
+	return 0;
+}
+
+void lease_table_free(struct lease_table *lt)
+{
+	if (!lt)
+		return;
+	/* requests still queued belong to owners the server is tearing down */
+	for (unsigned c = 0; lt->classes && c < lt->pool->nclasses; c++) {
+		struct lease_req *r;
+
+		while ((r = TAILQ_FIRST(&lt->classes[c].waiters))) {
+			TAILQ_REMOVE(&lt->classes[c].waiters, r, link);
+			r->owner->req = NULL;
+			free(r);
+		}
+	}
+	while (!LIST_EMPTY(&lt->uids)) {
+		struct lease_uid *u = LIST_FIRST(&lt->uids);
+
+		LIST_REMOVE(u, link);
+		free(u);
+	}
+	free(lt->slots);
+	free(lt->classes);
+	free(lt);
+}
+
+static struct lease_class *class_of(struct lease_table *lt, const struct lease_slot *s)
+{
+	return &lt->classes[s->pb->class_index];
+}
+
+/* Put a slot back among the free ones of its class. */
+static void slot_free(struct lease_table *lt, struct lease_slot *s)
+{
+	struct lease_class *lc = class_of(lt, s);
+
+	s->state = SLOT_FREE;
+	s->owner = NULL;
+	s->req = NULL;
+	if (s->clean) {
+		TAILQ_INSERT_TAIL(&lc->clean, s, link);
+		lc->nclean++;
+	} else if (s->dirty_uid == BROKEN_UID) {
+		/* last choice: taking it means trying its renewal again */
+		TAILQ_INSERT_TAIL(&lc->dirty, s, link);
+		lc->ndirty++;
+	} else {
+		/* most recently released first: its pages are the warmest */
+		TAILQ_INSERT_HEAD(&lc->dirty, s, link);
+		lc->ndirty++;
+	}
+}
+
+static void slot_unlist(struct lease_table *lt, struct lease_slot *s)
+{
+	struct lease_class *lc = class_of(lt, s);
+
+	if (s->clean) {
+		TAILQ_REMOVE(&lc->clean, s, link);
+		lc->nclean--;
+	} else {
+		TAILQ_REMOVE(&lc->dirty, s, link);
+		lc->ndirty--;
+	}
+}
+
+static struct lease_uid *uid_find(struct lease_table *lt, uid_t uid)
+{
+	struct lease_uid *u;
+
+	LIST_FOREACH(u, &lt->uids, link)
+		if (u->uid == uid)
+			return u;
+	return NULL;
+}
+
+int lease_owner_attach(struct lease_table *lt, struct lease_owner *o, uid_t uid, gid_t gid, pid_t pid,
+		       char *text, size_t textlen)
+{
+	struct lease_uid *u = uid_find(lt, uid);
+
+	if (!u) {
+		u = calloc(1, sizeof(*u));
+		if (!u) {
+			snprintf(text, textlen, "out of memory");
+			return -ENOMEM;
+		}
+		u->uid = uid;
+		LIST_INSERT_HEAD(&lt->uids, u, link);
+	}
+	if (lt->limits.max_connections_per_uid && u->connections >= lt->limits.max_connections_per_uid) {
+		snprintf(text, textlen, "uid %u already has %" PRIu32 " connections (max_connections_per_uid)",
+			 (unsigned)uid, u->connections);
+		lt->counters.denials++;
+		if (u->connections == 0) {
+			LIST_REMOVE(u, link);
+			free(u);
+		}
+		return -EUSERS;
+	}
+	u->connections++;
+	*o = (struct lease_owner){ .uid = uid, .gid = gid, .pid = pid, .acct = u };
+	TAILQ_INIT(&o->leases);
+	return 0;
+}
+
+static const char *class_name(const struct lease_table *lt, unsigned c)
+{
+	return lt->pool->classes[c].name;
+}
+
+static uint64_t class_size(const struct lease_table *lt, unsigned c)
+{
+	return lt->pool->classes[c].size;
+}
+
+/* Would charging `bytes` more to o's uid break its limit? Explains why in text. */
+static bool over_byte_limit(const struct lease_table *lt, const struct lease_owner *o, uint64_t bytes,
+			    char *text, size_t textlen)
+{
+	uint64_t max = lt->limits.max_bytes_per_uid;
+	char a[32], b[32], c[32];
+
+	if (!max || (o->acct->charged <= max && bytes <= max - o->acct->charged))
+		return false;
+	snprintf(text, textlen, "uid %u would exceed max_bytes_per_uid (%s): %s held, %s asked",
+		 (unsigned)o->uid, size_format(max, a, sizeof(a)), size_format(o->acct->charged, b, sizeof(b)),
+		 size_format(bytes, c, sizeof(c)));
+	return true;
+}
+
+static void req_finish(struct lease_table *lt, struct lease_req *r)
+{
+	(void)lt;
+	r->owner->req = NULL;
+	free(r);
+}
+
+/* Undo a request's reservations (it failed or its owner left). */
+static void req_unreserve(struct lease_table *lt, struct lease_req *r)
+{
+	for (unsigned i = 0; i < r->held; i++) {
+		struct lease_slot *s = r->slots[i];
+
+		if (s->state == SLOT_RENEWING)
+			s->req = NULL; /* lease_renewed() frees it when it comes back */
+		else
+			slot_free(lt, s);
+	}
+	if (r->charged)
+		r->owner->acct->charged -= (uint64_t)r->count * class_size(lt, r->class_index);
+	r->charged = false;
+	r->held = r->renewing = 0;
+}
+
+static void req_fail(struct lease_table *lt, struct lease_req *r, int err, const char *text)
+{
+	struct lease_owner *o = r->owner;
+
+	req_unreserve(lt, r);
+	req_finish(lt, r);
+	lt->ops.failed(o, err, text, lt->ud);
+}
+
+static void req_grant(struct lease_table *lt, struct lease_req *r)
+{
+	struct lease_owner *o = r->owner;
+	struct lease_class *lc = &lt->classes[r->class_index];
+	uint64_t now = realtime_ns(), gen = ++lt->generation;
+
+	for (unsigned i = 0; i < r->held; i++) {
+		struct lease_slot *s = r->slots[i];
+
+		s->state = SLOT_LEASED;
+		s->req = NULL;
+		s->owner = o;
+		s->lease_id = gen << 32 | s->pb->index;
+		s->since_rt = now;
+		s->clean = false;
+		s->dirty_uid = o->uid;
+		TAILQ_INSERT_TAIL(&o->leases, s, link);
+		o->nleases++;
+		o->leased_bytes += s->pb->size;
+		lc->nleased++;
+	}
+	lt->counters.grants++;
+	o->req = NULL;
+	lt->ops.granted(o, r->slots, r->held, lt->ud);
+	free(r);
+}
+
+/*
+ * Reserve r's buffers if the class has enough free ones (counting those that need renewal).
+ * Returns false, reserving nothing, when it has not. On true the request is either granted or
+ * failed already, or waits for renewals: in every case it left the queue's hands.
+ */
+static bool req_try(struct lease_table *lt, struct lease_req *r)
+{
+	struct lease_class *lc = &lt->classes[r->class_index];
+	struct lease_owner *o = r->owner;
+	struct lease_slot *s, *next;
+	char text[PROTO_TEXT_MAX];
+
+	if (lc->nclean + lc->ndirty < r->count)
+		return false;
+	if (over_byte_limit(lt, o, (uint64_t)r->count * class_size(lt, r->class_index), text, sizeof(text))) {
+		lt->counters.denials++;
+		req_fail(lt, r, -EDQUOT, text);
+		return true;
+	}
+	o->acct->charged += (uint64_t)r->count * class_size(lt, r->class_index);
+	r->charged = true;
+	/* the uid's own used buffers first (warm, no renewal), then fresh ones, then others' */
+	TAILQ_FOREACH_SAFE(s, &lc->dirty, link, next) {
+		if (r->held == r->count)
+			break;
+		if (s->dirty_uid != o->uid)
+			continue;
+		slot_unlist(lt, s);
+		s->state = SLOT_RESERVED;
+		s->req = r;
+		r->slots[r->held++] = s;
+	}
+	while (r->held < r->count && (s = TAILQ_FIRST(&lc->clean))) {
+		slot_unlist(lt, s);
+		s->state = SLOT_RESERVED;
+		s->req = r;
+		r->slots[r->held++] = s;
+	}
+	while (r->held < r->count && (s = TAILQ_FIRST(&lc->dirty))) {
+		slot_unlist(lt, s);
+		s->state = SLOT_RENEWING;
+		s->req = r;
+		r->slots[r->held++] = s;
+		r->renewing++;
+		lc->nrenewing++;
+	}
+	if (r->renewing == 0) {
+		req_grant(lt, r);
+		return true;
+	}
+	/*
+	 * Hand them over only now, from a copy: a renewal may complete (and grant, freeing r)
+	 * from inside ops->renew.
+	 */
+	struct pool_buffer *todo[r->count];
+	unsigned ntodo = 0;
+
+	for (unsigned i = 0; i < r->held; i++)
+		if (r->slots[i]->state == SLOT_RENEWING)
+			todo[ntodo++] = r->slots[i]->pb;
+	for (unsigned i = 0; i < ntodo; i++)
+		lt->ops.renew(todo[i], lt->ud);
+	return true;
+}
+
+/* Serve a class's waiters in order for as long as the head can be served. */
+static void class_pump(struct lease_table *lt, unsigned c)
+{
+	struct lease_class *lc = &lt->classes[c];
+	struct lease_req *r;
+
+	while ((r = TAILQ_FIRST(&lc->waiters))) {
+		TAILQ_REMOVE(&lc->waiters, r, link);
+		lc->nwaiters--;
+		r->queued = false;
+		if (!req_try(lt, r)) {
+			TAILQ_INSERT_HEAD(&lc->waiters, r, link);
+			lc->nwaiters++;
+			r->queued = true;
+			break;
+		}
+	}
+}
+
+static int find_class(const struct lease_table *lt, const char *name)
+{
+	for (unsigned c = 0; c < lt->pool->nclasses; c++)
+		if (strcmp(lt->pool->classes[c].name, name) == 0)
+			return (int)c;
+	return -1;
+}
+
+int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *name, unsigned n,
+		  int64_t timeout_ms, uint64_t now, char *text, size_t textlen)
+{
+	int c = find_class(lt, name);
+	struct lease_class *lc;
+	struct lease_req *r;
+
+	lt->counters.acquires++;
+	if (o->req) {
+		snprintf(text, textlen, "an acquire is already in progress on this connection");
+		return -EBUSY;
+	}
+	if (c < 0) {
+		snprintf(text, textlen, "no buffer class \"%s\"", name);
+		return -ENOENT;
+	}
+	lc = &lt->classes[c];
+	if (n == 0) {
+		snprintf(text, textlen, "asked for zero buffers");
+		return -EINVAL;
+	}
+	if (n > lt->pool->classes[c].count) {
+		snprintf(text, textlen, "class \"%s\" has only %" PRIu32 " buffers, %u asked", name,
+			 lt->pool->classes[c].count, n);
+		return -E2BIG;
+	}
+	if (over_byte_limit(lt, o, (uint64_t)n * class_size(lt, (unsigned)c), text, textlen)) {
+		lt->counters.denials++;
+		return -EDQUOT;
+	}
+	r = calloc(1, sizeof(*r) + n * sizeof(r->slots[0]));
+	if (!r) {
+		snprintf(text, textlen, "out of memory");
+		return -ENOMEM;
+	}
+	*r = (struct lease_req){ .owner = o, .class_index = (unsigned)c, .count = n, .deadline = UINT64_MAX };
+	o->req = r;
+	if (TAILQ_EMPTY(&lc->waiters) && req_try(lt, r))
+		return 0;
+	if (timeout_ms == 0) {
+		snprintf(text, textlen, "%u buffers of class \"%s\" are not free now (%" PRIu32 " free, %" PRIu32
+			 " waiting before you)", n, name, lc->nclean + lc->ndirty, lc->nwaiters);
+		o->req = NULL;
+		free(r);
+		return -EAGAIN;
+	}
+	if (timeout_ms > 0)
+		r->deadline = now + (uint64_t)timeout_ms * 1000000ull;
+	r->queued = true;
+	TAILQ_INSERT_TAIL(&lc->waiters, r, link);
+	lc->nwaiters++;
+	return 0;
+}
+
+static struct lease_slot *slot_by_id(struct lease_table *lt, const struct lease_owner *o, uint64_t id)
+{
+	uint32_t idx = (uint32_t)id;
+
+	if (idx >= lt->pool->nbuffers)
+		return NULL;
+	struct lease_slot *s = &lt->slots[idx];
+
+	return s->state == SLOT_LEASED && s->lease_id == id && s->owner == o ? s : NULL;
+}
+
+static void slot_unlease(struct lease_table *lt, struct lease_owner *o, struct lease_slot *s)
+{
+	TAILQ_REMOVE(&o->leases, s, link);
+	o->nleases--;
+	o->leased_bytes -= s->pb->size;
+	o->acct->charged -= s->pb->size;
+	class_of(lt, s)->nleased--;
+	s->lease_id = 0;
+	slot_free(lt, s);
+}
+
+int lease_release(struct lease_table *lt, struct lease_owner *o, const uint64_t *ids, unsigned n,
+		  char *text, size_t textlen)
+{
+	bool touched[CONFIG_CLASSES_MAX] = { false };
+
+	for (unsigned i = 0; i < n; i++) {
+		if (!slot_by_id(lt, o, ids[i])) {
+			snprintf(text, textlen, "lease %#" PRIx64 " is not held by this connection", ids[i]);
+			return -EINVAL;
+		}
+		for (unsigned j = 0; j < i; j++)
+			if (ids[j] == ids[i]) {
+				snprintf(text, textlen, "lease %#" PRIx64 " is named twice", ids[i]);
+				return -EINVAL;
+			}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct lease_slot *s = slot_by_id(lt, o, ids[i]);
+
+		touched[s->pb->class_index] = true;
+		slot_unlease(lt, o, s);
+		lt->counters.releases++;
+	}
+	for (unsigned c = 0; c < lt->pool->nclasses; c++)
+		if (touched[c])
+			class_pump(lt, c);
+	return 0;
+}
+
+void lease_owner_detach(struct lease_table *lt, struct lease_owner *o)
+{
+	bool touched[CONFIG_CLASSES_MAX] = { false };
+	struct lease_slot *s;
+
+	if (!o->acct)
+		return;
+	if (o->req) {
+		struct lease_req *r = o->req;
+
+		touched[r->class_index] = true;
+		if (r->queued) {
+			TAILQ_REMOVE(&lt->classes[r->class_index].waiters, r, link);
+			lt->classes[r->class_index].nwaiters--;
+		}
+		req_unreserve(lt, r);
+		req_finish(lt, r);
+	}
+	while ((s = TAILQ_FIRST(&o->leases))) {
+		touched[s->pb->class_index] = true;
+		slot_unlease(lt, o, s);
+		lt->counters.disconnect_releases++;
+	}
+	if (--o->acct->connections == 0) {
+		LIST_REMOVE(o->acct, link);
+		free(o->acct);
+	}
+	o->acct = NULL;
+	for (unsigned c = 0; c < lt->pool->nclasses; c++)
+		if (touched[c])
+			class_pump(lt, c);
+}
+
+void lease_expire(struct lease_table *lt, uint64_t now)
+{
+	for (unsigned c = 0; c < lt->pool->nclasses; c++) {
+		struct lease_class *lc = &lt->classes[c];
+		struct lease_req *r, *next;
+		bool head_left = false;
+
+		TAILQ_FOREACH_SAFE(r, &lc->waiters, link, next) {
+			char text[PROTO_TEXT_MAX];
+
+			if (r->deadline > now)
+				continue;
+			head_left |= r == TAILQ_FIRST(&lc->waiters);
+			TAILQ_REMOVE(&lc->waiters, r, link);
+			lc->nwaiters--;
+			r->queued = false;
+			lt->counters.timeouts++;
+			snprintf(text, sizeof(text), "timed out waiting for %u buffers of class \"%s\"", r->count,
+				 class_name(lt, c));
+			req_fail(lt, r, -ETIMEDOUT, text);
+		}
+		if (head_left)
+			class_pump(lt, c);
+	}
+}
+
+uint64_t lease_next_deadline(const struct lease_table *lt)
+{
+	uint64_t min = UINT64_MAX;
+
+	for (unsigned c = 0; c < lt->pool->nclasses; c++) {
+		const struct lease_req *r;
+
+		TAILQ_FOREACH(r, &lt->classes[c].waiters, link)
+			min = MIN(min, r->deadline);
+	}
+	return min;
+}
+
+void lease_renewed(struct lease_table *lt, struct pool_buffer *b, int err)
+{
+	struct lease_slot *s = &lt->slots[b->index];
+	struct lease_class *lc = class_of(lt, s);
+	struct lease_req *r = s->req;
+
+	lc->nrenewing--;
+	lt->counters.renewals += err == 0;
+	if (err < 0) {
+		char text[PROTO_TEXT_MAX];
+
+		s->clean = false;
+		s->dirty_uid = BROKEN_UID;
+		slot_free(lt, s);
+		if (r) {
+			s->req = NULL;
+			/* the slot is not r's any more: drop it from r before undoing the rest */
+			for (unsigned i = 0; i < r->held; i++)
+				if (r->slots[i] == s)
+					r->slots[i] = r->slots[--r->held];
+			snprintf(text, sizeof(text), "could not give a buffer of class \"%s\" fresh pages: %s",
+				 class_name(lt, s->pb->class_index), strerror(-err));
+			req_fail(lt, r, -ENOMEM, text);
+		}
+		return;
+	}
+	s->clean = true;
+	if (!r) {
+		slot_free(lt, s);
+		class_pump(lt, s->pb->class_index);
+		return;
+	}
+	s->state = SLOT_RESERVED;
+	if (--r->renewing == 0)
+		req_grant(lt, r);
+}
+
+uint64_t lease_slot_id(const struct lease_slot *s)
+{
+	return s->lease_id;
+}
+
+struct pool_buffer *lease_slot_buffer(const struct lease_slot *s)
+{
+	return s->pb;
+}
+
+uint64_t lease_slot_since(const struct lease_slot *s)
+{
+	return s->since_rt;
+}
+
+struct lease_slot *lease_owner_next(const struct lease_owner *o, struct lease_slot *prev)
+{
+	return prev ? TAILQ_NEXT(prev, link) : TAILQ_FIRST(&o->leases);
+}
+
+void lease_class_stats(const struct lease_table *lt, unsigned c, struct lease_class_stats *ret)
+{
+	const struct lease_class *lc = &lt->classes[c];
+	uint32_t orphans = 0;
+
+	/* renewing slots nobody asked for any more are as good as free */
+	for (uint32_t i = 0; i < lt->pool->classes[c].count; i++) {
+		const struct lease_slot *s = &lt->slots[lt->pool->classes[c].first + i];
+
+		orphans += s->state == SLOT_RENEWING && !s->req;
+	}
+	*ret = (struct lease_class_stats){ .total = lt->pool->classes[c].count,
+					   .free = lc->nclean + lc->ndirty + orphans,
+					   .leased = lc->nleased,
+					   .waiters = lc->nwaiters,
+					   .renewing = lc->nrenewing };
+}
+
+const struct lease_counters *lease_counters(const struct lease_table *lt)
+{
+	return &lt->counters;
+}

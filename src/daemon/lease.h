@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lease.h - who holds which buffer, who waits for which, and what each uid may take.
+ *
+ * The lease table is owned by the event-loop thread (server.c) and touched by no other thread,
+ * so it needs no lock. It knows nothing about sockets: a connection is a struct lease_owner,
+ * and outcomes come back through struct lease_ops callbacks (which may run inside the call that
+ * caused them, e.g. a grant inside lease_acquire).
+ *
+ * Rules it enforces:
+ * - FIFO per class: a waiting request blocks later ones even if they would fit, so a large
+ *   request is never starved by small ones.
+ * - All-or-nothing: a request for n buffers is granted n at once or nothing, so two clients
+ *   each holding half of what they want cannot deadlock inside the pool.
+ * - A buffer last leased by uid A is given to uid A again as it is (warm, contents kept), but to
+ *   any other uid only after renewal: ops->renew hands it to the recycler thread, which gives it
+ *   fresh zeroed pages off the event loop, and lease_renewed() brings it back.
+ * - Per-uid limits on leased bytes and on connections: over a limit is an immediate error.
+ */
+#ifndef HP_LEASE_H
+#define HP_LEASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include "pool.h"
+
+struct lease_slot;
+struct lease_req;
+struct lease_uid;
+
+struct lease_owner {
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	struct lease_uid *acct; /* set by lease_owner_attach */
+	TAILQ_HEAD(, lease_slot) leases;
+	unsigned nleases;
+	uint64_t leased_bytes;
+	struct lease_req *req; /* the acquire in progress, or NULL */
+};
+
+struct lease_limits {
+	uint64_t max_bytes_per_uid; /* 0 = unlimited */
+	uint32_t max_connections_per_uid; /* 0 = unlimited */
+};
+
+struct lease_ops {
+	/* n buffers for o; lease ids and buffers via lease_slot_id/lease_slot_buffer */
+	void (*granted)(struct lease_owner *o, struct lease_slot *const *slots, unsigned n, void *ud);
+	/* an accepted acquire ended without buffers (timeout, limit at grant time, renewal error) */
+	void (*failed)(struct lease_owner *o, int err, const char *text, void *ud);
+	/* give b fresh memory, then call lease_renewed() on the event loop */
+	void (*renew)(struct pool_buffer *b, void *ud);
+};
+
+struct lease_counters {
+	uint64_t acquires, grants, releases, timeouts, denials, renewals, disconnect_releases;
+};
+
+struct lease_class_stats {
+	uint32_t total, free, leased, waiters, renewing;
+};
+
+struct lease_table;
+
+int lease_table_new(struct pool *pool, const struct lease_limits *limits, const struct lease_ops *ops,
+		    void *userdata, struct lease_table **ret);
+void lease_table_free(struct lease_table *lt);
+
+/* A new connection of (uid, gid, pid); -EUSERS when the uid is at its connection limit. */
+int lease_owner_attach(struct lease_table *lt, struct lease_owner *o, uid_t uid, gid_t gid, pid_t pid,
+		       char *text, size_t textlen);
+/* The connection is gone: cancel its acquire, release every lease it held. */
+void lease_owner_detach(struct lease_table *lt, struct lease_owner *o);
+
+/*
+ * Ask for n buffers of class_name. timeout_ms: 0 = only what is free now, < 0 = wait forever.
+ * Returns a negative errno with a message in text for an immediate refusal (-ENOENT no such
+ * class, -EINVAL n = 0, -E2BIG more than the class has, -EDQUOT over the uid's byte limit,
+ * -EAGAIN not free now and timeout 0, -EBUSY an acquire already in progress), else 0: the
+ * outcome then arrives through ops->granted or ops->failed, possibly before this returns.
+ * With timeout 0, buffers that are free but need renewal count as free: the grant follows
+ * their renewal.
+ */
+int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *class_name, unsigned n,
+		  int64_t timeout_ms, uint64_t now_ns, char *text, size_t textlen);
+
+/* Release leases of o; all ids must be o's (-EINVAL otherwise, nothing released). */
+int lease_release(struct lease_table *lt, struct lease_owner *o, const uint64_t *ids, unsigned n,
+		  char *text, size_t textlen);
+
+/* Fail every waiting acquire whose deadline is <= now with -ETIMEDOUT. */
+void lease_expire(struct lease_table *lt, uint64_t now_ns);
+/* Earliest deadline of a waiting acquire, UINT64_MAX if none. */
+uint64_t lease_next_deadline(const struct lease_table *lt);
+
+/* The recycler finished renewing b (err 0) or failed (negative errno). */
+void lease_renewed(struct lease_table *lt, struct pool_buffer *b, int err);
+
+uint64_t lease_slot_id(const struct lease_slot *s);
+struct pool_buffer *lease_slot_buffer(const struct lease_slot *s);
+uint64_t lease_slot_since(const struct lease_slot *s); /* CLOCK_REALTIME ns of the grant */
+struct lease_slot *lease_owner_next(const struct lease_owner *o, struct lease_slot *prev);
+
+void lease_class_stats(const struct lease_table *lt, unsigned class_index, struct lease_class_stats *ret);
+const struct lease_counters *lease_counters(const struct lease_table *lt);
+
+#endif

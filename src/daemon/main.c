@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - hugepoold's entry point: options, then the boot sequence, then the event loop.
+ *
+ * Boot: load the configuration -> create the pool (one sealed memfd per buffer) -> pre-fault it
+ * in parallel (telling systemd EXTEND_TIMEOUT_USEC while that takes long) -> bind the socket ->
+ * READY=1 -> serve until SIGTERM/SIGINT -> STOPPING=1, tear down. SIGTERM and SIGINT are
+ * blocked before any thread starts so that only the event loop's signalfd sees them.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "notify.h"
+#include "pool.h"
+#include "server.h"
+#include "size.h"
+#include "util.h"
+
+#define EXIT_CONFIG 2 /* the configuration is invalid */
+#define EXIT_POOL 3 /* the pool could not be created or faulted in */
+#define EXIT_SOCKET 4 /* the socket could not be set up */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: hugepoold [OPTION]...\n"
+		"Pre-fault hugepage-backed shared memory at boot and lease it to local clients.\n"
+		"\n"
+		"  -c, --config=FILE   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
+		"  -t, --check-config  check the configuration, print a summary and exit\n"
+		"  -f, --foreground    accepted for compatibility: hugepoold never forks\n"
+		"  -v, --verbose       log debug messages too\n"
+		"  -h, --help          show this help and exit\n"
+		"  -V, --version       show the version and exit\n"
+		"\n"
+		"Exit status: 0 on a clean shutdown, 1 bad usage, 2 bad configuration,\n"
+		"3 the pool could not be created, 4 the socket could not be set up.\n"
+		"See hugepoold(8) and hugepoold.conf(5).\n");
+}
+
+static void print_summary(const struct config *cfg, const char *path)
+{
+	char b[32];
+
+	printf("%s: OK\n", path);
+	printf("socket %s (mode %04o%s%s)\n", cfg->socket_path, (unsigned)cfg->socket_mode,
+	       cfg->socket_group[0] ? ", group " : "", cfg->socket_group);
+	printf("hugepages %s, page size %s, prefault threads %u\n", hugepages_mode_name(cfg->hugepages),
+	       size_format(cfg->page_size, b, sizeof(b)), cfg->prefault_threads ? cfg->prefault_threads : prefault_default_threads());
+	for (unsigned i = 0; i < cfg->nclasses; i++)
+		printf("class %s: %u x %s\n", cfg->classes[i].name, cfg->classes[i].count,
+		       size_format(cfg->classes[i].size, b, sizeof(b)));
+	printf("pool total %s\n", size_format(config_pool_bytes(cfg), b, sizeof(b)));
+}
+
+static void boot_progress(uint64_t done, uint64_t total, void *ud)
+{
+	char a[32], b[32];
+	(void)ud;
+
+	/* faulting goes on: ask systemd for more time than one more interval needs */
+	notify_sendf("EXTEND_TIMEOUT_USEC=%u\nSTATUS=Pre-faulting %s of %s", 30u * 1000000u,
+		     size_format(done, a, sizeof(a)), size_format(total, b, sizeof(b)));
+	log_info("Pre-faulting: %s of %s done", a, b);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' }, { "check-config", no_argument, NULL, 't' },
+		{ "foreground", no_argument, NULL, 'f' },   { "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },	    { "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = CONFIG_DEFAULT_PATH;
+	bool check = false;
+	static struct config cfg;
+	char err[512], b1[32];
+	struct pool *pool = NULL;
+	struct server *srv = NULL;
+	sigset_t mask;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "c:tfvhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			path = optarg;
+			break;
+		case 't':
+			check = true;
+			break;
+		case 'f':
+			break;
+		case 'v':
+			log_set_max_level(LOG_DEBUG);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("hugepoold %s\n", HUGEPOOL_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "hugepoold: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 1;
+	}
+	log_open();
+	r = config_load(path, &cfg, err, sizeof(err));
+	if (r < 0) {
+		if (check)
+			fprintf(stderr, "%s\n", err);
+		else
+			log_error("Invalid configuration: %s", err);
+		return EXIT_CONFIG;
+	}
+	if (check) {
+		print_summary(&cfg, path);
+		return 0;
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	log_info("hugepoold %s starting: %u classes, %s, configuration '%s'", HUGEPOOL_VERSION, cfg.nclasses,
+		 size_format(config_pool_bytes(&cfg), b1, sizeof(b1)), path);
+	notify_send("STATUS=Creating the pool");
+	r = pool_create(&cfg, &pool);
+	if (r < 0)
+		return EXIT_POOL;
+	notify_send("STATUS=Pre-faulting the pool");
+	r = pool_prefault(pool, cfg.prefault_threads, boot_progress, NULL);
+	if (r < 0) {
+		pool_free(pool);
+		return EXIT_POOL;
+	}
+	r = server_open(&cfg, pool, &srv);
+	if (r < 0) {
+		pool_free(pool);
+		return EXIT_SOCKET;
+	}
+	notify_sendf("READY=1\nSTATUS=Serving %s in %u buffers (%s pages)", size_format(pool->bytes, b1, sizeof(b1)),
+		     pool->nbuffers, pool->hugetlb ? "hugetlb" : "regular");
+	r = server_run(srv);
+	notify_send("STOPPING=1");
+	server_free(srv);
+	pool_free(pool);
+	log_info("Stopped");
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pool.c - see pool.h.
+ *
+ * Renewal instead of memset: when a buffer passes to another uid its old memfd is unmapped and
+ * closed and a new one takes its place. The kernel hands out zeroed pages, which costs what a
+ * memset would, and it also protects the next holder from a previous holder that kept its
+ * mapping after release (a memset would leave it looking at the new holder's data). If the old
+ * pages are still mapped somewhere, hugetlb memory may be short and renewal fails: the buffer
+ * is then "broken" (fd -1) and renewal is retried the next time the buffer is wanted.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <linux/memfd.h>
+
+#include "log.h"
+#include "pool.h"
+#include "size.h"
+#include "util.h"
+
+#define SMALL_PAGE 4096u
+
+uint64_t pool_hugepages_available(uint64_t page_size)
+{
+	char path[128];
+	uint64_t v[2] = { 0, 0 };
+	const char *files[2] = { "free_hugepages", "resv_hugepages" };
+
+	for (int i = 0; i < 2; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/%s",
+			 page_size / 1024, files[i]);
+		f = fopen(path, "re");
+		if (!f)
+			return 0;
+		if (fscanf(f, "%" SCNu64, &v[i]) != 1)
+			v[i] = 0;
+		fclose(f);
+	}
+	/* reserved pages are promised to existing mappings, so they are not ours to take */
+	return v[0] > v[1] ? v[0] - v[1] : 0;
+}
+
+static unsigned memfd_flags(const struct pool *p)
+{
+	unsigned f = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+
+	if (p->hugetlb)
+		f |= MFD_HUGETLB | (p->page_size == (1ull << 30) ? MFD_HUGE_1GB : MFD_HUGE_2MB);
+	return f;
+}
+
+/* Create, size, seal and map one buffer. */
+static int buffer_create(struct pool *p, struct pool_buffer *b)
+{
+	char name[64];
+	_cleanup_close_ int fd = -1;
+	void *addr;
+
+	snprintf(name, sizeof(name), "hugepool:%s:%" PRIu32, p->classes[b->class_index].name,
+		 b->index - p->classes[b->class_index].first);
+	fd = memfd_create(name, memfd_flags(p));
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)b->size) < 0)
+		return -errno;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	/* for hugetlb, mmap reserves the pages: a shortage fails here with ENOMEM, not later */
+	addr = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (addr == MAP_FAILED)
+		return -errno;
+	if (!p->hugetlb)
+		(void)madvise(addr, b->size, MADV_HUGEPAGE); /* best effort: needs shmem_enabled */
+	b->addr = addr;
+	b->fd = TAKE_FD(fd);
+	return 0;
+}
+
+static void buffer_destroy(struct pool_buffer *b)
+{
+	if (b->addr)
+		munmap(b->addr, b->size);
+	if (b->fd >= 0)
+		close(b->fd);
+	b->addr = NULL;
+	b->fd = -1;
+}
+
+static int create_all(struct pool *p, uint32_t *ret_failed)
+{
+	for (uint32_t i = 0; i < p->nbuffers; i++) {
+		int r = buffer_create(p, &p->buffers[i]);
+
+		if (r < 0) {
+			*ret_failed = i;
+			for (uint32_t j = 0; j < i; j++)
+				buffer_destroy(&p->buffers[j]);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void use_small_pages(struct pool *p, const char *why)
+{
+	p->hugetlb = false;
+	p->page_size = SMALL_PAGE;
+	if (why) {
+		p->fallback = true;
+		snprintf(p->fallback_reason, sizeof(p->fallback_reason), "%s", why);
+	}
+}
+
+int pool_create(const struct config *cfg, struct pool **ret)
+{
+	struct pool *p;
+	uint32_t n = 0, failed = 0;
+	char b1[32], b2[32];
+	int r;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->nclasses = cfg->nclasses;
+	p->classes = calloc(cfg->nclasses, sizeof(*p->classes));
+	for (unsigned c = 0; c < cfg->nclasses; c++)
+		n += cfg->classes[c].count;
+	p->buffers = calloc(n ? n : 1, sizeof(*p->buffers));
+	if (!p->classes || !p->buffers) {
+		pool_free(p);
+		return -ENOMEM;
+	}
+	p->nbuffers = n;
+	n = 0;
+	for (unsigned c = 0; c < cfg->nclasses; c++) {
+		struct pool_class *pc = &p->classes[c];
+
+		snprintf(pc->name, sizeof(pc->name), "%s", cfg->classes[c].name);
+		pc->size = cfg->classes[c].size;
+		pc->count = cfg->classes[c].count;
+		pc->first = n;
+		for (uint32_t i = 0; i < pc->count; i++, n++)
+			p->buffers[n] = (struct pool_buffer){ .fd = -1, .size = pc->size, .class_index = c,
+							      .index = n };
+		p->bytes += pc->size * pc->count;
+	}
+
+	if (cfg->hugepages == HUGEPAGES_OFF) {
+		use_small_pages(p, NULL);
+	} else {
+		uint64_t need = p->bytes / cfg->page_size, avail = pool_hugepages_available(cfg->page_size);
+
+		p->hugetlb = true;
+		p->page_size = cfg->page_size;
+		if (avail < need) {
+			char why[128];
+
+			size_format(cfg->page_size, b1, sizeof(b1));
+			snprintf(why, sizeof(why), "%" PRIu64 " hugepages of %s needed, %" PRIu64 " free", need,
+				 b1, avail);
+			if (cfg->hugepages == HUGEPAGES_REQUIRE) {
+				log_error("Not enough hugepages (hugepages = require): %s. Reserve more with "
+					  "'echo %" PRIu64 " > /sys/kernel/mm/hugepages/hugepages-%" PRIu64
+					  "kB/nr_hugepages' (plus what other programs use) or hugeadm "
+					  "--pool-pages-min, or set hugepages = prefer",
+					  why, need, cfg->page_size / 1024);
+				pool_free(p);
+				return -ENOMEM;
+			}
+			log_warning("Not enough hugepages: %s; falling back to regular shared memory "
+				    "with MADV_HUGEPAGE (hugepages = prefer)", why);
+			use_small_pages(p, why);
+		}
+	}
+
+	r = create_all(p, &failed);
+	if (r == -ENOMEM && p->hugetlb && cfg->hugepages == HUGEPAGES_PREFER) {
+		/* free pages looked sufficient but were taken meanwhile, or a cgroup limit says no */
+		log_warning("Could not reserve hugepages for buffer %" PRIu32 " of %" PRIu32
+			    ": %s; falling back to regular shared memory (hugepages = prefer)",
+			    failed + 1, p->nbuffers, strerror(-r));
+		use_small_pages(p, "hugepage reservation failed at mmap (ENOMEM)");
+		r = create_all(p, &failed);
+	}
+	if (r < 0) {
+		log_error("Failed to create buffer %" PRIu32 " of %" PRIu32 " (class \"%s\", %s, %s): %s",
+			  failed + 1, p->nbuffers, p->classes[p->buffers[failed].class_index].name,
+			  size_format(p->buffers[failed].size, b1, sizeof(b1)),
+			  p->hugetlb ? "hugetlb" : "shared memory", strerror(-r));
+		pool_free(p);
+		return r;
+	}
+	log_info("Created %" PRIu32 " buffers in %u classes, %s, backed by %s pages of %s", p->nbuffers,
+		 p->nclasses, size_format(p->bytes, b1, sizeof(b1)), p->hugetlb ? "hugetlb" : "regular",
+		 size_format(p->page_size, b2, sizeof(b2)));
+	*ret = p;
+	return 0;
+}
+
+int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progress, void *userdata)
+{
+	_cleanup_free_ struct prefault_range *ranges = calloc(p->nbuffers ? p->nbuffers : 1, sizeof(*ranges));
+	size_t failed = 0;
+	char b1[32];
+	int r;
+
+	if (!ranges)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nbuffers; i++)
+		ranges[i] = (struct prefault_range){ p->buffers[i].addr, p->buffers[i].size };
+	r = prefault_run(ranges, p->nbuffers, threads, (size_t)p->page_size, progress, 2000, userdata,
+			 &p->boot, &failed);
+	if (r < 0) {
+		log_error("Failed to fault in buffer %zu of %" PRIu32 " (class \"%s\"): %s%s", failed + 1,
+			  p->nbuffers, p->classes[p->buffers[failed].class_index].name, strerror(-r),
+			  p->hugetlb ? " (a hugetlb cgroup limit or a hugepage shortage?)" : "");
+		return r;
+	}
+	log_info("Pre-faulted %s in %" PRIu32 " buffers with %u threads in %.3f s (%.2f GB/s, %s, page size %s)",
+		 size_format(p->bytes, b1, sizeof(b1)), p->nbuffers, p->boot.threads, (double)p->boot.ns / 1e9,
+		 p->boot.ns ? (double)p->bytes / (double)p->boot.ns : 0.0,
+		 p->boot.used_madvise ? "MADV_POPULATE_WRITE" : "touching pages",
+		 p->hugetlb ? (p->page_size == (1ull << 30) ? "1G hugetlb" : "2M hugetlb") : "4K");
+	return 0;
+}
+
+int pool_buffer_renew(struct pool *p, struct pool_buffer *b)
+{
+	int r;
+
+	/* release the old pages first: with hugetlb the new ones may need exactly those */
+	buffer_destroy(b);
+	r = buffer_create(p, b);
+	if (r < 0)
+		return r;
+	r = prefault_populate(b->addr, b->size);
+	if (r < 0) {
+		buffer_destroy(b);
+		return r;
+	}
+	return 0;
+}
+
+void pool_free(struct pool *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; p->buffers && i < p->nbuffers; i++)
+		buffer_destroy(&p->buffers[i]);
+	free(p->buffers);
+	free(p->classes);
+	free(p);
+}

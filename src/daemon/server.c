@@ -1,0 +1,882 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server.c - see server.h.
+ *
+ * Each connection is a struct peer. Input is read non-blocking into the peer until one whole
+ * message is there (header checked by proto_check_header before any payload byte is read),
+ * then dispatched through the handler table. The protocol is request/reply: a second request
+ * while one is outstanding, any fd sent by a client, or a malformed message closes that one
+ * connection with a logged reason. Output goes through a per-peer queue whose fd records make
+ * sure every message carrying fds starts its own sendmsg, so the fds arrive with its header.
+ * A peer found broken while sending (possibly inside a lease callback) is only marked dead;
+ * dead peers are destroyed at the end of each loop iteration, never in the middle of one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "lease.h"
+#include "log.h"
+#include "proto.h"
+#include "recycler.h"
+#include "server.h"
+#include "util.h"
+
+#define OUT_MAX (PROTO_REPLY_MAX + (1u << 20)) /* a peer that lets more pile up is dropped */
+#define VERSION_STRING HUGEPOOL_VERSION
+
+struct out_fds {
+	size_t at; /* offset in out[] of the header of the message they go with */
+	unsigned n;
+	int fds[PROTO_MAX_FDS]; /* borrowed from the pool: never closed here */
+};
+
+struct peer {
+	int fd;
+	unsigned id;
+	struct server *srv;
+	struct lease_owner owner;
+	bool attached; /* owner is attached to the lease table */
+	bool welcomed;
+	bool dead; /* destroy at the end of this loop iteration */
+	bool closing; /* destroy once out[] is flushed; ignore input */
+	bool busy; /* a request awaits its reply */
+	char name[PROTO_NAME_MAX];
+	uint64_t connected_rt;
+	/* input: header then payload */
+	struct proto_hdr hdr;
+	size_t in_got;
+	uint8_t *in_payload;
+	/* output */
+	uint8_t *out;
+	size_t out_off, out_len, out_cap;
+	struct out_fds *ofds;
+	size_t ofds_head, nofds, ofds_cap;
+	bool want_out; /* EPOLLOUT registered */
+	TAILQ_ENTRY(peer) link;
+};
+
+struct server {
+	const struct config *cfg;
+	struct pool *pool;
+	struct lease_table *leases;
+	struct recycler *recycler;
+	int listen_fd, epoll_fd, signal_fd;
+	TAILQ_HEAD(, peer) peers;
+	unsigned npeers, next_id;
+	uint64_t started_rt;
+	uint64_t connections_total, protocol_errors;
+	bool stop;
+};
+
+/* epoll data for the fixed fds; peers use their own pointer */
+static int tag_listen, tag_signal, tag_recycler;
+
+static void peer_kill(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void peer_kill(struct peer *p, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+
+	if (p->dead)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	log_warning("Closing connection %u (pid %d, uid %u, \"%s\"): %s", p->id, (int)p->owner.pid,
+		    (unsigned)p->owner.uid, p->name, why);
+	p->dead = true;
+}
+
+static int epoll_set(struct server *s, struct peer *p)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | (p->out_len > p->out_off ? EPOLLOUT : 0),
+				  .data.ptr = p };
+	bool want = ev.events & EPOLLOUT;
+
+	if (want == p->want_out)
+		return 0;
+	p->want_out = want;
+	return epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, p->fd, &ev) < 0 ? -errno : 0;
+}
+
+/* Send what the queue holds until the socket is full. */
+static void peer_flush(struct peer *p)
+{
+	while (!p->dead && p->out_off < p->out_len) {
+		struct out_fds *f = p->nofds ? &p->ofds[p->ofds_head] : NULL;
+		size_t end = p->out_len;
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov;
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+		bool with_fds = f && f->at == p->out_off;
+		ssize_t n;
+
+		if (f && !with_fds)
+			end = f->at; /* stop right before the message that carries fds */
+		else if (with_fds && p->nofds > 1)
+			end = p->ofds[(p->ofds_head + 1) % p->ofds_cap].at;
+		iov = (struct iovec){ p->out + p->out_off, end - p->out_off };
+		if (with_fds) {
+			struct cmsghdr *c;
+
+			memset(&cbuf, 0, sizeof(cbuf));
+			msg.msg_control = cbuf.buf;
+			msg.msg_controllen = CMSG_SPACE(sizeof(int) * f->n);
+			c = CMSG_FIRSTHDR(&msg);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int) * f->n);
+			memcpy(CMSG_DATA(c), f->fds, sizeof(int) * f->n);
+		}
+		n = sendmsg(p->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			if (errno == EINTR)
+				continue;
+			if (errno == EPIPE || errno == ECONNRESET)
+				p->dead = true; /* it left; the read side reports that */
+			else
+				peer_kill(p, "send failed: %m");
+			return;
+		}
+		if (with_fds) {
+			/* the fds went with the first byte */
+			p->ofds_head = (p->ofds_head + 1) % p->ofds_cap;
+			p->nofds--;
+		}
+		p->out_off += (size_t)n;
+	}
+	if (p->out_off == p->out_len) {
+		p->out_off = p->out_len = 0;
+		if (p->closing)
+			p->dead = true;
+	}
+	if (!p->dead && epoll_set(p->srv, p) < 0)
+		peer_kill(p, "epoll_ctl failed: %m");
+}
+
+static int out_reserve(struct peer *p, size_t more)
+{
+	size_t need = p->out_len + more;
+
+	if (need > OUT_MAX)
+		return -ENOBUFS;
+	if (need > p->out_cap) {
+		size_t cap = MAX(need, p->out_cap ? p->out_cap * 2 : 4096);
+		uint8_t *n;
+
+		/* reclaim what was already sent before growing */
+		if (p->out_off) {
+			memmove(p->out, p->out + p->out_off, p->out_len - p->out_off);
+			for (size_t i = 0; i < p->nofds; i++)
+				p->ofds[(p->ofds_head + i) % p->ofds_cap].at -= p->out_off;
+			p->out_len -= p->out_off;
+			p->out_off = 0;
+			if (p->out_len + more <= p->out_cap)
+				return 0;
+		}
+		n = realloc(p->out, cap);
+		if (!n)
+			return -ENOMEM;
+		p->out = n;
+		p->out_cap = cap;
+	}
+	return 0;
+}
+
+/* Queue one message (header + two payload parts + fds) and try to send it. */
+static void peer_send(struct peer *p, enum proto_type type, const void *a, size_t alen, const void *b,
+		      size_t blen, const int *fds, unsigned nfds)
+{
+	struct proto_hdr h;
+
+	if (p->dead)
+		return;
+	if (out_reserve(p, sizeof(h) + alen + blen) < 0) {
+		peer_kill(p, "reply queue overflow (the client does not read its replies)");
+		return;
+	}
+	if (nfds) {
+		if (p->nofds == p->ofds_cap) {
+			size_t cap = p->ofds_cap ? p->ofds_cap * 2 : 4;
+			struct out_fds *n = calloc(cap, sizeof(*n));
+
+			if (!n) {
+				peer_kill(p, "out of memory");
+				return;
+			}
+			for (size_t i = 0; i < p->nofds; i++)
+				n[i] = p->ofds[(p->ofds_head + i) % p->ofds_cap];
+			free(p->ofds);
+			p->ofds = n;
+			p->ofds_cap = cap;
+			p->ofds_head = 0;
+		}
+		struct out_fds *f = &p->ofds[(p->ofds_head + p->nofds) % p->ofds_cap];
+
+		f->at = p->out_len;
+		f->n = nfds;
+		memcpy(f->fds, fds, sizeof(int) * nfds);
+		p->nofds++;
+	}
+	proto_hdr_init(&h, type, (uint32_t)(alen + blen), nfds);
+	memcpy(p->out + p->out_len, &h, sizeof(h));
+	p->out_len += sizeof(h);
+	if (alen)
+		memcpy(p->out + p->out_len, a, alen);
+	p->out_len += alen;
+	if (blen)
+		memcpy(p->out + p->out_len, b, blen);
+	p->out_len += blen;
+	peer_flush(p);
+}
+
+static void send_result(struct peer *p, int err, const char *text)
+{
+	struct proto_result r = { .err = err, .text_len = text ? (uint32_t)strnlen(text, PROTO_TEXT_MAX) : 0 };
+
+	peer_send(p, PROTO_RESULT, &r, sizeof(r), text, r.text_len, NULL, 0);
+	p->busy = false;
+}
+
+/* --- lease table callbacks ------------------------------------------------------------ */
+
+static void on_granted(struct lease_owner *o, struct lease_slot *const *slots, unsigned n, void *ud)
+{
+	struct peer *p = (struct peer *)((char *)o - offsetof(struct peer, owner));
+	(void)ud;
+
+	for (unsigned first = 0; first < n; first += PROTO_MAX_FDS) {
+		unsigned k = MIN(n - first, (unsigned)PROTO_MAX_FDS);
+		struct proto_grant g = { .total = n, .first = first, .n = k };
+		struct proto_grant_entry e[PROTO_MAX_FDS];
+		int fds[PROTO_MAX_FDS];
+
+		for (unsigned i = 0; i < k; i++) {
+			struct pool_buffer *b = lease_slot_buffer(slots[first + i]);
+
+			e[i] = (struct proto_grant_entry){ .lease_id = lease_slot_id(slots[first + i]), .size = b->size };
+			fds[i] = b->fd;
+		}
+		peer_send(p, PROTO_GRANT, &g, sizeof(g), e, k * sizeof(e[0]), fds, k);
+	}
+	p->busy = false;
+	log_debug("Granted %u buffers of class \"%s\" to pid %d (uid %u)", n,
+		  p->srv->pool->classes[lease_slot_buffer(slots[0])->class_index].name, (int)o->pid,
+		  (unsigned)o->uid);
+}
+
+static void on_failed(struct lease_owner *o, int err, const char *text, void *ud)
+{
+	struct peer *p = (struct peer *)((char *)o - offsetof(struct peer, owner));
+	(void)ud;
+
+	log_debug("Acquire of pid %d (uid %u) failed: %s", (int)o->pid, (unsigned)o->uid, text);
+	send_result(p, err, text);
+}
+
+static void on_renew(struct pool_buffer *b, void *ud)
+{
+	struct server *s = ud;
+
+	recycler_submit(s->recycler, b);
+}
+
+static void on_renewed(struct pool_buffer *b, int err, void *ud)
+{
+	struct server *s = ud;
+
+	lease_renewed(s->leases, b, err);
+}
+
+/* --- request handlers ------------------------------------------------------------------ */
+
+typedef int (*handler_fn)(struct server *s, struct peer *p, const void *payload, uint32_t len);
+
+static int handle_hello(struct server *s, struct peer *p, const void *payload, uint32_t len)
+{
+	const struct proto_hello *h = payload;
+	struct proto_welcome w = { .version = PROTO_VERSION, .nclasses = s->pool->nclasses,
+				   .page_size = s->pool->page_size };
+	(void)len;
+
+	if (p->welcomed)
+		return -EPROTO;
+	if (h->flags || h->reserved)
+		return -EPROTO;
+	/* informative only: keep what is printable */
+	for (size_t i = 0; i < sizeof(p->name) - 1 && h->name[i]; i++)
+		p->name[i] = (h->name[i] >= 0x20 && h->name[i] < 0x7f) ? h->name[i] : '?';
+	proto_set_name(w.daemon_version, sizeof(w.daemon_version), VERSION_STRING);
+	p->welcomed = true;
+	peer_send(p, PROTO_WELCOME, &w, sizeof(w), NULL, 0, NULL, 0);
+	p->busy = false;
+	log_debug("Connection %u is pid %d (uid %u, \"%s\")", p->id, (int)p->owner.pid, (unsigned)p->owner.uid,
+		  p->name);
+	return 0;
+}
+
+static int handle_acquire(struct server *s, struct peer *p, const void *payload, uint32_t len)
+{
+	const struct proto_acquire *a = payload;
+	char text[PROTO_TEXT_MAX];
+	int r;
+	(void)len;
+
+	if (a->flags || !proto_name_valid(a->class_name, sizeof(a->class_name)))
+		return -EPROTO;
+	if (a->count == 0 || a->count > PROTO_ACQUIRE_MAX) {
+		snprintf(text, sizeof(text), "count %" PRIu32 " is outside 1..%u", a->count, PROTO_ACQUIRE_MAX);
+		send_result(p, -EINVAL, text);
+		return 0;
+	}
+	r = lease_acquire(s->leases, &p->owner, a->class_name, a->count, a->timeout_ms, now_ns(), text,
+			  sizeof(text));
+	if (r < 0) {
+		if (r == -EDQUOT)
+			log_notice("Refused pid %d (uid %u): %s", (int)p->owner.pid, (unsigned)p->owner.uid, text);
+		send_result(p, r, text);
+	}
+	return 0;
+}
+
+static int handle_release(struct server *s, struct peer *p, const void *payload, uint32_t len)
+{
+	const struct proto_release *rel = payload;
+	uint64_t ids[PROTO_RELEASE_MAX];
+	char text[PROTO_TEXT_MAX];
+	int r;
+
+	if (rel->reserved || rel->n == 0 || rel->n > PROTO_RELEASE_MAX ||
+	    len != sizeof(*rel) + (size_t)rel->n * sizeof(uint64_t))
+		return -EPROTO;
+	memcpy(ids, rel + 1, rel->n * sizeof(uint64_t));
+	r = lease_release(s->leases, &p->owner, ids, rel->n, text, sizeof(text));
+	send_result(p, r, r < 0 ? text : NULL);
+	return 0;
+}
+
+static int handle_status(struct server *s, struct peer *p, const void *payload, uint32_t len)
+{
+	const struct proto_status_req *req = payload;
+	const struct lease_counters *lc = lease_counters(s->leases);
+	struct proto_status st = { 0 };
+	struct peer *q;
+	size_t nleases = 0, size;
+	_cleanup_free_ uint8_t *buf = NULL;
+	uint8_t *w;
+	(void)len;
+
+	if (req->flags || req->reserved)
+		return -EPROTO;
+	TAILQ_FOREACH(q, &s->peers, link)
+		if (q->attached)
+			nleases += q->owner.nleases;
+	size = s->pool->nclasses * sizeof(struct proto_status_class) +
+	       s->npeers * sizeof(struct proto_status_client) + nleases * sizeof(struct proto_status_lease);
+	if (size + sizeof(st) > PROTO_REPLY_MAX) {
+		send_result(p, -EMSGSIZE, "status is larger than a reply may be");
+		return 0;
+	}
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		send_result(p, -ENOMEM, "out of memory");
+		return 0;
+	}
+	w = buf;
+	st.nclasses = s->pool->nclasses;
+	st.pool_flags = (s->pool->hugetlb ? PROTO_POOL_HUGETLB : 0) | (s->pool->fallback ? PROTO_POOL_FALLBACK : 0);
+	st.page_size = s->pool->page_size;
+	st.pool_bytes = s->pool->bytes;
+	st.boot_prefault_ns = s->pool->boot.ns;
+	st.boot_threads = s->pool->boot.threads;
+	st.pid = (uint32_t)getpid();
+	st.started_realtime_ns = s->started_rt;
+	st.connections_total = s->connections_total;
+	st.acquires = lc->acquires;
+	st.grants = lc->grants;
+	st.releases = lc->releases;
+	st.timeouts = lc->timeouts;
+	st.denials = lc->denials;
+	st.protocol_errors = s->protocol_errors;
+	st.recycled_buffers = lc->renewals;
+	st.disconnect_releases = lc->disconnect_releases;
+	proto_set_name(st.daemon_version, sizeof(st.daemon_version), VERSION_STRING);
+	proto_set_name(st.fallback_reason, sizeof(st.fallback_reason), s->pool->fallback_reason);
+	for (unsigned c = 0; c < s->pool->nclasses; c++) {
+		struct lease_class_stats cs;
+		struct proto_status_class pc = { 0 };
+
+		lease_class_stats(s->leases, c, &cs);
+		proto_set_name(pc.name, sizeof(pc.name), s->pool->classes[c].name);
+		pc.size = s->pool->classes[c].size;
+		pc.total = cs.total;
+		pc.free = cs.free;
+		pc.leased = cs.leased;
+		pc.waiters = cs.waiters;
+		pc.zeroing = cs.renewing;
+		memcpy(w, &pc, sizeof(pc));
+		w += sizeof(pc);
+	}
+	TAILQ_FOREACH(q, &s->peers, link) {
+		struct proto_status_client pc = { 0 };
+
+		if (!q->attached)
+			continue;
+		memcpy(pc.name, q->name, sizeof(pc.name));
+		pc.pid = (uint32_t)q->owner.pid;
+		pc.uid = q->owner.uid;
+		pc.gid = q->owner.gid;
+		pc.leases = q->owner.nleases;
+		pc.leased_bytes = q->owner.leased_bytes;
+		pc.connected_realtime_ns = q->connected_rt;
+		pc.waiting = q->owner.req != NULL;
+		memcpy(w, &pc, sizeof(pc));
+		w += sizeof(pc);
+		st.nclients++;
+	}
+	TAILQ_FOREACH(q, &s->peers, link) {
+		struct lease_slot *sl = NULL;
+
+		if (!q->attached)
+			continue;
+		while ((sl = lease_owner_next(&q->owner, sl))) {
+			struct proto_status_lease pl = { .lease_id = lease_slot_id(sl),
+							 .pid = (uint32_t)q->owner.pid,
+							 .uid = q->owner.uid,
+							 .class_index = lease_slot_buffer(sl)->class_index,
+							 .since_realtime_ns = lease_slot_since(sl) };
+
+			memcpy(w, &pl, sizeof(pl));
+			w += sizeof(pl);
+			st.nleases++;
+		}
+	}
+	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf), NULL, 0);
+	p->busy = false;
+	return 0;
+}
+
+static const struct {
+	uint16_t type;
+	handler_fn fn;
+} handlers[] = {
+	{ PROTO_HELLO, handle_hello },
+	{ PROTO_ACQUIRE, handle_acquire },
+	{ PROTO_RELEASE, handle_release },
+	{ PROTO_STATUS, handle_status },
+};
+
+static void dispatch(struct server *s, struct peer *p)
+{
+	handler_fn fn = NULL;
+	int r;
+
+	for (size_t i = 0; i < ARRAY_SIZE(handlers); i++)
+		if (handlers[i].type == p->hdr.type)
+			fn = handlers[i].fn;
+	if (!p->welcomed && p->hdr.type != PROTO_HELLO) {
+		s->protocol_errors++;
+		peer_kill(p, "first message is %s, not hello", proto_type_name(p->hdr.type));
+		return;
+	}
+	p->busy = true;
+	r = fn(s, p, p->in_payload, p->hdr.len);
+	if (r < 0) {
+		s->protocol_errors++;
+		peer_kill(p, "malformed %s request", proto_type_name(p->hdr.type));
+	}
+}
+
+/* --- connections ------------------------------------------------------------------------ */
+
+static void close_fds_in(struct msghdr *msg)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int fds[64];
+
+		memcpy(fds, CMSG_DATA(c), sizeof(int) * MIN(k, ARRAY_SIZE(fds)));
+		for (size_t i = 0; i < MIN(k, ARRAY_SIZE(fds)); i++)
+			close(fds[i]);
+	}
+}
+
+/* Read whatever is there; dispatch each complete message. */
+static void peer_read(struct server *s, struct peer *p)
+{
+	while (!p->dead) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * 16)];
+			struct cmsghdr align;
+		} cbuf;
+		bool in_hdr = p->in_got < sizeof(p->hdr);
+		uint8_t *dst = in_hdr ? (uint8_t *)&p->hdr + p->in_got : p->in_payload + (p->in_got - sizeof(p->hdr));
+		size_t want = in_hdr ? sizeof(p->hdr) - p->in_got : sizeof(p->hdr) + p->hdr.len - p->in_got;
+		struct iovec iov = { dst, want };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+				      .msg_controllen = sizeof(cbuf.buf) };
+		const char *why;
+		ssize_t n;
+
+		n = recvmsg(p->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				peer_kill(p, "receive failed: %m");
+			return;
+		}
+		if (msg.msg_controllen) {
+			close_fds_in(&msg);
+			s->protocol_errors++;
+			peer_kill(p, "client sent file descriptors%s",
+				  msg.msg_flags & MSG_CTRUNC ? " (truncated)" : "");
+			return;
+		}
+		if (n == 0) {
+			if (p->in_got)
+				log_info("Connection %u (pid %d) ended in the middle of a message", p->id,
+					 (int)p->owner.pid);
+			p->dead = true;
+			return;
+		}
+		if (p->closing)
+			continue; /* drain and ignore: it is being told why it is refused */
+		p->in_got += (size_t)n;
+		if (in_hdr && p->in_got == sizeof(p->hdr)) {
+			int r = proto_check_header(&p->hdr, true, &why);
+
+			if (r < 0) {
+				s->protocol_errors++;
+				if (r == -EPROTONOSUPPORT) {
+					char text[96];
+
+					snprintf(text, sizeof(text), "protocol version %u is not supported (daemon speaks %u)",
+						 p->hdr.version, PROTO_VERSION);
+					send_result(p, r, text);
+					p->closing = true;
+				}
+				peer_kill(p, "%s (type %u, %u bytes, %u fds)", why, p->hdr.type, p->hdr.len, p->hdr.nfds);
+				return;
+			}
+			if (p->busy) {
+				s->protocol_errors++;
+				peer_kill(p, "%s request sent while another is outstanding",
+					  proto_type_name(p->hdr.type));
+				return;
+			}
+			p->in_payload = malloc(p->hdr.len ? p->hdr.len : 1);
+			if (!p->in_payload) {
+				peer_kill(p, "out of memory");
+				return;
+			}
+		}
+		if (p->in_got == sizeof(p->hdr) + p->hdr.len && p->in_payload) {
+			dispatch(s, p);
+			free(p->in_payload);
+			p->in_payload = NULL;
+			p->in_got = 0;
+		}
+	}
+}
+
+static void peer_destroy(struct server *s, struct peer *p)
+{
+	if (p->attached) {
+		unsigned held = p->owner.nleases;
+
+		lease_owner_detach(s->leases, &p->owner);
+		if (held)
+			log_info("Connection %u (pid %d, uid %u, \"%s\") closed; released its %u leases", p->id,
+				 (int)p->owner.pid, (unsigned)p->owner.uid, p->name, held);
+	}
+	TAILQ_REMOVE(&s->peers, p, link);
+	s->npeers--;
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, p->fd, NULL);
+	close(p->fd);
+	free(p->in_payload);
+	free(p->out);
+	free(p->ofds);
+	free(p);
+}
+
+static void accept_one(struct server *s, int fd)
+{
+	struct peer *p = calloc(1, sizeof(*p));
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char text[PROTO_TEXT_MAX];
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	int r;
+
+	if (!p || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_error("Failed to set up a new connection: %s", p ? strerror(errno) : "out of memory");
+		free(p);
+		close(fd);
+		return;
+	}
+	p->fd = fd;
+	p->srv = s;
+	p->id = ++s->next_id;
+	p->connected_rt = realtime_ns();
+	p->owner.pid = cred.pid;
+	p->owner.uid = cred.uid;
+	TAILQ_INSERT_TAIL(&s->peers, p, link);
+	s->npeers++;
+	s->connections_total++;
+	ev.data.ptr = p;
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		peer_kill(p, "epoll_ctl failed: %m");
+		return;
+	}
+	if (s->npeers > s->cfg->max_connections) {
+		snprintf(text, sizeof(text), "the daemon already serves %u connections (max_connections)",
+			 s->cfg->max_connections);
+		r = -EUSERS;
+	} else {
+		r = lease_owner_attach(s->leases, &p->owner, cred.uid, cred.gid, cred.pid, text, sizeof(text));
+	}
+	if (r < 0) {
+		log_notice("Refusing connection of pid %d (uid %u): %s", (int)cred.pid, (unsigned)cred.uid, text);
+		/* say why, then close: the client reads it as the answer to its hello */
+		p->closing = true;
+		send_result(p, r, text);
+		return;
+	}
+	p->attached = true;
+}
+
+static void accept_all(struct server *s)
+{
+	for (;;) {
+		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_error("Failed to accept a connection: %m");
+			return;
+		}
+		accept_one(s, fd);
+	}
+}
+
+/* --- socket and loop -------------------------------------------------------------------- */
+
+static int socket_bind(const struct config *cfg)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	mode_t old;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", cfg->socket_path);
+	if (lstat(cfg->socket_path, &st) == 0) {
+		_cleanup_close_ int probe = -1;
+
+		if (!S_ISSOCK(st.st_mode)) {
+			log_error("Socket path '%s' exists and is not a socket; refusing to replace it",
+				  cfg->socket_path);
+			return -EEXIST;
+		}
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			log_error("Another hugepoold is already listening on '%s'", cfg->socket_path);
+			return -EADDRINUSE;
+		}
+		/* a stale socket from a daemon that died */
+		unlink(cfg->socket_path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		log_error("Failed to create a Unix socket: %m");
+		return -errno;
+	}
+	/* bind with a tight umask so that the socket is never reachable with wider permissions */
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+
+		umask(old);
+		log_error("Failed to bind '%s': %s", cfg->socket_path, strerror(e));
+		return -e;
+	}
+	umask(old);
+	if (cfg->socket_group[0]) {
+		struct group *g = getgrnam(cfg->socket_group);
+
+		if (!g || chown(cfg->socket_path, (uid_t)-1, g->gr_gid) < 0) {
+			log_error("Failed to give socket '%s' to group '%s': %s", cfg->socket_path, cfg->socket_group,
+				  g ? strerror(errno) : "no such group");
+			unlink(cfg->socket_path);
+			return -EINVAL;
+		}
+	}
+	if (chmod(cfg->socket_path, cfg->socket_mode) < 0 || listen(fd, 512) < 0) {
+		log_error("Failed to set up socket '%s': %m", cfg->socket_path);
+		unlink(cfg->socket_path);
+		return -errno;
+	}
+	return TAKE_FD(fd);
+}
+
+static int epoll_add_tag(int epfd, int fd, int *tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+int server_open(const struct config *cfg, struct pool *pool, struct server **ret)
+{
+	static const struct lease_ops ops = { on_granted, on_failed, on_renew };
+	struct lease_limits lim = { .max_bytes_per_uid = cfg->max_bytes_per_uid,
+				    .max_connections_per_uid = cfg->max_connections_per_uid };
+	struct server *s = calloc(1, sizeof(*s));
+	sigset_t mask;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->cfg = cfg;
+	s->pool = pool;
+	s->listen_fd = s->epoll_fd = s->signal_fd = -1;
+	s->started_rt = realtime_ns();
+	TAILQ_INIT(&s->peers);
+	r = lease_table_new(pool, &lim, &ops, s, &s->leases);
+	if (r < 0)
+		goto fail;
+	r = recycler_start(pool, &s->recycler);
+	if (r < 0) {
+		log_error("Failed to start the recycler thread: %s", strerror(-r));
+		goto fail;
+	}
+	/* SIGTERM and SIGINT arrive as events; they were blocked by main before any thread started */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	s->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->signal_fd < 0 || s->epoll_fd < 0) {
+		r = -errno;
+		log_error("Failed to set up the event loop: %m");
+		goto fail;
+	}
+	r = socket_bind(cfg);
+	if (r < 0)
+		goto fail;
+	s->listen_fd = r;
+	if ((r = epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen)) < 0 ||
+	    (r = epoll_add_tag(s->epoll_fd, s->signal_fd, &tag_signal)) < 0 ||
+	    (r = epoll_add_tag(s->epoll_fd, recycler_fd(s->recycler), &tag_recycler)) < 0) {
+		log_error("Failed to set up the event loop: %s", strerror(-r));
+		goto fail;
+	}
+	log_info("Listening on '%s' (mode %04o)", cfg->socket_path, (unsigned)cfg->socket_mode);
+	*ret = s;
+	return 0;
+fail:
+	server_free(s);
+	return r;
+}
+
+static void reap(struct server *s)
+{
+	struct peer *p, *next;
+
+	for (p = TAILQ_FIRST(&s->peers); p; p = next) {
+		next = TAILQ_NEXT(p, link);
+		if (p->dead)
+			peer_destroy(s, p);
+	}
+}
+
+int server_run(struct server *s)
+{
+	struct epoll_event evs[64];
+
+	while (!s->stop) {
+		uint64_t deadline = lease_next_deadline(s->leases), now = now_ns();
+		int timeout = -1, n;
+
+		if (deadline != UINT64_MAX)
+			timeout = deadline <= now ? 0 : (int)MIN((deadline - now + 999999) / 1000000, (uint64_t)INT32_MAX);
+		n = epoll_wait(s->epoll_fd, evs, ARRAY_SIZE(evs), timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_error("epoll_wait failed: %m");
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			void *tag = evs[i].data.ptr;
+
+			if (tag == &tag_listen) {
+				accept_all(s);
+			} else if (tag == &tag_signal) {
+				struct signalfd_siginfo si;
+
+				if (read(s->signal_fd, &si, sizeof(si)) == sizeof(si)) {
+					log_info("Received %s, shutting down", strsignal((int)si.ssi_signo));
+					s->stop = true;
+				}
+			} else if (tag == &tag_recycler) {
+				recycler_collect(s->recycler, on_renewed, s);
+			} else {
+				struct peer *p = tag;
+
+				if (evs[i].events & EPOLLOUT)
+					peer_flush(p);
+				if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+					peer_read(s, p);
+			}
+		}
+		lease_expire(s->leases, now_ns());
+		reap(s);
+	}
+	return 0;
+}
+
+void server_free(struct server *s)
+{
+	struct peer *p;
+
+	if (!s)
+		return;
+	while ((p = TAILQ_FIRST(&s->peers)))
+		peer_destroy(s, p);
+	/* stop the recycler before the lease table: it may still hold a buffer */
+	recycler_stop(s->recycler);
+	lease_table_free(s->leases);
+	if (s->listen_fd >= 0) {
+		close(s->listen_fd);
+		unlink(s->cfg->socket_path);
+	}
+	if (s->signal_fd >= 0)
+		close(s->signal_fd);
+	if (s->epoll_fd >= 0)
+		close(s->epoll_fd);
+	free(s);
+}
