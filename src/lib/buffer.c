@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * buffer.c - libhugepool's leases: hp_acquire maps the granted memfds (MAP_POPULATE, so page
+ * tables are filled before the caller touches anything) and closes the fds at once, keeping
+ * only the mappings; hp_release unmaps them and tells the daemon. The connection remembers
+ * every mapping so hp_disconnect can undo them. An acquire always reads its whole reply (all
+ * grant messages) so the stream stays in step even when a mapping fails; on such a failure the
+ * buffers granted are released again before the error is returned.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "util.h"
+
+static int maps_add(hp_conn *c, uint64_t id, void *addr, size_t size)
+{
+	if (c->nmaps == c->maps_cap) {
+		size_t cap = c->maps_cap ? c->maps_cap * 2 : 16;
+		struct hp_mapping *n = realloc(c->maps, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		c->maps = n;
+		c->maps_cap = cap;
+	}
+	c->maps[c->nmaps++] = (struct hp_mapping){ id, addr, size };
+	return 0;
+}
+
+static struct hp_mapping *maps_find(hp_conn *c, uint64_t id)
+{
+	for (size_t i = 0; i < c->nmaps; i++)
+		if (c->maps[i].lease_id == id)
+			return &c->maps[i];
+	return NULL;
+}
+
+static void maps_remove(hp_conn *c, struct hp_mapping *m)
+{
+	*m = c->maps[--c->nmaps];
+}
+
+static int send_release(hp_conn *c, const uint64_t *ids, unsigned n)
+{
+	_cleanup_free_ struct proto_release *rel = malloc(sizeof(*rel) + n * sizeof(uint64_t));
+	struct proto_hdr h;
+	void *payload = NULL;
+	int r;
+
+	if (!rel)
+		return -ENOMEM;
+	*rel = (struct proto_release){ .n = n };
+	memcpy(rel + 1, ids, n * sizeof(uint64_t));
+	r = client_send(c, PROTO_RELEASE, rel, (uint32_t)(sizeof(*rel) + n * sizeof(uint64_t)));
+	if (r < 0)
+		return r;
+	r = client_recv(c, &h, &payload, NULL, 0);
+	if (r == 1) {
+		free(payload);
+		return -EPROTO;
+	}
+	return r;
+}
+
+static int map_one(int fd, uint64_t size, void **ret)
+{
+	struct stat st;
+	void *a;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size != size)
+		return -EPROTO;
+	a = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (a == MAP_FAILED)
+		return -errno;
+	*ret = a;
+	return 0;
+}
+
+int hp_acquire(hp_conn *c, const char *class_name, unsigned n, int64_t timeout_ms, struct hp_buffer *bufs)
+{
+	struct proto_acquire a = { .count = n, .timeout_ms = timeout_ms };
+	_cleanup_free_ uint64_t *ids = NULL;
+	unsigned got = 0;
+	int r, err = 0;
+
+	if (!c || !class_name || !bufs || n == 0 || n > HP_ACQUIRE_MAX)
+		return -EINVAL;
+	if (!*class_name || strlen(class_name) >= sizeof(a.class_name) ||
+	    !proto_name_valid(class_name, strlen(class_name) + 1))
+		return -EINVAL;
+	ids = calloc(n, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	proto_set_name(a.class_name, sizeof(a.class_name), class_name);
+	r = client_send(c, PROTO_ACQUIRE, &a, sizeof(a));
+	if (r < 0)
+		return r;
+	while (got < n) {
+		struct proto_hdr h;
+		_cleanup_free_ void *payload = NULL;
+		const struct proto_grant *g;
+		const struct proto_grant_entry *e;
+		int fds[PROTO_MAX_FDS];
+
+		r = client_recv(c, &h, &payload, fds, PROTO_MAX_FDS);
+		if (r <= 0) {
+			if (got == 0)
+				return r < 0 ? r : -EPROTO;
+			/* a broken stream after a partial grant: the daemon frees them when we close */
+			return r < 0 ? r : -EPROTO;
+		}
+		g = payload;
+		e = (const void *)(g + 1);
+		if (h.type != PROTO_GRANT || g->total != n || g->first != got || g->n != h.nfds ||
+		    h.len != sizeof(*g) + g->n * sizeof(*e) || got + g->n > n) {
+			for (unsigned i = 0; i < h.nfds; i++)
+				close(fds[i]);
+			client_set_error(c, "malformed grant from the daemon");
+			return -EPROTO;
+		}
+		for (unsigned i = 0; i < g->n; i++, got++) {
+			void *addr = NULL;
+
+			ids[got] = e[i].lease_id;
+			if (!err)
+				err = map_one(fds[i], e[i].size, &addr);
+			if (!err)
+				err = maps_add(c, e[i].lease_id, addr, e[i].size);
+			if (err && addr)
+				munmap(addr, e[i].size);
+			close(fds[i]);
+			bufs[got] = (struct hp_buffer){ .addr = addr, .size = e[i].size, .lease_id = e[i].lease_id };
+			proto_set_name(bufs[got].class_name, sizeof(bufs[got].class_name), class_name);
+		}
+	}
+	if (err) {
+		/* give back all of them: the caller asked for n or none */
+		for (unsigned i = 0; i < n; i++) {
+			struct hp_mapping *m = maps_find(c, ids[i]);
+
+			if (m) {
+				munmap(m->addr, m->size);
+				maps_remove(c, m);
+			}
+		}
+		(void)send_release(c, ids, n);
+		client_set_error(c, "mapping a granted buffer failed: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int hp_release(hp_conn *c, struct hp_buffer *bufs, unsigned n)
+{
+	_cleanup_free_ uint64_t *ids = NULL;
+
+	if (!c || !bufs || n == 0 || n > HP_ACQUIRE_MAX)
+		return -EINVAL;
+	ids = calloc(n, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		struct hp_mapping *m = maps_find(c, bufs[i].lease_id);
+
+		if (!m || m->addr != bufs[i].addr)
+			return -EINVAL;
+		ids[i] = bufs[i].lease_id;
+	}
+	/* unmap first: once released, the memory may be another process's */
+	for (unsigned i = 0; i < n; i++) {
+		struct hp_mapping *m = maps_find(c, ids[i]);
+
+		munmap(m->addr, m->size);
+		maps_remove(c, m);
+		bufs[i].addr = NULL;
+	}
+	return send_release(c, ids, n);
+}

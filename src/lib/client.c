@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client.c - libhugepool's connection: connect and hello, the blocking request/reply exchange,
+ * disconnect, and the error texts. The socket is blocking and close-on-exec; every message
+ * goes through proto_send/proto_recv (src/common/proto.c), which check sizes and fd counts.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "util.h"
+
+void client_set_error(hp_conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
+	va_end(ap);
+}
+
+int client_send(hp_conn *c, enum proto_type type, const void *payload, uint32_t len)
+{
+	c->last_error[0] = '\0';
+	return proto_send(c->fd, type, payload, len, NULL, 0);
+}
+
+int client_recv(hp_conn *c, struct proto_hdr *ret_hdr, void **ret_payload, int *fds, unsigned maxfds)
+{
+	int dummy[PROTO_MAX_FDS];
+	void *payload = NULL;
+	int r;
+
+	r = proto_recv(c->fd, ret_hdr, &payload, fds ? fds : dummy, fds ? maxfds : 0);
+	if (r < 0) {
+		client_set_error(c, "%s", r == -ECONNRESET ? "the daemon closed the connection"
+							   : "malformed message from the daemon");
+		return r;
+	}
+	if (ret_hdr->type == PROTO_RESULT) {
+		const struct proto_result *res = payload;
+
+		if (res->text_len > ret_hdr->len - sizeof(*res) || res->err > 0) {
+			free(payload);
+			return -EPROTO;
+		}
+		snprintf(c->last_error, sizeof(c->last_error), "%.*s", (int)res->text_len, (const char *)(res + 1));
+		r = res->err;
+		free(payload);
+		*ret_payload = NULL;
+		return r;
+	}
+	*ret_payload = payload;
+	return 1;
+}
+
+int hp_connect(const char *path, hp_conn **ret)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct proto_hello hello = { 0 };
+	struct proto_hdr h;
+	_cleanup_free_ void *payload = NULL;
+	hp_conn *c;
+	int r, send_err;
+
+	if (!ret)
+		return -EINVAL;
+	if (!path)
+		path = getenv("HUGEPOOL_SOCKET");
+	if (!path || !*path)
+		path = HP_DEFAULT_SOCKET;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path));
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	proto_set_name(hello.name, sizeof(hello.name), program_invocation_short_name);
+	/* a refusing daemon may have answered and closed already: read its reason even so */
+	send_err = client_send(c, PROTO_HELLO, &hello, sizeof(hello));
+	r = client_recv(c, &h, &payload, NULL, 0);
+	if (r == 0 || (r == 1 && h.type != PROTO_WELCOME))
+		r = -EPROTO;
+	if (r < 0) {
+		if (send_err < 0 && r == -ECONNRESET)
+			r = send_err;
+		goto fail;
+	}
+	c->page_size = ((const struct proto_welcome *)payload)->page_size;
+	*ret = c;
+	return 0;
+fail:
+	/* the error text would die with c: a refused connect has only its code */
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+	return r;
+}
+
+void hp_disconnect(hp_conn *c)
+{
+	if (!c)
+		return;
+	/* closing the socket ends the leases in the daemon; the mappings are ours to undo */
+	for (size_t i = 0; i < c->nmaps; i++)
+		munmap(c->maps[i].addr, c->maps[i].size);
+	close(c->fd);
+	free(c->maps);
+	free(c);
+}
+
+const char *hp_last_error(const hp_conn *c)
+{
+	return c ? c->last_error : "";
+}
+
+const char *hp_strerror(int err)
+{
+	static const struct {
+		int err;
+		const char *text;
+	} texts[] = {
+		{ -ENOENT, "no such buffer class, or no hugepoold socket at that path" },
+		{ -ECONNREFUSED, "hugepoold is not running (connection refused)" },
+		{ -EACCES, "not allowed to connect to hugepoold (socket permissions)" },
+		{ -EUSERS, "hugepoold refuses more connections (per-uid or global connection limit)" },
+		{ -EPROTONOSUPPORT, "hugepoold speaks another protocol version" },
+		{ -EPROTO, "protocol error between libhugepool and hugepoold" },
+		{ -ECONNRESET, "hugepoold closed the connection" },
+		{ -E2BIG, "more buffers asked than the class has" },
+		{ -EAGAIN, "the buffers are not free now" },
+		{ -ETIMEDOUT, "timed out waiting for buffers" },
+		{ -EDQUOT, "the per-uid limit on leased bytes would be exceeded" },
+		{ -EINVAL, "invalid argument" },
+		{ -ENOMEM, "out of memory" },
+		{ -EBUSY, "another request is in progress on this connection" },
+		{ -ENAMETOOLONG, "socket path too long" },
+	};
+
+	if (err == 0)
+		return "success";
+	for (size_t i = 0; i < ARRAY_SIZE(texts); i++)
+		if (texts[i].err == err)
+			return texts[i].text;
+	/* strerror's buffer is static but its texts for errno values are constant in glibc */
+	return err < 0 ? strerror(-err) : "unknown error";
+}

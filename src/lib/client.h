@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client.h - libhugepool's private connection state, shared by its modules (client.c owns the
+ * connection and the request/reply exchange, buffer.c the leases, status.c the status call).
+ */
+#ifndef HP_CLIENT_H
+#define HP_CLIENT_H
+
+#include "hugepool.h"
+#include "proto.h"
+
+struct hp_mapping {
+	uint64_t lease_id;
+	void *addr;
+	size_t size;
+};
+
+struct hp_conn {
+	int fd;
+	uint64_t page_size;
+	char last_error[PROTO_TEXT_MAX + 1];
+	struct hp_mapping *maps; /* buffers leased through this connection */
+	size_t nmaps, maps_cap;
+};
+
+/* Send one request. */
+int client_send(hp_conn *c, enum proto_type type, const void *payload, uint32_t len);
+
+/*
+ * Receive one reply. A PROTO_RESULT is turned into its error code (0 or negative) with its text
+ * stored in last_error, and *ret_payload is NULL; any other type returns 1 with the payload.
+ * Up to maxfds fds are accepted (others make it fail with -EPROTO).
+ */
+int client_recv(hp_conn *c, struct proto_hdr *ret_hdr, void **ret_payload, int *fds, unsigned maxfds);
+
+void client_set_error(hp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

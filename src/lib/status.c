@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * status.c - hp_status: ask the daemon for its state and decode the wire form (fixed records,
+ * see proto.h) into struct hp_status, checking every count against the bytes received.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "util.h"
+
+static void copy_name(char *dst, size_t dstlen, const char *src, size_t srclen)
+{
+	size_t n = strnlen(src, srclen);
+
+	n = MIN(n, dstlen - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static int decode(const uint8_t *p, size_t len, struct hp_status **ret)
+{
+	struct proto_status w;
+	struct hp_status *st;
+	size_t need;
+
+	if (len < sizeof(w))
+		return -EPROTO;
+	memcpy(&w, p, sizeof(w));
+	need = sizeof(w) + (size_t)w.nclasses * sizeof(struct proto_status_class) +
+	       (size_t)w.nclients * sizeof(struct proto_status_client) +
+	       (size_t)w.nleases * sizeof(struct proto_status_lease);
+	if (need != len || w.nclasses > 65536)
+		return -EPROTO;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->classes = calloc(w.nclasses + 1, sizeof(*st->classes));
+	st->clients = calloc(w.nclients + 1, sizeof(*st->clients));
+	st->leases = calloc(w.nleases + 1, sizeof(*st->leases));
+	if (!st->classes || !st->clients || !st->leases) {
+		hp_status_free(st);
+		return -ENOMEM;
+	}
+	copy_name(st->daemon_version, sizeof(st->daemon_version), w.daemon_version, sizeof(w.daemon_version));
+	copy_name(st->fallback_reason, sizeof(st->fallback_reason), w.fallback_reason, sizeof(w.fallback_reason));
+	st->daemon_pid = (pid_t)w.pid;
+	st->started_ns = w.started_realtime_ns;
+	st->page_size = w.page_size;
+	st->hugetlb = !!(w.pool_flags & PROTO_POOL_HUGETLB);
+	st->fallback = !!(w.pool_flags & PROTO_POOL_FALLBACK);
+	st->pool_bytes = w.pool_bytes;
+	st->boot_prefault_ns = w.boot_prefault_ns;
+	st->boot_threads = w.boot_threads;
+	st->connections_total = w.connections_total;
+	st->acquires = w.acquires;
+	st->grants = w.grants;
+	st->releases = w.releases;
+	st->timeouts = w.timeouts;
+	st->denials = w.denials;
+	st->protocol_errors = w.protocol_errors;
+	st->recycled_buffers = w.recycled_buffers;
+	st->disconnect_releases = w.disconnect_releases;
+	st->nclasses = w.nclasses;
+	st->nclients = w.nclients;
+	st->nleases = w.nleases;
+	p += sizeof(w);
+	for (uint32_t i = 0; i < w.nclasses; i++, p += sizeof(struct proto_status_class)) {
+		struct proto_status_class c;
+
+		memcpy(&c, p, sizeof(c));
+		copy_name(st->classes[i].name, sizeof(st->classes[i].name), c.name, sizeof(c.name));
+		st->classes[i].size = c.size;
+		st->classes[i].total = c.total;
+		st->classes[i].free = c.free;
+		st->classes[i].leased = c.leased;
+		st->classes[i].waiters = c.waiters;
+		st->classes[i].zeroing = c.zeroing;
+	}
+	for (uint32_t i = 0; i < w.nclients; i++, p += sizeof(struct proto_status_client)) {
+		struct proto_status_client c;
+
+		memcpy(&c, p, sizeof(c));
+		copy_name(st->clients[i].name, sizeof(st->clients[i].name), c.name, sizeof(c.name));
+		st->clients[i].pid = (pid_t)c.pid;
+		st->clients[i].uid = c.uid;
+		st->clients[i].gid = c.gid;
+		st->clients[i].leases = c.leases;
+		st->clients[i].leased_bytes = c.leased_bytes;
+		st->clients[i].connected_ns = c.connected_realtime_ns;
+		st->clients[i].waiting = !!c.waiting;
+	}
+	for (uint32_t i = 0; i < w.nleases; i++, p += sizeof(struct proto_status_lease)) {
+		struct proto_status_lease l;
+
+		memcpy(&l, p, sizeof(l));
+		if (l.class_index >= w.nclasses) {
+			hp_status_free(st);
+			return -EPROTO;
+		}
+		st->leases[i].lease_id = l.lease_id;
+		st->leases[i].pid = (pid_t)l.pid;
+		st->leases[i].uid = l.uid;
+		st->leases[i].class_index = l.class_index;
+		st->leases[i].since_ns = l.since_realtime_ns;
+	}
+	*ret = st;
+	return 0;
+}
+
+int hp_status(hp_conn *c, struct hp_status **ret)
+{
+	struct proto_status_req req = { 0 };
+	struct proto_hdr h;
+	_cleanup_free_ void *payload = NULL;
+	int r;
+
+	if (!c || !ret)
+		return -EINVAL;
+	r = client_send(c, PROTO_STATUS, &req, sizeof(req));
+	if (r < 0)
+		return r;
+	r = client_recv(c, &h, &payload, NULL, 0);
+	if (r <= 0)
+		return r < 0 ? r : -EPROTO;
+	if (h.type != PROTO_STATUS_REPLY)
+		return -EPROTO;
+	r = decode(payload, h.len, ret);
+	if (r == -EPROTO)
+		client_set_error(c, "malformed status reply from the daemon");
+	return r;
+}
+
+void hp_status_free(struct hp_status *st)
+{
+	if (!st)
+		return;
+	free(st->classes);
+	free(st->clients);
+	free(st->leases);
+	free(st);
+}
