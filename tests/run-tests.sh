@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Run hugepool's test suite: every unit test once, every integration test twice (hugepages as
+# reserved, "prefer", and again with hugepages = off). As root it reserves the hugepages the
+# suite needs for the run and gives them back afterwards; as a normal user it runs without them
+# (the daemon falls back) and says so. Prints one closing line: "N passed, N failed, N skipped".
+# Usage: tests/run-tests.sh BUILD_DIR
+set -u
+build=${1:-build}
+need_pages=64   # 2 MiB pages: the largest test pool plus the fresh pages of cross-uid handover
+passed=0 failed=0 skipped=0
+failures=()
+nr=/proc/sys/vm/nr_hugepages
+restore=""
+
+cleanup() {
+	if [ -n "$restore" ]; then
+		echo "$restore" > "$nr" 2>/dev/null || true
+		echo "tests: hugepages restored to $restore"
+	fi
+}
+trap cleanup EXIT
+
+reserve_hugepages() {
+	local free total
+	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+	total=$(cat "$nr")
+	if [ "${free:-0}" -ge "$need_pages" ]; then
+		echo "tests: $free hugepages free, enough"
+		return
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "tests: only ${free:-0} hugepages free and not root: the hugetlb path is exercised only" \
+		     "as root (run as root, or reserve $need_pages with: echo $need_pages | sudo tee $nr)"
+		return
+	fi
+	restore=$total
+	echo $((total + need_pages - free)) > "$nr"
+	echo "tests: reserved hugepages for the run: $total -> $(cat "$nr") (restored at exit)"
+}
+
+# run BINARY [ENV...]: run one cmocka test binary, add its counts
+run() {
+	local bin=$1 label=$2 out rc p f s
+	shift 2
+	out=$(env "$@" HP_BUILD="$build" timeout 600 "$bin" 2>&1)
+	rc=$?
+	# a binary may run several cmocka groups: add up their closing lines
+	p=$(awk '/^\[  PASSED  \] [0-9]+ test/ {n += $4} END {print n + 0}' <<<"$out")
+	f=$(awk '/^\[  FAILED  \] [0-9]+ test/ {n += $4} END {print n + 0}' <<<"$out")
+	s=$(awk '/^\[  SKIPPED \] [0-9]+ test/ {n += $4} END {print n + 0}' <<<"$out")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1   # crashed, hung or sanitizer error outside a test case
+	fi
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	printf '%-34s %3d passed %3d failed %3d skipped\n' "$label" "$p" "$f" "$s"
+	if [ "$f" -ne 0 ]; then
+		failures+=("$label")
+		echo "$out" | grep -v '^\[ \(RUN\|      OK\) ' | tail -60
+	fi
+}
+
+reserve_hugepages
+for t in "$build"/tests/test_*; do
+	[ -x "$t" ] || continue
+	name=$(basename "$t")
+	if [ -f "tests/unit/$name.c" ]; then
+		run "$t" "$name"
+	else
+		run "$t" "$name (hugepages=prefer)" HP_TEST_HUGEPAGES=prefer
+		run "$t" "$name (hugepages=off)" HP_TEST_HUGEPAGES=off
+	fi
+done
+[ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]}"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
