@@ -254,7 +254,8 @@ int proto_recv(int fd, struct proto_hdr *ret_hdr, void **ret_payload, int *ret_f
 	}
 	*ret_hdr = h;
 	*ret_payload = TAKE_PTR(payload);
-	memcpy(ret_fds, fds, sizeof(int) * nfds);
+	if (nfds)
+		memcpy(ret_fds, fds, sizeof(int) * nfds);
 	return 0;
 fail:
 	close_all(fds, nfds);
