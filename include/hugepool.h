@@ -119,7 +119,12 @@ void hp_status_free(struct hp_status *st);
 /* A message for a negative errno returned by this library (static, thread-safe). */
 const char *hp_strerror(int err);
 
-/* The daemon's explanation of the last failure on c ("" if none or it gave none). */
+/*
+ * The daemon's explanation of the last failure on c ("" if none or it gave none). With c NULL:
+ * why the calling thread's last hp_connect failed (a refusal's reason from the daemon, or the
+ * socket path and system error), "" after a successful one. The text stays valid until the
+ * next call on c (or the thread's next hp_connect).
+ */
 const char *hp_last_error(const hp_conn *c);
 
 #ifdef __cplusplus

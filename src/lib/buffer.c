@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +45,18 @@ static struct hp_mapping *maps_find(hp_conn *c, uint64_t id)
 static void maps_remove(hp_conn *c, struct hp_mapping *m)
 {
 	*m = c->maps[--c->nmaps];
+}
+
+static void unmap_ids(hp_conn *c, const uint64_t *ids, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct hp_mapping *m = maps_find(c, ids[i]);
+
+		if (m) {
+			munmap(m->addr, m->size);
+			maps_remove(c, m);
+		}
+	}
 }
 
 static int send_release(hp_conn *c, const uint64_t *ids, unsigned n)
@@ -111,11 +124,11 @@ int hp_acquire(hp_conn *c, const char *class_name, unsigned n, int64_t timeout_m
 		int fds[PROTO_MAX_FDS];
 
 		r = client_recv(c, &h, &payload, fds, PROTO_MAX_FDS);
+		if (r <= 0 && got == 0)
+			return r < 0 ? r : -EPROTO; /* refused, or nothing granted before the stream broke */
 		if (r <= 0) {
-			if (got == 0)
-				return r < 0 ? r : -EPROTO;
-			/* a broken stream after a partial grant: the daemon frees them when we close */
-			return r < 0 ? r : -EPROTO;
+			err = r < 0 ? r : -EPROTO;
+			goto broken;
 		}
 		g = payload;
 		e = (const void *)(g + 1);
@@ -124,7 +137,8 @@ int hp_acquire(hp_conn *c, const char *class_name, unsigned n, int64_t timeout_m
 			for (unsigned i = 0; i < h.nfds; i++)
 				close(fds[i]);
 			client_set_error(c, "malformed grant from the daemon");
-			return -EPROTO;
+			err = -EPROTO;
+			goto broken;
 		}
 		for (unsigned i = 0; i < g->n; i++, got++) {
 			void *addr = NULL;
@@ -143,19 +157,21 @@ int hp_acquire(hp_conn *c, const char *class_name, unsigned n, int64_t timeout_m
 	}
 	if (err) {
 		/* give back all of them: the caller asked for n or none */
-		for (unsigned i = 0; i < n; i++) {
-			struct hp_mapping *m = maps_find(c, ids[i]);
-
-			if (m) {
-				munmap(m->addr, m->size);
-				maps_remove(c, m);
-			}
-		}
+		unmap_ids(c, ids, n);
 		(void)send_release(c, ids, n);
 		client_set_error(c, "mapping a granted buffer failed: %s", strerror(-err));
 		return err;
 	}
 	return 0;
+
+broken:
+	/*
+	 * The stream is out of step and cannot be trusted again: undo what this acquire mapped and
+	 * shut the connection down, which makes the daemon release every lease of it.
+	 */
+	unmap_ids(c, ids, got);
+	shutdown(c->fd, SHUT_RDWR);
+	return err;
 }
 
 int hp_release(hp_conn *c, struct hp_buffer *bufs, unsigned n)
@@ -170,8 +186,15 @@ int hp_release(hp_conn *c, struct hp_buffer *bufs, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		struct hp_mapping *m = maps_find(c, bufs[i].lease_id);
 
-		if (!m || m->addr != bufs[i].addr)
+		if (!m || m->addr != bufs[i].addr) {
+			client_set_error(c, "buffer %u is not leased through this connection", i);
 			return -EINVAL;
+		}
+		for (unsigned j = 0; j < i; j++)
+			if (ids[j] == bufs[i].lease_id) {
+				client_set_error(c, "buffer %u is named twice", i);
+				return -EINVAL;
+			}
 		ids[i] = bufs[i].lease_id;
 	}
 	/* unmap first: once released, the memory may be another process's */

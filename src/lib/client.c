@@ -18,6 +18,9 @@
 #include "client.h"
 #include "util.h"
 
+/* Why the last hp_connect of this thread failed: there is no connection to keep it in. */
+static __thread char connect_error[PROTO_TEXT_MAX + 1];
+
 void client_set_error(hp_conn *c, const char *fmt, ...)
 {
 	va_list ap;
@@ -86,11 +89,14 @@ int hp_connect(const char *path, hp_conn **ret)
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
 		r = -errno;
-		goto fail;
+		snprintf(connect_error, sizeof(connect_error), "cannot create a socket: %s", strerror(-r));
+		goto fail_quiet;
 	}
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		r = -errno;
-		goto fail;
+		snprintf(connect_error, sizeof(connect_error), "cannot connect to '%s': %s%s", path, strerror(-r),
+			 r == -ENOENT || r == -ECONNREFUSED ? " (is hugepoold running?)" : "");
+		goto fail_quiet;
 	}
 	proto_set_name(hello.name, sizeof(hello.name), program_invocation_short_name);
 	/* a refusing daemon may have answered and closed already: read its reason even so */
@@ -104,10 +110,13 @@ int hp_connect(const char *path, hp_conn **ret)
 		goto fail;
 	}
 	c->page_size = ((const struct proto_welcome *)payload)->page_size;
+	connect_error[0] = '\0';
 	*ret = c;
 	return 0;
 fail:
-	/* the error text would die with c: a refused connect has only its code */
+	/* keep the daemon's reason (a limit, a version) beyond c's life */
+	snprintf(connect_error, sizeof(connect_error), "%s", c->last_error[0] ? c->last_error : strerror(-r));
+fail_quiet:
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
@@ -128,7 +137,7 @@ void hp_disconnect(hp_conn *c)
 
 const char *hp_last_error(const hp_conn *c)
 {
-	return c ? c->last_error : "";
+	return c ? c->last_error : connect_error;
 }
 
 const char *hp_strerror(int err)
@@ -137,7 +146,7 @@ const char *hp_strerror(int err)
 		int err;
 		const char *text;
 	} texts[] = {
-		{ -ENOENT, "no such buffer class, or no hugepoold socket at that path" },
+		{ -ENOENT, "no such buffer class, or (from hp_connect) no socket at that path" },
 		{ -ECONNREFUSED, "hugepoold is not running (connection refused)" },
 		{ -EACCES, "not allowed to connect to hugepoold (socket permissions)" },
 		{ -EUSERS, "hugepoold refuses more connections (per-uid or global connection limit)" },
