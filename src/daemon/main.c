@@ -53,22 +53,33 @@ static void print_summary(const struct config *cfg, const char *path)
 	printf("socket %s (mode %04o%s%s)\n", cfg->socket_path, (unsigned)cfg->socket_mode,
 	       cfg->socket_group[0] ? ", group " : "", cfg->socket_group);
 	printf("hugepages %s, page size %s, prefault threads %u\n", hugepages_mode_name(cfg->hugepages),
-	       size_format(cfg->page_size, b, sizeof(b)), cfg->prefault_threads ? cfg->prefault_threads : prefault_default_threads());
+	       cfg->hugepages == HUGEPAGES_OFF ? "4.0 KiB" : size_format(cfg->page_size, b, sizeof(b)),
+	       cfg->prefault_threads ? cfg->prefault_threads : prefault_default_threads());
 	for (unsigned i = 0; i < cfg->nclasses; i++)
 		printf("class %s: %u x %s\n", cfg->classes[i].name, cfg->classes[i].count,
 		       size_format(cfg->classes[i].size, b, sizeof(b)));
 	printf("pool total %s\n", size_format(config_pool_bytes(cfg), b, sizeof(b)));
 }
 
-static void boot_progress(uint64_t done, uint64_t total, void *ud)
+/* Every 250 ms while pre-faulting: stop on SIGTERM/SIGINT, report every 2 s. */
+static bool boot_progress(uint64_t done, uint64_t total, void *ud)
 {
+	uint64_t *last = ud, now = now_ns();
+	sigset_t pending;
 	char a[32], b[32];
-	(void)ud;
 
-	/* faulting goes on: ask systemd for more time than one more interval needs */
+	/* blocked until the event loop reads them: look whether one is waiting */
+	sigpending(&pending);
+	if (sigismember(&pending, SIGTERM) || sigismember(&pending, SIGINT))
+		return false;
+	if (now - *last < 2000000000ull)
+		return true;
+	*last = now;
+	/* faulting goes on: ask systemd for more time than one more report needs */
 	notify_sendf("EXTEND_TIMEOUT_USEC=%u\nSTATUS=Pre-faulting %s of %s", 30u * 1000000u,
 		     size_format(done, a, sizeof(a)), size_format(total, b, sizeof(b)));
 	log_info("Pre-faulting: %s of %s done", a, b);
+	return true;
 }
 
 int main(int argc, char **argv)
@@ -86,6 +97,7 @@ int main(int argc, char **argv)
 	struct pool *pool = NULL;
 	struct server *srv = NULL;
 	sigset_t mask;
+	uint64_t last_report = now_ns();
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "c:tfvhV", opts, NULL)) != -1) {
@@ -144,10 +156,11 @@ int main(int argc, char **argv)
 	if (r < 0)
 		return EXIT_POOL;
 	notify_send("STATUS=Pre-faulting the pool");
-	r = pool_prefault(pool, cfg.prefault_threads, boot_progress, NULL);
+	r = pool_prefault(pool, cfg.prefault_threads, boot_progress, &last_report);
 	if (r < 0) {
 		pool_free(pool);
-		return EXIT_POOL;
+		/* stopped on request: a clean exit, not a failure */
+		return r == -ECANCELED ? 0 : EXIT_POOL;
 	}
 	r = server_open(&cfg, pool, &srv);
 	if (r < 0) {

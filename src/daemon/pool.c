@@ -217,8 +217,12 @@ int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progres
 		return -ENOMEM;
 	for (uint32_t i = 0; i < p->nbuffers; i++)
 		ranges[i] = (struct prefault_range){ p->buffers[i].addr, p->buffers[i].size };
-	r = prefault_run(ranges, p->nbuffers, threads, (size_t)p->page_size, progress, 2000, userdata,
+	r = prefault_run(ranges, p->nbuffers, threads, (size_t)p->page_size, progress, 250, userdata,
 			 &p->boot, &failed);
+	if (r == -ECANCELED) {
+		log_info("Pre-faulting cancelled");
+		return r;
+	}
 	if (r < 0) {
 		log_error("Failed to fault in buffer %zu of %" PRIu32 " (class \"%s\"): %s%s", failed + 1,
 			  p->nbuffers, p->classes[p->buffers[failed].class_index].name, strerror(-r),

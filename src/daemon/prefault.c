@@ -210,7 +210,12 @@ int prefault_run(const struct prefault_range *ranges, size_t n, unsigned threads
 		}
 		if (pthread_cond_timedwait(&r.cond, &r.lock, &ts) == ETIMEDOUT && progress) {
 			pthread_mutex_unlock(&r.lock);
-			progress(atomic_load(&r.done_bytes), total, userdata);
+			if (!progress(atomic_load(&r.done_bytes), total, userdata)) {
+				int zero = 0;
+
+				atomic_compare_exchange_strong(&r.err, &zero, -ECANCELED);
+				atomic_store(&r.next, r.total_chunks);
+			}
 			pthread_mutex_lock(&r.lock);
 		}
 	}

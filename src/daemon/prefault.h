@@ -30,8 +30,11 @@ struct prefault_stats {
 	bool used_madvise; /* MADV_POPULATE_WRITE (else touching) */
 };
 
-/* Called on the caller's thread about every interval_ms while workers run. */
-typedef void (*prefault_progress_fn)(uint64_t done, uint64_t total, void *userdata);
+/*
+ * Called on the caller's thread about every interval_ms while workers run. Returning false
+ * cancels the run: workers stop after their current chunk and prefault_run returns -ECANCELED.
+ */
+typedef bool (*prefault_progress_fn)(uint64_t done, uint64_t total, void *userdata);
 
 /*
  * Fault in all ranges with `threads` workers (0 = one per online CPU, never more than there are
