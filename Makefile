@@ -101,9 +101,12 @@ $(BUILD)/hugepoolctl: $(call obj,$(CLI_SRC)) $(LIBA) $(LIBCOMMON)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^
 
+# the .pc names install paths: install writes it again with the PREFIX it is given
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	-e 's|@VERSION@|$(VERSION)|' hugepool.pc.in
+
 $(BUILD)/hugepool.pc: hugepool.pc.in Makefile
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-		-e 's|@VERSION@|$(VERSION)|' $< > $@
+	$(Q)$(PC_SED) > $@
 
 $(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
@@ -115,7 +118,7 @@ $(INTEG_BIN): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
 
-$(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
+$(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^
@@ -148,7 +151,7 @@ install: all
 	ln -sf libhugepool.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libhugepool.so
 	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/hugepool.h $(DESTDIR)$(INCLUDEDIR)/
-	install -m 0644 $(BUILD)/hugepool.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(PC_SED) > $(DESTDIR)$(LIBDIR)/pkgconfig/hugepool.pc
 	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
