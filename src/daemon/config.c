@@ -36,7 +36,11 @@ struct parser;
 
 struct key {
 	const char *name;
-	int (*set)(struct parser *p, const char *key, const char *value);
+	int (*set)(struct parser *p, const struct key *k, const char *value);
+	/* for set_u32: the accepted range and where the value goes (in struct config for global
+	 * keys, in struct config_class for class keys) */
+	uint32_t min, max;
+	size_t offset;
 };
 
 enum {
@@ -225,11 +229,11 @@ static const char *page_size_name(uint64_t page)
 	return "4 KiB, hugepages = off";
 }
 
-static int set_socket(struct parser *p, const char *key, const char *value)
+static int set_socket(struct parser *p, const struct key *k, const char *value)
 {
 	size_t n = strlen(value);
 
-	(void)key;
+	(void)k;
 	if (value[0] != '/')
 		return fail(p, "socket path \"%.*s%s\" is not absolute", CLIP(value));
 	if (n >= sizeof(p->cfg->socket_path))
@@ -239,8 +243,9 @@ static int set_socket(struct parser *p, const char *key, const char *value)
 	return 0;
 }
 
-static int set_socket_mode(struct parser *p, const char *key, const char *value)
+static int set_socket_mode(struct parser *p, const struct key *k, const char *value)
 {
+	const char *key = k->name;
 	const char *s;
 	unsigned v = 0;
 
@@ -259,8 +264,9 @@ static int set_socket_mode(struct parser *p, const char *key, const char *value)
 	return 0;
 }
 
-static int set_socket_group(struct parser *p, const char *key, const char *value)
+static int set_socket_group(struct parser *p, const struct key *k, const char *value)
 {
+	const char *key = k->name;
 	size_t n = strlen(value);
 
 	if (n >= sizeof(p->cfg->socket_group))
@@ -271,8 +277,9 @@ static int set_socket_group(struct parser *p, const char *key, const char *value
 	return 0;
 }
 
-static int set_hugepages(struct parser *p, const char *key, const char *value)
+static int set_hugepages(struct parser *p, const struct key *k, const char *value)
 {
+	const char *key = k->name;
 	if (!strcmp(value, "prefer"))
 		p->cfg->hugepages = HUGEPAGES_PREFER;
 	else if (!strcmp(value, "require"))
@@ -285,8 +292,9 @@ static int set_hugepages(struct parser *p, const char *key, const char *value)
 	return 0;
 }
 
-static int set_page_size(struct parser *p, const char *key, const char *value)
+static int set_page_size(struct parser *p, const struct key *k, const char *value)
 {
+	const char *key = k->name;
 	uint64_t v;
 	int r;
 
@@ -300,49 +308,15 @@ static int set_page_size(struct parser *p, const char *key, const char *value)
 	return 0;
 }
 
-static int set_prefault_threads(struct parser *p, const char *key, const char *value)
+static int set_max_bytes_per_uid(struct parser *p, const struct key *k, const char *value)
 {
-	uint64_t v;
-	int r;
-
-	r = get_uint(p, key, value, 0, 1024, &v);
-	if (r < 0)
-		return r;
-	p->cfg->prefault_threads = (unsigned)v;
-	return 0;
-}
-
-static int set_max_connections(struct parser *p, const char *key, const char *value)
-{
-	uint64_t v;
-	int r;
-
-	r = get_uint(p, key, value, 1, 65536, &v);
-	if (r < 0)
-		return r;
-	p->cfg->max_connections = (uint32_t)v;
-	return 0;
-}
-
-static int set_max_connections_per_uid(struct parser *p, const char *key, const char *value)
-{
-	uint64_t v;
-	int r;
-
-	r = get_uint(p, key, value, 0, 65536, &v);
-	if (r < 0)
-		return r;
-	p->cfg->max_connections_per_uid = (uint32_t)v;
-	return 0;
-}
-
-static int set_max_bytes_per_uid(struct parser *p, const char *key, const char *value)
-{
+	const char *key = k->name;
 	return get_size(p, key, value, &p->cfg->max_bytes_per_uid);
 }
 
-static int set_class_size(struct parser *p, const char *key, const char *value)
+static int set_class_size(struct parser *p, const struct key *k, const char *value)
 {
+	const char *key = k->name;
 	struct config_class *c = p->cls;
 	uint64_t page, v;
 	int r;
@@ -373,33 +347,39 @@ static int set_class_size(struct parser *p, const char *key, const char *value)
 	return 0;
 }
 
-static int set_class_count(struct parser *p, const char *key, const char *value)
+/* An integer key: the range check and the message are get_uint's. */
+static int set_u32(struct parser *p, const struct key *k, const char *value)
 {
-	uint64_t v;
+	/* inside a class section only class keys get here, before it only global ones */
+	void *base = p->cls ? (void *)p->cls : (void *)p->cfg;
+	uint64_t v = 0;
 	int r;
 
-	r = get_uint(p, key, value, 1, 1000000, &v);
+	r = get_uint(p, k->name, value, k->min, k->max, &v);
 	if (r < 0)
 		return r;
-	p->cls->count = (uint32_t)v;
+	*(uint32_t *)((char *)base + k->offset) = (uint32_t)v;
 	return 0;
 }
 
+#define U32_KEY(n, lo, hi, type, field) \
+	{ .name = n, .set = set_u32, .min = lo, .max = hi, .offset = offsetof(type, field) }
+
 static const struct key global_keys[GKEY_NUM] = {
-	[GKEY_SOCKET] = { "socket", set_socket },
-	[GKEY_SOCKET_MODE] = { "socket_mode", set_socket_mode },
-	[GKEY_SOCKET_GROUP] = { "socket_group", set_socket_group },
-	[GKEY_HUGEPAGES] = { "hugepages", set_hugepages },
-	[GKEY_PAGE_SIZE] = { "page_size", set_page_size },
-	[GKEY_PREFAULT_THREADS] = { "prefault_threads", set_prefault_threads },
-	[GKEY_MAX_CONNECTIONS] = { "max_connections", set_max_connections },
-	[GKEY_MAX_CONNECTIONS_PER_UID] = { "max_connections_per_uid", set_max_connections_per_uid },
-	[GKEY_MAX_BYTES_PER_UID] = { "max_bytes_per_uid", set_max_bytes_per_uid },
+	[GKEY_SOCKET] = { .name = "socket", .set = set_socket },
+	[GKEY_SOCKET_MODE] = { .name = "socket_mode", .set = set_socket_mode },
+	[GKEY_SOCKET_GROUP] = { .name = "socket_group", .set = set_socket_group },
+	[GKEY_HUGEPAGES] = { .name = "hugepages", .set = set_hugepages },
+	[GKEY_PAGE_SIZE] = { .name = "page_size", .set = set_page_size },
+	[GKEY_PREFAULT_THREADS] = U32_KEY("prefault_threads", 0, 1024, struct config, prefault_threads),
+	[GKEY_MAX_CONNECTIONS] = U32_KEY("max_connections", 1, 65536, struct config, max_connections),
+	[GKEY_MAX_CONNECTIONS_PER_UID] = U32_KEY("max_connections_per_uid", 0, 65536, struct config, max_connections_per_uid),
+	[GKEY_MAX_BYTES_PER_UID] = { .name = "max_bytes_per_uid", .set = set_max_bytes_per_uid },
 };
 
 static const struct key class_keys[CKEY_NUM] = {
-	[CKEY_SIZE] = { "size", set_class_size },
-	[CKEY_COUNT] = { "count", set_class_count },
+	[CKEY_SIZE] = { .name = "size", .set = set_class_size },
+	[CKEY_COUNT] = U32_KEY("count", 1, 1000000, struct config_class, count),
 };
 
 static int find_key(const struct key *keys, size_t n, const char *name)
@@ -573,7 +553,7 @@ static int parse_assignment(struct parser *p, char *s)
 		return fail(p, "empty value for \"%.*s%s\"", CLIP(key));
 
 	lines[k] = p->line;
-	return keys[k].set(p, key, value);
+	return keys[k].set(p, &keys[k], value);
 }
 
 static int parse_line(struct parser *p, char *s)
