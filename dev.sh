@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# dev.sh - the two commands of the README for a fresh Debian machine.
+#   ./dev.sh run    install what is missing, build, and run hugepoold in the foreground with the
+#                   bundled development configuration (socket under build/); as root it reserves
+#                   the hugepages the pool needs for as long as the daemon runs
+#   ./dev.sh test   install what is missing and run every test (make check-all)
+# As a normal user it installs through `sudo -n` when that works, and otherwise prints the exact
+# apt-get command to run and stops.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian packages the build and the tests need (clang for the second compiler in check-all,
+# mandoc for the man page lint, systemd for systemd-analyze verify of the unit).
+PACKAGES=(gcc make pkg-config libcmocka-dev clang mandoc systemd)
+
+say() { printf 'dev.sh: %s\n' "$*" >&2; }
+
+install_missing() {
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	say "installing missing packages: ${missing[*]}"
+	if [ "$(id -u)" -eq 0 ]; then
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	else
+		say "not root and sudo needs a password: please run"
+		say "  sudo apt-get install -y ${missing[*]}"
+		say "then run this command again"
+		exit 1
+	fi
+}
+
+run_daemon() {
+	local pages nr=/proc/sys/vm/nr_hugepages old free
+	make -s
+	sed "s|@TOP@|$PWD|" conf/dev.conf.in > build/dev.conf
+	# the pool of conf/dev.conf.in: 64 x 2 MiB + 2 x 64 MiB = 256 MiB = 128 pages of 2 MiB
+	pages=128
+	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+	if [ "$(id -u)" -eq 0 ] && [ "${free:-0}" -lt "$pages" ]; then
+		old=$(cat "$nr")
+		echo $((old + pages - free)) > "$nr"
+		trap 'echo "$old" > '"$nr"'; say "hugepages restored to $old"' EXIT
+		say "reserved hugepages: $old -> $(cat "$nr") (restored when the daemon stops)"
+	elif [ "$(id -u)" -ne 0 ]; then
+		say "not root: no hugepages reserved, the daemon falls back to regular shared memory and says so"
+	fi
+	say "socket: $PWD/build/hugepoold.sock  (try: build/hugepoolctl -s $PWD/build/hugepoold.sock status)"
+	say "stop with Ctrl-C"
+	# not exec: the trap must restore the hugepages after the daemon exits
+	build/hugepoold --foreground -c build/dev.conf
+}
+
+case "${1:-}" in
+run)
+	install_missing
+	run_daemon
+	;;
+test)
+	install_missing
+	make check-all
+	;;
+*)
+	echo "usage: ./dev.sh run | test" >&2
+	exit 1
+	;;
+esac

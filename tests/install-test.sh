@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# install-test.sh - install into a DESTDIR and use the result as a user would: compile the
+# README example against the installed header and library through pkg-config, run it against
+# the installed daemon, lint the installed man pages and verify the unit file. Part of
+# `make check-all`; prints "N passed, N failed".
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+dest=$(mktemp -d /tmp/hugepool-install.XXXXXX)
+chmod 755 "$dest"
+passed=0 failed=0
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$dest"; }
+trap cleanup EXIT
+check() { # check NAME COMMAND...
+	local name=$1; shift
+	if out=$("$@" 2>&1); then
+		passed=$((passed + 1)); echo "ok   $name"
+	else
+		failed=$((failed + 1)); echo "FAIL $name"; echo "$out" | tail -20
+	fi
+}
+
+cd "$top"
+check "make install DESTDIR" make -s install DESTDIR="$dest" PREFIX=/usr SYSCONFDIR=/etc
+for f in usr/sbin/hugepoold usr/bin/hugepoolctl usr/lib/libhugepool.so.0 usr/lib/libhugepool.a \
+	 usr/include/hugepool.h usr/lib/pkgconfig/hugepool.pc usr/share/man/man8/hugepoold.8 \
+	 usr/share/man/man5/hugepoold.conf.5 usr/share/man/man1/hugepoolctl.1 usr/share/man/man3/libhugepool.3 \
+	 usr/lib/systemd/system/hugepoold.service usr/lib/sysctl.d/60-hugepool.conf etc/hugepool/hugepoold.conf; do
+	check "installed $f" test -e "$dest/$f"
+done
+export PKG_CONFIG_PATH="$dest/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest"
+check "compile example via pkg-config" sh -c \
+	"cc -Wall -Werror -o '$dest/acquire' examples/acquire.c \$(pkg-config --cflags --libs hugepool)"
+check "only hp_ symbols exported" sh -c \
+	"! nm -D --defined-only '$dest/usr/lib/libhugepool.so.0' | awk '{print \$3}' | grep -v '^hp_' | grep -v '^HUGEPOOL_' | grep ."
+check "soname" sh -c "objdump -p '$dest/usr/lib/libhugepool.so.0' | grep -q 'SONAME *libhugepool.so.0'"
+check "installed config is valid" "$dest/usr/sbin/hugepoold" --check-config -c "$dest/etc/hugepool/hugepoold.conf"
+
+# run the example against the installed daemon (a small pool, socket in the DESTDIR)
+cat > "$dest/test.conf" <<CONF
+socket = $dest/sock
+hugepages = off
+[class small]
+size = 2M
+count = 2
+CONF
+"$dest/usr/sbin/hugepoold" -c "$dest/test.conf" 2>"$dest/daemon.log" &
+pid=$!
+for _ in $(seq 100); do [ -S "$dest/sock" ] && break; sleep 0.1; done
+check "example runs against the installed daemon" env LD_LIBRARY_PATH="$dest/usr/lib" "$dest/acquire" "$dest/sock" small
+check "hugepoolctl status" "$dest/usr/bin/hugepoolctl" -s "$dest/sock" status
+kill "$pid"; wait "$pid" 2>/dev/null; pid=""
+
+if command -v mandoc >/dev/null; then
+	for m in "$dest"/usr/share/man/man*/*; do
+		check "mandoc lint $(basename "$m")" sh -c "out=\$(mandoc -T lint -W warning '$m'); [ -z \"\$out\" ] || { echo \"\$out\"; false; }"
+	done
+fi
+if command -v systemd-analyze >/dev/null; then
+	check "systemd-analyze verify" sh -c "cd '$dest' && systemd-analyze verify --root='$dest' usr/lib/systemd/system/hugepoold.service 2>&1 | grep -v -e 'Cannot add dependency job' -e 'Failed to load' -e 'Unit hugepoold.service not found' -e '^\$' | { ! grep -i -e error -e invalid -e unknown; }"
+fi
+echo "install: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
