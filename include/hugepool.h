@@ -71,7 +71,7 @@ struct hp_class_status {
 	char name[HP_NAME_MAX];
 	uint64_t size; /* bytes per buffer */
 	uint32_t total, free, leased, waiters;
-	uint32_t zeroing; /* buffers being given fresh pages for another uid */
+	uint32_t zeroing; /* being given fresh pages for another uid (counted in none of the others) */
 };
 
 struct hp_client_status {

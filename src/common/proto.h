@@ -124,7 +124,7 @@ struct proto_status_class {
 	char name[PROTO_NAME_MAX];
 	uint64_t size;
 	uint32_t total, free, leased, waiters;
-	uint32_t zeroing; /* free buffers being zeroed for another uid right now */
+	uint32_t zeroing; /* getting fresh pages for another uid right now (not in free) */
 	uint32_t reserved;
 };
 

@@ -449,8 +449,11 @@ int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *nam
 		free(r);
 		return -EAGAIN;
 	}
+	/* a client may ask for centuries: saturate rather than wrap into the past */
 	if (timeout_ms > 0)
-		r->deadline = now + (uint64_t)timeout_ms * 1000000ull;
+		r->deadline = (uint64_t)timeout_ms < (UINT64_MAX - now) / 1000000ull
+				      ? now + (uint64_t)timeout_ms * 1000000ull
+				      : UINT64_MAX;
 	r->queued = true;
 	TAILQ_INSERT_TAIL(&lc->waiters, r, link);
 	lc->nwaiters++;
@@ -604,6 +607,8 @@ void lease_renewed(struct lease_table *lt, struct pool_buffer *b, int err)
 				 class_name(lt, s->pb->class_index), strerror(-err));
 			req_fail(lt, r, -ENOMEM, text);
 		}
+		/* buffers came back (this one to be retried, and r's reservations): serve the queue */
+		class_pump(lt, s->pb->class_index);
 		return;
 	}
 	s->clean = true;
@@ -640,16 +645,10 @@ struct lease_slot *lease_owner_next(const struct lease_owner *o, struct lease_sl
 void lease_class_stats(const struct lease_table *lt, unsigned c, struct lease_class_stats *ret)
 {
 	const struct lease_class *lc = &lt->classes[c];
-	uint32_t orphans = 0;
 
-	/* renewing slots nobody asked for any more are as good as free */
-	for (uint32_t i = 0; i < lt->pool->classes[c].count; i++) {
-		const struct lease_slot *s = &lt->slots[lt->pool->classes[c].first + i];
-
-		orphans += s->state == SLOT_RENEWING && !s->req;
-	}
+	/* free counts exactly what an acquire could take now; renewing ones show as renewing */
 	*ret = (struct lease_class_stats){ .total = lt->pool->classes[c].count,
-					   .free = lc->nclean + lc->ndirty + orphans,
+					   .free = lc->nclean + lc->ndirty,
 					   .leased = lc->nleased,
 					   .waiters = lc->nwaiters,
 					   .renewing = lc->nrenewing };
