@@ -110,6 +110,23 @@ static int create_all(struct pool *p, uint32_t *ret_failed)
 	return 0;
 }
 
+/* Say so when MADV_HUGEPAGE on shared memory cannot work: regular pages cost 512 faults per 2 MiB. */
+static void check_shmem_thp(void)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/shmem_enabled", "re");
+
+	if (!f)
+		return;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	if (strstr(buf, "[never]") || strstr(buf, "[deny]"))
+		log_notice("Regular shared memory will use 4 KiB pages only: transparent hugepages for shmem "
+			   "are off (/sys/kernel/mm/transparent_hugepage/shmem_enabled); 'advise' lets "
+			   "MADV_HUGEPAGE work");
+}
+
 static void use_small_pages(struct pool *p, const char *why)
 {
 	p->hugetlb = false;
@@ -182,6 +199,8 @@ int pool_create(const struct config *cfg, struct pool **ret)
 		}
 	}
 
+	if (!p->hugetlb)
+		check_shmem_thp();
 	r = create_all(p, &failed);
 	if (r == -ENOMEM && p->hugetlb && cfg->hugepages == HUGEPAGES_PREFER) {
 		/* free pages looked sufficient but were taken meanwhile, or a cgroup limit says no */
@@ -189,6 +208,7 @@ int pool_create(const struct config *cfg, struct pool **ret)
 			    ": %s; falling back to regular shared memory (hugepages = prefer)",
 			    failed + 1, p->nbuffers, strerror(-r));
 		use_small_pages(p, "hugepage reservation failed at mmap (ENOMEM)");
+		check_shmem_thp();
 		r = create_all(p, &failed);
 	}
 	if (r < 0) {
