@@ -129,12 +129,7 @@ check: tests
 	$(Q)tests/run-tests.sh $(BUILD)
 
 check-all:
-	$(MAKE) check
-	$(MAKE) check SANITIZE=address,undefined
-	$(MAKE) check SANITIZE=thread
-	$(MAKE) BUILD=build-clang CC=clang WERROR=-Werror all tests
-	$(MAKE) WERROR=-Werror BUILD=build-werror all
-	tests/install-test.sh
+	$(Q)MAKE="$(MAKE)" tests/check-all.sh
 
 bench: all $(BENCH_BIN)
 	$(Q)bench/run-bench.sh $(BUILD)

@@ -38,6 +38,12 @@ echo "kernel $(uname -r), CPU ${cpu_model:-unknown} x $(nproc), RAM $(awk '/^Mem
      "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "build dir $build, HP_BENCH_GIB=$gib"
 
+# tests/run-tests.sh changes nr_hugepages too: one of us at a time
+if [ "$(id -u)" -eq 0 ] && command -v flock >/dev/null; then
+	exec 9>/tmp/hugepool-hugepages.lock
+	flock 9
+fi
+
 if [ ! -d "$hp" ]; then
 	echo "bench: no 2 MiB hugepage support in this kernel ($hp missing): hugetlb figures are skipped"
 else

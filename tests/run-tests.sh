@@ -59,6 +59,11 @@ run() {
 	fi
 }
 
+# the bench changes nr_hugepages too: one of us at a time, or each restores over the other
+if [ "$(id -u)" -eq 0 ] && command -v flock >/dev/null; then
+	exec 9>/tmp/hugepool-hugepages.lock
+	flock 9
+fi
 reserve_hugepages
 for t in "$build"/tests/test_*; do
 	[ -x "$t" ] || continue

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# check-all.sh - everything `make check-all` runs, with one closing line for all of it:
+# the suite (tests/run-tests.sh) with the normal build, under ASan+UBSan and under TSan; a clang
+# build with -Werror (tests compiled, not run again); a gcc -Werror build; the install test.
+# Each stage prints its own "N passed, N failed" line; the last line adds them up.
+set -u
+cd "$(dirname "$0")/.."
+make=${MAKE:-make}
+passed=0 failed=0 skipped=0
+stages_failed=()
+
+# stage NAME COMMAND...: run it, add the counts of its closing line (a stage with none counts
+# as one test: passed if it exited 0)
+stage() {
+	local name=$1 out rc line p f s
+	shift
+	echo "=== $name"
+	out=$("$@" 2>&1)
+	rc=$?
+	echo "$out" | tail -n 12
+	line=$(grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)
+	if [ -n "$line" ]; then
+		p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<<"$line")
+		f=$(sed -E 's/.*\b([0-9]+) failed.*/\1/' <<<"$line")
+		s=$(sed -nE 's/.*\b([0-9]+) skipped.*/\1/p' <<<"$line")
+	else
+		p=$((rc == 0)) f=$((rc != 0)) s=0
+	fi
+	[ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ] && f=1
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + ${s:-0}))
+	[ "$rc" -eq 0 ] || stages_failed+=("$name")
+}
+
+stage "suite" $make check
+stage "suite under ASan+UBSan" $make check SANITIZE=address,undefined
+stage "suite under TSan" $make check SANITIZE=thread
+stage "clang -Werror build" $make BUILD=build-clang CC=clang WERROR=-Werror all tests
+stage "gcc -Werror build" $make BUILD=build-werror WERROR=-Werror all tests
+stage "install" tests/install-test.sh
+[ ${#stages_failed[@]} -eq 0 ] || echo "failed stages: ${stages_failed[*]}"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
