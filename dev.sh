@@ -44,7 +44,8 @@ run_daemon() {
 	if [ "$(id -u)" -eq 0 ] && [ "${free:-0}" -lt "$pages" ]; then
 		old=$(cat "$nr")
 		echo $((old + pages - free)) > "$nr"
-		trap 'echo "$old" > '"$nr"'; say "hugepages restored to $old"' EXIT
+		# expanded now: the function's locals are gone when the trap runs
+		trap "echo $old > $nr; say 'hugepages restored to $old'" EXIT
 		say "reserved hugepages: $old -> $(cat "$nr") (restored when the daemon stops)"
 	elif [ "$(id -u)" -ne 0 ]; then
 		say "not root: no hugepages reserved, the daemon falls back to regular shared memory and says so"
