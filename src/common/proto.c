@@ -80,6 +80,49 @@ int proto_check_header(const struct proto_hdr *h, bool from_client, const char *
 	return err;
 }
 
+int proto_parse_request(const struct proto_hdr *h, const void *payload, union proto_request *ret,
+			const char **ret_reason)
+{
+	const char *why = NULL;
+
+	switch (h->type) {
+	case PROTO_HELLO:
+		memcpy(&ret->hello, payload, sizeof(ret->hello));
+		if (ret->hello.flags || ret->hello.reserved)
+			why = "hello with unknown flags";
+		break;
+	case PROTO_ACQUIRE:
+		memcpy(&ret->acquire, payload, sizeof(ret->acquire));
+		if (ret->acquire.flags)
+			why = "acquire with unknown flags";
+		else if (!proto_name_valid(ret->acquire.class_name, sizeof(ret->acquire.class_name)))
+			why = "acquire of a class name that is not a name";
+		break;
+	case PROTO_RELEASE:
+		memcpy(&ret->release.hdr, payload, sizeof(ret->release.hdr));
+		if (ret->release.hdr.reserved || ret->release.hdr.n == 0 || ret->release.hdr.n > PROTO_RELEASE_MAX ||
+		    h->len != sizeof(struct proto_release) + (size_t)ret->release.hdr.n * sizeof(uint64_t))
+			why = "release whose length does not match its count";
+		else
+			memcpy(ret->release.ids, (const struct proto_release *)payload + 1,
+			       ret->release.hdr.n * sizeof(uint64_t));
+		break;
+	case PROTO_STATUS:
+		memcpy(&ret->status, payload, sizeof(ret->status));
+		if (ret->status.flags || ret->status.reserved)
+			why = "status with unknown flags";
+		break;
+	default:
+		why = "not a request";
+	}
+	if (why) {
+		if (ret_reason)
+			*ret_reason = why;
+		return -EPROTO;
+	}
+	return 0;
+}
+
 void proto_hdr_init(struct proto_hdr *h, enum proto_type type, uint32_t len, uint32_t nfds)
 {
 	*h = (struct proto_hdr){ .magic = PROTO_MAGIC, .version = PROTO_VERSION, .type = (uint16_t)type,

@@ -145,6 +145,26 @@ struct proto_status_lease {
 	uint64_t since_realtime_ns;
 };
 
+/* A client request, checked and copied out of its payload by proto_parse_request. */
+union proto_request {
+	struct proto_hello hello;
+	struct proto_acquire acquire;
+	struct {
+		struct proto_release hdr;
+		uint64_t ids[PROTO_RELEASE_MAX];
+	} release;
+	struct proto_status_req status;
+};
+
+/*
+ * Check a client request whose header passed proto_check_header and whose h->len payload bytes
+ * are in payload: reserved fields and flags zero, names valid, a release's length matching its
+ * count. Returns 0 with the request in *ret, or -EPROTO with a static reason. Range checks that
+ * deserve an answer rather than a closed connection (an acquire's count) are left to the caller.
+ */
+int proto_parse_request(const struct proto_hdr *h, const void *payload, union proto_request *ret,
+			const char **ret_reason);
+
 /* What a header may announce: returns 0 or a negative errno and a static reason string. */
 int proto_check_header(const struct proto_hdr *h, bool from_client, const char **ret_reason);
 

@@ -309,18 +309,16 @@ static void on_renewed(struct pool_buffer *b, int err, void *ud)
 
 /* --- request handlers ------------------------------------------------------------------ */
 
-typedef int (*handler_fn)(struct server *s, struct peer *p, const void *payload, uint32_t len);
+/* A handler gets a request proto_parse_request accepted; < 0 closes the connection. */
+typedef int (*handler_fn)(struct server *s, struct peer *p, const union proto_request *req);
 
-static int handle_hello(struct server *s, struct peer *p, const void *payload, uint32_t len)
+static int handle_hello(struct server *s, struct peer *p, const union proto_request *req)
 {
-	const struct proto_hello *h = payload;
+	const struct proto_hello *h = &req->hello;
 	struct proto_welcome w = { .version = PROTO_VERSION, .nclasses = s->pool->nclasses,
 				   .page_size = s->pool->page_size };
-	(void)len;
 
 	if (p->welcomed)
-		return -EPROTO;
-	if (h->flags || h->reserved)
 		return -EPROTO;
 	/* informative only: keep what is printable */
 	for (size_t i = 0; i < sizeof(p->name) - 1 && h->name[i]; i++)
@@ -334,15 +332,12 @@ static int handle_hello(struct server *s, struct peer *p, const void *payload, u
 	return 0;
 }
 
-static int handle_acquire(struct server *s, struct peer *p, const void *payload, uint32_t len)
+static int handle_acquire(struct server *s, struct peer *p, const union proto_request *req)
 {
-	const struct proto_acquire *a = payload;
+	const struct proto_acquire *a = &req->acquire;
 	char text[PROTO_TEXT_MAX];
 	int r;
-	(void)len;
 
-	if (a->flags || !proto_name_valid(a->class_name, sizeof(a->class_name)))
-		return -EPROTO;
 	if (a->count == 0 || a->count > PROTO_ACQUIRE_MAX) {
 		snprintf(text, sizeof(text), "count %" PRIu32 " is outside 1..%u", a->count, PROTO_ACQUIRE_MAX);
 		send_result(p, -EINVAL, text);
@@ -358,35 +353,26 @@ static int handle_acquire(struct server *s, struct peer *p, const void *payload,
 	return 0;
 }
 
-static int handle_release(struct server *s, struct peer *p, const void *payload, uint32_t len)
+static int handle_release(struct server *s, struct peer *p, const union proto_request *req)
 {
-	const struct proto_release *rel = payload;
-	uint64_t ids[PROTO_RELEASE_MAX];
 	char text[PROTO_TEXT_MAX];
 	int r;
 
-	if (rel->reserved || rel->n == 0 || rel->n > PROTO_RELEASE_MAX ||
-	    len != sizeof(*rel) + (size_t)rel->n * sizeof(uint64_t))
-		return -EPROTO;
-	memcpy(ids, rel + 1, rel->n * sizeof(uint64_t));
-	r = lease_release(s->leases, &p->owner, ids, rel->n, text, sizeof(text));
+	r = lease_release(s->leases, &p->owner, req->release.ids, req->release.hdr.n, text, sizeof(text));
 	send_result(p, r, r < 0 ? text : NULL);
 	return 0;
 }
 
-static int handle_status(struct server *s, struct peer *p, const void *payload, uint32_t len)
+static int handle_status(struct server *s, struct peer *p, const union proto_request *req)
 {
-	const struct proto_status_req *req = payload;
 	const struct lease_counters *lc = lease_counters(s->leases);
 	struct proto_status st = { 0 };
 	struct peer *q;
 	size_t nleases = 0, size;
 	_cleanup_free_ uint8_t *buf = NULL;
 	uint8_t *w;
-	(void)len;
 
-	if (req->flags || req->reserved)
-		return -EPROTO;
+	(void)req;
 	TAILQ_FOREACH(q, &s->peers, link)
 		if (q->attached)
 			nleases += q->owner.nleases;
@@ -487,6 +473,8 @@ static const struct {
 
 static void dispatch(struct server *s, struct peer *p)
 {
+	static union proto_request req; /* event loop only; large (a release's 1024 ids) */
+	const char *why;
 	handler_fn fn = NULL;
 	int r;
 
@@ -498,11 +486,16 @@ static void dispatch(struct server *s, struct peer *p)
 		peer_kill(p, "first message is %s, not hello", proto_type_name(p->hdr.type));
 		return;
 	}
+	if (proto_parse_request(&p->hdr, p->in_payload, &req, &why) < 0) {
+		s->protocol_errors++;
+		peer_kill(p, "%s", why);
+		return;
+	}
 	p->busy = true;
-	r = fn(s, p, p->in_payload, p->hdr.len);
+	r = fn(s, p, &req);
 	if (r < 0) {
 		s->protocol_errors++;
-		peer_kill(p, "malformed %s request", proto_type_name(p->hdr.type));
+		peer_kill(p, "unexpected %s request", proto_type_name(p->hdr.type));
 	}
 }
 
