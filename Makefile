@@ -5,6 +5,7 @@
 #   make check-all           check, then again under ASan+UBSan and TSan, a clang -Werror
 #                            build, and an install into a DESTDIR with a pkg-config example
 #   make bench               benchmarks, each figure beside its baseline from the same run
+#   make fuzz                libFuzzer on each tests/fuzz target (FUZZ_SECONDS=60 each)
 #   make install             PREFIX=/usr/local DESTDIR= (binaries, library, header, .pc, man, units)
 #   make SANITIZE=address,undefined check    a sanitizer build in its own build directory
 #   V=1                      show the commands
@@ -55,6 +56,7 @@ CLI_SRC := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 INTEG_SRC := $(wildcard tests/integration/test_*.c)
 BENCH_SRC := $(wildcard bench/bench_*.c)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
@@ -65,6 +67,7 @@ LIBA := $(BUILD)/libhugepool.a
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 INTEG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+FUZZ_BIN := $(patsubst tests/fuzz/fuzz_%.c,$(BUILD)/tests/test_fuzz_%,$(FUZZ_SRC))
 TESTLIB_OBJ := $(call obj,tests/integration/harness.c)
 
 all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc
@@ -118,18 +121,29 @@ $(INTEG_BIN): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
 
+# a fuzz target with replay.c: its saved corpus as an ordinary test
+$(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuzz/replay.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
+
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^
 
-tests: all $(UNIT_BIN) $(INTEG_BIN)
+tests: all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_BIN)
 
 check: tests
 	$(Q)tests/run-tests.sh $(BUILD)
 
 check-all:
 	$(Q)MAKE="$(MAKE)" tests/check-all.sh
+
+# libFuzzer on every target for FUZZ_SECONDS each (clang); new inputs go to build-fuzz/
+FUZZ_SECONDS ?= 60
+fuzz:
+	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run-fuzz.sh
 
 bench: all $(BENCH_BIN)
 	$(Q)bench/run-bench.sh $(BUILD)
@@ -160,7 +174,7 @@ install: all
 clean:
 	rm -rf build build-*
 
-.PHONY: all tests check check-all bench install clean
+.PHONY: all tests check check-all fuzz bench install clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

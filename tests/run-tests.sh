@@ -68,11 +68,11 @@ reserve_hugepages
 for t in "$build"/tests/test_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
-	if [ -f "tests/unit/$name.c" ]; then
-		run "$t" "$name"
-	else
+	if [ -f "tests/integration/$name.c" ]; then
 		run "$t" "$name (hugepages=prefer)" HP_TEST_HUGEPAGES=prefer
 		run "$t" "$name (hugepages=off)" HP_TEST_HUGEPAGES=off
+	else
+		run "$t" "$name"
 	fi
 done
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]}"

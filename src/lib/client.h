@@ -33,6 +33,9 @@ int client_send(hp_conn *c, enum proto_type type, const void *payload, uint32_t 
  */
 int client_recv(hp_conn *c, struct proto_hdr *ret_hdr, void **ret_payload, int *fds, unsigned maxfds);
 
+/* Decode a status reply payload (untrusted bytes: every count is checked against len). */
+int status_decode(const void *buf, size_t len, struct hp_status **ret);
+
 void client_set_error(hp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -19,8 +19,9 @@ static void copy_name(char *dst, size_t dstlen, const char *src, size_t srclen)
 	dst[n] = '\0';
 }
 
-static int decode(const uint8_t *p, size_t len, struct hp_status **ret)
+int status_decode(const void *buf, size_t len, struct hp_status **ret)
 {
+	const uint8_t *p = buf;
 	struct proto_status w;
 	struct hp_status *st;
 	size_t need;
@@ -126,7 +127,7 @@ int hp_status(hp_conn *c, struct hp_status **ret)
 		return r < 0 ? r : -EPROTO;
 	if (h.type != PROTO_STATUS_REPLY)
 		return -EPROTO;
-	r = decode(payload, h.len, ret);
+	r = status_decode(payload, h.len, ret);
 	if (r == -EPROTO)
 		client_set_error(c, "malformed status reply from the daemon");
 	return r;
