@@ -163,6 +163,7 @@ int prefault_run(const struct prefault_range *ranges, size_t n, unsigned threads
 	_cleanup_free_ pthread_t *tids = NULL;
 	uint64_t total = 0, t0;
 	unsigned started = 0;
+	bool cancelled = false;
 	int err;
 
 	r.chunk = MAX(chunk, (size_t)PREFAULT_MIN_CHUNK);
@@ -208,9 +209,10 @@ int prefault_run(const struct prefault_range *ranges, size_t n, unsigned threads
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
-		if (pthread_cond_timedwait(&r.cond, &r.lock, &ts) == ETIMEDOUT && progress) {
+		if (pthread_cond_timedwait(&r.cond, &r.lock, &ts) == ETIMEDOUT && progress && !cancelled) {
 			pthread_mutex_unlock(&r.lock);
 			if (!progress(atomic_load(&r.done_bytes), total, userdata)) {
+				cancelled = true;
 				int zero = 0;
 
 				atomic_compare_exchange_strong(&r.err, &zero, -ECANCELED);
