@@ -2,11 +2,14 @@
 /*
  * config.c - the hugepoold.conf parser.
  *
- * A small, strict INI dialect: global "key = value" lines first, then one "[class NAME]" section
- * per buffer class. The daemon pre-faults gigabytes from this file at boot, so the parser never
- * guesses: an unknown key, a typo in a number or a size that does not fit the page size stops the
- * load with "FILE:LINE: reason". Everything here runs once on the main thread; nothing is logged
- * or printed, the caller decides what to do with the message.
+ * A small, strict INI dialect: global "key = value" lines first, then sections: one
+ * "[class NAME]" per buffer class and one "[journal NAME]" per journal. Each kind of section is a
+ * row of section_kinds[] (its keys, how a section starts and how it is checked once complete), so
+ * the line-level parser knows nothing about classes or journals. The daemon pre-faults gigabytes
+ * and promises durability from this file at boot, so the parser never guesses: an unknown key, a
+ * typo in a number or a size that does not fit the page size stops the load with
+ * "FILE:LINE: reason". Everything here runs once on the main thread; nothing is logged or
+ * printed, the caller decides what to do with the message.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +30,17 @@
 #define PAGE_SIZE_2M (UINT64_C(2) << 20)
 #define PAGE_SIZE_1G (UINT64_C(1) << 30)
 
+/* Journal limits; config.h says what each key means. */
+#define JOURNAL_BLOCK UINT64_C(4096) /* segment header and O_DIRECT alignment */
+#define JOURNAL_SEGMENT_MIN (UINT64_C(1) << 20)
+#define JOURNAL_BATCH_MAX (UINT64_C(64) << 20)
+#define JOURNAL_RING_MIN (UINT64_C(64) << 10)
+#define JOURNAL_RING_MAX (UINT64_C(64) << 20)
+#define JOURNAL_DELAY_MAX_NS UINT64_C(10000000000) /* 10s */
+
+#define SECTION_NAME_MAX 31 /* the longest name of any section kind, without the NUL */
+#define SECTION_KEYS_MAX 16 /* the most keys of any section kind */
+
 /* For "%.*s%s": a bad value is quoted back, but a 4 KiB line must not drown the reason. */
 #define CLIP(s)                                                         \
 	(int)MIN(strlen(s), (size_t)CONFIG_QUOTE_MAX), (s),             \
@@ -38,9 +52,24 @@ struct key {
 	const char *name;
 	int (*set)(struct parser *p, const struct key *k, const char *value);
 	/* for set_u32: the accepted range and where the value goes (in struct config for global
-	 * keys, in struct config_class for class keys) */
+	 * keys, in the section's object for section keys: see parser.obj) */
 	uint32_t min, max;
 	size_t offset;
+};
+
+/*
+ * One kind of section, "[kind NAME]". begin() checks that a section of that name may start
+ * (unique, not too many) and points p->obj at its fresh object, filled with the defaults;
+ * finish() checks the complete section (required keys, keys that depend on each other) once the
+ * next header or the end of the file is reached. Errors from finish() point at the header's line.
+ */
+struct section_kind {
+	const char *kind; /* "class": the word in the header */
+	const struct key *keys;
+	size_t nkeys;
+	size_t name_max; /* characters in NAME, without the NUL */
+	int (*begin)(struct parser *p, const char *name);
+	int (*finish)(struct parser *p);
 };
 
 enum {
@@ -62,17 +91,39 @@ enum {
 	CKEY_NUM,
 };
 
+enum {
+	JKEY_DIRECTORY,
+	JKEY_SEGMENT_SIZE,
+	JKEY_SEGMENTS,
+	JKEY_BACKEND,
+	JKEY_DIRECT,
+	JKEY_MAX_BATCH_DELAY,
+	JKEY_MAX_BATCH_BYTES,
+	JKEY_RING_SIZE,
+	JKEY_WHEN_FULL,
+	JKEY_NUM,
+};
+
+_Static_assert(CKEY_NUM <= SECTION_KEYS_MAX && JKEY_NUM <= SECTION_KEYS_MAX,
+	       "SECTION_KEYS_MAX covers every section kind");
+_Static_assert(CONFIG_CLASS_NAME_MAX <= SECTION_NAME_MAX &&
+		       CONFIG_JOURNAL_NAME_MAX <= SECTION_NAME_MAX,
+	       "SECTION_NAME_MAX covers every section kind");
+
 struct parser {
 	const char *name;
 	struct config *cfg;
 	char *err;
 	size_t errlen;
 	unsigned line;
-	struct config_class *cls; /* the section being read, NULL before the first one */
+	/* The section being read: kind and obj are NULL before the first one. */
+	const struct section_kind *kind;
+	void *obj; /* struct config_class or struct config_journal: set_u32's base */
+	char section_name[SECTION_NAME_MAX + 1];
 	uint64_t total; /* sum of size * count of the finished classes */
 	/* First line each key was set on (0 = not yet), for duplicate and missing-key messages. */
 	unsigned global_lines[GKEY_NUM];
-	unsigned class_lines[CKEY_NUM];
+	unsigned section_lines[SECTION_KEYS_MAX];
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -314,10 +365,46 @@ static int set_max_bytes_per_uid(struct parser *p, const struct key *k, const ch
 	return get_size(p, key, value, &p->cfg->max_bytes_per_uid);
 }
 
+/* 65536 -> "64K": a limit as the file would spell it, for messages (exact suffixes only). */
+static const char *size_short(uint64_t v, char *buf, size_t len)
+{
+	static const char suffix[] = "KMGT";
+	int i = -1;
+
+	while (i < 3 && v && v % 1024 == 0) {
+		v /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, len, "%" PRIu64, v);
+	else
+		snprintf(buf, len, "%" PRIu64 "%c", v, suffix[i]);
+	return buf;
+}
+
+/* A size from min to max bytes, both included. */
+static int get_size_range(struct parser *p, const char *key, const char *value, uint64_t min,
+			  uint64_t max, uint64_t *ret)
+{
+	char lo[24], hi[24];
+	uint64_t v;
+	int r;
+
+	r = get_size(p, key, value, &v);
+	if (r < 0)
+		return r;
+	if (v < min || v > max)
+		return fail(p, "size \"%.*s%s\" for \"%s\" is out of range: expected %s to %s",
+			    CLIP(value), key, size_short(min, lo, sizeof(lo)),
+			    size_short(max, hi, sizeof(hi)));
+	*ret = v;
+	return 0;
+}
+
 static int set_class_size(struct parser *p, const struct key *k, const char *value)
 {
 	const char *key = k->name;
-	struct config_class *c = p->cls;
+	struct config_class *c = p->obj;
 	uint64_t page, v;
 	int r;
 
@@ -347,11 +434,259 @@ static int set_class_size(struct parser *p, const struct key *k, const char *val
 	return 0;
 }
 
+/*
+ * Two spellings of one directory ("/var/j", "/var//j/") are the same for the kernel: compare
+ * with runs of '/' taken as one and trailing ones ignored. "." and ".." are not resolved.
+ */
+static bool same_directory(const char *a, const char *b)
+{
+	for (;;) {
+		if (*a == '/' && *b == '/') {
+			while (*a == '/')
+				a++;
+			while (*b == '/')
+				b++;
+			if (!*a && !*b)
+				return true;
+			/* "/x" against "/x/" */
+			if (!*a || !*b)
+				return false;
+			continue;
+		}
+		if (*a == '/' && !*b) {
+			while (*a == '/')
+				a++;
+			return !*a;
+		}
+		if (*b == '/' && !*a) {
+			while (*b == '/')
+				b++;
+			return !*b;
+		}
+		if (*a != *b)
+			return false;
+		if (!*a)
+			return true;
+		a++;
+		b++;
+	}
+}
+
+static int set_journal_directory(struct parser *p, const struct key *k, const char *value)
+{
+	struct config_journal *j = p->obj;
+	size_t n = strlen(value);
+	unsigned i;
+
+	(void)k;
+	if (value[0] != '/')
+		return fail(p, "directory \"%.*s%s\" of journal \"%s\" is not absolute", CLIP(value),
+			    j->name);
+	if (n >= sizeof(j->directory))
+		return fail(p, "directory of journal \"%s\" is too long: %zu bytes, at most %zu",
+			    j->name, n, sizeof(j->directory) - 1);
+	/* The journals before this one are complete: this one is the last of the array. */
+	for (i = 0; i + 1 < p->cfg->njournals; i++)
+		if (same_directory(p->cfg->journals[i].directory, value))
+			return fail(p, "journals \"%s\" and \"%s\" share the directory \"%.*s%s\" "
+				       "(journal \"%s\" is defined on line %u): each needs its own",
+				    p->cfg->journals[i].name, j->name, CLIP(value),
+				    p->cfg->journals[i].name, p->cfg->journals[i].line);
+	memcpy(j->directory, value, n + 1);
+	return 0;
+}
+
+static int set_journal_segment_size(struct parser *p, const struct key *k, const char *value)
+{
+	struct config_journal *j = p->obj;
+	uint64_t v;
+	int r;
+
+	r = get_size(p, k->name, value, &v);
+	if (r < 0)
+		return r;
+	if (v < JOURNAL_SEGMENT_MIN)
+		return fail(p, "size \"%.*s%s\" for \"%s\" is too small: at least 1M", CLIP(value),
+			    k->name);
+	if (v % JOURNAL_BLOCK) {
+		uint64_t up = v - v % JOURNAL_BLOCK + JOURNAL_BLOCK;
+
+		if (up < v)
+			return fail(p, "size \"%.*s%s\" for \"%s\" is not a multiple of 4096",
+				    CLIP(value), k->name);
+		return fail(p, "size \"%.*s%s\" for \"%s\" is not a multiple of 4096: round it up to %" PRIu64,
+			    CLIP(value), k->name, up);
+	}
+	j->segment_size = v;
+	return 0;
+}
+
+static int set_journal_max_batch_bytes(struct parser *p, const struct key *k, const char *value)
+{
+	struct config_journal *j = p->obj;
+
+	/* <= segment_size - 4096 is finish_journal's: segment_size may come later. */
+	return get_size_range(p, k->name, value, JOURNAL_BLOCK, JOURNAL_BATCH_MAX,
+			      &j->max_batch_bytes);
+}
+
+static int set_journal_ring_size(struct parser *p, const struct key *k, const char *value)
+{
+	struct config_journal *j = p->obj;
+	uint64_t v, lo;
+	char a[24], b[24];
+	int r;
+
+	r = get_size_range(p, k->name, value, JOURNAL_RING_MIN, JOURNAL_RING_MAX, &v);
+	if (r < 0)
+		return r;
+	if (v & (v - 1)) {
+		/* in range and not a power of two, so both neighbours are in range too */
+		lo = UINT64_C(1) << (63 - __builtin_clzll(v));
+		return fail(p, "size \"%.*s%s\" for \"%s\" is not a power of two: the nearest are %s and %s",
+			    CLIP(value), k->name, size_short(lo, a, sizeof(a)),
+			    size_short(lo << 1, b, sizeof(b)));
+	}
+	j->ring_size = v;
+	return 0;
+}
+
+static int set_journal_backend(struct parser *p, const struct key *k, const char *value)
+{
+	struct config_journal *j = p->obj;
+
+	if (!strcmp(value, "auto"))
+		j->backend = JOURNAL_BACKEND_AUTO;
+	else if (!strcmp(value, "io_uring"))
+		j->backend = JOURNAL_BACKEND_URING;
+	else if (!strcmp(value, "libaio"))
+		j->backend = JOURNAL_BACKEND_AIO;
+	else if (!strcmp(value, "sync"))
+		j->backend = JOURNAL_BACKEND_SYNC;
+	else
+		return fail(p, "bad value \"%.*s%s\" for \"%s\": expected auto, io_uring, libaio or sync",
+			    CLIP(value), k->name);
+	return 0;
+}
+
+static int set_journal_direct(struct parser *p, const struct key *k, const char *value)
+{
+	struct config_journal *j = p->obj;
+
+	if (!strcmp(value, "on") || !strcmp(value, "yes") || !strcmp(value, "true"))
+		j->direct = true;
+	else if (!strcmp(value, "off") || !strcmp(value, "no") || !strcmp(value, "false"))
+		j->direct = false;
+	else
+		return fail(p, "bad value \"%.*s%s\" for \"%s\": expected on, off, yes, no, true or false",
+			    CLIP(value), k->name);
+	return 0;
+}
+
+static int set_journal_when_full(struct parser *p, const struct key *k, const char *value)
+{
+	struct config_journal *j = p->obj;
+
+	if (!strcmp(value, "block"))
+		j->recycle = false;
+	else if (!strcmp(value, "recycle"))
+		j->recycle = true;
+	else
+		return fail(p, "bad value \"%.*s%s\" for \"%s\": expected block or recycle",
+			    CLIP(value), k->name);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	uint64_t ns;
+} duration_units[] = {
+	{ "ns", 1 },
+	{ "us", 1000 },
+	{ "ms", 1000000 },
+	{ "s", 1000000000 },
+};
+
+/*
+ * A duration: a decimal integer and a unit, with nothing between them ("500us", "2ms", "1s"),
+ * in nanoseconds; a bare "0" is allowed since it is 0 in any unit. No sign, no fraction.
+ */
+static int get_duration(struct parser *p, const char *key, const char *value, uint64_t max_ns,
+			uint64_t *ret)
+{
+	const char *s = value, *unit;
+	uint64_t v = 0, mult = 0, ns;
+	bool overflow = false, letters = true;
+	char buf[24];
+	size_t i;
+
+	for (; *s >= '0' && *s <= '9'; s++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			overflow = true;
+		else
+			v = v * 10 + d;
+	}
+	unit = s;
+	if (unit == value)
+		return fail(p, "bad duration \"%.*s%s\" for \"%s\": expected an integer and a unit "
+			       "(ns, us, ms or s), as in 500us or 2ms",
+			    CLIP(value), key);
+	if (*unit == '.')
+		return fail(p, "bad duration \"%.*s%s\" for \"%s\": no fractions, use a smaller unit "
+			       "(1500us, not 1.5ms)",
+			    CLIP(value), key);
+	if (!*unit) {
+		if (!overflow && v == 0) {
+			*ret = 0;
+			return 0;
+		}
+		return fail(p, "duration \"%.*s%s\" for \"%s\" has no unit: expected ns, us, ms or s "
+			       "after the number, as in 2ms",
+			    CLIP(value), key);
+	}
+	for (i = 0; i < ARRAY_SIZE(duration_units); i++)
+		if (!strcmp(unit, duration_units[i].name))
+			mult = duration_units[i].ns;
+	if (!mult) {
+		for (s = unit; *s; s++)
+			if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+				letters = false;
+		if (letters)
+			return fail(p, "unknown unit \"%.*s%s\" in duration \"%.*s%s\" for \"%s\": "
+				       "expected ns, us, ms or s",
+				    CLIP(unit), CLIP(value), key);
+		return fail(p, "bad duration \"%.*s%s\" for \"%s\": expected an integer and a unit "
+			       "(ns, us, ms or s), as in 500us or 2ms",
+			    CLIP(value), key);
+	}
+	if (overflow || __builtin_mul_overflow(v, mult, &ns) || ns > max_ns) {
+		/* max_ns in the largest unit that says it exactly */
+		for (i = ARRAY_SIZE(duration_units); i-- > 1;)
+			if (max_ns % duration_units[i].ns == 0)
+				break;
+		snprintf(buf, sizeof(buf), "%" PRIu64 "%s", max_ns / duration_units[i].ns,
+			 duration_units[i].name);
+		return fail(p, "duration \"%.*s%s\" for \"%s\" is out of range: at most %s",
+			    CLIP(value), key, buf);
+	}
+	*ret = ns;
+	return 0;
+}
+
+static int set_journal_max_batch_delay(struct parser *p, const struct key *k, const char *value)
+{
+	struct config_journal *j = p->obj;
+
+	return get_duration(p, k->name, value, JOURNAL_DELAY_MAX_NS, &j->max_batch_delay_ns);
+}
+
 /* An integer key: the range check and the message are get_uint's. */
 static int set_u32(struct parser *p, const struct key *k, const char *value)
 {
-	/* inside a class section only class keys get here, before it only global ones */
-	void *base = p->cls ? (void *)p->cls : (void *)p->cfg;
+	/* inside a section only its own keys get here, before the first one only global ones */
+	void *base = p->obj ? p->obj : (void *)p->cfg;
 	uint64_t v = 0;
 	int r;
 
@@ -382,6 +717,18 @@ static const struct key class_keys[CKEY_NUM] = {
 	[CKEY_COUNT] = U32_KEY("count", 1, 1000000, struct config_class, count),
 };
 
+static const struct key journal_keys[JKEY_NUM] = {
+	[JKEY_DIRECTORY] = { .name = "directory", .set = set_journal_directory },
+	[JKEY_SEGMENT_SIZE] = { .name = "segment_size", .set = set_journal_segment_size },
+	[JKEY_SEGMENTS] = U32_KEY("segments", 2, 1024, struct config_journal, segments),
+	[JKEY_BACKEND] = { .name = "backend", .set = set_journal_backend },
+	[JKEY_DIRECT] = { .name = "direct", .set = set_journal_direct },
+	[JKEY_MAX_BATCH_DELAY] = { .name = "max_batch_delay", .set = set_journal_max_batch_delay },
+	[JKEY_MAX_BATCH_BYTES] = { .name = "max_batch_bytes", .set = set_journal_max_batch_bytes },
+	[JKEY_RING_SIZE] = { .name = "ring_size", .set = set_journal_ring_size },
+	[JKEY_WHEN_FULL] = { .name = "when_full", .set = set_journal_when_full },
+};
+
 static int find_key(const struct key *keys, size_t n, const char *name)
 {
 	size_t i;
@@ -392,35 +739,169 @@ static int find_key(const struct key *keys, size_t n, const char *name)
 	return -1;
 }
 
+static int begin_class(struct parser *p, const char *name)
+{
+	struct config *cfg = p->cfg;
+	struct config_class *c;
+	unsigned i;
+
+	for (i = 0; i < cfg->nclasses; i++)
+		if (!strcmp(cfg->classes[i].name, name))
+			return fail(p, "duplicate class \"%s\" (first defined on line %u)", name,
+				    cfg->classes[i].line);
+	if (cfg->nclasses >= CONFIG_CLASSES_MAX)
+		return fail(p, "too many classes: at most %d are allowed", CONFIG_CLASSES_MAX);
+
+	c = &cfg->classes[cfg->nclasses++];
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->line = p->line;
+	p->obj = c;
+	return 0;
+}
+
 /* A class is complete once its section ends: both keys set and the pool total still in 64 bits. */
 static int finish_class(struct parser *p)
 {
-	struct config_class *c = p->cls;
+	struct config_class *c = p->obj;
 	uint64_t bytes;
 
-	if (!c)
-		return 0;
-	if (!p->class_lines[CKEY_SIZE])
+	if (!p->section_lines[CKEY_SIZE])
 		return fail_at(p, c->line, "class \"%s\" has no \"size\" key", c->name);
-	if (!p->class_lines[CKEY_COUNT])
+	if (!p->section_lines[CKEY_COUNT])
 		return fail_at(p, c->line, "class \"%s\" has no \"count\" key", c->name);
 	if (__builtin_mul_overflow(c->size, (uint64_t)c->count, &bytes) ||
 	    __builtin_add_overflow(p->total, bytes, &p->total))
 		return fail_at(p, c->line,
 			       "class \"%s\" makes the pool larger than 2^64 bytes (size * count overflows)",
 			       c->name);
-	p->cls = NULL;
+	return 0;
+}
+
+static int begin_journal(struct parser *p, const char *name)
+{
+	struct config *cfg = p->cfg;
+	struct config_journal *j;
+	unsigned i;
+
+	for (i = 0; i < cfg->njournals; i++)
+		if (!strcmp(cfg->journals[i].name, name))
+			return fail(p, "duplicate journal \"%s\" (first defined on line %u)", name,
+				    cfg->journals[i].line);
+	if (cfg->njournals >= CONFIG_JOURNALS_MAX)
+		return fail(p, "too many journals: at most %d are allowed", CONFIG_JOURNALS_MAX);
+
+	j = &cfg->journals[cfg->njournals++];
+	memset(j, 0, sizeof(*j));
+	snprintf(j->name, sizeof(j->name), "%s", name);
+	j->segment_size = UINT64_C(64) << 20;
+	j->segments = 4;
+	j->backend = JOURNAL_BACKEND_AUTO;
+	j->direct = false;
+	j->max_batch_delay_ns = UINT64_C(2000000);
+	j->max_batch_bytes = UINT64_C(1) << 20;
+	j->ring_size = UINT64_C(1) << 20;
+	j->recycle = false;
+	j->line = p->line;
+	p->obj = j;
+	return 0;
+}
+
+/* Where a key's value came from, for messages about two keys: "set on line 7", "the default". */
+static const char *key_origin(const struct parser *p, int k, char *buf, size_t len)
+{
+	if (!p->section_lines[k])
+		return "the default";
+	snprintf(buf, len, "set on line %u", p->section_lines[k]);
+	return buf;
+}
+
+/* A journal is complete once its section ends: a directory, and a batch that fits a segment. */
+static int finish_journal(struct parser *p)
+{
+	struct config_journal *j = p->obj;
+	char a[24], b[24];
+	uint64_t bytes;
+
+	if (!p->section_lines[JKEY_DIRECTORY])
+		return fail_at(p, j->line, "journal \"%s\" has no \"directory\" key", j->name);
+	/* a batch is written after the segment's header block, and never spans two segments */
+	if (j->max_batch_bytes > j->segment_size - JOURNAL_BLOCK)
+		return fail_at(p, j->line,
+			       "journal \"%s\": max_batch_bytes %" PRIu64 " (%s) is larger than "
+			       "segment_size - 4096 = %" PRIu64 " (segment_size: %s): "
+			       "a batch must fit in one segment after its 4096-byte header",
+			       j->name, j->max_batch_bytes, key_origin(p, JKEY_MAX_BATCH_BYTES, a, sizeof(a)),
+			       j->segment_size - JOURNAL_BLOCK,
+			       key_origin(p, JKEY_SEGMENT_SIZE, b, sizeof(b)));
+	if (__builtin_mul_overflow(j->segment_size, (uint64_t)j->segments, &bytes))
+		return fail_at(p, j->line,
+			       "journal \"%s\" is larger than 2^64 bytes (segment_size * segments overflows)",
+			       j->name);
+	return 0;
+}
+
+static const struct section_kind section_kinds[] = {
+	{
+		.kind = "class",
+		.keys = class_keys,
+		.nkeys = ARRAY_SIZE(class_keys),
+		.name_max = CONFIG_CLASS_NAME_MAX,
+		.begin = begin_class,
+		.finish = finish_class,
+	},
+	{
+		.kind = "journal",
+		.keys = journal_keys,
+		.nkeys = ARRAY_SIZE(journal_keys),
+		.name_max = CONFIG_JOURNAL_NAME_MAX,
+		.begin = begin_journal,
+		.finish = finish_journal,
+	},
+};
+
+/*
+ * Every section kind for a message, each as "[kind]" plus suffix, joined with ", " and a final
+ * conjunction: "[class NAME] and [journal NAME]", "[class] or [journal]".
+ */
+static const char *kind_list(char *buf, size_t len, const char *suffix, const char *conj)
+{
+	size_t i, n = 0, nk = ARRAY_SIZE(section_kinds);
+
+	buf[0] = '\0';
+	for (i = 0; i < nk && n < len; i++) {
+		const char *sep = i == 0 ? "" : i + 1 < nk ? ", " : conj;
+		int w = snprintf(buf + n, len - n, "%s[%s%s]", sep, section_kinds[i].kind, suffix);
+
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+	return buf;
+}
+
+/* The section being read, if any, is complete: check it and leave the global state. */
+static int finish_section(struct parser *p)
+{
+	int r;
+
+	if (!p->kind)
+		return 0;
+	r = p->kind->finish(p);
+	if (r < 0)
+		return r;
+	p->kind = NULL;
+	p->obj = NULL;
 	return 0;
 }
 
 /* s is the whole line, trimmed on the left, starting with '['. */
 static int parse_section(struct parser *p, char *s)
 {
-	struct config *cfg = p->cfg;
-	struct config_class *c;
+	const struct section_kind *sk = NULL;
 	char *close, *rest, *kind, *name;
-	size_t n;
-	unsigned i;
+	char list[128];
+	size_t i, n;
 	int r;
 
 	close = strchr(s, ']');
@@ -437,45 +918,42 @@ static int parse_section(struct parser *p, char *s)
 	kind = skip_blanks(s + 1);
 	trim_right(kind);
 	if (!*kind)
-		return fail(p, "bad section header \"[]\": expected [class NAME]");
+		return fail(p, "bad section header \"[]\": expected %s",
+			    kind_list(list, sizeof(list), " NAME", " or "));
 	for (name = kind; *name && !is_blank(*name); name++)
 		;
 	if (*name)
 		*name++ = '\0';
 	name = skip_blanks(name);
 
-	if (strcmp(kind, "class"))
-		return fail(p, "unknown section \"%.*s%s\": the only section kind is [class NAME]",
-			    CLIP(kind));
+	for (i = 0; i < ARRAY_SIZE(section_kinds); i++)
+		if (!strcmp(kind, section_kinds[i].kind))
+			sk = &section_kinds[i];
+	if (!sk)
+		return fail(p, "unknown section \"%.*s%s\": the only section kinds are %s", CLIP(kind),
+			    kind_list(list, sizeof(list), " NAME", " and "));
 	if (!*name)
-		return fail(p, "bad section header \"[class]\": the class needs a name, as in [class NAME]");
+		return fail(p, "bad section header \"[%s]\": the %s needs a name, as in [%s NAME]",
+			    sk->kind, sk->kind, sk->kind);
 
 	n = strlen(name);
-	if (n > CONFIG_CLASS_NAME_MAX)
-		return fail(p, "class name \"%.*s%s\" is too long: %zu characters, at most %d",
-			    CLIP(name), n, CONFIG_CLASS_NAME_MAX);
+	if (n > sk->name_max)
+		return fail(p, "%s name \"%.*s%s\" is too long: %zu characters, at most %zu", sk->kind,
+			    CLIP(name), n, sk->name_max);
 	for (i = 0; i < n; i++)
 		if (!is_name_char(name[i]))
-			return fail(p, "bad class name \"%s\": '%c' is not allowed, use only letters, digits, '_', '.' and '-'",
-				    name, name[i]);
+			return fail(p, "bad %s name \"%s\": '%c' is not allowed, use only letters, digits, '_', '.' and '-'",
+				    sk->kind, name, name[i]);
 
-	r = finish_class(p);
+	r = finish_section(p);
 	if (r < 0)
 		return r;
-
-	for (i = 0; i < cfg->nclasses; i++)
-		if (!strcmp(cfg->classes[i].name, name))
-			return fail(p, "duplicate class \"%s\" (first defined on line %u)", name,
-				    cfg->classes[i].line);
-	if (cfg->nclasses >= CONFIG_CLASSES_MAX)
-		return fail(p, "too many classes: at most %d are allowed", CONFIG_CLASSES_MAX);
-
-	c = &cfg->classes[cfg->nclasses++];
-	memset(c, 0, sizeof(*c));
-	memcpy(c->name, name, n + 1);
-	c->line = p->line;
-	p->cls = c;
-	memset(p->class_lines, 0, sizeof(p->class_lines));
+	r = sk->begin(p, name);
+	if (r < 0)
+		return r;
+	p->kind = sk;
+	memcpy(p->section_name, name, n + 1);
+	memset(p->section_lines, 0, sizeof(p->section_lines));
 	return 0;
 }
 
@@ -485,7 +963,7 @@ static int parse_assignment(struct parser *p, char *s)
 	char *eq, *key, *value, *q;
 	unsigned *lines;
 	const struct key *keys;
-	size_t nkeys;
+	size_t nkeys, i;
 	int k;
 
 	eq = strchr(s, '=');
@@ -500,10 +978,10 @@ static int parse_assignment(struct parser *p, char *s)
 		return fail(p, "missing key before \"=\"");
 
 	/* The key first: "sise =" is better reported as a typo than as an empty value. */
-	if (p->cls) {
-		keys = class_keys;
-		nkeys = ARRAY_SIZE(class_keys);
-		lines = p->class_lines;
+	if (p->kind) {
+		keys = p->kind->keys;
+		nkeys = p->kind->nkeys;
+		lines = p->section_lines;
 	} else {
 		keys = global_keys;
 		nkeys = ARRAY_SIZE(global_keys);
@@ -512,19 +990,22 @@ static int parse_assignment(struct parser *p, char *s)
 
 	k = find_key(keys, nkeys, key);
 	if (k < 0) {
-		if (p->cls && find_key(global_keys, ARRAY_SIZE(global_keys), key) >= 0)
-			return fail(p, "key \"%s\" belongs before the first [class] section", key);
-		if (!p->cls && find_key(class_keys, ARRAY_SIZE(class_keys), key) >= 0)
-			return fail(p, "key \"%s\" is only valid inside a [class NAME] section", key);
-		if (p->cls)
-			return fail(p, "unknown key \"%.*s%s\" in [class %s]", CLIP(key),
-				    p->cls->name);
+		if (p->kind && find_key(global_keys, ARRAY_SIZE(global_keys), key) >= 0)
+			return fail(p, "key \"%s\" belongs before the first section", key);
+		for (i = 0; i < ARRAY_SIZE(section_kinds); i++)
+			if (&section_kinds[i] != p->kind &&
+			    find_key(section_kinds[i].keys, section_kinds[i].nkeys, key) >= 0)
+				return fail(p, "key \"%s\" is only valid inside a [%s NAME] section", key,
+					    section_kinds[i].kind);
+		if (p->kind)
+			return fail(p, "unknown key \"%.*s%s\" in [%s %s]", CLIP(key), p->kind->kind,
+				    p->section_name);
 		return fail(p, "unknown key \"%.*s%s\" in the global section", CLIP(key));
 	}
 	if (lines[k]) {
-		if (p->cls)
-			return fail(p, "duplicate key \"%s\" in [class %s] (first set on line %u)", key,
-				    p->cls->name, lines[k]);
+		if (p->kind)
+			return fail(p, "duplicate key \"%s\" in [%s %s] (first set on line %u)", key,
+				    p->kind->kind, p->section_name, lines[k]);
 		return fail(p, "duplicate key \"%s\" (first set on line %u)", key, lines[k]);
 	}
 
@@ -605,11 +1086,15 @@ static int parse_text(const char *name, const char *text, size_t len, struct con
 		s += n + 1;
 	}
 
-	r = finish_class(&p);
+	r = finish_section(&p);
 	if (r < 0)
 		goto out;
-	if (!cfg->nclasses)
-		r = fail_at(&p, 0, "no [class] section: the pool would be empty");
+	if (!cfg->nclasses && !cfg->njournals) {
+		char list[128];
+
+		r = fail_at(&p, 0, "no %s section: nothing to serve",
+			    kind_list(list, sizeof(list), "", " or "));
+	}
 out:
 	/* Never hand back a half-parsed config: the caller may print it or keep running with it. */
 	if (r < 0)
@@ -718,4 +1203,31 @@ const char *hugepages_mode_name(enum hugepages_mode m)
 		return "off";
 	}
 	return "unknown";
+}
+
+const char *journal_backend_name(enum journal_backend b)
+{
+	switch (b) {
+	case JOURNAL_BACKEND_AUTO:
+		return "auto";
+	case JOURNAL_BACKEND_URING:
+		return "io_uring";
+	case JOURNAL_BACKEND_AIO:
+		return "libaio";
+	case JOURNAL_BACKEND_SYNC:
+		return "sync";
+	}
+	return "unknown";
+}
+
+const struct config_journal *config_find_journal(const struct config *cfg, const char *name)
+{
+	unsigned i;
+
+	if (!name)
+		return NULL;
+	for (i = 0; i < cfg->njournals; i++)
+		if (!strcmp(cfg->journals[i].name, name))
+			return &cfg->journals[i];
+	return NULL;
 }

@@ -2,8 +2,9 @@
 /*
  * config.h - hugepoold's configuration: the parsed form of hugepoold.conf.
  *
- * config_load() reads a file of "key = value" lines with "[class NAME]" sections into a struct
- * config; it is called once at boot by the main thread (and by --check-config). The result is
+ * config_load() reads a file of "key = value" lines with "[class NAME]" and "[journal NAME]"
+ * sections into a struct config; it is called once at boot by the main thread (and by
+ * --check-config). The result is
  * read-only afterwards and owned by main. Every error names the file, the line and the reason and
  * stops the load: the daemon refuses to start on any bad line rather than guessing.
  */
@@ -19,6 +20,8 @@
 #define CONFIG_DEFAULT_SOCKET "/run/hugepool/hugepoold.sock"
 #define CONFIG_CLASS_NAME_MAX 31 /* bytes, without the NUL; [A-Za-z0-9_.-] */
 #define CONFIG_CLASSES_MAX 64
+#define CONFIG_JOURNALS_MAX 16
+#define CONFIG_JOURNAL_NAME_MAX 31 /* same characters as class names */
 
 enum hugepages_mode {
 	HUGEPAGES_PREFER, /* hugetlb if enough free hugepages, else regular shmem (logged) */
@@ -33,6 +36,28 @@ struct config_class {
 	unsigned line; /* where it was defined, for messages */
 };
 
+enum journal_backend {
+	JOURNAL_BACKEND_AUTO, /* io_uring, else libaio, else sync (logged) */
+	JOURNAL_BACKEND_URING,
+	JOURNAL_BACKEND_AIO,
+	JOURNAL_BACKEND_SYNC,
+};
+
+struct config_journal {
+	char name[CONFIG_JOURNAL_NAME_MAX + 1];
+	char directory[256]; /* absolute; created (0700) if missing */
+	uint64_t segment_size; /* bytes per segment file; multiple of 4096, >= 1 MiB; default 64M */
+	uint32_t segments; /* files preallocated and reused in turn; 2..1024, default 4 */
+	enum journal_backend backend; /* default auto */
+	bool direct; /* O_DIRECT with aligned batches; default off */
+	uint64_t max_batch_delay_ns; /* time budget from the first pending record; default 2ms;
+				      * a duration: 500us, 2ms, 1s (0 = flush at once) */
+	uint64_t max_batch_bytes; /* default 1M; <= segment_size - 4096 */
+	uint64_t ring_size; /* per writer: a power of two, 64K..64M; default 1M */
+	bool recycle; /* when_full = recycle: reuse the oldest segment; block (default): refuse */
+	unsigned line;
+};
+
 struct config {
 	char socket_path[108]; /* sizeof(sun_path) */
 	mode_t socket_mode; /* octal in the file, default 0660 */
@@ -45,6 +70,8 @@ struct config {
 	uint64_t max_bytes_per_uid; /* leased bytes; default 0 = unlimited */
 	unsigned nclasses;
 	struct config_class classes[CONFIG_CLASSES_MAX];
+	unsigned njournals;
+	struct config_journal journals[CONFIG_JOURNALS_MAX];
 };
 
 /* Fill *cfg with the defaults above and no classes. */
@@ -70,5 +97,9 @@ uint64_t config_pool_bytes(const struct config *cfg);
 const struct config_class *config_find_class(const struct config *cfg, const char *name);
 
 const char *hugepages_mode_name(enum hugepages_mode m);
+const char *journal_backend_name(enum journal_backend b);
+
+/* Find a journal by name, or NULL. */
+const struct config_journal *config_find_journal(const struct config *cfg, const char *name);
 
 #endif

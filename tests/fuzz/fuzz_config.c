@@ -18,8 +18,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size] = '\0';
 	if (config_parse("fuzz.conf", text, &cfg, err, sizeof(err)) == 0) {
 		/* an accepted configuration keeps the promises config.h makes */
-		if (cfg.nclasses == 0 || cfg.nclasses > CONFIG_CLASSES_MAX)
+		if ((cfg.nclasses == 0 && cfg.njournals == 0) || cfg.nclasses > CONFIG_CLASSES_MAX ||
+		    cfg.njournals > CONFIG_JOURNALS_MAX)
 			abort();
+		for (unsigned i = 0; i < cfg.njournals; i++)
+			if (cfg.journals[i].directory[0] != '/' || cfg.journals[i].segments < 2 ||
+			    cfg.journals[i].max_batch_bytes > cfg.journals[i].segment_size - 4096 ||
+			    (cfg.journals[i].ring_size & (cfg.journals[i].ring_size - 1)))
+				abort();
 		for (unsigned i = 0; i < cfg.nclasses; i++)
 			if (cfg.classes[i].size == 0 || cfg.classes[i].count == 0 || cfg.classes[i].size % 4096)
 				abort();

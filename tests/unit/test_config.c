@@ -21,6 +21,10 @@
 
 /* A config that is valid on its own: appended to texts that test global keys. */
 #define ONE_CLASS "[class small]\nsize = 2M\ncount = 1\n"
+/* The same with a journal: only the directory is required. */
+#define ONE_JOURNAL "[journal j]\ndirectory = /var/lib/hugepool/j\n"
+/* Another valid class, to put after a section under test. */
+#define ONE_CLASS_B "[class other]\nsize = 2M\ncount = 1\n"
 
 struct bad_case {
 	const char *name;
@@ -58,6 +62,7 @@ static void parse_bad(const char *text, const char *prefix, const char *reason)
 	assert_err(r, -EINVAL, err, prefix, reason);
 	/* A failed parse must not leave half a config behind. */
 	assert_int_equal(cfg.nclasses, 0);
+	assert_int_equal(cfg.njournals, 0);
 	assert_string_equal(cfg.socket_path, CONFIG_DEFAULT_SOCKET);
 }
 
@@ -94,6 +99,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.max_connections_per_uid, 64);
 	assert_true(cfg.max_bytes_per_uid == 0);
 	assert_int_equal(cfg.nclasses, 0);
+	assert_int_equal(cfg.njournals, 0);
 }
 
 static void test_defaults_when_keys_absent(void **state)
@@ -623,6 +629,298 @@ static void test_load_too_large(void **state)
 	free(text);
 }
 
+static void test_journal_full(void **state)
+{
+	static const char text[] =
+		"# a journal with every key\n"
+		"[journal orders]\n"
+		"directory = \"/var/lib/hugepool/order journal\"  # quoted: it has a blank\n"
+		"segment_size = 256M\n"
+		"segments = 8\n"
+		"backend = io_uring\n"
+		"direct = on\n"
+		"max_batch_delay = 500us\n"
+		"max_batch_bytes = 4M\n"
+		"ring_size = 8M\n"
+		"when_full = recycle\n";
+	struct config cfg;
+	const struct config_journal *j;
+
+	(void)state;
+	memset(&cfg, 0xa5, sizeof(cfg));
+	parse_ok(text, &cfg);
+	assert_int_equal(cfg.nclasses, 0);
+	assert_int_equal(cfg.njournals, 1);
+	j = &cfg.journals[0];
+	assert_string_equal(j->name, "orders");
+	assert_string_equal(j->directory, "/var/lib/hugepool/order journal");
+	assert_true(j->segment_size == 256 * MiB);
+	assert_int_equal(j->segments, 8);
+	assert_int_equal(j->backend, JOURNAL_BACKEND_URING);
+	assert_true(j->direct);
+	assert_true(j->max_batch_delay_ns == 500000);
+	assert_true(j->max_batch_bytes == 4 * MiB);
+	assert_true(j->ring_size == 8 * MiB);
+	assert_true(j->recycle);
+	assert_int_equal(j->line, 2);
+
+	assert_ptr_equal(config_find_journal(&cfg, "orders"), j);
+	assert_null(config_find_journal(&cfg, "Orders"));
+	assert_null(config_find_journal(&cfg, "nope"));
+	assert_null(config_find_journal(&cfg, NULL));
+	/* journals are not classes: nothing to lease, no pool memory */
+	assert_null(config_find_class(&cfg, "orders"));
+	assert_true(config_pool_bytes(&cfg) == 0);
+}
+
+static void test_journal_defaults(void **state)
+{
+	struct config cfg;
+	const struct config_journal *j;
+
+	(void)state;
+	memset(&cfg, 0xa5, sizeof(cfg));
+	parse_ok(ONE_JOURNAL, &cfg);
+	assert_int_equal(cfg.njournals, 1);
+	j = &cfg.journals[0];
+	assert_string_equal(j->name, "j");
+	assert_string_equal(j->directory, "/var/lib/hugepool/j");
+	assert_true(j->segment_size == 64 * MiB);
+	assert_int_equal(j->segments, 4);
+	assert_int_equal(j->backend, JOURNAL_BACKEND_AUTO);
+	assert_false(j->direct);
+	assert_true(j->max_batch_delay_ns == 2000000);
+	assert_true(j->max_batch_bytes == MiB);
+	assert_true(j->ring_size == MiB);
+	assert_false(j->recycle);
+	assert_int_equal(j->line, 1);
+	/* the global keys keep their defaults too */
+	assert_string_equal(cfg.socket_path, CONFIG_DEFAULT_SOCKET);
+	assert_int_equal(cfg.max_connections, 1024);
+}
+
+static void test_journal_values(void **state)
+{
+	static const struct {
+		const char *key, *value;
+		enum journal_backend backend;
+		bool flag;
+	} choices[] = {
+		{ "backend", "auto", JOURNAL_BACKEND_AUTO, false },
+		{ "backend", "io_uring", JOURNAL_BACKEND_URING, false },
+		{ "backend", "libaio", JOURNAL_BACKEND_AIO, false },
+		{ "backend", "sync", JOURNAL_BACKEND_SYNC, false },
+		{ "direct", "on", JOURNAL_BACKEND_AUTO, true },
+		{ "direct", "yes", JOURNAL_BACKEND_AUTO, true },
+		{ "direct", "true", JOURNAL_BACKEND_AUTO, true },
+		{ "direct", "off", JOURNAL_BACKEND_AUTO, false },
+		{ "direct", "no", JOURNAL_BACKEND_AUTO, false },
+		{ "direct", "false", JOURNAL_BACKEND_AUTO, false },
+		{ "when_full", "block", JOURNAL_BACKEND_AUTO, false },
+		{ "when_full", "recycle", JOURNAL_BACKEND_AUTO, true },
+	};
+	static const struct {
+		const char *value;
+		uint64_t ns;
+	} durations[] = {
+		{ "0", 0 },
+		{ "0ns", 0 },
+		{ "0s", 0 },
+		{ "1ns", 1 },
+		{ "750ns", 750 },
+		{ "500us", 500000 },
+		{ "2ms", 2000000 },
+		{ "1s", 1000000000 },
+		{ "10s", 10000000000 },
+		{ "10000ms", 10000000000 },
+		{ "10000000000ns", 10000000000 },
+		{ "00000000000000000000002ms", 2000000 },
+	};
+	struct config cfg;
+	char text[256];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(choices) / sizeof(choices[0]); i++) {
+		snprintf(text, sizeof(text), ONE_JOURNAL "%s = %s\n", choices[i].key, choices[i].value);
+		parse_ok(text, &cfg);
+		assert_int_equal(cfg.journals[0].backend, choices[i].backend);
+		if (!strcmp(choices[i].key, "direct"))
+			assert_int_equal(cfg.journals[0].direct, choices[i].flag);
+		if (!strcmp(choices[i].key, "when_full"))
+			assert_int_equal(cfg.journals[0].recycle, choices[i].flag);
+	}
+	for (i = 0; i < sizeof(durations) / sizeof(durations[0]); i++) {
+		snprintf(text, sizeof(text), ONE_JOURNAL "max_batch_delay = %s\n", durations[i].value);
+		parse_ok(text, &cfg);
+		assert_true(cfg.journals[0].max_batch_delay_ns == durations[i].ns);
+	}
+
+	assert_string_equal(journal_backend_name(JOURNAL_BACKEND_AUTO), "auto");
+	assert_string_equal(journal_backend_name(JOURNAL_BACKEND_URING), "io_uring");
+	assert_string_equal(journal_backend_name(JOURNAL_BACKEND_AIO), "libaio");
+	assert_string_equal(journal_backend_name(JOURNAL_BACKEND_SYNC), "sync");
+	assert_string_equal(journal_backend_name((enum journal_backend)42), "unknown");
+}
+
+static void test_journal_limits_accepted(void **state)
+{
+	struct config cfg;
+	char text[512];
+	char dir[256];
+
+	(void)state;
+	/* the smallest segment, with the largest batch that fits after its header */
+	parse_ok(ONE_JOURNAL "segment_size = 1M\nmax_batch_bytes = 1020K\nsegments = 2\n"
+			     "ring_size = 64K\n",
+		 &cfg);
+	assert_true(cfg.journals[0].segment_size == MiB);
+	assert_true(cfg.journals[0].max_batch_bytes == MiB - 4096);
+	assert_int_equal(cfg.journals[0].segments, 2);
+	assert_true(cfg.journals[0].ring_size == 64 * 1024);
+
+	/* max_batch_bytes may come before segment_size: the check waits for the section's end */
+	parse_ok("[journal j]\nmax_batch_bytes = 4096\nsegment_size = 1052672\nsegments = 1024\n"
+		 "ring_size = 64M\ndirectory = /j\n",
+		 &cfg);
+	assert_true(cfg.journals[0].max_batch_bytes == 4096);
+	assert_true(cfg.journals[0].segment_size == 1052672);
+	assert_int_equal(cfg.journals[0].segments, 1024);
+	assert_true(cfg.journals[0].ring_size == 64 * MiB);
+
+	parse_ok(ONE_JOURNAL "segment_size = 128M\nmax_batch_bytes = 64M\n", &cfg);
+	assert_true(cfg.journals[0].max_batch_bytes == 64 * MiB);
+
+	/* 255 bytes of directory fit */
+	memset(dir, 'd', 255);
+	dir[0] = '/';
+	dir[255] = '\0';
+	snprintf(text, sizeof(text), "[journal j]\ndirectory = %s\n", dir);
+	parse_ok(text, &cfg);
+	assert_string_equal(cfg.journals[0].directory, dir);
+
+	/* a directory is kept as written */
+	parse_ok("[journal j]\ndirectory = /var//lib/j/\n", &cfg);
+	assert_string_equal(cfg.journals[0].directory, "/var//lib/j/");
+
+	/* names: 31 characters, the same alphabet as classes */
+	parse_ok("[journal abcdefghijklmnopqrstuvwxyz-._AB]\ndirectory = /j\n", &cfg);
+	assert_int_equal(strlen(cfg.journals[0].name), CONFIG_JOURNAL_NAME_MAX);
+}
+
+/* Builds "[journal jN] ..." n times, each in its own directory. */
+static char *many_journals(unsigned n)
+{
+	size_t cap = (size_t)n * 64 + 1, len = 0;
+	char *text = malloc(cap);
+	unsigned i;
+
+	assert_non_null(text);
+	text[0] = '\0';
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(text + len, cap - len, "[journal j%u]\ndirectory = /j/%u\n", i, i);
+	return text;
+}
+
+static void test_max_journals(void **state)
+{
+	struct config cfg;
+	char *text = many_journals(CONFIG_JOURNALS_MAX);
+
+	(void)state;
+	parse_ok(text, &cfg);
+	assert_int_equal(cfg.njournals, CONFIG_JOURNALS_MAX);
+	assert_non_null(config_find_journal(&cfg, "j15"));
+	assert_string_equal(config_find_journal(&cfg, "j15")->directory, "/j/15");
+	free(text);
+
+	/* each journal takes two lines, so the 17th header is on line 33 */
+	text = many_journals(CONFIG_JOURNALS_MAX + 1);
+	parse_bad(text, NAME ":33: ", "too many journals: at most 16 are allowed");
+	free(text);
+}
+
+static void test_only_journals(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	/* a daemon that only journals needs no class, and its global keys still apply */
+	parse_ok("hugepages = off\nmax_connections = 8\n"
+		 "[journal a]\ndirectory = /j/a\n[journal b]\ndirectory = /j/b\nbackend = sync\n",
+		 &cfg);
+	assert_int_equal(cfg.nclasses, 0);
+	assert_int_equal(cfg.njournals, 2);
+	assert_int_equal(cfg.hugepages, HUGEPAGES_OFF);
+	assert_int_equal(cfg.max_connections, 8);
+	assert_int_equal(config_find_journal(&cfg, "b")->backend, JOURNAL_BACKEND_SYNC);
+	assert_int_equal(config_find_journal(&cfg, "a")->backend, JOURNAL_BACKEND_AUTO);
+}
+
+static void test_classes_and_journals_mixed(void **state)
+{
+	static const char *const texts[] = {
+		/* journal first, then classes and journals in turn */
+		"socket_mode = 0600\n"
+		"[journal j1]\ndirectory = /j/1\nsegments = 3\n"
+		"[class c1]\nsize = 2M\ncount = 5\n"
+		"[journal j2]\ndirectory = /j/2\nsegments = 6\n"
+		"[class c2]\ncount = 7\nsize = 4M\n",
+		/* classes first, both journals last */
+		"socket_mode = 0600\n"
+		"[class c1]\nsize = 2M\ncount = 5\n"
+		"[class c2]\ncount = 7\nsize = 4M\n"
+		"[journal j1]\ndirectory = /j/1\nsegments = 3\n"
+		"[journal j2]\nsegments = 6\ndirectory = /j/2\n",
+		/* journals first */
+		"socket_mode = 0600\n"
+		"[journal j1]\nsegments = 3\ndirectory = /j/1\n"
+		"[journal j2]\ndirectory = /j/2\nsegments = 6\n"
+		"[class c1]\nsize = 2M\ncount = 5\n"
+		"[class c2]\ncount = 7\nsize = 4M\n",
+	};
+	struct config cfg;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		parse_ok(texts[i], &cfg);
+		assert_int_equal(cfg.socket_mode, 0600);
+		assert_int_equal(cfg.nclasses, 2);
+		assert_int_equal(cfg.njournals, 2);
+		/* each key went to its own section's object */
+		assert_string_equal(cfg.classes[0].name, "c1");
+		assert_true(cfg.classes[0].size == 2 * MiB);
+		assert_int_equal(cfg.classes[0].count, 5);
+		assert_string_equal(cfg.classes[1].name, "c2");
+		assert_true(cfg.classes[1].size == 4 * MiB);
+		assert_int_equal(cfg.classes[1].count, 7);
+		assert_string_equal(cfg.journals[0].name, "j1");
+		assert_string_equal(cfg.journals[0].directory, "/j/1");
+		assert_int_equal(cfg.journals[0].segments, 3);
+		assert_string_equal(cfg.journals[1].name, "j2");
+		assert_string_equal(cfg.journals[1].directory, "/j/2");
+		assert_int_equal(cfg.journals[1].segments, 6);
+		assert_true(config_pool_bytes(&cfg) == 5 * 2 * MiB + 7 * 4 * MiB);
+	}
+	/* the first text's lines */
+	parse_ok(texts[0], &cfg);
+	assert_int_equal(cfg.journals[0].line, 2);
+	assert_int_equal(cfg.classes[0].line, 5);
+	assert_int_equal(cfg.journals[1].line, 8);
+	assert_int_equal(cfg.classes[1].line, 11);
+
+	/* classes and journals have separate names: one of each may share a name */
+	parse_ok("[class orders]\nsize = 2M\ncount = 1\n[journal orders]\ndirectory = /j\n", &cfg);
+	assert_string_equal(config_find_class(&cfg, "orders")->name, "orders");
+	assert_string_equal(config_find_journal(&cfg, "orders")->directory, "/j");
+
+	/* parsing again forgets the journals of the previous result */
+	parse_ok(ONE_CLASS, &cfg);
+	assert_int_equal(cfg.njournals, 0);
+	assert_null(config_find_journal(&cfg, "orders"));
+}
+
 static void run_bad_case(void **state)
 {
 	const struct bad_case *c = *state;
@@ -639,9 +937,9 @@ static struct bad_case bad_cases[] = {
 	{ "unknown_class_key", "[class big]\nsize = 2M\nsise = 4M\ncount = 1\n", L(3),
 	  "unknown key \"sise\" in [class big]" },
 	{ "global_key_in_class", ONE_CLASS "socket = /run/x.sock\n", L(4),
-	  "key \"socket\" belongs before the first [class] section" },
+	  "key \"socket\" belongs before the first section" },
 	{ "page_size_in_class", ONE_CLASS "page_size = 1G\n", L(4),
-	  "key \"page_size\" belongs before the first [class] section" },
+	  "key \"page_size\" belongs before the first section" },
 	{ "class_key_in_global", "count = 4\n" ONE_CLASS, L(1),
 	  "key \"count\" is only valid inside a [class NAME] section" },
 	{ "unknown_key_before_empty_value", "[class a]\nsise =\n", L(2),
@@ -746,12 +1044,13 @@ static struct bad_case bad_cases[] = {
 
 	/* Section headers and class names. */
 	{ "unknown_section", ONE_CLASS "[foo]\n", L(4),
-	  "unknown section \"foo\": the only section kind is [class NAME]" },
+	  "unknown section \"foo\": the only section kinds are [class NAME] and [journal NAME]" },
 	{ "unknown_section_with_name", "[pool big]\n", L(1), "unknown section \"pool\"" },
 	{ "section_kind_case", "[Class big]\n", L(1), "unknown section \"Class\"" },
 	{ "section_unclosed", "[class big\nsize = 2M\ncount = 1\n", L(1),
 	  "bad section header \"[class big\": missing \"]\"" },
-	{ "section_empty", "[ ]\n", L(1), "bad section header \"[]\": expected [class NAME]" },
+	{ "section_empty", "[ ]\n", L(1),
+	  "bad section header \"[]\": expected [class NAME] or [journal NAME]" },
 	{ "section_no_name", "[class]\n", L(1), "the class needs a name, as in [class NAME]" },
 	{ "section_trailing_text", "[class a] b\n", L(1),
 	  "bad section header: unexpected text \"b\" after \"]\"" },
@@ -764,15 +1063,143 @@ static struct bad_case bad_cases[] = {
 	{ "duplicate_class", "\n\n\n[class big]\nsize = 2M\ncount = 1\n\n\n[class big]\n", L(9),
 	  "duplicate class \"big\" (first defined on line 4)" },
 
+	/* Journal sections: headers and names. */
+	{ "journal_no_name", "[journal]\n", L(1), "the journal needs a name, as in [journal NAME]" },
+	{ "journal_kind_case", "[Journal j]\n", L(1), "unknown section \"Journal\"" },
+	{ "journal_name_slash", "[journal a/b]\n", L(1),
+	  "bad journal name \"a/b\": '/' is not allowed, use only letters, digits, '_', '.' and '-'" },
+	{ "journal_name_too_long", "[journal a23456789012345678901234567890123]\n", L(1),
+	  "journal name \"a23456789012345678901234567890123\" is too long: 33 characters, at most 31" },
+	{ "duplicate_journal", ONE_CLASS "[journal j]\ndirectory = /j/1\n" ONE_CLASS_B
+	  "[journal j]\ndirectory = /j/2\n", L(9), "duplicate journal \"j\" (first defined on line 4)" },
+
+	/* Journal keys in the wrong place or unknown. */
+	{ "journal_key_in_global", "directory = /j\n" ONE_JOURNAL, L(1),
+	  "key \"directory\" is only valid inside a [journal NAME] section" },
+	{ "journal_key_in_class", "[class a]\nsize = 2M\nsegments = 4\ncount = 1\n", L(3),
+	  "key \"segments\" is only valid inside a [journal NAME] section" },
+	{ "class_key_in_journal", ONE_JOURNAL "count = 1\n", L(3),
+	  "key \"count\" is only valid inside a [class NAME] section" },
+	{ "global_key_in_journal", ONE_JOURNAL "max_connections = 5\n", L(3),
+	  "key \"max_connections\" belongs before the first section" },
+	{ "unknown_journal_key", ONE_JOURNAL "segment = 4\n", L(3),
+	  "unknown key \"segment\" in [journal j]" },
+	{ "duplicate_journal_key", ONE_JOURNAL "segments = 4\n\nsegments = 8\n", L(5),
+	  "duplicate key \"segments\" in [journal j] (first set on line 3)" },
+	{ "journal_empty_value", ONE_JOURNAL "backend =\n", L(3), "empty value for \"backend\"" },
+
+	/* directory */
+	{ "journal_missing_directory", ONE_CLASS "\n[journal j]\nsegments = 4\n" ONE_CLASS_B, L(5),
+	  "journal \"j\" has no \"directory\" key" },
+	{ "journal_empty_at_end", ONE_CLASS "[journal j]\n", L(4), "journal \"j\" has no \"directory\" key" },
+	{ "journal_directory_relative", "[journal j]\ndirectory = var/lib/j\n", L(2),
+	  "directory \"var/lib/j\" of journal \"j\" is not absolute" },
+	{ "journal_directory_too_long",
+	  "[journal j]\ndirectory = /012345678901234567890123456789012345678901234567890123456789012"
+	  "3456789012345678901234567890123456789012345678901234567890123456789012345678901234567890"
+	  "1234567890123456789012345678901234567890123456789012345678901234567890123456789012345678"
+	  "9012345678901234\n",
+	  L(2), "directory of journal \"j\" is too long: 256 bytes, at most 255" },
+	{ "journal_directory_shared", "[journal a]\ndirectory = /j\n" ONE_CLASS "[journal b]\ndirectory = /j\n",
+	  L(7), "journals \"a\" and \"b\" share the directory \"/j\" (journal \"a\" is defined on line 1)" },
+	{ "journal_directory_shared_spelling", "[journal a]\ndirectory = /var/lib/j/\n"
+	  "[journal b]\ndirectory = /var//lib/j\n",
+	  L(4), "journals \"a\" and \"b\" share the directory \"/var//lib/j\"" },
+
+	/* segment_size and segments */
+	{ "journal_segment_size_bad", ONE_JOURNAL "segment_size = 64X\n", L(3),
+	  "bad size \"64X\" for \"segment_size\": expected a number with an optional K, M, G or T suffix" },
+	{ "journal_segment_size_small", ONE_JOURNAL "segment_size = 1020K\n", L(3),
+	  "size \"1020K\" for \"segment_size\" is too small: at least 1M" },
+	{ "journal_segment_size_unaligned", ONE_JOURNAL "segment_size = 1049000\n", L(3),
+	  "size \"1049000\" for \"segment_size\" is not a multiple of 4096: round it up to 1052672" },
+	{ "journal_segment_size_near_max", ONE_JOURNAL "segment_size = 18446744073709551615\n", L(3),
+	  "size \"18446744073709551615\" for \"segment_size\" is not a multiple of 4096" },
+	{ "journal_segment_size_overflow", ONE_JOURNAL "segment_size = 99999999T\n", L(3),
+	  "size \"99999999T\" for \"segment_size\" is too large: it does not fit in 64 bits" },
+	{ "journal_segments_one", ONE_JOURNAL "segments = 1\n", L(3),
+	  "value 1 for \"segments\" is out of range: expected 2 to 1024" },
+	{ "journal_segments_too_many", ONE_JOURNAL "segments = 1025\n", L(3),
+	  "value 1025 for \"segments\" is out of range" },
+	{ "journal_segments_junk", ONE_JOURNAL "segments = 4x\n", L(3),
+	  "bad number \"4x\" for \"segments\": expected a decimal integer from 2 to 1024" },
+	{ "journal_disk_overflow", "\n[journal j]\ndirectory = /j\nsegment_size = 16777215T\n", L(2),
+	  "journal \"j\" is larger than 2^64 bytes (segment_size * segments overflows)" },
+
+	/* backend, direct, when_full */
+	{ "journal_backend_bad", ONE_JOURNAL "backend = uring\n", L(3),
+	  "bad value \"uring\" for \"backend\": expected auto, io_uring, libaio or sync" },
+	{ "journal_backend_case", ONE_JOURNAL "backend = Sync\n", L(3), "bad value \"Sync\"" },
+	{ "journal_direct_bad", ONE_JOURNAL "direct = 1\n", L(3),
+	  "bad value \"1\" for \"direct\": expected on, off, yes, no, true or false" },
+	{ "journal_direct_case", ONE_JOURNAL "direct = ON\n", L(3), "bad value \"ON\" for \"direct\"" },
+	{ "journal_when_full_bad", ONE_JOURNAL "when_full = drop\n", L(3),
+	  "bad value \"drop\" for \"when_full\": expected block or recycle" },
+
+	/* max_batch_delay: a duration */
+	{ "journal_delay_no_unit", ONE_JOURNAL "max_batch_delay = 500\n", L(3),
+	  "duration \"500\" for \"max_batch_delay\" has no unit: expected ns, us, ms or s after the number" },
+	{ "journal_delay_unknown_unit", ONE_JOURNAL "max_batch_delay = 2sec\n", L(3),
+	  "unknown unit \"sec\" in duration \"2sec\" for \"max_batch_delay\": expected ns, us, ms or s" },
+	{ "journal_delay_unit_case", ONE_JOURNAL "max_batch_delay = 2MS\n", L(3), "unknown unit \"MS\"" },
+	{ "journal_delay_micro_sign", ONE_JOURNAL "max_batch_delay = 2\xc2\xb5s\n", L(3),
+	  "bad duration \"2\xc2\xb5s\" for \"max_batch_delay\": expected an integer and a unit" },
+	{ "journal_delay_fraction", ONE_JOURNAL "max_batch_delay = 1.5ms\n", L(3),
+	  "bad duration \"1.5ms\" for \"max_batch_delay\": no fractions, use a smaller unit" },
+	{ "journal_delay_no_number", ONE_JOURNAL "max_batch_delay = ms\n", L(3),
+	  "bad duration \"ms\" for \"max_batch_delay\": expected an integer and a unit (ns, us, ms or s), as in 500us or 2ms" },
+	{ "journal_delay_negative", ONE_JOURNAL "max_batch_delay = -1ms\n", L(3), "bad duration \"-1ms\"" },
+	{ "journal_delay_inner_space", ONE_JOURNAL "max_batch_delay = 2 ms\n", L(3), "bad duration \"2 ms\"" },
+	{ "journal_delay_too_long", ONE_JOURNAL "max_batch_delay = 11s\n", L(3),
+	  "duration \"11s\" for \"max_batch_delay\" is out of range: at most 10s" },
+	{ "journal_delay_just_too_long", ONE_JOURNAL "max_batch_delay = 10000000001ns\n", L(3),
+	  "duration \"10000000001ns\" for \"max_batch_delay\" is out of range" },
+	{ "journal_delay_mul_overflow", ONE_JOURNAL "max_batch_delay = 18446744073709551615s\n", L(3),
+	  "is out of range: at most 10s" },
+	{ "journal_delay_overflow", ONE_JOURNAL "max_batch_delay = 99999999999999999999999us\n", L(3),
+	  "duration \"99999999999999999999999us\" for \"max_batch_delay\" is out of range" },
+	{ "journal_delay_overflow_no_unit", ONE_JOURNAL "max_batch_delay = 99999999999999999999999\n",
+	  L(3), "has no unit" },
+
+	/* max_batch_bytes and ring_size */
+	{ "journal_batch_small", ONE_JOURNAL "max_batch_bytes = 2K\n", L(3),
+	  "size \"2K\" for \"max_batch_bytes\" is out of range: expected 4K to 64M" },
+	{ "journal_batch_large", ONE_JOURNAL "max_batch_bytes = 65537K\n", L(3),
+	  "size \"65537K\" for \"max_batch_bytes\" is out of range" },
+	{ "journal_batch_bad", ONE_JOURNAL "max_batch_bytes = 1M!\n", L(3),
+	  "bad size \"1M!\" for \"max_batch_bytes\"" },
+	{ "journal_batch_vs_segment_default", "[journal j]\ndirectory = /j\nsegment_size = 1M\n", L(1),
+	  "journal \"j\": max_batch_bytes 1048576 (the default) is larger than segment_size - 4096 = "
+	  "1044480 (segment_size: set on line 3): a batch must fit in one segment after its 4096-byte header" },
+	{ "journal_batch_vs_segment_set", "\n[journal j]\nmax_batch_bytes = 2M\nsegment_size = 2M\n"
+	  "directory = /j\n",
+	  L(2), "max_batch_bytes 2097152 (set on line 3) is larger than segment_size - 4096 = 2093056 "
+	  "(segment_size: set on line 4)" },
+	{ "journal_batch_vs_default_segment", ONE_JOURNAL "max_batch_bytes = 64M\n", L(1),
+	  "max_batch_bytes 67108864 (set on line 3) is larger than segment_size - 4096 = 67104768 "
+	  "(segment_size: the default)" },
+	{ "journal_batch_checked_before_next", "[journal j]\ndirectory = /j\nsegment_size = 1M\n" ONE_CLASS,
+	  L(1), "journal \"j\": max_batch_bytes 1048576 (the default)" },
+	{ "journal_ring_small", ONE_JOURNAL "ring_size = 32K\n", L(3),
+	  "size \"32K\" for \"ring_size\" is out of range: expected 64K to 64M" },
+	{ "journal_ring_large", ONE_JOURNAL "ring_size = 128M\n", L(3),
+	  "size \"128M\" for \"ring_size\" is out of range: expected 64K to 64M" },
+	{ "journal_ring_not_power", ONE_JOURNAL "ring_size = 100K\n", L(3),
+	  "size \"100K\" for \"ring_size\" is not a power of two: the nearest are 64K and 128K" },
+	{ "journal_ring_not_power_bytes", ONE_JOURNAL "ring_size = 3145728\n", L(3),
+	  "the nearest are 2M and 4M" },
+	{ "journal_ring_bad", ONE_JOURNAL "ring_size = big\n", L(3), "bad size \"big\" for \"ring_size\"" },
+
 	/* Whole-file checks. */
 	{ "class_missing_size", "# c\n[class big]\ncount = 1\n" ONE_CLASS, L(2),
 	  "class \"big\" has no \"size\" key" },
 	{ "class_missing_count", ONE_CLASS "[class big]\nsize = 2M\n", L(4),
 	  "class \"big\" has no \"count\" key" },
 	{ "class_empty", "[class e]\n\n", L(1), "class \"e\" has no \"size\" key" },
-	{ "no_class", "socket_mode = 0600\n", NAME ": ", "no [class] section: the pool would be empty" },
-	{ "empty_file", "", NAME ": ", "no [class] section" },
-	{ "comments_only", "# nothing\n; here\n", NAME ": ", "no [class] section" },
+	{ "no_section", "socket_mode = 0600\n", NAME ": ",
+	  "no [class] or [journal] section: nothing to serve" },
+	{ "empty_file", "", NAME ": ", "no [class] or [journal] section" },
+	{ "comments_only", "# nothing\n; here\n", NAME ": ", "no [class] or [journal] section" },
 	{ "class_product_overflow", "[class x]\nsize = 32T\ncount = 1000000\n", L(1),
 	  "class \"x\" makes the pool larger than 2^64 bytes" },
 	{ "pool_sum_overflow",
@@ -810,6 +1237,13 @@ int main(void)
 		cmocka_unit_test(test_load_directory),
 		cmocka_unit_test(test_load_nul_byte),
 		cmocka_unit_test(test_load_too_large),
+		cmocka_unit_test(test_journal_full),
+		cmocka_unit_test(test_journal_defaults),
+		cmocka_unit_test(test_journal_values),
+		cmocka_unit_test(test_journal_limits_accepted),
+		cmocka_unit_test(test_max_journals),
+		cmocka_unit_test(test_only_journals),
+		cmocka_unit_test(test_classes_and_journals_mixed),
 	};
 	struct CMUnitTest bad_tests[sizeof(bad_cases) / sizeof(bad_cases[0])];
 	size_t i;
