@@ -62,6 +62,8 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
 LIBCOMMON := $(BUILD)/obj/libcommon.a
 LIBDAEMON := $(BUILD)/obj/libdaemon.a
+# what libdaemon.a needs at link time (the journal I/O backends)
+DAEMON_LIBS := -luring -laio
 LIBSO := $(BUILD)/libhugepool.so.$(VERSION)
 LIBA := $(BUILD)/libhugepool.a
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -87,7 +89,7 @@ $(LIBDAEMON): $(call obj,$(DAEMON_SRC))
 
 $(BUILD)/hugepoold: $(call obj,src/daemon/main.c) $(LIBDAEMON) $(LIBCOMMON)
 	$(say) LD $@
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(LIBSO): $(call obj,$(LIB_SRC) $(COMMON_SRC)) src/lib/libhugepool.map
 	$(say) LD $@
@@ -114,7 +116,7 @@ $(BUILD)/hugepool.pc: hugepool.pc.in Makefile
 $(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(DAEMON_LIBS)
 
 $(INTEG_BIN): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ) $(LIBA) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
@@ -125,12 +127,12 @@ $(INTEG_BIN): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ)
 $(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuzz/replay.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(DAEMON_LIBS)
 
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 tests: all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_BIN)
 

@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 
 # Debian packages the build and the tests need (clang for the second compiler in check-all,
 # mandoc for the man page lint, systemd for systemd-analyze verify of the unit).
-PACKAGES=(gcc make pkg-config libcmocka-dev clang mandoc systemd)
+PACKAGES=(gcc make pkg-config libcmocka-dev liburing-dev libaio-dev clang mandoc systemd)
 
 say() { printf 'dev.sh: %s\n' "$*" >&2; }
 

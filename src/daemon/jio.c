@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jio.c - the generic layer of jio.h: choosing a backend, the depth limit, fault injection.
+ *
+ * jio_open allocates a struct jio_gen around the public struct jio; the backend keeps its own
+ * state in io->priv. Completions made here (a request failed by an injected write fault) wait
+ * in gen->done and are signalled on the same efd as the backend's, so the flusher cannot tell
+ * them apart. One thread at a time, as jio.h says: nothing here locks. Functions return 0 or a
+ * negative errno and never print; injected faults complete with -EIO, bad arguments are -EINVAL.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "jio_internal.h"
+#include "util.h"
+
+/* the most one write(2) moves on Linux (MAX_RW_COUNT): a longer buffer would come back short */
+#define JIO_MAX_LEN 0x7ffff000u
+
+struct jio_gen {
+	struct jio io; /* first: a struct jio * is a struct jio_gen * */
+	struct jio_fifo done; /* failed here, never seen by the backend */
+	struct jio_req *fail_sync[JIO_DEPTH]; /* in the backend; -EIO when they come back */
+};
+
+static struct jio_gen *gen_of(struct jio *io)
+{
+	return (struct jio_gen *)io;
+}
+
+const char *jio_kind_name(enum jio_kind k)
+{
+	switch (k) {
+	case JIO_AUTO:
+		return "auto";
+	case JIO_URING:
+		return "io_uring";
+	case JIO_AIO:
+		return "libaio";
+	case JIO_SYNC:
+		return "sync";
+	}
+	return "unknown";
+}
+
+void jio_signal(struct jio *io)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	/* EAGAIN would mean the counter is at its maximum: readable already */
+	do
+		n = write(io->efd, &one, sizeof(one));
+	while (n < 0 && errno == EINTR);
+}
+
+static void drain(int efd)
+{
+	uint64_t v;
+
+	while (read(efd, &v, sizeof(v)) < 0 && errno == EINTR)
+		;
+}
+
+/* What usually stands behind an errno when a backend cannot be set up. */
+static const char *open_hint(enum jio_kind k, int err)
+{
+	if (err == -EMFILE || err == -ENFILE)
+		return "out of file descriptors";
+	if (k == JIO_URING) {
+		switch (err) {
+		case -EPERM:
+			return "kernel.io_uring_disabled or a seccomp filter";
+		case -ENOSYS:
+			return "kernel built without CONFIG_IO_URING, or a seccomp filter";
+		case -ENOMEM:
+			return "RLIMIT_MEMLOCK too small for the rings before Linux 5.12: ulimit -l";
+		case -EINVAL:
+		case -EOPNOTSUPP:
+			return "kernel too old: IORING_OP_WRITE needs Linux 5.6";
+		}
+	} else if (k == JIO_AIO) {
+		switch (err) {
+		case -EPERM:
+			return "a seccomp filter";
+		case -ENOSYS:
+			return "kernel built without CONFIG_AIO, or a seccomp filter";
+		case -EAGAIN:
+			return "fs.aio-max-nr reached";
+		}
+	}
+	return NULL;
+}
+
+/* Append "backend: error text (hint)" to the note, after a "; " when it holds one already. */
+static void note_add(char *note, size_t len, enum jio_kind k, int err)
+{
+	const char *hint = open_hint(k, err);
+	char buf[128];
+	size_t used;
+
+	if (!note || !len)
+		return;
+	used = strnlen(note, len - 1);
+	snprintf(note + used, len - used, "%s%s: %s%s%s%s", used ? "; " : "", jio_kind_name(k),
+		 strerror_r(-err, buf, sizeof(buf)), hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+}
+
+int jio_open(enum jio_kind kind, bool direct, struct jio **ret, char *ret_note, size_t notelen)
+{
+	static int (*const open_fn[])(struct jio *) = {
+		[JIO_URING] = jio_uring_open,
+		[JIO_AIO] = jio_aio_open,
+		[JIO_SYNC] = jio_sync_open,
+	};
+	_cleanup_free_ struct jio_gen *g = NULL;
+	unsigned first = kind == JIO_AUTO ? JIO_URING : (unsigned)kind;
+	unsigned last = kind == JIO_AUTO ? JIO_SYNC : (unsigned)kind;
+	int r = -EINVAL;
+
+	if (ret_note && notelen)
+		ret_note[0] = '\0';
+	if (!ret || (unsigned)kind > JIO_SYNC)
+		return -EINVAL;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->io.direct = direct;
+	g->io.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (g->io.efd < 0)
+		return -errno;
+	for (unsigned k = first; k <= last; k++) {
+		r = open_fn[k](&g->io);
+		if (r == 0) {
+			*ret = &TAKE_PTR(g)->io;
+			return 0;
+		}
+		note_add(ret_note, notelen, (enum jio_kind)k, r);
+	}
+	close(g->io.efd);
+	return r;
+}
+
+void jio_close(struct jio *io)
+{
+	if (!io)
+		return;
+	io->ops->close(io);
+	close(io->efd);
+	free(gen_of(io));
+}
+
+static bool req_valid(const struct jio_req *req)
+{
+	if (!req || req->niov == 0 || req->niov > JIO_MAX_IOV)
+		return false;
+	for (unsigned i = 0; i < req->niov; i++) {
+		const struct jio_iov *v = &req->iov[i];
+
+		if ((!v->buf && v->len) || v->len > JIO_MAX_LEN || v->off > (uint64_t)INT64_MAX - v->len)
+			return false;
+	}
+	return true;
+}
+
+int jio_submit(struct jio *io, struct jio_req *req)
+{
+	struct jio_gen *g = gen_of(io);
+	bool fail_sync;
+	int r;
+
+	if (!req_valid(req))
+		return -EINVAL;
+	if (io->inflight >= JIO_DEPTH)
+		return -EBUSY;
+
+	if (io->fail_write_at > io->writes && io->fail_write_at - io->writes <= req->niov) {
+		/* The writes before the failing one are counted and that one too; those after it
+		 * and the sync never happen, as when a real write fails. */
+		io->writes = io->fail_write_at;
+		io->fail_write_at = 0;
+		req->res = -EIO;
+		jio_fifo_push(&g->done, req);
+		io->inflight++;
+		jio_signal(io);
+		return 0;
+	}
+
+	fail_sync = io->fail_sync_at && io->fail_sync_at == io->syncs + 1;
+	r = io->ops->submit(io, req);
+	if (r < 0)
+		return r; /* not taken: nothing counted */
+	io->writes += req->niov;
+	io->syncs++;
+	if (fail_sync) {
+		io->fail_sync_at = 0;
+		for (unsigned i = 0; i < JIO_DEPTH; i++)
+			if (!g->fail_sync[i]) {
+				g->fail_sync[i] = req;
+				break;
+			}
+	}
+	io->inflight++;
+	return 0;
+}
+
+static struct jio_req *reap_one(struct jio *io)
+{
+	struct jio_req *req = jio_fifo_pop(&gen_of(io)->done);
+
+	return req ? req : io->ops->reap(io);
+}
+
+struct jio_req *jio_reap(struct jio *io)
+{
+	struct jio_gen *g = gen_of(io);
+	struct jio_req *req = reap_one(io);
+
+	if (!req) {
+		/* Drain, then look again: a completion that arrived in between is returned now
+		 * rather than left behind an efd that no longer wakes anyone. */
+		drain(io->efd);
+		req = reap_one(io);
+		if (!req)
+			return NULL;
+	}
+	io->inflight--;
+	for (unsigned i = 0; i < JIO_DEPTH; i++)
+		if (g->fail_sync[i] == req) {
+			g->fail_sync[i] = NULL;
+			/* a real error came first: that one is reported */
+			if (req->res == 0)
+				req->res = -EIO;
+			break;
+		}
+	return req;
+}
+
+int jio_set_fault(struct jio *io, const char *spec)
+{
+	uint64_t n = 0, base, *at;
+	const char *p;
+
+	if (!spec)
+		return -EINVAL;
+	if (!strncmp(spec, "write:", 6)) {
+		p = spec + 6;
+		at = &io->fail_write_at;
+		base = io->writes;
+	} else if (!strncmp(spec, "sync:", 5)) {
+		p = spec + 5;
+		at = &io->fail_sync_at;
+		base = io->syncs;
+	} else {
+		return -EINVAL;
+	}
+	if (!*p)
+		return -EINVAL;
+	for (; *p; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (d > 9 || n > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		n = n * 10 + d;
+	}
+	if (n == 0 || n > UINT64_MAX - base)
+		return -EINVAL;
+	*at = base + n;
+	return 0;
+}

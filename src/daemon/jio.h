@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jio.h - how a journal's batches reach the disk: one interface, several backends.
+ *
+ * A journal's flusher thread owns one struct jio. It submits a request (up to JIO_MAX_IOV
+ * buffers written at given offsets of one file, then made durable with fdatasync semantics) and
+ * later collects the completion. Completion is signalled on jio->efd (an eventfd), so the
+ * flusher can sleep in poll() on that and its doorbell together. A request completes exactly
+ * once, with res = 0 when every write was complete and the sync that followed them succeeded,
+ * or a negative errno: the first failure, never a partial success (a short write is -EIO).
+ * The sync of a request covers its own writes and every write completed before it.
+ *
+ * Backends: io_uring (writes linked to an fdatasync), libaio (io_submit, then fdatasync on the
+ * submitting thread), sync (pwrite + fdatasync inside submit). jio_open with JIO_AUTO tries them
+ * in that order and says in ret_note why one was passed over. The fault backend wraps another
+ * and fails the Nth write or sync with EIO, for the crash and error tests.
+ *
+ * Thread model: a struct jio is used by one thread only.
+ */
+#ifndef HP_JIO_H
+#define HP_JIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JIO_MAX_IOV 4 /* buffers in one request (header, data) */
+#define JIO_DEPTH 8 /* requests in flight at most */
+
+enum jio_kind { JIO_AUTO, JIO_URING, JIO_AIO, JIO_SYNC };
+
+struct jio_iov {
+	const void *buf;
+	size_t len;
+	uint64_t off; /* file offset of this buffer */
+};
+
+struct jio_req {
+	int fd;
+	unsigned niov;
+	struct jio_iov iov[JIO_MAX_IOV];
+	int res; /* set on completion */
+	void *data; /* the caller's */
+};
+
+struct jio;
+
+struct jio_ops {
+	const char *name;
+	int (*submit)(struct jio *io, struct jio_req *req);
+	/* one completed request, or NULL when none is ready (never blocks) */
+	struct jio_req *(*reap)(struct jio *io);
+	void (*close)(struct jio *io);
+};
+
+struct jio {
+	const struct jio_ops *ops;
+	int efd; /* readable when reap may return something */
+	unsigned inflight;
+	bool direct; /* the files are opened O_DIRECT: buffers, lengths, offsets are aligned */
+	/* fault injection (0 = off): fail the Nth write / sync from now with EIO */
+	uint64_t fail_write_at, fail_sync_at, writes, syncs;
+	void *priv; /* the backend's */
+};
+
+/*
+ * Open a backend of kind (JIO_AUTO: io_uring, else libaio, else sync). direct: the caller uses
+ * O_DIRECT files. ret_note receives why a backend was passed over ("io_uring: Operation not
+ * permitted (kernel.io_uring_disabled?)"), or "" if none was. Returns 0 or a negative errno.
+ */
+int jio_open(enum jio_kind kind, bool direct, struct jio **ret, char *ret_note, size_t notelen);
+void jio_close(struct jio *io);
+
+/*
+ * Submit a request (at most JIO_DEPTH in flight; -EBUSY beyond). With fault injection armed, a
+ * request holding the failing write completes with -EIO without writing anything, and one
+ * whose sync is to fail is written but completes with -EIO.
+ */
+int jio_submit(struct jio *io, struct jio_req *req);
+
+/* Collect one finished request (reads efd when nothing is left), or NULL. */
+struct jio_req *jio_reap(struct jio *io);
+
+/*
+ * Arm fault injection from a spec "write:N" or "sync:N" (the Nth from now fails with EIO), as
+ * HUGEPOOLD_FAULT_INJECT gives it to the daemon for tests. -EINVAL on a bad spec.
+ */
+int jio_set_fault(struct jio *io, const char *spec);
+
+const char *jio_kind_name(enum jio_kind k);
+
+#endif
