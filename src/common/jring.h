@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jring.h - the append ring a journal writer shares with hugepoold: layout and protocol.
+ *
+ * One ring per writer (an hp_journal handle): a memfd the daemon creates and both map. Page 0
+ * is the header, then `size` data bytes (a power of two) used as a circular buffer. Positions
+ * are byte counts that only grow; position p lives at data[p & (size - 1)].
+ *
+ *   client writes: the entries, then `tail` (store-release) once an entry is complete;
+ *   daemon writes: `head` (entries copied into a batch), then for each entry its first LSN
+ *                  into the entry's lsn field, then `durable` (store-release) once the sync
+ *                  covering them completed, `durable_lsn`, bumps `futex` and wakes it;
+ *                  `need_wakeup` while its flusher sleeps; `error` once the journal failed;
+ *   client waiters: count themselves in `waiters` around FUTEX_WAIT, so the daemon can skip
+ *                  the wake syscall when nobody waits.
+ *
+ * An entry is a group of records that get consecutive LSNs:
+ *   struct jring_entry { total, count, lsn } then count x (struct jring_rec + payload, 8-aligned),
+ *   zero padding up to a multiple of 16
+ * An entry takes at most size / 2 bytes of the ring and its records at most max_entry bytes on
+ * disk (one batch). An entry never wraps: when it would not fit before the end of the data area, the client
+ * writes a skip entry (count 0) covering the rest and starts again at offset 0. The client may
+ * reuse space only behind `durable`, so it can still read an entry's LSN after waiting for it.
+ *
+ * Wake-ups (no socket round trip): the client stores `tail`, then a full fence, then loads
+ * `need_wakeup`, and if set writes the journal's doorbell eventfd. The daemon stores
+ * `need_wakeup = 1`, a full fence, then loads every `tail` before it sleeps. One of the two
+ * always sees the other. Clients wait on `futex` (FUTEX_WAIT on the shared mapping).
+ *
+ * The daemon trusts nothing here: it reads `tail` once, checks every length against the ring
+ * and copies payloads into its own buffer before computing their CRC. A client that corrupts its
+ * ring only loses its own records (the daemon closes that writer); a client that dies half-way
+ * through an entry never published it.
+ */
+#ifndef HP_JRING_H
+#define HP_JRING_H
+
+#include <stdint.h>
+
+#define JRING_MAGIC 0x474e524au /* "JRNG" */
+#define JRING_HDR_SIZE 4096u
+#define JRING_MIN_SIZE (64u << 10)
+#define JRING_MAX_SIZE (64u << 20)
+
+struct jring_hdr {
+	/* set by the daemon at creation, read-only afterwards */
+	uint32_t magic;
+	uint32_t version;
+	uint64_t size; /* data bytes, a power of two */
+	uint64_t max_record; /* payload bytes of one record */
+	uint64_t max_entry; /* on-disk bytes of one entry's records, sum of jformat_rec_size(len) */
+	uint8_t pad0[32];
+	/* the client's line */
+	uint64_t tail;
+	uint32_t waiters; /* threads of the client in FUTEX_WAIT on futex: the daemon wakes only then */
+	uint8_t pad1[52];
+	/* the daemon's line */
+	uint64_t head;
+	uint64_t durable;
+	uint64_t durable_lsn; /* the journal's, at the last publish */
+	uint32_t futex;
+	uint32_t need_wakeup;
+	int32_t error; /* 0, or the negative errno that made the journal read-only */
+	uint32_t pad2;
+};
+_Static_assert(sizeof(struct jring_hdr) <= JRING_HDR_SIZE, "ring header fits its page");
+_Static_assert(__builtin_offsetof(struct jring_hdr, tail) % 64 == 0, "tail on its own cache line");
+_Static_assert(__builtin_offsetof(struct jring_hdr, head) % 64 == 0, "daemon fields on their own line");
+
+struct jring_entry {
+	uint32_t total; /* bytes of the entry, header included, a multiple of 16 (so that the rest
+			 * of the ring before a wrap always has room for a skip entry's header) */
+	uint32_t count; /* records; 0 = skip to the start of the data area */
+	uint64_t lsn; /* written by the daemon: LSN of the first record */
+};
+
+struct jring_rec {
+	uint32_t len; /* payload bytes */
+	uint32_t reserved;
+};
+
+/* Records are 8-aligned inside an entry; entries are 16-aligned in the ring. */
+static inline uint64_t jring_align(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
+
+static inline uint64_t jring_entry_align(uint64_t n)
+{
+	return (n + 15) & ~(uint64_t)15;
+}
+
+#endif
