@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -93,6 +94,23 @@ struct hp_lease_status {
 	uint64_t since_ns; /* CLOCK_REALTIME */
 };
 
+struct hp_journal_status {
+	char name[HP_NAME_MAX];
+	char backend[16]; /* "io_uring", "libaio", "sync" */
+	int state; /* 0 ok, 1 full (waits for a truncate), 2 failed (read-only) */
+	int error; /* when failed: the negative errno */
+	uint64_t next_lsn, durable_lsn, retain_lsn;
+	uint64_t appends, bytes, batches, syncs;
+	uint32_t writers, segments, segments_used;
+	int direct;
+	uint64_t segment_size;
+	uint64_t sync_p50_ns, sync_p99_ns, sync_p999_ns, sync_max_ns; /* write + sync of a batch */
+	double mean_batch; /* records per batch */
+	uint64_t recovered_records;
+	char note[160]; /* why this backend, or what failed */
+	char recovery[200]; /* what recovery found at start */
+};
+
 struct hp_status {
 	char daemon_version[16];
 	pid_t daemon_pid;
@@ -106,15 +124,71 @@ struct hp_status {
 	uint32_t boot_threads;
 	uint64_t connections_total, acquires, grants, releases, timeouts, denials, protocol_errors,
 		recycled_buffers, disconnect_releases;
-	uint32_t nclasses, nclients, nleases;
+	uint32_t nclasses, nclients, nleases, njournals;
 	struct hp_class_status *classes;
 	struct hp_client_status *clients;
 	struct hp_lease_status *leases;
+	struct hp_journal_status *journals;
 };
 
 /* The daemon's state. Free the result with hp_status_free. */
 int hp_status(hp_conn *c, struct hp_status **ret);
 void hp_status_free(struct hp_status *st);
+
+/*
+ * Journals. A journal is configured in hugepoold.conf ([journal NAME]); records appended to it
+ * are numbered by LSN (1, 2, ...) in the order the daemon writes them, and are durable (on disk,
+ * synced) only once a wait for them returned 0. The daemon batches the appends of every
+ * process into as few writes and syncs as it can.
+ *
+ * An hp_journal is one writer with its own append ring in shared memory: appending copies the
+ * record there, without a system call unless the daemon sleeps. Use one writer per thread; a
+ * writer belongs to its connection and must be closed before it.
+ */
+typedef struct hp_journal hp_journal;
+
+int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret);
+void hp_journal_close(hp_journal *j);
+
+/*
+ * Append one record (len bytes, 0..1 MiB) without waiting for it to be durable. Blocks only
+ * while the ring is full. *ret_ticket (may be NULL) names the append for hp_journal_wait.
+ * Errors: -EMSGSIZE too large, -EIO (or the journal's error) when the journal failed and is
+ * read-only, -ECONNRESET the daemon went away.
+ */
+int hp_journal_append(hp_journal *j, const void *data, size_t len, uint64_t *ret_ticket);
+
+/* Append n records as one group: consecutive LSNs, durable together. */
+int hp_journal_appendv(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_ticket);
+
+/* Wait until everything appended up to ticket is durable (timeout_ms < 0: no limit; -ETIMEDOUT). */
+int hp_journal_wait(hp_journal *j, uint64_t ticket, int64_t timeout_ms);
+
+/* Append and wait until durable; *ret_lsn (may be NULL) gets the record's (first) LSN. */
+int hp_journal_append_wait(hp_journal *j, const void *data, size_t len, uint64_t *ret_lsn);
+int hp_journal_appendv_wait(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_first_lsn);
+
+/* Wait until the journal is durable up to lsn, whoever appended it. */
+int hp_journal_wait_lsn(hp_journal *j, uint64_t lsn, int64_t timeout_ms);
+
+/* The highest LSN known durable (0: none yet). */
+uint64_t hp_journal_durable_lsn(const hp_journal *j);
+
+/* Declare records below lsn no longer needed: their segments may be reused. */
+int hp_journal_truncate(hp_conn *c, const char *name, uint64_t lsn);
+
+/*
+ * A reader replays durable records from from_lsn on, straight from the segment files (mapped
+ * read-only; nothing is copied through the daemon). next returns 1 with a record (data valid
+ * until the next call), 0 when no more durable records exist right now (call again later for
+ * newer ones), or a negative errno: -ESTALE when the records were recycled while being read,
+ * -EUCLEAN when a segment is corrupt before the durable end.
+ */
+typedef struct hp_journal_reader hp_journal_reader;
+
+int hp_journal_reader_open(hp_conn *c, const char *name, uint64_t from_lsn, hp_journal_reader **ret);
+int hp_journal_reader_next(hp_journal_reader *r, uint64_t *ret_lsn, const void **ret_data, size_t *ret_len);
+void hp_journal_reader_close(hp_journal_reader *r);
 
 /* A message for a negative errno returned by this library (static, thread-safe). */
 const char *hp_strerror(int err);

@@ -30,6 +30,18 @@ static const struct type_rule rules[] = {
 	{ PROTO_RELEASE, "release", true, sizeof(struct proto_release) + 8,
 	  sizeof(struct proto_release) + 8 * PROTO_RELEASE_MAX, 0 },
 	{ PROTO_STATUS, "status", true, sizeof(struct proto_status_req), sizeof(struct proto_status_req), 0 },
+	{ PROTO_JOURNAL_OPEN, "journal-open", true, sizeof(struct proto_journal_open),
+	  sizeof(struct proto_journal_open), 0 },
+	{ PROTO_JOURNAL_CLOSE, "journal-close", true, sizeof(struct proto_journal_close),
+	  sizeof(struct proto_journal_close), 0 },
+	{ PROTO_JOURNAL_TRUNCATE, "journal-truncate", true, sizeof(struct proto_journal_truncate),
+	  sizeof(struct proto_journal_truncate), 0 },
+	{ PROTO_JOURNAL_READ, "journal-read", true, sizeof(struct proto_journal_read),
+	  sizeof(struct proto_journal_read), 0 },
+	{ PROTO_JOURNAL_OPENED, "journal-opened", false, sizeof(struct proto_journal_opened),
+	  sizeof(struct proto_journal_opened), 2 },
+	{ PROTO_JOURNAL_SEGMENTS, "journal-segments", false, sizeof(struct proto_journal_segments),
+	  sizeof(struct proto_journal_segments) + PROTO_MAX_FDS * sizeof(struct proto_journal_segment), PROTO_MAX_FDS },
 	{ PROTO_WELCOME, "welcome", false, sizeof(struct proto_welcome), sizeof(struct proto_welcome), 0 },
 	{ PROTO_RESULT, "result", false, sizeof(struct proto_result),
 	  sizeof(struct proto_result) + PROTO_TEXT_MAX, 0 },
@@ -111,6 +123,26 @@ int proto_parse_request(const struct proto_hdr *h, const void *payload, union pr
 		memcpy(&ret->status, payload, sizeof(ret->status));
 		if (ret->status.flags || ret->status.reserved)
 			why = "status with unknown flags";
+		break;
+	case PROTO_JOURNAL_OPEN:
+		memcpy(&ret->jopen, payload, sizeof(ret->jopen));
+		if (ret->jopen.flags || ret->jopen.reserved)
+			why = "journal open with unknown flags";
+		else if (!proto_name_valid(ret->jopen.name, sizeof(ret->jopen.name)))
+			why = "journal open of a name that is not a name";
+		break;
+	case PROTO_JOURNAL_CLOSE:
+		memcpy(&ret->jclose, payload, sizeof(ret->jclose));
+		break;
+	case PROTO_JOURNAL_TRUNCATE:
+		memcpy(&ret->jtruncate, payload, sizeof(ret->jtruncate));
+		if (!proto_name_valid(ret->jtruncate.name, sizeof(ret->jtruncate.name)))
+			why = "journal truncate of a name that is not a name";
+		break;
+	case PROTO_JOURNAL_READ:
+		memcpy(&ret->jread, payload, sizeof(ret->jread));
+		if (!proto_name_valid(ret->jread.name, sizeof(ret->jread.name)))
+			why = "journal read of a name that is not a name";
 		break;
 	default:
 		why = "not a request";

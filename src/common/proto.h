@@ -44,11 +44,17 @@ enum proto_type {
 	PROTO_ACQUIRE = 2, /* struct proto_acquire -> PROTO_GRANT... or PROTO_RESULT(error) */
 	PROTO_RELEASE = 3, /* struct proto_release + ids -> PROTO_RESULT */
 	PROTO_STATUS = 4, /* struct proto_status_req -> PROTO_STATUS_REPLY or PROTO_RESULT(error) */
+	PROTO_JOURNAL_OPEN = 5, /* struct proto_journal_open -> PROTO_JOURNAL_OPENED or RESULT */
+	PROTO_JOURNAL_CLOSE = 6, /* struct proto_journal_close -> PROTO_RESULT */
+	PROTO_JOURNAL_TRUNCATE = 7, /* struct proto_journal_truncate -> PROTO_RESULT */
+	PROTO_JOURNAL_READ = 8, /* struct proto_journal_read -> PROTO_JOURNAL_SEGMENTS or RESULT */
 	/* daemon -> client */
 	PROTO_WELCOME = 64, /* struct proto_welcome */
 	PROTO_RESULT = 65, /* struct proto_result + text */
 	PROTO_GRANT = 66, /* struct proto_grant + entries, one fd per entry */
-	PROTO_STATUS_REPLY = 67, /* struct proto_status + classes + clients + leases */
+	PROTO_STATUS_REPLY = 67, /* struct proto_status + classes + clients + leases + journals */
+	PROTO_JOURNAL_OPENED = 68, /* struct proto_journal_opened; fds: ring memfd, doorbell eventfd */
+	PROTO_JOURNAL_SEGMENTS = 69, /* struct proto_journal_segments + entries; one fd each */
 };
 
 struct proto_hello {
@@ -101,11 +107,53 @@ struct proto_status_req {
 	uint32_t reserved;
 };
 
+struct proto_journal_open {
+	char name[PROTO_NAME_MAX];
+	uint64_t ring_size; /* 0 = the journal's default; else a power of two, 64 KiB..64 MiB */
+	uint32_t flags; /* must be 0 */
+	uint32_t reserved;
+};
+
+struct proto_journal_opened {
+	uint64_t writer_id; /* names the writer in PROTO_JOURNAL_CLOSE */
+	uint64_t ring_size;
+	uint64_t durable_lsn;
+};
+
+struct proto_journal_close {
+	uint64_t writer_id;
+};
+
+struct proto_journal_truncate {
+	char name[PROTO_NAME_MAX];
+	uint64_t lsn; /* records below it may be discarded */
+};
+
+struct proto_journal_read {
+	char name[PROTO_NAME_MAX];
+	uint64_t from_lsn;
+};
+
+/* The segment files holding from_lsn on, oldest first, each opened read-only. */
+struct proto_journal_segments {
+	uint32_t n; /* entries and fds, at most PROTO_MAX_FDS */
+	uint32_t more; /* 1: more segments follow from_lsn = the last one's end */
+	uint64_t durable_lsn; /* read no record above it */
+	/* followed by n struct proto_journal_segment */
+};
+
+struct proto_journal_segment {
+	uint64_t generation;
+	uint64_t first_lsn;
+	uint64_t size;
+};
+
 #define PROTO_POOL_HUGETLB 1u /* pages are hugetlb pages of page_size */
 #define PROTO_POOL_FALLBACK 2u /* hugetlb was wanted (prefer) but the pool fell back */
 
 struct proto_status {
 	uint32_t nclasses, nclients, nleases, pool_flags;
+	uint32_t njournals, reserved0;
 	uint64_t page_size;
 	uint64_t pool_bytes;
 	uint64_t boot_prefault_ns;
@@ -117,7 +165,7 @@ struct proto_status {
 	char daemon_version[16];
 	char fallback_reason[128];
 	/* followed by nclasses struct proto_status_class, nclients struct proto_status_client,
-	 * nleases struct proto_status_lease */
+	 * nleases struct proto_status_lease, njournals struct proto_status_journal */
 };
 
 struct proto_status_class {
@@ -154,6 +202,10 @@ union proto_request {
 		uint64_t ids[PROTO_RELEASE_MAX];
 	} release;
 	struct proto_status_req status;
+	struct proto_journal_open jopen;
+	struct proto_journal_close jclose;
+	struct proto_journal_truncate jtruncate;
+	struct proto_journal_read jread;
 };
 
 /*
@@ -164,6 +216,22 @@ union proto_request {
  */
 int proto_parse_request(const struct proto_hdr *h, const void *payload, union proto_request *ret,
 			const char **ret_reason);
+
+struct proto_status_journal {
+	char name[PROTO_NAME_MAX];
+	char backend[16];
+	uint32_t state; /* 0 ok, 1 full, 2 failed */
+	int32_t error;
+	uint64_t next_lsn, durable_lsn, retain_lsn;
+	uint64_t appends, bytes, batches, syncs;
+	uint32_t writers, segments, segments_used, direct;
+	uint64_t segment_size;
+	uint64_t sync_p50_ns, sync_p99_ns, sync_p999_ns, sync_max_ns;
+	uint64_t mean_batch_milli; /* records per batch x 1000 */
+	uint64_t recovered_records;
+	char note[160];
+	char recovery[200];
+};
 
 /* What a header may announce: returns 0 or a negative errno and a static reason string. */
 int proto_check_header(const struct proto_hdr *h, bool from_client, const char **ret_reason);

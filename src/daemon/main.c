@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "journal.h"
 #include "log.h"
 #include "notify.h"
 #include "pool.h"
@@ -26,6 +27,7 @@
 #define EXIT_CONFIG 2 /* the configuration is invalid */
 #define EXIT_POOL 3 /* the pool could not be created or faulted in */
 #define EXIT_SOCKET 4 /* the socket could not be set up */
+#define EXIT_JOURNAL 5 /* a journal could not be opened or recovered */
 
 static void usage(FILE *f)
 {
@@ -41,7 +43,8 @@ static void usage(FILE *f)
 		"  -V, --version       show the version and exit\n"
 		"\n"
 		"Exit status: 0 on a clean shutdown, 1 bad usage, 2 bad configuration,\n"
-		"3 the pool could not be created, 4 the socket could not be set up.\n"
+		"3 the pool could not be created, 4 the socket could not be set up,\n"
+		"5 a journal could not be opened or recovered.\n"
 		"See hugepoold(8) and hugepoold.conf(5).\n");
 }
 
@@ -58,7 +61,18 @@ static void print_summary(const struct config *cfg, const char *path)
 	for (unsigned i = 0; i < cfg->nclasses; i++)
 		printf("class %s: %u x %s\n", cfg->classes[i].name, cfg->classes[i].count,
 		       size_format(cfg->classes[i].size, b, sizeof(b)));
+	for (unsigned i = 0; i < cfg->njournals; i++)
+		printf("journal %s: %s, %u segments of %s, backend %s%s\n", cfg->journals[i].name,
+		       cfg->journals[i].directory, cfg->journals[i].segments,
+		       size_format(cfg->journals[i].segment_size, b, sizeof(b)),
+		       journal_backend_name(cfg->journals[i].backend), cfg->journals[i].direct ? ", direct" : "");
 	printf("pool total %s\n", size_format(config_pool_bytes(cfg), b, sizeof(b)));
+}
+
+static void close_journals(struct journal **journals, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		journal_close(journals[i]);
 }
 
 /* Every 250 ms while pre-faulting: stop on SIGTERM/SIGINT, report every 2 s. */
@@ -96,6 +110,8 @@ int main(int argc, char **argv)
 	char err[512], b1[32];
 	struct pool *pool = NULL;
 	struct server *srv = NULL;
+	struct journal *journals[CONFIG_JOURNALS_MAX] = { NULL };
+	unsigned njournals = 0;
 	sigset_t mask;
 	uint64_t last_report = now_ns();
 	int c, r;
@@ -162,8 +178,19 @@ int main(int argc, char **argv)
 		/* stopped on request: a clean exit, not a failure */
 		return r == -ECANCELED ? 0 : EXIT_POOL;
 	}
-	r = server_open(&cfg, pool, &srv);
+	/* journals recover before anyone can connect: clients only ever see a consistent log */
+	for (; njournals < cfg.njournals; njournals++) {
+		notify_sendf("STATUS=Recovering journal %s", cfg.journals[njournals].name);
+		r = journal_open(&cfg.journals[njournals], &journals[njournals]);
+		if (r < 0) {
+			close_journals(journals, njournals);
+			pool_free(pool);
+			return EXIT_JOURNAL;
+		}
+	}
+	r = server_open(&cfg, pool, journals, njournals, &srv);
 	if (r < 0) {
+		close_journals(journals, njournals);
 		pool_free(pool);
 		return EXIT_SOCKET;
 	}
@@ -172,6 +199,7 @@ int main(int argc, char **argv)
 	r = server_run(srv);
 	notify_send("STOPPING=1");
 	server_free(srv);
+	close_journals(journals, njournals);
 	pool_free(pool);
 	log_info("Stopped");
 	return r < 0 ? 1 : 0;

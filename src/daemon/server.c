@@ -27,6 +27,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "journal.h"
 #include "lease.h"
 #include "log.h"
 #include "proto.h"
@@ -37,10 +38,18 @@
 #define OUT_MAX (PROTO_REPLY_MAX + (1u << 20)) /* a peer that lets more pile up is dropped */
 #define VERSION_STRING HUGEPOOL_VERSION
 
+#define PEER_WRITERS_MAX 64 /* journal writers one connection may hold */
+
 struct out_fds {
 	size_t at; /* offset in out[] of the header of the message they go with */
 	unsigned n;
-	int fds[PROTO_MAX_FDS]; /* borrowed from the pool: never closed here */
+	uint32_t owned; /* bit i: fds[i] is ours to close once sent (or when the peer goes) */
+	int fds[PROTO_MAX_FDS]; /* the others are borrowed (pool buffers, doorbells) */
+};
+
+struct peer_writer {
+	uint64_t id;
+	struct journal_writer *w;
 };
 
 struct peer {
@@ -65,6 +74,8 @@ struct peer {
 	struct out_fds *ofds;
 	size_t ofds_head, nofds, ofds_cap;
 	bool want_out; /* EPOLLOUT registered */
+	struct peer_writer writers[PEER_WRITERS_MAX];
+	unsigned nwriters;
 	TAILQ_ENTRY(peer) link;
 };
 
@@ -73,6 +84,9 @@ struct server {
 	struct pool *pool;
 	struct lease_table *leases;
 	struct recycler *recycler;
+	struct journal **journals;
+	unsigned njournals;
+	uint64_t next_writer_id;
 	int listen_fd, epoll_fd, signal_fd;
 	TAILQ_HEAD(, peer) peers;
 	unsigned npeers, next_id;
@@ -111,6 +125,14 @@ static int epoll_set(struct server *s, struct peer *p)
 		return 0;
 	p->want_out = want;
 	return epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, p->fd, &ev) < 0 ? -errno : 0;
+}
+
+static void out_fds_release(struct out_fds *f)
+{
+	for (unsigned i = 0; i < f->n; i++)
+		if (f->owned & (1u << i))
+			close(f->fds[i]);
+	f->owned = 0;
 }
 
 /* Send what the queue holds until the socket is full. */
@@ -158,7 +180,8 @@ static void peer_flush(struct peer *p)
 			return;
 		}
 		if (with_fds) {
-			/* the fds went with the first byte */
+			/* the fds went with the first byte: the peer has its own copies now */
+			out_fds_release(f);
 			p->ofds_head = (p->ofds_head + 1) % p->ofds_cap;
 			p->nofds--;
 		}
@@ -202,16 +225,21 @@ static int out_reserve(struct peer *p, size_t more)
 	return 0;
 }
 
-/* Queue one message (header + two payload parts + fds) and try to send it. */
-static void peer_send(struct peer *p, enum proto_type type, const void *a, size_t alen, const void *b,
-		      size_t blen, const int *fds, unsigned nfds)
+/*
+ * Queue one message (header + two payload parts + fds) and try to send it. The fds whose bit is
+ * set in `owned` become the queue's: closed once sent, or with the peer, or here on failure.
+ */
+static void peer_send_owned(struct peer *p, enum proto_type type, const void *a, size_t alen, const void *b,
+			    size_t blen, const int *fds, unsigned nfds, uint32_t owned)
 {
 	struct proto_hdr h;
 
-	if (p->dead)
-		return;
-	if (out_reserve(p, sizeof(h) + alen + blen) < 0) {
-		peer_kill(p, "reply queue overflow (the client does not read its replies)");
+	if (p->dead || out_reserve(p, sizeof(h) + alen + blen) < 0) {
+		if (!p->dead)
+			peer_kill(p, "reply queue overflow (the client does not read its replies)");
+		for (unsigned i = 0; i < nfds; i++)
+			if (owned & (1u << i))
+				close(fds[i]);
 		return;
 	}
 	if (nfds) {
@@ -221,6 +249,9 @@ static void peer_send(struct peer *p, enum proto_type type, const void *a, size_
 
 			if (!n) {
 				peer_kill(p, "out of memory");
+				for (unsigned i = 0; i < nfds; i++)
+					if (owned & (1u << i))
+						close(fds[i]);
 				return;
 			}
 			for (size_t i = 0; i < p->nofds; i++)
@@ -234,6 +265,7 @@ static void peer_send(struct peer *p, enum proto_type type, const void *a, size_
 
 		f->at = p->out_len;
 		f->n = nfds;
+		f->owned = owned;
 		memcpy(f->fds, fds, sizeof(int) * nfds);
 		p->nofds++;
 	}
@@ -247,6 +279,12 @@ static void peer_send(struct peer *p, enum proto_type type, const void *a, size_
 		memcpy(p->out + p->out_len, b, blen);
 	p->out_len += blen;
 	peer_flush(p);
+}
+
+static void peer_send(struct peer *p, enum proto_type type, const void *a, size_t alen, const void *b,
+		      size_t blen, const int *fds, unsigned nfds)
+{
+	peer_send_owned(p, type, a, alen, b, blen, fds, nfds, 0);
 }
 
 static void send_result(struct peer *p, int err, const char *text)
@@ -377,7 +415,8 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 		if (q->attached)
 			nleases += q->owner.nleases;
 	size = s->pool->nclasses * sizeof(struct proto_status_class) +
-	       s->npeers * sizeof(struct proto_status_client) + nleases * sizeof(struct proto_status_lease);
+	       s->npeers * sizeof(struct proto_status_client) + nleases * sizeof(struct proto_status_lease) +
+	       s->njournals * sizeof(struct proto_status_journal);
 	if (size + sizeof(st) > PROTO_REPLY_MAX) {
 		send_result(p, -EMSGSIZE, "status is larger than a reply may be");
 		return 0;
@@ -456,7 +495,146 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 			st.nleases++;
 		}
 	}
+	for (unsigned i = 0; i < s->njournals; i++) {
+		static struct journal_stats js; /* event loop only; large */
+		struct proto_status_journal pj = { 0 };
+
+		journal_get_stats(s->journals[i], &js);
+		proto_set_name(pj.name, sizeof(pj.name), journal_name(s->journals[i]));
+		proto_set_name(pj.backend, sizeof(pj.backend), js.backend);
+		pj.state = js.state;
+		pj.error = js.error;
+		pj.next_lsn = js.next_lsn;
+		pj.durable_lsn = js.durable_lsn;
+		pj.retain_lsn = js.retain_lsn;
+		pj.appends = js.appends;
+		pj.bytes = js.bytes;
+		pj.batches = js.batches;
+		pj.syncs = js.syncs;
+		pj.writers = js.writers;
+		pj.segments = js.segments;
+		pj.segments_used = js.segments_used;
+		pj.segment_size = js.segment_size;
+		pj.direct = s->cfg->journals[i].direct;
+		pj.sync_p50_ns = hist_quantile(&js.sync_ns, 0.5);
+		pj.sync_p99_ns = hist_quantile(&js.sync_ns, 0.99);
+		pj.sync_p999_ns = hist_quantile(&js.sync_ns, 0.999);
+		pj.sync_max_ns = js.sync_ns.max;
+		pj.mean_batch_milli = js.batches ? js.appends * 1000 / js.batches : 0;
+		pj.recovered_records = js.recovered_records;
+		proto_set_name(pj.note, sizeof(pj.note), js.note);
+		proto_set_name(pj.recovery, sizeof(pj.recovery), js.recovery);
+		memcpy(w, &pj, sizeof(pj));
+		w += sizeof(pj);
+		st.njournals++;
+	}
 	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf), NULL, 0);
+	p->busy = false;
+	return 0;
+}
+
+static struct journal *find_journal(struct server *s, const char *name)
+{
+	for (unsigned i = 0; i < s->njournals; i++)
+		if (strcmp(journal_name(s->journals[i]), name) == 0)
+			return s->journals[i];
+	return NULL;
+}
+
+static struct journal *journal_or_answer(struct server *s, struct peer *p, const char *name)
+{
+	struct journal *j = find_journal(s, name);
+	char text[PROTO_TEXT_MAX];
+
+	if (!j) {
+		snprintf(text, sizeof(text), "no journal \"%s\"", name);
+		send_result(p, -ENOENT, text);
+	}
+	return j;
+}
+
+static int handle_journal_open(struct server *s, struct peer *p, const union proto_request *req)
+{
+	struct journal *j = journal_or_answer(s, p, req->jopen.name);
+	struct proto_journal_opened o;
+	struct journal_writer *w;
+	struct journal_stats st;
+	char text[PROTO_TEXT_MAX];
+	int fds[2], r;
+
+	if (!j)
+		return 0;
+	if (p->nwriters >= PEER_WRITERS_MAX) {
+		snprintf(text, sizeof(text), "this connection already has %u journal writers", PEER_WRITERS_MAX);
+		send_result(p, -EMFILE, text);
+		return 0;
+	}
+	r = journal_writer_new(j, p->owner.uid, p->owner.pid, req->jopen.ring_size, &w, &fds[0], &fds[1]);
+	if (r < 0) {
+		snprintf(text, sizeof(text), "cannot open a writer of journal \"%s\": %s", req->jopen.name,
+			 r == -EINVAL ? "ring size must be a power of two from 64 KiB to 64 MiB" : strerror(-r));
+		send_result(p, r, text);
+		return 0;
+	}
+	journal_get_stats(j, &st);
+	p->writers[p->nwriters++] = (struct peer_writer){ ++s->next_writer_id, w };
+	o = (struct proto_journal_opened){ .writer_id = s->next_writer_id, .ring_size = journal_writer_ring_size(w),
+					   .durable_lsn = st.durable_lsn };
+	/* the ring memfd is the message's to close once sent; the doorbell stays the journal's */
+	peer_send_owned(p, PROTO_JOURNAL_OPENED, &o, sizeof(o), NULL, 0, fds, 2, 1u);
+	p->busy = false;
+	return 0;
+}
+
+static int handle_journal_close(struct server *s, struct peer *p, const union proto_request *req)
+{
+	(void)s;
+	for (unsigned i = 0; i < p->nwriters; i++) {
+		if (p->writers[i].id != req->jclose.writer_id)
+			continue;
+		journal_writer_close(p->writers[i].w);
+		p->writers[i] = p->writers[--p->nwriters];
+		send_result(p, 0, NULL);
+		return 0;
+	}
+	send_result(p, -EINVAL, "no such journal writer on this connection");
+	return 0;
+}
+
+static int handle_journal_truncate(struct server *s, struct peer *p, const union proto_request *req)
+{
+	struct journal *j = journal_or_answer(s, p, req->jtruncate.name);
+
+	if (j) {
+		journal_truncate(j, req->jtruncate.lsn);
+		send_result(p, 0, NULL);
+	}
+	return 0;
+}
+
+static int handle_journal_read(struct server *s, struct peer *p, const union proto_request *req)
+{
+	struct journal *j = journal_or_answer(s, p, req->jread.name);
+	struct journal_segment_info infos[PROTO_MAX_FDS];
+	struct proto_journal_segment e[PROTO_MAX_FDS];
+	struct proto_journal_segments h = { 0 };
+	int fds[PROTO_MAX_FDS];
+	unsigned n = 0;
+	int r;
+
+	if (!j)
+		return 0;
+	r = journal_read_segments(j, req->jread.from_lsn, PROTO_MAX_FDS, fds, infos, &n, &h.durable_lsn);
+	if (r < 0) {
+		send_result(p, r, "cannot open the journal's segments");
+		return 0;
+	}
+	for (unsigned i = 0; i < n; i++)
+		e[i] = (struct proto_journal_segment){ infos[i].generation, infos[i].first_lsn, infos[i].size };
+	h.n = n;
+	h.more = n == PROTO_MAX_FDS;
+	peer_send_owned(p, PROTO_JOURNAL_SEGMENTS, &h, sizeof(h), e, n * sizeof(e[0]), fds, n,
+			n ? (uint32_t)((1ull << n) - 1) : 0);
 	p->busy = false;
 	return 0;
 }
@@ -469,6 +647,10 @@ static const struct {
 	{ PROTO_ACQUIRE, handle_acquire },
 	{ PROTO_RELEASE, handle_release },
 	{ PROTO_STATUS, handle_status },
+	{ PROTO_JOURNAL_OPEN, handle_journal_open },
+	{ PROTO_JOURNAL_CLOSE, handle_journal_close },
+	{ PROTO_JOURNAL_TRUNCATE, handle_journal_truncate },
+	{ PROTO_JOURNAL_READ, handle_journal_read },
 };
 
 static void dispatch(struct server *s, struct peer *p)
@@ -604,6 +786,10 @@ static void peer_destroy(struct server *s, struct peer *p)
 			log_info("Connection %u (pid %d, uid %u, \"%s\") closed; released its %u leases", p->id,
 				 (int)p->owner.pid, (unsigned)p->owner.uid, p->name, held);
 	}
+	for (unsigned i = 0; i < p->nwriters; i++)
+		journal_writer_close(p->writers[i].w);
+	for (size_t i = 0; i < p->nofds; i++)
+		out_fds_release(&p->ofds[(p->ofds_head + i) % p->ofds_cap]);
 	TAILQ_REMOVE(&s->peers, p, link);
 	s->npeers--;
 	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, p->fd, NULL);
@@ -742,7 +928,8 @@ static int epoll_add_tag(int epfd, int fd, int *tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-int server_open(const struct config *cfg, struct pool *pool, struct server **ret)
+int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
+		struct server **ret)
 {
 	static const struct lease_ops ops = { on_granted, on_failed, on_renew };
 	struct lease_limits lim = { .max_bytes_per_uid = cfg->max_bytes_per_uid,
@@ -755,6 +942,8 @@ int server_open(const struct config *cfg, struct pool *pool, struct server **ret
 		return -ENOMEM;
 	s->cfg = cfg;
 	s->pool = pool;
+	s->journals = journals;
+	s->njournals = njournals;
 	s->listen_fd = s->epoll_fd = s->signal_fd = -1;
 	s->started_rt = realtime_ns();
 	TAILQ_INIT(&s->peers);

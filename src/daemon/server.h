@@ -11,11 +11,14 @@
 #define HP_SERVER_H
 
 #include "config.h"
+#include "journal.h"
 #include "pool.h"
 
 struct server;
 
-int server_open(const struct config *cfg, struct pool *pool, struct server **ret);
+/* journals: opened by main, still main's to close (after server_free). */
+int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
+		struct server **ret);
 int server_run(struct server *s);
 void server_free(struct server *s);
 

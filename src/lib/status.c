@@ -31,8 +31,9 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	memcpy(&w, p, sizeof(w));
 	need = sizeof(w) + (size_t)w.nclasses * sizeof(struct proto_status_class) +
 	       (size_t)w.nclients * sizeof(struct proto_status_client) +
-	       (size_t)w.nleases * sizeof(struct proto_status_lease);
-	if (need != len || w.nclasses > 65536)
+	       (size_t)w.nleases * sizeof(struct proto_status_lease) +
+	       (size_t)w.njournals * sizeof(struct proto_status_journal);
+	if (need != len || w.nclasses > 65536 || w.njournals > 65536)
 		return -EPROTO;
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -40,7 +41,8 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	st->classes = calloc(w.nclasses + 1, sizeof(*st->classes));
 	st->clients = calloc(w.nclients + 1, sizeof(*st->clients));
 	st->leases = calloc(w.nleases + 1, sizeof(*st->leases));
-	if (!st->classes || !st->clients || !st->leases) {
+	st->journals = calloc(w.njournals + 1, sizeof(*st->journals));
+	if (!st->classes || !st->clients || !st->leases || !st->journals) {
 		hp_status_free(st);
 		return -ENOMEM;
 	}
@@ -66,6 +68,7 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	st->nclasses = w.nclasses;
 	st->nclients = w.nclients;
 	st->nleases = w.nleases;
+	st->njournals = w.njournals;
 	p += sizeof(w);
 	for (uint32_t i = 0; i < w.nclasses; i++, p += sizeof(struct proto_status_class)) {
 		struct proto_status_class c;
@@ -106,6 +109,36 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 		st->leases[i].class_index = l.class_index;
 		st->leases[i].since_ns = l.since_realtime_ns;
 	}
+	for (uint32_t i = 0; i < w.njournals; i++, p += sizeof(struct proto_status_journal)) {
+		struct proto_status_journal pj;
+		struct hp_journal_status *js = &st->journals[i];
+
+		memcpy(&pj, p, sizeof(pj));
+		copy_name(js->name, sizeof(js->name), pj.name, sizeof(pj.name));
+		copy_name(js->backend, sizeof(js->backend), pj.backend, sizeof(pj.backend));
+		copy_name(js->note, sizeof(js->note), pj.note, sizeof(pj.note));
+		copy_name(js->recovery, sizeof(js->recovery), pj.recovery, sizeof(pj.recovery));
+		js->state = (int)pj.state;
+		js->error = pj.error;
+		js->next_lsn = pj.next_lsn;
+		js->durable_lsn = pj.durable_lsn;
+		js->retain_lsn = pj.retain_lsn;
+		js->appends = pj.appends;
+		js->bytes = pj.bytes;
+		js->batches = pj.batches;
+		js->syncs = pj.syncs;
+		js->writers = pj.writers;
+		js->segments = pj.segments;
+		js->segments_used = pj.segments_used;
+		js->direct = !!pj.direct;
+		js->segment_size = pj.segment_size;
+		js->sync_p50_ns = pj.sync_p50_ns;
+		js->sync_p99_ns = pj.sync_p99_ns;
+		js->sync_p999_ns = pj.sync_p999_ns;
+		js->sync_max_ns = pj.sync_max_ns;
+		js->mean_batch = (double)pj.mean_batch_milli / 1000.0;
+		js->recovered_records = pj.recovered_records;
+	}
 	*ret = st;
 	return 0;
 }
@@ -140,5 +173,6 @@ void hp_status_free(struct hp_status *st)
 	free(st->classes);
 	free(st->clients);
 	free(st->leases);
+	free(st->journals);
 	free(st);
 }

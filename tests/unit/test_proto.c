@@ -183,8 +183,10 @@ static void test_hdr_init_and_names(void **state)
 	assert_string_equal(proto_type_name(PROTO_RESULT), "result");
 	assert_string_equal(proto_type_name(PROTO_GRANT), "grant");
 	assert_string_equal(proto_type_name(PROTO_STATUS_REPLY), "status-reply");
+	assert_string_equal(proto_type_name(PROTO_JOURNAL_OPEN), "journal-open");
+	assert_string_equal(proto_type_name(PROTO_JOURNAL_SEGMENTS), "journal-segments");
 	assert_string_equal(proto_type_name(0), "unknown");
-	assert_string_equal(proto_type_name(5), "unknown");
+	assert_string_equal(proto_type_name(9), "unknown");
 	assert_string_equal(proto_type_name(0xffff), "unknown");
 }
 

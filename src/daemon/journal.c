@@ -1,0 +1,1165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * journal.c - see journal.h. The flusher thread's loop:
+ *
+ *   gather   copy complete entries from every ring into the filling batch, giving LSNs;
+ *   flush    submit the batch (header block too if it opens a segment) when the rule says so;
+ *   sleep    in poll() on the doorbell and the backend's completion eventfd, with need_wakeup
+ *            raised in every ring so that appenders ring the doorbell;
+ *   publish  completed batches in submission order only: durable_lsn and each ring's durable
+ *            position move to the end of the longest prefix of completed batches.
+ *
+ * Flush rule (the adaptive part; the idea is Artemis' adapting TimedBuffer, seed 004):
+ *   - a lone writer (at most one ring active within the last two sync latencies) is flushed
+ *     at once: it must not pay a time budget;
+ *   - a batch that holds an entry from every active writer is flushed at once: nobody else is
+ *     coming;
+ *   - a batch that reached the size estimate (arrival rate x sync latency, measured) is flushed;
+ *   - otherwise when the time budget (max_batch_delay, at most one sync latency) since its first
+ *     record runs out.
+ * At most JOURNAL_INFLIGHT batches are written at once: one syncs while the next fills.
+ *
+ * Locking: `lock` guards the writer list, state, counters and retain_lsn; the flusher holds it
+ * while it gathers and publishes, and drops it while it sleeps. Segment bookkeeping, batches
+ * and the LSN counter belong to the flusher alone (journal_read_segments reads them under the
+ * lock, which the flusher holds whenever it changes them).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/queue.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "jformat.h"
+#include "jio.h"
+#include "journal.h"
+#include "jring.h"
+#include "log.h"
+#include "size.h"
+#include "util.h"
+
+#define JOURNAL_INFLIGHT 2
+#define NBATCH (JOURNAL_INFLIGHT + 1)
+#define WRITERS_MAX 1024 /* per journal */
+#define EWMA_ALPHA 0.2
+
+struct segment {
+	int fd;
+	uint64_t generation; /* 0: never used */
+	uint64_t first_lsn;
+	uint64_t end_lsn; /* after its last record; for the current segment see j->next_lsn */
+};
+
+struct journal_writer {
+	struct journal *j;
+	struct jring_hdr *hdr; /* the shared mapping: header page then data */
+	uint8_t *data;
+	uint64_t size, map_len;
+	uint64_t head; /* consumed, the daemon's own copy (the shared one is only informative) */
+	uint64_t max_entry; /* disk bytes of one entry: our copy, the client can write the header */
+	uid_t uid;
+	pid_t pid;
+	bool closed; /* under lock: its client is gone; freed once no batch refers to it */
+	bool broken; /* its ring broke the protocol: consumed no further */
+	unsigned refs; /* batches in flight that will publish into it (flusher only) */
+	uint64_t active_ns; /* when it last had something to gather */
+	bool in_batch; /* contributed to the filling batch */
+	TAILQ_ENTRY(journal_writer) link;
+};
+
+struct batch_ref {
+	struct journal_writer *w;
+	uint64_t end; /* ring position durable once this batch is */
+};
+
+struct batch {
+	uint8_t *buf; /* aligned, cap bytes */
+	size_t cap, len;
+	uint8_t *hdr_block; /* JFORMAT_BLOCK aligned bytes: the segment header when opening one */
+	bool with_header;
+	unsigned seg;
+	uint64_t off; /* file offset of buf[0] */
+	uint64_t first_lsn, end_lsn;
+	uint64_t t_first, t_submit;
+	struct batch_ref *refs;
+	unsigned nrefs, refs_cap;
+	bool inflight, done;
+	int res;
+	struct jio_req req;
+};
+
+struct journal {
+	struct config_journal cfg;
+	int dirfd;
+	struct segment *segs;
+	unsigned cur; /* segment being written */
+	uint64_t cur_off; /* next write offset in it */
+	bool cur_fresh; /* the next batch opens segment cur: write its header */
+	uint64_t next_lsn, durable_lsn, max_gen;
+	struct jio *io;
+	int doorbell;
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t lock;
+	TAILQ_HEAD(, journal_writer) writers;
+	unsigned nwriters;
+	struct batch batches[NBATCH];
+	unsigned fill; /* index of the filling batch */
+	unsigned order[NBATCH], norder; /* in-flight batches, oldest first */
+	/* the adaptive estimate (flusher only) */
+	double ewma_sync_ns, ewma_rate; /* bytes per ns */
+	uint64_t last_submit_ns;
+	/* under lock */
+	bool stop;
+	uint64_t retain_lsn;
+	struct journal_stats st;
+};
+
+const char *journal_state_name(enum journal_state s)
+{
+	static const char *const names[] = { "ok", "full", "failed" };
+
+	return s < ARRAY_SIZE(names) ? names[s] : "?";
+}
+
+const char *journal_name(const struct journal *j)
+{
+	return j->cfg.name;
+}
+
+static void segment_path(const struct journal *j, unsigned i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s-%03u.seg", j->cfg.name, i);
+}
+
+/* --- rings ------------------------------------------------------------------------------ */
+
+static void futex_wake(uint32_t *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Tell one writer's client what is durable now (or that the journal failed) and wake it. */
+static void ring_publish(struct journal *j, struct journal_writer *w, uint64_t durable, int error)
+{
+	if (durable)
+		__atomic_store_n(&w->hdr->durable, durable, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->hdr->durable_lsn, j->durable_lsn, __ATOMIC_RELEASE);
+	if (error)
+		__atomic_store_n(&w->hdr->error, error, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&w->hdr->futex, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->hdr->waiters, __ATOMIC_SEQ_CST))
+		futex_wake(&w->hdr->futex);
+}
+
+static void writer_free(struct journal_writer *w)
+{
+	munmap(w->hdr, w->map_len);
+	free(w);
+}
+
+int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_size,
+		       struct journal_writer **ret, int *ret_ring_fd, int *ret_doorbell_fd)
+{
+	_cleanup_close_ int fd = -1;
+	struct journal_writer *w;
+	char name[64];
+	void *map;
+	int r = 0;
+
+	if (ring_size == 0)
+		ring_size = j->cfg.ring_size;
+	if (ring_size < JRING_MIN_SIZE || ring_size > JRING_MAX_SIZE || (ring_size & (ring_size - 1)))
+		return -EINVAL;
+	pthread_mutex_lock(&j->lock);
+	if (j->nwriters >= WRITERS_MAX)
+		r = -EUSERS;
+	else if (j->st.state == JOURNAL_FAILED)
+		r = j->st.error;
+	pthread_mutex_unlock(&j->lock);
+	if (r < 0)
+		return r;
+
+	snprintf(name, sizeof(name), "hugepool-journal:%s", j->cfg.name);
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)(JRING_HDR_SIZE + ring_size)) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	map = mmap(NULL, JRING_HDR_SIZE + ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		munmap(map, JRING_HDR_SIZE + ring_size);
+		return -ENOMEM;
+	}
+	w->j = j;
+	w->hdr = map;
+	w->data = (uint8_t *)map + JRING_HDR_SIZE;
+	w->size = ring_size;
+	w->map_len = JRING_HDR_SIZE + ring_size;
+	w->uid = uid;
+	w->pid = pid;
+	w->hdr->magic = JRING_MAGIC;
+	w->hdr->version = 1;
+	w->hdr->size = ring_size;
+	w->hdr->max_record = JFORMAT_RECORD_MAX;
+	/* an entry's records must fit one batch on disk (the padding record included) */
+	w->max_entry = j->cfg.max_batch_bytes - (j->cfg.direct ? JFORMAT_REC_HDR : 0);
+	w->hdr->max_entry = w->max_entry;
+
+	/* the flusher may be asleep already: until it says otherwise, appenders must ring */
+	w->hdr->need_wakeup = 1;
+	pthread_mutex_lock(&j->lock);
+	w->hdr->durable_lsn = j->durable_lsn;
+	TAILQ_INSERT_TAIL(&j->writers, w, link);
+	j->nwriters++;
+	j->st.writers = j->nwriters;
+	pthread_mutex_unlock(&j->lock);
+	*ret = w;
+	*ret_ring_fd = TAKE_FD(fd);
+	*ret_doorbell_fd = j->doorbell;
+	return 0;
+}
+
+void journal_writer_close(struct journal_writer *w)
+{
+	struct journal *j = w->j;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&j->lock);
+	w->closed = true;
+	pthread_mutex_unlock(&j->lock);
+	/* let the flusher take what was committed and free the ring */
+	if (write(j->doorbell, &one, sizeof(one)) < 0) {
+		/* the counter is far from overflowing */
+	}
+}
+
+uint64_t journal_writer_ring_size(const struct journal_writer *w)
+{
+	return w->size;
+}
+
+/* --- segments ----------------------------------------------------------------------------- */
+
+static bool segment_reusable(const struct journal *j, unsigned i)
+{
+	const struct segment *s = &j->segs[i];
+
+	return s->generation == 0 || s->end_lsn <= j->retain_lsn || j->cfg.recycle;
+}
+
+/* Move to the next segment for the next batch; false when it still holds needed records. */
+static bool segment_advance(struct journal *j)
+{
+	unsigned next = (j->cur + 1) % j->cfg.segments;
+
+	if (!segment_reusable(j, next))
+		return false;
+	j->segs[j->cur].end_lsn = j->next_lsn;
+	j->cur = next;
+	j->segs[next].generation = ++j->max_gen;
+	j->segs[next].first_lsn = j->next_lsn;
+	j->segs[next].end_lsn = j->next_lsn;
+	j->cur_off = JFORMAT_BLOCK;
+	j->cur_fresh = true;
+	return true;
+}
+
+/* Space the filling batch may still use in the current segment. */
+static size_t batch_room(const struct journal *j, const struct batch *b)
+{
+	uint64_t seg_left = j->cfg.segment_size - j->cur_off - b->len;
+	/* under O_DIRECT keep room for the padding record that ends the batch on a block */
+	uint64_t reserve = j->cfg.direct ? JFORMAT_REC_HDR : 0;
+	uint64_t left = MIN((uint64_t)(b->cap - b->len), seg_left > reserve ? seg_left - reserve : 0);
+
+	return (size_t)left;
+}
+
+/* --- batches ------------------------------------------------------------------------------ */
+
+static void batch_reset(struct journal *j, struct batch *b)
+{
+	b->len = 0;
+	b->nrefs = 0;
+	b->with_header = false;
+	b->first_lsn = b->end_lsn = j->next_lsn;
+	b->t_first = 0;
+	b->inflight = b->done = false;
+	b->res = 0;
+}
+
+static int batch_add_ref(struct batch *b, struct journal_writer *w, uint64_t end)
+{
+	if (b->nrefs && b->refs[b->nrefs - 1].w == w) {
+		b->refs[b->nrefs - 1].end = end;
+		return 0;
+	}
+	if (b->nrefs == b->refs_cap) {
+		unsigned cap = b->refs_cap ? b->refs_cap * 2 : 16;
+		struct batch_ref *n = realloc(b->refs, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		b->refs = n;
+		b->refs_cap = cap;
+	}
+	b->refs[b->nrefs++] = (struct batch_ref){ w, end };
+	w->refs++;
+	return 0;
+}
+
+static void writer_break(struct journal *j, struct journal_writer *w, const char *why)
+{
+	log_warning("Journal '%s': writer of pid %d (uid %u) broke the ring protocol (%s); ignoring its "
+		    "further records",
+		    j->cfg.name, (int)w->pid, (unsigned)w->uid, why);
+	w->broken = true;
+	ring_publish(j, w, 0, -EPROTO);
+}
+
+enum gather_result { GATHER_EMPTY, GATHER_MORE, GATHER_FULL };
+
+/*
+ * Copy the complete entries of one ring into batch b while they fit. Every length is read once
+ * and checked before use: the client shares this memory and may change it at any time.
+ */
+static enum gather_result gather_ring(struct journal *j, struct journal_writer *w, struct batch *b, uint64_t now)
+{
+	uint64_t tail = __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE), pos = w->head;
+	enum gather_result res = GATHER_EMPTY;
+
+	if (tail - pos > w->size || tail < pos) {
+		writer_break(j, w, "tail out of range");
+		return GATHER_EMPTY;
+	}
+	while (pos < tail) {
+		uint64_t off = pos & (w->size - 1), eoff, lsn = j->next_lsn, start_len = b->len;
+		struct jring_entry e;
+		uint64_t need = 0;
+
+		if (off + sizeof(e) > w->size) {
+			writer_break(j, w, "entry header across the end of the ring");
+			return res;
+		}
+		memcpy(&e, w->data + off, sizeof(e));
+		if (e.total < sizeof(e) || e.total % 16 || off + e.total > w->size || pos + e.total > tail ||
+		    (e.count && e.total > w->size / 2)) {
+			writer_break(j, w, "entry length out of range");
+			return res;
+		}
+		if (e.count == 0) {
+			/* a skip entry: it must take exactly the rest of the ring */
+			if (off + e.total != w->size) {
+				writer_break(j, w, "skip entry not at the end of the ring");
+				return res;
+			}
+			pos += e.total;
+			continue;
+		}
+		/* first pass: what the records will take on disk */
+		eoff = off + sizeof(e);
+		for (uint32_t i = 0; i < e.count; i++) {
+			struct jring_rec rec;
+
+			if (eoff + sizeof(rec) > off + e.total) {
+				writer_break(j, w, "record header outside its entry");
+				return res;
+			}
+			memcpy(&rec, w->data + eoff, sizeof(rec));
+			if (rec.len > JFORMAT_RECORD_MAX || eoff + sizeof(rec) + rec.len > off + e.total) {
+				writer_break(j, w, "record length out of range");
+				return res;
+			}
+			need += jformat_rec_size(rec.len);
+			eoff += jring_align(sizeof(rec) + rec.len);
+		}
+		if (jring_entry_align(eoff - off) != e.total) {
+			writer_break(j, w, "records do not fill their entry");
+			return res;
+		}
+		if (need > w->max_entry) {
+			writer_break(j, w, "entry larger than a batch");
+			return res;
+		}
+		if (need > batch_room(j, b))
+			return GATHER_FULL;
+		/* second pass: copy, checking again what the client may have changed meanwhile */
+		eoff = off + sizeof(e);
+		for (uint32_t i = 0; i < e.count; i++) {
+			struct jring_rec rec;
+
+			memcpy(&rec, w->data + eoff, sizeof(rec));
+			if (rec.len > JFORMAT_RECORD_MAX || eoff + sizeof(rec) + rec.len > off + e.total ||
+			    b->len + jformat_rec_size(rec.len) > start_len + need) {
+				b->len = start_len;
+				j->next_lsn = lsn;
+				writer_break(j, w, "entry changed while it was read");
+				return res;
+			}
+			jformat_rec_write(b->buf + b->len, j->next_lsn++, j->segs[j->cur].generation, JREC_DATA,
+					  w->data + eoff + sizeof(rec), rec.len);
+			b->len += jformat_rec_size(rec.len);
+			eoff += jring_align(sizeof(rec) + rec.len);
+		}
+		/* the client reads its entry's first LSN here once the entry is durable */
+		__atomic_store_n((uint64_t *)(w->data + off + offsetof(struct jring_entry, lsn)), lsn,
+				 __ATOMIC_RELAXED);
+		pos += e.total;
+		if (!b->t_first)
+			b->t_first = now;
+		b->end_lsn = j->next_lsn;
+		j->st.appends += e.count;
+		j->st.bytes += need;
+		if (batch_add_ref(b, w, pos) < 0) {
+			/* cannot track it: keep it out of the batch and retry later */
+			b->len = start_len;
+			j->next_lsn = lsn;
+			return GATHER_FULL;
+		}
+		w->head = pos;
+		w->active_ns = now;
+		w->in_batch = true;
+		res = GATHER_MORE;
+	}
+	__atomic_store_n(&w->hdr->head, w->head, __ATOMIC_RELEASE);
+	return res;
+}
+
+/* End a batch under O_DIRECT on a block boundary with a padding record. */
+static void batch_pad(struct journal *j, struct batch *b)
+{
+	uint64_t end = j->cur_off + b->len, target;
+
+	if (!j->cfg.direct || end % JFORMAT_BLOCK == 0)
+		return;
+	target = (end + JFORMAT_REC_HDR + JFORMAT_BLOCK - 1) / JFORMAT_BLOCK * JFORMAT_BLOCK;
+	jformat_rec_write(b->buf + b->len, j->next_lsn, j->segs[j->cur].generation, JREC_PAD, NULL,
+			  (uint32_t)(target - end - JFORMAT_REC_HDR));
+	b->len += target - end;
+}
+
+static int batch_submit(struct journal *j, uint64_t now)
+{
+	struct batch *b = &j->batches[j->fill];
+	struct segment *s = &j->segs[j->cur];
+	unsigned n = 0;
+	int r;
+
+	batch_pad(j, b);
+	b->seg = j->cur;
+	b->off = j->cur_off;
+	b->req = (struct jio_req){ .fd = s->fd, .data = b };
+	if (j->cur_fresh) {
+		struct jformat_seg_hdr h;
+
+		jformat_seg_hdr_init(&h, j->cfg.name, s->generation, s->first_lsn, j->cfg.segment_size,
+				     realtime_ns());
+		memset(b->hdr_block, 0, JFORMAT_BLOCK);
+		memcpy(b->hdr_block, &h, sizeof(h));
+		b->req.iov[n++] = (struct jio_iov){ b->hdr_block, JFORMAT_BLOCK, 0 };
+		b->with_header = true;
+		j->cur_fresh = false;
+	}
+	b->req.iov[n++] = (struct jio_iov){ b->buf, b->len, b->off };
+	b->req.niov = n;
+	b->t_submit = now;
+	r = jio_submit(j->io, &b->req);
+	if (r < 0)
+		return r;
+	b->inflight = true;
+	j->cur_off += b->len;
+	j->order[j->norder++] = j->fill;
+	j->st.batches++;
+	hist_add(&j->st.batch_records, b->end_lsn - b->first_lsn);
+	/* arrival rate: what this batch gathered since the previous submission */
+	if (j->last_submit_ns && now > j->last_submit_ns) {
+		double rate = (double)b->len / (double)(now - j->last_submit_ns);
+
+		j->ewma_rate = j->ewma_rate ? (1 - EWMA_ALPHA) * j->ewma_rate + EWMA_ALPHA * rate : rate;
+	}
+	j->last_submit_ns = now;
+	/* the next filling batch: a free one exists, at most JOURNAL_INFLIGHT are in flight */
+	for (unsigned i = 0; i < NBATCH; i++)
+		if (!j->batches[i].inflight) {
+			j->fill = i;
+			break;
+		}
+	batch_reset(j, &j->batches[j->fill]);
+	return 0;
+}
+
+static void journal_fail(struct journal *j, int err, const char *what)
+{
+	struct journal_writer *w;
+
+	if (j->st.state == JOURNAL_FAILED)
+		return;
+	j->st.state = JOURNAL_FAILED;
+	j->st.error = err;
+	snprintf(j->st.note, sizeof(j->st.note), "%s: %s", what, strerror(-err));
+	log_error("Journal '%s' is read-only from now on: %s: %s (durable up to LSN %" PRIu64
+		  "; nothing after it was acknowledged)",
+		  j->cfg.name, what, strerror(-err), j->durable_lsn);
+	TAILQ_FOREACH(w, &j->writers, link)
+		ring_publish(j, w, 0, err);
+}
+
+/* Collect completions and publish the completed prefix, in submission order. */
+static void reap_and_publish(struct journal *j, uint64_t now)
+{
+	struct jio_req *req;
+	struct journal_writer *w;
+	bool published = false;
+
+	while ((req = jio_reap(j->io))) {
+		struct batch *b = req->data;
+
+		b->done = true;
+		b->res = req->res;
+		hist_add(&j->st.sync_ns, now - b->t_submit);
+		j->st.syncs++;
+		j->ewma_sync_ns = j->ewma_sync_ns ? (1 - EWMA_ALPHA) * j->ewma_sync_ns + EWMA_ALPHA * (double)(now - b->t_submit)
+						  : (double)(now - b->t_submit);
+	}
+	while (j->norder && j->batches[j->order[0]].done) {
+		struct batch *b = &j->batches[j->order[0]];
+
+		if (b->res < 0) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "writing %zu bytes at offset %" PRIu64 " of segment %u failed",
+				 b->len, b->off, b->seg);
+			journal_fail(j, b->res, what);
+		} else if (j->st.state != JOURNAL_FAILED) {
+			/* durable: its records and, through the ring positions, its writers' entries */
+			j->durable_lsn = b->end_lsn - 1; /* the last durable LSN; 0 = none yet */
+			for (unsigned i = 0; i < b->nrefs; i++) {
+				__atomic_store_n(&b->refs[i].w->hdr->durable, b->refs[i].end, __ATOMIC_RELEASE);
+			}
+			published = true;
+		}
+		for (unsigned i = 0; i < b->nrefs; i++)
+			b->refs[i].w->refs--;
+		b->inflight = false;
+		b->nrefs = 0;
+		memmove(j->order, j->order + 1, --j->norder * sizeof(j->order[0]));
+	}
+	if (published) {
+		j->st.durable_lsn = j->durable_lsn;
+		TAILQ_FOREACH(w, &j->writers, link)
+			ring_publish(j, w, 0, 0);
+	}
+}
+
+/* Writers seen with data within the recent past: "is anyone else appending?" */
+static unsigned active_writers(struct journal *j, uint64_t now, unsigned *ret_in_batch)
+{
+	uint64_t window = (uint64_t)MAX(2 * j->ewma_sync_ns, 1e6);
+	struct journal_writer *w;
+	unsigned n = 0, in = 0;
+
+	TAILQ_FOREACH(w, &j->writers, link) {
+		if (w->closed || w->broken || !w->active_ns || now - w->active_ns > window)
+			continue;
+		n++;
+		in += w->in_batch;
+	}
+	*ret_in_batch = in;
+	return n;
+}
+
+static uint64_t flush_budget_ns(const struct journal *j)
+{
+	uint64_t budget = j->cfg.max_batch_delay_ns;
+
+	if (j->ewma_sync_ns > 0 && (uint64_t)j->ewma_sync_ns < budget)
+		budget = (uint64_t)j->ewma_sync_ns;
+	return budget;
+}
+
+/* Should the filling batch go now? Sets *ret_deadline when it should go later. */
+static bool flush_due(struct journal *j, uint64_t now, uint64_t *ret_deadline)
+{
+	struct batch *b = &j->batches[j->fill];
+	unsigned in_batch, active;
+	double estimate;
+
+	if (b->len == 0)
+		return false;
+	active = active_writers(j, now, &in_batch);
+	if (active <= 1 || in_batch >= active)
+		return true;
+	estimate = j->ewma_rate * j->ewma_sync_ns;
+	if (estimate >= JFORMAT_BLOCK && (double)b->len >= MIN(estimate, (double)j->cfg.max_batch_bytes))
+		return true;
+	if (now >= b->t_first + flush_budget_ns(j))
+		return true;
+	*ret_deadline = b->t_first + flush_budget_ns(j);
+	return false;
+}
+
+static void writers_clear_batch_marks(struct journal *j)
+{
+	struct journal_writer *w;
+
+	TAILQ_FOREACH(w, &j->writers, link)
+		w->in_batch = false;
+}
+
+/* Gather and submit as the rule says. Returns the deadline to wake up at (0 = none). */
+static uint64_t gather_and_flush(struct journal *j, uint64_t now)
+{
+	uint64_t deadline = 0;
+
+	for (;;) {
+		struct batch *b = &j->batches[j->fill];
+		struct journal_writer *w;
+		bool full = false;
+
+		if (j->st.state == JOURNAL_FAILED)
+			return 0;
+		TAILQ_FOREACH(w, &j->writers, link) {
+			if (w->broken)
+				continue;
+			if (gather_ring(j, w, b, now) == GATHER_FULL)
+				full = true;
+		}
+		if (full && b->len == 0) {
+			/* nothing fits what is left of this segment: open the next one */
+			if (!segment_advance(j)) {
+				if (j->st.state != JOURNAL_FULL)
+					log_warning("Journal '%s' is full: every segment holds records after the "
+						    "truncation point (LSN %" PRIu64 "); appends wait for a truncate",
+						    j->cfg.name, j->retain_lsn);
+				j->st.state = JOURNAL_FULL;
+				return 0;
+			}
+			j->st.state = JOURNAL_OK;
+			b->first_lsn = b->end_lsn = j->next_lsn;
+			continue;
+		}
+		if (j->norder >= JOURNAL_INFLIGHT)
+			return 0; /* a completion wakes us */
+		if (!(full || flush_due(j, now, &deadline)))
+			return deadline;
+		if (batch_submit(j, now) < 0) {
+			journal_fail(j, -EIO, "submitting a batch failed");
+			return 0;
+		}
+		writers_clear_batch_marks(j);
+		if (!full)
+			return 0;
+	}
+}
+
+/* Free writers whose client left, once no batch in flight refers to them. */
+static void reap_writers(struct journal *j)
+{
+	struct journal_writer *w, *next;
+
+	for (w = TAILQ_FIRST(&j->writers); w; w = next) {
+		next = TAILQ_NEXT(w, link);
+		if (!w->closed || w->refs || (!w->broken && w->head != __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE)))
+			continue;
+		TAILQ_REMOVE(&j->writers, w, link);
+		j->nwriters--;
+		j->st.writers = j->nwriters;
+		writer_free(w);
+	}
+}
+
+/* Before sleeping: ask appenders to ring; false if one appended meanwhile (do not sleep). */
+static bool arm_wakeups(struct journal *j, bool want)
+{
+	struct journal_writer *w;
+	bool quiet = true;
+
+	TAILQ_FOREACH(w, &j->writers, link)
+		__atomic_store_n(&w->hdr->need_wakeup, want, __ATOMIC_RELAXED);
+	if (!want)
+		return true;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	TAILQ_FOREACH(w, &j->writers, link)
+		if (!w->broken && __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE) != w->head)
+			quiet = false;
+	return quiet;
+}
+
+static void *flusher_main(void *arg)
+{
+	struct journal *j = arg;
+
+	pthread_mutex_lock(&j->lock);
+	for (;;) {
+		uint64_t now = now_ns(), deadline;
+		struct pollfd pfd[2] = { { .fd = j->doorbell, .events = POLLIN }, { .fd = j->io->efd, .events = POLLIN } };
+		struct timespec ts, *timeout = NULL;
+		bool can_submit, sleep_ok = true;
+
+		reap_and_publish(j, now);
+		reap_writers(j);
+		if (j->stop && j->norder == 0)
+			break;
+		deadline = j->stop ? 0 : gather_and_flush(j, now);
+		can_submit = j->norder < JOURNAL_INFLIGHT && j->st.state != JOURNAL_FAILED && !j->stop;
+		/* appenders need to ring only when we could act on it */
+		sleep_ok = arm_wakeups(j, can_submit);
+		if (!sleep_ok)
+			continue;
+		if (deadline) {
+			/* budgets are often below a millisecond: sleep with nanosecond precision */
+			uint64_t left;
+
+			now = now_ns();
+			left = deadline > now ? deadline - now : 0;
+			ts = (struct timespec){ (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+			timeout = &ts;
+		}
+		pthread_mutex_unlock(&j->lock);
+		if (!timeout || timeout->tv_sec || timeout->tv_nsec)
+			ppoll(pfd, 2, timeout, NULL);
+		if (pfd[0].revents & POLLIN) {
+			uint64_t v;
+
+			if (read(j->doorbell, &v, sizeof(v)) < 0) {
+				/* EAGAIN: another wake-up took it */
+			}
+		}
+		pthread_mutex_lock(&j->lock);
+	}
+	arm_wakeups(j, false);
+	pthread_mutex_unlock(&j->lock);
+	return NULL;
+}
+
+/* --- open, recover, close ------------------------------------------------------------------- */
+
+/* Create a segment file of zeros: reused later by overwriting, so fdatasync never needs metadata. */
+static int segment_create(struct journal *j, const char *name, int *ret_fd)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ uint8_t *zeros = calloc(1, 1u << 20);
+	char tmp[300];
+
+	if (!zeros)
+		return -ENOMEM;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	fd = openat(j->dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	for (uint64_t off = 0; off < j->cfg.segment_size; off += 1u << 20) {
+		size_t n = (size_t)MIN((uint64_t)1 << 20, j->cfg.segment_size - off);
+
+		if (pwrite(fd, zeros, n, (off_t)off) != (ssize_t)n)
+			return errno ? -errno : -EIO;
+	}
+	if (fdatasync(fd) < 0)
+		return -errno;
+	/* appears under its name only complete; the rename and the new entry reach the disk */
+	if (renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
+		return -errno;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+static int segment_open_all(struct journal *j)
+{
+	for (unsigned i = 0; i < j->cfg.segments; i++) {
+		char name[64];
+		struct stat st;
+		int fd, r;
+
+		segment_path(j, i, name, sizeof(name));
+		fd = openat(j->dirfd, name, O_RDWR | O_CLOEXEC | (j->cfg.direct ? O_DIRECT : 0));
+		if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size != j->cfg.segment_size) {
+			log_error("Journal '%s': segment '%s' is %jd bytes, the configuration says %" PRIu64
+				  "; refusing to touch it (move the directory away to start afresh)",
+				  j->cfg.name, name, (intmax_t)st.st_size, j->cfg.segment_size);
+			close(fd);
+			return -EINVAL;
+		}
+		if (fd < 0 && errno == ENOENT) {
+			r = segment_create(j, name, &fd);
+			if (r < 0) {
+				log_error("Journal '%s': cannot create segment '%s': %s", j->cfg.name, name, strerror(-r));
+				return r;
+			}
+			if (j->cfg.direct) {
+				close(fd);
+				fd = openat(j->dirfd, name, O_RDWR | O_CLOEXEC | O_DIRECT);
+			}
+		}
+		if (fd < 0) {
+			r = -errno;
+			log_error("Journal '%s': cannot open segment '%s': %s%s", j->cfg.name, name, strerror(-r),
+				  r == -EINVAL && j->cfg.direct ? " (direct = on: does the file system support O_DIRECT?)" : "");
+			return r;
+		}
+		j->segs[i].fd = fd;
+	}
+	return 0;
+}
+
+/* Zero a segment from off to its end, and sync: what lay there was never acknowledged. */
+static int segment_zero_tail(struct journal *j, unsigned i, uint64_t off)
+{
+	_cleanup_free_ uint8_t *zeros = NULL;
+	const size_t chunk = 1u << 20;
+	int fd = j->segs[i].fd;
+
+	if (posix_memalign((void **)&zeros, JFORMAT_BLOCK, chunk))
+		return -ENOMEM;
+	memset(zeros, 0, chunk);
+	/* under O_DIRECT writes start on a block: the partial block is rewritten whole below */
+	if (off % JFORMAT_BLOCK) {
+		_cleanup_free_ uint8_t *blk = NULL;
+		uint64_t base = off / JFORMAT_BLOCK * JFORMAT_BLOCK;
+
+		if (posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK))
+			return -ENOMEM;
+		if (pread(fd, blk, JFORMAT_BLOCK, (off_t)base) != JFORMAT_BLOCK)
+			return -EIO;
+		memset(blk + (off - base), 0, JFORMAT_BLOCK - (off - base));
+		if (pwrite(fd, blk, JFORMAT_BLOCK, (off_t)base) != JFORMAT_BLOCK)
+			return -EIO;
+		off = base + JFORMAT_BLOCK;
+	}
+	for (; off < j->cfg.segment_size; off += chunk) {
+		size_t n = (size_t)MIN((uint64_t)chunk, j->cfg.segment_size - off);
+
+		if (pwrite(fd, zeros, n, (off_t)off) != (ssize_t)n)
+			return -EIO;
+	}
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+static int by_generation(const void *a, const void *b, void *arg)
+{
+	const struct segment *s = arg;
+	uint64_t ga = s[*(const unsigned *)a].generation, gb = s[*(const unsigned *)b].generation;
+
+	return ga < gb ? -1 : ga > gb;
+}
+
+/*
+ * Find where the journal ends: order the used segments by generation, walk their records and
+ * require each segment to start where the previous one ended. The first record that does not
+ * check out ends the journal; the rest of that segment is zeroed so that no record written
+ * after it (never acknowledged) can ever be mistaken for a valid one.
+ */
+static int journal_recover(struct journal *j)
+{
+	unsigned order[1024], n = 0;
+	uint64_t expected = 0, records = 0;
+	const char *cut_reason = NULL;
+	uint64_t cut_off = 0;
+	int r;
+
+	for (unsigned i = 0; i < j->cfg.segments; i++) {
+		struct jformat_seg_hdr h;
+		const char *why;
+
+		if (pread(j->segs[i].fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+			/* O_DIRECT wants an aligned read of a whole block */
+			_cleanup_free_ uint8_t *blk = NULL;
+
+			if (posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK) ||
+			    pread(j->segs[i].fd, blk, JFORMAT_BLOCK, 0) != JFORMAT_BLOCK)
+				return -EIO;
+			memcpy(&h, blk, sizeof(h));
+		}
+		if (jformat_seg_hdr_check(&h, j->cfg.name, &why) < 0) {
+			if (h.magic != 0)
+				log_warning("Journal '%s': segment %u header is not valid (%s); treating it as unused",
+					    j->cfg.name, i, why);
+			continue;
+		}
+		j->segs[i].generation = h.generation;
+		j->segs[i].first_lsn = h.first_lsn;
+		j->max_gen = MAX(j->max_gen, h.generation);
+		order[n++] = i;
+	}
+	qsort_r(order, n, sizeof(order[0]), by_generation, j->segs);
+	if (n == 0) {
+		j->next_lsn = 1;
+		j->cur = j->cfg.segments - 1; /* the first batch opens segment 0 */
+		j->cur_off = j->cfg.segment_size;
+		snprintf(j->st.recovery, sizeof(j->st.recovery), "new journal");
+		goto done;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		struct segment *s = &j->segs[order[k]];
+		struct jformat_seg_hdr h;
+		struct jformat_scan scan;
+		void *map;
+
+		map = mmap(NULL, j->cfg.segment_size, PROT_READ, MAP_SHARED, s->fd, 0);
+		if (map == MAP_FAILED)
+			return -errno;
+		memcpy(&h, map, sizeof(h));
+		if (k > 0 && h.first_lsn != expected) {
+			munmap(map, j->cfg.segment_size);
+			snprintf(j->st.recovery, sizeof(j->st.recovery),
+				 "records %" PRIu64 "..%" PRIu64 " are missing before segment %u", expected,
+				 h.first_lsn - 1, order[k]);
+			log_error("Journal '%s': %s; refusing to append to a journal with a hole", j->cfg.name,
+				  j->st.recovery);
+			return -EUCLEAN;
+		}
+		jformat_scan_segment(map, j->cfg.segment_size, &h, NULL, NULL, &scan);
+		munmap(map, j->cfg.segment_size);
+		s->end_lsn = scan.next_lsn;
+		expected = scan.next_lsn;
+		records += scan.records;
+		if (k == n - 1) {
+			j->cur = order[k];
+			j->cur_off = scan.end;
+			if (scan.stop_reason && strcmp(scan.stop_reason, "end of written data") != 0) {
+				cut_reason = scan.stop_reason;
+				cut_off = scan.end;
+			}
+		}
+	}
+	j->next_lsn = expected;
+	if (cut_reason) {
+		r = segment_zero_tail(j, j->cur, cut_off);
+		if (r < 0)
+			return r;
+	}
+	if (j->cfg.direct && j->cur_off % JFORMAT_BLOCK)
+		j->cur_off = (j->cur_off + JFORMAT_BLOCK - 1) / JFORMAT_BLOCK * JFORMAT_BLOCK;
+	snprintf(j->st.recovery, sizeof(j->st.recovery),
+		 "%" PRIu64 " records (LSN %" PRIu64 "..%" PRIu64 ") in %u segments%s%s%s", records,
+		 j->segs[order[0]].first_lsn, j->next_lsn - 1, n, cut_reason ? "; cut a torn tail: " : "; clean end",
+		 cut_reason ? cut_reason : "", "");
+	if (cut_reason)
+		log_warning("Journal '%s': recovered %s at segment %u offset %" PRIu64, j->cfg.name, j->st.recovery,
+			    j->cur, cut_off);
+done:
+	j->st.recovered_records = records;
+	j->durable_lsn = j->next_lsn - 1;
+	j->retain_lsn = 0;
+	return 0;
+}
+
+int journal_open(const struct config_journal *cfg, struct journal **ret)
+{
+	struct journal *j = calloc(1, sizeof(*j));
+	const char *fault = getenv("HUGEPOOLD_FAULT_INJECT");
+	char note[160] = "";
+	static const enum jio_kind kinds[] = { JIO_AUTO, JIO_URING, JIO_AIO, JIO_SYNC };
+	int r;
+
+	if (!j)
+		return -ENOMEM;
+	j->cfg = *cfg;
+	j->dirfd = j->doorbell = -1;
+	TAILQ_INIT(&j->writers);
+	pthread_mutex_init(&j->lock, NULL);
+	j->segs = calloc(cfg->segments, sizeof(*j->segs));
+	if (!j->segs) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < cfg->segments; i++)
+		j->segs[i].fd = -1;
+	if (mkdir(cfg->directory, 0700) < 0 && errno != EEXIST) {
+		r = -errno;
+		log_error("Journal '%s': cannot create directory '%s': %m", cfg->name, cfg->directory);
+		goto fail;
+	}
+	j->dirfd = open(cfg->directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (j->dirfd < 0) {
+		r = -errno;
+		log_error("Journal '%s': cannot open directory '%s': %m", cfg->name, cfg->directory);
+		goto fail;
+	}
+	r = segment_open_all(j);
+	if (r < 0)
+		goto fail;
+	r = journal_recover(j);
+	if (r < 0) {
+		if (r != -EUCLEAN)
+			log_error("Journal '%s': recovery failed: %s", cfg->name, strerror(-r));
+		goto fail;
+	}
+	r = jio_open(kinds[cfg->backend], cfg->direct, &j->io, note, sizeof(note));
+	if (r < 0) {
+		log_error("Journal '%s': no I/O backend could be set up (%s): %s", cfg->name, note, strerror(-r));
+		goto fail;
+	}
+	if (note[0])
+		log_notice("Journal '%s': %s; using %s", cfg->name, note, j->io->ops->name);
+	snprintf(j->st.backend, sizeof(j->st.backend), "%s", j->io->ops->name);
+	snprintf(j->st.note, sizeof(j->st.note), "%s", note);
+	if (fault && strncmp(fault, cfg->name, strlen(cfg->name)) == 0 && fault[strlen(cfg->name)] == ':') {
+		/* HUGEPOOLD_FAULT_INJECT=NAME:write:N or NAME:sync:N, for the tests */
+		r = jio_set_fault(j->io, fault + strlen(cfg->name) + 1);
+		if (r < 0) {
+			log_error("Journal '%s': bad HUGEPOOLD_FAULT_INJECT '%s'", cfg->name, fault);
+			goto fail;
+		}
+		log_warning("Journal '%s': fault injection armed: %s", cfg->name, fault);
+	}
+	for (unsigned i = 0; i < NBATCH; i++) {
+		struct batch *b = &j->batches[i];
+
+		b->cap = cfg->max_batch_bytes + JFORMAT_BLOCK;
+		if (posix_memalign((void **)&b->buf, JFORMAT_BLOCK, b->cap) ||
+		    posix_memalign((void **)&b->hdr_block, JFORMAT_BLOCK, JFORMAT_BLOCK)) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		/* the padding record must still fit after max_batch_bytes of records */
+		b->cap = cfg->max_batch_bytes;
+	}
+	batch_reset(j, &j->batches[0]);
+	j->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (j->doorbell < 0) {
+		r = -errno;
+		goto fail;
+	}
+	j->st.segments = cfg->segments;
+	j->st.segment_size = cfg->segment_size;
+	j->st.next_lsn = j->next_lsn;
+	j->st.durable_lsn = j->durable_lsn;
+	r = -pthread_create(&j->thread, NULL, flusher_main, j);
+	if (r < 0)
+		goto fail;
+	j->thread_started = true;
+	log_info("Journal '%s' in '%s': %u segments of %s, backend %s%s; recovered %s", cfg->name,
+		 cfg->directory, cfg->segments, size_format(cfg->segment_size, note, sizeof(note)),
+		 j->io->ops->name, cfg->direct ? " (O_DIRECT)" : "", j->st.recovery);
+	*ret = j;
+	return 0;
+fail:
+	journal_close(j);
+	return r;
+}
+
+void journal_close(struct journal *j)
+{
+	struct journal_writer *w;
+
+	if (!j)
+		return;
+	if (j->thread_started) {
+		uint64_t one = 1;
+
+		pthread_mutex_lock(&j->lock);
+		j->stop = true;
+		pthread_mutex_unlock(&j->lock);
+		if (write(j->doorbell, &one, sizeof(one)) < 0) {
+			/* cannot fail on a fresh eventfd */
+		}
+		pthread_join(j->thread, NULL);
+	}
+	while ((w = TAILQ_FIRST(&j->writers))) {
+		TAILQ_REMOVE(&j->writers, w, link);
+		writer_free(w);
+	}
+	for (unsigned i = 0; i < NBATCH; i++) {
+		free(j->batches[i].buf);
+		free(j->batches[i].hdr_block);
+		free(j->batches[i].refs);
+	}
+	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++)
+		if (j->segs[i].fd >= 0)
+			close(j->segs[i].fd);
+	jio_close(j->io);
+	if (j->doorbell >= 0)
+		close(j->doorbell);
+	if (j->dirfd >= 0)
+		close(j->dirfd);
+	pthread_mutex_destroy(&j->lock);
+	free(j->segs);
+	free(j);
+}
+
+void journal_truncate(struct journal *j, uint64_t lsn)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&j->lock);
+	if (lsn > j->durable_lsn + 1)
+		lsn = j->durable_lsn + 1;
+	if (lsn > j->retain_lsn)
+		j->retain_lsn = lsn;
+	j->st.retain_lsn = j->retain_lsn;
+	pthread_mutex_unlock(&j->lock);
+	/* a full journal may go on now */
+	if (write(j->doorbell, &one, sizeof(one)) < 0) {
+		/* cannot overflow */
+	}
+}
+
+int journal_read_segments(struct journal *j, uint64_t from_lsn, unsigned max, int *fds,
+			  struct journal_segment_info *infos, unsigned *ret_n, uint64_t *ret_durable_lsn)
+{
+	unsigned order[1024], n = 0, k = 0;
+	int r = 0;
+
+	pthread_mutex_lock(&j->lock);
+	for (unsigned i = 0; i < j->cfg.segments; i++)
+		if (j->segs[i].generation)
+			order[n++] = i;
+	qsort_r(order, n, sizeof(order[0]), by_generation, j->segs);
+	for (unsigned x = 0; x < n && k < max; x++) {
+		const struct segment *s = &j->segs[order[x]];
+		uint64_t end = order[x] == j->cur ? j->next_lsn : s->end_lsn;
+		char name[64];
+		int fd;
+
+		if (end <= from_lsn)
+			continue; /* everything in it is below from_lsn */
+		segment_path(j, order[x], name, sizeof(name));
+		fd = openat(j->dirfd, name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			r = -errno;
+			break;
+		}
+		fds[k] = fd;
+		infos[k++] = (struct journal_segment_info){ s->generation, s->first_lsn, j->cfg.segment_size };
+	}
+	*ret_durable_lsn = j->durable_lsn;
+	pthread_mutex_unlock(&j->lock);
+	if (r < 0) {
+		while (k)
+			close(fds[--k]);
+		return r;
+	}
+	*ret_n = k;
+	return 0;
+}
+
+void journal_get_stats(struct journal *j, struct journal_stats *ret)
+{
+	unsigned used = 0;
+
+	pthread_mutex_lock(&j->lock);
+	for (unsigned i = 0; i < j->cfg.segments; i++)
+		used += j->segs[i].generation != 0 &&
+			(i == j->cur || j->segs[i].end_lsn > j->retain_lsn);
+	j->st.segments_used = used;
+	j->st.next_lsn = j->next_lsn;
+	*ret = j->st;
+	pthread_mutex_unlock(&j->lock);
+}

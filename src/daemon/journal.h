@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * journal.h - durable journals: many writers, one log, acknowledged only once synced.
+ *
+ * A journal is a directory of preallocated segment files (format: src/common/jformat.h) and a
+ * flusher thread of its own. Writers (one per client handle) append into append rings in shared
+ * memory (src/common/jring.h); the flusher gathers from every ring into batch buffers, assigns
+ * LSNs, writes and syncs a batch through its I/O backend (jio.h) while the next one fills, and
+ * then publishes durability into each ring and wakes the waiting clients with a futex. Batching
+ * adapts: a lone writer is flushed at once; with several, a batch grows towards the size that
+ * the measured arrival rate and sync latency predict, or until the time budget runs out.
+ *
+ * Threads: the event loop calls everything in this header; the flusher thread is private to
+ * journal.c. `lock` in struct journal guards what both touch (the writer list, counters, state,
+ * the retention point); the rings themselves follow jring.h's protocol. A failed write or sync
+ * turns the journal read-only for good (until restart): nothing later is acknowledged.
+ */
+#ifndef HP_JOURNAL_H
+#define HP_JOURNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "hist.h"
+
+struct journal;
+struct journal_writer;
+
+enum journal_state {
+	JOURNAL_OK,
+	JOURNAL_FULL, /* every segment holds records not yet truncated (when_full = block) */
+	JOURNAL_FAILED, /* a write or sync failed: read-only */
+};
+
+struct journal_stats {
+	enum journal_state state;
+	int error; /* when FAILED: the negative errno */
+	char backend[16];
+	char note[160]; /* why the backend was chosen, or what failed */
+	uint64_t next_lsn, durable_lsn, retain_lsn;
+	uint64_t appends, bytes, batches, syncs;
+	uint32_t writers, segments, segments_used;
+	uint64_t segment_size;
+	struct hist sync_ns; /* latency of each batch's write+sync */
+	struct hist batch_records;
+	/* what recovery found at start */
+	uint64_t recovered_records;
+	char recovery[200];
+};
+
+/* Open (create, recover) every configured journal's directory and start its flusher. Logs. */
+int journal_open(const struct config_journal *cfg, struct journal **ret);
+/* Stop the flusher after publishing what completed; close files; free. NULL is fine. */
+void journal_close(struct journal *j);
+const char *journal_name(const struct journal *j);
+
+/*
+ * A new writer for (uid, pid): a ring of ring_size bytes (0 = the journal's default; a power of
+ * two within JRING_MIN/MAX_SIZE) in a new memfd. Returns the writer with the ring fd (the
+ * caller sends it and closes its copy) and the journal's doorbell eventfd (borrowed).
+ */
+int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_size,
+		       struct journal_writer **ret, int *ret_ring_fd, int *ret_doorbell_fd);
+/* The writer's connection is gone or it closed: what it committed is still written. */
+void journal_writer_close(struct journal_writer *w);
+uint64_t journal_writer_ring_size(const struct journal_writer *w);
+
+/* Allow the segments holding only records below lsn to be reused. */
+void journal_truncate(struct journal *j, uint64_t lsn);
+
+/*
+ * Segments a reader needs from from_lsn on, oldest first: at most max of them, opened read-only
+ * (the caller owns the fds). Also returns the durable LSN a reader may read up to.
+ */
+struct journal_segment_info {
+	uint64_t generation;
+	uint64_t first_lsn;
+	uint64_t size;
+};
+int journal_read_segments(struct journal *j, uint64_t from_lsn, unsigned max, int *fds,
+			  struct journal_segment_info *infos, unsigned *ret_n, uint64_t *ret_durable_lsn);
+
+void journal_get_stats(struct journal *j, struct journal_stats *ret);
+const char *journal_state_name(enum journal_state s);
+
+#endif
