@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * journal.c - libhugepool's journal writers and readers.
+ *
+ * A writer appends into its append ring (src/common/jring.h) with plain stores and one
+ * store-release of `tail`; it rings the journal's doorbell eventfd only when the daemon has said
+ * it sleeps, and it waits for durability on the ring's futex word, so an append costs no system
+ * call while the daemon is busy and a wait costs one FUTEX_WAIT. While waiting it looks at the
+ * connection every 100 ms so that a dead daemon is an error, not a hang.
+ *
+ * A reader gets the segment files from the daemon (read-only fds), maps them and checks every
+ * record (jformat.h) itself; the daemon's durable LSN bounds what it returns.
+ *
+ * Neither is thread-safe; both belong to the connection that opened them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "jformat.h"
+#include "jring.h"
+#include "util.h"
+
+#define WAIT_SLICE_NS 100000000ull /* look at the connection this often while waiting */
+#define READER_SEGMENTS PROTO_MAX_FDS
+
+struct hp_journal {
+	hp_conn *c;
+	uint64_t writer_id;
+	struct jring_hdr *hdr;
+	uint8_t *data;
+	uint64_t size, map_len, max_entry, tail;
+	int doorbell;
+};
+
+static int check_name(const char *name)
+{
+	if (!name || !*name || strlen(name) >= PROTO_NAME_MAX || !proto_name_valid(name, strlen(name) + 1))
+		return -EINVAL;
+	return 0;
+}
+
+/* One request whose answer is a PROTO_RESULT. */
+static int simple_request(hp_conn *c, enum proto_type type, const void *payload, uint32_t len)
+{
+	struct proto_hdr h;
+	void *reply = NULL;
+	int r = client_send(c, type, payload, len);
+
+	if (r < 0)
+		return r;
+	r = client_recv(c, &h, &reply, NULL, 0);
+	if (r == 1) {
+		free(reply);
+		return -EPROTO;
+	}
+	return r;
+}
+
+int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
+{
+	struct proto_journal_open req = { 0 };
+	struct proto_hdr h;
+	_cleanup_free_ void *payload = NULL;
+	const struct proto_journal_opened *o;
+	int fds[2] = { -1, -1 }, r;
+	hp_journal *j;
+	void *map;
+
+	if (!c || !ret || check_name(name) < 0)
+		return -EINVAL;
+	proto_set_name(req.name, sizeof(req.name), name);
+	r = client_send(c, PROTO_JOURNAL_OPEN, &req, sizeof(req));
+	if (r < 0)
+		return r;
+	r = client_recv(c, &h, &payload, fds, 2);
+	if (r <= 0)
+		return r < 0 ? r : -EPROTO;
+	o = payload;
+	if (h.type != PROTO_JOURNAL_OPENED || h.nfds != 2 || o->ring_size < JRING_MIN_SIZE ||
+	    o->ring_size > JRING_MAX_SIZE || (o->ring_size & (o->ring_size - 1))) {
+		r = -EPROTO;
+		goto out_close;
+	}
+	map = mmap(NULL, JRING_HDR_SIZE + o->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (map == MAP_FAILED) {
+		r = -errno;
+		goto out_close;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		munmap(map, JRING_HDR_SIZE + o->ring_size);
+		r = -ENOMEM;
+		goto out_close;
+	}
+	j->c = c;
+	j->writer_id = o->writer_id;
+	j->hdr = map;
+	j->data = (uint8_t *)map + JRING_HDR_SIZE;
+	j->size = o->ring_size;
+	j->map_len = JRING_HDR_SIZE + o->ring_size;
+	j->max_entry = j->hdr->max_entry;
+	j->tail = __atomic_load_n(&j->hdr->tail, __ATOMIC_ACQUIRE);
+	j->doorbell = fds[1];
+	close(fds[0]);
+	*ret = j;
+	return 0;
+out_close:
+	close(fds[0]);
+	close(fds[1]);
+	return r;
+}
+
+void hp_journal_close(hp_journal *j)
+{
+	struct proto_journal_close req;
+
+	if (!j)
+		return;
+	req.writer_id = j->writer_id;
+	/* what was appended is still written: the daemon drains the ring before it lets go */
+	(void)simple_request(j->c, PROTO_JOURNAL_CLOSE, &req, sizeof(req));
+	munmap(j->hdr, j->map_len);
+	close(j->doorbell);
+	free(j);
+}
+
+uint64_t hp_journal_durable_lsn(const hp_journal *j)
+{
+	return __atomic_load_n(&j->hdr->durable_lsn, __ATOMIC_ACQUIRE);
+}
+
+/* The daemon closed our connection (it died or threw us out)? */
+static bool connection_gone(hp_conn *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+
+	/* a request/reply protocol: nothing may arrive unasked, so readable means gone */
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/*
+ * Wait until done(j, arg) holds, sleeping on the ring's futex. deadline_ns: CLOCK_MONOTONIC,
+ * UINT64_MAX for none.
+ */
+static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint64_t arg, uint64_t deadline_ns)
+{
+	for (;;) {
+		uint32_t f = __atomic_load_n(&j->hdr->futex, __ATOMIC_SEQ_CST);
+		int32_t err;
+		uint64_t now, slice;
+		struct timespec ts;
+
+		if (done(j, arg))
+			return 0;
+		err = __atomic_load_n(&j->hdr->error, __ATOMIC_ACQUIRE);
+		if (err < 0)
+			return err;
+		now = now_ns();
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		slice = MIN(deadline_ns - now, WAIT_SLICE_NS);
+		ts = (struct timespec){ (time_t)(slice / 1000000000u), (long)(slice % 1000000000u) };
+		__atomic_fetch_add(&j->hdr->waiters, 1, __ATOMIC_SEQ_CST);
+		/* the daemon bumps futex after publishing: a changed value means look again */
+		if (!done(j, arg))
+			syscall(SYS_futex, &j->hdr->futex, FUTEX_WAIT, f, &ts, NULL, 0);
+		__atomic_fetch_sub(&j->hdr->waiters, 1, __ATOMIC_SEQ_CST);
+		if (!done(j, arg) && connection_gone(j->c))
+			return -ECONNRESET;
+	}
+}
+
+static uint64_t deadline_of(int64_t timeout_ms)
+{
+	return timeout_ms < 0 ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000ull;
+}
+
+static bool durable_past(hp_journal *j, uint64_t pos)
+{
+	return __atomic_load_n(&j->hdr->durable, __ATOMIC_ACQUIRE) >= pos;
+}
+
+static bool lsn_durable(hp_journal *j, uint64_t lsn)
+{
+	return __atomic_load_n(&j->hdr->durable_lsn, __ATOMIC_ACQUIRE) >= lsn;
+}
+
+static void ring_doorbell(hp_journal *j)
+{
+	uint64_t one = 1;
+
+	/* pairs with the daemon's fence between raising need_wakeup and looking at the tails */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&j->hdr->need_wakeup, __ATOMIC_RELAXED) && write(j->doorbell, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, the daemon will wake anyway */
+	}
+}
+
+/* Append an entry; *ret_start is where its header lies (for the LSN), *ret_end its ticket. */
+static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_start, uint64_t *ret_end)
+{
+	uint64_t total = sizeof(struct jring_entry), disk = 0, off, pos, skip = 0;
+	struct jring_entry e;
+	int32_t err;
+	int r;
+
+	if (n == 0 || n > UINT32_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		if (recs[i].iov_len > JFORMAT_RECORD_MAX)
+			return -EMSGSIZE;
+		total += jring_align(sizeof(struct jring_rec) + recs[i].iov_len);
+		disk += jformat_rec_size(recs[i].iov_len);
+	}
+	total = jring_entry_align(total);
+	if (disk > j->max_entry || total > j->size / 2)
+		return -EMSGSIZE;
+	err = __atomic_load_n(&j->hdr->error, __ATOMIC_ACQUIRE);
+	if (err < 0)
+		return err;
+	off = j->tail & (j->size - 1);
+	if (off + total > j->size)
+		skip = j->size - off; /* does not fit before the end: start over at 0 */
+	/* space is free behind what is durable (we may still need to read an entry's LSN) */
+	pos = j->tail + skip + total;
+	if (pos - __atomic_load_n(&j->hdr->durable, __ATOMIC_ACQUIRE) > j->size) {
+		ring_doorbell(j);
+		r = wait_until(j, durable_past, pos - j->size, UINT64_MAX);
+		if (r < 0)
+			return r;
+	}
+	if (skip) {
+		e = (struct jring_entry){ .total = (uint32_t)skip, .count = 0 };
+		memcpy(j->data + off, &e, sizeof(e));
+		j->tail += skip;
+		off = 0;
+	}
+	*ret_start = j->tail;
+	e = (struct jring_entry){ .total = (uint32_t)total, .count = n };
+	memcpy(j->data + off, &e, sizeof(e));
+	{
+		uint64_t o = off + sizeof(e);
+
+		for (unsigned i = 0; i < n; i++) {
+			struct jring_rec rec = { .len = (uint32_t)recs[i].iov_len };
+			uint64_t sz = jring_align(sizeof(rec) + recs[i].iov_len);
+
+			memcpy(j->data + o, &rec, sizeof(rec));
+			if (recs[i].iov_len)
+				memcpy(j->data + o + sizeof(rec), recs[i].iov_base, recs[i].iov_len);
+			/* zero the alignment padding: the daemon copies only payloads, but keep it clean */
+			memset(j->data + o + sizeof(rec) + recs[i].iov_len, 0, sz - sizeof(rec) - recs[i].iov_len);
+			o += sz;
+		}
+		memset(j->data + o, 0, off + total - o);
+	}
+	j->tail += total;
+	__atomic_store_n(&j->hdr->tail, j->tail, __ATOMIC_RELEASE);
+	ring_doorbell(j);
+	*ret_end = j->tail;
+	return 0;
+}
+
+int hp_journal_appendv(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_ticket)
+{
+	uint64_t start, end;
+	int r;
+
+	if (!j || !recs)
+		return -EINVAL;
+	r = append_entry(j, recs, n, &start, &end);
+	if (r == 0 && ret_ticket)
+		*ret_ticket = end;
+	return r;
+}
+
+int hp_journal_append(hp_journal *j, const void *data, size_t len, uint64_t *ret_ticket)
+{
+	struct iovec v = { (void *)(uintptr_t)data, len };
+
+	if (!data && len)
+		return -EINVAL;
+	return hp_journal_appendv(j, &v, 1, ret_ticket);
+}
+
+int hp_journal_wait(hp_journal *j, uint64_t ticket, int64_t timeout_ms)
+{
+	if (!j || ticket > j->tail)
+		return -EINVAL;
+	return wait_until(j, durable_past, ticket, deadline_of(timeout_ms));
+}
+
+int hp_journal_appendv_wait(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_first_lsn)
+{
+	uint64_t start, end;
+	int r;
+
+	if (!j || !recs)
+		return -EINVAL;
+	r = append_entry(j, recs, n, &start, &end);
+	if (r < 0)
+		return r;
+	r = wait_until(j, durable_past, end, UINT64_MAX);
+	if (r < 0)
+		return r;
+	/* durable, so the daemon wrote the LSN into our entry, and we have not reused its space */
+	if (ret_first_lsn)
+		*ret_first_lsn = __atomic_load_n(
+			(uint64_t *)(j->data + (start & (j->size - 1)) + offsetof(struct jring_entry, lsn)),
+			__ATOMIC_ACQUIRE);
+	return 0;
+}
+
+int hp_journal_append_wait(hp_journal *j, const void *data, size_t len, uint64_t *ret_lsn)
+{
+	struct iovec v = { (void *)(uintptr_t)data, len };
+
+	if (!data && len)
+		return -EINVAL;
+	return hp_journal_appendv_wait(j, &v, 1, ret_lsn);
+}
+
+int hp_journal_wait_lsn(hp_journal *j, uint64_t lsn, int64_t timeout_ms)
+{
+	if (!j)
+		return -EINVAL;
+	return wait_until(j, lsn_durable, lsn, deadline_of(timeout_ms));
+}
+
+int hp_journal_truncate(hp_conn *c, const char *name, uint64_t lsn)
+{
+	struct proto_journal_truncate req = { .lsn = lsn };
+
+	if (!c || check_name(name) < 0)
+		return -EINVAL;
+	proto_set_name(req.name, sizeof(req.name), name);
+	return simple_request(c, PROTO_JOURNAL_TRUNCATE, &req, sizeof(req));
+}
+
+/* --- readers ---------------------------------------------------------------------------- */
+
+struct reader_segment {
+	const uint8_t *map;
+	uint64_t size, generation, first_lsn;
+};
+
+struct hp_journal_reader {
+	hp_conn *c;
+	char name[PROTO_NAME_MAX];
+	uint64_t next_lsn, durable_lsn;
+	struct reader_segment segs[READER_SEGMENTS];
+	unsigned nsegs, cur;
+	uint64_t off; /* in segs[cur] */
+	uint64_t scan_lsn; /* the LSN the record at off must carry */
+	bool started; /* returned a record already */
+	bool more; /* the daemon has further segments after these */
+};
+
+static void reader_unmap(hp_journal_reader *r)
+{
+	for (unsigned i = 0; i < r->nsegs; i++)
+		munmap((void *)(uintptr_t)r->segs[i].map, r->segs[i].size);
+	r->nsegs = r->cur = 0;
+	r->off = 0;
+}
+
+/* Ask the daemon for the segments holding next_lsn on, and map them. */
+static int reader_load(hp_journal_reader *r)
+{
+	struct proto_journal_read req = { .from_lsn = r->next_lsn };
+	struct proto_hdr h;
+	_cleanup_free_ void *payload = NULL;
+	const struct proto_journal_segments *s;
+	const struct proto_journal_segment *e;
+	int fds[PROTO_MAX_FDS];
+	int ret;
+
+	reader_unmap(r);
+	memcpy(req.name, r->name, sizeof(req.name));
+	ret = client_send(r->c, PROTO_JOURNAL_READ, &req, sizeof(req));
+	if (ret < 0)
+		return ret;
+	ret = client_recv(r->c, &h, &payload, fds, PROTO_MAX_FDS);
+	if (ret <= 0)
+		return ret < 0 ? ret : -EPROTO;
+	s = payload;
+	e = (const void *)(s + 1);
+	if (h.type != PROTO_JOURNAL_SEGMENTS || s->n != h.nfds || h.len != sizeof(*s) + s->n * sizeof(*e)) {
+		for (unsigned i = 0; i < h.nfds; i++)
+			close(fds[i]);
+		return -EPROTO;
+	}
+	ret = 0;
+	for (unsigned i = 0; i < s->n; i++) {
+		void *map = MAP_FAILED;
+
+		if (ret == 0 && e[i].size >= 2 * JFORMAT_BLOCK && e[i].size <= (1ull << 40))
+			map = mmap(NULL, e[i].size, PROT_READ, MAP_SHARED, fds[i], 0);
+		close(fds[i]);
+		if (map == MAP_FAILED) {
+			ret = ret ? ret : -EPROTO;
+			continue;
+		}
+		r->segs[r->nsegs++] = (struct reader_segment){ map, e[i].size, e[i].generation, e[i].first_lsn };
+	}
+	if (ret < 0) {
+		reader_unmap(r);
+		return ret;
+	}
+	r->durable_lsn = s->durable_lsn;
+	r->more = s->more;
+	r->cur = 0;
+	r->off = JFORMAT_BLOCK;
+	return 0;
+}
+
+int hp_journal_reader_open(hp_conn *c, const char *name, uint64_t from_lsn, hp_journal_reader **ret)
+{
+	hp_journal_reader *r;
+	int e;
+
+	if (!c || !ret || check_name(name) < 0)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->c = c;
+	proto_set_name(r->name, sizeof(r->name), name);
+	r->next_lsn = from_lsn ? from_lsn : 1;
+	e = reader_load(r);
+	if (e < 0) {
+		free(r);
+		return e;
+	}
+	*ret = r;
+	return 0;
+}
+
+/* The segment still holds the generation we were given (not recycled under us)? */
+static bool segment_current(const struct reader_segment *s, struct jformat_seg_hdr *ret)
+{
+	memcpy(ret, s->map, sizeof(*ret));
+	return jformat_seg_hdr_check(ret, NULL, NULL) == 0 && ret->generation == s->generation;
+}
+
+/*
+ * Walk the mapped segments from where we are: scan_lsn is the LSN the record at (cur, off) must
+ * carry, next_lsn the one the caller wants next. Records below next_lsn are skipped; at the end
+ * of what we hold (or of what is durable) we ask the daemon once for newer segments.
+ */
+int hp_journal_reader_next(hp_journal_reader *r, uint64_t *ret_lsn, const void **ret_data, size_t *ret_len)
+{
+	bool reloaded = false;
+
+	if (!r || !ret_lsn || !ret_data || !ret_len)
+		return -EINVAL;
+	for (;;) {
+		struct reader_segment *s;
+		struct jformat_seg_hdr h;
+		struct jformat_rec rec;
+		int e;
+
+		if (r->cur >= r->nsegs || r->next_lsn > r->durable_lsn) {
+			if (reloaded)
+				return 0;
+			e = reader_load(r);
+			if (e < 0)
+				return e;
+			reloaded = true;
+			continue;
+		}
+		s = &r->segs[r->cur];
+		if (!segment_current(s, &h))
+			return -ESTALE;
+		if (r->off == JFORMAT_BLOCK)
+			r->scan_lsn = h.first_lsn;
+		if (r->scan_lsn > r->next_lsn) {
+			/* the records asked for are gone (truncated and reused) */
+			if (r->started)
+				return -ESTALE;
+			r->next_lsn = r->scan_lsn; /* start at the oldest record still kept */
+		}
+		if (jformat_rec_check(s->map + r->off, s->size - r->off, r->scan_lsn, h.generation, &rec, NULL) < 0) {
+			if (!segment_current(s, &h))
+				return -ESTALE;
+			if (r->cur + 1 < r->nsegs && r->segs[r->cur + 1].first_lsn == r->scan_lsn) {
+				r->cur++;
+				r->off = JFORMAT_BLOCK;
+				continue;
+			}
+			/* durable records should follow but do not: a hole between segments */
+			if (r->scan_lsn <= r->durable_lsn && r->cur + 1 < r->nsegs)
+				return -EUCLEAN;
+			r->cur = r->nsegs; /* what we hold is exhausted */
+			continue;
+		}
+		if (rec.type != JREC_DATA) {
+			r->off += jformat_rec_size(rec.len);
+			continue;
+		}
+		if (rec.lsn > r->durable_lsn) {
+			/* written, not yet synced: not to be returned before it is durable */
+			r->cur = r->nsegs;
+			continue;
+		}
+		r->off += jformat_rec_size(rec.len);
+		r->scan_lsn++;
+		if (rec.lsn < r->next_lsn)
+			continue;
+		r->started = true;
+		r->next_lsn = rec.lsn + 1;
+		*ret_lsn = rec.lsn;
+		*ret_data = s->map + r->off - jformat_rec_size(rec.len) + JFORMAT_REC_HDR;
+		*ret_len = rec.len;
+		return 1;
+	}
+}
+
+void hp_journal_reader_close(hp_journal_reader *r)
+{
+	if (!r)
+		return;
+	reader_unmap(r);
+	free(r);
+}
