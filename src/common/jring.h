@@ -22,10 +22,10 @@
  * writes a skip entry (count 0) covering the rest and starts again at offset 0. The client may
  * reuse space only behind `durable`, so it can still read an entry's LSN after waiting for it.
  *
- * Wake-ups (no socket round trip): the client stores `tail`, then a full fence, then loads
- * `need_wakeup`, and if set writes the journal's doorbell eventfd. The daemon stores
- * `need_wakeup = 1`, a full fence, then loads every `tail` before it sleeps. One of the two
- * always sees the other. Clients wait on `futex` (FUTEX_WAIT on the shared mapping).
+ * Wake-ups (no socket round trip): the client stores `tail` then loads `need_wakeup`, and if
+ * set writes the journal's doorbell eventfd. The daemon stores `need_wakeup = 1` then loads
+ * every `tail` before it sleeps. All four accesses are sequentially consistent, so one of the
+ * two always sees the other. Clients wait on `futex` (FUTEX_WAIT on the shared mapping).
  *
  * The daemon trusts nothing here: it reads `tail` once, checks every length against the ring
  * and copies payloads into its own buffer before computing their CRC. A client that corrupts its
@@ -61,7 +61,7 @@ struct jring_hdr {
 	uint32_t futex;
 	uint32_t need_wakeup;
 	int32_t error; /* 0, or the negative errno that made the journal read-only */
-	uint32_t pad2;
+	uint32_t spin_us; /* a hint: how long a waiter may spin before FUTEX_WAIT (0: do not) */
 };
 _Static_assert(sizeof(struct jring_hdr) <= JRING_HDR_SIZE, "ring header fits its page");
 _Static_assert(__builtin_offsetof(struct jring_hdr, tail) % 64 == 0, "tail on its own cache line");

@@ -51,6 +51,16 @@ static inline void closep(int *fd)
 		_p_;                       \
 	})
 
+/* In a spin-wait loop: let the sibling hyperthread run, save power. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 static inline uint64_t now_ns(void)
 {
 	struct timespec ts;

@@ -210,6 +210,30 @@ int jio_submit(struct jio *io, struct jio_req *req)
 	return 0;
 }
 
+int jio_run(struct jio *io, struct jio_req *req)
+{
+	bool fail_sync;
+
+	if (!req_valid(req))
+		return -EINVAL;
+	if (io->fail_write_at > io->writes && io->fail_write_at - io->writes <= req->niov) {
+		/* as in jio_submit: the failing write and everything after it never happen */
+		io->writes = io->fail_write_at;
+		io->fail_write_at = 0;
+		return req->res = -EIO;
+	}
+	fail_sync = io->fail_sync_at && io->fail_sync_at == io->syncs + 1;
+	req->res = jio_sync_run(req);
+	io->writes += req->niov;
+	io->syncs++;
+	if (fail_sync) {
+		io->fail_sync_at = 0;
+		if (req->res == 0)
+			req->res = -EIO;
+	}
+	return req->res;
+}
+
 static struct jio_req *reap_one(struct jio *io)
 {
 	struct jio_req *req = jio_fifo_pop(&gen_of(io)->done);

@@ -19,6 +19,9 @@ int jio_uring_open(struct jio *io);
 int jio_aio_open(struct jio *io);
 int jio_sync_open(struct jio *io);
 
+/* Write a request's buffers and fdatasync, on the calling thread: the sync backend's work. */
+int jio_sync_run(const struct jio_req *req);
+
 /* Make io->efd readable (a completion is waiting). Never fails in practice: the counter of an
  * eventfd only overflows after 2^64 - 2 writes without a read. */
 void jio_signal(struct jio *io);

@@ -44,9 +44,8 @@ static int write_all(int fd, const struct jio_iov *v)
 	return 0;
 }
 
-static int sync_submit(struct jio *io, struct jio_req *req)
+int jio_sync_run(const struct jio_req *req)
 {
-	struct syncb *b = io->priv;
 	int r = 0;
 
 	for (unsigned i = 0; i < req->niov && !r; i++)
@@ -54,7 +53,14 @@ static int sync_submit(struct jio *io, struct jio_req *req)
 	while (!r && fdatasync(req->fd) < 0)
 		if (errno != EINTR)
 			r = -errno;
-	req->res = r;
+	return r;
+}
+
+static int sync_submit(struct jio *io, struct jio_req *req)
+{
+	struct syncb *b = io->priv;
+
+	req->res = jio_sync_run(req);
 	jio_fifo_push(&b->done, req);
 	jio_signal(io);
 	return 0;

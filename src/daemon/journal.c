@@ -32,6 +32,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,8 @@
 #define NBATCH (JOURNAL_INFLIGHT + 1)
 #define WRITERS_MAX 1024 /* per journal */
 #define EWMA_ALPHA 0.2
+#define SPIN_MAX_US 1000 /* the most a lone writer is told to spin for its sync */
+#define FLUSHER_SPIN_NS 50000 /* how long the flusher looks for a lone writer's next append */
 
 struct segment {
 	int fd;
@@ -122,6 +125,8 @@ struct journal {
 	/* the adaptive estimate (flusher only) */
 	double ewma_sync_ns, ewma_rate; /* bytes per ns */
 	uint64_t last_submit_ns;
+	bool wake_pending; /* published since the last wake_writers (flusher only) */
+	bool lone_recent; /* the last batch served a lone writer (flusher only) */
 	/* under lock */
 	bool stop;
 	uint64_t retain_lsn;
@@ -456,7 +461,21 @@ static void batch_pad(struct journal *j, struct batch *b)
 	b->len += target - end;
 }
 
-static int batch_submit(struct journal *j, uint64_t now)
+static void batch_completed(struct journal *j, struct batch *b, int res, uint64_t now)
+{
+	b->done = true;
+	b->res = res;
+	hist_add(&j->st.sync_ns, now - b->t_submit);
+	j->st.syncs++;
+	j->ewma_sync_ns = j->ewma_sync_ns ? (1 - EWMA_ALPHA) * j->ewma_sync_ns + EWMA_ALPHA * (double)(now - b->t_submit)
+					  : (double)(now - b->t_submit);
+}
+
+/*
+ * Send the filling batch to the disk. inline_io: write and sync it here and now (jio_run), for a
+ * lone writer with nothing else in flight: no queue, no thread hop; it is published at once.
+ */
+static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 {
 	struct batch *b = &j->batches[j->fill];
 	struct segment *s = &j->segs[j->cur];
@@ -481,9 +500,14 @@ static int batch_submit(struct journal *j, uint64_t now)
 	b->req.iov[n++] = (struct jio_iov){ b->buf, b->len, b->off };
 	b->req.niov = n;
 	b->t_submit = now;
-	r = jio_submit(j->io, &b->req);
-	if (r < 0)
-		return r;
+	if (inline_io) {
+		r = jio_run(j->io, &b->req);
+		batch_completed(j, b, r, now_ns());
+	} else {
+		r = jio_submit(j->io, &b->req);
+		if (r < 0)
+			return r;
+	}
 	b->inflight = true;
 	j->cur_off += b->len;
 	j->order[j->norder++] = j->fill;
@@ -529,16 +553,8 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 	struct journal_writer *w;
 	bool published = false;
 
-	while ((req = jio_reap(j->io))) {
-		struct batch *b = req->data;
-
-		b->done = true;
-		b->res = req->res;
-		hist_add(&j->st.sync_ns, now - b->t_submit);
-		j->st.syncs++;
-		j->ewma_sync_ns = j->ewma_sync_ns ? (1 - EWMA_ALPHA) * j->ewma_sync_ns + EWMA_ALPHA * (double)(now - b->t_submit)
-						  : (double)(now - b->t_submit);
-	}
+	while ((req = jio_reap(j->io)))
+		batch_completed(j, req->data, req->res, now);
 	while (j->norder && j->batches[j->order[0]].done) {
 		struct batch *b = &j->batches[j->order[0]];
 
@@ -564,9 +580,23 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 	}
 	if (published) {
 		j->st.durable_lsn = j->durable_lsn;
+		/* positions first (a spinning client sees them now), wake-ups after the next submit */
 		TAILQ_FOREACH(w, &j->writers, link)
-			ring_publish(j, w, 0, 0);
+			__atomic_store_n(&w->hdr->durable_lsn, j->durable_lsn, __ATOMIC_RELEASE);
+		j->wake_pending = true;
 	}
+}
+
+/* Wake the clients waiting for what was published: after submitting, off the critical path. */
+static void wake_writers(struct journal *j)
+{
+	struct journal_writer *w;
+
+	if (!j->wake_pending)
+		return;
+	j->wake_pending = false;
+	TAILQ_FOREACH(w, &j->writers, link)
+		ring_publish(j, w, 0, 0);
 }
 
 /* Writers seen with data within the recent past: "is anyone else appending?" */
@@ -624,6 +654,33 @@ static void writers_clear_batch_marks(struct journal *j)
 		w->in_batch = false;
 }
 
+/* Tell the writers whether waiting by spinning pays: only when one of them is alone. */
+static void set_spin_hint(struct journal *j, bool lone)
+{
+	uint32_t us = lone ? (uint32_t)MIN(2 * j->ewma_sync_ns / 1000, (double)SPIN_MAX_US) : 0;
+	struct journal_writer *w;
+
+	TAILQ_FOREACH(w, &j->writers, link)
+		__atomic_store_n(&w->hdr->spin_us, us, __ATOMIC_RELAXED);
+}
+
+/* After serving a lone writer: its next append usually follows within microseconds. */
+static bool spin_for_append(struct journal *j)
+{
+	uint64_t until = now_ns() + FLUSHER_SPIN_NS;
+
+	do {
+		struct journal_writer *w;
+
+		TAILQ_FOREACH(w, &j->writers, link)
+			if (!w->broken && __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE) != w->head)
+				return true;
+		/* yield, not pause: the writer may be queued on our CPU */
+		sched_yield();
+	} while (now_ns() < until);
+	return false;
+}
+
 /* Gather and submit as the rule says. Returns the deadline to wake up at (0 = none). */
 static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 {
@@ -660,9 +717,18 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 			return 0; /* a completion wakes us */
 		if (!(full || flush_due(j, now, &deadline)))
 			return deadline;
-		if (batch_submit(j, now) < 0) {
-			journal_fail(j, -EIO, "submitting a batch failed");
-			return 0;
+		{
+			unsigned in_batch;
+			bool lone = j->norder == 0 && active_writers(j, now, &in_batch) <= 1;
+
+			if (batch_submit(j, now, lone) < 0) {
+				journal_fail(j, -EIO, "submitting a batch failed");
+				return 0;
+			}
+			set_spin_hint(j, lone);
+			j->lone_recent = lone;
+			if (lone)
+				reap_and_publish(j, now_ns());
 		}
 		writers_clear_batch_marks(j);
 		if (!full)
@@ -692,13 +758,16 @@ static bool arm_wakeups(struct journal *j, bool want)
 	struct journal_writer *w;
 	bool quiet = true;
 
+	/*
+	 * Dekker with the appender: we store need_wakeup then load tail, it stores tail then loads
+	 * need_wakeup, all sequentially consistent, so at least one of us sees the other's store.
+	 */
 	TAILQ_FOREACH(w, &j->writers, link)
-		__atomic_store_n(&w->hdr->need_wakeup, want, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->hdr->need_wakeup, want, __ATOMIC_SEQ_CST);
 	if (!want)
 		return true;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	TAILQ_FOREACH(w, &j->writers, link)
-		if (!w->broken && __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE) != w->head)
+		if (!w->broken && __atomic_load_n(&w->hdr->tail, __ATOMIC_SEQ_CST) != w->head)
 			quiet = false;
 	return quiet;
 }
@@ -719,6 +788,9 @@ static void *flusher_main(void *arg)
 		if (j->stop && j->norder == 0)
 			break;
 		deadline = j->stop ? 0 : gather_and_flush(j, now);
+		wake_writers(j);
+		if (!deadline && j->lone_recent && j->norder == 0 && !j->stop && spin_for_append(j))
+			continue;
 		can_submit = j->norder < JOURNAL_INFLIGHT && j->st.state != JOURNAL_FAILED && !j->stop;
 		/* appenders need to ring only when we could act on it */
 		sleep_ok = arm_wakeups(j, can_submit);
@@ -745,6 +817,7 @@ static void *flusher_main(void *arg)
 		}
 		pthread_mutex_lock(&j->lock);
 	}
+	wake_writers(j);
 	arm_wakeups(j, false);
 	pthread_mutex_unlock(&j->lock);
 	return NULL;

@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -154,6 +155,19 @@ static bool connection_gone(hp_conn *c)
  */
 static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint64_t arg, uint64_t deadline_ns)
 {
+	/*
+	 * A lone writer's sync takes a few hundred microseconds: waiting for it by polling beats a
+	 * futex round trip. sched_yield, not a pause loop: on a small machine the flusher may be
+	 * queued on this very CPU, and must not wait for our spin to end.
+	 */
+	uint32_t spin_us = MIN(__atomic_load_n(&j->hdr->spin_us, __ATOMIC_RELAXED), 1000u);
+
+	if (spin_us) {
+		uint64_t until = MIN(now_ns() + spin_us * 1000ull, deadline_ns);
+
+		while (!done(j, arg) && now_ns() < until)
+			sched_yield();
+	}
 	for (;;) {
 		uint32_t f = __atomic_load_n(&j->hdr->futex, __ATOMIC_SEQ_CST);
 		int32_t err;
@@ -199,9 +213,8 @@ static void ring_doorbell(hp_journal *j)
 {
 	uint64_t one = 1;
 
-	/* pairs with the daemon's fence between raising need_wakeup and looking at the tails */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&j->hdr->need_wakeup, __ATOMIC_RELAXED) && write(j->doorbell, &one, sizeof(one)) < 0) {
+	/* after the seq_cst store of tail: the daemon's side of the handshake is in arm_wakeups() */
+	if (__atomic_load_n(&j->hdr->need_wakeup, __ATOMIC_SEQ_CST) && write(j->doorbell, &one, sizeof(one)) < 0) {
 		/* EAGAIN: the counter is saturated, the daemon will wake anyway */
 	}
 }
@@ -265,7 +278,7 @@ static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uin
 		memset(j->data + o, 0, off + total - o);
 	}
 	j->tail += total;
-	__atomic_store_n(&j->hdr->tail, j->tail, __ATOMIC_RELEASE);
+	__atomic_store_n(&j->hdr->tail, j->tail, __ATOMIC_SEQ_CST);
 	ring_doorbell(j);
 	*ret_end = j->tail;
 	return 0;
