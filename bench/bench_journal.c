@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_journal.c - durable appends: hugepoold's journal against the classic alternatives.
+ *
+ * For writers x record sizes as in the seed (Artemis' TimedBuffer post: 1..128 writers, 100 B..
+ * 10 KB records), every writer appends and waits for durability in a loop. Measured side by side
+ * in one run, on the same file system:
+ *   ours       a real hugepoold journal (backend auto), one connection and writer per thread;
+ *   per-append one pwrite + fdatasync per append, all threads on one preallocated file;
+ *   timer      a fixed-timer batch: appends gather in a shared buffer that a flusher thread
+ *              writes and syncs every T, T = the device's measured sync latency (what a tuning
+ *              step would pick; the classic TimedBuffer);
+ *   device     the disk's own limits: fdatasync rate of single small overwrites, and sequential
+ *              write bandwidth with one sync per MiB.
+ * Prints appends/s, MB/s, p50 and p99 latency for each, and the ratios. Never asserts.
+ * $HP_BENCH_WRITERS and $HP_BENCH_SIZES (comma lists) pick cells; $HP_BENCH_CELL_SECONDS their
+ * length (default 0.6).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "benchutil.h"
+#include "../tests/integration/harness.h"
+#include "hist.h"
+#include "hugepool.h"
+
+#define FILE_SIZE (256ull << 20)
+
+static const unsigned writer_counts[] = { 1, 2, 8, 16, 32, 64, 128 };
+static const unsigned record_sizes[] = { 100, 1000, 4000, 10000 };
+static double cell_seconds = 0.6;
+static char workdir[128];
+
+struct result {
+	uint64_t appends, bytes, ns;
+	struct hist lat; /* ns per append-and-wait */
+};
+
+struct worker {
+	pthread_t t;
+	unsigned size;
+	uint64_t stop_ns;
+	struct result r;
+	int err;
+	/* ours */
+	const char *socket;
+	/* per-append and timer */
+	int fd;
+};
+
+static atomic_uint_fast64_t next_off;
+static pthread_barrier_t start_line;
+
+static uint64_t end_time(void)
+{
+	return bench_now_ns() + (uint64_t)(cell_seconds * 1e9);
+}
+
+/* A file of zeros already written, so that overwrites need no metadata at fdatasync. */
+static int prealloc_file(const char *name)
+{
+	char path[256];
+	static char zeros[1 << 20];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", workdir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	for (uint64_t off = 0; off < FILE_SIZE; off += sizeof(zeros))
+		if (pwrite(fd, zeros, sizeof(zeros), (off_t)off) != (ssize_t)sizeof(zeros))
+			return -EIO;
+	fdatasync(fd);
+	return fd;
+}
+
+/* --- per-append: one pwrite + fdatasync per record ------------------------------------------ */
+
+static void *per_append_main(void *arg)
+{
+	struct worker *w = arg;
+	char buf[16384];
+
+	memset(buf, 'a', sizeof(buf));
+	pthread_barrier_wait(&start_line);
+	w->stop_ns = end_time();
+	while (bench_now_ns() < w->stop_ns) {
+		uint64_t t0 = bench_now_ns(), off = atomic_fetch_add(&next_off, w->size) % (FILE_SIZE - 16384);
+
+		if (pwrite(w->fd, buf, w->size, (off_t)off) != (ssize_t)w->size || fdatasync(w->fd) < 0) {
+			w->err = -errno;
+			break;
+		}
+		hist_add(&w->r.lat, bench_now_ns() - t0);
+		w->r.appends++;
+		w->r.bytes += w->size;
+	}
+	return NULL;
+}
+
+/* --- timer: the classic fixed-time batch --------------------------------------------------- */
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+	char *buf;
+	size_t len, cap;
+	uint64_t seq; /* the batch being filled, from 1 */
+	uint64_t durable_seq; /* the last batch synced */
+	bool stop;
+	uint64_t period_ns;
+	int fd;
+} tb;
+
+static void *timer_flusher(void *arg)
+{
+	char *out = malloc(tb.cap);
+	uint64_t off = 0;
+	(void)arg;
+
+	for (;;) {
+		struct timespec ts = { 0, (long)tb.period_ns };
+		size_t len;
+		uint64_t seq;
+
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&tb.lock);
+		if (tb.stop) {
+			pthread_mutex_unlock(&tb.lock);
+			break;
+		}
+		len = tb.len;
+		seq = tb.seq;
+		memcpy(out, tb.buf, len);
+		tb.len = 0;
+		tb.seq++;
+		pthread_mutex_unlock(&tb.lock);
+		if (len) {
+			if (pwrite(tb.fd, out, len, (off_t)(off % (FILE_SIZE - tb.cap))) != (ssize_t)len)
+				break;
+			fdatasync(tb.fd);
+			off += len;
+		}
+		pthread_mutex_lock(&tb.lock);
+		tb.durable_seq = seq;
+		pthread_cond_broadcast(&tb.done);
+		pthread_mutex_unlock(&tb.lock);
+	}
+	free(out);
+	return NULL;
+}
+
+static void *timer_main(void *arg)
+{
+	struct worker *w = arg;
+	char buf[16384];
+
+	memset(buf, 't', sizeof(buf));
+	pthread_barrier_wait(&start_line);
+	w->stop_ns = end_time();
+	while (bench_now_ns() < w->stop_ns) {
+		uint64_t t0 = bench_now_ns(), mine;
+
+		pthread_mutex_lock(&tb.lock);
+		while (tb.len + w->size > tb.cap) /* full: wait for the next flush */
+			pthread_cond_wait(&tb.done, &tb.lock);
+		memcpy(tb.buf + tb.len, buf, w->size);
+		tb.len += w->size;
+		mine = tb.seq;
+		while (tb.durable_seq < mine)
+			pthread_cond_wait(&tb.done, &tb.lock);
+		pthread_mutex_unlock(&tb.lock);
+		hist_add(&w->r.lat, bench_now_ns() - t0);
+		w->r.appends++;
+		w->r.bytes += w->size;
+	}
+	return NULL;
+}
+
+/* --- ours ------------------------------------------------------------------------------------- */
+
+static void *ours_main(void *arg)
+{
+	struct worker *w = arg;
+	char buf[16384];
+	hp_conn *c = NULL;
+	hp_journal *j = NULL;
+
+	memset(buf, 'o', sizeof(buf));
+	w->err = hp_connect(w->socket, &c);
+	if (w->err == 0)
+		w->err = hp_journal_open(c, "bench", &j);
+	pthread_barrier_wait(&start_line);
+	w->stop_ns = end_time();
+	while (w->err == 0 && bench_now_ns() < w->stop_ns) {
+		uint64_t t0 = bench_now_ns();
+
+		w->err = hp_journal_append_wait(j, buf, w->size, NULL);
+		if (w->err)
+			break;
+		hist_add(&w->r.lat, bench_now_ns() - t0);
+		w->r.appends++;
+		w->r.bytes += w->size;
+	}
+	hp_journal_close(j);
+	hp_disconnect(c);
+	return NULL;
+}
+
+/* $name, a comma-separated list of numbers, contains v (or is unset). */
+static bool selected(const char *name, unsigned v)
+{
+	const char *list = getenv(name);
+	char *end;
+
+	if (!list || !*list)
+		return true;
+	while (*list) {
+		if (strtoul(list, &end, 10) == v)
+			return true;
+		list = *end == ',' ? end + 1 : end + strlen(end);
+	}
+	return false;
+}
+
+/* Run n workers of main for one cell and add up their results. */
+static int run_cell(void *(*fn)(void *), unsigned n, unsigned size, const char *socket, int fd, struct result *ret)
+{
+	struct worker *w = calloc(n, sizeof(*w));
+	uint64_t t0, t1;
+	int err = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	pthread_barrier_init(&start_line, NULL, n + 1);
+	for (unsigned i = 0; i < n; i++) {
+		w[i] = (struct worker){ .size = size, .socket = socket, .fd = fd };
+		pthread_create(&w[i].t, NULL, fn, &w[i]);
+	}
+	pthread_barrier_wait(&start_line);
+	t0 = bench_now_ns();
+	for (unsigned i = 0; i < n; i++) {
+		pthread_join(w[i].t, NULL);
+		ret->appends += w[i].r.appends;
+		ret->bytes += w[i].r.bytes;
+		hist_merge(&ret->lat, &w[i].r.lat);
+		if (w[i].err && !err)
+			err = w[i].err;
+	}
+	t1 = bench_now_ns();
+	ret->ns = t1 - t0;
+	pthread_barrier_destroy(&start_line);
+	free(w);
+	return err;
+}
+
+static double per_sec(const struct result *r)
+{
+	return r->ns ? (double)r->appends * 1e9 / (double)r->ns : 0;
+}
+
+static double mb_per_sec(const struct result *r)
+{
+	return r->ns ? (double)r->bytes * 1e3 / (double)r->ns : 0;
+}
+
+static double us(uint64_t ns)
+{
+	return (double)ns / 1e3;
+}
+
+/* The disk's own figures: how fast single small syncs go, and how many MB/s it takes. */
+static void device_limits(uint64_t *ret_sync_p50)
+{
+	int fd = prealloc_file("device");
+	struct hist h = { 0 };
+	uint64_t t0, n = 0, bytes = 0, stop;
+	static char buf[1 << 20];
+
+	if (fd < 0) {
+		printf("  device: cannot create a file in %s: %s\n", workdir, strerror(-fd));
+		*ret_sync_p50 = 200000;
+		return;
+	}
+	memset(buf, 'd', sizeof(buf));
+	t0 = bench_now_ns();
+	stop = t0 + 1000000000ull;
+	while (bench_now_ns() < stop) {
+		uint64_t s = bench_now_ns();
+
+		if (pwrite(fd, buf, 100, (off_t)(n * 100)) != 100 || fdatasync(fd) < 0)
+			break;
+		hist_add(&h, bench_now_ns() - s);
+		n++;
+	}
+	printf("  device: fdatasync of single 100 B overwrites: %.0f/s, p50 %.0f us, p99 %.0f us\n",
+	       (double)n * 1e9 / (double)(bench_now_ns() - t0), us(hist_quantile(&h, 0.5)), us(hist_quantile(&h, 0.99)));
+	*ret_sync_p50 = hist_quantile(&h, 0.5);
+	n = 0;
+	t0 = bench_now_ns();
+	stop = t0 + 1000000000ull;
+	while (bench_now_ns() < stop) {
+		if (pwrite(fd, buf, sizeof(buf), (off_t)((n % 200) * sizeof(buf))) != (ssize_t)sizeof(buf) ||
+		    fdatasync(fd) < 0)
+			break;
+		n++;
+		bytes += sizeof(buf);
+	}
+	printf("  device: sequential 1 MiB writes, one fdatasync each: %.0f MB/s\n",
+	       (double)bytes * 1e3 / (double)(bench_now_ns() - t0));
+	close(fd);
+}
+
+int main(void)
+{
+	struct daemon d;
+	char globals[128], journal[512];
+	const char *secs = getenv("HP_BENCH_CELL_SECONDS");
+	uint64_t sync_p50;
+	pthread_t flusher;
+	int fd_append, fd_timer, r;
+
+	if (secs && atof(secs) > 0)
+		cell_seconds = atof(secs);
+	snprintf(workdir, sizeof(workdir), "/var/tmp/hugepool-bench.XXXXXX");
+	if (!mkdtemp(workdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	printf("bench_journal: durable appends (append, then wait until synced), %.1f s per cell, files in %s\n",
+	       cell_seconds, workdir);
+	printf("  ours       = hugepoold journal, backend auto, adaptive group commit\n");
+	printf("  per-append = one pwrite + fdatasync per append (all writers, one preallocated file)\n");
+	printf("  timer      = fixed-timer batch: a flusher writes and syncs what gathered every T\n");
+	device_limits(&sync_p50);
+	printf("  timer T    = the device's fdatasync p50 above, %.0f us\n\n", us(sync_p50));
+
+	snprintf(journal, sizeof(journal),
+		 "[journal bench]\ndirectory = %s/journal\nsegment_size = 64M\nsegments = 8\n"
+		 "when_full = recycle\nring_size = 256K\n",
+		 workdir);
+	snprintf(globals, sizeof(globals), "max_connections_per_uid = 0\nhugepages = off\n");
+	r = harness_start(&d, globals, journal);
+	if (r < 0) {
+		printf("bench_journal: cannot start hugepoold (%s)\n", strerror(-r));
+		harness_dump_log(&d);
+		return 1;
+	}
+	fd_append = prealloc_file("per-append");
+	fd_timer = prealloc_file("timer");
+	tb.fd = fd_timer;
+	tb.cap = 16u << 20;
+	tb.buf = malloc(tb.cap);
+	tb.period_ns = sync_p50;
+	tb.seq = 1;
+	pthread_mutex_init(&tb.lock, NULL);
+	pthread_cond_init(&tb.done, NULL);
+	pthread_create(&flusher, NULL, timer_flusher, NULL);
+
+	printf("%7s %6s | %-31s | %-22s | %-22s | %-9s %-9s\n", "writers", "size", "ours: appends/s MB/s p50 p99 us",
+	       "per-append: /s p50 p99", "timer: /s p50 p99", "ours/app", "ours/timer");
+	for (size_t s = 0; s < sizeof(record_sizes) / sizeof(record_sizes[0]); s++) {
+		for (size_t w = 0; w < sizeof(writer_counts) / sizeof(writer_counts[0]); w++) {
+			unsigned n = writer_counts[w], size = record_sizes[s];
+			struct result ours, app, tim;
+			int e1, e2, e3;
+
+			if (!selected("HP_BENCH_WRITERS", n) || !selected("HP_BENCH_SIZES", size))
+				continue;
+			e1 = run_cell(ours_main, n, size, d.socket, -1, &ours);
+			e2 = run_cell(per_append_main, n, size, NULL, fd_append, &app);
+			e3 = run_cell(timer_main, n, size, NULL, -1, &tim);
+			printf("%7u %6u | %8.0f %6.1f %6.0f %7.0f | %7.0f %6.0f %7.0f | %7.0f %6.0f %7.0f | %8.2fx %8.2fx%s\n",
+			       n, size, per_sec(&ours), mb_per_sec(&ours), us(hist_quantile(&ours.lat, 0.5)),
+			       us(hist_quantile(&ours.lat, 0.99)), per_sec(&app), us(hist_quantile(&app.lat, 0.5)),
+			       us(hist_quantile(&app.lat, 0.99)), per_sec(&tim), us(hist_quantile(&tim.lat, 0.5)),
+			       us(hist_quantile(&tim.lat, 0.99)), per_sec(&app) ? per_sec(&ours) / per_sec(&app) : 0,
+			       per_sec(&tim) ? per_sec(&ours) / per_sec(&tim) : 0,
+			       e1 || e2 || e3 ? "  (errors: see below)" : "");
+			if (e1)
+				printf("        ours: %s\n", hp_strerror(e1));
+			if (e2 || e3)
+				printf("        baseline: %s\n", strerror(-(e2 ? e2 : e3)));
+			if (n == 1 && size == record_sizes[0])
+				printf("        lone writer: ours p50 %.0f us against a bare write+fdatasync p50 %.0f us: "
+				       "%+.0f%%\n",
+				       us(hist_quantile(&ours.lat, 0.5)), us(hist_quantile(&app.lat, 0.5)),
+				       100.0 * ((double)hist_quantile(&ours.lat, 0.5) / (double)hist_quantile(&app.lat, 0.5) - 1));
+			fflush(stdout);
+		}
+	}
+	pthread_mutex_lock(&tb.lock);
+	tb.stop = true;
+	pthread_mutex_unlock(&tb.lock);
+	pthread_join(flusher, NULL);
+	{
+		hp_conn *c;
+		struct hp_status *st;
+
+		if (hp_connect(d.socket, &c) == 0 && hp_status(c, &st) == 0) {
+			for (uint32_t i = 0; i < st->njournals; i++)
+				printf("\nours, whole run: backend %s, %lu appends in %lu batches (%.1f per batch), "
+				       "sync p50 %.0f us p99 %.0f us p999 %.0f us\n",
+				       st->journals[i].backend, (unsigned long)st->journals[i].appends,
+				       (unsigned long)st->journals[i].batches, st->journals[i].mean_batch,
+				       us(st->journals[i].sync_p50_ns), us(st->journals[i].sync_p99_ns),
+				       us(st->journals[i].sync_p999_ns));
+			hp_status_free(st);
+			hp_disconnect(c);
+		}
+	}
+	harness_stop(&d);
+	close(fd_append);
+	close(fd_timer);
+	{
+		char cmd[200];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workdir);
+		if (system(cmd) != 0)
+			printf("could not remove %s\n", workdir);
+	}
+	return 0;
+}
