@@ -9,10 +9,13 @@
  *   client writes: the entries, then `tail` (store-release) once an entry is complete;
  *   daemon writes: `head` (entries copied into a batch), then for each entry its first LSN
  *                  into the entry's lsn field, then `durable` (store-release) once the sync
- *                  covering them completed, `durable_lsn`, bumps `futex` and wakes it;
+ *                  covering them completed, `durable_lsn`, then bumps the journal's wake word;
  *                  `need_wakeup` while its flusher sleeps; `error` once the journal failed;
- *   client waiters: count themselves in `waiters` around FUTEX_WAIT, so the daemon can skip
- *                  the wake syscall when nobody waits.
+ *   client waiters: sleep on the journal's wake word (struct jring_wake, a page shared by all
+ *                  writers of the journal) and count themselves in its `waiters`, so that one
+ *                  FUTEX_WAKE per batch wakes every waiting writer and none when nobody waits.
+ *                  A writer can scribble on that page, but all it can cause is spurious
+ *                  wake-ups: each waiter checks its own ring's `durable` before it returns.
  *
  * An entry is a group of records that get consecutive LSNs:
  *   struct jring_entry { total, count, lsn } then count x (struct jring_rec + payload, 8-aligned),
@@ -25,7 +28,7 @@
  * Wake-ups (no socket round trip): the client stores `tail` then loads `need_wakeup`, and if
  * set writes the journal's doorbell eventfd. The daemon stores `need_wakeup = 1` then loads
  * every `tail` before it sleeps. All four accesses are sequentially consistent, so one of the
- * two always sees the other. Clients wait on `futex` (FUTEX_WAIT on the shared mapping).
+ * two always sees the other.
  *
  * The daemon trusts nothing here: it reads `tail` once, checks every length against the ring
  * and copies payloads into its own buffer before computing their CRC. A client that corrupts its
@@ -52,13 +55,11 @@ struct jring_hdr {
 	uint8_t pad0[32];
 	/* the client's line */
 	uint64_t tail;
-	uint32_t waiters; /* threads of the client in FUTEX_WAIT on futex: the daemon wakes only then */
-	uint8_t pad1[52];
+	uint8_t pad1[56];
 	/* the daemon's line */
 	uint64_t head;
 	uint64_t durable;
 	uint64_t durable_lsn; /* the journal's, at the last publish */
-	uint32_t futex;
 	uint32_t need_wakeup;
 	int32_t error; /* 0, or the negative errno that made the journal read-only */
 	uint32_t spin_us; /* a hint: how long a waiter may spin before FUTEX_WAIT (0: do not) */
@@ -66,6 +67,12 @@ struct jring_hdr {
 _Static_assert(sizeof(struct jring_hdr) <= JRING_HDR_SIZE, "ring header fits its page");
 _Static_assert(__builtin_offsetof(struct jring_hdr, tail) % 64 == 0, "tail on its own cache line");
 _Static_assert(__builtin_offsetof(struct jring_hdr, head) % 64 == 0, "daemon fields on their own line");
+
+/* The journal's wake page, shared by its writers: one futex word for all of them. */
+struct jring_wake {
+	uint32_t futex; /* bumped by the daemon at every publish */
+	uint32_t waiters; /* writer threads in FUTEX_WAIT on it */
+};
 
 struct jring_entry {
 	uint32_t total; /* bytes of the entry, header included, a multiple of 16 (so that the rest

@@ -39,7 +39,7 @@ static const struct type_rule rules[] = {
 	{ PROTO_JOURNAL_READ, "journal-read", true, sizeof(struct proto_journal_read),
 	  sizeof(struct proto_journal_read), 0 },
 	{ PROTO_JOURNAL_OPENED, "journal-opened", false, sizeof(struct proto_journal_opened),
-	  sizeof(struct proto_journal_opened), 2 },
+	  sizeof(struct proto_journal_opened), 3 },
 	{ PROTO_JOURNAL_SEGMENTS, "journal-segments", false, sizeof(struct proto_journal_segments),
 	  sizeof(struct proto_journal_segments) + PROTO_MAX_FDS * sizeof(struct proto_journal_segment), PROTO_MAX_FDS },
 	{ PROTO_WELCOME, "welcome", false, sizeof(struct proto_welcome), sizeof(struct proto_welcome), 0 },

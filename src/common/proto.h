@@ -53,7 +53,8 @@ enum proto_type {
 	PROTO_RESULT = 65, /* struct proto_result + text */
 	PROTO_GRANT = 66, /* struct proto_grant + entries, one fd per entry */
 	PROTO_STATUS_REPLY = 67, /* struct proto_status + classes + clients + leases + journals */
-	PROTO_JOURNAL_OPENED = 68, /* struct proto_journal_opened; fds: ring memfd, doorbell eventfd */
+	PROTO_JOURNAL_OPENED = 68, /* struct proto_journal_opened; fds: ring memfd, doorbell eventfd,
+				    * wake page memfd */
 	PROTO_JOURNAL_SEGMENTS = 69, /* struct proto_journal_segments + entries; one fd each */
 };
 

@@ -114,6 +114,8 @@ struct journal {
 	uint64_t next_lsn, durable_lsn, max_gen;
 	struct jio *io;
 	int doorbell;
+	int wake_fd; /* memfd of the wake page, sent to every writer */
+	struct jring_wake *wake;
 	pthread_t thread;
 	bool thread_started;
 	pthread_mutex_t lock;
@@ -157,17 +159,12 @@ static void futex_wake(uint32_t *addr)
 	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Tell one writer's client what is durable now (or that the journal failed) and wake it. */
-static void ring_publish(struct journal *j, struct journal_writer *w, uint64_t durable, int error)
+/* Bump the wake word; one FUTEX_WAKE wakes every writer sleeping on it (if any does). */
+static void wake_all(struct journal *j)
 {
-	if (durable)
-		__atomic_store_n(&w->hdr->durable, durable, __ATOMIC_RELEASE);
-	__atomic_store_n(&w->hdr->durable_lsn, j->durable_lsn, __ATOMIC_RELEASE);
-	if (error)
-		__atomic_store_n(&w->hdr->error, error, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&w->hdr->futex, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&w->hdr->waiters, __ATOMIC_SEQ_CST))
-		futex_wake(&w->hdr->futex);
+	__atomic_fetch_add(&j->wake->futex, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&j->wake->waiters, __ATOMIC_SEQ_CST))
+		futex_wake(&j->wake->futex);
 }
 
 static void writer_free(struct journal_writer *w)
@@ -177,7 +174,7 @@ static void writer_free(struct journal_writer *w)
 }
 
 int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_size,
-		       struct journal_writer **ret, int *ret_ring_fd, int *ret_doorbell_fd)
+		       struct journal_writer **ret, int *ret_ring_fd, int *ret_doorbell_fd, int *ret_wake_fd)
 {
 	_cleanup_close_ int fd = -1;
 	struct journal_writer *w;
@@ -239,6 +236,7 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 	*ret = w;
 	*ret_ring_fd = TAKE_FD(fd);
 	*ret_doorbell_fd = j->doorbell;
+	*ret_wake_fd = j->wake_fd;
 	return 0;
 }
 
@@ -337,7 +335,8 @@ static void writer_break(struct journal *j, struct journal_writer *w, const char
 		    "further records",
 		    j->cfg.name, (int)w->pid, (unsigned)w->uid, why);
 	w->broken = true;
-	ring_publish(j, w, 0, -EPROTO);
+	__atomic_store_n(&w->hdr->error, -EPROTO, __ATOMIC_RELEASE);
+	wake_all(j);
 }
 
 enum gather_result { GATHER_EMPTY, GATHER_MORE, GATHER_FULL };
@@ -543,7 +542,8 @@ static void journal_fail(struct journal *j, int err, const char *what)
 		  "; nothing after it was acknowledged)",
 		  j->cfg.name, what, strerror(-err), j->durable_lsn);
 	TAILQ_FOREACH(w, &j->writers, link)
-		ring_publish(j, w, 0, err);
+		__atomic_store_n(&w->hdr->error, err, __ATOMIC_RELEASE);
+	wake_all(j);
 }
 
 /* Collect completions and publish the completed prefix, in submission order. */
@@ -590,13 +590,10 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 /* Wake the clients waiting for what was published: after submitting, off the critical path. */
 static void wake_writers(struct journal *j)
 {
-	struct journal_writer *w;
-
 	if (!j->wake_pending)
 		return;
 	j->wake_pending = false;
-	TAILQ_FOREACH(w, &j->writers, link)
-		ring_publish(j, w, 0, 0);
+	wake_all(j);
 }
 
 /* Writers seen with data within the recent past: "is anyone else appending?" */
@@ -1044,7 +1041,7 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	if (!j)
 		return -ENOMEM;
 	j->cfg = *cfg;
-	j->dirfd = j->doorbell = -1;
+	j->dirfd = j->doorbell = j->wake_fd = -1;
 	TAILQ_INIT(&j->writers);
 	pthread_mutex_init(&j->lock, NULL);
 	j->segs = calloc(cfg->segments, sizeof(*j->segs));
@@ -1110,6 +1107,19 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 		r = -errno;
 		goto fail;
 	}
+	/* the wake page: writers may write it (futex waiters count), never grow or shrink it */
+	j->wake_fd = memfd_create("hugepool-journal-wake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (j->wake_fd < 0 || ftruncate(j->wake_fd, 4096) < 0 ||
+	    fcntl(j->wake_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	j->wake = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, j->wake_fd, 0);
+	if (j->wake == MAP_FAILED) {
+		j->wake = NULL;
+		r = -errno;
+		goto fail;
+	}
 	j->st.segments = cfg->segments;
 	j->st.segment_size = cfg->segment_size;
 	j->st.next_lsn = j->next_lsn;
@@ -1160,6 +1170,10 @@ void journal_close(struct journal *j)
 	jio_close(j->io);
 	if (j->doorbell >= 0)
 		close(j->doorbell);
+	if (j->wake)
+		munmap(j->wake, 4096);
+	if (j->wake_fd >= 0)
+		close(j->wake_fd);
 	if (j->dirfd >= 0)
 		close(j->dirfd);
 	pthread_mutex_destroy(&j->lock);

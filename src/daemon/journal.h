@@ -59,10 +59,11 @@ const char *journal_name(const struct journal *j);
 /*
  * A new writer for (uid, pid): a ring of ring_size bytes (0 = the journal's default; a power of
  * two within JRING_MIN/MAX_SIZE) in a new memfd. Returns the writer with the ring fd (the
- * caller sends it and closes its copy) and the journal's doorbell eventfd (borrowed).
+ * caller sends it and closes its copy), and the journal's doorbell eventfd and wake page memfd
+ * (both borrowed).
  */
 int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_size,
-		       struct journal_writer **ret, int *ret_ring_fd, int *ret_doorbell_fd);
+		       struct journal_writer **ret, int *ret_ring_fd, int *ret_doorbell_fd, int *ret_wake_fd);
 /* The writer's connection is gone or it closed: what it committed is still written. */
 void journal_writer_close(struct journal_writer *w);
 uint64_t journal_writer_ring_size(const struct journal_writer *w);

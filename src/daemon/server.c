@@ -560,7 +560,7 @@ static int handle_journal_open(struct server *s, struct peer *p, const union pro
 	struct journal_writer *w;
 	struct journal_stats st;
 	char text[PROTO_TEXT_MAX];
-	int fds[2], r;
+	int fds[3], r;
 
 	if (!j)
 		return 0;
@@ -569,7 +569,7 @@ static int handle_journal_open(struct server *s, struct peer *p, const union pro
 		send_result(p, -EMFILE, text);
 		return 0;
 	}
-	r = journal_writer_new(j, p->owner.uid, p->owner.pid, req->jopen.ring_size, &w, &fds[0], &fds[1]);
+	r = journal_writer_new(j, p->owner.uid, p->owner.pid, req->jopen.ring_size, &w, &fds[0], &fds[1], &fds[2]);
 	if (r < 0) {
 		snprintf(text, sizeof(text), "cannot open a writer of journal \"%s\": %s", req->jopen.name,
 			 r == -EINVAL ? "ring size must be a power of two from 64 KiB to 64 MiB" : strerror(-r));
@@ -580,8 +580,8 @@ static int handle_journal_open(struct server *s, struct peer *p, const union pro
 	p->writers[p->nwriters++] = (struct peer_writer){ ++s->next_writer_id, w };
 	o = (struct proto_journal_opened){ .writer_id = s->next_writer_id, .ring_size = journal_writer_ring_size(w),
 					   .durable_lsn = st.durable_lsn };
-	/* the ring memfd is the message's to close once sent; the doorbell stays the journal's */
-	peer_send_owned(p, PROTO_JOURNAL_OPENED, &o, sizeof(o), NULL, 0, fds, 2, 1u);
+	/* the ring memfd is the message's to close once sent; doorbell and wake page stay the journal's */
+	peer_send_owned(p, PROTO_JOURNAL_OPENED, &o, sizeof(o), NULL, 0, fds, 3, 1u);
 	p->busy = false;
 	return 0;
 }

@@ -4,7 +4,7 @@
  *
  * A writer appends into its append ring (src/common/jring.h) with plain stores and one
  * store-release of `tail`; it rings the journal's doorbell eventfd only when the daemon has said
- * it sleeps, and it waits for durability on the ring's futex word, so an append costs no system
+ * it sleeps, and it waits for durability on the journal's wake word, so an append costs no system
  * call while the daemon is busy and a wait costs one FUTEX_WAIT. While waiting it looks at the
  * connection every 100 ms so that a dead daemon is an error, not a hang.
  *
@@ -41,6 +41,7 @@ struct hp_journal {
 	uint8_t *data;
 	uint64_t size, map_len, max_entry, tail;
 	int doorbell;
+	struct jring_wake *wake; /* the journal's, shared with its other writers */
 };
 
 static int check_name(const char *name)
@@ -73,9 +74,9 @@ int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 	struct proto_hdr h;
 	_cleanup_free_ void *payload = NULL;
 	const struct proto_journal_opened *o;
-	int fds[2] = { -1, -1 }, r;
+	int fds[3] = { -1, -1, -1 }, r;
 	hp_journal *j;
-	void *map;
+	void *map, *wake;
 
 	if (!c || !ret || check_name(name) < 0)
 		return -EINVAL;
@@ -83,11 +84,11 @@ int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 	r = client_send(c, PROTO_JOURNAL_OPEN, &req, sizeof(req));
 	if (r < 0)
 		return r;
-	r = client_recv(c, &h, &payload, fds, 2);
+	r = client_recv(c, &h, &payload, fds, 3);
 	if (r <= 0)
 		return r < 0 ? r : -EPROTO;
 	o = payload;
-	if (h.type != PROTO_JOURNAL_OPENED || h.nfds != 2 || o->ring_size < JRING_MIN_SIZE ||
+	if (h.type != PROTO_JOURNAL_OPENED || h.nfds != 3 || o->ring_size < JRING_MIN_SIZE ||
 	    o->ring_size > JRING_MAX_SIZE || (o->ring_size & (o->ring_size - 1))) {
 		r = -EPROTO;
 		goto out_close;
@@ -97,12 +98,16 @@ int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 		r = -errno;
 		goto out_close;
 	}
-	j = calloc(1, sizeof(*j));
+	wake = mmap(NULL, sizeof(struct jring_wake), PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
+	j = wake == MAP_FAILED ? NULL : calloc(1, sizeof(*j));
 	if (!j) {
+		r = wake == MAP_FAILED ? -errno : -ENOMEM;
+		if (wake != MAP_FAILED)
+			munmap(wake, sizeof(struct jring_wake));
 		munmap(map, JRING_HDR_SIZE + o->ring_size);
-		r = -ENOMEM;
 		goto out_close;
 	}
+	j->wake = wake;
 	j->c = c;
 	j->writer_id = o->writer_id;
 	j->hdr = map;
@@ -113,11 +118,13 @@ int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 	j->tail = __atomic_load_n(&j->hdr->tail, __ATOMIC_ACQUIRE);
 	j->doorbell = fds[1];
 	close(fds[0]);
+	close(fds[2]);
 	*ret = j;
 	return 0;
 out_close:
-	close(fds[0]);
-	close(fds[1]);
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	return r;
 }
 
@@ -131,6 +138,7 @@ void hp_journal_close(hp_journal *j)
 	/* what was appended is still written: the daemon drains the ring before it lets go */
 	(void)simple_request(j->c, PROTO_JOURNAL_CLOSE, &req, sizeof(req));
 	munmap(j->hdr, j->map_len);
+	munmap(j->wake, sizeof(struct jring_wake));
 	close(j->doorbell);
 	free(j);
 }
@@ -150,7 +158,7 @@ static bool connection_gone(hp_conn *c)
 }
 
 /*
- * Wait until done(j, arg) holds, sleeping on the ring's futex. deadline_ns: CLOCK_MONOTONIC,
+ * Wait until done(j, arg) holds, sleeping on the journal's wake word. deadline_ns: CLOCK_MONOTONIC,
  * UINT64_MAX for none.
  */
 static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint64_t arg, uint64_t deadline_ns)
@@ -169,7 +177,7 @@ static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint6
 			sched_yield();
 	}
 	for (;;) {
-		uint32_t f = __atomic_load_n(&j->hdr->futex, __ATOMIC_SEQ_CST);
+		uint32_t f = __atomic_load_n(&j->wake->futex, __ATOMIC_SEQ_CST);
 		int32_t err;
 		uint64_t now, slice;
 		struct timespec ts;
@@ -184,11 +192,11 @@ static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint6
 			return -ETIMEDOUT;
 		slice = MIN(deadline_ns - now, WAIT_SLICE_NS);
 		ts = (struct timespec){ (time_t)(slice / 1000000000u), (long)(slice % 1000000000u) };
-		__atomic_fetch_add(&j->hdr->waiters, 1, __ATOMIC_SEQ_CST);
-		/* the daemon bumps futex after publishing: a changed value means look again */
+		__atomic_fetch_add(&j->wake->waiters, 1, __ATOMIC_SEQ_CST);
+		/* the daemon bumps the word after publishing: a changed value means look again */
 		if (!done(j, arg))
-			syscall(SYS_futex, &j->hdr->futex, FUTEX_WAIT, f, &ts, NULL, 0);
-		__atomic_fetch_sub(&j->hdr->waiters, 1, __ATOMIC_SEQ_CST);
+			syscall(SYS_futex, &j->wake->futex, FUTEX_WAIT, f, &ts, NULL, 0);
+		__atomic_fetch_sub(&j->wake->waiters, 1, __ATOMIC_SEQ_CST);
 		if (!done(j, arg) && connection_gone(j->c))
 			return -ECONNRESET;
 	}
