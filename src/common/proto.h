@@ -20,7 +20,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is little-endian");
 
 #define PROTO_MAGIC 0x50475548u /* "HUGP" */
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2 /* 2: journals (open sends 3 fds), njournals in status */
 #define PROTO_NAME_MAX 32 /* class and client names on the wire, NUL-padded */
 #define PROTO_MAX_FDS 32 /* fds in one message; grants larger than this are split */
 #define PROTO_ACQUIRE_MAX 1024 /* buffers in one acquire */

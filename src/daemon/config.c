@@ -825,7 +825,10 @@ static int finish_journal(struct parser *p)
 
 	if (!p->section_lines[JKEY_DIRECTORY])
 		return fail_at(p, j->line, "journal \"%s\" has no \"directory\" key", j->name);
-	/* a batch is written after the segment's header block, and never spans two segments */
+	/* a batch is written after the segment's header block, and never spans two segments; a
+	 * default that does not fit a small segment shrinks to fit, an explicit value is an error */
+	if (!p->section_lines[JKEY_MAX_BATCH_BYTES] && j->max_batch_bytes > j->segment_size - JOURNAL_BLOCK)
+		j->max_batch_bytes = j->segment_size - JOURNAL_BLOCK;
 	if (j->max_batch_bytes > j->segment_size - JOURNAL_BLOCK)
 		return fail_at(p, j->line,
 			       "journal \"%s\": max_batch_bytes %" PRIu64 " (%s) is larger than "

@@ -132,6 +132,7 @@ struct journal {
 	/* under lock */
 	bool stop;
 	uint64_t retain_lsn;
+	bool retain_dirty; /* retain_lsn changed since it was last written to NAME.retain */
 	struct journal_stats st;
 };
 
@@ -561,7 +562,7 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 		if (b->res < 0) {
 			char what[96];
 
-			snprintf(what, sizeof(what), "writing %zu bytes at offset %" PRIu64 " of segment %u failed",
+			snprintf(what, sizeof(what), "writing or syncing %zu bytes at offset %" PRIu64 " of segment %u failed",
 				 b->len, b->off, b->seg);
 			journal_fail(j, b->res, what);
 		} else if (j->st.state != JOURNAL_FAILED) {
@@ -769,6 +770,44 @@ static bool arm_wakeups(struct journal *j, bool want)
 	return quiet;
 }
 
+/*
+ * Keep the truncation point across restarts, in NAME.retain (replaced atomically). Called by the
+ * flusher without the lock. Losing the latest value in a crash only keeps segments longer.
+ */
+static void retain_persist(struct journal *j, uint64_t lsn)
+{
+	char name[64], tmp[80], text[32];
+	_cleanup_close_ int fd = -1;
+	int n;
+
+	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	n = snprintf(text, sizeof(text), "%" PRIu64 "\n", lsn);
+	fd = openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 ||
+	    renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
+		log_warning("Journal '%s': cannot save the truncation point (LSN %" PRIu64 ") in '%s': %m; "
+			    "after a restart it will have to be set again",
+			    j->cfg.name, lsn, name);
+}
+
+static uint64_t retain_load(struct journal *j)
+{
+	char name[64], text[32] = "";
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
+	fd = openat(j->dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, text, sizeof(text) - 1);
+	if (n <= 0)
+		return 0;
+	text[n] = '\0';
+	return strtoull(text, NULL, 10);
+}
+
 static void *flusher_main(void *arg)
 {
 	struct journal *j = arg;
@@ -782,13 +821,23 @@ static void *flusher_main(void *arg)
 
 		reap_and_publish(j, now);
 		reap_writers(j);
+		if (j->retain_dirty) {
+			uint64_t lsn = j->retain_lsn;
+
+			j->retain_dirty = false;
+			pthread_mutex_unlock(&j->lock);
+			retain_persist(j, lsn);
+			pthread_mutex_lock(&j->lock);
+		}
 		if (j->stop && j->norder == 0)
 			break;
 		deadline = j->stop ? 0 : gather_and_flush(j, now);
 		wake_writers(j);
 		if (!deadline && j->lone_recent && j->norder == 0 && !j->stop && spin_for_append(j))
 			continue;
-		can_submit = j->norder < JOURNAL_INFLIGHT && j->st.state != JOURNAL_FAILED && !j->stop;
+		/* a full or failed journal can do nothing with new appends: sleep until a truncate
+		 * (which rings the doorbell) or a completion */
+		can_submit = j->norder < JOURNAL_INFLIGHT && j->st.state == JOURNAL_OK && !j->stop;
 		/* appenders need to ring only when we could act on it */
 		sleep_ok = arm_wakeups(j, can_submit);
 		if (!sleep_ok)
@@ -1026,7 +1075,9 @@ static int journal_recover(struct journal *j)
 done:
 	j->st.recovered_records = records;
 	j->durable_lsn = j->next_lsn - 1;
-	j->retain_lsn = 0;
+	/* the truncation point the clients last declared still holds */
+	j->retain_lsn = MIN(retain_load(j), j->next_lsn);
+	j->st.retain_lsn = j->retain_lsn;
 	return 0;
 }
 
@@ -1188,8 +1239,10 @@ void journal_truncate(struct journal *j, uint64_t lsn)
 	pthread_mutex_lock(&j->lock);
 	if (lsn > j->durable_lsn + 1)
 		lsn = j->durable_lsn + 1;
-	if (lsn > j->retain_lsn)
+	if (lsn > j->retain_lsn) {
 		j->retain_lsn = lsn;
+		j->retain_dirty = true;
+	}
 	j->st.retain_lsn = j->retain_lsn;
 	pthread_mutex_unlock(&j->lock);
 	/* a full journal may go on now */

@@ -146,7 +146,7 @@ const char *hp_strerror(int err)
 		int err;
 		const char *text;
 	} texts[] = {
-		{ -ENOENT, "no such buffer class, or (from hp_connect) no socket at that path" },
+		{ -ENOENT, "no such buffer class or journal, or (from hp_connect) no socket at that path" },
 		{ -ECONNREFUSED, "hugepoold is not running (connection refused)" },
 		{ -EACCES, "not allowed to connect to hugepoold (socket permissions)" },
 		{ -EUSERS, "hugepoold refuses more connections (per-uid or global connection limit)" },
@@ -161,6 +161,9 @@ const char *hp_strerror(int err)
 		{ -ENOMEM, "out of memory" },
 		{ -EBUSY, "another request is in progress on this connection" },
 		{ -ENAMETOOLONG, "socket path too long" },
+		{ -ESTALE, "the journal records were recycled while being read" },
+		{ -EUCLEAN, "a journal segment is damaged before the durable end" },
+		{ -EMSGSIZE, "record or group too large for the journal" },
 	};
 
 	if (err == 0)

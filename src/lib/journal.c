@@ -299,6 +299,9 @@ int hp_journal_appendv(hp_journal *j, const struct iovec *recs, unsigned n, uint
 
 	if (!j || !recs)
 		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (!recs[i].iov_base && recs[i].iov_len)
+			return -EINVAL;
 	r = append_entry(j, recs, n, &start, &end);
 	if (r == 0 && ret_ticket)
 		*ret_ticket = end;
@@ -328,6 +331,9 @@ int hp_journal_appendv_wait(hp_journal *j, const struct iovec *recs, unsigned n,
 
 	if (!j || !recs)
 		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (!recs[i].iov_base && recs[i].iov_len)
+			return -EINVAL;
 	r = append_entry(j, recs, n, &start, &end);
 	if (r < 0)
 		return r;
@@ -501,8 +507,13 @@ int hp_journal_reader_next(hp_journal_reader *r, uint64_t *ret_lsn, const void *
 			continue;
 		}
 		s = &r->segs[r->cur];
-		if (!segment_current(s, &h))
-			return -ESTALE;
+		if (!segment_current(s, &h)) {
+			/* recycled since the daemon named it: before we returned anything, ask again */
+			if (r->started || reloaded)
+				return -ESTALE;
+			r->cur = r->nsegs;
+			continue;
+		}
 		if (r->off == JFORMAT_BLOCK)
 			r->scan_lsn = h.first_lsn;
 		if (r->scan_lsn > r->next_lsn) {
@@ -519,8 +530,11 @@ int hp_journal_reader_next(hp_journal_reader *r, uint64_t *ret_lsn, const void *
 				r->off = JFORMAT_BLOCK;
 				continue;
 			}
-			/* durable records should follow but do not: a hole between segments */
-			if (r->scan_lsn <= r->durable_lsn && r->cur + 1 < r->nsegs)
+			/*
+			 * Durable records should follow but do not: a hole between segments, or a damaged
+			 * record. At the end of what we hold, ask the daemon once before saying so.
+			 */
+			if (r->scan_lsn <= r->durable_lsn && (r->cur + 1 < r->nsegs || reloaded))
 				return -EUCLEAN;
 			r->cur = r->nsegs; /* what we hold is exhausted */
 			continue;

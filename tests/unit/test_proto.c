@@ -584,7 +584,7 @@ static void test_check_header(void **state)
 		why = NULL;
 		assert_int_equal(proto_check_header(&h, fc, &why), -EPROTO);
 		assert_non_null(strstr(why, "magic"));
-		h.version = 2;
+		h.version = PROTO_VERSION + 1;
 		assert_int_equal(proto_check_header(&h, fc, NULL), -EPROTO);
 		h.magic = PROTO_MAGIC;
 		why = NULL;
