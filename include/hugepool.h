@@ -190,6 +190,65 @@ int hp_journal_reader_open(hp_conn *c, const char *name, uint64_t from_lsn, hp_j
 int hp_journal_reader_next(hp_journal_reader *r, uint64_t *ret_lsn, const void **ret_data, size_t *ret_len);
 void hp_journal_reader_close(hp_journal_reader *r);
 
+/*
+ * Merging sorted runs. hp_merge merges k inputs, each sorted by the caller's ordering, into one
+ * sorted output that the caller consumes in batches; with a combine function, rows that compare
+ * equal are folded into one. Rows have a fixed size (row_size bytes: put keys and values, or
+ * offsets into your own memory, in them). Inputs are cursors the caller supplies (arrays, spill
+ * streams, callbacks): each call of next gives the input's following batch of rows.
+ *
+ * The merge runs on a worker pool created once per process (on first use), one thread per
+ * online CPU, shared by all merges of the process: a merge uses the workers free at the moment
+ * (a busy pool means a serial merge, never a wait for workers), with first-level tasks that
+ * merge groups of inputs and a final merge of their outputs; rows move between tasks in
+ * batches. Tasks yield after a number of rows that adapts to a target time slice.
+ *
+ * A merge is driven from one thread; different merges may run at once from different threads.
+ * The callbacks (next, cmp, combine) may be called from worker threads, several at a time for
+ * different inputs but never concurrently for the same input; cmp and combine must be
+ * thread-safe.
+ */
+struct hp_merge_input {
+	/*
+	 * Give the input's next batch: set *ret_rows to n rows (n * row_size bytes, valid until the
+	 * next call for this input) and return n > 0; return 0 at the end, or a negative errno,
+	 * which ends the whole merge with that error.
+	 */
+	long (*next)(void *ctx, const void **ret_rows);
+	void *ctx;
+};
+
+struct hp_merge_opts {
+	size_t row_size; /* bytes per row, > 0 */
+	/* < 0, 0, > 0 as a sorts before, with, after b */
+	int (*cmp)(const void *a, const void *b, void *ud);
+	/* optional: fold row into acc (both compare equal); acc is the output row being built */
+	void (*combine)(void *acc, const void *row, void *ud);
+	void *ud;
+	unsigned max_threads; /* 0 = as many as useful and free; 1 = serial */
+	size_t batch_rows; /* rows per output batch; 0 = 4096 */
+	uint64_t slice_ns; /* target time slice of a task before it yields; 0 = 1 ms */
+};
+
+typedef struct hp_merge hp_merge;
+
+/* Start a merge of k (1..65536) inputs; the inputs and opts must outlive the merge. */
+int hp_merge_open(const struct hp_merge_input *inputs, unsigned k, const struct hp_merge_opts *opts,
+		  hp_merge **ret);
+
+/*
+ * The next batch of merged rows: *ret_rows points to n rows (valid until the next call) and n > 0
+ * is returned; 0 when the merge is complete; a negative errno when an input failed (its error)
+ * or the merge was cancelled (-ECANCELED).
+ */
+long hp_merge_next(hp_merge *m, const void **ret_rows);
+
+/* Stop the merge early (from any thread); hp_merge_next then returns -ECANCELED. */
+void hp_merge_cancel(hp_merge *m);
+
+/* Release the merge; waits for its tasks to stop. NULL is fine. */
+void hp_merge_close(hp_merge *m);
+
 /* A message for a negative errno returned by this library (static, thread-safe). */
 const char *hp_strerror(int err);
 
