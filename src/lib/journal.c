@@ -235,9 +235,11 @@ static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uin
 	int32_t err;
 	int r;
 
-	if (n == 0 || n > UINT32_MAX)
+	if (!j || !recs || n == 0 || n > UINT32_MAX)
 		return -EINVAL;
 	for (unsigned i = 0; i < n; i++) {
+		if (!recs[i].iov_base && recs[i].iov_len)
+			return -EINVAL;
 		if (recs[i].iov_len > JFORMAT_RECORD_MAX)
 			return -EMSGSIZE;
 		total += jring_align(sizeof(struct jring_rec) + recs[i].iov_len);
@@ -297,11 +299,6 @@ int hp_journal_appendv(hp_journal *j, const struct iovec *recs, unsigned n, uint
 	uint64_t start, end;
 	int r;
 
-	if (!j || !recs)
-		return -EINVAL;
-	for (unsigned i = 0; i < n; i++)
-		if (!recs[i].iov_base && recs[i].iov_len)
-			return -EINVAL;
 	r = append_entry(j, recs, n, &start, &end);
 	if (r == 0 && ret_ticket)
 		*ret_ticket = end;
@@ -329,11 +326,6 @@ int hp_journal_appendv_wait(hp_journal *j, const struct iovec *recs, unsigned n,
 	uint64_t start, end;
 	int r;
 
-	if (!j || !recs)
-		return -EINVAL;
-	for (unsigned i = 0; i < n; i++)
-		if (!recs[i].iov_base && recs[i].iov_len)
-			return -EINVAL;
 	r = append_entry(j, recs, n, &start, &end);
 	if (r < 0)
 		return r;
