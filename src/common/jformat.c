@@ -78,24 +78,35 @@ int jformat_rec_check(const void *src, uint64_t avail, uint64_t expected_lsn, ui
 {
 	struct jformat_rec r;
 	const char *why = NULL;
+	int err = -EINVAL;
 
 	if (avail < JFORMAT_REC_HDR) {
 		why = "no room for a record";
+		err = -ENODATA;
 		goto bad;
 	}
 	memcpy(&r, src, sizeof(r));
-	if (r.crc == 0 && r.len == 0 && r.lsn == 0 && r.type == 0)
+	if (r.crc == 0 && r.len == 0 && r.lsn == 0 && r.type == 0) {
 		why = "end of written data";
-	else if (r.type != JREC_DATA && r.type != JREC_PAD)
+		err = -ENODATA;
+	} else if (r.type != JREC_DATA && r.type != JREC_PAD) {
 		why = "unknown record type";
-	else if (r.len > JFORMAT_RECORD_MAX || jformat_rec_size(r.len) > avail)
+	} else if (r.len > JFORMAT_RECORD_MAX || jformat_rec_size(r.len) > avail) {
 		why = "record length out of range";
-	else if (r.gen != (uint32_t)generation)
-		why = "record of an earlier use of this segment";
-	else if (r.type == JREC_DATA && r.lsn != expected_lsn)
+	} else if (r.gen != (uint32_t)generation) {
+		/* intact, it was written by an earlier use of the file: the normal end of this one;
+		 * damaged, it may be ours with a torn generation field */
+		if (r.crc == rec_crc(&r, (const uint8_t *)src + JFORMAT_REC_HDR)) {
+			why = "record of an earlier use of this segment";
+			err = -ESTALE;
+		} else {
+			why = "record checksum mismatch (torn or corrupt)";
+		}
+	} else if (r.type == JREC_DATA && r.lsn != expected_lsn) {
 		why = "record out of sequence";
-	else if (r.crc != rec_crc(&r, (const uint8_t *)src + JFORMAT_REC_HDR))
+	} else if (r.crc != rec_crc(&r, (const uint8_t *)src + JFORMAT_REC_HDR)) {
 		why = "record checksum mismatch (torn or corrupt)";
+	}
 	if (!why) {
 		*ret = r;
 		return 0;
@@ -103,7 +114,7 @@ int jformat_rec_check(const void *src, uint64_t avail, uint64_t expected_lsn, ui
 bad:
 	if (ret_reason)
 		*ret_reason = why;
-	return -EINVAL;
+	return err;
 }
 
 int jformat_scan_segment(const uint8_t *seg, uint64_t size, const struct jformat_seg_hdr *h,
@@ -119,7 +130,8 @@ int jformat_scan_segment(const uint8_t *seg, uint64_t size, const struct jformat
 	while (off < size) {
 		struct jformat_rec rec;
 
-		if (jformat_rec_check(seg + off, size - off, lsn, h->generation, &rec, &s.stop_reason) < 0)
+		s.stop_err = jformat_rec_check(seg + off, size - off, lsn, h->generation, &rec, &s.stop_reason);
+		if (s.stop_err < 0)
 			break;
 		if (rec.type == JREC_DATA) {
 			if (fn && (r = fn(&rec, seg + off + JFORMAT_REC_HDR, ud)) != 0)
@@ -130,8 +142,10 @@ int jformat_scan_segment(const uint8_t *seg, uint64_t size, const struct jformat
 		}
 		off += jformat_rec_size(rec.len);
 	}
-	if (off >= size)
+	if (off >= size) {
 		s.stop_reason = NULL;
+		s.stop_err = 0;
+	}
 	s.end = off;
 	s.next_lsn = lsn;
 	*ret = s;

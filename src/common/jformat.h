@@ -77,8 +77,9 @@ void jformat_rec_write(void *dst, uint64_t lsn, uint64_t generation, enum jforma
 
 /*
  * Check the record at src with avail bytes left in the segment. It must carry the segment's
- * generation and, for DATA, exactly expected_lsn. Returns 0 and the header in *ret, or -EINVAL
- * with a reason (end of valid data: torn, stale, gap, or simply never written).
+ * generation and, for DATA, exactly expected_lsn. Returns 0 and the header in *ret, or with a
+ * reason: -ENODATA never written (zeros) or no room left, -ESTALE a record of an earlier use of
+ * the segment (both: the normal end of a segment), -EINVAL torn, corrupt or out of sequence.
  */
 int jformat_rec_check(const void *src, uint64_t avail, uint64_t expected_lsn, uint64_t generation,
 		      struct jformat_rec *ret, const char **ret_reason);
@@ -90,6 +91,7 @@ struct jformat_scan {
 	uint64_t records; /* DATA records seen */
 	uint64_t bytes; /* DATA payload bytes seen */
 	const char *stop_reason; /* why it stopped before the end, or NULL */
+	int stop_err; /* 0 at the end of the segment, else jformat_rec_check's error */
 };
 
 /*

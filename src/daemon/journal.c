@@ -230,6 +230,10 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 	w->hdr->need_wakeup = 1;
 	pthread_mutex_lock(&j->lock);
 	w->hdr->durable_lsn = j->durable_lsn;
+	/* the journal may have failed since the check above: journal_fail marked only the rings it
+	 * knew, so this one learns it here, under the same lock */
+	if (j->st.state == JOURNAL_FAILED)
+		w->hdr->error = j->st.error;
 	TAILQ_INSERT_TAIL(&j->writers, w, link);
 	j->nwriters++;
 	j->st.writers = j->nwriters;
@@ -569,6 +573,8 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 			/* durable: its records and, through the ring positions, its writers' entries */
 			j->durable_lsn = b->end_lsn - 1; /* the last durable LSN; 0 = none yet */
 			for (unsigned i = 0; i < b->nrefs; i++) {
+				/* the LSN first: a client that sees its position may ask for the LSN at once */
+				__atomic_store_n(&b->refs[i].w->hdr->durable_lsn, j->durable_lsn, __ATOMIC_RELEASE);
 				__atomic_store_n(&b->refs[i].w->hdr->durable, b->refs[i].end, __ATOMIC_RELEASE);
 			}
 			published = true;
@@ -833,7 +839,9 @@ static void *flusher_main(void *arg)
 			break;
 		deadline = j->stop ? 0 : gather_and_flush(j, now);
 		wake_writers(j);
-		if (!deadline && j->lone_recent && j->norder == 0 && !j->stop && spin_for_append(j))
+		/* a full or failed journal cannot take what waits in a ring: looking for it would spin */
+		if (!deadline && j->lone_recent && j->norder == 0 && !j->stop && j->st.state == JOURNAL_OK &&
+		    spin_for_append(j))
 			continue;
 		/* a full or failed journal can do nothing with new appends: sleep until a truncate
 		 * (which rings the doorbell) or a completion */
@@ -970,6 +978,36 @@ static int segment_zero_tail(struct journal *j, unsigned i, uint64_t off)
 	return fdatasync(fd) < 0 ? -errno : 0;
 }
 
+/*
+ * Under O_DIRECT every batch starts on a block. When recovery ends inside a block, end that
+ * block with a padding record (read, fill, write back, sync), so that readers walk on to where
+ * the next batch will start instead of stopping at a gap.
+ */
+static int segment_pad_block(struct journal *j, unsigned i, uint64_t off, uint64_t lsn)
+{
+	_cleanup_free_ uint8_t *blk = NULL;
+	uint64_t base = off / JFORMAT_BLOCK * JFORMAT_BLOCK;
+	uint64_t target = (off + JFORMAT_REC_HDR + JFORMAT_BLOCK - 1) / JFORMAT_BLOCK * JFORMAT_BLOCK;
+	uint64_t len = target - base;
+	int fd = j->segs[i].fd;
+
+	if (target > j->cfg.segment_size) {
+		/* no room for a padding record: the segment is done, the next batch opens another */
+		j->cur_off = j->cfg.segment_size;
+		return 0;
+	}
+	if (posix_memalign((void **)&blk, JFORMAT_BLOCK, len))
+		return -ENOMEM;
+	if (pread(fd, blk, len, (off_t)base) != (ssize_t)len)
+		return -EIO;
+	jformat_rec_write(blk + (off - base), lsn, j->segs[i].generation, JREC_PAD, NULL,
+			  (uint32_t)(target - off - JFORMAT_REC_HDR));
+	if (pwrite(fd, blk, len, (off_t)base) != (ssize_t)len || fdatasync(fd) < 0)
+		return -EIO;
+	j->cur_off = target;
+	return 0;
+}
+
 static int by_generation(const void *a, const void *b, void *arg)
 {
 	const struct segment *s = arg;
@@ -1051,7 +1089,8 @@ static int journal_recover(struct journal *j)
 		if (k == n - 1) {
 			j->cur = order[k];
 			j->cur_off = scan.end;
-			if (scan.stop_reason && strcmp(scan.stop_reason, "end of written data") != 0) {
+			/* zeros or a record of an earlier use of the file end a segment normally */
+			if (scan.stop_err == -EINVAL) {
 				cut_reason = scan.stop_reason;
 				cut_off = scan.end;
 			}
@@ -1063,8 +1102,11 @@ static int journal_recover(struct journal *j)
 		if (r < 0)
 			return r;
 	}
-	if (j->cfg.direct && j->cur_off % JFORMAT_BLOCK)
-		j->cur_off = (j->cur_off + JFORMAT_BLOCK - 1) / JFORMAT_BLOCK * JFORMAT_BLOCK;
+	if (j->cfg.direct && j->cur_off % JFORMAT_BLOCK) {
+		r = segment_pad_block(j, j->cur, j->cur_off, j->next_lsn);
+		if (r < 0)
+			return r;
+	}
 	snprintf(j->st.recovery, sizeof(j->st.recovery),
 		 "%" PRIu64 " records (LSN %" PRIu64 "..%" PRIu64 ") in %u segments%s%s%s", records,
 		 j->segs[order[0]].first_lsn, j->next_lsn - 1, n, cut_reason ? "; cut a torn tail: " : "; clean end",
