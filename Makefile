@@ -113,7 +113,7 @@ PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUD
 $(BUILD)/hugepool.pc: hugepool.pc.in Makefile
 	$(Q)$(PC_SED) > $@
 
-$(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBDAEMON) $(LIBCOMMON)
+$(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(DAEMON_LIBS)

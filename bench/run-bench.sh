@@ -62,7 +62,7 @@ else
 	fi
 fi
 
-for b in bench_prefault bench_acquire bench_journal; do
+for b in bench_prefault bench_acquire bench_journal bench_merge; do
 	echo
 	if [ ! -x "$build/bench/$b" ]; then
 		echo "bench: $build/bench/$b is missing (make bench builds it)"
