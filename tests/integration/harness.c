@@ -28,6 +28,13 @@ double harness_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+const char *harness_build(void)
+{
+	const char *b = getenv("HP_BUILD");
+
+	return b && *b ? b : "build";
+}
+
 static int write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "we");
@@ -38,53 +45,102 @@ static int write_file(const char *path, const char *text)
 	return fclose(f) == 0 ? 0 : -errno;
 }
 
-int harness_start(struct daemon *d, const char *globals, const char *classes)
+/* Copy src to dst replacing every "@DIR@" by dir; -ENAMETOOLONG when it does not fit. */
+static int subst_dir(char *dst, size_t len, const char *src, const char *dir)
 {
-	const char *build = getenv("HP_BUILD") ? getenv("HP_BUILD") : "build";
-	const char *huge = getenv("HP_TEST_HUGEPAGES") ? getenv("HP_TEST_HUGEPAGES") : "prefer";
-	char conf[8192], notify_path[96], bin[256], buf[4096];
+	size_t n = 0, dl = strlen(dir);
+
+	for (const char *p = src ? src : ""; *p;) {
+		const char *add = p;
+		size_t k = 1;
+
+		if (strncmp(p, "@DIR@", 5) == 0) {
+			add = dir;
+			k = dl;
+			p += 5;
+		} else {
+			p++;
+		}
+		if (n + k >= len)
+			return -ENAMETOOLONG;
+		memcpy(dst + n, add, k);
+		n += k;
+	}
+	dst[n] = '\0';
+	return 0;
+}
+
+/* Remember how to run the daemon: o's environment and wrapper (o NULL: none). */
+static int set_opts(struct daemon *d, const struct harness_opts *o)
+{
+	d->nenv = 0;
+	d->wrapper[0] = '\0';
+	if (!o)
+		return 0;
+	for (unsigned i = 0; i < HARNESS_ENV_MAX && o->env[i]; i++) {
+		if (!strchr(o->env[i], '=') || strlen(o->env[i]) >= sizeof(d->env[0]))
+			return -EINVAL;
+		snprintf(d->env[d->nenv++], sizeof(d->env[0]), "%s", o->env[i]);
+	}
+	if (o->wrapper) {
+		int n = o->wrapper[0] == '/' ? snprintf(d->wrapper, sizeof(d->wrapper), "%s", o->wrapper)
+					     : snprintf(d->wrapper, sizeof(d->wrapper), "%s/%s", harness_build(), o->wrapper);
+
+		if (n < 0 || (size_t)n >= sizeof(d->wrapper))
+			return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* Fork and exec the daemon on d's configuration, wait for READY=1 or its end. */
+static int spawn(struct daemon *d)
+{
+	char notify_path[96], bin[256], buf[4096];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	bool again = d->starts > 0;
 	int nfd;
 	double deadline;
 
-	memset(d, 0, sizeof(*d));
-	snprintf(d->dir, sizeof(d->dir), "/tmp/hugepool-test.XXXXXX");
-	if (!mkdtemp(d->dir))
-		return -errno;
-	/* other uids (the cross-uid tests) must reach the socket */
-	chmod(d->dir, 0755);
-	snprintf(d->socket, sizeof(d->socket), "%s/sock", d->dir);
-	snprintf(d->conf, sizeof(d->conf), "%s/hugepoold.conf", d->dir);
-	snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
 	snprintf(notify_path, sizeof(notify_path), "%s/notify", d->dir);
-	/* a test that sets hugepages itself overrides $HP_TEST_HUGEPAGES */
-	if (globals && strstr(globals, "hugepages ="))
-		snprintf(conf, sizeof(conf), "socket = %s\nsocket_mode = 0666\n%s\n%s\n", d->socket, globals, classes);
-	else
-		snprintf(conf, sizeof(conf), "socket = %s\nsocket_mode = 0666\nhugepages = %s\n%s\n%s\n", d->socket,
-			 huge, globals ? globals : "", classes);
-	if (write_file(d->conf, conf) < 0)
-		return -EIO;
-
+	unlink(notify_path); /* left by the previous run */
 	nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", notify_path);
-	if (nfd < 0 || bind(nfd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
-	snprintf(bin, sizeof(bin), "%s/hugepoold", build);
+	if (nfd < 0 || bind(nfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = -errno;
+
+		if (nfd >= 0)
+			close(nfd);
+		return e;
+	}
+	snprintf(bin, sizeof(bin), "%s/hugepoold", harness_build());
+	d->starts++;
+	d->exit_status = 0;
 	d->pid = fork();
-	if (d->pid < 0)
-		return -errno;
+	if (d->pid < 0) {
+		int e = -errno;
+
+		d->pid = 0;
+		close(nfd);
+		return e;
+	}
 	if (d->pid == 0) {
-		int fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		int fd = open(d->log, O_WRONLY | O_CREAT | O_CLOEXEC | (again ? O_APPEND : O_TRUNC), 0644);
 
 		if (fd >= 0) {
+			if (again)
+				dprintf(fd, "=== harness: restart %u ===\n", d->starts - 1);
 			dup2(fd, STDERR_FILENO);
 			dup2(fd, STDOUT_FILENO);
 		}
 		/* never outlive the test, even when it crashes */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		setenv("NOTIFY_SOCKET", notify_path, 1);
-		execl(bin, "hugepoold", "-v", "-c", d->conf, (char *)NULL);
+		for (unsigned i = 0; i < d->nenv; i++)
+			putenv(d->env[i]);
+		if (d->wrapper[0])
+			execl(d->wrapper, d->wrapper, bin, "-v", "-c", d->conf, (char *)NULL);
+		else
+			execl(bin, "hugepoold", "-v", "-c", d->conf, (char *)NULL);
 		_exit(127);
 	}
 	/* wait for READY=1, or for the daemon to die */
@@ -118,6 +174,59 @@ int harness_start(struct daemon *d, const char *globals, const char *classes)
 	return 0;
 }
 
+int harness_start_opts(struct daemon *d, const char *globals, const char *classes, const struct harness_opts *o)
+{
+	const char *huge = getenv("HP_TEST_HUGEPAGES") ? getenv("HP_TEST_HUGEPAGES") : "prefer";
+	char g[4096], c[6144], conf[sizeof(g) + sizeof(c) + 512];
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	snprintf(d->dir, sizeof(d->dir), "/tmp/hugepool-test.XXXXXX");
+	if (!mkdtemp(d->dir))
+		return -errno;
+	/* other uids (the cross-uid tests) must reach the socket */
+	chmod(d->dir, 0755);
+	snprintf(d->socket, sizeof(d->socket), "%s/sock", d->dir);
+	snprintf(d->conf, sizeof(d->conf), "%s/hugepoold.conf", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
+	r = set_opts(d, o);
+	if (r < 0)
+		return r;
+	if (subst_dir(g, sizeof(g), globals, d->dir) < 0 || subst_dir(c, sizeof(c), classes, d->dir) < 0)
+		return -ENAMETOOLONG;
+	/* a test that sets hugepages itself overrides $HP_TEST_HUGEPAGES */
+	if (globals && strstr(globals, "hugepages ="))
+		snprintf(conf, sizeof(conf), "socket = %s\nsocket_mode = 0666\n%s\n%s\n", d->socket, g, c);
+	else
+		snprintf(conf, sizeof(conf), "socket = %s\nsocket_mode = 0666\nhugepages = %s\n%s\n%s\n", d->socket,
+			 huge, g, c);
+	if (write_file(d->conf, conf) < 0)
+		return -EIO;
+	return spawn(d);
+}
+
+int harness_start(struct daemon *d, const char *globals, const char *classes)
+{
+	return harness_start_opts(d, globals, classes, NULL);
+}
+
+int harness_restart(struct daemon *d)
+{
+	if (d->pid > 0 || !d->dir[0])
+		return -EBUSY;
+	return spawn(d);
+}
+
+int harness_restart_opts(struct daemon *d, const struct harness_opts *o)
+{
+	int r;
+
+	if (d->pid > 0 || !d->dir[0])
+		return -EBUSY;
+	r = set_opts(d, o);
+	return r < 0 ? r : spawn(d);
+}
+
 void harness_dump_log(const struct daemon *d)
 {
 	char line[1024];
@@ -145,16 +254,62 @@ int harness_log_count(const struct daemon *d, const char *s)
 	return n;
 }
 
-int harness_stop(struct daemon *d)
+#define STOP_WAIT_MS 30000 /* a daemon that has not exited this long after SIGTERM is hung */
+
+/*
+ * Send sig, reap; the daemon's exit status or 128 + signal. A daemon that does not exit within
+ * STOP_WAIT_MS of SIGTERM (a hung event loop never reads its signalfd) is killed with SIGKILL,
+ * so that a test's teardown cannot hang: that is reported and returned as 128 + SIGKILL.
+ */
+static int end_with(struct daemon *d, int sig)
 {
-	int status = 0, ret;
+	double deadline = harness_ms() + STOP_WAIT_MS;
+	int status = 0;
+	pid_t r;
 
 	if (d->pid <= 0)
 		return -1;
-	kill(d->pid, SIGTERM);
-	waitpid(d->pid, &status, 0);
+	kill(d->pid, sig);
+	for (;;) {
+		r = waitpid(d->pid, &status, sig == SIGKILL ? 0 : WNOHANG);
+		if (r == d->pid || (r < 0 && errno != EINTR))
+			break;
+		if (r == 0 && harness_ms() > deadline) {
+			fprintf(stderr, "harness: hugepoold (pid %d) still running %d ms after signal %d: SIGKILL\n",
+				(int)d->pid, STOP_WAIT_MS, sig);
+			sig = SIGKILL;
+			kill(d->pid, SIGKILL);
+		} else if (r == 0) {
+			struct timespec ts = { 0, 5 * 1000000L };
+
+			nanosleep(&ts, NULL);
+		}
+	}
 	d->pid = 0;
-	ret = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	d->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return d->exit_status;
+}
+
+int harness_kill(struct daemon *d)
+{
+	return end_with(d, SIGKILL);
+}
+
+int harness_terminate(struct daemon *d)
+{
+	int ret = end_with(d, SIGTERM);
+
+	if (ret > 0)
+		harness_dump_log(d);
+	return ret;
+}
+
+int harness_stop(struct daemon *d)
+{
+	int ret = end_with(d, SIGTERM);
+
+	if (ret == -1)
+		return -1;
 	if (ret != 0 || getenv("HP_TEST_KEEP")) {
 		harness_dump_log(d);
 		return ret;

@@ -8,12 +8,24 @@
  * sent READY=1, so tests never sleep waiting for it. harness_stop() sends SIGTERM and reports
  * how the daemon ended, so a test can assert a clean exit (sanitizer builds exit non-zero on
  * any error they found).
+ *
+ * For tests that crash and restart a daemon (the journal tests): harness_start_opts() also
+ * takes extra environment variables and a wrapper program the daemon runs under;
+ * harness_kill() ends it with SIGKILL and harness_terminate() with SIGTERM, both keeping the
+ * directory; harness_restart() starts it again on the same directory and configuration.
+ * "@DIR@" in globals or classes stands for the temporary directory, so a journal can live
+ * inside it ("directory = @DIR@/j").
+ *
+ * Start and restart a daemon from the test's main thread: the daemon gets SIGTERM when the
+ * thread that forked it ends (PR_SET_PDEATHSIG), so it never outlives a crashed test.
  */
 #ifndef HP_HARNESS_H
 #define HP_HARNESS_H
 
 #include <stdbool.h>
 #include <sys/types.h>
+
+#define HARNESS_ENV_MAX 4
 
 struct daemon {
 	pid_t pid;
@@ -22,14 +34,49 @@ struct daemon {
 	char conf[128];
 	char log[128];
 	int exit_status; /* when harness_start returned -ECHILD: how the daemon ended */
+	/* how it is run (harness_restart runs it the same way) */
+	char env[HARNESS_ENV_MAX][256];
+	unsigned nenv;
+	char wrapper[256]; /* "" = none */
+	unsigned starts; /* times a daemon was started on this directory */
+};
+
+struct harness_opts {
+	/* "NAME=VALUE" set in the daemon's environment (at most HARNESS_ENV_MAX; NULL ends) */
+	const char *env[HARNESS_ENV_MAX + 1];
+	/* run "WRAPPER hugepoold -v -c CONF": a path, relative to $HP_BUILD unless it starts
+	 * with '/' (e.g. "tests/noiouring"); NULL = none */
+	const char *wrapper;
 };
 
 /*
- * globals: more global keys; classes: the [class] sections. Returns 0 once READY=1 came, or
- * -ECHILD when the daemon exited first (exit_status says how; the directory is kept).
+ * globals: more global keys; classes: the [class] (and [journal]) sections. Returns 0 once
+ * READY=1 came, or -ECHILD when the daemon exited first (exit_status says how; the directory
+ * is kept).
  */
 int harness_start(struct daemon *d, const char *globals, const char *classes);
-/* SIGTERM, wait; returns the exit status (0 = clean) or 128 + signal. Removes the directory. */
+/* The same with an environment and a wrapper (o may be NULL). */
+int harness_start_opts(struct daemon *d, const char *globals, const char *classes, const struct harness_opts *o);
+/*
+ * Start the daemon again on d's directory and configuration after it ended (harness_kill,
+ * harness_terminate), run as it was last started. The log is appended to, after a line
+ * "=== harness: restart N ===". Returns as harness_start.
+ */
+int harness_restart(struct daemon *d);
+/* The same with another environment and wrapper (o NULL: none); later restarts keep them. */
+int harness_restart_opts(struct daemon *d, const struct harness_opts *o);
+/* SIGKILL, reap; returns 128 + SIGKILL normally (or how it had ended). Keeps the directory. */
+int harness_kill(struct daemon *d);
+/*
+ * SIGTERM, wait; returns the exit status (0 = clean) or 128 + signal. A daemon still running
+ * 30 s after SIGTERM is hung: it gets SIGKILL (said on stderr) and 128 + SIGKILL is returned.
+ * On anything but a clean exit the log is printed. Keeps the directory.
+ */
+int harness_terminate(struct daemon *d);
+/*
+ * As harness_terminate, but prints the log only when the exit was not clean, and removes the
+ * directory after a clean exit (unless $HP_TEST_KEEP is set: then the log is printed too).
+ */
 int harness_stop(struct daemon *d);
 /* Remove the temporary directory (after a start that returned -ECHILD). */
 void harness_cleanup(struct daemon *d);
@@ -37,6 +84,9 @@ void harness_cleanup(struct daemon *d);
 void harness_dump_log(const struct daemon *d);
 /* Count the lines of the daemon's log that contain s. */
 int harness_log_count(const struct daemon *d, const char *s);
+
+/* The build directory under test: $HP_BUILD, default "build". */
+const char *harness_build(void);
 
 /* Milliseconds since an arbitrary start (CLOCK_MONOTONIC). */
 double harness_ms(void);
