@@ -222,10 +222,14 @@ struct hp_merge_opts {
 	size_t row_size; /* bytes per row, > 0 */
 	/* < 0, 0, > 0 as a sorts before, with, after b */
 	int (*cmp)(const void *a, const void *b, void *ud);
-	/* optional: fold row into acc (both compare equal); acc is the output row being built */
+	/*
+	 * optional: fold row into acc (both compare equal); acc is the output row being built.
+	 * It must keep the key and be associative: a parallel merge folds within groups of inputs
+	 * first, so row may itself be a folded row.
+	 */
 	void (*combine)(void *acc, const void *row, void *ud);
 	void *ud;
-	unsigned max_threads; /* 0 = as many as useful and free; 1 = serial */
+	unsigned max_threads; /* threads including the caller's: 0 = as many as useful and free; 1 = serial */
 	size_t batch_rows; /* rows per output batch; 0 = 4096 */
 	uint64_t slice_ns; /* target time slice of a task before it yields; 0 = 1 ms */
 };
