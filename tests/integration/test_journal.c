@@ -1,14 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Integration tests of journals against a real hugepoold, driven through libhugepool: round
- * trips for each I/O backend, SIGKILL of the daemon under load and recovery, torn tails and
- * stale segments edited on disk, injected I/O errors, io_uring forbidden by seccomp, and a
- * client killed in the middle of appending.
+ * Integration tests of journals against a real hugepoold, driven through libhugepool:
+ *
+ *   1. round trips for each backend (io_uring, libaio, sync, and direct = on): LSNs, groups,
+ *      tickets, wait_lsn, readers from the start and the middle, status, records across
+ *      segments, truncation; a full when_full = block journal that waits for a truncate;
+ *      the ring's durable LSN after an ack;
+ *   2. SIGKILL under load from 32 writers, recovery, and again (CRASH_CYCLES times);
+ *   3. torn tails edited into the segment files (buffered and O_DIRECT); reused segments: stale
+ *      records never replayed, and a clean stop of a reused segment is not a torn tail;
+ *   4. injected write and sync errors (each backend), a lone writer pipelining appends when the
+ *      journal fails, writers opening while it fails;
+ *   5. io_uring forbidden by a seccomp filter (the noiouring wrapper);
+ *   6. a client killed in the middle of appending.
  *
  * Every record's content is a function of a seed (pattern()), so a test remembers only
  * (lsn, seed, len) of what was acknowledged and checks every byte a reader returns. Every wait
  * is bounded: a watchdog thread SIGKILLs the daemon of a test that overruns its budget, so a
- * hung daemon turns into failed calls and a failed test, never a hung suite.
+ * hung daemon turns into failed calls and a failed test, never a hung suite. HP_TEST_FILTER
+ * (a cmocka pattern such as "test_eio*") runs some tests only.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -765,7 +775,10 @@ static void test_roundtrip_direct(void **state)
 
 /*
  * After hp_journal_append_wait acknowledged LSN L, the same handle's hp_journal_durable_lsn()
- * knows L is durable. A lone writer (whose waits spin on its ring) checks it many times.
+ * knows L is durable. A lone writer (whose waits spin on its ring) checks it many times: the
+ * daemon must publish the durable LSN before the ring's durable position; the window when it did
+ * not was a few instructions wide, which the sanitizer builds widen (found there nearly always,
+ * seldom in an optimised build).
  */
 static void test_durable_lsn_after_ack(void **state)
 {
@@ -777,13 +790,13 @@ static void test_durable_lsn_after_ack(void **state)
 	unsigned i;
 	(void)state;
 
-	watchdog_arm("durable LSN after an ack", 60);
+	watchdog_arm("durable LSN after an ack", 30);
 	start(&d, JOURNAL "when_full = recycle\n");
 	c = conn(&d);
 	j = jopen(c);
 	memset(buf, 7, sizeof(buf));
-	end = harness_ms() + 15000; /* bounds the run time only */
-	for (i = 0; i < 20000 && harness_ms() < end; i++) {
+	end = harness_ms() + 5000; /* bounds the run time only */
+	for (i = 0; i < 10000 && harness_ms() < end; i++) {
 		uint64_t lsn = 0, known;
 
 		assert_int_equal(hp_journal_append_wait(j, buf, sizeof(buf), &lsn), 0);
@@ -1747,14 +1760,14 @@ static void test_eio_lone_pipelined(void **state)
  * opening writers. Every thread must end with the journal's error: a writer let in as the
  * journal failed but never told of it would leave its thread waiting for an append that is
  * neither acknowledged nor failed (append_wait has no timeout: the test bounds it), and a daemon
- * that stops answering is killed by the watchdog. The window is narrow, so rounds repeat for a
- * few seconds: this test finds the race often under the sanitizers, rarely in an optimised build.
+ * that stops answering is killed by the watchdog. The window (between journal_writer_new's check
+ * of the state and its insertion of the writer) is narrow, so rounds repeat for a few seconds.
  */
 #define RACE_THREADS 8
 #define RACE_MIN_ROUNDS 3
 #define RACE_MAX_ROUNDS 500
 #ifndef RACE_SECONDS
-#define RACE_SECONDS 4 /* bounds the run time, not a speed */
+#define RACE_SECONDS 2 /* bounds the run time, not a speed */
 #endif
 
 struct race_thread {
