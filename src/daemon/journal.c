@@ -505,7 +505,14 @@ static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 	b->req.niov = n;
 	b->t_submit = now;
 	if (inline_io) {
+		/*
+		 * Without the lock: the event loop (status, opens, closes) must not wait for a disk.
+		 * Nothing it may change meanwhile is used here: the batch, the segments and the LSN
+		 * counter are the flusher's, and writers are only marked closed, never freed, by others.
+		 */
+		pthread_mutex_unlock(&j->lock);
 		r = jio_run(j->io, &b->req);
+		pthread_mutex_lock(&j->lock);
 		batch_completed(j, b, r, now_ns());
 	} else {
 		r = jio_submit(j->io, &b->req);
@@ -679,8 +686,10 @@ static bool spin_for_append(struct journal *j)
 		TAILQ_FOREACH(w, &j->writers, link)
 			if (!w->broken && __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE) != w->head)
 				return true;
-		/* yield, not pause: the writer may be queued on our CPU */
+		/* yield, not pause: the writer may be queued on our CPU; and let the event loop in */
+		pthread_mutex_unlock(&j->lock);
 		sched_yield();
+		pthread_mutex_lock(&j->lock);
 	} while (now_ns() < until);
 	return false;
 }
