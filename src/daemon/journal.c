@@ -785,22 +785,46 @@ static bool arm_wakeups(struct journal *j, bool want)
 	return quiet;
 }
 
-/*
- * Keep the truncation point across restarts, in NAME.retain (replaced atomically). Called by the
- * flusher without the lock. Losing the latest value in a crash only keeps segments longer.
- */
-static void retain_persist(struct journal *j, uint64_t lsn)
+/* Replace the small file name in the journal's directory with text, durably (tmp, rename). */
+static int small_file_write(struct journal *j, const char *name, const char *text)
 {
-	char name[64], tmp[80], text[32];
+	char tmp[96];
 	_cleanup_close_ int fd = -1;
-	int n;
+	ssize_t n = (ssize_t)strlen(text);
 
-	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	n = snprintf(text, sizeof(text), "%" PRIu64 "\n", lsn);
 	fd = openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 ||
 	    renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+static int small_file_read(struct journal *j, const char *name, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = openat(j->dirfd, name, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * Keep the truncation point across restarts, in NAME.retain. Called by the flusher without the
+ * lock. Losing the latest value in a crash only keeps segments longer.
+ */
+static void retain_persist(struct journal *j, uint64_t lsn)
+{
+	char name[64], text[32];
+
+	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
+	snprintf(text, sizeof(text), "%" PRIu64 "\n", lsn);
+	if (small_file_write(j, name, text) < 0)
 		log_warning("Journal '%s': cannot save the truncation point (LSN %" PRIu64 ") in '%s': %m; "
 			    "after a restart it will have to be set again",
 			    j->cfg.name, lsn, name);
@@ -808,19 +832,10 @@ static void retain_persist(struct journal *j, uint64_t lsn)
 
 static uint64_t retain_load(struct journal *j)
 {
-	char name[64], text[32] = "";
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
+	char name[64], text[32];
 
 	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
-	fd = openat(j->dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, text, sizeof(text) - 1);
-	if (n <= 0)
-		return 0;
-	text[n] = '\0';
-	return strtoull(text, NULL, 10);
+	return small_file_read(j, name, text, sizeof(text)) == 0 ? strtoull(text, NULL, 10) : 0;
 }
 
 static void *flusher_main(void *arg)
@@ -887,6 +902,38 @@ static void *flusher_main(void *arg)
 }
 
 /* --- open, recover, close ------------------------------------------------------------------- */
+
+/*
+ * After a clean stop, say where the journal ends (NAME.clean: segment, offset, next LSN). In a
+ * reused segment, what follows the last record is whatever the earlier use left, and may look
+ * torn; recovery trusts this marker instead, and removes it before anything is appended.
+ */
+static void clean_mark(struct journal *j)
+{
+	char name[64], text[80];
+
+	if (j->st.state == JOURNAL_FAILED || j->cur_off > j->cfg.segment_size)
+		return;
+	snprintf(name, sizeof(name), "%s.clean", j->cfg.name);
+	snprintf(text, sizeof(text), "%u %" PRIu64 " %" PRIu64 "\n", j->cur, j->cur_off, j->next_lsn);
+	if (small_file_write(j, name, text) < 0)
+		log_warning("Journal '%s': cannot record the clean stop in '%s': %m", j->cfg.name, name);
+}
+
+/* The clean-stop marker, removed as it is read: a later crash must not find it. */
+static bool clean_take(struct journal *j, unsigned *ret_seg, uint64_t *ret_off, uint64_t *ret_lsn)
+{
+	char name[64], text[80];
+	bool ok;
+
+	snprintf(name, sizeof(name), "%s.clean", j->cfg.name);
+	if (small_file_read(j, name, text, sizeof(text)) < 0)
+		return false;
+	ok = sscanf(text, "%u %" SCNu64 " %" SCNu64, ret_seg, ret_off, ret_lsn) == 3;
+	if (unlinkat(j->dirfd, name, 0) < 0 || fsync(j->dirfd) < 0)
+		return false; /* cannot make sure it is gone: do not rely on it */
+	return ok;
+}
 
 /* Create a segment file of zeros: reused later by overwriting, so fdatasync never needs metadata. */
 static int segment_create(struct journal *j, const char *name, int *ret_fd)
@@ -1036,7 +1083,9 @@ static int journal_recover(struct journal *j)
 	unsigned order[1024], n = 0;
 	uint64_t expected = 0, records = 0;
 	const char *cut_reason = NULL;
-	uint64_t cut_off = 0;
+	uint64_t cut_off = 0, clean_off = 0, clean_lsn = 0;
+	unsigned clean_seg = 0;
+	bool clean;
 	int r;
 
 	for (unsigned i = 0; i < j->cfg.segments; i++) {
@@ -1064,6 +1113,7 @@ static int journal_recover(struct journal *j)
 		order[n++] = i;
 	}
 	qsort_r(order, n, sizeof(order[0]), by_generation, j->segs);
+	clean = clean_take(j, &clean_seg, &clean_off, &clean_lsn);
 	if (n == 0) {
 		j->next_lsn = 1;
 		j->cur = j->cfg.segments - 1; /* the first batch opens segment 0 */
@@ -1098,8 +1148,12 @@ static int journal_recover(struct journal *j)
 		if (k == n - 1) {
 			j->cur = order[k];
 			j->cur_off = scan.end;
-			/* zeros or a record of an earlier use of the file end a segment normally */
-			if (scan.stop_err == -EINVAL) {
+			/* zeros, a record of an earlier use of the file, or the end a clean stop recorded
+			 * end a segment normally */
+			bool clean_end = clean && clean_seg == order[k] && clean_off == scan.end &&
+					 clean_lsn == scan.next_lsn;
+
+			if (scan.stop_err == -EINVAL && !clean_end) {
 				cut_reason = scan.stop_reason;
 				cut_off = scan.end;
 			}
@@ -1256,6 +1310,7 @@ void journal_close(struct journal *j)
 			/* cannot fail on a fresh eventfd */
 		}
 		pthread_join(j->thread, NULL);
+		clean_mark(j);
 	}
 	while ((w = TAILQ_FIRST(&j->writers))) {
 		TAILQ_REMOVE(&j->writers, w, link);
