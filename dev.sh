@@ -35,21 +35,14 @@ install_missing() {
 }
 
 run_daemon() {
-	local pages nr=/proc/sys/vm/nr_hugepages old free
 	make -s
 	sed "s|@TOP@|$PWD|" conf/dev.conf.in > build/dev.conf
-	# the pool of conf/dev.conf.in: 64 x 2 MiB + 2 x 64 MiB = 256 MiB = 128 pages of 2 MiB
-	pages=128
-	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
-	if [ "$(id -u)" -eq 0 ] && [ "${free:-0}" -lt "$pages" ]; then
-		old=$(cat "$nr")
-		echo $((old + pages - free)) > "$nr"
-		# expanded now: the function's locals are gone when the trap runs
-		trap "echo $old > $nr; say 'hugepages restored to $old'" EXIT
-		say "reserved hugepages: $old -> $(cat "$nr") (restored when the daemon stops)"
-	elif [ "$(id -u)" -ne 0 ]; then
-		say "not root: no hugepages reserved, the daemon falls back to regular shared memory and says so"
-	fi
+	# the pool of conf/dev.conf.in: 64 x 2 MiB + 2 x 64 MiB = 256 MiB = 128 pages of 2 MiB;
+	# no lock: a development daemon may run for hours, tests must not wait for it
+	. scripts/hugepages.sh
+	trap hugepages_restore EXIT
+	hugepages_reserve dev.sh 128 nolock >&2 ||
+		say "no hugepages reserved: the daemon falls back to regular shared memory and says so"
 	say "socket: $PWD/build/hugepoold.sock  (try: build/hugepoolctl -s $PWD/build/hugepoold.sock status)"
 	say "stop with Ctrl-C"
 	# not exec: the trap must restore the hugepages after the daemon exits

@@ -14,22 +14,9 @@ gib=${HP_BENCH_GIB:-4}
 case $gib in '' | *[!0-9]*) gib=4 ;; esac
 export HP_BENCH_GIB=$gib
 need=$((gib * 512 + 32))   # 2 MiB pages for one pool of $gib GiB, plus headroom
-hp=/sys/kernel/mm/hugepages/hugepages-2048kB
-restore=""
-
-cleanup() {
-	if [ -n "$restore" ]; then
-		echo "$restore" > "$hp/nr_hugepages" 2>/dev/null || true
-		echo "bench: 2 MiB hugepages restored to $restore (nr_hugepages now $(cat "$hp/nr_hugepages"))"
-	fi
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../scripts/hugepages.sh"
+trap hugepages_restore EXIT
 trap 'exit 130' INT TERM
-
-free_pages() {
-	# free and not promised to an existing mapping: what the benches can take
-	echo $(($(cat "$hp/free_hugepages") - $(cat "$hp/resv_hugepages")))
-}
 
 cpu_model=$(awk -F': *' '/^model name/ {m = $2} /^cpu family/ {f = $2} /^model\t/ {n = $2}
 	/^$/ {exit} END {printf "%s (family %s model %s)", m, f, n}' /proc/cpuinfo)
@@ -38,29 +25,7 @@ echo "kernel $(uname -r), CPU ${cpu_model:-unknown} x $(nproc), RAM $(awk '/^Mem
      "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "build dir $build, HP_BENCH_GIB=$gib"
 
-# tests/run-tests.sh changes nr_hugepages too: one of us at a time
-if [ "$(id -u)" -eq 0 ] && command -v flock >/dev/null; then
-	exec 9>/tmp/hugepool-hugepages.lock
-	flock 9
-fi
-
-if [ ! -d "$hp" ]; then
-	echo "bench: no 2 MiB hugepage support in this kernel ($hp missing): hugetlb figures are skipped"
-else
-	free=$(free_pages)
-	total=$(cat "$hp/nr_hugepages")
-	if [ "$free" -ge "$need" ]; then
-		echo "bench: $free 2 MiB hugepages free, $need wanted: enough, nr_hugepages left at $total"
-	elif [ "$(id -u)" -ne 0 ]; then
-		echo "bench: hugetlb figures are skipped: only $free 2 MiB hugepages free, $need wanted," \
-		     "and only root may reserve more (run as root, or: echo $((total + need - free)) | sudo tee $hp/nr_hugepages)"
-	else
-		restore=$total
-		echo $((total + need - free)) > "$hp/nr_hugepages"
-		echo "bench: reserved 2 MiB hugepages for the run: nr_hugepages $total -> $(cat "$hp/nr_hugepages")" \
-		     "($(free_pages) free, $need wanted; restored at exit)"
-	fi
-fi
+hugepages_reserve bench "$need" || echo "bench: hugetlb figures are skipped"
 
 for b in bench_prefault bench_acquire bench_journal bench_merge; do
 	echo

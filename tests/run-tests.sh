@@ -9,34 +9,8 @@ build=${1:-build}
 need_pages=64   # 2 MiB pages: the largest test pool plus the fresh pages of cross-uid handover
 passed=0 failed=0 skipped=0
 failures=()
-nr=/proc/sys/vm/nr_hugepages
-restore=""
-
-cleanup() {
-	if [ -n "$restore" ]; then
-		echo "$restore" > "$nr" 2>/dev/null || true
-		echo "tests: hugepages restored to $restore"
-	fi
-}
-trap cleanup EXIT
-
-reserve_hugepages() {
-	local free total
-	free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
-	total=$(cat "$nr")
-	if [ "${free:-0}" -ge "$need_pages" ]; then
-		echo "tests: $free hugepages free, enough"
-		return
-	fi
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "tests: only ${free:-0} hugepages free and not root: the hugetlb path is exercised only" \
-		     "as root (run as root, or reserve $need_pages with: echo $need_pages | sudo tee $nr)"
-		return
-	fi
-	restore=$total
-	echo $((total + need_pages - free)) > "$nr"
-	echo "tests: reserved hugepages for the run: $total -> $(cat "$nr") (restored at exit)"
-}
+. "$(dirname "$0")/../scripts/hugepages.sh"
+trap hugepages_restore EXIT
 
 # run BINARY [ENV...]: run one cmocka test binary, add its counts
 run() {
@@ -59,12 +33,8 @@ run() {
 	fi
 }
 
-# the bench changes nr_hugepages too: one of us at a time, or each restores over the other
-if [ "$(id -u)" -eq 0 ] && command -v flock >/dev/null; then
-	exec 9>/tmp/hugepool-hugepages.lock
-	flock 9
-fi
-reserve_hugepages
+# as root: reserve what the suite needs (the hugetlb path is exercised only then)
+hugepages_reserve tests "$need_pages" || echo "tests: running without hugepages: the daemon falls back and says so"
 for t in "$build"/tests/test_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
