@@ -84,6 +84,9 @@ struct hp_client_status {
 	uint64_t leased_bytes;
 	uint64_t connected_ns; /* CLOCK_REALTIME, ns since the epoch */
 	int waiting; /* 1 while an acquire of this client waits */
+	uint32_t spill_files; /* spill streams of this client on disk */
+	uint64_t spill_bytes; /* bytes charged to them */
+	uint64_t spill_streams_memory, spill_bytes_memory; /* its streams in memory, as it reports */
 };
 
 struct hp_lease_status {
@@ -111,6 +114,18 @@ struct hp_journal_status {
 	char recovery[200]; /* what recovery found at start */
 };
 
+/* Spill streams, all clients together; limits of 0 mean unlimited. */
+struct hp_spill_status {
+	char directory[256];
+	char method[16]; /* how files are made nameless: "O_TMPFILE" or "unlinked" */
+	uint64_t threshold; /* the default in-memory bytes of a stream */
+	uint64_t max_bytes, max_bytes_per_uid;
+	uint32_t max_files, max_files_per_uid;
+	uint64_t bytes, files; /* on disk now: bytes charged, files open */
+	uint64_t streams_memory, bytes_memory; /* in memory now, as the clients report */
+	uint64_t files_created, bytes_charged_total, refusals, truncated; /* since the daemon started */
+};
+
 struct hp_status {
 	char daemon_version[16];
 	pid_t daemon_pid;
@@ -129,6 +144,7 @@ struct hp_status {
 	struct hp_client_status *clients;
 	struct hp_lease_status *leases;
 	struct hp_journal_status *journals;
+	struct hp_spill_status spill;
 };
 
 /* The daemon's state. Free the result with hp_status_free. */
@@ -252,6 +268,73 @@ void hp_merge_cancel(hp_merge *m);
 
 /* Release the merge; waits for its tasks to stop. NULL is fine. */
 void hp_merge_close(hp_merge *m);
+
+/*
+ * Spill streams: somewhere to put a run of bytes (a sorted run, a partial aggregate) that may be
+ * tiny or huge, to read it back later. A stream keeps its bytes in the process's own heap up to
+ * its threshold (opts->threshold, else the daemon's spill_threshold, 1 MiB by default); only
+ * when a write would take it past the threshold does it get a file from hugepoold, move what
+ * it holds there and go on writing in chunks of max(threshold, 64 KiB). So small runs never
+ * touch a file system, and a stream holds at most max(threshold, 64 KiB) bytes of memory (its
+ * buffer grows from 4 KiB by doubling as it fills).
+ *
+ * Files are unnamed (O_TMPFILE) in the daemon's spill directory, so nothing remains when the
+ * process or the daemon dies. Their bytes are charged before they are written against the
+ * daemon's limits (spill_max_bytes and spill_max_files for the machine, *_per_uid for each
+ * user), and given back on hp_spill_close, on disconnect or death, and after a failed write.
+ *
+ * Over a limit (-EDQUOT; hp_last_error(c) names the limit) or on a file system error (-ENOSPC,
+ * -EIO), hp_spill_write fails and the stream keeps what it held: hp_spill_size says how much (a
+ * prefix of everything written), hp_spill_finish and reads still work, further writes fail.
+ *
+ * A stream is written, finished, then read (any number of times, with rewinds) and closed; it
+ * belongs to its connection (close it first) and, like the connection, to one thread at a time.
+ */
+typedef struct hp_spill hp_spill;
+
+#define HP_SPILL_MEMORY 0 /* hp_spill_state: the bytes are in memory */
+#define HP_SPILL_FILE 1 /* in a file (the last chunk may still be in memory after an error) */
+#define HP_SPILL_THRESHOLD_MAX (1ull << 30)
+
+struct hp_spill_opts {
+	/* in-memory bytes before the stream moves to a file: 0 = the daemon's spill_threshold;
+	 * HP_SPILL_ALWAYS_FILE = a file from the first byte; at most HP_SPILL_THRESHOLD_MAX */
+	uint64_t threshold;
+};
+#define HP_SPILL_ALWAYS_FILE UINT64_MAX
+
+/* A new, empty stream (opts may be NULL). The first stream of a connection asks the daemon for
+ * its defaults once; later in-memory streams cost no system call. */
+int hp_spill_open(hp_conn *c, const struct hp_spill_opts *opts, hp_spill **ret);
+
+/* Append len bytes (any size, 0 included). Errors: see above; -EINVAL after hp_spill_finish. */
+int hp_spill_write(hp_spill *s, const void *data, size_t len);
+
+/* End writing: flush to the file if there is one, and start reading from the first byte. */
+int hp_spill_finish(hp_spill *s);
+
+/* Copy the next bytes into buf: returns how many (0 at the end) or a negative errno (-EIO). */
+ssize_t hp_spill_read(hp_spill *s, void *buf, size_t len);
+
+/*
+ * The next bytes without copying: *ret_data points to n bytes (valid until the next call on s),
+ * n a multiple of unit (1 to 64 KiB; 1 for any length) and n >= unit unless the stream ends; 0 at
+ * the end; -EBADMSG when fewer than unit bytes remain (read them with hp_spill_read).
+ * Rows of unit bytes written to a stream come back whole: a ready hp_merge input.
+ */
+ssize_t hp_spill_next(hp_spill *s, const void **ret_data, size_t unit);
+
+/* Read again from the first byte. */
+int hp_spill_rewind(hp_spill *s);
+
+/* HP_SPILL_MEMORY or HP_SPILL_FILE. */
+int hp_spill_state(const hp_spill *s);
+
+/* Bytes the stream holds. */
+uint64_t hp_spill_size(const hp_spill *s);
+
+/* Free the stream; its file (if any) is truncated and its bytes given back. NULL is fine. */
+void hp_spill_close(hp_spill *s);
 
 /* A message for a negative errno returned by this library (static, thread-safe). */
 const char *hp_strerror(int err);

@@ -38,6 +38,18 @@ static const struct type_rule rules[] = {
 	  sizeof(struct proto_journal_truncate), 0 },
 	{ PROTO_JOURNAL_READ, "journal-read", true, sizeof(struct proto_journal_read),
 	  sizeof(struct proto_journal_read), 0 },
+	{ PROTO_SPILL_ATTACH, "spill-attach", true, sizeof(struct proto_spill_attach),
+	  sizeof(struct proto_spill_attach), 0 },
+	{ PROTO_SPILL_CREATE, "spill-create", true, sizeof(struct proto_spill_create),
+	  sizeof(struct proto_spill_create), 0 },
+	{ PROTO_SPILL_CHARGE, "spill-charge", true, sizeof(struct proto_spill_charge),
+	  sizeof(struct proto_spill_charge), 0 },
+	{ PROTO_SPILL_CLOSE, "spill-close", true, sizeof(struct proto_spill_close),
+	  sizeof(struct proto_spill_close), 0 },
+	{ PROTO_SPILL_ATTACHED, "spill-attached", false, sizeof(struct proto_spill_attached),
+	  sizeof(struct proto_spill_attached), 1 },
+	{ PROTO_SPILL_CREATED, "spill-created", false, sizeof(struct proto_spill_created),
+	  sizeof(struct proto_spill_created), 1 },
 	{ PROTO_JOURNAL_OPENED, "journal-opened", false, sizeof(struct proto_journal_opened),
 	  sizeof(struct proto_journal_opened), 3 },
 	{ PROTO_JOURNAL_SEGMENTS, "journal-segments", false, sizeof(struct proto_journal_segments),
@@ -143,6 +155,22 @@ int proto_parse_request(const struct proto_hdr *h, const void *payload, union pr
 		memcpy(&ret->jread, payload, sizeof(ret->jread));
 		if (!proto_name_valid(ret->jread.name, sizeof(ret->jread.name)))
 			why = "journal read of a name that is not a name";
+		break;
+	case PROTO_SPILL_ATTACH:
+		memcpy(&ret->sattach, payload, sizeof(ret->sattach));
+		if (ret->sattach.flags || ret->sattach.reserved)
+			why = "spill attach with unknown flags";
+		break;
+	case PROTO_SPILL_CREATE:
+		memcpy(&ret->screate, payload, sizeof(ret->screate));
+		if (ret->screate.flags || ret->screate.reserved)
+			why = "spill create with unknown flags";
+		break;
+	case PROTO_SPILL_CHARGE:
+		memcpy(&ret->scharge, payload, sizeof(ret->scharge));
+		break;
+	case PROTO_SPILL_CLOSE:
+		memcpy(&ret->sclose, payload, sizeof(ret->sclose));
 		break;
 	default:
 		why = "not a request";

@@ -20,7 +20,7 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is little-endian");
 
 #define PROTO_MAGIC 0x50475548u /* "HUGP" */
-#define PROTO_VERSION 2 /* 2: journals (open sends 3 fds), njournals in status */
+#define PROTO_VERSION 3 /* 2: journals (open sends 3 fds), njournals in status; 3: spill streams */
 #define PROTO_NAME_MAX 32 /* class and client names on the wire, NUL-padded */
 #define PROTO_MAX_FDS 32 /* fds in one message; grants larger than this are split */
 #define PROTO_ACQUIRE_MAX 1024 /* buffers in one acquire */
@@ -48,6 +48,10 @@ enum proto_type {
 	PROTO_JOURNAL_CLOSE = 6, /* struct proto_journal_close -> PROTO_RESULT */
 	PROTO_JOURNAL_TRUNCATE = 7, /* struct proto_journal_truncate -> PROTO_RESULT */
 	PROTO_JOURNAL_READ = 8, /* struct proto_journal_read -> PROTO_JOURNAL_SEGMENTS or RESULT */
+	PROTO_SPILL_ATTACH = 9, /* struct proto_spill_attach -> PROTO_SPILL_ATTACHED or RESULT */
+	PROTO_SPILL_CREATE = 10, /* struct proto_spill_create -> PROTO_SPILL_CREATED or RESULT */
+	PROTO_SPILL_CHARGE = 11, /* struct proto_spill_charge -> PROTO_RESULT */
+	PROTO_SPILL_CLOSE = 12, /* struct proto_spill_close -> PROTO_RESULT */
 	/* daemon -> client */
 	PROTO_WELCOME = 64, /* struct proto_welcome */
 	PROTO_RESULT = 65, /* struct proto_result + text */
@@ -56,6 +60,8 @@ enum proto_type {
 	PROTO_JOURNAL_OPENED = 68, /* struct proto_journal_opened; fds: ring memfd, doorbell eventfd,
 				    * wake page memfd */
 	PROTO_JOURNAL_SEGMENTS = 69, /* struct proto_journal_segments + entries; one fd each */
+	PROTO_SPILL_ATTACHED = 70, /* struct proto_spill_attached; fd: the connection's spill page */
+	PROTO_SPILL_CREATED = 71, /* struct proto_spill_created; fd: the spill file, read-write */
 };
 
 struct proto_hello {
@@ -149,12 +155,70 @@ struct proto_journal_segment {
 	uint64_t size;
 };
 
+/*
+ * Spill streams. A client attaches once per connection and gets the default threshold and a
+ * shared page (struct proto_spill_page) where it counts its in-memory streams, which the daemon
+ * never sees otherwise. A stream that outgrows memory asks for a file: an unnamed file in the
+ * daemon's spill directory, limited in number per uid and for the machine. Before writing
+ * past what it was charged, the client asks for the stream's new total (PROTO_SPILL_CHARGE);
+ * the daemon charges the difference against the uid's and the machine's byte limits, or
+ * refuses with the limit's name. A lower total gives bytes back (after a failed write).
+ * Closing the file, or the connection, truncates it, closes the daemon's fd and refunds all.
+ */
+struct proto_spill_attach {
+	uint32_t flags; /* must be 0 */
+	uint32_t reserved;
+};
+
+struct proto_spill_attached {
+	uint64_t threshold; /* spill_threshold: the default in-memory bytes of a stream */
+	uint64_t page_size; /* bytes of the spill page memfd sent with this message */
+};
+
+/* The connection's spill page: written by the client (atomics), read by the daemon for status. */
+struct proto_spill_page {
+	uint64_t streams_memory; /* open streams that are still in memory */
+	uint64_t bytes_memory; /* bytes those streams hold */
+	uint64_t streams_total; /* streams opened on this connection */
+	uint64_t reserved[5];
+};
+
+struct proto_spill_create {
+	uint32_t flags; /* must be 0 */
+	uint32_t reserved;
+};
+
+struct proto_spill_created {
+	uint64_t file_id; /* names the file in charge and close requests */
+};
+
+struct proto_spill_charge {
+	uint64_t file_id;
+	uint64_t total; /* bytes the file may hold from now on */
+};
+
+struct proto_spill_close {
+	uint64_t file_id;
+};
+
+/* The machine's spill state in a status reply. */
+struct proto_status_spill {
+	char directory[256];
+	char method[16]; /* "O_TMPFILE" or "unlinked" */
+	uint64_t threshold;
+	uint64_t max_bytes, max_bytes_per_uid; /* 0 = unlimited */
+	uint32_t max_files, max_files_per_uid; /* 0 = unlimited */
+	uint64_t bytes, files; /* charged now, all clients */
+	uint64_t streams_memory, bytes_memory; /* as the clients' spill pages say */
+	uint64_t files_created, bytes_charged_total, refusals, truncated; /* since start */
+};
+
 #define PROTO_POOL_HUGETLB 1u /* pages are hugetlb pages of page_size */
 #define PROTO_POOL_FALLBACK 2u /* hugetlb was wanted (prefer) but the pool fell back */
 
 struct proto_status {
 	uint32_t nclasses, nclients, nleases, pool_flags;
-	uint32_t njournals, reserved0;
+	uint32_t njournals, nspill; /* nspill: 1 = one struct proto_status_spill follows the journals */
 	uint64_t page_size;
 	uint64_t pool_bytes;
 	uint64_t boot_prefault_ns;
@@ -166,7 +230,8 @@ struct proto_status {
 	char daemon_version[16];
 	char fallback_reason[128];
 	/* followed by nclasses struct proto_status_class, nclients struct proto_status_client,
-	 * nleases struct proto_status_lease, njournals struct proto_status_journal */
+	 * nleases struct proto_status_lease, njournals struct proto_status_journal, nspill struct
+	 * proto_status_spill */
 };
 
 struct proto_status_class {
@@ -183,7 +248,9 @@ struct proto_status_client {
 	uint64_t leased_bytes;
 	uint64_t connected_realtime_ns;
 	uint32_t waiting; /* 1 while an acquire of this client waits */
-	uint32_t reserved;
+	uint32_t spill_files; /* spill files open */
+	uint64_t spill_bytes; /* bytes charged to them */
+	uint64_t spill_streams_memory, spill_bytes_memory; /* from its spill page */
 };
 
 struct proto_status_lease {
@@ -207,6 +274,10 @@ union proto_request {
 	struct proto_journal_close jclose;
 	struct proto_journal_truncate jtruncate;
 	struct proto_journal_read jread;
+	struct proto_spill_attach sattach;
+	struct proto_spill_create screate;
+	struct proto_spill_charge scharge;
+	struct proto_spill_close sclose;
 };
 
 /*

@@ -37,6 +37,7 @@
 #define JOURNAL_RING_MIN (UINT64_C(64) << 10)
 #define JOURNAL_RING_MAX (UINT64_C(64) << 20)
 #define JOURNAL_DELAY_MAX_NS UINT64_C(10000000000) /* 10s */
+#define SPILL_THRESHOLD_MAX (UINT64_C(1) << 30)
 
 #define SECTION_NAME_MAX 31 /* the longest name of any section kind, without the NUL */
 #define SECTION_KEYS_MAX 16 /* the most keys of any section kind */
@@ -82,6 +83,12 @@ enum {
 	GKEY_MAX_CONNECTIONS,
 	GKEY_MAX_CONNECTIONS_PER_UID,
 	GKEY_MAX_BYTES_PER_UID,
+	GKEY_SPILL_DIRECTORY,
+	GKEY_SPILL_THRESHOLD,
+	GKEY_SPILL_MAX_BYTES,
+	GKEY_SPILL_MAX_FILES,
+	GKEY_SPILL_MAX_BYTES_PER_UID,
+	GKEY_SPILL_MAX_FILES_PER_UID,
 	GKEY_NUM,
 };
 
@@ -492,6 +499,10 @@ static int set_journal_directory(struct parser *p, const struct key *k, const ch
 				       "(journal \"%s\" is defined on line %u): each needs its own",
 				    p->cfg->journals[i].name, j->name, CLIP(value),
 				    p->cfg->journals[i].name, p->cfg->journals[i].line);
+	if (same_directory(p->cfg->spill_directory, value))
+		return fail(p, "journal \"%s\" would share the directory \"%.*s%s\" with spill_directory: "
+			       "each needs its own",
+			    j->name, CLIP(value));
 	memcpy(j->directory, value, n + 1);
 	return 0;
 }
@@ -700,6 +711,35 @@ static int set_u32(struct parser *p, const struct key *k, const char *value)
 #define U32_KEY(n, lo, hi, type, field) \
 	{ .name = n, .set = set_u32, .min = lo, .max = hi, .offset = offsetof(type, field) }
 
+static int set_spill_directory(struct parser *p, const struct key *k, const char *value)
+{
+	size_t n = strlen(value);
+
+	(void)k;
+	if (value[0] != '/')
+		return fail(p, "spill_directory \"%.*s%s\" is not absolute", CLIP(value));
+	if (n >= sizeof(p->cfg->spill_directory))
+		return fail(p, "spill_directory is too long: %zu bytes, at most %zu", n,
+			    sizeof(p->cfg->spill_directory) - 1);
+	memcpy(p->cfg->spill_directory, value, n + 1);
+	return 0;
+}
+
+static int set_spill_threshold(struct parser *p, const struct key *k, const char *value)
+{
+	return get_size_range(p, k->name, value, 0, SPILL_THRESHOLD_MAX, &p->cfg->spill_threshold);
+}
+
+static int set_spill_max_bytes(struct parser *p, const struct key *k, const char *value)
+{
+	return get_size(p, k->name, value, &p->cfg->spill_max_bytes);
+}
+
+static int set_spill_max_bytes_per_uid(struct parser *p, const struct key *k, const char *value)
+{
+	return get_size(p, k->name, value, &p->cfg->spill_max_bytes_per_uid);
+}
+
 static const struct key global_keys[GKEY_NUM] = {
 	[GKEY_SOCKET] = { .name = "socket", .set = set_socket },
 	[GKEY_SOCKET_MODE] = { .name = "socket_mode", .set = set_socket_mode },
@@ -710,6 +750,13 @@ static const struct key global_keys[GKEY_NUM] = {
 	[GKEY_MAX_CONNECTIONS] = U32_KEY("max_connections", 1, 65536, struct config, max_connections),
 	[GKEY_MAX_CONNECTIONS_PER_UID] = U32_KEY("max_connections_per_uid", 0, 65536, struct config, max_connections_per_uid),
 	[GKEY_MAX_BYTES_PER_UID] = { .name = "max_bytes_per_uid", .set = set_max_bytes_per_uid },
+	[GKEY_SPILL_DIRECTORY] = { .name = "spill_directory", .set = set_spill_directory },
+	[GKEY_SPILL_THRESHOLD] = { .name = "spill_threshold", .set = set_spill_threshold },
+	[GKEY_SPILL_MAX_BYTES] = { .name = "spill_max_bytes", .set = set_spill_max_bytes },
+	[GKEY_SPILL_MAX_FILES] = U32_KEY("spill_max_files", 0, 1000000, struct config, spill_max_files),
+	[GKEY_SPILL_MAX_BYTES_PER_UID] = { .name = "spill_max_bytes_per_uid", .set = set_spill_max_bytes_per_uid },
+	[GKEY_SPILL_MAX_FILES_PER_UID] = U32_KEY("spill_max_files_per_uid", 0, 1000000, struct config,
+						 spill_max_files_per_uid),
 };
 
 static const struct key class_keys[CKEY_NUM] = {
@@ -1116,6 +1163,12 @@ void config_init(struct config *cfg)
 	cfg->max_connections = 1024;
 	cfg->max_connections_per_uid = 64;
 	cfg->max_bytes_per_uid = 0;
+	memcpy(cfg->spill_directory, CONFIG_DEFAULT_SPILL_DIR, sizeof(CONFIG_DEFAULT_SPILL_DIR));
+	cfg->spill_threshold = UINT64_C(1) << 20;
+	cfg->spill_max_bytes = UINT64_C(16) << 30;
+	cfg->spill_max_files = 4096;
+	cfg->spill_max_bytes_per_uid = 0;
+	cfg->spill_max_files_per_uid = 1024;
 }
 
 int config_parse(const char *name, const char *text, struct config *cfg, char *err, size_t errlen)

@@ -18,6 +18,7 @@
 
 #define CONFIG_DEFAULT_PATH "/etc/hugepool/hugepoold.conf"
 #define CONFIG_DEFAULT_SOCKET "/run/hugepool/hugepoold.sock"
+#define CONFIG_DEFAULT_SPILL_DIR "/var/tmp/hugepool"
 #define CONFIG_CLASS_NAME_MAX 31 /* bytes, without the NUL; [A-Za-z0-9_.-] */
 #define CONFIG_CLASSES_MAX 64
 #define CONFIG_JOURNALS_MAX 16
@@ -68,6 +69,13 @@ struct config {
 	uint32_t max_connections; /* all clients together; default 1024 */
 	uint32_t max_connections_per_uid; /* default 64; 0 = unlimited */
 	uint64_t max_bytes_per_uid; /* leased bytes; default 0 = unlimited */
+	/* spill streams (see spill.h); byte and file limits: 0 = unlimited */
+	char spill_directory[256]; /* absolute; created (0700) if missing; default /var/tmp/hugepool */
+	uint64_t spill_threshold; /* default in-memory bytes of a stream; 0..1G, default 1M */
+	uint64_t spill_max_bytes; /* all spill files together; default 16G */
+	uint32_t spill_max_files; /* default 4096 */
+	uint64_t spill_max_bytes_per_uid; /* default 0 */
+	uint32_t spill_max_files_per_uid; /* default 1024 */
 	unsigned nclasses;
 	struct config_class classes[CONFIG_CLASSES_MAX];
 	unsigned njournals;

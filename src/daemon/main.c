@@ -22,12 +22,14 @@
 #include "pool.h"
 #include "server.h"
 #include "size.h"
+#include "spill.h"
 #include "util.h"
 
 #define EXIT_CONFIG 2 /* the configuration is invalid */
 #define EXIT_POOL 3 /* the pool could not be created or faulted in */
 #define EXIT_SOCKET 4 /* the socket could not be set up */
 #define EXIT_JOURNAL 5 /* a journal could not be opened or recovered */
+#define EXIT_SPILL 6 /* the spill directory is unusable */
 
 static void usage(FILE *f)
 {
@@ -66,6 +68,12 @@ static void print_summary(const struct config *cfg, const char *path)
 		       cfg->journals[i].directory, cfg->journals[i].segments,
 		       size_format(cfg->journals[i].segment_size, b, sizeof(b)),
 		       journal_backend_name(cfg->journals[i].backend), cfg->journals[i].direct ? ", direct" : "");
+	printf("spill %s: threshold %s, ", cfg->spill_directory, size_format(cfg->spill_threshold, b, sizeof(b)));
+	printf("at most %s", cfg->spill_max_bytes ? size_format(cfg->spill_max_bytes, b, sizeof(b)) : "unlimited bytes");
+	printf(" in %s files", cfg->spill_max_files ? "" : "unlimited");
+	if (cfg->spill_max_files)
+		printf(" (%u)", cfg->spill_max_files);
+	printf("\n");
 	printf("pool total %s\n", size_format(config_pool_bytes(cfg), b, sizeof(b)));
 }
 
@@ -110,6 +118,7 @@ int main(int argc, char **argv)
 	char err[512], b1[32];
 	struct pool *pool = NULL;
 	struct server *srv = NULL;
+	struct spill *spill = NULL;
 	struct journal *journals[CONFIG_JOURNALS_MAX] = { NULL };
 	unsigned njournals = 0;
 	sigset_t mask;
@@ -188,8 +197,18 @@ int main(int argc, char **argv)
 			return EXIT_JOURNAL;
 		}
 	}
-	r = server_open(&cfg, pool, journals, njournals, &srv);
+	r = spill_open(&cfg, &spill, err, sizeof(err));
 	if (r < 0) {
+		log_error("Spill streams unavailable: %s", err);
+		close_journals(journals, njournals);
+		pool_free(pool);
+		return EXIT_SPILL;
+	}
+	log_info("Spill directory '%s', in-memory threshold %s", cfg.spill_directory,
+		 size_format(cfg.spill_threshold, b1, sizeof(b1)));
+	r = server_open(&cfg, pool, journals, njournals, spill, &srv);
+	if (r < 0) {
+		spill_free(spill);
 		close_journals(journals, njournals);
 		pool_free(pool);
 		return EXIT_SOCKET;
@@ -199,6 +218,7 @@ int main(int argc, char **argv)
 	r = server_run(srv);
 	notify_send("STOPPING=1");
 	server_free(srv);
+	spill_free(spill);
 	close_journals(journals, njournals);
 	pool_free(pool);
 	log_info("Stopped");

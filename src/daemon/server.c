@@ -33,6 +33,7 @@
 #include "proto.h"
 #include "recycler.h"
 #include "server.h"
+#include "spill.h"
 #include "util.h"
 
 #define OUT_MAX (PROTO_REPLY_MAX + (1u << 20)) /* a peer that lets more pile up is dropped */
@@ -76,6 +77,7 @@ struct peer {
 	bool want_out; /* EPOLLOUT registered */
 	struct peer_writer writers[PEER_WRITERS_MAX];
 	unsigned nwriters;
+	struct spill_owner spill;
 	TAILQ_ENTRY(peer) link;
 };
 
@@ -86,6 +88,7 @@ struct server {
 	struct recycler *recycler;
 	struct journal **journals;
 	unsigned njournals;
+	struct spill *spill;
 	uint64_t next_writer_id;
 	int listen_fd, epoll_fd, signal_fd;
 	TAILQ_HEAD(, peer) peers;
@@ -416,7 +419,7 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 			nleases += q->owner.nleases;
 	size = s->pool->nclasses * sizeof(struct proto_status_class) +
 	       s->npeers * sizeof(struct proto_status_client) + nleases * sizeof(struct proto_status_lease) +
-	       s->njournals * sizeof(struct proto_status_journal);
+	       s->njournals * sizeof(struct proto_status_journal) + sizeof(struct proto_status_spill);
 	if (size + sizeof(st) > PROTO_REPLY_MAX) {
 		send_result(p, -EMSGSIZE, "status is larger than a reply may be");
 		return 0;
@@ -474,6 +477,8 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 		pc.leased_bytes = q->owner.leased_bytes;
 		pc.connected_realtime_ns = q->connected_rt;
 		pc.waiting = q->owner.req != NULL;
+		spill_owner_status(&q->spill, &pc.spill_files, &pc.spill_bytes, &pc.spill_streams_memory,
+				   &pc.spill_bytes_memory);
 		memcpy(w, &pc, sizeof(pc));
 		w += sizeof(pc);
 		st.nclients++;
@@ -527,6 +532,15 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 		memcpy(w, &pj, sizeof(pj));
 		w += sizeof(pj);
 		st.njournals++;
+	}
+	{
+		struct proto_status_spill ps;
+
+		spill_audit(s->spill, now_ns(), true); /* report sizes the clients really wrote within their charges */
+		spill_get_status(s->spill, &ps);
+		memcpy(w, &ps, sizeof(ps));
+		w += sizeof(ps);
+		st.nspill = 1;
 	}
 	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf), NULL, 0);
 	p->busy = false;
@@ -639,6 +653,63 @@ static int handle_journal_read(struct server *s, struct peer *p, const union pro
 	return 0;
 }
 
+static int handle_spill_attach(struct server *s, struct peer *p, const union proto_request *req)
+{
+	struct proto_spill_attached a = { .page_size = 4096 };
+	int fd, r;
+
+	(void)req;
+	r = spill_attach(s->spill, &p->spill, &fd, &a.threshold);
+	if (r < 0) {
+		send_result(p, r, r == -EEXIST ? "this connection is attached already" : "cannot create the spill page");
+		return 0;
+	}
+	peer_send_owned(p, PROTO_SPILL_ATTACHED, &a, sizeof(a), NULL, 0, &fd, 1, 1u);
+	p->busy = false;
+	return 0;
+}
+
+static int handle_spill_create(struct server *s, struct peer *p, const union proto_request *req)
+{
+	struct proto_spill_created c;
+	char text[PROTO_TEXT_MAX];
+	int fd, r;
+
+	(void)req;
+	r = spill_create(s->spill, &p->spill, &c.file_id, &fd, text, sizeof(text));
+	if (r < 0) {
+		if (r == -EDQUOT)
+			log_notice("Refused a spill file to pid %d (uid %u): %s", (int)p->owner.pid,
+				   (unsigned)p->owner.uid, text);
+		send_result(p, r, text);
+		return 0;
+	}
+	peer_send_owned(p, PROTO_SPILL_CREATED, &c, sizeof(c), NULL, 0, &fd, 1, 1u);
+	p->busy = false;
+	return 0;
+}
+
+static int handle_spill_charge(struct server *s, struct peer *p, const union proto_request *req)
+{
+	char text[PROTO_TEXT_MAX];
+	int r;
+
+	r = spill_charge(s->spill, &p->spill, req->scharge.file_id, req->scharge.total, text, sizeof(text));
+	if (r == -EDQUOT)
+		log_notice("Refused spill bytes to pid %d (uid %u): %s", (int)p->owner.pid, (unsigned)p->owner.uid,
+			   text);
+	send_result(p, r, r < 0 ? text : NULL);
+	return 0;
+}
+
+static int handle_spill_close(struct server *s, struct peer *p, const union proto_request *req)
+{
+	int r = spill_close_file(s->spill, &p->spill, req->sclose.file_id);
+
+	send_result(p, r, r < 0 ? "no such spill file on this connection" : NULL);
+	return 0;
+}
+
 static const struct {
 	uint16_t type;
 	handler_fn fn;
@@ -651,6 +722,10 @@ static const struct {
 	{ PROTO_JOURNAL_CLOSE, handle_journal_close },
 	{ PROTO_JOURNAL_TRUNCATE, handle_journal_truncate },
 	{ PROTO_JOURNAL_READ, handle_journal_read },
+	{ PROTO_SPILL_ATTACH, handle_spill_attach },
+	{ PROTO_SPILL_CREATE, handle_spill_create },
+	{ PROTO_SPILL_CHARGE, handle_spill_charge },
+	{ PROTO_SPILL_CLOSE, handle_spill_close },
 };
 
 static void dispatch(struct server *s, struct peer *p)
@@ -788,6 +863,7 @@ static void peer_destroy(struct server *s, struct peer *p)
 	}
 	for (unsigned i = 0; i < p->nwriters; i++)
 		journal_writer_close(p->writers[i].w);
+	spill_owner_release(s->spill, &p->spill);
 	for (size_t i = 0; i < p->nofds; i++)
 		out_fds_release(&p->ofds[(p->ofds_head + i) % p->ofds_cap]);
 	TAILQ_REMOVE(&s->peers, p, link);
@@ -821,6 +897,7 @@ static void accept_one(struct server *s, int fd)
 	p->connected_rt = realtime_ns();
 	p->owner.pid = cred.pid;
 	p->owner.uid = cred.uid;
+	spill_owner_init(s->spill, &p->spill, cred.uid, cred.pid);
 	TAILQ_INSERT_TAIL(&s->peers, p, link);
 	s->npeers++;
 	s->connections_total++;
@@ -929,7 +1006,7 @@ static int epoll_add_tag(int epfd, int fd, int *tag)
 }
 
 int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
-		struct server **ret)
+		struct spill *spill, struct server **ret)
 {
 	static const struct lease_ops ops = { on_granted, on_failed, on_renew };
 	struct lease_limits lim = { .max_bytes_per_uid = cfg->max_bytes_per_uid,
@@ -944,6 +1021,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	s->pool = pool;
 	s->journals = journals;
 	s->njournals = njournals;
+	s->spill = spill;
 	s->listen_fd = s->epoll_fd = s->signal_fd = -1;
 	s->started_rt = realtime_ns();
 	TAILQ_INIT(&s->peers);
@@ -1000,7 +1078,8 @@ int server_run(struct server *s)
 	struct epoll_event evs[64];
 
 	while (!s->stop) {
-		uint64_t deadline = lease_next_deadline(s->leases), now = now_ns();
+		uint64_t now = now_ns();
+		uint64_t deadline = MIN(lease_next_deadline(s->leases), spill_audit(s->spill, now, false));
 		int timeout = -1, n;
 
 		if (deadline != UINT64_MAX)

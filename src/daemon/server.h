@@ -13,12 +13,13 @@
 #include "config.h"
 #include "journal.h"
 #include "pool.h"
+#include "spill.h"
 
 struct server;
 
-/* journals: opened by main, still main's to close (after server_free). */
+/* journals and spill: opened by main, still main's to close (after server_free). */
 int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
-		struct server **ret);
+		struct spill *spill, struct server **ret);
 int server_run(struct server *s);
 void server_free(struct server *s);
 

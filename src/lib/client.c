@@ -32,8 +32,14 @@ void client_set_error(hp_conn *c, const char *fmt, ...)
 
 int client_send(hp_conn *c, enum proto_type type, const void *payload, uint32_t len)
 {
+	int r;
+
 	c->last_error[0] = '\0';
-	return proto_send(c->fd, type, payload, len, NULL, 0);
+	r = proto_send(c->fd, type, payload, len, NULL, 0);
+	if (r == -EPIPE)
+		client_set_error(c, "the daemon closed the connection");
+	/* one error for "the daemon went away", whether it shows on sending or on receiving */
+	return r == -EPIPE ? -ECONNRESET : r;
 }
 
 int client_recv(hp_conn *c, struct proto_hdr *ret_hdr, void **ret_payload, int *fds, unsigned maxfds)
@@ -63,6 +69,22 @@ int client_recv(hp_conn *c, struct proto_hdr *ret_hdr, void **ret_payload, int *
 	}
 	*ret_payload = payload;
 	return 1;
+}
+
+int client_simple_request(hp_conn *c, enum proto_type type, const void *payload, uint32_t len)
+{
+	struct proto_hdr h;
+	void *reply = NULL;
+	int r = client_send(c, type, payload, len);
+
+	if (r < 0)
+		return r;
+	r = client_recv(c, &h, &reply, NULL, 0);
+	if (r == 1) {
+		free(reply);
+		return -EPROTO;
+	}
+	return r;
 }
 
 int hp_connect(const char *path, hp_conn **ret)
@@ -130,6 +152,9 @@ void hp_disconnect(hp_conn *c)
 	/* closing the socket ends the leases in the daemon; the mappings are ours to undo */
 	for (size_t i = 0; i < c->nmaps; i++)
 		munmap(c->maps[i].addr, c->maps[i].size);
+	/* a stream still open would write its counters here: leave the page to it (misuse) */
+	if (c->spill_page && !c->spill_streams)
+		munmap(c->spill_page, sizeof(*c->spill_page));
 	close(c->fd);
 	free(c->maps);
 	free(c);
@@ -156,7 +181,7 @@ const char *hp_strerror(int err)
 		{ -E2BIG, "more buffers asked than the class has" },
 		{ -EAGAIN, "the buffers are not free now" },
 		{ -ETIMEDOUT, "timed out waiting for buffers" },
-		{ -EDQUOT, "the per-uid limit on leased bytes would be exceeded" },
+		{ -EDQUOT, "a limit of hugepoold would be exceeded (leased bytes per uid, or spill bytes or files)" },
 		{ -EINVAL, "invalid argument" },
 		{ -ENOMEM, "out of memory" },
 		{ -EBUSY, "another request is in progress on this connection" },

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * client.h - libhugepool's private connection state, shared by its modules (client.c owns the
- * connection and the request/reply exchange, buffer.c the leases, status.c the status call).
+ * connection and the request/reply exchange, buffer.c the leases, status.c the status call,
+ * journal.c and spill.c their streams).
  */
 #ifndef HP_CLIENT_H
 #define HP_CLIENT_H
@@ -21,6 +22,11 @@ struct hp_conn {
 	char last_error[PROTO_TEXT_MAX + 1];
 	struct hp_mapping *maps; /* buffers leased through this connection */
 	size_t nmaps, maps_cap;
+	/* spill streams (spill.c): the daemon's default threshold and the counters page it reads,
+	 * both set by the first hp_spill_open; streams still open on this connection */
+	uint64_t spill_threshold;
+	struct proto_spill_page *spill_page;
+	unsigned spill_streams;
 };
 
 /* Send one request. */
@@ -32,6 +38,9 @@ int client_send(hp_conn *c, enum proto_type type, const void *payload, uint32_t 
  * Up to maxfds fds are accepted (others make it fail with -EPROTO).
  */
 int client_recv(hp_conn *c, struct proto_hdr *ret_hdr, void **ret_payload, int *fds, unsigned maxfds);
+
+/* Send one request whose answer is a PROTO_RESULT; its error code (0 or negative). */
+int client_simple_request(hp_conn *c, enum proto_type type, const void *payload, uint32_t len);
 
 /* Decode a status reply payload (untrusted bytes: every count is checked against len). */
 int status_decode(const void *buf, size_t len, struct hp_status **ret);

@@ -51,23 +51,6 @@ static int check_name(const char *name)
 	return 0;
 }
 
-/* One request whose answer is a PROTO_RESULT. */
-static int simple_request(hp_conn *c, enum proto_type type, const void *payload, uint32_t len)
-{
-	struct proto_hdr h;
-	void *reply = NULL;
-	int r = client_send(c, type, payload, len);
-
-	if (r < 0)
-		return r;
-	r = client_recv(c, &h, &reply, NULL, 0);
-	if (r == 1) {
-		free(reply);
-		return -EPROTO;
-	}
-	return r;
-}
-
 int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 {
 	struct proto_journal_open req = { 0 };
@@ -136,7 +119,7 @@ void hp_journal_close(hp_journal *j)
 		return;
 	req.writer_id = j->writer_id;
 	/* what was appended is still written: the daemon drains the ring before it lets go */
-	(void)simple_request(j->c, PROTO_JOURNAL_CLOSE, &req, sizeof(req));
+	(void)client_simple_request(j->c, PROTO_JOURNAL_CLOSE, &req, sizeof(req));
 	munmap(j->hdr, j->map_len);
 	munmap(j->wake, sizeof(struct jring_wake));
 	close(j->doorbell);
@@ -363,7 +346,7 @@ int hp_journal_truncate(hp_conn *c, const char *name, uint64_t lsn)
 	if (!c || check_name(name) < 0)
 		return -EINVAL;
 	proto_set_name(req.name, sizeof(req.name), name);
-	return simple_request(c, PROTO_JOURNAL_TRUNCATE, &req, sizeof(req));
+	return client_simple_request(c, PROTO_JOURNAL_TRUNCATE, &req, sizeof(req));
 }
 
 /* --- readers ---------------------------------------------------------------------------- */

@@ -32,8 +32,9 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	need = sizeof(w) + (size_t)w.nclasses * sizeof(struct proto_status_class) +
 	       (size_t)w.nclients * sizeof(struct proto_status_client) +
 	       (size_t)w.nleases * sizeof(struct proto_status_lease) +
-	       (size_t)w.njournals * sizeof(struct proto_status_journal);
-	if (need != len || w.nclasses > 65536 || w.njournals > 65536)
+	       (size_t)w.njournals * sizeof(struct proto_status_journal) +
+	       (size_t)w.nspill * sizeof(struct proto_status_spill);
+	if (need != len || w.nclasses > 65536 || w.njournals > 65536 || w.nspill > 1)
 		return -EPROTO;
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -94,6 +95,10 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 		st->clients[i].leased_bytes = c.leased_bytes;
 		st->clients[i].connected_ns = c.connected_realtime_ns;
 		st->clients[i].waiting = !!c.waiting;
+		st->clients[i].spill_files = c.spill_files;
+		st->clients[i].spill_bytes = c.spill_bytes;
+		st->clients[i].spill_streams_memory = c.spill_streams_memory;
+		st->clients[i].spill_bytes_memory = c.spill_bytes_memory;
 	}
 	for (uint32_t i = 0; i < w.nleases; i++, p += sizeof(struct proto_status_lease)) {
 		struct proto_status_lease l;
@@ -138,6 +143,27 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 		js->sync_max_ns = pj.sync_max_ns;
 		js->mean_batch = (double)pj.mean_batch_milli / 1000.0;
 		js->recovered_records = pj.recovered_records;
+	}
+	if (w.nspill) {
+		struct proto_status_spill ps;
+		struct hp_spill_status *ss = &st->spill;
+
+		memcpy(&ps, p, sizeof(ps));
+		copy_name(ss->directory, sizeof(ss->directory), ps.directory, sizeof(ps.directory));
+		copy_name(ss->method, sizeof(ss->method), ps.method, sizeof(ps.method));
+		ss->threshold = ps.threshold;
+		ss->max_bytes = ps.max_bytes;
+		ss->max_bytes_per_uid = ps.max_bytes_per_uid;
+		ss->max_files = ps.max_files;
+		ss->max_files_per_uid = ps.max_files_per_uid;
+		ss->bytes = ps.bytes;
+		ss->files = ps.files;
+		ss->streams_memory = ps.streams_memory;
+		ss->bytes_memory = ps.bytes_memory;
+		ss->files_created = ps.files_created;
+		ss->bytes_charged_total = ps.bytes_charged_total;
+		ss->refusals = ps.refusals;
+		ss->truncated = ps.truncated;
 	}
 	*ret = st;
 	return 0;

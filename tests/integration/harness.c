@@ -194,12 +194,15 @@ int harness_start_opts(struct daemon *d, const char *globals, const char *classe
 		return r;
 	if (subst_dir(g, sizeof(g), globals, d->dir) < 0 || subst_dir(c, sizeof(c), classes, d->dir) < 0)
 		return -ENAMETOOLONG;
-	/* a test that sets hugepages itself overrides $HP_TEST_HUGEPAGES */
-	if (globals && strstr(globals, "hugepages ="))
-		snprintf(conf, sizeof(conf), "socket = %s\nsocket_mode = 0666\n%s\n%s\n", d->socket, g, c);
-	else
-		snprintf(conf, sizeof(conf), "socket = %s\nsocket_mode = 0666\nhugepages = %s\n%s\n%s\n", d->socket,
-			 huge, g, c);
+	/* a test that sets hugepages itself overrides $HP_TEST_HUGEPAGES; spill files stay in the
+	 * test's directory unless the test says where */
+	snprintf(conf, sizeof(conf), "socket = %s\nsocket_mode = 0666\n", d->socket);
+	if (!globals || !strstr(globals, "hugepages ="))
+		snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "hugepages = %s\n", huge);
+	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "%s\n", g);
+	if (!globals || !strstr(globals, "spill_directory ="))
+		snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "spill_directory = %s/spill\n", d->dir);
+	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "%s\n", c);
 	if (write_file(d->conf, conf) < 0)
 		return -EIO;
 	return spawn(d);

@@ -14,7 +14,8 @@
  * harness_kill() ends it with SIGKILL and harness_terminate() with SIGTERM, both keeping the
  * directory; harness_restart() starts it again on the same directory and configuration.
  * "@DIR@" in globals or classes stands for the temporary directory, so a journal can live
- * inside it ("directory = @DIR@/j").
+ * inside it ("directory = @DIR@/j"). Spill files go to @DIR@/spill unless globals set
+ * spill_directory.
  *
  * Start and restart a daemon from the test's main thread: the daemon gets SIGTERM when the
  * thread that forked it ends (PR_SET_PDEATHSIG), so it never outlives a crashed test.

@@ -98,6 +98,12 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.max_connections, 1024);
 	assert_int_equal(cfg.max_connections_per_uid, 64);
 	assert_true(cfg.max_bytes_per_uid == 0);
+	assert_string_equal(cfg.spill_directory, "/var/tmp/hugepool");
+	assert_true(cfg.spill_threshold == 1 * MiB);
+	assert_true(cfg.spill_max_bytes == 16 * GiB);
+	assert_int_equal(cfg.spill_max_files, 4096);
+	assert_true(cfg.spill_max_bytes_per_uid == 0);
+	assert_int_equal(cfg.spill_max_files_per_uid, 1024);
 	assert_int_equal(cfg.nclasses, 0);
 	assert_int_equal(cfg.njournals, 0);
 }
@@ -138,6 +144,12 @@ static void test_full_config(void **state)
 		"max_connections = 512\n"
 		"max_connections_per_uid = 16\n"
 		"max_bytes_per_uid = 8G\n"
+		"spill_directory = /srv/spill\n"
+		"spill_threshold = 256K\n"
+		"spill_max_bytes = 1T\n"
+		"spill_max_files = 0\n"
+		"spill_max_bytes_per_uid = 100G\n"
+		"spill_max_files_per_uid = 77\n"
 		"\n"
 		"[class small]\n"
 		"size = 2M\n"
@@ -163,20 +175,26 @@ static void test_full_config(void **state)
 	assert_int_equal(cfg.max_connections, 512);
 	assert_int_equal(cfg.max_connections_per_uid, 16);
 	assert_true(cfg.max_bytes_per_uid == 8 * GiB);
+	assert_string_equal(cfg.spill_directory, "/srv/spill");
+	assert_true(cfg.spill_threshold == 256 * 1024);
+	assert_true(cfg.spill_max_bytes == 1024 * GiB);
+	assert_int_equal(cfg.spill_max_files, 0);
+	assert_true(cfg.spill_max_bytes_per_uid == 100 * GiB);
+	assert_int_equal(cfg.spill_max_files_per_uid, 77);
 	assert_int_equal(cfg.nclasses, 3);
 
 	assert_string_equal(cfg.classes[0].name, "small");
 	assert_true(cfg.classes[0].size == 2 * MiB);
 	assert_int_equal(cfg.classes[0].count, 256);
-	assert_int_equal(cfg.classes[0].line, 12);
+	assert_int_equal(cfg.classes[0].line, 18);
 	assert_string_equal(cfg.classes[1].name, "big");
 	assert_true(cfg.classes[1].size == 64 * MiB);
 	assert_int_equal(cfg.classes[1].count, 16);
-	assert_int_equal(cfg.classes[1].line, 16);
+	assert_int_equal(cfg.classes[1].line, 22);
 	assert_string_equal(cfg.classes[2].name, "Huge-1.x_y");
 	assert_true(cfg.classes[2].size == GiB);
 	assert_int_equal(cfg.classes[2].count, 2);
-	assert_int_equal(cfg.classes[2].line, 19);
+	assert_int_equal(cfg.classes[2].line, 25);
 
 	c = config_find_class(&cfg, "big");
 	assert_ptr_equal(c, &cfg.classes[1]);
@@ -964,6 +982,16 @@ static struct bad_case bad_cases[] = {
 	  "size of class \"a\" must be greater than 0" },
 	{ "bad_max_bytes_per_uid", "max_bytes_per_uid = lots\n" ONE_CLASS, L(1),
 	  "bad size \"lots\" for \"max_bytes_per_uid\"" },
+	{ "spill_directory_relative", "spill_directory = tmp/spill\n" ONE_CLASS, L(1),
+	  "spill_directory \"tmp/spill\" is not absolute" },
+	{ "spill_threshold_too_large", "spill_threshold = 2G\n" ONE_CLASS, L(1),
+	  "size \"2G\" for \"spill_threshold\" is out of range: expected 0 to 1G" },
+	{ "bad_spill_max_bytes", "spill_max_bytes = 5 G\n" ONE_CLASS, L(1), "bad size \"5 G\" for \"spill_max_bytes\"" },
+	{ "bad_spill_max_files", "spill_max_files = -1\n" ONE_CLASS, L(1), "for \"spill_max_files\"" },
+	{ "spill_max_files_per_uid_range", "spill_max_files_per_uid = 1000001\n" ONE_CLASS, L(1),
+	  "value 1000001 for \"spill_max_files_per_uid\" is out of range: expected 0 to 1000000" },
+	{ "journal_in_spill_directory", "spill_directory = /var/x\n[journal j]\ndirectory = /var//x/\n", L(3),
+	  "journal \"j\" would share the directory \"/var//x/\" with spill_directory: each needs its own" },
 	{ "not_page_multiple_2m", "\n\n\n\n\n[class big]\nsize = 3000000\ncount = 1\n", L(7),
 	  "size 3000000 of class \"big\" is not a multiple of the page size (2 MiB): "
 	  "round it up to 4194304 (4.0 MiB)" },

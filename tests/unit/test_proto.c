@@ -186,7 +186,9 @@ static void test_hdr_init_and_names(void **state)
 	assert_string_equal(proto_type_name(PROTO_JOURNAL_OPEN), "journal-open");
 	assert_string_equal(proto_type_name(PROTO_JOURNAL_SEGMENTS), "journal-segments");
 	assert_string_equal(proto_type_name(0), "unknown");
-	assert_string_equal(proto_type_name(9), "unknown");
+	assert_string_equal(proto_type_name(PROTO_SPILL_ATTACH), "spill-attach");
+	assert_string_equal(proto_type_name(PROTO_SPILL_CREATED), "spill-created");
+	assert_string_equal(proto_type_name(13), "unknown");
 	assert_string_equal(proto_type_name(0xffff), "unknown");
 }
 
@@ -239,6 +241,45 @@ static void test_roundtrip_requests(void **state)
 	assert_int_equal(proto_send(sv[0], PROTO_HELLO, &hello, sizeof(hello), NULL, 0), 0);
 	assert_int_equal(recv_err(sv[1], PROTO_MAX_FDS), -EPROTO);
 	close_pair(sv);
+}
+
+/* proto_parse_request on the spill requests: flags and reserved words must be zero. */
+static void test_parse_spill(void **state)
+{
+	union proto_request req;
+	struct proto_spill_attach at = { 0 };
+	struct proto_spill_create cr = { 0 };
+	struct proto_spill_charge ch = { .file_id = 7, .total = UINT64_MAX };
+	struct proto_spill_close cl = { .file_id = 7 };
+	struct proto_hdr h;
+	const char *why = NULL;
+
+	(void)state;
+	proto_hdr_init(&h, PROTO_SPILL_ATTACH, sizeof(at), 0);
+	assert_int_equal(proto_check_header(&h, true, &why), 0);
+	assert_int_equal(proto_parse_request(&h, &at, &req, &why), 0);
+	at.reserved = 1;
+	assert_int_equal(proto_parse_request(&h, &at, &req, &why), -EPROTO);
+	assert_string_equal(why, "spill attach with unknown flags");
+	proto_hdr_init(&h, PROTO_SPILL_CREATE, sizeof(cr), 0);
+	assert_int_equal(proto_parse_request(&h, &cr, &req, &why), 0);
+	cr.flags = 2;
+	assert_int_equal(proto_parse_request(&h, &cr, &req, &why), -EPROTO);
+	proto_hdr_init(&h, PROTO_SPILL_CHARGE, sizeof(ch), 0);
+	assert_int_equal(proto_parse_request(&h, &ch, &req, &why), 0);
+	assert_int_equal(req.scharge.total, UINT64_MAX);
+	proto_hdr_init(&h, PROTO_SPILL_CLOSE, sizeof(cl), 0);
+	assert_int_equal(proto_parse_request(&h, &cl, &req, &why), 0);
+	assert_int_equal(req.sclose.file_id, 7);
+	/* a spill charge one byte short, or carrying an fd, is refused by its header */
+	proto_hdr_init(&h, PROTO_SPILL_CHARGE, sizeof(ch) - 1, 0);
+	assert_int_equal(proto_check_header(&h, true, &why), -EPROTO);
+	proto_hdr_init(&h, PROTO_SPILL_CREATE, sizeof(cr), 1);
+	assert_int_equal(proto_check_header(&h, true, &why), -EPROTO);
+	/* the replies come from the daemon only, each with its one fd */
+	proto_hdr_init(&h, PROTO_SPILL_CREATED, sizeof(struct proto_spill_created), 1);
+	assert_int_equal(proto_check_header(&h, false, &why), 0);
+	assert_int_equal(proto_check_header(&h, true, &why), -EPROTO);
 }
 
 static void test_roundtrip_replies(void **state)
@@ -919,6 +960,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hdr_init_and_names),
 		cmocka_unit_test(test_roundtrip_requests),
+		cmocka_unit_test(test_parse_spill),
 		cmocka_unit_test(test_roundtrip_replies),
 		cmocka_unit_test(test_grant_with_fds),
 		cmocka_unit_test(test_large_payload),

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spill.h - the daemon's side of spill streams: the spill directory, the unnamed files it hands
+ * to clients, and the limits on them (bytes and files, per uid and for the machine).
+ *
+ * A client's stream lives in its own memory up to a threshold (libhugepool, src/lib/spill.c);
+ * only past it does the client ask for a file. Files are created with O_TMPFILE (or created and
+ * unlinked at once where the file system lacks it), so no name ever outlives its holders. The
+ * daemon keeps its own fd of every file: it charges bytes before the client writes them
+ * (spill_charge), truncates a file to zero when the stream or its connection closes, so the
+ * space comes back even if the client leaked the fd into a child, and audits file sizes against
+ * charges (spill_audit), truncating a file a client wrote past its charge.
+ *
+ * Everything here runs on the event loop thread (server.c); no locks. Each connection has a
+ * struct spill_owner, attached with spill_owner_init and torn down with spill_owner_release.
+ */
+#ifndef HP_SPILL_H
+#define HP_SPILL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "proto.h"
+
+struct spill;
+struct spill_uid;
+
+struct spill_file {
+	uint64_t id;
+	int fd; /* the daemon's own fd of the file */
+	uint64_t charged; /* bytes the client may have written */
+};
+
+struct spill_owner {
+	uid_t uid;
+	pid_t pid;
+	struct spill_uid *acct; /* the uid's totals; NULL until the first file */
+	struct spill_file *files;
+	unsigned nfiles, cap;
+	uint64_t bytes; /* charged to this owner's files */
+	const struct proto_spill_page *page; /* the client's counters (read-only mapping) or NULL */
+	TAILQ_ENTRY(spill_owner) link;
+	int linked;
+};
+
+/*
+ * Create (0700, if missing) and check the spill directory, remove leftovers of an earlier run
+ * (only "spill-*" names, which only the unlinked-file fallback creates), and find out whether
+ * O_TMPFILE works there. On failure writes a message into err and returns a negative errno.
+ */
+int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t errlen);
+void spill_free(struct spill *sp);
+
+void spill_owner_init(struct spill *sp, struct spill_owner *o, uid_t uid, pid_t pid);
+
+/* Close every file of the owner (truncated first), give its bytes back, unmap its page. */
+void spill_owner_release(struct spill *sp, struct spill_owner *o);
+
+/*
+ * Give the owner its spill page: *ret_fd is a sealed memfd (the caller's to send and close)
+ * and *ret_threshold the default threshold. -EEXIST if it has one already.
+ */
+int spill_attach(struct spill *sp, struct spill_owner *o, int *ret_fd, uint64_t *ret_threshold);
+
+/*
+ * A new empty file for the owner: *ret_fd is the client's read-write fd (the caller's to send
+ * and close). -EDQUOT over a file limit, with the limit named in text; other errors (-ENOSPC,
+ * -EMFILE) from the file system, also explained in text.
+ */
+int spill_create(struct spill *sp, struct spill_owner *o, uint64_t *ret_id, int *ret_fd, char *text,
+		 size_t textlen);
+
+/*
+ * Set what file id may hold to total bytes. A raise is charged against the uid's and the
+ * machine's byte limits (-EDQUOT naming the limit, nothing charged); a cut gives bytes back and
+ * truncates the file to total. -ENOENT: no such file of this owner.
+ */
+int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t total, char *text,
+		 size_t textlen);
+
+/* Close file id: truncate it to zero, close the daemon's fd, give its bytes back. */
+int spill_close_file(struct spill *sp, struct spill_owner *o, uint64_t id);
+
+/*
+ * Check every file's size against its charge and truncate those written past it (a client
+ * that ignored the protocol). Unless forced, runs at most once a second; returns the time of
+ * the next audit (UINT64_MAX when there are no files).
+ */
+uint64_t spill_audit(struct spill *sp, uint64_t now, bool force);
+
+/* The machine's state for a status reply. */
+void spill_get_status(struct spill *sp, struct proto_status_spill *st);
+
+/* One owner's numbers for a status reply. */
+void spill_owner_status(const struct spill_owner *o, uint32_t *files, uint64_t *bytes,
+			uint64_t *streams_memory, uint64_t *bytes_memory);
+
+#endif

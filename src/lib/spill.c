@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spill.c - libhugepool's spill streams (hugepool.h): memory first, a daemon-made file past the
+ * threshold.
+ *
+ * A stream is a file part and a memory tail: bytes [0, file_len) are in the file (fd, from the
+ * daemon; -1 while the stream is in memory) and bytes [file_len, file_len + len) in buf. In
+ * memory the tail is everything; in a file it is the chunk being filled (at most `chunk`
+ * bytes), written with one pwrite once full, after the daemon agreed to charge it
+ * (PROTO_SPILL_CHARGE). After a refused charge or a failed write the tail simply stays in
+ * memory, so every byte the stream accepted stays readable.
+ *
+ * Reading: the memory tail is handed out in place; the file part goes through a read window
+ * (rbuf) that holds a copy of stream bytes [rb_off, rb_off + rb_len), filled with pread (and
+ * from the tail when a window straddles the two parts). Large hp_spill_read calls skip the
+ * window. The connection's spill page (proto.h) counts in-memory streams for the daemon's status.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "util.h"
+
+#define BUF_MIN 4096u /* first allocation of a stream in memory */
+#define CHUNK_MIN (64u << 10) /* smallest write to the file; also the read window */
+#define CHUNK_ALWAYS_FILE (1u << 20) /* chunk of a stream that starts as a file */
+#define UNIT_MAX (64u << 10)
+
+struct hp_spill {
+	hp_conn *c;
+	uint64_t threshold;
+	size_t chunk;
+	char *buf; /* the memory tail */
+	size_t len, cap;
+	int fd;
+	uint64_t file_id, file_len, charged;
+	int err; /* sticky: the write error that stopped the stream */
+	bool reading;
+	uint64_t pos; /* read position in the stream */
+	char *rbuf; /* read window over the file part */
+	size_t rb_cap, rb_len;
+	uint64_t rb_off;
+};
+
+static void page_add(hp_conn *c, int64_t streams, int64_t bytes)
+{
+	if (streams)
+		__atomic_fetch_add(&c->spill_page->streams_memory, (uint64_t)streams, __ATOMIC_RELAXED);
+	if (bytes)
+		__atomic_fetch_add(&c->spill_page->bytes_memory, (uint64_t)bytes, __ATOMIC_RELAXED);
+}
+
+/* Once per connection: the daemon's threshold and the counters page. */
+static int attach(hp_conn *c)
+{
+	struct proto_spill_attach req = { 0 };
+	const struct proto_spill_attached *a;
+	_cleanup_free_ void *payload = NULL;
+	struct proto_hdr h;
+	int fd = -1, r;
+	void *p;
+
+	r = client_send(c, PROTO_SPILL_ATTACH, &req, sizeof(req));
+	if (r < 0)
+		return r;
+	r = client_recv(c, &h, &payload, &fd, 1);
+	if (r <= 0)
+		return r < 0 ? r : -EPROTO;
+	a = payload;
+	if (h.type != PROTO_SPILL_ATTACHED || h.nfds != 1 || a->page_size < sizeof(struct proto_spill_page) ||
+	    a->threshold > HP_SPILL_THRESHOLD_MAX) {
+		if (h.nfds)
+			close(fd);
+		return -EPROTO;
+	}
+	p = mmap(NULL, sizeof(struct proto_spill_page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	r = p == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return r;
+	c->spill_page = p;
+	c->spill_threshold = a->threshold;
+	return 0;
+}
+
+int hp_spill_open(hp_conn *c, const struct hp_spill_opts *opts, hp_spill **ret)
+{
+	uint64_t threshold = opts ? opts->threshold : 0;
+	hp_spill *s;
+	int r;
+
+	if (ret)
+		*ret = NULL;
+	if (!c || !ret || (threshold > HP_SPILL_THRESHOLD_MAX && threshold != HP_SPILL_ALWAYS_FILE))
+		return -EINVAL;
+	if (!c->spill_page && (r = attach(c)) < 0)
+		return r;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->c = c;
+	s->fd = -1;
+	if (threshold == HP_SPILL_ALWAYS_FILE) {
+		s->threshold = 0;
+		s->chunk = CHUNK_ALWAYS_FILE;
+	} else {
+		s->threshold = threshold ? threshold : c->spill_threshold;
+		s->chunk = MAX(s->threshold, CHUNK_MIN);
+	}
+	c->spill_streams++;
+	page_add(c, 1, 0);
+	__atomic_fetch_add(&c->spill_page->streams_total, 1, __ATOMIC_RELAXED);
+	*ret = s;
+	return 0;
+}
+
+/* Make room for `need` bytes in buf, doubling from BUF_MIN up to limit (>= need). */
+static int buf_reserve(hp_spill *s, size_t need, size_t limit)
+{
+	size_t cap = s->cap ? s->cap : BUF_MIN;
+	char *n;
+
+	if (need <= s->cap)
+		return 0;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	cap = MIN(cap, MAX(limit, need));
+	n = realloc(s->buf, cap);
+	if (!n)
+		return -ENOMEM;
+	s->buf = n;
+	s->cap = cap;
+	return 0;
+}
+
+static int charge(hp_spill *s, uint64_t total)
+{
+	struct proto_spill_charge req = { .file_id = s->file_id, .total = total };
+	int r = client_simple_request(s->c, PROTO_SPILL_CHARGE, &req, sizeof(req));
+
+	if (r == 0)
+		s->charged = total;
+	return r;
+}
+
+/* Append n bytes at the end of the file part: charged first, given back if the write fails. */
+static int file_append(hp_spill *s, const char *p, size_t n)
+{
+	size_t done = 0;
+	int r;
+
+	if (s->file_len + n > s->charged && (r = charge(s, s->file_len + n)) < 0)
+		return r;
+	while (done < n) {
+		ssize_t w = pwrite(s->fd, p + done, n - done, (off_t)(s->file_len + done));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			r = w < 0 ? -errno : -EIO;
+			/* drop the partial write and its charge: the stream ends where it ended */
+			if (ftruncate(s->fd, (off_t)s->file_len) == 0)
+				charge(s, s->file_len);
+			client_set_error(s->c, "writing a spill file failed: %s", strerror(-r));
+			return r;
+		}
+		done += (size_t)w;
+	}
+	s->file_len += n;
+	return 0;
+}
+
+static int flush(hp_spill *s)
+{
+	int r = file_append(s, s->buf, s->len);
+
+	if (r == 0)
+		s->len = 0;
+	return r;
+}
+
+/* The stream outgrew memory: get a file; the buffered bytes become its first chunk. */
+static int to_file(hp_spill *s)
+{
+	struct proto_spill_create req = { 0 };
+	_cleanup_free_ void *payload = NULL;
+	struct proto_hdr h;
+	int fd = -1, r;
+
+	r = client_send(s->c, PROTO_SPILL_CREATE, &req, sizeof(req));
+	if (r < 0)
+		return r;
+	r = client_recv(s->c, &h, &payload, &fd, 1);
+	if (r <= 0)
+		return r < 0 ? r : -EPROTO;
+	if (h.type != PROTO_SPILL_CREATED || h.nfds != 1) {
+		if (h.nfds)
+			close(fd);
+		return -EPROTO;
+	}
+	s->fd = fd;
+	s->file_id = ((const struct proto_spill_created *)payload)->file_id;
+	page_add(s->c, -1, -(int64_t)s->len);
+	return buf_reserve(s, s->chunk, s->chunk);
+}
+
+static int fail(hp_spill *s, int r)
+{
+	s->err = r;
+	return r;
+}
+
+int hp_spill_write(hp_spill *s, const void *data, size_t len)
+{
+	const char *p = data;
+	int r;
+
+	if (!s || (!data && len) || s->reading)
+		return -EINVAL;
+	if (s->err)
+		return s->err;
+	if (s->fd < 0) {
+		if (len <= s->threshold - s->len) {
+			if ((r = buf_reserve(s, s->len + len, (size_t)s->threshold)) < 0)
+				return r;
+			if (len)
+				memcpy(s->buf + s->len, p, len);
+			s->len += len;
+			page_add(s->c, 0, (int64_t)len);
+			return 0;
+		}
+		if ((r = to_file(s)) < 0)
+			return fail(s, r);
+	}
+	while (len) {
+		size_t n;
+
+		if (s->len == 0 && len >= s->chunk) {
+			/* whole chunks straight from the caller's memory */
+			n = len - len % s->chunk;
+			if ((r = file_append(s, p, n)) < 0)
+				return fail(s, r);
+		} else {
+			n = MIN(s->chunk - s->len, len);
+			memcpy(s->buf + s->len, p, n);
+			s->len += n;
+			if (s->len == s->chunk && (r = flush(s)) < 0) {
+				p += n;
+				return fail(s, r);
+			}
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int hp_spill_finish(hp_spill *s)
+{
+	int r = 0;
+
+	if (!s)
+		return -EINVAL;
+	if (s->reading)
+		return 0;
+	if (s->fd >= 0 && s->len && !s->err && (r = flush(s)) < 0)
+		s->err = r;
+	s->reading = true;
+	s->pos = 0;
+	if (s->fd >= 0) {
+		if (s->len == 0) {
+			/* the write buffer becomes the read window */
+			s->rbuf = TAKE_PTR(s->buf);
+			s->rb_cap = s->cap;
+			s->cap = 0;
+		} else {
+			s->rb_cap = CHUNK_MIN;
+			s->rbuf = malloc(s->rb_cap);
+			if (!s->rbuf)
+				return -ENOMEM;
+		}
+	}
+	return r;
+}
+
+/* Read stream bytes [off, off + n) of the file part and the tail into dst. */
+static int copy_out(hp_spill *s, uint64_t off, char *dst, size_t n)
+{
+	while (n && off < s->file_len) {
+		ssize_t got = pread(s->fd, dst, MIN(n, s->file_len - off), (off_t)off);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? -errno : -EIO;
+		off += (uint64_t)got;
+		dst += got;
+		n -= (size_t)got;
+	}
+	if (n)
+		memcpy(dst, s->buf + (off - s->file_len), n);
+	return 0;
+}
+
+/* Bytes available at pos without a copy into the caller's buffer: *ret points to them. */
+static ssize_t view(hp_spill *s, const char **ret, size_t unit)
+{
+	uint64_t total = s->file_len + s->len, left = total - s->pos;
+	size_t n;
+	int r;
+
+	if (left == 0)
+		return 0;
+	if (s->pos >= s->file_len) {
+		*ret = s->buf + (s->pos - s->file_len);
+		return (ssize_t)MIN(left, (uint64_t)SSIZE_MAX);
+	}
+	if (s->pos < s->rb_off || s->pos + unit > s->rb_off + s->rb_len) {
+		/* refill the window from pos; it may run into the tail */
+		n = (size_t)MIN((uint64_t)s->rb_cap, left);
+		if ((r = copy_out(s, s->pos, s->rbuf, n)) < 0) {
+			s->rb_len = 0;
+			return r;
+		}
+		s->rb_off = s->pos;
+		s->rb_len = n;
+	}
+	*ret = s->rbuf + (s->pos - s->rb_off);
+	return (ssize_t)(s->rb_off + s->rb_len - s->pos);
+}
+
+ssize_t hp_spill_next(hp_spill *s, const void **ret_data, size_t unit)
+{
+	const char *p;
+	ssize_t n;
+
+	if (!s || !ret_data || unit == 0 || unit > UNIT_MAX || !s->reading)
+		return -EINVAL;
+	if (s->file_len + s->len - s->pos == 0)
+		return 0;
+	if (s->file_len + s->len - s->pos < unit)
+		return -EBADMSG;
+	n = view(s, &p, unit);
+	if (n < 0)
+		return n;
+	n -= n % (ssize_t)unit;
+	*ret_data = p;
+	s->pos += (uint64_t)n;
+	return n;
+}
+
+ssize_t hp_spill_read(hp_spill *s, void *buf, size_t len)
+{
+	char *dst = buf;
+	size_t done = 0;
+	int r;
+
+	if (!s || (!buf && len) || !s->reading)
+		return -EINVAL;
+	len = MIN(len, (size_t)SSIZE_MAX);
+	while (done < len) {
+		uint64_t left = s->file_len + s->len - s->pos;
+		const char *p;
+		ssize_t n;
+
+		if (left == 0)
+			break;
+		if (s->pos < s->file_len && len - done >= s->rb_cap &&
+		    (s->pos < s->rb_off || s->pos >= s->rb_off + s->rb_len)) {
+			/* large read outside the window: straight into the caller's buffer */
+			size_t m = (size_t)MIN((uint64_t)(len - done), left);
+
+			if ((r = copy_out(s, s->pos, dst + done, m)) < 0)
+				return done ? (ssize_t)done : r;
+			s->pos += m;
+			done += m;
+			continue;
+		}
+		n = view(s, &p, 1);
+		if (n < 0)
+			return done ? (ssize_t)done : n;
+		n = (ssize_t)MIN((size_t)n, len - done);
+		memcpy(dst + done, p, (size_t)n);
+		s->pos += (uint64_t)n;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int hp_spill_rewind(hp_spill *s)
+{
+	if (!s || !s->reading)
+		return -EINVAL;
+	s->pos = 0;
+	return 0;
+}
+
+int hp_spill_state(const hp_spill *s)
+{
+	return s && s->fd >= 0 ? HP_SPILL_FILE : HP_SPILL_MEMORY;
+}
+
+uint64_t hp_spill_size(const hp_spill *s)
+{
+	return s ? s->file_len + s->len : 0;
+}
+
+void hp_spill_close(hp_spill *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0) {
+		struct proto_spill_close req = { .file_id = s->file_id };
+
+		/* the daemon truncates the file and gives its bytes back; our fd goes with it */
+		client_simple_request(s->c, PROTO_SPILL_CLOSE, &req, sizeof(req));
+		close(s->fd);
+	} else {
+		page_add(s->c, -1, -(int64_t)s->len);
+	}
+	s->c->spill_streams--;
+	free(s->buf);
+	free(s->rbuf);
+	free(s);
+}
