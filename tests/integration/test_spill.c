@@ -1,0 +1,807 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Integration tests of spill streams against a real hugepoold, through libhugepool:
+ * - the threshold: threshold - 1 and threshold stay in memory, threshold + 1 goes to a file,
+ *   for a per-stream threshold and for the daemon's spill_threshold; read-back equality in
+ *   both states, with hp_spill_read of odd sizes, hp_spill_next and rewinds;
+ * - single-byte writes, one write larger than the threshold, a stream as an hp_merge input;
+ * - status: streams in memory and on disk, bytes and files, per client; all back to zero;
+ * - limits: spill_max_bytes_per_uid and spill_max_bytes hit mid-write, spill_max_files: an
+ *   -EDQUOT naming the limit, the stream readable up to what it holds, nothing else broken;
+ * - a client SIGKILLed with streams open: its quota comes back and no file remains;
+ * - a full file system (a 1 MiB tmpfs, as root): -ENOSPC, the stream readable, bytes refunded;
+ * - a raw client that writes past its charge is truncated; bad spill requests are answered;
+ * - the daemon dying under a client: its streams stay readable.
+ * Spill does not depend on hugepages: run-tests.sh runs this file once (HP_TEST_ONCE).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "hugepool.h"
+#include "proto.h"
+
+#define KIB 1024ull
+#define MIB (1024ull * 1024)
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define CLASSES "[class s]\nsize = 2M\ncount = 1\n"
+
+static struct daemon *running;
+
+static void start(struct daemon *d, const char *globals)
+{
+	int r = harness_start(d, globals, CLASSES);
+
+	running = r == 0 ? d : NULL;
+	if (r < 0)
+		harness_dump_log(d);
+	assert_int_equal(r, 0);
+}
+
+static void stop(struct daemon *d)
+{
+	running = NULL;
+	assert_int_equal(harness_stop(d), 0);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (running) {
+		harness_stop(running);
+		running = NULL;
+	}
+	return 0;
+}
+
+static hp_conn *conn(const struct daemon *d)
+{
+	hp_conn *c = NULL;
+
+	assert_int_equal(hp_connect(d->socket, &c), 0);
+	return c;
+}
+
+/* Deterministic bytes: byte i of stream `seed`. */
+static unsigned char pattern(uint64_t seed, uint64_t i)
+{
+	uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed * 0xBF58476D1CE4E5B9ull;
+
+	return (unsigned char)(x >> 29);
+}
+
+static unsigned char *make_data(uint64_t seed, size_t n)
+{
+	unsigned char *p = malloc(n ? n : 1);
+
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = pattern(seed, i);
+	return p;
+}
+
+/* Read the whole stream three ways and compare with expect[0..n). */
+static void check_stream(hp_spill *s, const unsigned char *expect, size_t n)
+{
+	unsigned char *got = malloc(n + 1);
+	size_t done = 0, step = 1;
+	const void *view;
+	ssize_t r;
+
+	assert_non_null(got);
+	assert_int_equal(hp_spill_size(s), n);
+	/* hp_spill_read in growing odd sizes */
+	assert_int_equal(hp_spill_rewind(s), 0);
+	while ((r = hp_spill_read(s, got + done, MIN(step, n + 1 - done))) > 0) {
+		done += (size_t)r;
+		step = step * 3 + 1;
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(done, n);
+	assert_memory_equal(got, expect, n);
+	/* one large read */
+	assert_int_equal(hp_spill_rewind(s), 0);
+	assert_int_equal(hp_spill_read(s, got, n + 1), (ssize_t)n);
+	assert_memory_equal(got, expect, n);
+	/* zero-copy views of 1 byte units */
+	assert_int_equal(hp_spill_rewind(s), 0);
+	done = 0;
+	while ((r = hp_spill_next(s, &view, 1)) > 0) {
+		assert_true(done + (size_t)r <= n);
+		assert_memory_equal(view, expect + done, (size_t)r);
+		done += (size_t)r;
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(done, n);
+	free(got);
+}
+
+static hp_spill *open_stream(hp_conn *c, uint64_t threshold)
+{
+	struct hp_spill_opts o = { .threshold = threshold };
+	hp_spill *s = NULL;
+
+	assert_int_equal(hp_spill_open(c, &o, &s), 0);
+	return s;
+}
+
+/* Write n bytes of seed in one call, finish, check state and contents. */
+static void round_trip(hp_conn *c, uint64_t threshold, size_t n, int want_state)
+{
+	unsigned char *data = make_data(n, n);
+	hp_spill *s = open_stream(c, threshold);
+
+	assert_int_equal(hp_spill_write(s, data, n), 0);
+	assert_int_equal(hp_spill_state(s), want_state);
+	assert_int_equal(hp_spill_finish(s), 0);
+	check_stream(s, data, n);
+	hp_spill_close(s);
+	free(data);
+}
+
+static struct hp_status *status(hp_conn *c)
+{
+	struct hp_status *st = NULL;
+
+	assert_int_equal(hp_status(c, &st), 0);
+	return st;
+}
+
+/* The machine's spill numbers are back to nothing. */
+static void assert_spill_idle(hp_conn *c)
+{
+	struct hp_status *st = status(c);
+
+	assert_int_equal(st->spill.files, 0);
+	assert_int_equal(st->spill.bytes, 0);
+	assert_int_equal(st->spill.streams_memory, 0);
+	assert_int_equal(st->spill.bytes_memory, 0);
+	hp_status_free(st);
+}
+
+static unsigned dir_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	unsigned n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void test_threshold(void **state)
+{
+	struct daemon d;
+	hp_conn *c;
+
+	(void)state;
+	start(&d, "spill_threshold = 8K");
+	c = conn(&d);
+	/* a stream's own threshold */
+	round_trip(c, 64 * KIB, 64 * KIB - 1, HP_SPILL_MEMORY);
+	round_trip(c, 64 * KIB, 64 * KIB, HP_SPILL_MEMORY);
+	round_trip(c, 64 * KIB, 64 * KIB + 1, HP_SPILL_FILE);
+	/* the daemon's spill_threshold (8K) when the stream names none */
+	round_trip(c, 0, 8 * KIB - 1, HP_SPILL_MEMORY);
+	round_trip(c, 0, 8 * KIB, HP_SPILL_MEMORY);
+	round_trip(c, 0, 8 * KIB + 1, HP_SPILL_FILE);
+	/* empty streams, and a file from the first byte */
+	round_trip(c, 0, 0, HP_SPILL_MEMORY);
+	round_trip(c, HP_SPILL_ALWAYS_FILE, 1, HP_SPILL_FILE);
+	round_trip(c, HP_SPILL_ALWAYS_FILE, 3 * MIB + 7, HP_SPILL_FILE);
+	assert_spill_idle(c);
+	{
+		char spilldir[128];
+
+		snprintf(spilldir, sizeof(spilldir), "%s/spill", d.dir);
+		assert_int_equal(dir_entries(spilldir), 0); /* nameless files only */
+	}
+	assert_int_equal(hp_spill_open(c, &(struct hp_spill_opts){ .threshold = HP_SPILL_THRESHOLD_MAX + 1 }, &(hp_spill *){ NULL }),
+			 -EINVAL);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+static void test_single_bytes(void **state)
+{
+	const size_t n = 300 * KIB + 17;
+	unsigned char *data = make_data(7, n);
+	struct daemon d;
+	hp_spill *s;
+	hp_conn *c;
+
+	(void)state;
+	start(&d, "");
+	c = conn(&d);
+	s = open_stream(c, 64 * KIB);
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(hp_spill_write(s, data + i, 1), 0);
+		assert_int_equal(hp_spill_state(s), i + 1 <= 64 * KIB ? HP_SPILL_MEMORY : HP_SPILL_FILE);
+	}
+	assert_int_equal(hp_spill_finish(s), 0);
+	assert_int_equal(hp_spill_finish(s), 0); /* twice is fine */
+	check_stream(s, data, n);
+	check_stream(s, data, n); /* and again after rewinds */
+	assert_int_equal(hp_spill_write(s, data, 1), -EINVAL); /* finished */
+	hp_spill_close(s);
+	free(data);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+static void test_large_write_and_status(void **state)
+{
+	const size_t n = 5 * MIB + 3;
+	unsigned char *data = make_data(3, n);
+	struct hp_status *st;
+	hp_spill *big, *small[3];
+	struct daemon d;
+	hp_conn *c;
+
+	(void)state;
+	start(&d, "");
+	c = conn(&d);
+	/* one call much larger than the (default 1 MiB) threshold */
+	big = open_stream(c, 0);
+	assert_int_equal(hp_spill_write(big, data, n), 0);
+	assert_int_equal(hp_spill_state(big), HP_SPILL_FILE);
+	for (int i = 0; i < 3; i++) {
+		small[i] = open_stream(c, 0);
+		assert_int_equal(hp_spill_write(small[i], data, 1000u * (unsigned)(i + 1)), 0);
+	}
+	assert_int_equal(hp_spill_finish(big), 0);
+	st = status(c);
+	assert_int_equal(st->spill.files, 1);
+	assert_int_equal(st->spill.bytes, n); /* charged exactly what was written */
+	assert_int_equal(st->spill.streams_memory, 3);
+	assert_int_equal(st->spill.bytes_memory, 6000);
+	assert_int_equal(st->spill.files_created, 1);
+	assert_string_equal(st->spill.method, "O_TMPFILE");
+	assert_int_equal(st->spill.threshold, 1 * MIB);
+	assert_int_equal(st->nclients, 1);
+	assert_int_equal(st->clients[0].spill_files, 1);
+	assert_int_equal(st->clients[0].spill_bytes, n);
+	assert_int_equal(st->clients[0].spill_streams_memory, 3);
+	assert_int_equal(st->clients[0].spill_bytes_memory, 6000);
+	hp_status_free(st);
+	check_stream(big, data, n);
+	hp_spill_close(big);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(hp_spill_finish(small[i]), 0);
+		check_stream(small[i], data, 1000u * (unsigned)(i + 1));
+		hp_spill_close(small[i]);
+	}
+	assert_spill_idle(c);
+	free(data);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
+ * Write total bytes in writes of step until one fails; returns that error (0 if none) and
+ * checks the stream keeps a readable prefix of what was written.
+ */
+static int write_until_error(hp_spill *s, const unsigned char *data, size_t total, size_t step)
+{
+	size_t done = 0;
+	int r = 0;
+
+	while (done < total) {
+		size_t n = MIN(step, total - done);
+
+		r = hp_spill_write(s, data + done, n);
+		if (r < 0)
+			break;
+		done += n;
+	}
+	if (r < 0) {
+		/* everything before the failed write is kept, and nothing beyond it */
+		assert_true(hp_spill_size(s) >= done);
+		assert_true(hp_spill_size(s) <= done + MIN(step, total - done));
+		assert_int_equal(hp_spill_write(s, data, 1), r); /* the stream stays stopped */
+	}
+	assert_int_equal(hp_spill_finish(s), 0);
+	check_stream(s, data, (size_t)hp_spill_size(s));
+	return r;
+}
+
+static void test_limits(void **state)
+{
+	const size_t n = 3 * MIB;
+	unsigned char *data = make_data(11, n);
+	struct hp_status *st;
+	hp_spill *s, *t, *files[3];
+	struct daemon d;
+	hp_conn *c, *c2;
+
+	(void)state;
+	start(&d, "spill_max_bytes_per_uid = 2M\nspill_max_files = 3\nspill_max_files_per_uid = 0");
+	c = conn(&d);
+	c2 = conn(&d);
+	/* the uid's byte limit, hit in the middle of a stream of 100 KiB writes */
+	s = open_stream(c, 64 * KIB);
+	assert_int_equal(write_until_error(s, data, n, 100 * KIB), -EDQUOT);
+	assert_non_null(strstr(hp_last_error(c), "spill_max_bytes_per_uid"));
+	assert_true(hp_spill_size(s) >= 2 * MIB - 64 * KIB);
+	/* the same uid on another connection: only what is left */
+	t = open_stream(c2, 64 * KIB);
+	assert_int_equal(write_until_error(t, data, 1 * MIB, 64 * KIB), -EDQUOT);
+	/* in-memory streams are not the daemon's to limit */
+	round_trip(c2, 0, 512 * KIB, HP_SPILL_MEMORY);
+	hp_spill_close(t);
+	hp_spill_close(s);
+	assert_spill_idle(c);
+	/* after the close the whole limit is there again */
+	round_trip(c, 64 * KIB, 2 * MIB, HP_SPILL_FILE);
+
+	/* the machine's file limit: the 4th file is refused, the stream stays in memory */
+	for (int i = 0; i < 3; i++) {
+		files[i] = open_stream(c, 16 * KIB);
+		assert_int_equal(hp_spill_write(files[i], data, 32 * KIB), 0);
+		assert_int_equal(hp_spill_state(files[i]), HP_SPILL_FILE);
+	}
+	s = open_stream(c, 16 * KIB);
+	assert_int_equal(hp_spill_write(s, data, 16 * KIB), 0);
+	assert_int_equal(hp_spill_write(s, data + 16 * KIB, 1), -EDQUOT);
+	assert_non_null(strstr(hp_last_error(c), "spill_max_files"));
+	assert_int_equal(hp_spill_state(s), HP_SPILL_MEMORY);
+	assert_int_equal(hp_spill_finish(s), 0);
+	check_stream(s, data, 16 * KIB);
+	st = status(c);
+	assert_int_equal(st->spill.refusals, 3); /* two byte refusals, one file */
+	assert_int_equal(st->spill.files, 3);
+	hp_status_free(st);
+	hp_spill_close(s);
+	for (int i = 0; i < 3; i++)
+		hp_spill_close(files[i]);
+	assert_spill_idle(c);
+	hp_disconnect(c2);
+	hp_disconnect(c);
+	stop(&d);
+
+	/* the machine's byte limit, named as such */
+	start(&d, "spill_max_bytes = 1M");
+	c = conn(&d);
+	s = open_stream(c, 64 * KIB);
+	assert_int_equal(write_until_error(s, data, n, 1 * MIB), -EDQUOT);
+	assert_non_null(strstr(hp_last_error(c), "spill_max_bytes ("));
+	hp_spill_close(s);
+	assert_spill_idle(c);
+	hp_disconnect(c);
+	stop(&d);
+	free(data);
+}
+
+static void test_sigkill_returns_quota(void **state)
+{
+	struct daemon d;
+	struct hp_status *st;
+	char spilldir[128];
+	int ready[2];
+	hp_conn *c;
+	pid_t pid;
+	char b;
+
+	(void)state;
+	start(&d, "spill_max_files_per_uid = 8\nspill_max_bytes_per_uid = 16M");
+	snprintf(spilldir, sizeof(spilldir), "%s/spill", d.dir);
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		unsigned char *data = make_data(5, 2 * MIB);
+		hp_conn *cc;
+		hp_spill *s;
+
+		if (hp_connect(d.socket, &cc) < 0)
+			_exit(1);
+		for (int i = 0; i < 8; i++) {
+			/* 6 streams in files (2 MiB each), 2 in memory */
+			if (hp_spill_open(cc, &(struct hp_spill_opts){ .threshold = 64 * KIB }, &s) < 0 ||
+			    hp_spill_write(s, data, i < 6 ? 2 * MIB : 1000) < 0)
+				_exit(2);
+		}
+		if (write(ready[1], "x", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &b, 1), 1);
+	close(ready[0]);
+	c = conn(&d);
+	st = status(c);
+	assert_int_equal(st->spill.files, 6);
+	assert_int_equal(st->spill.bytes, 12 * MIB);
+	assert_int_equal(st->spill.streams_memory, 2);
+	hp_status_free(st);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	/* the daemon sees the connection close; poll until it has (bounded: a liveness check) */
+	for (int i = 0; i < 500; i++) {
+		st = status(c);
+		if (st->spill.files == 0) {
+			hp_status_free(st);
+			break;
+		}
+		hp_status_free(st);
+		usleep(10000);
+	}
+	assert_spill_idle(c);
+	assert_int_equal(dir_entries(spilldir), 0);
+	/* and the uid has its whole quota again: 8 files of 2 MiB at once */
+	hp_spill *again[8];
+
+	for (int i = 0; i < 8; i++) {
+		unsigned char *data = make_data(5, 2 * MIB);
+
+		again[i] = open_stream(c, 64 * KIB);
+		assert_int_equal(hp_spill_write(again[i], data, 2 * MIB), 0);
+		free(data);
+	}
+	st = status(c);
+	assert_int_equal(st->spill.bytes, 16 * MIB);
+	hp_status_free(st);
+	for (int i = 0; i < 8; i++)
+		hp_spill_close(again[i]);
+	assert_int_equal(harness_log_count(&d, "Spill: closed the 6 files"), 1);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+static void test_full_filesystem(void **state)
+{
+	char mnt[128], globals[256];
+	unsigned char *data = make_data(9, 4 * MIB);
+	struct daemon d;
+	hp_spill *s;
+	hp_conn *c;
+
+	(void)state;
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_full_filesystem: needs root to mount a small tmpfs; skipped\n");
+		free(data);
+		skip();
+	}
+	snprintf(mnt, sizeof(mnt), "/tmp/hugepool-spillfs.%d", (int)getpid());
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	if (mount("hugepool-test", mnt, "tmpfs", 0, "size=1m,mode=0700") < 0) {
+		fprintf(stderr, "test_full_filesystem: cannot mount tmpfs (%s); skipped\n", strerror(errno));
+		rmdir(mnt);
+		free(data);
+		skip();
+	}
+	snprintf(globals, sizeof(globals), "spill_directory = %s", mnt);
+	start(&d, globals);
+	c = conn(&d);
+	s = open_stream(c, 64 * KIB);
+	assert_int_equal(write_until_error(s, data, 4 * MIB, 64 * KIB), -ENOSPC);
+	assert_non_null(strstr(hp_last_error(c), "No space left"));
+	assert_true(hp_spill_size(s) < 1 * MIB + 64 * KIB);
+	{
+		/* the failed chunk's bytes were given back: charged = what the file holds */
+		struct hp_status *st = status(c);
+
+		assert_int_equal(st->spill.files, 1);
+		assert_true(st->spill.bytes <= hp_spill_size(s));
+		hp_status_free(st);
+	}
+	hp_spill_close(s);
+	assert_spill_idle(c);
+	/* the space is back: a stream that fits works */
+	round_trip(c, 64 * KIB, 512 * KIB, HP_SPILL_FILE);
+	hp_disconnect(c);
+	stop(&d);
+	assert_int_equal(umount2(mnt, MNT_DETACH), 0);
+	rmdir(mnt);
+	free(data);
+}
+
+/* A peer speaking the protocol by hand: hello, then requests; returns the socket. */
+static int raw_connect(const struct daemon *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct proto_hello h = { 0 };
+	struct proto_hdr rh;
+	void *payload = NULL;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), fds[1];
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	proto_set_name(h.name, sizeof(h.name), "raw");
+	assert_int_equal(proto_send(fd, PROTO_HELLO, &h, sizeof(h), NULL, 0), 0);
+	assert_int_equal(proto_recv(fd, &rh, &payload, fds, 0), 0);
+	assert_int_equal(rh.type, PROTO_WELCOME);
+	free(payload);
+	return fd;
+}
+
+/* Send a request and receive its answer: the result's error, or 1 with *ret_fd for a file. */
+static int raw_request(int fd, enum proto_type type, const void *req, uint32_t len, uint64_t *ret_id, int *ret_fd)
+{
+	struct proto_hdr h;
+	void *payload = NULL;
+	int fds[1] = { -1 }, r;
+
+	assert_int_equal(proto_send(fd, type, req, len, NULL, 0), 0);
+	r = proto_recv(fd, &h, &payload, fds, 1);
+	if (r < 0)
+		return r;
+	if (h.type == PROTO_RESULT) {
+		r = ((struct proto_result *)payload)->err;
+	} else {
+		assert_int_equal(h.type, PROTO_SPILL_CREATED);
+		*ret_id = ((struct proto_spill_created *)payload)->file_id;
+		*ret_fd = fds[0];
+		r = 1;
+	}
+	free(payload);
+	return r;
+}
+
+static void test_misbehaving_peer(void **state)
+{
+	struct proto_spill_create create = { 0 };
+	struct proto_spill_charge charge;
+	struct proto_spill_close cl;
+	unsigned char *data = make_data(1, 1 * MIB);
+	struct hp_status *st;
+	struct daemon d;
+	struct stat sb;
+	uint64_t id = 0;
+	int fd, file = -1;
+	hp_conn *c;
+
+	(void)state;
+	start(&d, "");
+	c = conn(&d);
+	fd = raw_connect(&d);
+	/* a file without a spill page is fine; write 1 MiB without asking for a charge */
+	assert_int_equal(raw_request(fd, PROTO_SPILL_CREATE, &create, sizeof(create), &id, &file), 1);
+	assert_int_equal(pwrite(file, data, 1 * MIB, 0), (ssize_t)(1 * MIB));
+	/* the audit (status forces one) cuts it to its charge: nothing */
+	st = status(c);
+	assert_int_equal(st->spill.truncated, 1);
+	assert_int_equal(st->spill.bytes, 0);
+	hp_status_free(st);
+	assert_int_equal(fstat(file, &sb), 0);
+	assert_int_equal(sb.st_size, 0);
+	/* charges of a file that is not ours are answered, not fatal */
+	charge = (struct proto_spill_charge){ .file_id = id + 1000, .total = 10 };
+	assert_int_equal(raw_request(fd, PROTO_SPILL_CHARGE, &charge, sizeof(charge), NULL, NULL), -ENOENT);
+	/* a charge then a cut: the daemon truncates to the cut */
+	charge = (struct proto_spill_charge){ .file_id = id, .total = 1 * MIB };
+	assert_int_equal(raw_request(fd, PROTO_SPILL_CHARGE, &charge, sizeof(charge), NULL, NULL), 0);
+	assert_int_equal(pwrite(file, data, 1 * MIB, 0), (ssize_t)(1 * MIB));
+	charge.total = 1000;
+	assert_int_equal(raw_request(fd, PROTO_SPILL_CHARGE, &charge, sizeof(charge), NULL, NULL), 0);
+	assert_int_equal(fstat(file, &sb), 0);
+	assert_int_equal(sb.st_size, 1000);
+	/* close: the daemon truncates the file even though we keep our fd */
+	cl = (struct proto_spill_close){ .file_id = id };
+	assert_int_equal(raw_request(fd, PROTO_SPILL_CLOSE, &cl, sizeof(cl), NULL, NULL), 0);
+	assert_int_equal(fstat(file, &sb), 0);
+	assert_int_equal(sb.st_size, 0);
+	assert_int_equal(raw_request(fd, PROTO_SPILL_CLOSE, &cl, sizeof(cl), NULL, NULL), -ENOENT);
+	/* a second attach on a connection is refused; unknown flags close only that connection */
+	{
+		struct proto_spill_attach at = { 0 };
+		struct proto_hdr h;
+		void *payload = NULL;
+		int pfd[1] = { -1 };
+
+		assert_int_equal(proto_send(fd, PROTO_SPILL_ATTACH, &at, sizeof(at), NULL, 0), 0);
+		assert_int_equal(proto_recv(fd, &h, &payload, pfd, 1), 0);
+		assert_int_equal(h.type, PROTO_SPILL_ATTACHED);
+		close(pfd[0]);
+		free(payload);
+		assert_int_equal(raw_request(fd, PROTO_SPILL_ATTACH, &at, sizeof(at), NULL, NULL), -EEXIST);
+		create.flags = 1;
+		assert_int_equal(proto_send(fd, PROTO_SPILL_CREATE, &create, sizeof(create), NULL, 0), 0);
+		assert_int_equal(proto_recv(fd, &h, &payload, pfd, 1), -ECONNRESET);
+	}
+	close(fd);
+	close(file);
+	/* everyone else is served as before */
+	round_trip(c, 64 * KIB, 200 * KIB, HP_SPILL_FILE);
+	assert_spill_idle(c);
+	free(data);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/* A spill stream of sorted 16-byte rows as an hp_merge input. */
+struct row {
+	uint64_t key, val;
+};
+
+static long spill_next(void *ctx, const void **ret_rows)
+{
+	ssize_t n = hp_spill_next(ctx, ret_rows, sizeof(struct row));
+
+	return n < 0 ? (long)n : (long)(n / (ssize_t)sizeof(struct row));
+}
+
+static int row_cmp(const void *a, const void *b, void *ud)
+{
+	const struct row *x = a, *y = b;
+
+	(void)ud;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static void row_sum(void *acc, const void *row, void *ud)
+{
+	(void)ud;
+	((struct row *)acc)->val += ((const struct row *)row)->val;
+}
+
+static void test_merge_of_streams(void **state)
+{
+	enum { K = 8 };
+	struct hp_merge_input in[K];
+	struct hp_merge_opts o = { .row_size = sizeof(struct row), .cmp = row_cmp, .combine = row_sum };
+	hp_spill *s[K];
+	uint64_t sum = 0, want = 0, last = 0, rows = 0;
+	struct daemon d;
+	hp_merge *m;
+	hp_conn *c;
+	const void *out;
+	long n;
+
+	(void)state;
+	start(&d, "");
+	c = conn(&d);
+	for (int i = 0; i < K; i++) {
+		/* streams 0-3 stay in memory, 4-7 go to files */
+		uint64_t nrows = i < 4 ? 100 + 50 * (uint64_t)i : 20000 + 1000 * (uint64_t)i;
+
+		s[i] = open_stream(c, 64 * KIB);
+		for (uint64_t r = 0; r < nrows; r++) {
+			struct row w = { .key = r * 3 + (uint64_t)i % 3, .val = r + 1 };
+
+			assert_int_equal(hp_spill_write(s[i], &w, sizeof(w)), 0);
+			want += w.val;
+		}
+		assert_int_equal(hp_spill_state(s[i]), i < 4 ? HP_SPILL_MEMORY : HP_SPILL_FILE);
+		assert_int_equal(hp_spill_finish(s[i]), 0);
+		in[i] = (struct hp_merge_input){ .next = spill_next, .ctx = s[i] };
+	}
+	assert_int_equal(hp_merge_open(in, K, &o, &m), 0);
+	while ((n = hp_merge_next(m, &out)) > 0) {
+		const struct row *r = out;
+
+		for (long i = 0; i < n; i++) {
+			assert_true(rows == 0 || r[i].key > last); /* sorted, equal keys combined */
+			last = r[i].key;
+			sum += r[i].val;
+			rows++;
+		}
+	}
+	assert_int_equal(n, 0);
+	assert_int_equal(sum, want);
+	hp_merge_close(m);
+	for (int i = 0; i < K; i++)
+		hp_spill_close(s[i]);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+static void test_daemon_dies(void **state)
+{
+	unsigned char *data = make_data(4, 1 * MIB);
+	hp_spill *mem, *file, *late;
+	struct daemon d;
+	hp_conn *c;
+
+	(void)state;
+	start(&d, "");
+	c = conn(&d);
+	mem = open_stream(c, 64 * KIB);
+	file = open_stream(c, 64 * KIB);
+	assert_int_equal(hp_spill_write(mem, data, 10 * KIB), 0);
+	assert_int_equal(hp_spill_write(file, data, 1 * MIB), 0);
+	running = NULL;
+	assert_int_equal(harness_kill(&d), 128 + SIGKILL);
+	/* what a stream holds stays readable; what needs the daemon fails cleanly */
+	assert_int_equal(hp_spill_write(mem, data + 10 * KIB, 100 * KIB), -ECONNRESET);
+	assert_int_equal(hp_spill_write(file, data, 64 * KIB), -ECONNRESET); /* no charge without it */
+	assert_int_equal(hp_spill_finish(mem), 0);
+	check_stream(mem, data, 10 * KIB);
+	assert_int_equal(hp_spill_finish(file), 0);
+	check_stream(file, data, 1 * MIB);
+	assert_int_equal(hp_spill_open(c, NULL, &late), 0); /* in memory: needs no daemon */
+	hp_spill_close(late);
+	hp_spill_close(mem);
+	hp_spill_close(file);
+	hp_disconnect(c);
+	free(data);
+	harness_cleanup(&d);
+}
+
+static void test_bad_arguments(void **state)
+{
+	struct daemon d;
+	const void *v;
+	hp_spill *s;
+	hp_conn *c;
+	char b[4];
+
+	(void)state;
+	start(&d, "");
+	c = conn(&d);
+	assert_int_equal(hp_spill_open(NULL, NULL, &s), -EINVAL);
+	assert_int_equal(hp_spill_open(c, NULL, NULL), -EINVAL);
+	s = open_stream(c, 0);
+	assert_int_equal(hp_spill_read(s, b, 1), -EINVAL); /* not finished */
+	assert_int_equal(hp_spill_rewind(s), -EINVAL);
+	assert_int_equal(hp_spill_write(s, NULL, 1), -EINVAL);
+	assert_int_equal(hp_spill_write(s, "abcde", 5), 0);
+	assert_int_equal(hp_spill_finish(s), 0);
+	assert_int_equal(hp_spill_next(s, &v, 0), -EINVAL);
+	assert_int_equal(hp_spill_next(s, &v, 64 * KIB + 1), -EINVAL);
+	assert_int_equal(hp_spill_next(s, &v, 2), 4);
+	assert_int_equal(hp_spill_next(s, &v, 2), -EBADMSG); /* one byte left */
+	assert_int_equal(hp_spill_read(s, b, 4), 1);
+	assert_int_equal(b[0], 'e');
+	assert_int_equal(hp_spill_read(s, b, 4), 0);
+	hp_spill_close(s);
+	hp_spill_close(NULL);
+	assert_int_equal(hp_spill_size(NULL), 0);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+static void test_boot_errors(void **state)
+{
+	struct daemon d;
+
+	(void)state;
+	/* a spill directory the daemon cannot create: exit 6, said in the log */
+	assert_int_equal(harness_start(&d, "spill_directory = /proc/hugepool-no", CLASSES), -ECHILD);
+	assert_int_equal(d.exit_status, 6);
+	assert_int_equal(harness_log_count(&d, "Spill streams unavailable: cannot create spill_directory"), 1);
+	harness_cleanup(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_threshold, teardown),
+		cmocka_unit_test_teardown(test_single_bytes, teardown),
+		cmocka_unit_test_teardown(test_large_write_and_status, teardown),
+		cmocka_unit_test_teardown(test_limits, teardown),
+		cmocka_unit_test_teardown(test_sigkill_returns_quota, teardown),
+		cmocka_unit_test_teardown(test_full_filesystem, teardown),
+		cmocka_unit_test_teardown(test_misbehaving_peer, teardown),
+		cmocka_unit_test_teardown(test_merge_of_streams, teardown),
+		cmocka_unit_test_teardown(test_daemon_dies, teardown),
+		cmocka_unit_test_teardown(test_bad_arguments, teardown),
+		cmocka_unit_test_teardown(test_boot_errors, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
