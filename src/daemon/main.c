@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -75,6 +76,22 @@ static void print_summary(const struct config *cfg, const char *path)
 		printf(" (%u)", cfg->spill_max_files);
 	printf("\n");
 	printf("pool total %s\n", size_format(config_pool_bytes(cfg), b, sizeof(b)));
+}
+
+/*
+ * The daemon holds an fd per buffer, per spill file and per connection: take the whole hard
+ * limit of open files (systemd's LimitNOFILE, or the shell's), not the 1024 soft default.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warning("Failed to raise the open files limit to %llu: %m",
+				    (unsigned long long)rl.rlim_max);
+	}
 }
 
 static void close_journals(struct journal **journals, unsigned n)
@@ -174,6 +191,7 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	raise_nofile();
 	log_info("hugepoold %s starting: %u classes, %s, configuration '%s'", HUGEPOOL_VERSION, cfg.nclasses,
 		 size_format(config_pool_bytes(&cfg), b1, sizeof(b1)), path);
 	notify_send("STATUS=Creating the pool");
