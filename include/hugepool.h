@@ -274,9 +274,9 @@ void hp_merge_close(hp_merge *m);
  * tiny or huge, to read it back later. A stream keeps its bytes in the process's own heap up to
  * its threshold (opts->threshold, else the daemon's spill_threshold, 1 MiB by default); only
  * when a write would take it past the threshold does it get a file from hugepoold, move what
- * it holds there and go on writing in chunks of max(threshold, 64 KiB). So small runs never
- * touch a file system, and a stream holds at most max(threshold, 64 KiB) bytes of memory (its
- * buffer grows from 4 KiB by doubling as it fills).
+ * it holds there and go on writing in chunks of max(threshold, 64 KiB) (1 MiB for
+ * HP_SPILL_ALWAYS_FILE). So small runs never touch a file system, and a stream holds at most
+ * one chunk of memory (its buffer grows from 4 KiB by doubling as it fills).
  *
  * Files are unnamed (O_TMPFILE) in the daemon's spill directory, so nothing remains when the
  * process or the daemon dies. Their bytes are charged before they are written against the

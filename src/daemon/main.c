@@ -71,10 +71,10 @@ static void print_summary(const struct config *cfg, const char *path)
 		       journal_backend_name(cfg->journals[i].backend), cfg->journals[i].direct ? ", direct" : "");
 	printf("spill %s: threshold %s, ", cfg->spill_directory, size_format(cfg->spill_threshold, b, sizeof(b)));
 	printf("at most %s", cfg->spill_max_bytes ? size_format(cfg->spill_max_bytes, b, sizeof(b)) : "unlimited bytes");
-	printf(" in %s files", cfg->spill_max_files ? "" : "unlimited");
 	if (cfg->spill_max_files)
-		printf(" (%u)", cfg->spill_max_files);
-	printf("\n");
+		printf(" in %u files\n", cfg->spill_max_files);
+	else
+		printf(" in any number of files\n");
 	printf("pool total %s\n", size_format(config_pool_bytes(cfg), b, sizeof(b)));
 }
 

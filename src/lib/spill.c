@@ -271,8 +271,6 @@ int hp_spill_finish(hp_spill *s)
 		return 0;
 	if (s->fd >= 0 && s->len && !s->err && (r = flush(s)) < 0)
 		s->err = r;
-	s->reading = true;
-	s->pos = 0;
 	if (s->fd >= 0) {
 		if (s->len == 0) {
 			/* the write buffer becomes the read window */
@@ -280,12 +278,15 @@ int hp_spill_finish(hp_spill *s)
 			s->rb_cap = s->cap;
 			s->cap = 0;
 		} else {
-			s->rb_cap = CHUNK_MIN;
-			s->rbuf = malloc(s->rb_cap);
+			/* a tail stayed after an error: it keeps the write buffer */
+			s->rbuf = malloc(CHUNK_MIN);
 			if (!s->rbuf)
-				return -ENOMEM;
+				return -ENOMEM; /* still writing-side: finish may be called again */
+			s->rb_cap = CHUNK_MIN;
 		}
 	}
+	s->reading = true;
+	s->pos = 0;
 	return r;
 }
 
