@@ -36,10 +36,12 @@ check "only hp_ symbols exported" sh -c \
 check "soname" sh -c "objdump -p '$dest/usr/lib/libhugepool.so.0' | grep -q 'SONAME *libhugepool.so.0'"
 check "installed config is valid" "$dest/usr/sbin/hugepoold" --check-config -c "$dest/etc/hugepool/hugepoold.conf"
 
-# run the example against the installed daemon (a small pool, socket in the DESTDIR)
+# run the example against the installed daemon (a small pool, socket and spill directory in the
+# DESTDIR, not the default /var/tmp/hugepool, which may belong to another user)
 cat > "$dest/test.conf" <<CONF
 socket = $dest/sock
 hugepages = off
+spill_directory = $dest/spill
 [class small]
 size = 2M
 count = 2
@@ -49,6 +51,12 @@ pid=$!
 for _ in $(seq 100); do [ -S "$dest/sock" ] && break; sleep 0.1; done
 check "example runs against the installed daemon" env LD_LIBRARY_PATH="$dest/usr/lib" "$dest/acquire" "$dest/sock" small
 check "hugepoolctl status" "$dest/usr/bin/hugepoolctl" -s "$dest/sock" status
+check "spill directory created 0700" sh -c "[ \"\$(stat -c %a '$dest/spill')\" = 700 ]"
+check "hugepoolctl spill" sh -c "'$dest/usr/bin/hugepoolctl' -s '$dest/sock' spill | grep -q '^Directory: *$dest/spill '"
+check "hugepoolctl spill --json" sh -c "'$dest/usr/bin/hugepoolctl' -s '$dest/sock' spill --json | grep -q '^{\"directory\":\"$dest/spill\",'"
+if command -v python3 >/dev/null; then
+	check "hugepoolctl spill --json is valid JSON" sh -c "'$dest/usr/bin/hugepoolctl' -s '$dest/sock' spill --json | python3 -m json.tool >/dev/null"
+fi
 kill "$pid"; wait "$pid" 2>/dev/null; pid=""
 
 if command -v mandoc >/dev/null; then
