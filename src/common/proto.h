@@ -186,6 +186,7 @@ struct proto_spill_page {
 struct proto_spill_create {
 	uint32_t flags; /* must be 0 */
 	uint32_t reserved;
+	uint64_t charge; /* bytes to charge at once (what the client writes first), as a charge */
 };
 
 struct proto_spill_created {

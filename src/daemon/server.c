@@ -675,8 +675,7 @@ static int handle_spill_create(struct server *s, struct peer *p, const union pro
 	char text[PROTO_TEXT_MAX];
 	int fd, r;
 
-	(void)req;
-	r = spill_create(s->spill, &p->spill, &c.file_id, &fd, text, sizeof(text));
+	r = spill_create(s->spill, &p->spill, req->screate.charge, &c.file_id, &fd, text, sizeof(text));
 	if (r < 0) {
 		if (r == -EDQUOT)
 			log_notice("Refused a spill file to pid %d (uid %u): %s", (int)p->owner.pid,
@@ -704,9 +703,13 @@ static int handle_spill_charge(struct server *s, struct peer *p, const union pro
 
 static int handle_spill_close(struct server *s, struct peer *p, const union proto_request *req)
 {
-	int r = spill_close_file(s->spill, &p->spill, req->sclose.file_id);
-
-	send_result(p, r, r < 0 ? "no such spill file on this connection" : NULL);
+	if (!spill_owns(&p->spill, req->sclose.file_id)) {
+		send_result(p, -ENOENT, "no such spill file on this connection");
+		return 0;
+	}
+	/* answer first: the client goes on while this thread truncates (frees the pages) */
+	send_result(p, 0, NULL);
+	spill_close_file(s->spill, &p->spill, req->sclose.file_id);
 	return 0;
 }
 

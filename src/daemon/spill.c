@@ -293,11 +293,35 @@ int spill_attach(struct spill *sp, struct spill_owner *o, int *ret_fd, uint64_t 
 	return 0;
 }
 
-int spill_create(struct spill *sp, struct spill_owner *o, uint64_t *ret_id, int *ret_fd, char *text,
-		 size_t textlen)
+/* May the owner's uid take `more` bytes? If not, text names the limit. */
+static int bytes_allowed(struct spill *sp, const struct spill_owner *o, uint64_t more, char *text, size_t textlen)
+{
+	char a[32], b[32], c[32];
+
+	if (sp->max_bytes && (more > sp->max_bytes || sp->bytes > sp->max_bytes - more)) {
+		snprintf(text, textlen,
+			 "spill_max_bytes (%s) would be exceeded: the machine's spill files hold %s, %s more asked",
+			 size_format(sp->max_bytes, a, sizeof(a)), size_format(sp->bytes, b, sizeof(b)),
+			 size_format(more, c, sizeof(c)));
+		sp->refusals++;
+		return -EDQUOT;
+	}
+	if (sp->max_bytes_per_uid && (more > sp->max_bytes_per_uid || o->acct->bytes > sp->max_bytes_per_uid - more)) {
+		snprintf(text, textlen,
+			 "spill_max_bytes_per_uid (%s) would be exceeded: uid %u's spill files hold %s, %s more asked",
+			 size_format(sp->max_bytes_per_uid, a, sizeof(a)), (unsigned)o->uid,
+			 size_format(o->acct->bytes, b, sizeof(b)), size_format(more, c, sizeof(c)));
+		sp->refusals++;
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint64_t *ret_id, int *ret_fd,
+		 char *text, size_t textlen)
 {
 	struct spill_file *f;
-	int fd, cfd;
+	int fd, cfd, r;
 
 	if (!o->acct && !(o->acct = uid_get(sp, o->uid)))
 		return -ENOMEM;
@@ -313,6 +337,8 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t *ret_id, int 
 		sp->refusals++;
 		return -EDQUOT;
 	}
+	if ((r = bytes_allowed(sp, o, charge, text, textlen)) < 0)
+		return r;
 	if (o->nfiles == o->cap) {
 		unsigned cap = o->cap ? o->cap * 2 : 8;
 		void *n = realloc(o->files, cap * sizeof(*o->files));
@@ -329,8 +355,7 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t *ret_id, int 
 	}
 	cfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (cfd < 0) {
-		int r = -errno;
-
+		r = -errno;
 		close(fd);
 		snprintf(text, textlen, "cannot create a spill file: %s", strerror(-r));
 		return r;
@@ -340,6 +365,7 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t *ret_id, int 
 	o->acct->files++;
 	sp->files++;
 	sp->files_created++;
+	charge_add(sp, o, f, charge);
 	owner_link(sp, o);
 	*ret_id = f->id;
 	*ret_fd = cfd;
@@ -377,8 +403,8 @@ int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t 
 		 size_t textlen)
 {
 	struct spill_file *f = file_find(o, id, NULL);
-	char a[32], b[32], c[32];
 	uint64_t more;
+	int r;
 
 	if (!f) {
 		snprintf(text, textlen, "no spill file %" PRIu64 " on this connection", id);
@@ -392,24 +418,15 @@ int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t 
 	}
 	file_audit(sp, o, f);
 	more = total - f->charged;
-	if (sp->max_bytes && (more > sp->max_bytes || sp->bytes > sp->max_bytes - more)) {
-		snprintf(text, textlen,
-			 "spill_max_bytes (%s) would be exceeded: the machine's spill files hold %s, %s more asked",
-			 size_format(sp->max_bytes, a, sizeof(a)), size_format(sp->bytes, b, sizeof(b)),
-			 size_format(more, c, sizeof(c)));
-		sp->refusals++;
-		return -EDQUOT;
-	}
-	if (sp->max_bytes_per_uid && (more > sp->max_bytes_per_uid || o->acct->bytes > sp->max_bytes_per_uid - more)) {
-		snprintf(text, textlen,
-			 "spill_max_bytes_per_uid (%s) would be exceeded: uid %u's spill files hold %s, %s more asked",
-			 size_format(sp->max_bytes_per_uid, a, sizeof(a)), (unsigned)o->uid,
-			 size_format(o->acct->bytes, b, sizeof(b)), size_format(more, c, sizeof(c)));
-		sp->refusals++;
-		return -EDQUOT;
-	}
+	if ((r = bytes_allowed(sp, o, more, text, textlen)) < 0)
+		return r;
 	charge_add(sp, o, f, more);
 	return 0;
+}
+
+bool spill_owns(struct spill_owner *o, uint64_t id)
+{
+	return file_find(o, id, NULL) != NULL;
 }
 
 int spill_close_file(struct spill *sp, struct spill_owner *o, uint64_t id)

@@ -66,12 +66,13 @@ void spill_owner_release(struct spill *sp, struct spill_owner *o);
 int spill_attach(struct spill *sp, struct spill_owner *o, int *ret_fd, uint64_t *ret_threshold);
 
 /*
- * A new empty file for the owner: *ret_fd is the client's read-write fd (the caller's to send
- * and close). -EDQUOT over a file limit, with the limit named in text; other errors (-ENOSPC,
- * -EMFILE) from the file system, also explained in text.
+ * A new empty file for the owner, charged `charge` bytes at once (what the client will write
+ * first: one round trip instead of two): *ret_fd is the client's read-write fd (the caller's to
+ * send and close). -EDQUOT over a file or byte limit, with the limit named in text; other
+ * errors (-ENOSPC, -EMFILE) from the file system, also explained in text.
  */
-int spill_create(struct spill *sp, struct spill_owner *o, uint64_t *ret_id, int *ret_fd, char *text,
-		 size_t textlen);
+int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint64_t *ret_id, int *ret_fd,
+		 char *text, size_t textlen);
 
 /*
  * Set what file id may hold to total bytes. A raise is charged against the uid's and the
@@ -80,6 +81,9 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t *ret_id, int 
  */
 int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t total, char *text,
 		 size_t textlen);
+
+/* Does the owner have file id? */
+bool spill_owns(struct spill_owner *o, uint64_t id);
 
 /* Close file id: truncate it to zero, close the daemon's fd, give its bytes back. */
 int spill_close_file(struct spill *sp, struct spill_owner *o, uint64_t id);

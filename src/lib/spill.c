@@ -185,10 +185,13 @@ static int flush(hp_spill *s)
 	return r;
 }
 
-/* The stream outgrew memory: get a file; the buffered bytes become its first chunk. */
-static int to_file(hp_spill *s)
+/*
+ * The stream outgrew memory: get a file, charged the `first` bytes about to be written; the
+ * buffered bytes become its first chunk.
+ */
+static int to_file(hp_spill *s, uint64_t first)
 {
-	struct proto_spill_create req = { 0 };
+	struct proto_spill_create req = { .charge = first };
 	_cleanup_free_ void *payload = NULL;
 	struct proto_hdr h;
 	int fd = -1, r;
@@ -206,6 +209,7 @@ static int to_file(hp_spill *s)
 	}
 	s->fd = fd;
 	s->file_id = ((const struct proto_spill_created *)payload)->file_id;
+	s->charged = first;
 	page_add(s->c, -1, -(int64_t)s->len);
 	return buf_reserve(s, s->chunk, s->chunk);
 }
@@ -235,7 +239,8 @@ int hp_spill_write(hp_spill *s, const void *data, size_t len)
 			page_add(s->c, 0, (int64_t)len);
 			return 0;
 		}
-		if ((r = to_file(s)) < 0)
+		/* what the loop below writes first: whole chunks straight, or the buffer once full */
+		if ((r = to_file(s, s->len == 0 && len >= s->chunk ? len - len % s->chunk : s->chunk)) < 0)
 			return fail(s, r);
 	}
 	while (len) {
@@ -271,6 +276,9 @@ int hp_spill_finish(hp_spill *s)
 		return 0;
 	if (s->fd >= 0 && s->len && !s->err && (r = flush(s)) < 0)
 		s->err = r;
+	/* a file charged a whole chunk at creation but written less: charge what it holds */
+	if (s->fd >= 0 && !s->err && s->charged > s->file_len)
+		charge(s, s->file_len);
 	if (s->fd >= 0) {
 		if (s->len == 0) {
 			/* the write buffer becomes the read window */
@@ -419,7 +427,14 @@ void hp_spill_close(hp_spill *s)
 	if (s->fd >= 0) {
 		struct proto_spill_close req = { .file_id = s->file_id };
 
-		/* the daemon truncates the file and gives its bytes back; our fd goes with it */
+		/*
+		 * Free the pages here, on the CPU that just used them and will soon want new ones
+		 * (the daemon's own truncate, which it does whatever we do, then finds nothing),
+		 * then let the daemon give the bytes back.
+		 */
+		if (ftruncate(s->fd, 0) < 0) {
+			/* the daemon truncates anyway */
+		}
 		client_simple_request(s->c, PROTO_SPILL_CLOSE, &req, sizeof(req));
 		close(s->fd);
 	} else {

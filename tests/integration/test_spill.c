@@ -564,7 +564,7 @@ static int raw_request(int fd, enum proto_type type, const void *req, uint32_t l
 
 static void test_misbehaving_peer(void **state)
 {
-	struct proto_spill_create create = { 0 };
+	struct proto_spill_create create = { 0 }; /* no charge at creation */
 	struct proto_spill_charge charge;
 	struct proto_spill_close cl;
 	unsigned char *data = make_data(1, 1 * MIB);

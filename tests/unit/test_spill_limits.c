@@ -71,7 +71,7 @@ static uint64_t new_file(struct spill *sp, struct spill_owner *o, int *ret_fd)
 	uint64_t id = 0;
 	int fd = -1;
 
-	assert_int_equal(spill_create(sp, o, &id, &fd, text, sizeof(text)), 0);
+	assert_int_equal(spill_create(sp, o, 0, &id, &fd, text, sizeof(text)), 0);
 	assert_true(fd >= 0);
 	if (ret_fd)
 		*ret_fd = fd;
@@ -143,14 +143,30 @@ static void test_file_limits(void **state)
 	spill_owner_init(sp, &b, 2000, 2);
 	new_file(sp, &a, NULL);
 	id = new_file(sp, &a, NULL);
-	assert_int_equal(spill_create(sp, &a, &id, &fd, text, sizeof(text)), -EDQUOT);
+	assert_int_equal(spill_create(sp, &a, 0, &id, &fd, text, sizeof(text)), -EDQUOT);
 	assert_non_null(strstr(text, "spill_max_files_per_uid"));
 	new_file(sp, &b, NULL);
-	assert_int_equal(spill_create(sp, &b, &id, &fd, text, sizeof(text)), -EDQUOT);
+	assert_int_equal(spill_create(sp, &b, 0, &id, &fd, text, sizeof(text)), -EDQUOT);
 	assert_non_null(strstr(text, "spill_max_files reached"));
 	spill_owner_release(sp, &a);
 	new_file(sp, &b, NULL);
 	spill_owner_release(sp, &b);
+	spill_free(sp);
+	/* a file charged at creation: within the limit, charged at once; over it, not created */
+	sp = open_spill(0, 0, 100 * KiB, 0);
+	spill_owner_init(sp, &a, 1000, 1);
+	assert_int_equal(spill_create(sp, &a, 60 * KiB, &id, &fd, text, sizeof(text)), 0);
+	close(fd);
+	assert_int_equal(spill_create(sp, &a, 40 * KiB + 1, &id, &fd, text, sizeof(text)), -EDQUOT);
+	assert_non_null(strstr(text, "spill_max_bytes_per_uid"));
+	{
+		struct proto_status_spill st;
+
+		spill_get_status(sp, &st);
+		assert_int_equal(st.files, 1);
+		assert_int_equal(st.bytes, 60 * KiB);
+	}
+	spill_owner_release(sp, &a);
 	spill_free(sp);
 }
 
