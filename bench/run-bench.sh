@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # run-bench.sh - run hugepool's benchmarks: bench_prefault (the daemon's boot pre-fault of
 # $HP_BENCH_GIB GiB, default 4, against a JVM-style serial allocate-and-zero loop and against
-# the memory bandwidth ceiling) and bench_acquire (a client getting that much memory from a
-# real hugepoold against allocating and zeroing it itself). Every figure is printed beside its
+# the memory bandwidth ceiling), bench_acquire (a client getting that much memory from a
+# real hugepoold against allocating and zeroing it itself), bench_journal, bench_merge and
+# bench_spill (spill streams of 6 KiB, 200 KiB and 4 MiB runs against a classic temp file per
+# run, with the syscalls of each counted under ptrace). Every figure is printed beside its
 # baseline from the same run, with the ratio; nothing is asserted. As root it reserves the
 # 2 MiB hugepages the run needs and restores the previous count on exit; as a normal user the
 # hugetlb figures are skipped unless enough are already free, and it says why. Always exits 0.
@@ -27,7 +29,7 @@ echo "build dir $build, HP_BENCH_GIB=$gib"
 
 hugepages_reserve bench "$need" || echo "bench: hugetlb figures are skipped"
 
-for b in bench_prefault bench_acquire bench_journal bench_merge; do
+for b in bench_prefault bench_acquire bench_journal bench_merge bench_spill; do
 	echo
 	if [ ! -x "$build/bench/$b" ]; then
 		echo "bench: $build/bench/$b is missing (make bench builds it)"
