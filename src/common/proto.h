@@ -179,8 +179,7 @@ struct proto_spill_attached {
 struct proto_spill_page {
 	uint64_t streams_memory; /* open streams that are still in memory */
 	uint64_t bytes_memory; /* bytes those streams hold */
-	uint64_t streams_total; /* streams opened on this connection */
-	uint64_t reserved[5];
+	uint64_t reserved[6];
 };
 
 struct proto_spill_create {

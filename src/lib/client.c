@@ -87,6 +87,34 @@ int client_simple_request(hp_conn *c, enum proto_type type, const void *payload,
 	return r;
 }
 
+int client_call_fds(hp_conn *c, enum proto_type type, const void *req, uint32_t len, enum proto_type reply,
+		    void **ret_payload, int *fds, unsigned nfds)
+{
+	struct proto_hdr h;
+	void *payload = NULL;
+	int r;
+
+	for (unsigned i = 0; i < nfds; i++)
+		fds[i] = -1;
+	r = client_send(c, type, req, len);
+	if (r < 0)
+		return r;
+	r = client_recv(c, &h, &payload, fds, nfds);
+	if (r < 0)
+		return r;
+	if (r == 0 || h.type != reply || h.nfds != nfds) {
+		for (unsigned i = 0; i < nfds; i++)
+			if (fds[i] >= 0) {
+				close(fds[i]);
+				fds[i] = -1;
+			}
+		free(payload);
+		return -EPROTO;
+	}
+	*ret_payload = payload;
+	return 0;
+}
+
 int hp_connect(const char *path, hp_conn **ret)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };

@@ -42,6 +42,14 @@ int client_recv(hp_conn *c, struct proto_hdr *ret_hdr, void **ret_payload, int *
 /* Send one request whose answer is a PROTO_RESULT; its error code (0 or negative). */
 int client_simple_request(hp_conn *c, enum proto_type type, const void *payload, uint32_t len);
 
+/*
+ * Send one request whose answer is a `reply` carrying exactly nfds fds: 0 with the payload in
+ * *ret_payload (the caller's to free; its length is at least the type's minimum) and the fds,
+ * the daemon's error, or -EPROTO for any other answer (whatever fds came are closed).
+ */
+int client_call_fds(hp_conn *c, enum proto_type type, const void *req, uint32_t len, enum proto_type reply,
+		    void **ret_payload, int *fds, unsigned nfds);
+
 /* Decode a status reply payload (untrusted bytes: every count is checked against len). */
 int status_decode(const void *buf, size_t len, struct hp_status **ret);
 

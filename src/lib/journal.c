@@ -54,25 +54,20 @@ static int check_name(const char *name)
 int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 {
 	struct proto_journal_open req = { 0 };
-	struct proto_hdr h;
 	_cleanup_free_ void *payload = NULL;
 	const struct proto_journal_opened *o;
-	int fds[3] = { -1, -1, -1 }, r;
+	int fds[3], r;
 	hp_journal *j;
 	void *map, *wake;
 
 	if (!c || !ret || check_name(name) < 0)
 		return -EINVAL;
 	proto_set_name(req.name, sizeof(req.name), name);
-	r = client_send(c, PROTO_JOURNAL_OPEN, &req, sizeof(req));
+	r = client_call_fds(c, PROTO_JOURNAL_OPEN, &req, sizeof(req), PROTO_JOURNAL_OPENED, &payload, fds, 3);
 	if (r < 0)
 		return r;
-	r = client_recv(c, &h, &payload, fds, 3);
-	if (r <= 0)
-		return r < 0 ? r : -EPROTO;
 	o = payload;
-	if (h.type != PROTO_JOURNAL_OPENED || h.nfds != 3 || o->ring_size < JRING_MIN_SIZE ||
-	    o->ring_size > JRING_MAX_SIZE || (o->ring_size & (o->ring_size - 1))) {
+	if (o->ring_size < JRING_MIN_SIZE || o->ring_size > JRING_MAX_SIZE || (o->ring_size & (o->ring_size - 1))) {
 		r = -EPROTO;
 		goto out_close;
 	}
@@ -106,8 +101,7 @@ int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 	return 0;
 out_close:
 	for (int i = 0; i < 3; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+		close(fds[i]);
 	return r;
 }
 

@@ -62,21 +62,15 @@ static int attach(hp_conn *c)
 	struct proto_spill_attach req = { 0 };
 	const struct proto_spill_attached *a;
 	_cleanup_free_ void *payload = NULL;
-	struct proto_hdr h;
-	int fd = -1, r;
+	int fd, r;
 	void *p;
 
-	r = client_send(c, PROTO_SPILL_ATTACH, &req, sizeof(req));
+	r = client_call_fds(c, PROTO_SPILL_ATTACH, &req, sizeof(req), PROTO_SPILL_ATTACHED, &payload, &fd, 1);
 	if (r < 0)
 		return r;
-	r = client_recv(c, &h, &payload, &fd, 1);
-	if (r <= 0)
-		return r < 0 ? r : -EPROTO;
 	a = payload;
-	if (h.type != PROTO_SPILL_ATTACHED || h.nfds != 1 || a->page_size < sizeof(struct proto_spill_page) ||
-	    a->threshold > HP_SPILL_THRESHOLD_MAX) {
-		if (h.nfds)
-			close(fd);
+	if (a->page_size < sizeof(struct proto_spill_page) || a->threshold > HP_SPILL_THRESHOLD_MAX) {
+		close(fd);
 		return -EPROTO;
 	}
 	p = mmap(NULL, sizeof(struct proto_spill_page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -115,7 +109,6 @@ int hp_spill_open(hp_conn *c, const struct hp_spill_opts *opts, hp_spill **ret)
 	}
 	c->spill_streams++;
 	page_add(c, 1, 0);
-	__atomic_fetch_add(&c->spill_page->streams_total, 1, __ATOMIC_RELAXED);
 	*ret = s;
 	return 0;
 }
@@ -193,20 +186,11 @@ static int to_file(hp_spill *s, uint64_t first)
 {
 	struct proto_spill_create req = { .charge = first };
 	_cleanup_free_ void *payload = NULL;
-	struct proto_hdr h;
-	int fd = -1, r;
+	int fd, r;
 
-	r = client_send(s->c, PROTO_SPILL_CREATE, &req, sizeof(req));
+	r = client_call_fds(s->c, PROTO_SPILL_CREATE, &req, sizeof(req), PROTO_SPILL_CREATED, &payload, &fd, 1);
 	if (r < 0)
 		return r;
-	r = client_recv(s->c, &h, &payload, &fd, 1);
-	if (r <= 0)
-		return r < 0 ? r : -EPROTO;
-	if (h.type != PROTO_SPILL_CREATED || h.nfds != 1) {
-		if (h.nfds)
-			close(fd);
-		return -EPROTO;
-	}
 	s->fd = fd;
 	s->file_id = ((const struct proto_spill_created *)payload)->file_id;
 	s->charged = first;
