@@ -25,57 +25,11 @@
 #include "harness.h"
 #include "hugepool.h"
 #include "proto.h"
+#include "case.h"
 
 #define MIB (1024ull * 1024)
 #define CLASSES "[class small]\nsize = 2M\ncount = 4\n[class big]\nsize = 8M\ncount = 2\n"
 #define NOBODY 65534
-
-static struct daemon *running; /* stopped by teardown when a test fails half-way */
-
-static void start(struct daemon *d, const char *globals, const char *classes)
-{
-	int r = harness_start(d, globals, classes);
-
-	running = r == 0 ? d : NULL;
-	if (r < 0)
-		harness_dump_log(d);
-	assert_int_equal(r, 0);
-}
-
-static void stop(struct daemon *d)
-{
-	running = NULL;
-	assert_int_equal(harness_stop(d), 0);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	if (running) {
-		harness_stop(running);
-		running = NULL;
-	}
-	return 0;
-}
-
-static hp_conn *conn(const struct daemon *d)
-{
-	hp_conn *c = NULL;
-	int r = hp_connect(d->socket, &c);
-
-	if (r < 0)
-		fprintf(stderr, "hp_connect: %s\n", hp_strerror(r));
-	assert_int_equal(r, 0);
-	return c;
-}
-
-static struct hp_status *status(hp_conn *c)
-{
-	struct hp_status *st = NULL;
-
-	assert_int_equal(hp_status(c, &st), 0);
-	return st;
-}
 
 static const struct hp_class_status *cls(const struct hp_status *st, const char *name)
 {

@@ -38,47 +38,12 @@
 #include "harness.h"
 #include "hugepool.h"
 #include "proto.h"
+#include "case.h"
 
 #define KIB 1024ull
 #define MIB (1024ull * 1024)
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CLASSES "[class s]\nsize = 2M\ncount = 1\n"
-
-static struct daemon *running;
-
-static void start(struct daemon *d, const char *globals)
-{
-	int r = harness_start(d, globals, CLASSES);
-
-	running = r == 0 ? d : NULL;
-	if (r < 0)
-		harness_dump_log(d);
-	assert_int_equal(r, 0);
-}
-
-static void stop(struct daemon *d)
-{
-	running = NULL;
-	assert_int_equal(harness_stop(d), 0);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	if (running) {
-		harness_stop(running);
-		running = NULL;
-	}
-	return 0;
-}
-
-static hp_conn *conn(const struct daemon *d)
-{
-	hp_conn *c = NULL;
-
-	assert_int_equal(hp_connect(d->socket, &c), 0);
-	return c;
-}
 
 /* Deterministic bytes: byte i of stream `seed`. */
 static unsigned char pattern(uint64_t seed, uint64_t i)
@@ -157,14 +122,6 @@ static void round_trip(hp_conn *c, uint64_t threshold, size_t n, int want_state)
 	free(data);
 }
 
-static struct hp_status *status(hp_conn *c)
-{
-	struct hp_status *st = NULL;
-
-	assert_int_equal(hp_status(c, &st), 0);
-	return st;
-}
-
 /* The machine's spill numbers are back to nothing. */
 static void assert_spill_idle(hp_conn *c)
 {
@@ -197,7 +154,7 @@ static void test_threshold(void **state)
 	hp_conn *c;
 
 	(void)state;
-	start(&d, "spill_threshold = 8K");
+	start(&d, "spill_threshold = 8K", CLASSES);
 	c = conn(&d);
 	/* a stream's own threshold */
 	round_trip(c, 64 * KIB, 64 * KIB - 1, HP_SPILL_MEMORY);
@@ -233,7 +190,7 @@ static void test_single_bytes(void **state)
 	hp_conn *c;
 
 	(void)state;
-	start(&d, "");
+	start(&d, "", CLASSES);
 	c = conn(&d);
 	s = open_stream(c, 64 * KIB);
 	for (size_t i = 0; i < n; i++) {
@@ -261,7 +218,7 @@ static void test_large_write_and_status(void **state)
 	hp_conn *c;
 
 	(void)state;
-	start(&d, "");
+	start(&d, "", CLASSES);
 	c = conn(&d);
 	/* one call much larger than the (default 1 MiB) threshold */
 	big = open_stream(c, 0);
@@ -337,7 +294,7 @@ static void test_limits(void **state)
 	hp_conn *c, *c2;
 
 	(void)state;
-	start(&d, "spill_max_bytes_per_uid = 2M\nspill_max_files = 3\nspill_max_files_per_uid = 0");
+	start(&d, "spill_max_bytes_per_uid = 2M\nspill_max_files = 3\nspill_max_files_per_uid = 0", CLASSES);
 	c = conn(&d);
 	c2 = conn(&d);
 	/* the uid's byte limit, hit in the middle of a stream of 100 KiB writes */
@@ -382,7 +339,7 @@ static void test_limits(void **state)
 	stop(&d);
 
 	/* the machine's byte limit, named as such */
-	start(&d, "spill_max_bytes = 1M");
+	start(&d, "spill_max_bytes = 1M", CLASSES);
 	c = conn(&d);
 	s = open_stream(c, 64 * KIB);
 	assert_int_equal(write_until_error(s, data, n, 1 * MIB), -EDQUOT);
@@ -405,7 +362,7 @@ static void test_sigkill_returns_quota(void **state)
 	char b;
 
 	(void)state;
-	start(&d, "spill_max_files_per_uid = 8\nspill_max_bytes_per_uid = 16M");
+	start(&d, "spill_max_files_per_uid = 8\nspill_max_bytes_per_uid = 16M", CLASSES);
 	snprintf(spilldir, sizeof(spilldir), "%s/spill", d.dir);
 	assert_int_equal(pipe(ready), 0);
 	pid = fork();
@@ -494,7 +451,7 @@ static void test_full_filesystem(void **state)
 		skip();
 	}
 	snprintf(globals, sizeof(globals), "spill_directory = %s", mnt);
-	start(&d, globals);
+	start(&d, globals, CLASSES);
 	c = conn(&d);
 	s = open_stream(c, 64 * KIB);
 	assert_int_equal(write_until_error(s, data, 4 * MIB, 64 * KIB), -ENOSPC);
@@ -576,7 +533,7 @@ static void test_misbehaving_peer(void **state)
 	hp_conn *c;
 
 	(void)state;
-	start(&d, "");
+	start(&d, "", CLASSES);
 	c = conn(&d);
 	fd = raw_connect(&d);
 	/* a file without a spill page is fine; write 1 MiB without asking for a charge */
@@ -673,7 +630,7 @@ static void test_merge_of_streams(void **state)
 	long n;
 
 	(void)state;
-	start(&d, "");
+	start(&d, "", CLASSES);
 	c = conn(&d);
 	for (int i = 0; i < K; i++) {
 		/* streams 0-3 stay in memory, 4-7 go to files */
@@ -718,7 +675,7 @@ static void test_daemon_dies(void **state)
 	hp_conn *c;
 
 	(void)state;
-	start(&d, "");
+	start(&d, "", CLASSES);
 	c = conn(&d);
 	mem = open_stream(c, 64 * KIB);
 	file = open_stream(c, 64 * KIB);
@@ -751,7 +708,7 @@ static void test_bad_arguments(void **state)
 	char b[4];
 
 	(void)state;
-	start(&d, "");
+	start(&d, "", CLASSES);
 	c = conn(&d);
 	assert_int_equal(hp_spill_open(NULL, NULL, &s), -EINVAL);
 	assert_int_equal(hp_spill_open(c, NULL, NULL), -EINVAL);
