@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -43,6 +44,34 @@ static int write_file(const char *path, const char *text)
 		return -errno;
 	fputs(text, f);
 	return fclose(f) == 0 ? 0 : -errno;
+}
+
+bool harness_two_uids(void)
+{
+	if (geteuid() == 0)
+		return true;
+	fprintf(stderr, "skipped: needs root to run clients of two uids (0 and %d)\n", HARNESS_OTHER_UID);
+	return false;
+}
+
+int harness_as_uid(uid_t uid, int (*fn)(void *arg), void *arg)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		gid_t g = (gid_t)uid;
+
+		if (setgroups(1, &g) < 0 || setresgid(g, g, g) < 0 || setresuid(uid, uid, uid) < 0)
+			_exit(126);
+		_exit(fn(arg) & 0xff);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 /* Copy src to dst replacing every "@DIR@" by dir; -ENAMETOOLONG when it does not fit. */

@@ -86,6 +86,17 @@ void harness_dump_log(const struct daemon *d);
 /* Count the lines of the daemon's log that contain s. */
 int harness_log_count(const struct daemon *d, const char *s);
 
+/*
+ * Clients of two uids (the security tests). harness_two_uids() is true when this process may
+ * run code as HARNESS_OTHER_UID (it is root); otherwise it says on stderr why a test that needs
+ * it is skipped. harness_as_uid() runs fn(arg) in a child process whose uid, gid and groups are
+ * all `uid` and returns the child's exit status: fn's return value (keep it within 0..125),
+ * 126 when the uid could not be taken, 128 + signal when the child died of one.
+ */
+#define HARNESS_OTHER_UID 65534
+bool harness_two_uids(void);
+int harness_as_uid(uid_t uid, int (*fn)(void *arg), void *arg);
+
 /* The build directory under test: $HP_BUILD, default "build". */
 const char *harness_build(void);
 
