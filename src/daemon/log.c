@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "util.h"
 
 static bool to_journal;
 static int max_level = LOG_INFO;
@@ -25,13 +26,55 @@ void log_set_max_level(int level)
 	max_level = level;
 }
 
+static void log_vmsg(int level, unsigned dropped, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+
 void log_msg(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vmsg(level, 0, fmt, ap);
+	va_end(ap);
+}
+
+void log_msg_ratelimited(struct log_ratelimit *rl, int level, const char *fmt, ...)
+{
+	int saved = errno; /* %m names the caller's error */
+	uint64_t now = now_ns();
+	unsigned dropped = 0;
+	bool print;
+	va_list ap;
+
+	if (level > max_level)
+		return;
+	pthread_mutex_lock(&rl->lock);
+	if (now - rl->begin_ns >= rl->interval_ns) {
+		rl->begin_ns = now;
+		rl->printed = 0;
+	}
+	print = rl->printed < rl->burst;
+	if (print) {
+		rl->printed++;
+		dropped = rl->dropped;
+		rl->dropped = 0;
+	} else {
+		rl->dropped++;
+	}
+	pthread_mutex_unlock(&rl->lock);
+	if (!print)
+		return;
+	errno = saved;
+	va_start(ap, fmt);
+	log_vmsg(level, dropped, fmt, ap);
+	va_end(ap);
+}
+
+static void log_vmsg(int level, unsigned dropped, const char *fmt, va_list ap)
 {
 	static const char *const words[] = { "emerg", "alert", "crit", "error",
 					     "warning", "notice", "info", "debug" };
 	char buf[1024];
 	int saved = errno, n;
-	va_list ap;
 
 	if (level > max_level)
 		return;
@@ -40,9 +83,9 @@ void log_msg(int level, const char *fmt, ...)
 	else
 		n = snprintf(buf, sizeof(buf), "hugepoold: %s: ", words[level & 7]);
 	errno = saved; /* so that %m in fmt names the caller's error */
-	va_start(ap, fmt);
 	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
-	va_end(ap);
+	if (dropped && n < (int)sizeof(buf))
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, " (%u similar messages dropped)", dropped);
 	if (n > (int)sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';

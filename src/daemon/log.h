@@ -6,16 +6,39 @@
  * journald understands; on a terminal it carries a level word instead. Lines are formatted
  * into one buffer and written with a single write(2), so threads never interleave inside a
  * line. Library and helper code never logs: the daemon logs where it decides.
+ *
+ * A line any client can cause (a refused connection, a killed peer, a failed accept) goes
+ * through a struct log_ratelimit: at most `burst` lines per `interval` at that call site, then
+ * silence until the interval ends, and the next line that passes says how many were dropped.
+ * So a hostile client costs the log a few lines a second, not a line per attempt.
  */
 #ifndef HP_LOG_H
 #define HP_LOG_H
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <syslog.h>
 
 void log_open(void);
 void log_set_max_level(int level);
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct log_ratelimit {
+	uint64_t interval_ns;
+	unsigned burst;
+	/* state, guarded by lock (call sites may be on any thread) */
+	pthread_mutex_t lock;
+	uint64_t begin_ns;
+	unsigned printed, dropped;
+};
+
+/* At most BURST lines per INTERVAL_S seconds: static struct log_ratelimit rl = LOG_RATELIMIT(5, 10); */
+#define LOG_RATELIMIT(interval_s, burst_) \
+	{ .interval_ns = (uint64_t)(interval_s) * 1000000000ull, .burst = (burst_), .lock = PTHREAD_MUTEX_INITIALIZER }
+
+void log_msg_ratelimited(struct log_ratelimit *rl, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)
