@@ -10,13 +10,15 @@
  *   LEASED    held by owner under lease_id, in the owner's lease list.
  * A request holds its slots in req->held until all are ready, then they all become LEASED at
  * once (all-or-nothing). A uid is charged for a request's bytes when its slots are reserved.
- * Lease ids are (generation << 32 | slot index): unique for the daemon's life, O(1) to look up.
+ * Lease ids are (random << 32 | slot index): O(1) to look up, not guessable, and never the id
+ * the same slot had before. A LEASED slot is releasable only once delivered (see lease.h).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "lease.h"
 #include "proto.h"
@@ -37,7 +39,8 @@ struct lease_slot {
 	enum slot_state state;
 	bool clean; /* FREE/RESERVED: fresh pages, nobody wrote them */
 	uid_t dirty_uid; /* !clean: who wrote them last (BROKEN_UID: no pages at all) */
-	uint64_t lease_id; /* LEASED */
+	uint64_t lease_id; /* LEASED; kept after, so that the next id differs */
+	bool delivered; /* LEASED: its GRANT has left the daemon */
 	uint64_t since_rt; /* LEASED */
 	struct lease_owner *owner; /* LEASED */
 	struct lease_req *req; /* RESERVED, RENEWING */
@@ -81,7 +84,6 @@ struct lease_table {
 	struct lease_slot *slots; /* one per pool buffer, same index */
 	struct lease_class *classes;
 	LIST_HEAD(, lease_uid) uids; /* uids with a connection; few, so a list */
-	uint64_t generation;
 	struct lease_counters counters;
 };
 
@@ -284,19 +286,44 @@ static void req_fail(struct lease_table *lt, struct lease_req *r, int err, const
 	lt->ops.failed(o, err, text, lt->ud);
 }
 
+/* n random 32-bit numbers; getrandom(2) never fails after early boot, but if it did, the
+ * clock still makes ids differ (only guessable then) */
+static void random_u32(uint32_t *out, unsigned n)
+{
+	size_t got = 0, want = n * sizeof(*out);
+
+	while (got < want) {
+		ssize_t k = getrandom((char *)out + got, want - got, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			for (unsigned i = 0; i < n; i++)
+				out[i] ^= (uint32_t)(now_ns() * 0x9e3779b97f4a7c15ull >> 32) + i;
+			return;
+		}
+		got += (size_t)k;
+	}
+}
+
 static void req_grant(struct lease_table *lt, struct lease_req *r)
 {
 	struct lease_owner *o = r->owner;
 	struct lease_class *lc = &lt->classes[r->class_index];
-	uint64_t now = realtime_ns(), gen = ++lt->generation;
+	uint64_t now = realtime_ns();
+	uint32_t rnd[r->held];
 
+	random_u32(rnd, r->held);
 	for (unsigned i = 0; i < r->held; i++) {
 		struct lease_slot *s = r->slots[i];
+		uint64_t id = (uint64_t)(rnd[i] | 1u) << 32 | s->pb->index;
 
 		s->state = SLOT_LEASED;
 		s->req = NULL;
 		s->owner = o;
-		s->lease_id = gen << 32 | s->pb->index;
+		/* never the slot's previous id: a stale id must not release the new lease */
+		s->lease_id = id != s->lease_id ? id : id + (2ull << 32);
+		s->delivered = false;
 		s->since_rt = now;
 		s->clean = false;
 		s->dirty_uid = o->uid;
@@ -468,7 +495,8 @@ static struct lease_slot *slot_by_id(struct lease_table *lt, const struct lease_
 		return NULL;
 	struct lease_slot *s = &lt->slots[idx];
 
-	return s->state == SLOT_LEASED && s->lease_id == id && s->owner == o ? s : NULL;
+	/* undelivered: the holder cannot know the id yet, so it must have guessed it */
+	return s->state == SLOT_LEASED && s->lease_id == id && s->owner == o && s->delivered ? s : NULL;
 }
 
 static void slot_unlease(struct lease_table *lt, struct lease_owner *o, struct lease_slot *s)
@@ -478,7 +506,6 @@ static void slot_unlease(struct lease_table *lt, struct lease_owner *o, struct l
 	o->leased_bytes -= s->pb->size;
 	o->acct->charged -= s->pb->size;
 	class_of(lt, s)->nleased--;
-	s->lease_id = 0;
 	slot_free(lt, s);
 }
 
@@ -620,6 +647,12 @@ void lease_renewed(struct lease_table *lt, struct pool_buffer *b, int err)
 	s->state = SLOT_RESERVED;
 	if (--r->renewing == 0)
 		req_grant(lt, r);
+}
+
+void lease_slot_delivered(struct lease_slot *s)
+{
+	if (s->state == SLOT_LEASED)
+		s->delivered = true;
 }
 
 uint64_t lease_slot_id(const struct lease_slot *s)

@@ -16,6 +16,12 @@
  *   any other uid only after renewal: ops->renew hands it to the recycler thread, which gives it
  *   fresh zeroed pages off the event loop, and lease_renewed() brings it back.
  * - Per-uid limits on leased bytes and on connections: over a limit is an immediate error.
+ * - A lease is delivered before it can be released: its id travels only in the GRANT that
+ *   carries its buffer, so until the server says that message left (lease_slot_delivered), a
+ *   release naming it is refused as if the id were unknown. A buffer therefore cannot be
+ *   recycled, renewed or granted to anybody else while a grant of it waits in a reply queue.
+ * - Lease ids are the buffer's index in the low 32 bits (O(1) lookup) and 32 random bits above
+ *   it (getrandom), so an id cannot be guessed from another one.
  */
 #ifndef HP_LEASE_H
 #define HP_LEASE_H
@@ -99,6 +105,9 @@ uint64_t lease_next_deadline(const struct lease_table *lt);
 
 /* The recycler finished renewing b (err 0) or failed (negative errno). */
 void lease_renewed(struct lease_table *lt, struct pool_buffer *b, int err);
+
+/* The GRANT carrying s has been sent: from now on its holder may release it. */
+void lease_slot_delivered(struct lease_slot *s);
 
 uint64_t lease_slot_id(const struct lease_slot *s);
 struct pool_buffer *lease_slot_buffer(const struct lease_slot *s);

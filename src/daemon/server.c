@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "closer.h"
 #include "journal.h"
 #include "lease.h"
 #include "log.h"
@@ -37,15 +39,34 @@
 #include "util.h"
 
 #define OUT_MAX (PROTO_REPLY_MAX + (1u << 20)) /* a peer that lets more pile up is dropped */
+/*
+ * Backpressure: a peer's next request is not read while more than OUT_PAUSE bytes of its
+ * replies, or any fd of them, wait to be sent. A client that does not read its replies
+ * therefore holds at most one reply's worth of daemon memory and fds beyond OUT_PAUSE.
+ */
+#define OUT_PAUSE (64u << 10)
+/* fds one received message may carry before the kernel truncates: SCM_MAX_FD */
+#define IN_FDS_MAX 253
+
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83 /* Linux 6.16: refuse SCM_RIGHTS sent to this socket (inherited at accept) */
+#endif
 #define VERSION_STRING HUGEPOOL_VERSION
 
 #define PEER_WRITERS_MAX 64 /* journal writers one connection may hold */
 
+/*
+ * The fds of one queued message. They are the queue's own: an fd the daemon keeps elsewhere
+ * (a pool buffer, a doorbell) is queued as a dup, so what the client receives is the object
+ * the message was about even if the original fd number is closed and reused meanwhile. They
+ * are closed once sent, or when the peer goes. A GRANT also names its lease slots, which
+ * become releasable only once the message left (lease_slot_delivered).
+ */
 struct out_fds {
 	size_t at; /* offset in out[] of the header of the message they go with */
 	unsigned n;
-	uint32_t owned; /* bit i: fds[i] is ours to close once sent (or when the peer goes) */
-	int fds[PROTO_MAX_FDS]; /* the others are borrowed (pool buffers, doorbells) */
+	int fds[PROTO_MAX_FDS];
+	struct lease_slot *grants[PROTO_MAX_FDS]; /* a GRANT's slots, else NULL */
 };
 
 struct peer_writer {
@@ -74,7 +95,9 @@ struct peer {
 	size_t out_off, out_len, out_cap;
 	struct out_fds *ofds;
 	size_t ofds_head, nofds, ofds_cap;
+	unsigned queued_fds; /* in ofds[] */
 	bool want_out; /* EPOLLOUT registered */
+	bool paused; /* EPOLLIN not registered: too many of its replies wait (peer_paused) */
 	struct peer_writer writers[PEER_WRITERS_MAX];
 	unsigned nwriters;
 	struct spill_owner spill;
@@ -91,6 +114,9 @@ struct server {
 	struct spill *spill;
 	uint64_t next_writer_id;
 	int listen_fd, epoll_fd, signal_fd;
+	int reserve_fd; /* spent on accept-and-close when the daemon is out of fds */
+	uint64_t listen_paused_until; /* CLOCK_MONOTONIC ns; 0 = the listener is polled */
+	bool passrights_refused; /* SO_PASSRIGHTS = 0 took: clients cannot send fds at all */
 	TAILQ_HEAD(, peer) peers;
 	unsigned npeers, next_id;
 	uint64_t started_rt;
@@ -105,6 +131,7 @@ static void peer_kill(struct peer *p, const char *fmt, ...) __attribute__((forma
 
 static void peer_kill(struct peer *p, const char *fmt, ...)
 {
+	static struct log_ratelimit rl = LOG_RATELIMIT(5, 20);
 	char why[256];
 	va_list ap;
 
@@ -113,29 +140,39 @@ static void peer_kill(struct peer *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	log_warning("Closing connection %u (pid %d, uid %u, \"%s\"): %s", p->id, (int)p->owner.pid,
-		    (unsigned)p->owner.uid, p->name, why);
+	log_msg_ratelimited(&rl, LOG_WARNING, "Closing connection %u (pid %d, uid %u, \"%s\"): %s", p->id,
+			    (int)p->owner.pid, (unsigned)p->owner.uid, p->name, why);
 	p->dead = true;
 }
 
+/* Replies wait to be sent beyond what a peer may have queued before its input is paused. */
+static bool peer_paused(const struct peer *p)
+{
+	return p->out_len - p->out_off > OUT_PAUSE || p->queued_fds > 0;
+}
+
+/* Poll for output while replies wait, and for input unless the peer is paused. */
 static int epoll_set(struct server *s, struct peer *p)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | (p->out_len > p->out_off ? EPOLLOUT : 0),
+	bool want_out = p->out_len > p->out_off, want_in = !peer_paused(p);
+	/* paused: not even EPOLLRDHUP, which would fire without end for a peer that shut down its
+	 * writing side but not its reading; a peer that is gone shows as EPOLLHUP */
+	struct epoll_event ev = { .events = (want_in ? EPOLLIN | EPOLLRDHUP : 0) | (want_out ? EPOLLOUT : 0),
 				  .data.ptr = p };
-	bool want = ev.events & EPOLLOUT;
 
-	if (want == p->want_out)
+	if (want_out == p->want_out && want_in == !p->paused)
 		return 0;
-	p->want_out = want;
+	p->want_out = want_out;
+	p->paused = !want_in;
 	return epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, p->fd, &ev) < 0 ? -errno : 0;
 }
 
-static void out_fds_release(struct out_fds *f)
+static void out_fds_release(struct peer *p, struct out_fds *f)
 {
 	for (unsigned i = 0; i < f->n; i++)
-		if (f->owned & (1u << i))
-			close(f->fds[i]);
-	f->owned = 0;
+		close(f->fds[i]);
+	p->queued_fds -= f->n;
+	f->n = 0;
 }
 
 /* Send what the queue holds until the socket is full. */
@@ -184,7 +221,10 @@ static void peer_flush(struct peer *p)
 		}
 		if (with_fds) {
 			/* the fds went with the first byte: the peer has its own copies now */
-			out_fds_release(f);
+			for (unsigned i = 0; i < f->n; i++)
+				if (f->grants[i])
+					lease_slot_delivered(f->grants[i]);
+			out_fds_release(p, f);
 			p->ofds_head = (p->ofds_head + 1) % p->ofds_cap;
 			p->nofds--;
 		}
@@ -230,33 +270,35 @@ static int out_reserve(struct peer *p, size_t more)
 
 /*
  * Queue one message (header + two payload parts + fds) and try to send it. The fds whose bit is
- * set in `owned` become the queue's: closed once sent, or with the peer, or here on failure.
+ * set in `take` are given to the queue; the others stay the caller's and the queue sends dups
+ * of them. grants, if not NULL, names the lease slot each fd is the buffer of.
  */
-static void peer_send_owned(struct peer *p, enum proto_type type, const void *a, size_t alen, const void *b,
-			    size_t blen, const int *fds, unsigned nfds, uint32_t owned)
+static void peer_send_fds(struct peer *p, enum proto_type type, const void *a, size_t alen, const void *b,
+			  size_t blen, const int *fds, unsigned nfds, uint32_t take, struct lease_slot *const *grants)
 {
+	static struct log_ratelimit rl = LOG_RATELIMIT(5, 5);
+	struct out_fds *f = NULL;
 	struct proto_hdr h;
+	unsigned own = 0;
+	int mine[PROTO_MAX_FDS];
 
-	if (p->dead || out_reserve(p, sizeof(h) + alen + blen) < 0) {
-		if (!p->dead)
-			peer_kill(p, "reply queue overflow (the client does not read its replies)");
-		for (unsigned i = 0; i < nfds; i++)
-			if (owned & (1u << i))
-				close(fds[i]);
-		return;
+	for (; own < nfds; own++) {
+		mine[own] = take & (1u << own) ? fds[own] : fcntl(fds[own], F_DUPFD_CLOEXEC, 3);
+		if (mine[own] < 0)
+			break;
 	}
-	if (nfds) {
-		if (p->nofds == p->ofds_cap) {
-			size_t cap = p->ofds_cap ? p->ofds_cap * 2 : 4;
-			struct out_fds *n = calloc(cap, sizeof(*n));
+	if (own < nfds) {
+		log_msg_ratelimited(&rl, LOG_ERR, "Cannot queue a file descriptor for connection %u: %m", p->id);
+		peer_kill(p, "cannot queue its reply's file descriptors");
+	} else if (!p->dead && out_reserve(p, sizeof(h) + alen + blen) < 0) {
+		peer_kill(p, "reply queue overflow (the client does not read its replies)");
+	} else if (!p->dead && nfds && p->nofds == p->ofds_cap) {
+		size_t cap = p->ofds_cap ? p->ofds_cap * 2 : 4;
+		struct out_fds *n = calloc(cap, sizeof(*n));
 
-			if (!n) {
-				peer_kill(p, "out of memory");
-				for (unsigned i = 0; i < nfds; i++)
-					if (owned & (1u << i))
-						close(fds[i]);
-				return;
-			}
+		if (!n) {
+			peer_kill(p, "out of memory");
+		} else {
 			for (size_t i = 0; i < p->nofds; i++)
 				n[i] = p->ofds[(p->ofds_head + i) % p->ofds_cap];
 			free(p->ofds);
@@ -264,13 +306,24 @@ static void peer_send_owned(struct peer *p, enum proto_type type, const void *a,
 			p->ofds_cap = cap;
 			p->ofds_head = 0;
 		}
-		struct out_fds *f = &p->ofds[(p->ofds_head + p->nofds) % p->ofds_cap];
-
+	}
+	if (p->dead) {
+		for (unsigned i = 0; i < own; i++)
+			close(mine[i]);
+		for (unsigned i = own; i < nfds; i++)
+			if (take & (1u << i))
+				close(fds[i]);
+		return;
+	}
+	if (nfds) {
+		f = &p->ofds[(p->ofds_head + p->nofds) % p->ofds_cap];
 		f->at = p->out_len;
 		f->n = nfds;
-		f->owned = owned;
-		memcpy(f->fds, fds, sizeof(int) * nfds);
+		memcpy(f->fds, mine, sizeof(int) * nfds);
+		for (unsigned i = 0; i < nfds; i++)
+			f->grants[i] = grants ? grants[i] : NULL;
 		p->nofds++;
+		p->queued_fds += nfds;
 	}
 	proto_hdr_init(&h, type, (uint32_t)(alen + blen), nfds);
 	memcpy(p->out + p->out_len, &h, sizeof(h));
@@ -285,16 +338,16 @@ static void peer_send_owned(struct peer *p, enum proto_type type, const void *a,
 }
 
 static void peer_send(struct peer *p, enum proto_type type, const void *a, size_t alen, const void *b,
-		      size_t blen, const int *fds, unsigned nfds)
+		      size_t blen)
 {
-	peer_send_owned(p, type, a, alen, b, blen, fds, nfds, 0);
+	peer_send_fds(p, type, a, alen, b, blen, NULL, 0, 0, NULL);
 }
 
 static void send_result(struct peer *p, int err, const char *text)
 {
 	struct proto_result r = { .err = err, .text_len = text ? (uint32_t)strnlen(text, PROTO_TEXT_MAX) : 0 };
 
-	peer_send(p, PROTO_RESULT, &r, sizeof(r), text, r.text_len, NULL, 0);
+	peer_send(p, PROTO_RESULT, &r, sizeof(r), text, r.text_len);
 	p->busy = false;
 }
 
@@ -317,7 +370,7 @@ static void on_granted(struct lease_owner *o, struct lease_slot *const *slots, u
 			e[i] = (struct proto_grant_entry){ .lease_id = lease_slot_id(slots[first + i]), .size = b->size };
 			fds[i] = b->fd;
 		}
-		peer_send(p, PROTO_GRANT, &g, sizeof(g), e, k * sizeof(e[0]), fds, k);
+		peer_send_fds(p, PROTO_GRANT, &g, sizeof(g), e, k * sizeof(e[0]), fds, k, 0, slots + first);
 	}
 	p->busy = false;
 	log_debug("Granted %u buffers of class \"%s\" to pid %d (uid %u)", n,
@@ -366,7 +419,7 @@ static int handle_hello(struct server *s, struct peer *p, const union proto_requ
 		p->name[i] = (h->name[i] >= 0x20 && h->name[i] < 0x7f) ? h->name[i] : '?';
 	proto_set_name(w.daemon_version, sizeof(w.daemon_version), VERSION_STRING);
 	p->welcomed = true;
-	peer_send(p, PROTO_WELCOME, &w, sizeof(w), NULL, 0, NULL, 0);
+	peer_send(p, PROTO_WELCOME, &w, sizeof(w), NULL, 0);
 	p->busy = false;
 	log_debug("Connection %u is pid %d (uid %u, \"%s\")", p->id, (int)p->owner.pid, (unsigned)p->owner.uid,
 		  p->name);
@@ -542,7 +595,7 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 		w += sizeof(ps);
 		st.nspill = 1;
 	}
-	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf), NULL, 0);
+	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf));
 	p->busy = false;
 	return 0;
 }
@@ -595,7 +648,7 @@ static int handle_journal_open(struct server *s, struct peer *p, const union pro
 	o = (struct proto_journal_opened){ .writer_id = s->next_writer_id, .ring_size = journal_writer_ring_size(w),
 					   .durable_lsn = st.durable_lsn };
 	/* the ring memfd is the message's to close once sent; doorbell and wake page stay the journal's */
-	peer_send_owned(p, PROTO_JOURNAL_OPENED, &o, sizeof(o), NULL, 0, fds, 3, 1u);
+	peer_send_fds(p, PROTO_JOURNAL_OPENED, &o, sizeof(o), NULL, 0, fds, 3, 1u, NULL);
 	p->busy = false;
 	return 0;
 }
@@ -647,8 +700,8 @@ static int handle_journal_read(struct server *s, struct peer *p, const union pro
 		e[i] = (struct proto_journal_segment){ infos[i].generation, infos[i].first_lsn, infos[i].size };
 	h.n = n;
 	h.more = n == PROTO_MAX_FDS;
-	peer_send_owned(p, PROTO_JOURNAL_SEGMENTS, &h, sizeof(h), e, n * sizeof(e[0]), fds, n,
-			n ? (uint32_t)((1ull << n) - 1) : 0);
+	peer_send_fds(p, PROTO_JOURNAL_SEGMENTS, &h, sizeof(h), e, n * sizeof(e[0]), fds, n,
+		      n ? (uint32_t)((1ull << n) - 1) : 0, NULL);
 	p->busy = false;
 	return 0;
 }
@@ -664,7 +717,7 @@ static int handle_spill_attach(struct server *s, struct peer *p, const union pro
 		send_result(p, r, r == -EEXIST ? "this connection is attached already" : "cannot create the spill page");
 		return 0;
 	}
-	peer_send_owned(p, PROTO_SPILL_ATTACHED, &a, sizeof(a), NULL, 0, &fd, 1, 1u);
+	peer_send_fds(p, PROTO_SPILL_ATTACHED, &a, sizeof(a), NULL, 0, &fd, 1, 1u, NULL);
 	p->busy = false;
 	return 0;
 }
@@ -683,7 +736,7 @@ static int handle_spill_create(struct server *s, struct peer *p, const union pro
 		send_result(p, r, text);
 		return 0;
 	}
-	peer_send_owned(p, PROTO_SPILL_CREATED, &c, sizeof(c), NULL, 0, &fd, 1, 1u);
+	peer_send_fds(p, PROTO_SPILL_CREATED, &c, sizeof(c), NULL, 0, &fd, 1, 1u, NULL);
 	p->busy = false;
 	return 0;
 }
@@ -761,26 +814,29 @@ static void dispatch(struct server *s, struct peer *p)
 
 /* --- connections ------------------------------------------------------------------------ */
 
+/* Hand every fd a message brought to the closer thread (closer.h says why not close here). */
 static void close_fds_in(struct msghdr *msg)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
 			continue;
-		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int fds[64];
+		size_t k = MIN((c->cmsg_len - CMSG_LEN(0)) / sizeof(int), (size_t)IN_FDS_MAX);
+		int fds[IN_FDS_MAX];
 
-		memcpy(fds, CMSG_DATA(c), sizeof(int) * MIN(k, ARRAY_SIZE(fds)));
-		for (size_t i = 0; i < MIN(k, ARRAY_SIZE(fds)); i++)
-			close(fds[i]);
+		memcpy(fds, CMSG_DATA(c), sizeof(int) * k);
+		closer_add(fds, (unsigned)k);
 	}
 }
 
 /* Read whatever is there; dispatch each complete message. */
 static void peer_read(struct server *s, struct peer *p)
 {
-	while (!p->dead) {
+	/* a paused peer's next request waits until its replies have gone (OUT_PAUSE) */
+	while (!p->dead && !(p->in_got == 0 && peer_paused(p))) {
 		union {
-			char buf[CMSG_SPACE(sizeof(int) * 16)];
+			/* room for as many fds as one message can carry, so none is cut off (and
+			 * closed by the kernel on this thread) */
+			char buf[CMSG_SPACE(sizeof(int) * IN_FDS_MAX)];
 			struct cmsghdr align;
 		} cbuf;
 		bool in_hdr = p->in_got < sizeof(p->hdr);
@@ -800,7 +856,7 @@ static void peer_read(struct server *s, struct peer *p)
 				peer_kill(p, "receive failed: %m");
 			return;
 		}
-		if (msg.msg_controllen) {
+		if (msg.msg_controllen || (msg.msg_flags & MSG_CTRUNC)) {
 			close_fds_in(&msg);
 			s->protocol_errors++;
 			peer_kill(p, "client sent file descriptors%s",
@@ -868,7 +924,7 @@ static void peer_destroy(struct server *s, struct peer *p)
 		journal_writer_close(p->writers[i].w);
 	spill_owner_release(s->spill, &p->spill);
 	for (size_t i = 0; i < p->nofds; i++)
-		out_fds_release(&p->ofds[(p->ofds_head + i) % p->ofds_cap]);
+		out_fds_release(p, &p->ofds[(p->ofds_head + i) % p->ofds_cap]);
 	TAILQ_REMOVE(&s->peers, p, link);
 	s->npeers--;
 	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, p->fd, NULL);
@@ -881,6 +937,7 @@ static void peer_destroy(struct server *s, struct peer *p)
 
 static void accept_one(struct server *s, int fd)
 {
+	static struct log_ratelimit rl = LOG_RATELIMIT(5, 10);
 	struct peer *p = calloc(1, sizeof(*p));
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
@@ -917,7 +974,8 @@ static void accept_one(struct server *s, int fd)
 		r = lease_owner_attach(s->leases, &p->owner, cred.uid, cred.gid, cred.pid, text, sizeof(text));
 	}
 	if (r < 0) {
-		log_notice("Refusing connection of pid %d (uid %u): %s", (int)cred.pid, (unsigned)cred.uid, text);
+		log_msg_ratelimited(&rl, LOG_NOTICE, "Refusing connection of pid %d (uid %u): %s", (int)cred.pid,
+				    (unsigned)cred.uid, text);
 		/* say why, then close: the client reads it as the answer to its hello */
 		p->closing = true;
 		send_result(p, r, text);
@@ -926,16 +984,49 @@ static void accept_one(struct server *s, int fd)
 	p->attached = true;
 }
 
+#define LISTEN_PAUSE_NS (100 * 1000000ull) /* out of fds and no reserve: poll the listener later */
+
+/*
+ * Out of fds (EMFILE, ENFILE): a pending connection keeps the listener readable, so the loop
+ * would spin on it. Spend the reserve fd to accept it and close it at once (the client sees its
+ * connection end), take the reserve back, and say so in the log a few times a minute at most.
+ * Without a reserve, stop polling the listener for a moment.
+ */
+static bool accept_out_of_fds(struct server *s, int err)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT(10, 3);
+	int fd;
+
+	log_msg_ratelimited(&rl, LOG_ERR, "Cannot accept connections: %s; closing new ones until fds are free",
+			    strerror(err));
+	if (s->reserve_fd >= 0) {
+		close(s->reserve_fd);
+		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && s->reserve_fd >= 0)
+			return true;
+	}
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL) == 0)
+		s->listen_paused_until = now_ns() + LISTEN_PAUSE_NS;
+	return false;
+}
+
 static void accept_all(struct server *s)
 {
+	static struct log_ratelimit rl = LOG_RATELIMIT(10, 3);
+
 	for (;;) {
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_error("Failed to accept a connection: %m");
+			if ((errno == EMFILE || errno == ENFILE) && accept_out_of_fds(s, errno))
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EMFILE && errno != ENFILE)
+				log_msg_ratelimited(&rl, LOG_ERR, "Failed to accept a connection: %m");
 			return;
 		}
 		accept_one(s, fd);
@@ -1001,6 +1092,23 @@ static int socket_bind(const struct config *cfg)
 	return TAKE_FD(fd);
 }
 
+/*
+ * Clients never send fds. Where the kernel can refuse them at the socket (SO_PASSRIGHTS,
+ * Linux 6.16+; accepted sockets inherit it from the listener), a client's sendmsg with
+ * SCM_RIGHTS fails with EPERM and nothing reaches the daemon. Elsewhere fds that arrive are
+ * closed off the event loop (closer.h).
+ */
+static bool refuse_passed_fds(int listen_fd)
+{
+	int zero = 0;
+
+	if (setsockopt(listen_fd, SOL_SOCKET, SO_PASSRIGHTS, &zero, sizeof(zero)) == 0)
+		return true;
+	log_notice("This kernel cannot refuse fds at the socket (SO_PASSRIGHTS: %m; Linux 6.16+ can); "
+		   "fds clients send are closed on a background thread");
+	return false;
+}
+
 static int epoll_add_tag(int epfd, int fd, int *tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
@@ -1025,7 +1133,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	s->journals = journals;
 	s->njournals = njournals;
 	s->spill = spill;
-	s->listen_fd = s->epoll_fd = s->signal_fd = -1;
+	s->listen_fd = s->epoll_fd = s->signal_fd = s->reserve_fd = -1;
 	s->started_rt = realtime_ns();
 	TAILQ_INIT(&s->peers);
 	r = lease_table_new(pool, &lim, &ops, s, &s->leases);
@@ -1051,6 +1159,8 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	if (r < 0)
 		goto fail;
 	s->listen_fd = r;
+	s->passrights_refused = refuse_passed_fds(s->listen_fd);
+	s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if ((r = epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen)) < 0 ||
 	    (r = epoll_add_tag(s->epoll_fd, s->signal_fd, &tag_signal)) < 0 ||
 	    (r = epoll_add_tag(s->epoll_fd, recycler_fd(s->recycler), &tag_recycler)) < 0) {
@@ -1085,6 +1195,14 @@ int server_run(struct server *s)
 		uint64_t deadline = MIN(lease_next_deadline(s->leases), spill_audit(s->spill, now, false));
 		int timeout = -1, n;
 
+		if (s->listen_paused_until && now >= s->listen_paused_until) {
+			s->listen_paused_until = 0;
+			if (epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen) < 0)
+				log_error("Failed to poll the listening socket again: %m");
+		}
+		if (s->listen_paused_until)
+			deadline = MIN(deadline, s->listen_paused_until);
+
 		if (deadline != UINT64_MAX)
 			timeout = deadline <= now ? 0 : (int)MIN((deadline - now + 999999) / 1000000, (uint64_t)INT32_MAX);
 		n = epoll_wait(s->epoll_fd, evs, ARRAY_SIZE(evs), timeout);
@@ -1113,7 +1231,9 @@ int server_run(struct server *s)
 
 				if (evs[i].events & EPOLLOUT)
 					peer_flush(p);
-				if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+				if (p->paused && (evs[i].events & (EPOLLHUP | EPOLLERR)))
+					p->dead = true; /* gone, with replies it will never read */
+				else if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
 					peer_read(s, p);
 			}
 		}
@@ -1140,6 +1260,9 @@ void server_free(struct server *s)
 	}
 	if (s->signal_fd >= 0)
 		close(s->signal_fd);
+	if (s->reserve_fd >= 0)
+		close(s->reserve_fd);
+	closer_stop();
 	if (s->epoll_fd >= 0)
 		close(s->epoll_fd);
 	free(s);

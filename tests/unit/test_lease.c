@@ -59,6 +59,9 @@ struct fx {
 	struct pool_buffer *renews[MAX_EVENTS];
 	unsigned nrenews;
 	bool overflow; /* more events than the arrays hold */
+	bool hold_delivery; /* leave granted slots undelivered (a GRANT still queued) */
+	struct lease_slot *undelivered[MAX_GRANT];
+	unsigned nundelivered;
 	bool renew_sync; /* complete renewals from inside ops->renew */
 	int renew_err; /* ... with this result */
 	char text[PROTO_TEXT_MAX];
@@ -79,6 +82,11 @@ static void on_granted(struct lease_owner *o, struct lease_slot *const *slots, u
 	for (unsigned i = 0; i < n; i++) {
 		g->ids[i] = lease_slot_id(slots[i]);
 		g->idx[i] = lease_slot_buffer(slots[i])->index;
+		/* as the server does once the GRANT is sent, which is at once unless held back */
+		if (!f->hold_delivery)
+			lease_slot_delivered(slots[i]);
+		else if (f->nundelivered < MAX_GRANT)
+			f->undelivered[f->nundelivered++] = slots[i];
 	}
 }
 
@@ -364,6 +372,32 @@ static void test_lease_ids_unique(void **state)
 		assert_int_equal(rel(f, a, &seen[k], 1), 0);
 		assert_int_equal(a->nleases, 0);
 	}
+}
+
+/*
+ * A grant still queued (its GRANT not sent) cannot be released, even by its holder with the
+ * right id: otherwise the buffer could be renewed and granted to another uid while the first
+ * grant waits in the reply queue. And ids are not a counter: a later id is not the earlier + 1.
+ */
+static void test_undelivered_not_releasable(void **state)
+{
+	struct fx *f = *state;
+	struct lease_owner *a = attach(f, 1), *b = attach(f, 2);
+	uint64_t id, id2;
+
+	f->hold_delivery = true;
+	id = acq_now(f, a, "a", 1)->ids[0];
+	assert_int_equal(rel(f, a, &id, 1), -EINVAL);
+	assert_int_equal(a->nleases, 1);
+	/* nobody else can get it meanwhile */
+	assert_int_equal(lease_acquire(f->lt, b, "a", NA, 0, 0, f->text, sizeof(f->text)), -EAGAIN);
+	lease_slot_delivered(f->undelivered[0]);
+	assert_int_equal(rel(f, a, &id, 1), 0);
+	f->hold_delivery = false;
+	id2 = acq_now(f, a, "a", 1)->ids[0];
+	assert_true((uint32_t)id2 == (uint32_t)id); /* the same warm buffer */
+	assert_true(id2 >> 32 != (id >> 32) + 1 && id2 != id);
+	assert_int_equal(rel(f, a, &id2, 1), 0);
 }
 
 static void test_release_foreign_or_twice(void **state)
@@ -1168,6 +1202,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_attach_detach, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_grant_n_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lease_ids_unique, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_undelivered_not_releasable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_release_foreign_or_twice, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acquire_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_head_blocks_later, setup, teardown),

@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_hostile.c - attacks on a real hugepoold by hostile local clients, one case per finding
+ * of the "hostile local clients" audit that concerns the connection layer and the pool (the
+ * journal's and the spill service's attacks live in test_journal.c and test_spill.c).
+ *
+ * Where an attack crosses users, the attacker and the victim are clients of two uids: the test
+ * runs as root and runs the other side as HARNESS_OTHER_UID (harness_as_uid); without root
+ * those cases are skipped with a message. Every case asserts what the attacker could not get
+ * or do, and that other clients were served meanwhile. None asserts a duration.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "hugepool.h"
+#include "proto.h"
+#include "case.h"
+
+#define MIB (1024ull * 1024)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static bool all_bytes(const unsigned char *p, size_t n, unsigned char v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+/* A connection that has said hello, for speaking the protocol by hand. */
+static int raw_connect(const struct daemon *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct proto_hello h = { .name = "hostile" };
+	struct proto_hdr rh;
+	void *payload = NULL;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -1;
+	if (proto_send(fd, PROTO_HELLO, &h, sizeof(h), NULL, 0) < 0 ||
+	    proto_recv(fd, &rh, &payload, NULL, 0) < 0 || rh.type != PROTO_WELCOME) {
+		free(payload);
+		close(fd);
+		return -1;
+	}
+	free(payload);
+	return fd;
+}
+
+/* One request as bytes (header + payload) appended to out; returns the new length. */
+static size_t put_request(uint8_t *out, size_t at, enum proto_type type, const void *payload, uint32_t len)
+{
+	struct proto_hdr h;
+
+	proto_hdr_init(&h, type, len, 0);
+	memcpy(out + at, &h, sizeof(h));
+	if (len)
+		memcpy(out + at + sizeof(h), payload, len);
+	return at + sizeof(h) + len;
+}
+
+/* --- finding 1: a delayed GRANT must carry the buffer it names, nobody else's ------------- */
+
+struct attack {
+	const char *socket;
+	int ready, held; /* pipes: attacker -> victim "go ahead", victim -> attacker "I hold it (y/n)" */
+};
+
+/*
+ * The attacker (another uid) pipelines many status requests and an acquire without reading, so
+ * that its GRANT waits in the daemon's reply queue; learns the lease id from its own status;
+ * releases it; lets the victim acquire the buffer (renewed for the victim's uid: a new memfd);
+ * then reads its replies. Before the fix the queued GRANT held only the fd *number*, which the
+ * renewal had reused for the victim's memfd, so the attacker mapped the victim's memory.
+ * Returns 0 when it got nothing of the victim's, 13 when it did, 20+ on a setup error.
+ */
+static int attacker_main(void *arg)
+{
+	const struct attack *at = arg;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const size_t nstatus = 4000;
+	uint8_t *req = malloc((nstatus + 2) * (sizeof(struct proto_hdr) + sizeof(struct proto_acquire) + 16));
+	struct proto_acquire acq = { .count = 1, .timeout_ms = 0 };
+	struct hp_status *st = NULL;
+	int a, fds[PROTO_MAX_FDS], got_fd = -1, leaked = 0;
+	uint64_t id = 0;
+	size_t len = 0, off = 0;
+	hp_conn *c;
+	char x;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", at->socket);
+	if (!req || hp_connect(at->socket, &c) < 0)
+		return 20;
+	a = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (a < 0 || connect(a, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return 21;
+	{
+		struct proto_hello h = { .name = "attacker" };
+
+		len = put_request(req, len, PROTO_HELLO, &h, sizeof(h));
+	}
+	/* replies it will not read for a while: far more than a socket holds */
+	for (size_t i = 0; i < nstatus; i++) {
+		struct proto_status_req sr = { 0 };
+
+		len = put_request(req, len, PROTO_STATUS, &sr, sizeof(sr));
+	}
+	proto_set_name(acq.class_name, sizeof(acq.class_name), "one");
+	len = put_request(req, len, PROTO_ACQUIRE, &acq, sizeof(acq));
+	fcntl(a, F_SETFL, O_NONBLOCK);
+	while (off < len) {
+		ssize_t n = write(a, req + off, len - off);
+
+		if (n < 0 && errno == EAGAIN)
+			break; /* the daemon stopped reading it (backpressure): the acquire may not be in */
+		if (n <= 0)
+			return 22;
+		off += (size_t)n;
+	}
+	/* if the daemon took the acquire, its GRANT waits behind the statuses: find its id */
+	for (int i = 0; i < 200 && !id; i++) {
+		if (hp_status(c, &st) < 0)
+			return 23;
+		for (uint32_t k = 0; k < st->nleases; k++)
+			if (st->leases[k].uid == getuid())
+				id = st->leases[k].lease_id;
+		hp_status_free(st);
+		if (!id)
+			sleep_ms(5);
+	}
+	if (id && off == len) {
+		struct {
+			struct proto_release r;
+			uint64_t id;
+		} rl = { { .n = 1 }, id };
+
+		len = put_request(req, 0, PROTO_RELEASE, &rl, sizeof(rl));
+		if (write(a, req, len) != (ssize_t)len)
+			id = 0; /* not taken: the daemon is not reading this connection */
+	}
+	/* the victim may take the buffer now; then read everything that was sent */
+	if (write(at->ready, "r", 1) != 1 || read(at->held, &x, 1) != 1)
+		return 24;
+	fcntl(a, F_SETFL, 0);
+	for (;;) {
+		struct pollfd pfd = { .fd = a, .events = POLLIN };
+		struct proto_hdr h;
+		void *payload = NULL;
+
+		if (poll(&pfd, 1, 2000) <= 0 || proto_recv(a, &h, &payload, fds, PROTO_MAX_FDS) < 0)
+			break;
+		free(payload);
+		if (h.type == PROTO_GRANT && h.nfds == 1)
+			got_fd = fds[0];
+		if (h.type == PROTO_GRANT && !id)
+			break; /* never released: nothing more comes */
+		if (h.type == PROTO_RESULT && got_fd >= 0)
+			break; /* the answer to the release */
+	}
+	if (got_fd >= 0 && x == 'y') {
+		unsigned char *p = mmap(NULL, 2 * MIB, PROT_READ, MAP_SHARED, got_fd, 0);
+
+		/* whatever the attacker holds, it must never be the victim's memory */
+		if (p != MAP_FAILED && all_bytes(p, 2 * MIB, 0x5a))
+			leaked = 1;
+		if (p != MAP_FAILED)
+			munmap(p, 2 * MIB);
+	}
+	close(a);
+	hp_disconnect(c);
+	free(req);
+	return leaked ? 13 : 0;
+}
+
+static void test_delayed_grant_is_not_another_uids_buffer(void **state)
+{
+	struct daemon d;
+	struct attack at;
+	int ready[2], held[2], code;
+	struct hp_buffer buf;
+	hp_conn *c;
+	pid_t pid;
+	char x;
+	(void)state;
+
+	if (!harness_two_uids())
+		skip();
+	start(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n");
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(held), 0);
+	at = (struct attack){ d.socket, ready[1], held[0] };
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(harness_as_uid(HARNESS_OTHER_UID, attacker_main, &at));
+	/* the victim (this uid) takes the buffer once the attacker says so, and writes its secret */
+	assert_int_equal(read(ready[0], &x, 1), 1);
+	c = conn(&d);
+	x = hp_acquire(c, "one", 1, 1500, &buf) == 0 ? 'y' : 'n';
+	if (x == 'y')
+		memset(buf.addr, 0x5a, buf.size);
+	assert_int_equal(write(held[1], &x, 1), 1);
+	assert_int_equal(waitpid(pid, &code, 0), pid);
+	assert_true(WIFEXITED(code));
+	assert_int_equal(WEXITSTATUS(code), 0);
+	for (int i = 0; i < 2; i++) {
+		close(ready[i]);
+		close(held[i]);
+	}
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/* --- helpers that look at the daemon from outside ------------------------------------------ */
+
+/* Open fds of process pid (the test runs as root, or as the daemon's user). */
+static int count_fds(pid_t pid)
+{
+	char path[64], cmd[96];
+	FILE *f;
+	int n = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	snprintf(cmd, sizeof(cmd), "ls %s | wc -l", path);
+	f = popen(cmd, "r");
+	if (f && fscanf(f, "%d", &n) != 1)
+		n = -1;
+	if (f)
+		pclose(f);
+	return n;
+}
+
+/* Resident memory of process pid in KiB. */
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+/* Write as much of buf as the socket takes now; returns the bytes written. */
+static size_t write_some(int fd, const void *buf, size_t len)
+{
+	size_t off = 0;
+	int fl = fcntl(fd, F_GETFL);
+
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	while (off < len) {
+		ssize_t n = write(fd, (const char *)buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	fcntl(fd, F_SETFL, fl);
+	return off;
+}
+
+/* --- finding 3: an fd a client passes never gets to the daemon's event loop --------------- */
+
+static bool kernel_refuses_fds(void)
+{
+	int sv[2], zero = 0;
+	bool ok;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return false;
+	ok = setsockopt(sv[0], SOL_SOCKET, 83 /* SO_PASSRIGHTS */, &zero, sizeof(zero)) == 0;
+	close(sv[0]);
+	close(sv[1]);
+	return ok;
+}
+
+/*
+ * The attack of the audit: a TCP socket whose close lingers (SO_LINGER 10 s, unsent data queued
+ * to a peer that never reads), passed to the daemon. Closing the daemon's copy on the event loop
+ * held it for the linger time. Now the kernel refuses the fd at the client's sendmsg (EPERM),
+ * so it never reaches the daemon; on kernels without SO_PASSRIGHTS the connection is closed
+ * and the fd closed on a background thread.
+ */
+static void test_passed_fd_refused(void **state)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t slen = sizeof(sin);
+	struct linger lg = { 1, 10 };
+	struct proto_status_req req = { 0 };
+	static char junk[1 << 16];
+	struct hp_status *st;
+	struct daemon d;
+	int l, t, fd, r;
+	hp_conn *c;
+	(void)state;
+
+	start(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n");
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sin, &slen), 0);
+	t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(t, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	while (write_some(t, junk, sizeof(junk)) == sizeof(junk))
+		; /* until the peer's window and our send buffer are full */
+	fd = raw_connect(&d);
+	assert_true(fd >= 0);
+	r = proto_send(fd, PROTO_STATUS, &req, sizeof(req), &t, 1);
+	if (kernel_refuses_fds()) {
+		assert_int_equal(r, -EPERM);
+	} else {
+		char b;
+
+		assert_int_equal(r, 0);
+		assert_int_equal(read(fd, &b, 1), 0); /* closed for it */
+	}
+	close(t);
+	close(l);
+	/* the connection that tried is still served (nothing arrived), and so is everyone else */
+	if (r == -EPERM) {
+		struct proto_hdr h;
+		void *payload = NULL;
+
+		assert_int_equal(proto_send(fd, PROTO_STATUS, &req, sizeof(req), NULL, 0), 0);
+		assert_int_equal(proto_recv(fd, &h, &payload, NULL, 0), 0);
+		assert_int_equal(h.type, PROTO_STATUS_REPLY);
+		free(payload);
+	}
+	close(fd);
+	c = conn(&d);
+	st = status(c);
+	assert_int_equal(st->nclasses, 1);
+	hp_status_free(st);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/* --- finding 4: fds a client makes the daemon queue are bounded ---------------------------- */
+
+#define JOURNAL "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n"
+
+/*
+ * JOURNAL_READ answers with up to 32 segment fds. A client that pipelines reads without reading
+ * the answers made the daemon queue fds without bound (until EMFILE for everyone). Now a
+ * connection's next request is not read while any fd of its replies waits to be sent.
+ */
+static void test_queued_fds_bounded(void **state)
+{
+	struct proto_journal_read jr = { .from_lsn = 1 };
+	const size_t nreq = 400;
+	size_t len = 0, rl = sizeof(struct proto_hdr) + sizeof(jr);
+	uint8_t *req = malloc(nreq * rl);
+	char rec[4000] = { 1 };
+	struct daemon d;
+	hp_journal *j;
+	uint64_t lsn;
+	int a, base, most = 0;
+	hp_conn *c;
+	(void)state;
+
+	start(&d, NULL, JOURNAL);
+	c = conn(&d);
+	/* a few segments' worth of records, so that each read answers with several fds */
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	for (int i = 0; i < 600; i++)
+		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
+	hp_journal_close(j);
+	base = count_fds(d.pid);
+	assert_true(base > 0);
+	proto_set_name(jr.name, sizeof(jr.name), "j");
+	for (size_t i = 0; i < nreq; i++)
+		len = put_request(req, len, PROTO_JOURNAL_READ, &jr, sizeof(jr));
+	a = raw_connect(&d);
+	assert_true(a >= 0);
+	write_some(a, req, len);
+	/* whatever the daemon took of it, it holds at most one reply's fds for this client */
+	for (int i = 0; i < 50; i++) {
+		most = MAX(most, count_fds(d.pid) - base);
+		sleep_ms(10);
+	}
+	assert_true(most <= 1 + PROTO_MAX_FDS);
+	close(a);
+	free(req);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
+ * Out of fds, accept() fails and the listener stays readable: the loop spun and logged each
+ * failure (~260,000 lines/s). The daemon runs here with a limit of 48 fds and gets 80
+ * connections: the failure is logged a few times, the extra connections are closed, and once
+ * they are gone it serves again.
+ */
+static void test_out_of_fds(void **state)
+{
+	char wrapper[128];
+	struct harness_opts o = { .wrapper = wrapper };
+	struct hp_status *st;
+	struct daemon d;
+	int fds[80], r;
+	hp_conn *c;
+	FILE *f;
+	(void)state;
+
+	snprintf(wrapper, sizeof(wrapper), "/tmp/hugepool-test-ulimit.%d", (int)getpid());
+	f = fopen(wrapper, "we");
+	assert_non_null(f);
+	fputs("#!/bin/sh\nulimit -n 48\nexec \"$@\"\n", f);
+	fclose(f);
+	chmod(wrapper, 0755);
+	r = harness_start_opts(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n", &o);
+	unlink(wrapper);
+	running = r == 0 ? &d : NULL;
+	assert_int_equal(r, 0);
+	for (unsigned i = 0; i < ARRAY_SIZE(fds); i++) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d.socket);
+		fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		assert_true(fds[i] >= 0);
+		assert_int_equal(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+	}
+	sleep_ms(500); /* let the daemon meet its limit; the assertion is on what it logged */
+	for (unsigned i = 0; i < ARRAY_SIZE(fds); i++)
+		close(fds[i]);
+	sleep_ms(100);
+	/* logged a few times, not once per attempt */
+	r = harness_log_count(&d, "ccept");
+	assert_true(r >= 1);
+	assert_true(r <= 6);
+	c = conn(&d);
+	st = status(c);
+	assert_int_equal(st->nclasses, 1);
+	hp_status_free(st);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/* --- finding 8: a client that does not read its replies holds little of the daemon -------- */
+
+/*
+ * Status requests pipelined without reading the answers: the daemon read them all and queued the
+ * replies (8 connections held 534 MB). Now it stops reading that client while its replies wait,
+ * so the daemon's memory hardly grows while the client sends far more than that.
+ */
+static void test_unread_replies_bounded(void **state)
+{
+	const size_t nreq = 40000;
+	size_t rl = sizeof(struct proto_hdr) + sizeof(struct proto_status_req), len = 0, sent = 0;
+	uint8_t *req = malloc(nreq * rl);
+	struct proto_status_req sr = { 0 };
+	hp_conn *idle[40];
+	long base, most = 0;
+	struct daemon d;
+	int a;
+	(void)state;
+
+	start(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n");
+	/* a larger status: one entry per client */
+	for (unsigned i = 0; i < ARRAY_SIZE(idle); i++)
+		idle[i] = conn(&d);
+	for (size_t i = 0; i < nreq; i++)
+		len = put_request(req, len, PROTO_STATUS, &sr, sizeof(sr));
+	a = raw_connect(&d);
+	assert_true(a >= 0);
+	base = rss_kib(d.pid);
+	for (int i = 0; i < 50; i++) {
+		sent += write_some(a, req + sent, len - sent);
+		most = MAX(most, rss_kib(d.pid) - base);
+		sleep_ms(10);
+	}
+	/* each status is about 6 KB here: all of them would be 240 MB */
+	assert_true(most < 16 * 1024);
+	close(a);
+	for (unsigned i = 0; i < ARRAY_SIZE(idle); i++)
+		hp_disconnect(idle[i]);
+	free(req);
+	stop(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_delayed_grant_is_not_another_uids_buffer, teardown),
+		cmocka_unit_test_teardown(test_passed_fd_refused, teardown),
+		cmocka_unit_test_teardown(test_queued_fds_bounded, teardown),
+		cmocka_unit_test_teardown(test_out_of_fds, teardown),
+		cmocka_unit_test_teardown(test_unread_replies_bounded, teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
