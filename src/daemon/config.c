@@ -77,6 +77,7 @@ enum {
 	GKEY_SOCKET,
 	GKEY_SOCKET_MODE,
 	GKEY_SOCKET_GROUP,
+	GKEY_ADMIN_GROUP,
 	GKEY_HUGEPAGES,
 	GKEY_PAGE_SIZE,
 	GKEY_PREFAULT_THREADS,
@@ -322,16 +323,17 @@ static int set_socket_mode(struct parser *p, const struct key *k, const char *va
 	return 0;
 }
 
-static int set_socket_group(struct parser *p, const struct key *k, const char *value)
+/* A group name into the char[CONFIG_GROUP_MAX] at k->offset of struct config. */
+static int set_group_name(struct parser *p, const struct key *k, const char *value)
 {
 	const char *key = k->name;
 	size_t n = strlen(value);
 
-	if (n >= sizeof(p->cfg->socket_group))
-		return fail(p, "group name \"%.*s%s\" for \"%s\" is too long: at most %zu bytes",
-			    CLIP(value), key, sizeof(p->cfg->socket_group) - 1);
-	/* Only stored: the group is resolved when the socket is created, which logs failures. */
-	memcpy(p->cfg->socket_group, value, n + 1);
+	if (n >= CONFIG_GROUP_MAX)
+		return fail(p, "group name \"%.*s%s\" for \"%s\" is too long: at most %d bytes", CLIP(value),
+			    key, CONFIG_GROUP_MAX - 1);
+	/* Only stored: the group is resolved when the daemon starts serving, which logs failures. */
+	memcpy((char *)p->cfg + k->offset, value, n + 1);
 	return 0;
 }
 
@@ -743,7 +745,10 @@ static int set_spill_max_bytes_per_uid(struct parser *p, const struct key *k, co
 static const struct key global_keys[GKEY_NUM] = {
 	[GKEY_SOCKET] = { .name = "socket", .set = set_socket },
 	[GKEY_SOCKET_MODE] = { .name = "socket_mode", .set = set_socket_mode },
-	[GKEY_SOCKET_GROUP] = { .name = "socket_group", .set = set_socket_group },
+	[GKEY_SOCKET_GROUP] = { .name = "socket_group", .set = set_group_name,
+				.offset = offsetof(struct config, socket_group) },
+	[GKEY_ADMIN_GROUP] = { .name = "admin_group", .set = set_group_name,
+			       .offset = offsetof(struct config, admin_group) },
 	[GKEY_HUGEPAGES] = { .name = "hugepages", .set = set_hugepages },
 	[GKEY_PAGE_SIZE] = { .name = "page_size", .set = set_page_size },
 	[GKEY_PREFAULT_THREADS] = U32_KEY("prefault_threads", 0, 1024, struct config, prefault_threads),

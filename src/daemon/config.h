@@ -59,10 +59,14 @@ struct config_journal {
 	unsigned line;
 };
 
+#define CONFIG_GROUP_MAX 64 /* a group name with its NUL */
+
 struct config {
 	char socket_path[108]; /* sizeof(sun_path) */
 	mode_t socket_mode; /* octal in the file, default 0660 */
-	char socket_group[64]; /* "" = the daemon's group */
+	char socket_group[CONFIG_GROUP_MAX]; /* "" = the daemon's group */
+	/* its members (and root and the daemon's own uid) see every client in status; "" = none */
+	char admin_group[CONFIG_GROUP_MAX];
 	enum hugepages_mode hugepages; /* default prefer */
 	uint64_t page_size; /* 2M (default) or 1G; the hugetlb page size asked for */
 	unsigned prefault_threads; /* 0 = one per online CPU (default) */

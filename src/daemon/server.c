@@ -84,6 +84,7 @@ struct peer {
 	bool dead; /* destroy at the end of this loop iteration */
 	bool closing; /* destroy once out[] is flushed; ignore input */
 	bool busy; /* a request awaits its reply */
+	bool admin; /* root, the daemon's uid or admin_group: sees every client in status */
 	char name[PROTO_NAME_MAX];
 	uint64_t connected_rt;
 	/* input: header then payload */
@@ -117,6 +118,8 @@ struct server {
 	int reserve_fd; /* spent on accept-and-close when the daemon is out of fds */
 	uint64_t listen_paused_until; /* CLOCK_MONOTONIC ns; 0 = the listener is polled */
 	bool passrights_refused; /* SO_PASSRIGHTS = 0 took: clients cannot send fds at all */
+	bool have_admin_gid;
+	gid_t admin_gid; /* admin_group, resolved at start */
 	TAILQ_HEAD(, peer) peers;
 	unsigned npeers, next_id;
 	uint64_t started_rt;
@@ -457,6 +460,16 @@ static int handle_release(struct server *s, struct peer *p, const union proto_re
 	return 0;
 }
 
+/*
+ * Which clients a status shows to whom: an administrator (root, the daemon's own uid, a member
+ * of admin_group) sees every client and lease; anyone else only those of its own uid. Pool,
+ * journal and spill figures are for everyone: they name nobody.
+ */
+static bool status_shows(const struct peer *to, const struct peer *q)
+{
+	return to->admin || q->owner.uid == to->owner.uid;
+}
+
 static int handle_status(struct server *s, struct peer *p, const union proto_request *req)
 {
 	const struct lease_counters *lc = lease_counters(s->leases);
@@ -468,7 +481,7 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 
 	(void)req;
 	TAILQ_FOREACH(q, &s->peers, link)
-		if (q->attached)
+		if (q->attached && status_shows(p, q))
 			nleases += q->owner.nleases;
 	size = s->pool->nclasses * sizeof(struct proto_status_class) +
 	       s->npeers * sizeof(struct proto_status_client) + nleases * sizeof(struct proto_status_lease) +
@@ -520,7 +533,7 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 	TAILQ_FOREACH(q, &s->peers, link) {
 		struct proto_status_client pc = { 0 };
 
-		if (!q->attached)
+		if (!q->attached || !status_shows(p, q))
 			continue;
 		memcpy(pc.name, q->name, sizeof(pc.name));
 		pc.pid = (uint32_t)q->owner.pid;
@@ -539,7 +552,7 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 	TAILQ_FOREACH(q, &s->peers, link) {
 		struct lease_slot *sl = NULL;
 
-		if (!q->attached)
+		if (!q->attached || !status_shows(p, q))
 			continue;
 		while ((sl = lease_owner_next(&q->owner, sl))) {
 			struct proto_status_lease pl = { .lease_id = lease_slot_id(sl),
@@ -935,6 +948,26 @@ static void peer_destroy(struct server *s, struct peer *p)
 	free(p);
 }
 
+/* Root, the daemon's own uid, or a member of admin_group (primary or supplementary group). */
+static bool peer_is_admin(const struct server *s, int fd, const struct ucred *cred)
+{
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+
+	if (cred->uid == 0 || cred->uid == geteuid())
+		return true;
+	if (!s->have_admin_gid)
+		return false;
+	if (cred->gid == s->admin_gid)
+		return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+		return false; /* more groups than fit, or an old kernel: not shown as admin */
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == s->admin_gid)
+			return true;
+	return false;
+}
+
 static void accept_one(struct server *s, int fd)
 {
 	static struct log_ratelimit rl = LOG_RATELIMIT(5, 10);
@@ -957,6 +990,7 @@ static void accept_one(struct server *s, int fd)
 	p->connected_rt = realtime_ns();
 	p->owner.pid = cred.pid;
 	p->owner.uid = cred.uid;
+	p->admin = peer_is_admin(s, fd, &cred);
 	spill_owner_init(s->spill, &p->spill, cred.uid, cred.pid);
 	TAILQ_INSERT_TAIL(&s->peers, p, link);
 	s->npeers++;
@@ -1064,8 +1098,12 @@ static int socket_bind(const struct config *cfg)
 		log_error("Failed to create a Unix socket: %m");
 		return -errno;
 	}
-	/* bind with a tight umask so that the socket is never reachable with wider permissions */
-	old = umask(0177);
+	/*
+	 * Bind under the umask that gives the socket exactly socket_mode: it is created with its
+	 * final permissions, and never chmod-ed by path afterwards (a path can be swapped for a
+	 * symlink by whoever may write the directory).
+	 */
+	old = umask(~cfg->socket_mode & 0777);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
 
@@ -1077,14 +1115,15 @@ static int socket_bind(const struct config *cfg)
 	if (cfg->socket_group[0]) {
 		struct group *g = getgrnam(cfg->socket_group);
 
-		if (!g || chown(cfg->socket_path, (uid_t)-1, g->gr_gid) < 0) {
+		/* AT_SYMLINK_NOFOLLOW: if the name is no longer our socket, change no other file */
+		if (!g || fchownat(AT_FDCWD, cfg->socket_path, (uid_t)-1, g->gr_gid, AT_SYMLINK_NOFOLLOW) < 0) {
 			log_error("Failed to give socket '%s' to group '%s': %s", cfg->socket_path, cfg->socket_group,
 				  g ? strerror(errno) : "no such group");
 			unlink(cfg->socket_path);
 			return -EINVAL;
 		}
 	}
-	if (chmod(cfg->socket_path, cfg->socket_mode) < 0 || listen(fd, 512) < 0) {
+	if (listen(fd, 512) < 0) {
 		log_error("Failed to set up socket '%s': %m", cfg->socket_path);
 		unlink(cfg->socket_path);
 		return -errno;
@@ -1159,6 +1198,17 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	if (r < 0)
 		goto fail;
 	s->listen_fd = r;
+	if (cfg->admin_group[0]) {
+		struct group *g = getgrnam(cfg->admin_group);
+
+		if (!g) {
+			log_error("admin_group '%s' does not exist", cfg->admin_group);
+			r = -EINVAL;
+			goto fail;
+		}
+		s->admin_gid = g->gr_gid;
+		s->have_admin_gid = true;
+	}
 	s->passrights_refused = refuse_passed_fds(s->listen_fd);
 	s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if ((r = epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen)) < 0 ||

@@ -520,6 +520,62 @@ static void test_unread_replies_bounded(void **state)
 	stop(&d);
 }
 
+/* --- finding 11: status names other users' clients only to administrators ----------------- */
+
+struct peek {
+	const char *socket;
+};
+
+/* As another uid: status must show our own client but no pid, name or lease of uid 0's. */
+static int peek_main(void *arg)
+{
+	const struct peek *pk = arg;
+	struct hp_status *st;
+	bool own = false, foreign = false;
+	hp_conn *c;
+
+	if (hp_connect(pk->socket, &c) < 0 || hp_status(c, &st) < 0)
+		return 20;
+	for (uint32_t i = 0; i < st->nclients; i++) {
+		own |= st->clients[i].uid == getuid() && st->clients[i].pid == getpid();
+		foreign |= st->clients[i].uid != getuid();
+	}
+	for (uint32_t i = 0; i < st->nleases; i++)
+		foreign |= st->leases[i].uid != getuid();
+	/* the pool's own figures name nobody and stay visible */
+	if (st->nclasses != 1 || st->classes[0].leased != 1)
+		return 21;
+	hp_status_free(st);
+	hp_disconnect(c);
+	return !own ? 22 : foreign ? 13 : 0;
+}
+
+static void test_status_hides_other_uids(void **state)
+{
+	struct peek pk;
+	struct hp_buffer b;
+	struct hp_status *st;
+	struct daemon d;
+	hp_conn *c;
+	(void)state;
+
+	if (!harness_two_uids())
+		skip();
+	start(&d, NULL, "[class one]\nsize = 2M\ncount = 2\n");
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	pk = (struct peek){ d.socket };
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, peek_main, &pk), 0);
+	/* root still sees everyone */
+	st = status(c);
+	assert_int_equal(st->nleases, 1);
+	assert_true(st->nclients >= 1);
+	hp_status_free(st);
+	hp_release(c, &b, 1);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -528,6 +584,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_queued_fds_bounded, teardown),
 		cmocka_unit_test_teardown(test_out_of_fds, teardown),
 		cmocka_unit_test_teardown(test_unread_replies_bounded, teardown),
+		cmocka_unit_test_teardown(test_status_hides_other_uids, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
