@@ -84,6 +84,7 @@ enum {
 	GKEY_MAX_CONNECTIONS,
 	GKEY_MAX_CONNECTIONS_PER_UID,
 	GKEY_MAX_BYTES_PER_UID,
+	GKEY_MAX_JOURNAL_WRITERS_PER_UID,
 	GKEY_SPILL_DIRECTORY,
 	GKEY_SPILL_THRESHOLD,
 	GKEY_SPILL_MAX_BYTES,
@@ -755,6 +756,8 @@ static const struct key global_keys[GKEY_NUM] = {
 	[GKEY_MAX_CONNECTIONS] = U32_KEY("max_connections", 1, 65536, struct config, max_connections),
 	[GKEY_MAX_CONNECTIONS_PER_UID] = U32_KEY("max_connections_per_uid", 0, 65536, struct config, max_connections_per_uid),
 	[GKEY_MAX_BYTES_PER_UID] = { .name = "max_bytes_per_uid", .set = set_max_bytes_per_uid },
+	[GKEY_MAX_JOURNAL_WRITERS_PER_UID] = U32_KEY("max_journal_writers_per_uid", 0, 65536, struct config,
+						     max_journal_writers_per_uid),
 	[GKEY_SPILL_DIRECTORY] = { .name = "spill_directory", .set = set_spill_directory },
 	[GKEY_SPILL_THRESHOLD] = { .name = "spill_threshold", .set = set_spill_threshold },
 	[GKEY_SPILL_MAX_BYTES] = { .name = "spill_max_bytes", .set = set_spill_max_bytes },
@@ -1167,6 +1170,7 @@ void config_init(struct config *cfg)
 	cfg->prefault_threads = 0;
 	cfg->max_connections = 1024;
 	cfg->max_connections_per_uid = 64;
+	cfg->max_journal_writers_per_uid = 64;
 	cfg->max_bytes_per_uid = 0;
 	memcpy(cfg->spill_directory, CONFIG_DEFAULT_SPILL_DIR, sizeof(CONFIG_DEFAULT_SPILL_DIR));
 	cfg->spill_threshold = UINT64_C(1) << 20;

@@ -73,6 +73,9 @@ struct config {
 	uint32_t max_connections; /* all clients together; default 1024 */
 	uint32_t max_connections_per_uid; /* default 64; 0 = unlimited */
 	uint64_t max_bytes_per_uid; /* leased bytes; default 0 = unlimited */
+	/* journal writers open at once, all journals, all connections of a uid; default 64, 0 = no
+	 * limit (a journal has 1024 writer slots for everyone) */
+	uint32_t max_journal_writers_per_uid;
 	/* spill streams (see spill.h); byte and file limits: 0 = unlimited */
 	char spill_directory[256]; /* absolute; created (0700) if missing; default /var/tmp/hugepool */
 	uint64_t spill_threshold; /* default in-memory bytes of a stream; 0..1G, default 1M */

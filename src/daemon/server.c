@@ -633,8 +633,21 @@ static struct journal *journal_or_answer(struct server *s, struct peer *p, const
 	return j;
 }
 
+/* Journal writers open on all connections of uid (a uid has at most max_connections_per_uid). */
+static unsigned uid_writers(const struct server *s, uid_t uid)
+{
+	const struct peer *q;
+	unsigned n = 0;
+
+	TAILQ_FOREACH(q, &s->peers, link)
+		if (q->owner.uid == uid)
+			n += q->nwriters;
+	return n;
+}
+
 static int handle_journal_open(struct server *s, struct peer *p, const union proto_request *req)
 {
+	static struct log_ratelimit writers_rl = LOG_RATELIMIT(10, 5);
 	struct journal *j = journal_or_answer(s, p, req->jopen.name);
 	struct proto_journal_opened o;
 	struct journal_writer *w;
@@ -647,6 +660,14 @@ static int handle_journal_open(struct server *s, struct peer *p, const union pro
 	if (p->nwriters >= PEER_WRITERS_MAX) {
 		snprintf(text, sizeof(text), "this connection already has %u journal writers", PEER_WRITERS_MAX);
 		send_result(p, -EMFILE, text);
+		return 0;
+	}
+	if (s->cfg->max_journal_writers_per_uid && uid_writers(s, p->owner.uid) >= s->cfg->max_journal_writers_per_uid) {
+		snprintf(text, sizeof(text), "uid %u already has %u journal writers open (max_journal_writers_per_uid)",
+			 (unsigned)p->owner.uid, s->cfg->max_journal_writers_per_uid);
+		log_msg_ratelimited(&writers_rl, LOG_NOTICE, "Refused a journal writer to pid %d: %s", (int)p->owner.pid,
+				    text);
+		send_result(p, -EUSERS, text);
 		return 0;
 	}
 	r = journal_writer_new(j, p->owner.uid, p->owner.pid, req->jopen.ring_size, &w, &fds[0], &fds[1], &fds[2]);

@@ -576,6 +576,54 @@ static void test_status_hides_other_uids(void **state)
 	stop(&d);
 }
 
+/* --- finding 6 (limits): one uid cannot take every journal writer slot ------------------- */
+
+struct writers {
+	const char *socket;
+};
+
+/* As another uid: open writers over several connections until refused; 0 if refused with
+ * -EUSERS after exactly 5 (max_journal_writers_per_uid below). */
+static int writers_main(void *arg)
+{
+	const struct writers *w = arg;
+	hp_conn *c[3];
+	hp_journal *j[12];
+	int n = 0, r = 0;
+
+	for (int i = 0; i < 3; i++)
+		if (hp_connect(w->socket, &c[i]) < 0)
+			return 20;
+	while (n < 12 && (r = hp_journal_open(c[n % 3], "j", &j[n])) == 0)
+		n++;
+	for (int i = 0; i < n; i++)
+		hp_journal_close(j[i]);
+	for (int i = 0; i < 3; i++)
+		hp_disconnect(c[i]);
+	return n == 5 && r == -EUSERS ? 0 : 13;
+}
+
+static void test_journal_writers_per_uid(void **state)
+{
+	struct writers w;
+	struct daemon d;
+	hp_journal *j;
+	hp_conn *c;
+	(void)state;
+
+	if (!harness_two_uids())
+		skip();
+	start(&d, "max_journal_writers_per_uid = 5\n", JOURNAL);
+	c = conn(&d);
+	/* uid 0 holds one writer throughout; the other uid's limit is its own */
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	w = (struct writers){ d.socket };
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, writers_main, &w), 0);
+	hp_journal_close(j);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -585,6 +633,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_out_of_fds, teardown),
 		cmocka_unit_test_teardown(test_unread_replies_bounded, teardown),
 		cmocka_unit_test_teardown(test_status_hides_other_uids, teardown),
+		cmocka_unit_test_teardown(test_journal_writers_per_uid, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

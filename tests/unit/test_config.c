@@ -92,6 +92,8 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.socket_path, "/run/hugepool/hugepoold.sock");
 	assert_int_equal(cfg.socket_mode, 0660);
 	assert_string_equal(cfg.socket_group, "");
+	assert_string_equal(cfg.admin_group, "");
+	assert_int_equal(cfg.max_journal_writers_per_uid, 64);
 	assert_int_equal(cfg.hugepages, HUGEPAGES_PREFER);
 	assert_true(cfg.page_size == 2 * MiB);
 	assert_int_equal(cfg.prefault_threads, 0);
@@ -138,6 +140,8 @@ static void test_full_config(void **state)
 		"socket = /run/hp/test.sock\n"
 		"socket_mode = 0640\n"
 		"socket_group = hugepool\n"
+		"admin_group = adm\n"
+		"max_journal_writers_per_uid = 9\n"
 		"hugepages = require\n"
 		"page_size = 2M\n"
 		"prefault_threads = 8\n"
@@ -169,6 +173,8 @@ static void test_full_config(void **state)
 	assert_string_equal(cfg.socket_path, "/run/hp/test.sock");
 	assert_int_equal(cfg.socket_mode, 0640);
 	assert_string_equal(cfg.socket_group, "hugepool");
+	assert_string_equal(cfg.admin_group, "adm");
+	assert_int_equal(cfg.max_journal_writers_per_uid, 9);
 	assert_int_equal(cfg.hugepages, HUGEPAGES_REQUIRE);
 	assert_true(cfg.page_size == 2 * MiB);
 	assert_int_equal(cfg.prefault_threads, 8);
@@ -186,15 +192,15 @@ static void test_full_config(void **state)
 	assert_string_equal(cfg.classes[0].name, "small");
 	assert_true(cfg.classes[0].size == 2 * MiB);
 	assert_int_equal(cfg.classes[0].count, 256);
-	assert_int_equal(cfg.classes[0].line, 18);
+	assert_int_equal(cfg.classes[0].line, 20);
 	assert_string_equal(cfg.classes[1].name, "big");
 	assert_true(cfg.classes[1].size == 64 * MiB);
 	assert_int_equal(cfg.classes[1].count, 16);
-	assert_int_equal(cfg.classes[1].line, 22);
+	assert_int_equal(cfg.classes[1].line, 24);
 	assert_string_equal(cfg.classes[2].name, "Huge-1.x_y");
 	assert_true(cfg.classes[2].size == GiB);
 	assert_int_equal(cfg.classes[2].count, 2);
-	assert_int_equal(cfg.classes[2].line, 25);
+	assert_int_equal(cfg.classes[2].line, 27);
 
 	c = config_find_class(&cfg, "big");
 	assert_ptr_equal(c, &cfg.classes[1]);
