@@ -365,6 +365,15 @@ static bool req_try(struct lease_table *lt, struct lease_req *r)
 			break;
 		if (s->dirty_uid != o->uid)
 			continue;
+		if (lt->ops.intact && !lt->ops.intact(s->pb, lt->ud)) {
+			/* pages punched out: not warm any more, and with hugetlb maybe not there to
+			 * fault in again; it gets fresh pages like any buffer of another uid */
+			slot_unlist(lt, s);
+			s->dirty_uid = BROKEN_UID;
+			slot_free(lt, s);
+			lt->counters.punched++;
+			continue;
+		}
 		slot_unlist(lt, s);
 		s->state = SLOT_RESERVED;
 		s->req = r;

@@ -12,8 +12,8 @@
  *   request is never starved by small ones.
  * - All-or-nothing: a request for n buffers is granted n at once or nothing, so two clients
  *   each holding half of what they want cannot deadlock inside the pool.
- * - A buffer last leased by uid A is given to uid A again as it is (warm, contents kept), but to
- *   any other uid only after renewal: ops->renew hands it to the recycler thread, which gives it
+ * - A buffer last leased by uid A is given to uid A again as it is (warm, contents kept) if it
+ *   still has all its pages (ops->intact), but to any other uid only after renewal: ops->renew hands it to the recycler thread, which gives it
  *   fresh zeroed pages off the event loop, and lease_renewed() brings it back.
  * - Per-uid limits on leased bytes and on connections: over a limit is an immediate error.
  * - A lease is delivered before it can be released: its id travels only in the GRANT that
@@ -60,10 +60,14 @@ struct lease_ops {
 	void (*failed)(struct lease_owner *o, int err, const char *text, void *ud);
 	/* give b fresh memory, then call lease_renewed() on the event loop */
 	void (*renew)(struct pool_buffer *b, void *ud);
+	/* has b still every page it was given? (a holder may punch pages out of its memfd); NULL:
+	 * assume so. A warm buffer that is not is renewed before it is granted again. */
+	bool (*intact)(struct pool_buffer *b, void *ud);
 };
 
 struct lease_counters {
 	uint64_t acquires, grants, releases, timeouts, denials, renewals, disconnect_releases;
+	uint64_t punched; /* warm buffers found with pages punched out, renewed instead */
 };
 
 struct lease_class_stats {

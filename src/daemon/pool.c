@@ -274,6 +274,32 @@ int pool_buffer_renew(struct pool *p, struct pool_buffer *b)
 	return 0;
 }
 
+bool pool_buffer_intact(const struct pool *p, const struct pool_buffer *b)
+{
+	static unsigned char vec[65536]; /* event loop only: one byte per 4 KiB, 256 MiB per call */
+	const uint64_t base = 4096, span = sizeof(vec) * base;
+
+	if (b->fd < 0 || !b->addr)
+		return false;
+	if (!p->hugetlb) {
+		off_t hole = lseek(b->fd, 0, SEEK_HOLE);
+
+		return hole < 0 || (uint64_t)hole >= b->size; /* no SEEK_HOLE: cannot tell, assume so */
+	}
+	/* a punched hugetlb page is unmapped from every mapping, the daemon's included; the pool's
+	 * pages were faulted at boot or renewal and hugetlb pages are never reclaimed or swapped */
+	for (uint64_t off = 0; off < b->size; off += span) {
+		uint64_t len = MIN(span, b->size - off);
+
+		if (mincore((char *)b->addr + off, len, vec) < 0)
+			return true; /* cannot tell: assume so */
+		for (uint64_t i = 0; i < len / base; i += p->page_size / base)
+			if (!(vec[i] & 1))
+				return false;
+	}
+	return true;
+}
+
 void pool_free(struct pool *p)
 {
 	if (!p)

@@ -57,6 +57,13 @@ int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progres
 /* Replace a buffer's memory with fresh, zeroed, faulted pages (a new memfd); see pool.c. */
 int pool_buffer_renew(struct pool *p, struct pool_buffer *b);
 
+/*
+ * Does b still have every page it was given? A holder can punch pages out of its memfd
+ * (fallocate PUNCH_HOLE; the seals do not stop it): hugetlb pages go back to the kernel, where
+ * another process may take them. Seen on hugetlb through the daemon's own mapping (mincore),
+ * on shared memory through SEEK_HOLE. Costs one syscall per 256 MiB (hugetlb) or one lseek.
+ */
+bool pool_buffer_intact(const struct pool *p, const struct pool_buffer *b);
 void pool_free(struct pool *p);
 
 /* Hugepages of `page_size` free and not reserved by anyone, from sysfs; 0 if unknown. */

@@ -397,6 +397,20 @@ static void on_renew(struct pool_buffer *b, void *ud)
 	recycler_submit(s->recycler, b);
 }
 
+static bool on_intact(struct pool_buffer *b, void *ud)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
+	struct server *s = ud;
+	bool ok = pool_buffer_intact(s->pool, b);
+
+	if (!ok)
+		log_msg_ratelimited(&rl, LOG_NOTICE,
+				    "Buffer %u of class \"%s\" has pages punched out by a holder; "
+				    "it gets fresh pages before its next lease",
+				    b->index, s->pool->classes[b->class_index].name);
+	return ok;
+}
+
 static void on_renewed(struct pool_buffer *b, int err, void *ud)
 {
 	struct server *s = ud;
@@ -1179,7 +1193,7 @@ static int epoll_add_tag(int epfd, int fd, int *tag)
 int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
 		struct spill *spill, struct server **ret)
 {
-	static const struct lease_ops ops = { on_granted, on_failed, on_renew };
+	static const struct lease_ops ops = { on_granted, on_failed, on_renew, on_intact };
 	struct lease_limits lim = { .max_bytes_per_uid = cfg->max_bytes_per_uid,
 				    .max_connections_per_uid = cfg->max_connections_per_uid };
 	struct server *s = calloc(1, sizeof(*s));

@@ -624,6 +624,40 @@ static void test_journal_writers_per_uid(void **state)
 	stop(&d);
 }
 
+/* --- finding 9: a buffer whose pages a holder punched out is not handed back warm --------- */
+
+/*
+ * The seals do not stop fallocate(PUNCH_HOLE): a holder can give a leased buffer's pages back
+ * to the kernel. Handed back as it is to the same uid (the warm path), the buffer then faults
+ * its pages in again, and with hugetlb pages short that is SIGBUS in the next holder. Now the
+ * daemon sees the hole and renews the buffer first: fresh, whole, zeroed.
+ */
+static void test_punched_buffer_renewed(void **state)
+{
+	struct hp_buffer b;
+	struct hp_status *st;
+	struct daemon d;
+	hp_conn *c;
+	(void)state;
+
+	start(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n");
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	memset(b.addr, 0x11, b.size);
+	/* MADV_REMOVE punches the hole through the mapping, as fallocate would through the fd */
+	assert_int_equal(madvise(b.addr, b.size, MADV_REMOVE), 0);
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	st = status(c);
+	assert_int_equal(st->recycled_buffers, 1);
+	hp_status_free(st);
+	assert_true(all_bytes(b.addr, b.size, 0));
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	hp_disconnect(c);
+	assert_int_equal(harness_log_count(&d, "punched out"), 1);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -634,6 +668,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_unread_replies_bounded, teardown),
 		cmocka_unit_test_teardown(test_status_hides_other_uids, teardown),
 		cmocka_unit_test_teardown(test_journal_writers_per_uid, teardown),
+		cmocka_unit_test_teardown(test_punched_buffer_renewed, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -62,6 +62,7 @@ struct fx {
 	bool hold_delivery; /* leave granted slots undelivered (a GRANT still queued) */
 	struct lease_slot *undelivered[MAX_GRANT];
 	unsigned nundelivered;
+	bool punched[NA + NB]; /* ops->intact says false for these buffers */
 	bool renew_sync; /* complete renewals from inside ops->renew */
 	int renew_err; /* ... with this result */
 	char text[PROTO_TEXT_MAX];
@@ -117,7 +118,14 @@ static void on_renew(struct pool_buffer *b, void *ud)
 		lease_renewed(f->lt, b, f->renew_err);
 }
 
-static const struct lease_ops test_ops = { on_granted, on_failed, on_renew };
+static bool on_intact(struct pool_buffer *b, void *ud)
+{
+	const struct fx *f = ud;
+
+	return !f->punched[b->index];
+}
+
+static const struct lease_ops test_ops = { on_granted, on_failed, on_renew, on_intact };
 
 static void make_table(struct fx *f, uint64_t max_bytes, uint32_t max_conns)
 {
@@ -862,6 +870,27 @@ static void test_same_uid_gets_warm_buffer(void **state)
 	assert_stats(f, CLASS_A, 2, 2, 0, 0);
 }
 
+/* A warm buffer whose pages a holder punched out is renewed, not handed back as it is. */
+static void test_punched_buffer_renewed(void **state)
+{
+	struct fx *f = *state;
+	struct lease_owner *a = attach(f, 1);
+	const struct grant_rec *g = acq_now(f, a, "a", 1);
+	uint64_t id = g->ids[0];
+	uint32_t idx = g->idx[0];
+
+	assert_int_equal(rel(f, a, &id, 1), 0);
+	f->punched[idx] = true;
+	assert_int_equal(lease_acquire(f->lt, a, "a", 1, 0, 0, f->text, sizeof(f->text)), 0);
+	/* not the warm path: fresh pages for some buffer, never the punched one as it is */
+	assert_true(f->nrenews == 1 || f->grants[f->ngrants - 1].idx[0] != idx);
+	if (f->nrenews == 1) {
+		f->punched[f->renews[0]->index] = false;
+		lease_renewed(f->lt, f->renews[0], 0);
+	}
+	assert_int_equal(lease_counters(f->lt)->punched, 1);
+}
+
 static void test_other_uid_needs_renewal(void **state)
 {
 	struct fx *f = *state;
@@ -1215,6 +1244,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_byte_limit_refund_on_renew_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_uid_gets_warm_buffer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_punched_buffer_renewed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_uid_needs_renewal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clean_preferred_over_dirty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_detach_returns_leases, setup, teardown),
