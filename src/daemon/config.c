@@ -85,6 +85,7 @@ enum {
 	GKEY_MAX_CONNECTIONS_PER_UID,
 	GKEY_MAX_BYTES_PER_UID,
 	GKEY_MAX_JOURNAL_WRITERS_PER_UID,
+	GKEY_MAX_ACQUIRE_WAIT,
 	GKEY_SPILL_DIRECTORY,
 	GKEY_SPILL_THRESHOLD,
 	GKEY_SPILL_MAX_BYTES,
@@ -697,6 +698,13 @@ static int set_journal_max_batch_delay(struct parser *p, const struct key *k, co
 }
 
 /* An integer key: the range check and the message are get_uint's. */
+#define ACQUIRE_WAIT_MAX_NS (86400ull * 1000000000ull) /* a day */
+
+static int set_max_acquire_wait(struct parser *p, const struct key *k, const char *value)
+{
+	return get_duration(p, k->name, value, ACQUIRE_WAIT_MAX_NS, &p->cfg->max_acquire_wait_ns);
+}
+
 static int set_u32(struct parser *p, const struct key *k, const char *value)
 {
 	/* inside a section only its own keys get here, before the first one only global ones */
@@ -756,6 +764,7 @@ static const struct key global_keys[GKEY_NUM] = {
 	[GKEY_MAX_CONNECTIONS] = U32_KEY("max_connections", 1, 65536, struct config, max_connections),
 	[GKEY_MAX_CONNECTIONS_PER_UID] = U32_KEY("max_connections_per_uid", 0, 65536, struct config, max_connections_per_uid),
 	[GKEY_MAX_BYTES_PER_UID] = { .name = "max_bytes_per_uid", .set = set_max_bytes_per_uid },
+	[GKEY_MAX_ACQUIRE_WAIT] = { .name = "max_acquire_wait", .set = set_max_acquire_wait },
 	[GKEY_MAX_JOURNAL_WRITERS_PER_UID] = U32_KEY("max_journal_writers_per_uid", 0, 65536, struct config,
 						     max_journal_writers_per_uid),
 	[GKEY_SPILL_DIRECTORY] = { .name = "spill_directory", .set = set_spill_directory },
@@ -1171,6 +1180,7 @@ void config_init(struct config *cfg)
 	cfg->max_connections = 1024;
 	cfg->max_connections_per_uid = 64;
 	cfg->max_journal_writers_per_uid = 64;
+	cfg->max_acquire_wait_ns = 60ull * 1000000000ull;
 	cfg->max_bytes_per_uid = 0;
 	memcpy(cfg->spill_directory, CONFIG_DEFAULT_SPILL_DIR, sizeof(CONFIG_DEFAULT_SPILL_DIR));
 	cfg->spill_threshold = UINT64_C(1) << 20;

@@ -76,6 +76,10 @@ struct config {
 	/* journal writers open at once, all journals, all connections of a uid; default 64, 0 = no
 	 * limit (a journal has 1024 writer slots for everyone) */
 	uint32_t max_journal_writers_per_uid;
+	/* the longest an acquire may wait, whatever it asks: a waiting request holds back later
+	 * ones of its class (FIFO), so this bounds how long one client can stall a class;
+	 * default 60 s, 0 = as long as the client asks */
+	uint64_t max_acquire_wait_ns;
 	/* spill streams (see spill.h); byte and file limits: 0 = unlimited */
 	char spill_directory[256]; /* absolute; created (0700) if missing; default /var/tmp/hugepool */
 	uint64_t spill_threshold; /* default in-memory bytes of a stream; 0..1G, default 1M */

@@ -446,6 +446,7 @@ static int handle_hello(struct server *s, struct peer *p, const union proto_requ
 static int handle_acquire(struct server *s, struct peer *p, const union proto_request *req)
 {
 	const struct proto_acquire *a = &req->acquire;
+	int64_t timeout_ms = a->timeout_ms, cap_ms = (int64_t)(s->cfg->max_acquire_wait_ns / 1000000);
 	char text[PROTO_TEXT_MAX];
 	int r;
 
@@ -454,8 +455,10 @@ static int handle_acquire(struct server *s, struct peer *p, const union proto_re
 		send_result(p, -EINVAL, text);
 		return 0;
 	}
-	r = lease_acquire(s->leases, &p->owner, a->class_name, a->count, a->timeout_ms, now_ns(), text,
-			  sizeof(text));
+	/* a waiter holds back its class: nobody may wait longer than max_acquire_wait */
+	if (cap_ms && (timeout_ms < 0 || timeout_ms > cap_ms))
+		timeout_ms = cap_ms;
+	r = lease_acquire(s->leases, &p->owner, a->class_name, a->count, timeout_ms, now_ns(), text, sizeof(text));
 	if (r < 0) {
 		if (r == -EDQUOT)
 			log_notice("Refused pid %d (uid %u): %s", (int)p->owner.pid, (unsigned)p->owner.uid, text);

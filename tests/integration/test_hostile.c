@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -658,6 +659,66 @@ static void test_punched_buffer_renewed(void **state)
 	stop(&d);
 }
 
+/* --- finding 9 (defaults): a waiter cannot hold back its class for ever ------------------ */
+
+struct hog {
+	const char *socket;
+	int result;
+};
+
+static void *hog_main(void *arg)
+{
+	struct hog *h = arg;
+	struct hp_buffer b[2];
+	hp_conn *c;
+
+	h->result = hp_connect(h->socket, &c);
+	if (h->result < 0)
+		return NULL;
+	/* the whole class, waiting "for ever": at the head of the queue it holds back everyone */
+	h->result = hp_acquire(c, "one", 2, -1, b);
+	if (h->result == 0)
+		hp_release(c, b, 2);
+	hp_disconnect(c);
+	return NULL;
+}
+
+static void test_acquire_wait_capped(void **state)
+{
+	struct hog h;
+	struct hp_buffer held, b;
+	struct hp_status *st;
+	struct daemon d;
+	pthread_t t;
+	hp_conn *c, *v;
+	uint32_t waiters = 0;
+	(void)state;
+
+	start(&d, "max_acquire_wait = 300ms\n", "[class one]\nsize = 2M\ncount = 2\n");
+	c = conn(&d);
+	v = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &held), 0);
+	h = (struct hog){ d.socket, 1 };
+	assert_int_equal(pthread_create(&t, NULL, hog_main, &h), 0);
+	for (int i = 0; i < 400 && waiters == 0; i++) {
+		st = status(c);
+		waiters = st->classes[0].waiters;
+		hp_status_free(st);
+		if (!waiters)
+			sleep_ms(5);
+	}
+	assert_int_equal(waiters, 1);
+	/* one buffer is free, but the hog is ahead: the victim is served once its wait is cut */
+	assert_int_equal(hp_acquire(v, "one", 1, 10000, &b), 0);
+	pthread_join(t, NULL);
+	assert_int_equal(h.result, -ETIMEDOUT);
+	hp_release(v, &b, 1);
+	hp_release(c, &held, 1);
+	hp_disconnect(v);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -669,6 +730,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_status_hides_other_uids, teardown),
 		cmocka_unit_test_teardown(test_journal_writers_per_uid, teardown),
 		cmocka_unit_test_teardown(test_punched_buffer_renewed, teardown),
+		cmocka_unit_test_teardown(test_acquire_wait_capped, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -94,6 +94,7 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.socket_group, "");
 	assert_string_equal(cfg.admin_group, "");
 	assert_int_equal(cfg.max_journal_writers_per_uid, 64);
+	assert_true(cfg.max_acquire_wait_ns == 60000000000ull);
 	assert_int_equal(cfg.hugepages, HUGEPAGES_PREFER);
 	assert_true(cfg.page_size == 2 * MiB);
 	assert_int_equal(cfg.prefault_threads, 0);
@@ -142,6 +143,7 @@ static void test_full_config(void **state)
 		"socket_group = hugepool\n"
 		"admin_group = adm\n"
 		"max_journal_writers_per_uid = 9\n"
+		"max_acquire_wait = 0s\n"
 		"hugepages = require\n"
 		"page_size = 2M\n"
 		"prefault_threads = 8\n"
@@ -175,6 +177,7 @@ static void test_full_config(void **state)
 	assert_string_equal(cfg.socket_group, "hugepool");
 	assert_string_equal(cfg.admin_group, "adm");
 	assert_int_equal(cfg.max_journal_writers_per_uid, 9);
+	assert_true(cfg.max_acquire_wait_ns == 0);
 	assert_int_equal(cfg.hugepages, HUGEPAGES_REQUIRE);
 	assert_true(cfg.page_size == 2 * MiB);
 	assert_int_equal(cfg.prefault_threads, 8);
@@ -192,15 +195,15 @@ static void test_full_config(void **state)
 	assert_string_equal(cfg.classes[0].name, "small");
 	assert_true(cfg.classes[0].size == 2 * MiB);
 	assert_int_equal(cfg.classes[0].count, 256);
-	assert_int_equal(cfg.classes[0].line, 20);
+	assert_int_equal(cfg.classes[0].line, 21);
 	assert_string_equal(cfg.classes[1].name, "big");
 	assert_true(cfg.classes[1].size == 64 * MiB);
 	assert_int_equal(cfg.classes[1].count, 16);
-	assert_int_equal(cfg.classes[1].line, 24);
+	assert_int_equal(cfg.classes[1].line, 25);
 	assert_string_equal(cfg.classes[2].name, "Huge-1.x_y");
 	assert_true(cfg.classes[2].size == GiB);
 	assert_int_equal(cfg.classes[2].count, 2);
-	assert_int_equal(cfg.classes[2].line, 27);
+	assert_int_equal(cfg.classes[2].line, 28);
 
 	c = config_find_class(&cfg, "big");
 	assert_ptr_equal(c, &cfg.classes[1]);
