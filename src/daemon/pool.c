@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <linux/memfd.h>
 
@@ -276,28 +277,17 @@ int pool_buffer_renew(struct pool *p, struct pool_buffer *b)
 
 bool pool_buffer_intact(const struct pool *p, const struct pool_buffer *b)
 {
-	static unsigned char vec[65536]; /* event loop only: one byte per 4 KiB, 256 MiB per call */
-	const uint64_t base = 4096, span = sizeof(vec) * base;
+	struct stat st;
 
-	if (b->fd < 0 || !b->addr)
+	(void)p;
+	if (b->fd < 0)
 		return false;
-	if (!p->hugetlb) {
-		off_t hole = lseek(b->fd, 0, SEEK_HOLE);
-
-		return hole < 0 || (uint64_t)hole >= b->size; /* no SEEK_HOLE: cannot tell, assume so */
-	}
-	/* a punched hugetlb page is unmapped from every mapping, the daemon's included; the pool's
-	 * pages were faulted at boot or renewal and hugetlb pages are never reclaimed or swapped */
-	for (uint64_t off = 0; off < b->size; off += span) {
-		uint64_t len = MIN(span, b->size - off);
-
-		if (mincore((char *)b->addr + off, len, vec) < 0)
-			return true; /* cannot tell: assume so */
-		for (uint64_t i = 0; i < len / base; i += p->page_size / base)
-			if (!(vec[i] & 1))
-				return false;
-	}
-	return true;
+	/* the pool's pages were all faulted at boot or renewal, so a buffer has size / 512 blocks
+	 * until someone punches pages out (hugetlbfs and shmem both count them in i_blocks; shmem
+	 * counts swapped-out pages too) */
+	if (fstat(b->fd, &st) < 0)
+		return true; /* cannot tell: assume so */
+	return (uint64_t)st.st_blocks * 512 >= b->size;
 }
 
 void pool_free(struct pool *p)

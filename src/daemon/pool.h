@@ -59,9 +59,9 @@ int pool_buffer_renew(struct pool *p, struct pool_buffer *b);
 
 /*
  * Does b still have every page it was given? A holder can punch pages out of its memfd
- * (fallocate PUNCH_HOLE; the seals do not stop it): hugetlb pages go back to the kernel, where
- * another process may take them. Seen on hugetlb through the daemon's own mapping (mincore),
- * on shared memory through SEEK_HOLE. Costs one syscall per 256 MiB (hugetlb) or one lseek.
+ * (fallocate PUNCH_HOLE, MADV_REMOVE; the seals do not stop it): hugetlb pages go back to the
+ * kernel, where another process may take them. Seen as fewer allocated blocks than the size
+ * (one fstat).
  */
 bool pool_buffer_intact(const struct pool *p, const struct pool_buffer *b);
 void pool_free(struct pool *p);
