@@ -111,6 +111,9 @@ enum {
 	JKEY_MAX_BATCH_BYTES,
 	JKEY_RING_SIZE,
 	JKEY_WHEN_FULL,
+	JKEY_APPEND,
+	JKEY_READ,
+	JKEY_TRUNCATE,
 	JKEY_NUM,
 };
 
@@ -781,6 +784,43 @@ static const struct key class_keys[CKEY_NUM] = {
 	[CKEY_COUNT] = U32_KEY("count", 1, 1000000, struct config_class, count),
 };
 
+/*
+ * "append = alice 1001 @engines": who may; k->offset is the enum journal_op. Only the form is
+ * checked here (names of letters, digits, '.', '_', '-'); the daemon resolves them at start.
+ */
+static int set_journal_access(struct parser *p, const struct key *k, const char *value)
+{
+	struct config_journal *j = p->obj;
+	struct config_acl *acl = &j->access[k->offset];
+	const char *v = value;
+
+	*acl = (struct config_acl){ .set = true };
+	while (*v) {
+		struct config_acl_entry *e;
+		size_t n;
+
+		v += strspn(v, " \t");
+		if (!*v)
+			break;
+		if (acl->n == CONFIG_ACL_MAX)
+			return fail(p, "\"%s\" of journal \"%s\" names more than %d users and groups", k->name,
+				    j->name, CONFIG_ACL_MAX);
+		e = &acl->e[acl->n++];
+		e->group = *v == '@';
+		v += e->group;
+		n = strcspn(v, " \t");
+		if (n == 0 || n >= sizeof(e->name) || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") < n)
+			return fail(p, "bad %s \"%.*s\" in \"%s\" of journal \"%s\": expected a name or number of "
+				       "at most %d characters (letters, digits, '.', '_', '-')",
+				    e->group ? "group" : "user", (int)MIN(n, (size_t)CONFIG_QUOTE_MAX), v, k->name,
+				    j->name, CONFIG_ACL_NAME_MAX - 1);
+		memcpy(e->name, v, n);
+		e->name[n] = '\0';
+		v += n;
+	}
+	return 0;
+}
+
 static const struct key journal_keys[JKEY_NUM] = {
 	[JKEY_DIRECTORY] = { .name = "directory", .set = set_journal_directory },
 	[JKEY_SEGMENT_SIZE] = { .name = "segment_size", .set = set_journal_segment_size },
@@ -791,6 +831,9 @@ static const struct key journal_keys[JKEY_NUM] = {
 	[JKEY_MAX_BATCH_BYTES] = { .name = "max_batch_bytes", .set = set_journal_max_batch_bytes },
 	[JKEY_RING_SIZE] = { .name = "ring_size", .set = set_journal_ring_size },
 	[JKEY_WHEN_FULL] = { .name = "when_full", .set = set_journal_when_full },
+	[JKEY_APPEND] = { .name = "append", .set = set_journal_access, .offset = JOURNAL_APPEND },
+	[JKEY_READ] = { .name = "read", .set = set_journal_access, .offset = JOURNAL_READ },
+	[JKEY_TRUNCATE] = { .name = "truncate", .set = set_journal_access, .offset = JOURNAL_TRUNCATE },
 };
 
 static int find_key(const struct key *keys, size_t n, const char *name)

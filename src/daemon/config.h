@@ -44,6 +44,23 @@ enum journal_backend {
 	JOURNAL_BACKEND_SYNC,
 };
 
+/*
+ * Who may do something: user names, numeric uids, "@group" names or "@gid", as written; the
+ * daemon resolves them when it starts (access.h). set = the key was given.
+ */
+#define CONFIG_ACL_MAX 16
+#define CONFIG_ACL_NAME_MAX 32 /* with the NUL */
+struct config_acl {
+	bool set;
+	unsigned n;
+	struct config_acl_entry {
+		bool group; /* "@..." */
+		char name[CONFIG_ACL_NAME_MAX]; /* a name or decimal digits */
+	} e[CONFIG_ACL_MAX];
+};
+
+enum journal_op { JOURNAL_APPEND, JOURNAL_READ, JOURNAL_TRUNCATE, JOURNAL_OPS };
+
 struct config_journal {
 	char name[CONFIG_JOURNAL_NAME_MAX + 1];
 	char directory[256]; /* absolute; created (0700) if missing */
@@ -56,6 +73,9 @@ struct config_journal {
 	uint64_t max_batch_bytes; /* default 1M; <= segment_size - 4096 */
 	uint64_t ring_size; /* per writer: a power of two, 64K..64M; default 1M */
 	bool recycle; /* when_full = recycle: reuse the oldest segment; block (default): refuse */
+	/* append, read, truncate: who besides root and the daemon's uid may; unset = the
+	 * members of the socket's group */
+	struct config_acl access[JOURNAL_OPS];
 	unsigned line;
 };
 

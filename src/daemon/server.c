@@ -28,6 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "closer.h"
 #include "journal.h"
 #include "lease.h"
@@ -85,6 +86,7 @@ struct peer {
 	bool closing; /* destroy once out[] is flushed; ignore input */
 	bool busy; /* a request awaits its reply */
 	bool admin; /* root, the daemon's uid or admin_group: sees every client in status */
+	struct access_creds creds; /* uid, gid and groups, as of connect() */
 	char name[PROTO_NAME_MAX];
 	uint64_t connected_rt;
 	/* input: header then payload */
@@ -120,6 +122,7 @@ struct server {
 	bool passrights_refused; /* SO_PASSRIGHTS = 0 took: clients cannot send fds at all */
 	bool have_admin_gid;
 	gid_t admin_gid; /* admin_group, resolved at start */
+	struct access_list (*jaccess)[JOURNAL_OPS]; /* per journal (cfg->journals order), per op */
 	TAILQ_HEAD(, peer) peers;
 	unsigned npeers, next_id;
 	uint64_t started_rt;
@@ -638,14 +641,27 @@ static struct journal *find_journal(struct server *s, const char *name)
 	return NULL;
 }
 
-static struct journal *journal_or_answer(struct server *s, struct peer *p, const char *name)
+/* The journal called name if p may do op to it; otherwise answer p and return NULL. */
+static struct journal *journal_or_answer(struct server *s, struct peer *p, const char *name, enum journal_op op)
 {
+	static const char *const verbs[JOURNAL_OPS] = { "append to", "read", "truncate" };
+	static const char *const keys[JOURNAL_OPS] = { "append", "read", "truncate" };
 	struct journal *j = find_journal(s, name);
 	char text[PROTO_TEXT_MAX];
+	unsigned i = 0;
 
 	if (!j) {
 		snprintf(text, sizeof(text), "no journal \"%s\"", name);
 		send_result(p, -ENOENT, text);
+		return NULL;
+	}
+	while (s->journals[i] != j)
+		i++;
+	if (!access_allows(&s->jaccess[i][op], &p->creds)) {
+		snprintf(text, sizeof(text), "uid %u may not %s journal \"%s\" (\"%s\" in hugepoold.conf)",
+			 (unsigned)p->owner.uid, verbs[op], name, keys[op]);
+		send_result(p, -EACCES, text);
+		return NULL;
 	}
 	return j;
 }
@@ -665,7 +681,7 @@ static unsigned uid_writers(const struct server *s, uid_t uid)
 static int handle_journal_open(struct server *s, struct peer *p, const union proto_request *req)
 {
 	static struct log_ratelimit writers_rl = LOG_RATELIMIT(10, 5);
-	struct journal *j = journal_or_answer(s, p, req->jopen.name);
+	struct journal *j = journal_or_answer(s, p, req->jopen.name, JOURNAL_APPEND);
 	struct proto_journal_opened o;
 	struct journal_writer *w;
 	struct journal_stats st;
@@ -721,7 +737,7 @@ static int handle_journal_close(struct server *s, struct peer *p, const union pr
 
 static int handle_journal_truncate(struct server *s, struct peer *p, const union proto_request *req)
 {
-	struct journal *j = journal_or_answer(s, p, req->jtruncate.name);
+	struct journal *j = journal_or_answer(s, p, req->jtruncate.name, JOURNAL_TRUNCATE);
 
 	if (j) {
 		journal_truncate(j, req->jtruncate.lsn);
@@ -732,7 +748,7 @@ static int handle_journal_truncate(struct server *s, struct peer *p, const union
 
 static int handle_journal_read(struct server *s, struct peer *p, const union proto_request *req)
 {
-	struct journal *j = journal_or_answer(s, p, req->jread.name);
+	struct journal *j = journal_or_answer(s, p, req->jread.name, JOURNAL_READ);
 	struct journal_segment_info infos[PROTO_MAX_FDS];
 	struct proto_journal_segment e[PROTO_MAX_FDS];
 	struct proto_journal_segments h = { 0 };
@@ -976,6 +992,7 @@ static void peer_destroy(struct server *s, struct peer *p)
 	spill_owner_release(s->spill, &p->spill);
 	for (size_t i = 0; i < p->nofds; i++)
 		out_fds_release(p, &p->ofds[(p->ofds_head + i) % p->ofds_cap]);
+	access_creds_free(&p->creds);
 	TAILQ_REMOVE(&s->peers, p, link);
 	s->npeers--;
 	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, p->fd, NULL);
@@ -984,26 +1001,6 @@ static void peer_destroy(struct server *s, struct peer *p)
 	free(p->out);
 	free(p->ofds);
 	free(p);
-}
-
-/* Root, the daemon's own uid, or a member of admin_group (primary or supplementary group). */
-static bool peer_is_admin(const struct server *s, int fd, const struct ucred *cred)
-{
-	gid_t groups[256];
-	socklen_t len = sizeof(groups);
-
-	if (cred->uid == 0 || cred->uid == geteuid())
-		return true;
-	if (!s->have_admin_gid)
-		return false;
-	if (cred->gid == s->admin_gid)
-		return true;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
-		return false; /* more groups than fit, or an old kernel: not shown as admin */
-	for (size_t i = 0; i < len / sizeof(gid_t); i++)
-		if (groups[i] == s->admin_gid)
-			return true;
-	return false;
 }
 
 static void accept_one(struct server *s, int fd)
@@ -1028,7 +1025,8 @@ static void accept_one(struct server *s, int fd)
 	p->connected_rt = realtime_ns();
 	p->owner.pid = cred.pid;
 	p->owner.uid = cred.uid;
-	p->admin = peer_is_admin(s, fd, &cred);
+	access_creds_get(fd, &cred, &p->creds);
+	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
 	spill_owner_init(s->spill, &p->spill, cred.uid, cred.pid);
 	TAILQ_INSERT_TAIL(&s->peers, p, link);
 	s->npeers++;
@@ -1186,6 +1184,43 @@ static bool refuse_passed_fds(int listen_fd)
 	return false;
 }
 
+/* admin_group and every journal's access lists to ids (an unset list: the socket's group). */
+static int resolve_access(struct server *s)
+{
+	const struct config *cfg = s->cfg;
+	gid_t socket_gid = getegid();
+	char err[128];
+
+	if (cfg->socket_group[0]) {
+		struct group *g = getgrnam(cfg->socket_group);
+
+		if (g)
+			socket_gid = g->gr_gid;
+	}
+	if (cfg->admin_group[0]) {
+		struct group *g = getgrnam(cfg->admin_group);
+
+		if (!g) {
+			log_error("admin_group '%s' does not exist", cfg->admin_group);
+			return -EINVAL;
+		}
+		s->admin_gid = g->gr_gid;
+		s->have_admin_gid = true;
+	}
+	s->jaccess = calloc(s->njournals ? s->njournals : 1, sizeof(*s->jaccess));
+	if (!s->jaccess)
+		return -ENOMEM;
+	for (unsigned i = 0; i < s->njournals; i++)
+		for (unsigned op = 0; op < JOURNAL_OPS; op++)
+			if (access_list_resolve(&cfg->journals[i].access[op], socket_gid, &s->jaccess[i][op], err,
+						sizeof(err)) < 0) {
+				log_error("Journal '%s' (line %u): %s", cfg->journals[i].name, cfg->journals[i].line,
+					  err);
+				return -EINVAL;
+			}
+	return 0;
+}
+
 static int epoll_add_tag(int epfd, int fd, int *tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
@@ -1236,17 +1271,9 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	if (r < 0)
 		goto fail;
 	s->listen_fd = r;
-	if (cfg->admin_group[0]) {
-		struct group *g = getgrnam(cfg->admin_group);
-
-		if (!g) {
-			log_error("admin_group '%s' does not exist", cfg->admin_group);
-			r = -EINVAL;
-			goto fail;
-		}
-		s->admin_gid = g->gr_gid;
-		s->have_admin_gid = true;
-	}
+	r = resolve_access(s);
+	if (r < 0)
+		goto fail;
 	s->passrights_refused = refuse_passed_fds(s->listen_fd);
 	s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if ((r = epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen)) < 0 ||
@@ -1350,6 +1377,7 @@ void server_free(struct server *s)
 		close(s->signal_fd);
 	if (s->reserve_fd >= 0)
 		close(s->reserve_fd);
+	free(s->jaccess);
 	closer_stop();
 	if (s->epoll_fd >= 0)
 		close(s->epoll_fd);

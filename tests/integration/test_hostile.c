@@ -614,7 +614,7 @@ static void test_journal_writers_per_uid(void **state)
 
 	if (!harness_two_uids())
 		skip();
-	start(&d, "max_journal_writers_per_uid = 5\n", JOURNAL);
+	start(&d, "max_journal_writers_per_uid = 5\n", JOURNAL "append = 65534\n");
 	c = conn(&d);
 	/* uid 0 holds one writer throughout; the other uid's limit is its own */
 	assert_int_equal(hp_journal_open(c, "j", &j), 0);
@@ -719,6 +719,84 @@ static void test_acquire_wait_capped(void **state)
 	stop(&d);
 }
 
+/* --- finding 6 (access): a journal is appended, read and truncated by whom it says -------- */
+
+struct jaccess {
+	const char *socket;
+};
+
+/* As another uid: a bit for each of append, read and truncate that was allowed. */
+static int jaccess_main(void *arg)
+{
+	const struct jaccess *ja = arg;
+	hp_journal_reader *r;
+	hp_journal *j;
+	hp_conn *c;
+	int allowed = 0, e;
+
+	if (hp_connect(ja->socket, &c) < 0)
+		return 100;
+	e = hp_journal_open(c, "j", &j);
+	if (e == 0) {
+		allowed |= 1;
+		hp_journal_close(j);
+	} else if (e != -EACCES) {
+		return 101;
+	}
+	e = hp_journal_reader_open(c, "j", 1, &r);
+	if (e == 0) {
+		allowed |= 2;
+		hp_journal_reader_close(r);
+	} else if (e != -EACCES) {
+		return 102;
+	}
+	e = hp_journal_truncate(c, "j", 1);
+	if (e == 0)
+		allowed |= 4;
+	else if (e != -EACCES)
+		return 103;
+	hp_disconnect(c);
+	return allowed;
+}
+
+/*
+ * Any client could read any journal's records, truncate it (losing other users' unconsumed
+ * records) or append to it. Now each is allowed to root, the daemon's uid and whom the journal's
+ * "append", "read" and "truncate" name, by default the socket's group (here root's, so not the
+ * other uid).
+ */
+static void test_journal_access(void **state)
+{
+	struct jaccess ja;
+	struct daemon d;
+	hp_journal *j;
+	uint64_t lsn;
+	hp_conn *c;
+	(void)state;
+
+	if (!harness_two_uids())
+		skip();
+	start(&d, NULL, JOURNAL);
+	c = conn(&d);
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	assert_int_equal(hp_journal_append_wait(j, "x", 1, &lsn), 0);
+	hp_journal_close(j);
+	ja = (struct jaccess){ d.socket };
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, jaccess_main, &ja), 0);
+	hp_disconnect(c);
+	stop(&d);
+	/* named by uid and by group, one operation each */
+	start(&d, NULL, JOURNAL "read = 65534\ntruncate = @65534\nappend = root\n");
+	ja = (struct jaccess){ d.socket };
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, jaccess_main, &ja), 2 | 4);
+	stop(&d);
+	/* a name that does not exist stops the daemon at start */
+	assert_int_equal(harness_start(&d, NULL, JOURNAL "read = no-such-user-here\n"), -ECHILD);
+	assert_int_equal(d.exit_status, 4);
+	assert_int_equal(harness_log_count(&d, "no user \"no-such-user-here\""), 1);
+	harness_cleanup(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +809,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_journal_writers_per_uid, teardown),
 		cmocka_unit_test_teardown(test_punched_buffer_renewed, teardown),
 		cmocka_unit_test_teardown(test_acquire_wait_capped, teardown),
+		cmocka_unit_test_teardown(test_journal_access, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

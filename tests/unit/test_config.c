@@ -731,6 +731,38 @@ static void test_journal_defaults(void **state)
 	assert_true(cfg.journals[0].max_batch_bytes == MiB - 4096);
 }
 
+/* append/read/truncate: lists of users, uids, @groups and @gids, checked for form only. */
+static void test_journal_access(void **state)
+{
+	struct config cfg;
+	const struct config_acl *a;
+	char text[2048];
+	(void)state;
+
+	parse_ok("[journal j]\ndirectory = /var/lib/j\nread = alice 1001  @engines\t@42\ntruncate = root\n", &cfg);
+	a = &cfg.journals[0].access[JOURNAL_READ];
+	assert_true(a->set);
+	assert_int_equal(a->n, 4);
+	assert_false(a->e[0].group);
+	assert_string_equal(a->e[0].name, "alice");
+	assert_string_equal(a->e[1].name, "1001");
+	assert_true(a->e[2].group);
+	assert_string_equal(a->e[2].name, "engines");
+	assert_true(a->e[3].group);
+	assert_string_equal(a->e[3].name, "42");
+	assert_true(cfg.journals[0].access[JOURNAL_TRUNCATE].set);
+	assert_int_equal(cfg.journals[0].access[JOURNAL_TRUNCATE].n, 1);
+	assert_false(cfg.journals[0].access[JOURNAL_APPEND].set);
+	parse_bad("[journal j]\ndirectory = /var/lib/j\nappend = al/ice\n", NAME ":3:", "bad user \"al/ice\"");
+	parse_bad("[journal j]\ndirectory = /var/lib/j\nappend = @\n", NAME ":3:", "bad group");
+	snprintf(text, sizeof(text), "[journal j]\ndirectory = /var/lib/j\nread = %s\n",
+		 "a b c d e f g h i j k l m n o p q");
+	parse_bad(text, NAME ":3:", "more than 16 users and groups");
+	snprintf(text, sizeof(text), "[journal j]\ndirectory = /var/lib/j\nread = %s\n",
+		 "abcdefghijklmnopqrstuvwxyz0123456");
+	parse_bad(text, NAME ":3:", "at most 31 characters");
+}
+
 static void test_journal_values(void **state)
 {
 	static const struct {
@@ -1277,6 +1309,7 @@ int main(void)
 		cmocka_unit_test(test_journal_full),
 		cmocka_unit_test(test_journal_defaults),
 		cmocka_unit_test(test_journal_values),
+		cmocka_unit_test(test_journal_access),
 		cmocka_unit_test(test_journal_limits_accepted),
 		cmocka_unit_test(test_max_journals),
 		cmocka_unit_test(test_only_journals),
