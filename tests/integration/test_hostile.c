@@ -300,6 +300,18 @@ static size_t write_some(int fd, const void *buf, size_t len)
 	return off;
 }
 
+/* The daemon still answers a new client (with its one class); then stop it cleanly. */
+static void assert_serves_and_stop(struct daemon *d)
+{
+	hp_conn *c = conn(d);
+	struct hp_status *st = status(c);
+
+	assert_int_equal(st->nclasses, 1);
+	hp_status_free(st);
+	hp_disconnect(c);
+	stop(d);
+}
+
 /* --- finding 3: an fd a client passes never gets to the daemon's event loop --------------- */
 
 static bool kernel_refuses_fds(void)
@@ -329,10 +341,8 @@ static void test_passed_fd_refused(void **state)
 	struct linger lg = { 1, 10 };
 	struct proto_status_req req = { 0 };
 	static char junk[1 << 16];
-	struct hp_status *st;
 	struct daemon d;
 	int l, t, fd, r;
-	hp_conn *c;
 	(void)state;
 
 	start(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n");
@@ -370,12 +380,7 @@ static void test_passed_fd_refused(void **state)
 		free(payload);
 	}
 	close(fd);
-	c = conn(&d);
-	st = status(c);
-	assert_int_equal(st->nclasses, 1);
-	hp_status_free(st);
-	hp_disconnect(c);
-	stop(&d);
+	assert_serves_and_stop(&d);
 }
 
 /* --- finding 4: fds a client makes the daemon queue are bounded ---------------------------- */
@@ -438,10 +443,8 @@ static void test_out_of_fds(void **state)
 {
 	char wrapper[128];
 	struct harness_opts o = { .wrapper = wrapper };
-	struct hp_status *st;
 	struct daemon d;
 	int fds[80], r;
-	hp_conn *c;
 	FILE *f;
 	(void)state;
 
@@ -471,12 +474,7 @@ static void test_out_of_fds(void **state)
 	r = harness_log_count(&d, "ccept");
 	assert_true(r >= 1);
 	assert_true(r <= 6);
-	c = conn(&d);
-	st = status(c);
-	assert_int_equal(st->nclasses, 1);
-	hp_status_free(st);
-	hp_disconnect(c);
-	stop(&d);
+	assert_serves_and_stop(&d);
 }
 
 /* --- finding 8: a client that does not read its replies holds little of the daemon -------- */
@@ -523,19 +521,15 @@ static void test_unread_replies_bounded(void **state)
 
 /* --- finding 11: status names other users' clients only to administrators ----------------- */
 
-struct peek {
-	const char *socket;
-};
-
 /* As another uid: status must show our own client but no pid, name or lease of uid 0's. */
 static int peek_main(void *arg)
 {
-	const struct peek *pk = arg;
+	const char *socket = arg; /* the daemon's */
 	struct hp_status *st;
 	bool own = false, foreign = false;
 	hp_conn *c;
 
-	if (hp_connect(pk->socket, &c) < 0 || hp_status(c, &st) < 0)
+	if (hp_connect(socket, &c) < 0 || hp_status(c, &st) < 0)
 		return 20;
 	for (uint32_t i = 0; i < st->nclients; i++) {
 		own |= st->clients[i].uid == getuid() && st->clients[i].pid == getpid();
@@ -553,7 +547,6 @@ static int peek_main(void *arg)
 
 static void test_status_hides_other_uids(void **state)
 {
-	struct peek pk;
 	struct hp_buffer b;
 	struct hp_status *st;
 	struct daemon d;
@@ -565,8 +558,7 @@ static void test_status_hides_other_uids(void **state)
 	start(&d, NULL, "[class one]\nsize = 2M\ncount = 2\n");
 	c = conn(&d);
 	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
-	pk = (struct peek){ d.socket };
-	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, peek_main, &pk), 0);
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, peek_main, d.socket), 0);
 	/* root still sees everyone */
 	st = status(c);
 	assert_int_equal(st->nleases, 1);
@@ -579,21 +571,17 @@ static void test_status_hides_other_uids(void **state)
 
 /* --- finding 6 (limits): one uid cannot take every journal writer slot ------------------- */
 
-struct writers {
-	const char *socket;
-};
-
 /* As another uid: open writers over several connections until refused; 0 if refused with
  * -EUSERS after exactly 5 (max_journal_writers_per_uid below). */
 static int writers_main(void *arg)
 {
-	const struct writers *w = arg;
+	const char *socket = arg; /* the daemon's */
 	hp_conn *c[3];
 	hp_journal *j[12];
 	int n = 0, r = 0;
 
 	for (int i = 0; i < 3; i++)
-		if (hp_connect(w->socket, &c[i]) < 0)
+		if (hp_connect(socket, &c[i]) < 0)
 			return 20;
 	while (n < 12 && (r = hp_journal_open(c[n % 3], "j", &j[n])) == 0)
 		n++;
@@ -606,7 +594,6 @@ static int writers_main(void *arg)
 
 static void test_journal_writers_per_uid(void **state)
 {
-	struct writers w;
 	struct daemon d;
 	hp_journal *j;
 	hp_conn *c;
@@ -618,8 +605,7 @@ static void test_journal_writers_per_uid(void **state)
 	c = conn(&d);
 	/* uid 0 holds one writer throughout; the other uid's limit is its own */
 	assert_int_equal(hp_journal_open(c, "j", &j), 0);
-	w = (struct writers){ d.socket };
-	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, writers_main, &w), 0);
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, writers_main, d.socket), 0);
 	hp_journal_close(j);
 	hp_disconnect(c);
 	stop(&d);
@@ -721,20 +707,16 @@ static void test_acquire_wait_capped(void **state)
 
 /* --- finding 6 (access): a journal is appended, read and truncated by whom it says -------- */
 
-struct jaccess {
-	const char *socket;
-};
-
 /* As another uid: a bit for each of append, read and truncate that was allowed. */
 static int jaccess_main(void *arg)
 {
-	const struct jaccess *ja = arg;
+	const char *socket = arg; /* the daemon's */
 	hp_journal_reader *r;
 	hp_journal *j;
 	hp_conn *c;
 	int allowed = 0, e;
 
-	if (hp_connect(ja->socket, &c) < 0)
+	if (hp_connect(socket, &c) < 0)
 		return 100;
 	e = hp_journal_open(c, "j", &j);
 	if (e == 0) {
@@ -767,7 +749,6 @@ static int jaccess_main(void *arg)
  */
 static void test_journal_access(void **state)
 {
-	struct jaccess ja;
 	struct daemon d;
 	hp_journal *j;
 	uint64_t lsn;
@@ -781,14 +762,12 @@ static void test_journal_access(void **state)
 	assert_int_equal(hp_journal_open(c, "j", &j), 0);
 	assert_int_equal(hp_journal_append_wait(j, "x", 1, &lsn), 0);
 	hp_journal_close(j);
-	ja = (struct jaccess){ d.socket };
-	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, jaccess_main, &ja), 0);
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, jaccess_main, d.socket), 0);
 	hp_disconnect(c);
 	stop(&d);
 	/* named by uid and by group, one operation each */
 	start(&d, NULL, JOURNAL "read = 65534\ntruncate = @65534\nappend = root\n");
-	ja = (struct jaccess){ d.socket };
-	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, jaccess_main, &ja), 2 | 4);
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, jaccess_main, d.socket), 2 | 4);
 	stop(&d);
 	/* a name that does not exist stops the daemon at start */
 	assert_int_equal(harness_start(&d, NULL, JOURNAL "read = no-such-user-here\n"), -ECHILD);
