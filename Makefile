@@ -123,13 +123,15 @@ $(INTEG_BIN): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
 
-# the wrapper test_journal runs hugepoold under (io_uring_setup fails with EPERM); not named
-# test_*, so run-tests.sh does not run it; built whenever test_journal is
+# the wrapper test_journal and test_hostile run hugepoold under (io_uring_setup or, by its
+# other name nopassrights, setsockopt SO_PASSRIGHTS denied); not named test_*, so
+# run-tests.sh does not run it; built whenever they are
 $(BUILD)/tests/noiouring: $(call obj,tests/integration/noiouring.c)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^
-$(BUILD)/tests/test_journal: | $(BUILD)/tests/noiouring
+	$(Q)ln -sf noiouring $(BUILD)/tests/nopassrights
+$(BUILD)/tests/test_journal $(BUILD)/tests/test_hostile: | $(BUILD)/tests/noiouring
 
 # a fuzz target with replay.c: its saved corpus as an ordinary test
 $(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuzz/replay.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)

@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * noiouring - run a program with io_uring forbidden, as a container's seccomp profile does.
+ * noiouring, nopassrights - run a program without a kernel feature, as a container's seccomp
+ * profile or an older kernel would.
  *
- *   noiouring PROG ARGS...
+ *   noiouring PROG ARGS...      io_uring_setup(2) fails with EPERM
+ *   nopassrights PROG ARGS...   setsockopt(SOL_SOCKET, SO_PASSRIGHTS) fails with ENOPROTOOPT
+ *                               (a kernel before 6.16)
  *
- * Installs a seccomp filter under which io_uring_setup(2) fails with EPERM (everything else is
- * allowed), then execs PROG with ARGS (looked up in PATH when it has no '/'). The filter stays
- * with PROG and every thread it starts. Exit status 126: the filter could not be installed
- * (or this is not x86_64, the only architecture the filter is written for); 127: exec failed.
- * Used by tests/integration/test_journal.c; named so that tests/run-tests.sh does not run it.
+ * One binary; what it denies depends on the name it is run by (nopassrights is a link to it).
+ * Installs a seccomp filter under which that call fails (everything else is allowed), then
+ * execs PROG with ARGS (looked up in PATH when it has no '/'). The filter stays with PROG and
+ * every thread it starts. Exit status 126: the filter could not be installed (or this is not
+ * x86_64, the only architecture the filter is written for); 127: exec failed. Used by
+ * tests/integration/test_journal.c and test_hostile.c; named so that tests/run-tests.sh does
+ * not run it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <libgen.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +29,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 
 #ifndef __NR_io_uring_setup
@@ -29,21 +37,42 @@
 #endif
 #define X32_SYSCALL_BIT 0x40000000u
 
-static int forbid_io_uring(void)
+#define SO_PASSRIGHTS_ 83 /* Linux 6.16 */
+
+/* the x86_64 and x32 numbers of a call */
+#define IS_CALL(nr, skip_if_not) \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 1, 0), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr) | X32_SYSCALL_BIT, 0, (skip_if_not))
+
+static int install(bool passrights)
 {
-	struct sock_filter f[] = {
+	struct sock_filter uring[] = {
 		/* another architecture's calls (i386 on x86_64): not ours to judge */
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		/* io_uring_setup, through the x86_64 or the x32 ABI */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 1, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup | X32_SYSCALL_BIT, 0, 1),
+		IS_CALL(__NR_io_uring_setup, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = (unsigned short)(sizeof(f) / sizeof(f[0])), .filter = f };
+	struct sock_filter rights[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		IS_CALL(__NR_setsockopt, 5),
+		/* level and optname: the low words of args[1] and args[2] (little-endian) */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOL_SOCKET, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SO_PASSRIGHTS_, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOPROTOOPT & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = passrights
+					 ? (struct sock_fprog){ .len = sizeof(rights) / sizeof(rights[0]), .filter = rights }
+					 : (struct sock_fprog){ .len = sizeof(uring) / sizeof(uring[0]), .filter = uring };
 
 	/* without it an unprivileged process may not install a filter */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -53,27 +82,29 @@ static int forbid_io_uring(void)
 	return 0;
 }
 #else
-static int forbid_io_uring(void)
+static int install(bool passrights)
 {
+	(void)passrights;
 	return -ENOSYS;
 }
 #endif
 
 int main(int argc, char **argv)
 {
+	const char *self = basename(argv[0]);
 	int r;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: noiouring PROG [ARGS...]\n");
+		fprintf(stderr, "usage: %s PROG [ARGS...]\n", self);
 		return 126;
 	}
-	r = forbid_io_uring();
+	r = install(strcmp(self, "nopassrights") == 0);
 	if (r < 0) {
-		fprintf(stderr, "noiouring: cannot install the seccomp filter: %s%s\n", strerror(-r),
+		fprintf(stderr, "%s: cannot install the seccomp filter: %s%s\n", self, strerror(-r),
 			r == -ENOSYS ? " (the filter is written for x86_64 only)" : "");
 		return 126;
 	}
 	execvp(argv[1], argv + 1);
-	fprintf(stderr, "noiouring: cannot run %s: %s\n", argv[1], strerror(errno));
+	fprintf(stderr, "%s: cannot run %s: %s\n", self, argv[1], strerror(errno));
 	return 127;
 }

@@ -383,6 +383,69 @@ static void test_passed_fd_refused(void **state)
 	assert_serves_and_stop(&d);
 }
 
+/*
+ * The same attack on a kernel without SO_PASSRIGHTS (the daemon runs under nopassrights, a
+ * seccomp wrapper that makes setsockopt(SO_PASSRIGHTS) fail as before Linux 6.16): the fd
+ * arrives, the connection is closed, and the fd is closed on the closer thread. Its linger
+ * here is an hour and nothing drains the data until the test has its status answer, so a
+ * daemon that closed the fd on its event loop would never answer (the suite's timeout ends
+ * the test then).
+ */
+static void test_passed_fd_closed_off_loop(void **state)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct harness_opts o = { .wrapper = "tests/nopassrights" };
+	socklen_t slen = sizeof(sin);
+	struct linger lg = { 1, 3600 };
+	struct proto_status_req req = { 0 };
+	static char junk[1 << 16];
+	struct daemon d;
+	int l, t, fd, peer, r;
+	char b;
+	(void)state;
+
+	r = harness_start_opts(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n", &o);
+	running = r == 0 ? &d : NULL;
+	assert_int_equal(r, 0);
+	assert_int_equal(harness_log_count(&d, "cannot refuse fds at the socket"), 1);
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sin, &slen), 0);
+	t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(t, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	while (write_some(t, junk, sizeof(junk)) == sizeof(junk))
+		;
+	fd = raw_connect(&d);
+	assert_true(fd >= 0);
+	assert_int_equal(proto_send(fd, PROTO_STATUS, &req, sizeof(req), &t, 1), 0);
+	close(t); /* the daemon's copy is the last one now */
+	assert_true(read(fd, &b, 1) <= 0); /* closed for it (EOF, or a reset: it left a payload unread) */
+	close(fd);
+	/* answered while the passed socket still lingers */
+	{
+		hp_conn *c = conn(&d);
+		struct hp_status *st = status(c);
+
+		assert_true(st->protocol_errors >= 1);
+		hp_status_free(st);
+		hp_disconnect(c);
+	}
+	/* let the linger end: take the data, until the daemon's close sends FIN */
+	peer = accept(l, NULL, NULL);
+	assert_true(peer >= 0);
+	for (;;) {
+		struct pollfd pfd = { .fd = peer, .events = POLLIN };
+
+		if (poll(&pfd, 1, 10000) <= 0 || read(peer, junk, sizeof(junk)) <= 0)
+			break;
+	}
+	close(peer);
+	close(l);
+	stop(&d);
+}
+
 /* --- finding 4: fds a client makes the daemon queue are bounded ---------------------------- */
 
 #define JOURNAL "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n"
@@ -781,6 +844,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_delayed_grant_is_not_another_uids_buffer, teardown),
 		cmocka_unit_test_teardown(test_passed_fd_refused, teardown),
+		cmocka_unit_test_teardown(test_passed_fd_closed_off_loop, teardown),
 		cmocka_unit_test_teardown(test_queued_fds_bounded, teardown),
 		cmocka_unit_test_teardown(test_out_of_fds, teardown),
 		cmocka_unit_test_teardown(test_unread_replies_bounded, teardown),
