@@ -30,8 +30,9 @@
  * every `tail` before it sleeps. All four accesses are sequentially consistent, so one of the
  * two always sees the other.
  *
- * The daemon trusts nothing here: it reads `tail` once, checks every length against the ring
- * and copies payloads into its own buffer before computing their CRC. A client that corrupts its
+ * The daemon trusts nothing here: it reads `tail` once, reads each entry and record header
+ * exactly once into a copy, checks every length against the ring before it reads past it, and
+ * copies payloads into its own buffer before computing their CRC. A client that corrupts its
  * ring only loses its own records (the daemon closes that writer); a client that dies half-way
  * through an entry never published it.
  */

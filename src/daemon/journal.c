@@ -363,6 +363,9 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 		uint64_t off = pos & (w->size - 1), eoff, lsn = j->next_lsn, start_len = b->len;
 		struct jring_entry e;
 		uint64_t need = 0;
+		const char *why = NULL;
+		bool full = false;
+		uint64_t room;
 
 		if (off + sizeof(e) > w->size) {
 			writer_break(j, w, "entry header across the end of the ring");
@@ -383,50 +386,54 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 			pos += e.total;
 			continue;
 		}
-		/* first pass: what the records will take on disk */
+		/*
+		 * One pass: each record header is read from the ring exactly once into a local copy,
+		 * checked, and used; each payload is copied once into the batch, and its CRC is
+		 * computed on that copy. The client can change its ring at any time: nothing read
+		 * from it is read again. An entry that turns out not to fit is taken back out.
+		 */
+		room = batch_room(j, b);
+		/* on disk a record takes at least what it took in the ring, less 16 bytes per entry */
+		if (e.total - 16 > room)
+			return GATHER_FULL;
 		eoff = off + sizeof(e);
 		for (uint32_t i = 0; i < e.count; i++) {
 			struct jring_rec rec;
+			uint64_t size;
 
 			if (eoff + sizeof(rec) > off + e.total) {
-				writer_break(j, w, "record header outside its entry");
-				return res;
+				why = "record header outside its entry";
+				break;
 			}
 			memcpy(&rec, w->data + eoff, sizeof(rec));
-			if (rec.len > JFORMAT_RECORD_MAX || eoff + sizeof(rec) + rec.len > off + e.total) {
-				writer_break(j, w, "record length out of range");
-				return res;
+			if (rec.len > JFORMAT_RECORD_MAX || rec.len > off + e.total - eoff - sizeof(rec)) {
+				why = "record length out of range";
+				break;
 			}
-			need += jformat_rec_size(rec.len);
-			eoff += jring_align(sizeof(rec) + rec.len);
-		}
-		if (jring_entry_align(eoff - off) != e.total) {
-			writer_break(j, w, "records do not fill their entry");
-			return res;
-		}
-		if (need > w->max_entry) {
-			writer_break(j, w, "entry larger than a batch");
-			return res;
-		}
-		if (need > batch_room(j, b))
-			return GATHER_FULL;
-		/* second pass: copy, checking again what the client may have changed meanwhile */
-		eoff = off + sizeof(e);
-		for (uint32_t i = 0; i < e.count; i++) {
-			struct jring_rec rec;
-
-			memcpy(&rec, w->data + eoff, sizeof(rec));
-			if (rec.len > JFORMAT_RECORD_MAX || eoff + sizeof(rec) + rec.len > off + e.total ||
-			    b->len + jformat_rec_size(rec.len) > start_len + need) {
-				b->len = start_len;
-				j->next_lsn = lsn;
-				writer_break(j, w, "entry changed while it was read");
-				return res;
+			size = jformat_rec_size(rec.len);
+			need += size;
+			if (need > w->max_entry) {
+				why = "entry larger than a batch";
+				break;
+			}
+			if (need > room) {
+				full = true;
+				break;
 			}
 			jformat_rec_write(b->buf + b->len, j->next_lsn++, j->segs[j->cur].generation, JREC_DATA,
 					  w->data + eoff + sizeof(rec), rec.len);
-			b->len += jformat_rec_size(rec.len);
+			b->len += size;
 			eoff += jring_align(sizeof(rec) + rec.len);
+		}
+		if (!why && !full && jring_entry_align(eoff - off) != e.total)
+			why = "records do not fill their entry";
+		if (why || full) {
+			b->len = start_len;
+			j->next_lsn = lsn;
+			if (full)
+				return GATHER_FULL;
+			writer_break(j, w, why);
+			return res;
 		}
 		/* the client reads its entry's first LSN here once the entry is durable */
 		__atomic_store_n((uint64_t *)(w->data + off + offsetof(struct jring_entry, lsn)), lsn,
