@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -847,14 +848,14 @@ static void test_journal_access(void **state)
 struct flipper {
 	volatile uint32_t *len; /* the length of the first record of the entry that ends the ring */
 	uint32_t a, b;
-	volatile bool stop;
+	atomic_bool stop;
 };
 
 static void *flipper_main(void *arg)
 {
 	struct flipper *f = arg;
 
-	while (!f->stop) {
+	while (!atomic_load_explicit(&f->stop, memory_order_relaxed)) {
 		*f->len = f->b;
 		*f->len = f->a;
 	}
@@ -885,7 +886,7 @@ static void test_ring_changed_between_reads(void **state)
 		struct proto_hdr h;
 		void *payload = NULL;
 		int fd = raw_connect(&d), fds[3] = { -1, -1, -1 };
-		struct flipper f = { 0 };
+		struct flipper f;
 		struct jring_hdr *hdr;
 		uint8_t *map, *data;
 		uint64_t one = 1;
@@ -908,7 +909,10 @@ static void test_ring_changed_between_reads(void **state)
 		*(struct jring_entry *)(data + RING / 2) = (struct jring_entry){ .total = RING / 2, .count = 2 };
 		*(struct jring_rec *)(data + RING / 2 + 16) = (struct jring_rec){ .len = 100 };
 		*(struct jring_rec *)(data + RING / 2 + 128) = (struct jring_rec){ .len = RING / 2 - 128 - 8 };
-		f = (struct flipper){ .len = (volatile uint32_t *)(data + RING / 2 + 16), .a = 100, .b = RING / 2 - 24 };
+		f.len = (volatile uint32_t *)(data + RING / 2 + 16);
+		f.a = 100;
+		f.b = RING / 2 - 24;
+		atomic_init(&f.stop, false);
 		assert_int_equal(pthread_create(&t, NULL, flipper_main, &f), 0);
 		__atomic_store_n(&hdr->tail, (uint64_t)RING, __ATOMIC_SEQ_CST);
 		assert_int_equal(write(fds[1], &one, sizeof(one)), (ssize_t)sizeof(one));
@@ -918,7 +922,7 @@ static void test_ring_changed_between_reads(void **state)
 				break; /* all taken, or the writer was cut off at its second entry */
 			sleep_ms(1);
 		}
-		f.stop = true;
+		atomic_store(&f.stop, true);
 		pthread_join(t, NULL);
 		munmap(map, JRING_HDR_SIZE + RING);
 		for (int k = 0; k < 3; k++)
