@@ -16,7 +16,9 @@ trap hugepages_restore EXIT
 run() {
 	local bin=$1 label=$2 out rc p f s
 	shift 2
-	out=$(env "$@" HP_BUILD="$build" timeout 600 "$bin" 2>&1)
+	# 9>&-: the hugepages lock stays this shell's; a test (or its daemon) left running after a
+	# killed run must not hold it and block the next run
+	out=$(env "$@" HP_BUILD="$build" timeout 600 "$bin" 2>&1 9>&-)
 	rc=$?
 	# a binary may run several cmocka groups: add up their closing lines
 	p=$(awk '/^\[  PASSED  \] [0-9]+ test/ {n += $4} END {print n + 0}' <<<"$out")
