@@ -421,8 +421,12 @@ static void test_passed_fd_closed_off_loop(void **state)
 		;
 	fd = raw_connect(&d);
 	assert_true(fd >= 0);
+	/* the daemon's copy must be the last one: ours goes while the daemon cannot run, with the
+	 * fd still in flight (had the daemon closed its copy first, this close would linger) */
+	assert_int_equal(kill(d.pid, SIGSTOP), 0);
 	assert_int_equal(proto_send(fd, PROTO_STATUS, &req, sizeof(req), &t, 1), 0);
-	close(t); /* the daemon's copy is the last one now */
+	close(t);
+	assert_int_equal(kill(d.pid, SIGCONT), 0);
 	assert_true(read(fd, &b, 1) <= 0); /* closed for it (EOF, or a reset: it left a payload unread) */
 	close(fd);
 	/* answered while the passed socket still lingers */
