@@ -347,12 +347,14 @@ static void writer_break(struct journal *j, struct journal_writer *w, const char
 enum gather_result { GATHER_EMPTY, GATHER_MORE, GATHER_FULL };
 
 /*
- * Copy the complete entries of one ring into batch b while they fit. Every length is read once
- * and checked before use: the client shares this memory and may change it at any time.
+ * Copy the complete entries of one ring into batch b while they fit. The client shares this
+ * memory and may change it at any time: tail is read once here, each header once in
+ * jring_read_entry, and only those copies are used.
  */
 static enum gather_result gather_ring(struct journal *j, struct journal_writer *w, struct batch *b, uint64_t now)
 {
-	uint64_t tail = __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE), pos = w->head;
+	struct jring_view v = { w->data, w->size, w->max_entry };
+	uint64_t tail = jring_load_tail(w->hdr), pos = w->head;
 	enum gather_result res = GATHER_EMPTY;
 
 	if (tail - pos > w->size || tail < pos) {
@@ -360,94 +362,43 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 		return GATHER_EMPTY;
 	}
 	while (pos < tail) {
-		uint64_t off = pos & (w->size - 1), eoff, lsn = j->next_lsn, start_len = b->len;
-		struct jring_entry e;
-		uint64_t need = 0;
+		uint64_t off = pos & (w->size - 1), lsn = j->next_lsn;
+		struct jring_read rd;
+		const char *why;
+		int r;
 
-		if (off + sizeof(e) > w->size) {
-			writer_break(j, w, "entry header across the end of the ring");
+		r = jring_read_entry(&v, pos, tail, b->buf + b->len, batch_room(j, b), lsn,
+				     j->segs[j->cur].generation, &rd, &why);
+		if (r == -ENOSPC)
+			return GATHER_FULL;
+		if (r < 0) {
+			writer_break(j, w, why);
 			return res;
 		}
-		memcpy(&e, w->data + off, sizeof(e));
-		if (e.total < sizeof(e) || e.total % 16 || off + e.total > w->size || pos + e.total > tail ||
-		    (e.count && e.total > w->size / 2)) {
-			writer_break(j, w, "entry length out of range");
-			return res;
-		}
-		if (e.count == 0) {
-			/* a skip entry: it must take exactly the rest of the ring */
-			if (off + e.total != w->size) {
-				writer_break(j, w, "skip entry not at the end of the ring");
-				return res;
-			}
-			pos += e.total;
+		if (rd.count == 0) {
+			pos = rd.end;
 			continue;
 		}
-		/* first pass: what the records will take on disk */
-		eoff = off + sizeof(e);
-		for (uint32_t i = 0; i < e.count; i++) {
-			struct jring_rec rec;
-
-			if (eoff + sizeof(rec) > off + e.total) {
-				writer_break(j, w, "record header outside its entry");
-				return res;
-			}
-			memcpy(&rec, w->data + eoff, sizeof(rec));
-			if (rec.len > JFORMAT_RECORD_MAX || eoff + sizeof(rec) + rec.len > off + e.total) {
-				writer_break(j, w, "record length out of range");
-				return res;
-			}
-			need += jformat_rec_size(rec.len);
-			eoff += jring_align(sizeof(rec) + rec.len);
-		}
-		if (jring_entry_align(eoff - off) != e.total) {
-			writer_break(j, w, "records do not fill their entry");
-			return res;
-		}
-		if (need > w->max_entry) {
-			writer_break(j, w, "entry larger than a batch");
-			return res;
-		}
-		if (need > batch_room(j, b))
-			return GATHER_FULL;
-		/* second pass: copy, checking again what the client may have changed meanwhile */
-		eoff = off + sizeof(e);
-		for (uint32_t i = 0; i < e.count; i++) {
-			struct jring_rec rec;
-
-			memcpy(&rec, w->data + eoff, sizeof(rec));
-			if (rec.len > JFORMAT_RECORD_MAX || eoff + sizeof(rec) + rec.len > off + e.total ||
-			    b->len + jformat_rec_size(rec.len) > start_len + need) {
-				b->len = start_len;
-				j->next_lsn = lsn;
-				writer_break(j, w, "entry changed while it was read");
-				return res;
-			}
-			jformat_rec_write(b->buf + b->len, j->next_lsn++, j->segs[j->cur].generation, JREC_DATA,
-					  w->data + eoff + sizeof(rec), rec.len);
-			b->len += jformat_rec_size(rec.len);
-			eoff += jring_align(sizeof(rec) + rec.len);
-		}
+		if (batch_add_ref(b, w, rd.end) < 0)
+			return GATHER_FULL; /* cannot track it: keep it out of the batch and retry later */
 		/* the client reads its entry's first LSN here once the entry is durable */
 		__atomic_store_n((uint64_t *)(w->data + off + offsetof(struct jring_entry, lsn)), lsn,
 				 __ATOMIC_RELAXED);
-		pos += e.total;
+		pos = rd.end;
+		b->len += rd.disk;
+		j->next_lsn += rd.count;
 		if (!b->t_first)
 			b->t_first = now;
 		b->end_lsn = j->next_lsn;
-		j->st.appends += e.count;
-		j->st.bytes += need;
-		if (batch_add_ref(b, w, pos) < 0) {
-			/* cannot track it: keep it out of the batch and retry later */
-			b->len = start_len;
-			j->next_lsn = lsn;
-			return GATHER_FULL;
-		}
+		j->st.appends += rd.count;
+		j->st.bytes += rd.disk;
 		w->head = pos;
 		w->active_ns = now;
 		w->in_batch = true;
 		res = GATHER_MORE;
 	}
+	/* a skip entry read last moves head too */
+	w->head = pos;
 	__atomic_store_n(&w->hdr->head, w->head, __ATOMIC_RELEASE);
 	return res;
 }
@@ -684,7 +635,7 @@ static bool spin_for_append(struct journal *j)
 		struct journal_writer *w;
 
 		TAILQ_FOREACH(w, &j->writers, link)
-			if (!w->broken && __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE) != w->head)
+			if (!w->broken && jring_load_tail(w->hdr) != w->head)
 				return true;
 		/* yield, not pause: the writer may be queued on our CPU; and let the event loop in */
 		pthread_mutex_unlock(&j->lock);
@@ -756,7 +707,7 @@ static void reap_writers(struct journal *j)
 
 	for (w = TAILQ_FIRST(&j->writers); w; w = next) {
 		next = TAILQ_NEXT(w, link);
-		if (!w->closed || w->refs || (!w->broken && w->head != __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE)))
+		if (!w->closed || w->refs || (!w->broken && w->head != jring_load_tail(w->hdr)))
 			continue;
 		TAILQ_REMOVE(&j->writers, w, link);
 		j->nwriters--;
@@ -771,16 +722,9 @@ static bool arm_wakeups(struct journal *j, bool want)
 	struct journal_writer *w;
 	bool quiet = true;
 
-	/*
-	 * Dekker with the appender: we store need_wakeup then load tail, it stores tail then loads
-	 * need_wakeup, all sequentially consistent, so at least one of us sees the other's store.
-	 */
+	/* the daemon's half of the handshake in jring.h (a broken ring is never looked at again) */
 	TAILQ_FOREACH(w, &j->writers, link)
-		__atomic_store_n(&w->hdr->need_wakeup, want, __ATOMIC_SEQ_CST);
-	if (!want)
-		return true;
-	TAILQ_FOREACH(w, &j->writers, link)
-		if (!w->broken && __atomic_load_n(&w->hdr->tail, __ATOMIC_SEQ_CST) != w->head)
+		if (!jring_arm(w->hdr, want && !w->broken, w->head))
 			quiet = false;
 	return quiet;
 }

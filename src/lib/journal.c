@@ -198,17 +198,15 @@ static void ring_doorbell(hp_journal *j)
 {
 	uint64_t one = 1;
 
-	/* after the seq_cst store of tail: the daemon's side of the handshake is in arm_wakeups() */
-	if (__atomic_load_n(&j->hdr->need_wakeup, __ATOMIC_SEQ_CST) && write(j->doorbell, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, the daemon will wake anyway */
+	if (write(j->doorbell, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, a wake-up is pending anyway */
 	}
 }
 
 /* Append an entry; *ret_start is where its header lies (for the LSN), *ret_end its ticket. */
 static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_start, uint64_t *ret_end)
 {
-	uint64_t total = sizeof(struct jring_entry), disk = 0, off, pos, skip = 0;
-	struct jring_entry e;
+	uint64_t total, disk, off, pos, skip = 0;
 	int32_t err;
 	int r;
 
@@ -219,10 +217,8 @@ static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uin
 			return -EINVAL;
 		if (recs[i].iov_len > JFORMAT_RECORD_MAX)
 			return -EMSGSIZE;
-		total += jring_align(sizeof(struct jring_rec) + recs[i].iov_len);
-		disk += jformat_rec_size(recs[i].iov_len);
 	}
-	total = jring_entry_align(total);
+	total = jring_entry_size(recs, n, &disk);
 	if (disk > j->max_entry || total > j->size / 2)
 		return -EMSGSIZE;
 	err = __atomic_load_n(&j->hdr->error, __ATOMIC_ACQUIRE);
@@ -234,39 +230,24 @@ static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uin
 	/* space is free behind what is durable (we may still need to read an entry's LSN) */
 	pos = j->tail + skip + total;
 	if (pos - __atomic_load_n(&j->hdr->durable, __ATOMIC_ACQUIRE) > j->size) {
-		ring_doorbell(j);
+		if (jring_publish(j->hdr, j->tail))
+			ring_doorbell(j);
 		r = wait_until(j, durable_past, pos - j->size, UINT64_MAX);
 		if (r < 0)
 			return r;
 	}
 	if (skip) {
-		e = (struct jring_entry){ .total = (uint32_t)skip, .count = 0 };
+		struct jring_entry e = { .total = (uint32_t)skip, .count = 0 };
+
 		memcpy(j->data + off, &e, sizeof(e));
 		j->tail += skip;
 		off = 0;
 	}
 	*ret_start = j->tail;
-	e = (struct jring_entry){ .total = (uint32_t)total, .count = n };
-	memcpy(j->data + off, &e, sizeof(e));
-	{
-		uint64_t o = off + sizeof(e);
-
-		for (unsigned i = 0; i < n; i++) {
-			struct jring_rec rec = { .len = (uint32_t)recs[i].iov_len };
-			uint64_t sz = jring_align(sizeof(rec) + recs[i].iov_len);
-
-			memcpy(j->data + o, &rec, sizeof(rec));
-			if (recs[i].iov_len)
-				memcpy(j->data + o + sizeof(rec), recs[i].iov_base, recs[i].iov_len);
-			/* zero the alignment padding: the daemon copies only payloads, but keep it clean */
-			memset(j->data + o + sizeof(rec) + recs[i].iov_len, 0, sz - sizeof(rec) - recs[i].iov_len);
-			o += sz;
-		}
-		memset(j->data + o, 0, off + total - o);
-	}
+	jring_put_entry(j->data, off, total, recs, n);
 	j->tail += total;
-	__atomic_store_n(&j->hdr->tail, j->tail, __ATOMIC_SEQ_CST);
-	ring_doorbell(j);
+	if (jring_publish(j->hdr, j->tail))
+		ring_doorbell(j);
 	*ret_end = j->tail;
 	return 0;
 }

@@ -12,7 +12,10 @@
  *   4. injected write and sync errors (each backend), a lone writer pipelining appends when the
  *      journal fails, writers opening while it fails;
  *   5. io_uring forbidden by a seccomp filter (the noiouring wrapper);
- *   6. a client killed in the middle of appending.
+ *   6. a client killed in the middle of appending;
+ *   7. hostile writers: a ring rewritten while the daemon reads it, a doorbell drained and made
+ *      blocking and wake words zeroed by another client, symlinks and loose modes in the
+ *      journal directory, a writer flooding batches with large records.
  *
  * Every record's content is a function of a seed (pattern()), so a test remembers only
  * (lsn, seed, len) of what was acknowledged and checks every byte a reader returns. Every wait
@@ -46,6 +49,7 @@
 #include "harness.h"
 #include "hugepool.h"
 #include "jformat.h"
+#include "jring.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -2138,6 +2142,160 @@ static void test_client_killed(void **state)
 	stop(&d);
 }
 
+/* --- hostile writers ------------------------------------------------------------------------ */
+
+#define HOSTILE_RING (64 * KIB)
+#define HOSTILE_JOURNAL JOURNAL "ring_size = 64K\nwhen_full = recycle\n"
+
+/* Start addresses of this process's mappings whose name contains what and that are len long. */
+static unsigned maps_find(const char *what, uint64_t len, uintptr_t *starts, unsigned max)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	unsigned n = 0;
+
+	assert_non_null(f);
+	while (n < max && fgets(line, sizeof(line), f)) {
+		uintptr_t a, b;
+
+		if (strstr(line, what) && sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &a, &b) == 2 && b - a == len)
+			starts[n++] = a;
+	}
+	fclose(f);
+	return n;
+}
+
+/* The mapping of that kind which was not among before[0..nbefore). */
+static void *maps_new(const char *what, uint64_t len, const uintptr_t *before, unsigned nbefore)
+{
+	uintptr_t now[64];
+	unsigned n = maps_find(what, len, now, 64);
+
+	for (unsigned i = 0; i < n; i++) {
+		bool old = false;
+
+		for (unsigned k = 0; k < nbefore; k++)
+			old |= now[i] == before[k];
+		if (!old)
+			return (void *)now[i];
+	}
+	fail_msg("no new mapping of %s (%" PRIu64 " bytes)", what, len);
+	return NULL;
+}
+
+/* Open a writer and find its ring in our address space (the library keeps it to itself). */
+static hp_journal *jopen_ring(hp_conn *c, struct jring_hdr **ret_ring)
+{
+	uintptr_t before[64];
+	unsigned n = maps_find("hugepool-journal:", JRING_HDR_SIZE + HOSTILE_RING, before, 64);
+	hp_journal *j = jopen(c);
+
+	*ret_ring = maps_new("hugepool-journal:", JRING_HDR_SIZE + HOSTILE_RING, before, n);
+	return j;
+}
+
+/*
+ * An entry of half the ring: a 112-byte record then FLIP_EMPTY empty ones, so the second such
+ * entry ends exactly at the end of the ring. The flipper makes that entry's first record
+ * swallow all the others and back, as fast as it can: a reader that checks the lengths and
+ * then reads them again may see 112 first and the swallowing length after, walk to the end of
+ * the entry and read the next record header past the ring. Many records make the time between
+ * the two readings long.
+ */
+#define FLIP_LEN 112u
+#define FLIP_ENTRY (HOSTILE_RING / 2)
+#define FLIP_EMPTY ((FLIP_ENTRY - sizeof(struct jring_entry) - (FLIP_LEN + 8)) / 8)
+#define FLIP_SWALLOW (FLIP_ENTRY - sizeof(struct jring_entry) - sizeof(struct jring_rec))
+#define FLIP_ATTEMPTS 64
+
+static struct {
+	volatile uint32_t *len;
+	atomic_bool stop;
+	pthread_t thread;
+	bool started;
+} flip;
+
+static void *flipper_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&flip.stop, memory_order_relaxed)) {
+		*flip.len = FLIP_SWALLOW;
+		*flip.len = FLIP_LEN;
+	}
+	return NULL;
+}
+
+static void flip_join(void)
+{
+	if (!flip.started)
+		return;
+	atomic_store(&flip.stop, true);
+	pthread_join(flip.thread, NULL);
+	flip.started = false;
+}
+
+static void test_hostile_ring_flip(void **state)
+{
+	struct daemon d;
+	hp_conn *vc, *hc;
+	hp_journal *victim;
+	unsigned cut_off = 0;
+	static struct iovec v[1 + FLIP_EMPTY];
+	uint8_t rec[FLIP_LEN];
+
+	(void)state;
+	start(&d, HOSTILE_JOURNAL);
+	watchdog_arm("test_hostile_ring_flip", 120);
+	vc = conn(&d);
+	hc = conn(&d);
+	victim = jopen(vc);
+	append_wait(victim, 1, 100);
+	memset(rec, 0x5a, sizeof(rec));
+	v[0] = (struct iovec){ rec, sizeof(rec) };
+	for (unsigned i = 1; i <= FLIP_EMPTY; i++)
+		v[i] = (struct iovec){ rec, 0 };
+	for (unsigned a = 0; a < FLIP_ATTEMPTS; a++) {
+		struct jring_hdr *ring;
+		hp_journal *spacer = jopen(hc), *h = jopen_ring(hc, &ring);
+		int r = 0;
+
+		/*
+		 * The daemon maps rings top-down: closing the spacer, opened just before, leaves this
+		 * ring with nothing mapped after it once the daemon has let the spacer go, so a read
+		 * past its end faults instead of landing in a neighbour.
+		 */
+		hp_journal_close(spacer);
+		append_wait(victim, 1000 + a, 100);
+
+		assert_int_equal(ring->size, HOSTILE_RING);
+		flip.len = (volatile uint32_t *)((uint8_t *)ring + JRING_HDR_SIZE + FLIP_ENTRY +
+						 sizeof(struct jring_entry));
+		atomic_store(&flip.stop, false);
+		assert_int_equal(pthread_create(&flip.thread, NULL, flipper_main, NULL), 0);
+		flip.started = true;
+		threads_cleanup = flip_join;
+		/* 32 times round the ring, or until the daemon cuts this writer off */
+		for (unsigned i = 0; i < 32 * HOSTILE_RING / FLIP_ENTRY && r == 0; i++)
+			r = hp_journal_appendv(h, v, 1 + FLIP_EMPTY, NULL);
+		flip_join();
+		threads_cleanup = NULL;
+		if (r == -EPROTO)
+			cut_off++;
+		else if (r < 0)
+			fail_msg("attempt %u: a hostile append failed with %s, not EPROTO (the daemon died?)", a,
+				 hp_strerror(r));
+		hp_journal_close(h);
+		/* the daemon lives and the other writer goes on */
+		append_wait(victim, 2 + a, 100);
+	}
+	assert_true(cut_off > 0);
+	assert_true(harness_log_count(&d, "broke the ring protocol") > 0);
+	hp_journal_close(victim);
+	hp_disconnect(hc);
+	hp_disconnect(vc);
+	stop(&d);
+}
+
 /*
  * A failed test leaves what it held (records, connections, handles) behind: LeakSanitizer then
  * only repeats the failure. It still checks a run in which every test passed.
@@ -2175,6 +2333,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_eio_while_opening, teardown),
 		cmocka_unit_test_teardown(test_no_io_uring, teardown),
 		cmocka_unit_test_teardown(test_client_killed, teardown),
+		cmocka_unit_test_teardown(test_hostile_ring_flip, teardown),
 	};
 
 	/* HP_TEST_FILTER=test_crash* runs some tests only (for debugging) */
