@@ -84,7 +84,8 @@ _Static_assert(sizeof(struct jring_hdr) <= JRING_HDR_SIZE, "ring header fits its
 _Static_assert(__builtin_offsetof(struct jring_hdr, tail) % 64 == 0, "tail on its own cache line");
 _Static_assert(__builtin_offsetof(struct jring_hdr, head) % 64 == 0, "daemon fields on their own line");
 
-/* A writer's wake page (its own: no other writer maps it). */
+/* A writer's wake page (its own: no other writer maps it), JRING_WAKE_SIZE bytes. */
+#define JRING_WAKE_SIZE 4096u
 struct jring_wake {
 	uint32_t futex; /* bumped by the daemon at every publish into this writer's ring */
 	uint32_t waiters; /* the writer's threads in FUTEX_WAIT on it */

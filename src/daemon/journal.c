@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/queue.h>
@@ -73,6 +74,8 @@ struct journal_writer {
 	uint64_t size, map_len;
 	uint64_t head; /* consumed, the daemon's own copy (the shared one is only informative) */
 	uint64_t max_entry; /* disk bytes of one entry: our copy, the client can write the header */
+	int doorbell; /* its eventfd, in the flusher's epoll set; shared with its client */
+	struct jring_wake *wake; /* its wake page, shared with its client only */
 	uid_t uid;
 	pid_t pid;
 	bool closed; /* under lock: its client is gone; freed once no batch refers to it */
@@ -113,9 +116,8 @@ struct journal {
 	bool cur_fresh; /* the next batch opens segment cur: write its header */
 	uint64_t next_lsn, durable_lsn, max_gen;
 	struct jio *io;
-	int doorbell;
-	int wake_fd; /* memfd of the wake page, sent to every writer */
-	struct jring_wake *wake;
+	int doorbell; /* the daemon's own: closes, truncates, stop; never handed out */
+	int epfd; /* the writers' doorbells, edge-triggered: never read or written by the daemon */
 	pthread_t thread;
 	bool thread_started;
 	pthread_mutex_t lock;
@@ -160,24 +162,62 @@ static void futex_wake(uint32_t *addr)
 	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Bump the wake word; one FUTEX_WAKE wakes every writer sleeping on it (if any does). */
+/*
+ * Bump a writer's wake word; one FUTEX_WAKE wakes its sleeping threads, none is made when its
+ * client says nobody sleeps (if it lies, it only misses its own wake-ups).
+ */
+static void wake_writer(struct journal_writer *w)
+{
+	__atomic_fetch_add(&w->wake->futex, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->wake->waiters, __ATOMIC_SEQ_CST))
+		futex_wake(&w->wake->futex);
+}
+
 static void wake_all(struct journal *j)
 {
-	__atomic_fetch_add(&j->wake->futex, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&j->wake->waiters, __ATOMIC_SEQ_CST))
-		futex_wake(&j->wake->futex);
+	struct journal_writer *w;
+
+	TAILQ_FOREACH(w, &j->writers, link)
+		wake_writer(w);
 }
 
 static void writer_free(struct journal_writer *w)
 {
-	munmap(w->hdr, w->map_len);
+	if (w->doorbell >= 0) {
+		/* the client still holds the eventfd: its registration would outlive our fd */
+		epoll_ctl(w->j->epfd, EPOLL_CTL_DEL, w->doorbell, NULL);
+		close(w->doorbell);
+	}
+	if (w->wake)
+		munmap(w->wake, JRING_WAKE_SIZE);
+	if (w->hdr)
+		munmap(w->hdr, w->map_len);
 	free(w);
+}
+
+/* A sealed memfd of len bytes mapped shared: the ring or the wake page. */
+static int shared_memfd(const char *name, uint64_t len, void **ret_map)
+{
+	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	void *map;
+
+	if (fd < 0)
+		return -errno;
+	/* the client may write it, never grow or shrink it under our mapping */
+	if (ftruncate(fd, (off_t)len) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	*ret_map = map;
+	return TAKE_FD(fd);
 }
 
 int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_size,
 		       struct journal_writer **ret, int *ret_ring_fd, int *ret_doorbell_fd, int *ret_wake_fd)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int ring_fd = -1, wake_fd = -1, doorbell_fd = -1;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	struct journal_writer *w;
 	char name[64];
 	void *map;
@@ -196,26 +236,46 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 	if (r < 0)
 		return r;
 
-	snprintf(name, sizeof(name), "hugepool-journal:%s", j->cfg.name);
-	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)(JRING_HDR_SIZE + ring_size)) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		return -errno;
-	map = mmap(NULL, JRING_HDR_SIZE + ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
 	w = calloc(1, sizeof(*w));
-	if (!w) {
-		munmap(map, JRING_HDR_SIZE + ring_size);
+	if (!w)
 		return -ENOMEM;
-	}
 	w->j = j;
+	w->doorbell = -1;
+	snprintf(name, sizeof(name), "hugepool-journal:%s", j->cfg.name);
+	ring_fd = shared_memfd(name, JRING_HDR_SIZE + ring_size, &map);
+	if (ring_fd < 0) {
+		r = ring_fd;
+		goto out_free;
+	}
 	w->hdr = map;
-	w->data = (uint8_t *)map + JRING_HDR_SIZE;
-	w->size = ring_size;
 	w->map_len = JRING_HDR_SIZE + ring_size;
+	snprintf(name, sizeof(name), "hugepool-journal-wake:%s", j->cfg.name);
+	wake_fd = shared_memfd(name, JRING_WAKE_SIZE, &map);
+	if (wake_fd < 0) {
+		r = wake_fd;
+		goto out_free;
+	}
+	w->wake = map;
+	/*
+	 * The doorbell: only this writer's client can ring it, drain it or change its flags, and
+	 * the daemon never reads or writes it (edge-triggered epoll sees every write), so whatever
+	 * the client does to it delays nobody else and cannot block the flusher.
+	 */
+	w->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->doorbell < 0 || epoll_ctl(j->epfd, EPOLL_CTL_ADD, w->doorbell, &ev) < 0) {
+		r = -errno;
+		if (w->doorbell >= 0)
+			close(w->doorbell);
+		w->doorbell = -1;
+		goto out_free;
+	}
+	doorbell_fd = fcntl(w->doorbell, F_DUPFD_CLOEXEC, 0);
+	if (doorbell_fd < 0) {
+		r = -errno;
+		goto out_free;
+	}
+	w->data = (uint8_t *)w->hdr + JRING_HDR_SIZE;
+	w->size = ring_size;
 	w->uid = uid;
 	w->pid = pid;
 	w->hdr->magic = JRING_MAGIC;
@@ -239,10 +299,13 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 	j->st.writers = j->nwriters;
 	pthread_mutex_unlock(&j->lock);
 	*ret = w;
-	*ret_ring_fd = TAKE_FD(fd);
-	*ret_doorbell_fd = j->doorbell;
-	*ret_wake_fd = j->wake_fd;
+	*ret_ring_fd = TAKE_FD(ring_fd);
+	*ret_doorbell_fd = TAKE_FD(doorbell_fd);
+	*ret_wake_fd = TAKE_FD(wake_fd);
 	return 0;
+out_free:
+	writer_free(w);
+	return r;
 }
 
 void journal_writer_close(struct journal_writer *w)
@@ -341,7 +404,7 @@ static void writer_break(struct journal *j, struct journal_writer *w, const char
 		    j->cfg.name, (int)w->pid, (unsigned)w->uid, why);
 	w->broken = true;
 	__atomic_store_n(&w->hdr->error, -EPROTO, __ATOMIC_RELEASE);
-	wake_all(j);
+	wake_writer(w);
 }
 
 enum gather_result { GATHER_EMPTY, GATHER_MORE, GATHER_FULL };
@@ -789,7 +852,9 @@ static void *flusher_main(void *arg)
 	pthread_mutex_lock(&j->lock);
 	for (;;) {
 		uint64_t now = now_ns(), deadline;
-		struct pollfd pfd[2] = { { .fd = j->doorbell, .events = POLLIN }, { .fd = j->io->efd, .events = POLLIN } };
+		struct pollfd pfd[3] = { { .fd = j->doorbell, .events = POLLIN },
+					 { .fd = j->io->efd, .events = POLLIN },
+					 { .fd = j->epfd, .events = POLLIN } };
 		struct timespec ts, *timeout = NULL;
 		bool can_submit, sleep_ok = true;
 
@@ -829,13 +894,20 @@ static void *flusher_main(void *arg)
 		}
 		pthread_mutex_unlock(&j->lock);
 		if (!timeout || timeout->tv_sec || timeout->tv_nsec)
-			ppoll(pfd, 2, timeout, NULL);
+			ppoll(pfd, 3, timeout, NULL);
 		if (pfd[0].revents & POLLIN) {
 			uint64_t v;
 
 			if (read(j->doorbell, &v, sizeof(v)) < 0) {
 				/* EAGAIN: another wake-up took it */
 			}
+		}
+		if (pfd[2].revents & POLLIN) {
+			/* writers rang: take the events (which writer does not matter, gather looks at all) */
+			struct epoll_event ev[64];
+
+			while (epoll_wait(j->epfd, ev, ARRAY_SIZE(ev), 0) == (int)ARRAY_SIZE(ev))
+				;
 		}
 		pthread_mutex_lock(&j->lock);
 	}
@@ -1141,7 +1213,7 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	if (!j)
 		return -ENOMEM;
 	j->cfg = *cfg;
-	j->dirfd = j->doorbell = j->wake_fd = -1;
+	j->dirfd = j->doorbell = j->epfd = -1;
 	TAILQ_INIT(&j->writers);
 	pthread_mutex_init(&j->lock, NULL);
 	j->segs = calloc(cfg->segments, sizeof(*j->segs));
@@ -1203,20 +1275,8 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	}
 	batch_reset(j, &j->batches[0]);
 	j->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (j->doorbell < 0) {
-		r = -errno;
-		goto fail;
-	}
-	/* the wake page: writers may write it (futex waiters count), never grow or shrink it */
-	j->wake_fd = memfd_create("hugepool-journal-wake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (j->wake_fd < 0 || ftruncate(j->wake_fd, 4096) < 0 ||
-	    fcntl(j->wake_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	j->wake = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, j->wake_fd, 0);
-	if (j->wake == MAP_FAILED) {
-		j->wake = NULL;
+	j->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (j->doorbell < 0 || j->epfd < 0) {
 		r = -errno;
 		goto fail;
 	}
@@ -1271,10 +1331,8 @@ void journal_close(struct journal *j)
 	jio_close(j->io);
 	if (j->doorbell >= 0)
 		close(j->doorbell);
-	if (j->wake)
-		munmap(j->wake, 4096);
-	if (j->wake_fd >= 0)
-		close(j->wake_fd);
+	if (j->epfd >= 0)
+		close(j->epfd);
 	if (j->dirfd >= 0)
 		close(j->dirfd);
 	pthread_mutex_destroy(&j->lock);

@@ -3,10 +3,11 @@
  * journal.c - libhugepool's journal writers and readers.
  *
  * A writer appends into its append ring (src/common/jring.h) with plain stores and one
- * store-release of `tail`; it rings the journal's doorbell eventfd only when the daemon has said
- * it sleeps, and it waits for durability on the journal's wake word, so an append costs no system
- * call while the daemon is busy and a wait costs one FUTEX_WAIT. While waiting it looks at the
- * connection every 100 ms so that a dead daemon is an error, not a hang.
+ * store of `tail`; it rings its doorbell eventfd only when the daemon has said it sleeps, and it
+ * waits for durability on its wake word, so an append costs no system call while the daemon is
+ * busy and a wait costs one FUTEX_WAIT. Doorbell and wake page are this writer's own. While
+ * waiting it looks at the connection every 100 ms so that a dead daemon is an error, not a
+ * hang, and rings again if the daemon sleeps with its entries unread (a lost wake-up is a delay).
  *
  * A reader gets the segment files from the daemon (read-only fds), maps them and checks every
  * record (jformat.h) itself; the daemon's durable LSN bounds what it returns.
@@ -41,7 +42,7 @@ struct hp_journal {
 	uint8_t *data;
 	uint64_t size, map_len, max_entry, tail;
 	int doorbell;
-	struct jring_wake *wake; /* the journal's, shared with its other writers */
+	struct jring_wake *wake; /* this writer's own */
 };
 
 static int check_name(const char *name)
@@ -76,12 +77,12 @@ int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 		r = -errno;
 		goto out_close;
 	}
-	wake = mmap(NULL, sizeof(struct jring_wake), PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
+	wake = mmap(NULL, JRING_WAKE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
 	j = wake == MAP_FAILED ? NULL : calloc(1, sizeof(*j));
 	if (!j) {
 		r = wake == MAP_FAILED ? -errno : -ENOMEM;
 		if (wake != MAP_FAILED)
-			munmap(wake, sizeof(struct jring_wake));
+			munmap(wake, JRING_WAKE_SIZE);
 		munmap(map, JRING_HDR_SIZE + o->ring_size);
 		goto out_close;
 	}
@@ -115,7 +116,7 @@ void hp_journal_close(hp_journal *j)
 	/* what was appended is still written: the daemon drains the ring before it lets go */
 	(void)client_simple_request(j->c, PROTO_JOURNAL_CLOSE, &req, sizeof(req));
 	munmap(j->hdr, j->map_len);
-	munmap(j->wake, sizeof(struct jring_wake));
+	munmap(j->wake, JRING_WAKE_SIZE);
 	close(j->doorbell);
 	free(j);
 }
@@ -132,6 +133,15 @@ static bool connection_gone(hp_conn *c)
 
 	/* a request/reply protocol: nothing may arrive unasked, so readable means gone */
 	return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static void ring_doorbell(hp_journal *j)
+{
+	uint64_t one = 1;
+
+	if (write(j->doorbell, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, a wake-up is pending anyway */
+	}
 }
 
 /*
@@ -158,6 +168,7 @@ static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint6
 		int32_t err;
 		uint64_t now, slice;
 		struct timespec ts;
+		bool timed_out;
 
 		if (done(j, arg))
 			return 0;
@@ -171,11 +182,17 @@ static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint6
 		ts = (struct timespec){ (time_t)(slice / 1000000000u), (long)(slice % 1000000000u) };
 		__atomic_fetch_add(&j->wake->waiters, 1, __ATOMIC_SEQ_CST);
 		/* the daemon bumps the word after publishing: a changed value means look again */
-		if (!done(j, arg))
-			syscall(SYS_futex, &j->wake->futex, FUTEX_WAIT, f, &ts, NULL, 0);
+		timed_out = !done(j, arg) &&
+			    syscall(SYS_futex, &j->wake->futex, FUTEX_WAIT, f, &ts, NULL, 0) < 0 && errno == ETIMEDOUT;
 		__atomic_fetch_sub(&j->wake->waiters, 1, __ATOMIC_SEQ_CST);
-		if (!done(j, arg) && connection_gone(j->c))
+		if (done(j, arg))
+			continue;
+		if (connection_gone(j->c))
 			return -ECONNRESET;
+		/* a whole slice without news while the daemon sleeps with our entries unread: ring again */
+		if (timed_out && __atomic_load_n(&j->hdr->need_wakeup, __ATOMIC_SEQ_CST) &&
+		    __atomic_load_n(&j->hdr->head, __ATOMIC_ACQUIRE) != j->tail)
+			ring_doorbell(j);
 	}
 }
 
@@ -192,15 +209,6 @@ static bool durable_past(hp_journal *j, uint64_t pos)
 static bool lsn_durable(hp_journal *j, uint64_t lsn)
 {
 	return __atomic_load_n(&j->hdr->durable_lsn, __ATOMIC_ACQUIRE) >= lsn;
-}
-
-static void ring_doorbell(hp_journal *j)
-{
-	uint64_t one = 1;
-
-	if (write(j->doorbell, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, a wake-up is pending anyway */
-	}
 }
 
 /* Append an entry; *ret_start is where its header lies (for the LSN), *ret_end its ticket. */

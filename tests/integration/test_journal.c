@@ -40,7 +40,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -2165,6 +2168,24 @@ static unsigned maps_find(const char *what, uint64_t len, uintptr_t *starts, uns
 	return n;
 }
 
+/* Unmap every mapping whose name contains what (a forked child drops its parent's). */
+static void maps_unmap(const char *what)
+{
+	uintptr_t a[64], b[64];
+	unsigned n = 0;
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+
+	if (!f)
+		return;
+	while (n < 64 && fgets(line, sizeof(line), f))
+		if (strstr(line, what) && sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &a[n], &b[n]) == 2)
+			n++;
+	fclose(f);
+	for (unsigned i = 0; i < n; i++)
+		munmap((void *)a[i], b[i] - a[i]);
+}
+
 /* The mapping of that kind which was not among before[0..nbefore). */
 static void *maps_new(const char *what, uint64_t len, const uintptr_t *before, unsigned nbefore)
 {
@@ -2297,6 +2318,167 @@ static void test_hostile_ring_flip(void **state)
 }
 
 /*
+ * Run fn(arg) in a child process: as HARNESS_OTHER_UID when we may (the hostile client is
+ * another user), else as ourselves (the doorbell and wake page attacks need no second uid).
+ * Returns fn's return value, or 128 + signal.
+ */
+static int run_other(int (*fn)(void *), void *arg)
+{
+	pid_t pid;
+	int status;
+
+	if (harness_two_uids())
+		return harness_as_uid(HARNESS_OTHER_UID, fn, arg);
+	fprintf(stderr, "test: running the hostile client as our own uid\n");
+	pid = fork();
+	if (pid == 0)
+		_exit(fn(arg) & 0xff);
+	assert_true(pid > 0);
+	while (waitpid(pid, &status, 0) < 0)
+		assert_int_equal(errno, EINTR);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+#define VICTIM_APPENDS 30
+
+struct doorbell_attack {
+	const char *socket;
+	int stop_fd; /* readable: the victim is done */
+};
+
+/* The first eventfd among our fds, or -1. */
+static int find_eventfd(void)
+{
+	for (int fd = 3; fd < 256; fd++) {
+		char path[64], link[64];
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = '\0';
+			if (strcmp(link, "anon_inode:[eventfd]") == 0)
+				return fd;
+		}
+	}
+	return -1;
+}
+
+/*
+ * The hostile client: a writer of its own, then until told to stop it drains the doorbell it
+ * was given, leaves it blocking (a daemon that reads it would hang) and zeroes the wake words
+ * it can reach (a daemon that trusts `waiters` would skip FUTEX_WAKE). It first drops what it
+ * inherited from the test (fds, mappings): it attacks with what the daemon gave it, nothing else.
+ */
+static int doorbell_attacker_main(void *arg)
+{
+	struct doorbell_attack *a = arg;
+	uintptr_t wakes[64];
+	struct pollfd stop = { .fd = 3, .events = POLLIN };
+	hp_conn *c = NULL;
+	hp_journal *j = NULL;
+	unsigned nw;
+	int efd;
+
+	if (dup2(a->stop_fd, 3) < 0 || syscall(SYS_close_range, 4, ~0u, 0) < 0)
+		return 10;
+	maps_unmap("hugepool-journal");
+	if (hp_connect(a->socket, &c) < 0 || hp_journal_open(c, JNAME, &j) < 0)
+		return 11;
+	efd = find_eventfd();
+	nw = maps_find("hugepool-journal-wake", JRING_WAKE_SIZE, wakes, 64);
+	if (efd < 0 || nw == 0)
+		return 12;
+	while (poll(&stop, 1, 0) == 0) {
+		uint64_t v;
+
+		fcntl(efd, F_SETFL, O_NONBLOCK);
+		if (read(efd, &v, sizeof(v)) < 0) {
+			/* empty */
+		}
+		fcntl(efd, F_SETFL, 0);
+		for (unsigned i = 0; i < nw; i++) {
+			struct jring_wake *w = (struct jring_wake *)wakes[i];
+
+			__atomic_store_n(&w->waiters, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&w->futex, 0, __ATOMIC_RELAXED);
+		}
+	}
+	return 0;
+}
+
+static struct {
+	hp_journal *j;
+	int stop_fd;
+	unsigned done;
+	int err;
+	pthread_t thread;
+	bool started;
+} victim;
+
+static void *victim_main(void *arg)
+{
+	(void)arg;
+	for (unsigned i = 0; i < VICTIM_APPENDS; i++) {
+		uint64_t ticket = append_nowait(victim.j, 500 + i, 100);
+		int r = hp_journal_wait(victim.j, ticket, LIVENESS_MS);
+
+		if (r < 0) {
+			victim.err = r;
+			break;
+		}
+		victim.done++;
+		/* leave the flusher time to fall asleep: the next append must ring */
+		sleep_ms(2);
+	}
+	if (write(victim.stop_fd, "x", 1) != 1)
+		victim.err = -EIO;
+	return NULL;
+}
+
+static void victim_join(void)
+{
+	if (victim.started)
+		pthread_join(victim.thread, NULL);
+	victim.started = false;
+}
+
+static void test_hostile_doorbell(void **state)
+{
+	struct daemon d;
+	struct doorbell_attack a;
+	int pipefd[2], rc;
+	hp_conn *c;
+
+	(void)state;
+	start(&d, JOURNAL);
+	watchdog_arm("test_hostile_doorbell", 120);
+	c = conn(&d);
+	victim.j = jopen(c);
+	append_wait(victim.j, 1, 100);
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	a = (struct doorbell_attack){ d.socket, pipefd[0] };
+	victim.stop_fd = pipefd[1];
+	victim.done = 0;
+	victim.err = 0;
+	assert_int_equal(pthread_create(&victim.thread, NULL, victim_main, NULL), 0);
+	victim.started = true;
+	threads_cleanup = victim_join;
+	rc = run_other(doorbell_attacker_main, &a);
+	victim_join();
+	threads_cleanup = NULL;
+	close(pipefd[0]);
+	close(pipefd[1]);
+	assert_int_equal(rc, 0);
+	if (victim.done != VICTIM_APPENDS)
+		fail_msg("the victim's appends: %u of %u completed, then %s", victim.done, VICTIM_APPENDS,
+			 hp_strerror(victim.err));
+	hp_journal_close(victim.j);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
  * A failed test leaves what it held (records, connections, handles) behind: LeakSanitizer then
  * only repeats the failure. It still checks a run in which every test passed.
  */
@@ -2334,6 +2516,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_no_io_uring, teardown),
 		cmocka_unit_test_teardown(test_client_killed, teardown),
 		cmocka_unit_test_teardown(test_hostile_ring_flip, teardown),
+		cmocka_unit_test_teardown(test_hostile_doorbell, teardown),
 	};
 
 	/* HP_TEST_FILTER=test_crash* runs some tests only (for debugging) */
