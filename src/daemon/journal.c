@@ -62,6 +62,7 @@
 
 struct segment {
 	int fd;
+	int ro_fd; /* the same file read-only: readers get copies, nothing is reopened by name */
 	uint64_t generation; /* 0: never used */
 	uint64_t first_lsn;
 	uint64_t end_lsn; /* after its last record; for the current segment see j->next_lsn */
@@ -792,6 +793,14 @@ static bool arm_wakeups(struct journal *j, bool want)
 	return quiet;
 }
 
+/* A regular file of the daemon's uid? */
+static bool file_ours(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+}
+
 /* Replace the small file name in the journal's directory with text, durably (tmp, rename). */
 static int small_file_write(struct journal *j, const char *name, const char *text)
 {
@@ -800,7 +809,10 @@ static int small_file_write(struct journal *j, const char *name, const char *tex
 	ssize_t n = (ssize_t)strlen(text);
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	fd = openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* a fresh file, never one a name happened to point to (a leftover of a crash goes first) */
+	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	fd = openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 ||
 	    renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
 		return errno ? -errno : -EIO;
@@ -809,11 +821,13 @@ static int small_file_write(struct journal *j, const char *name, const char *tex
 
 static int small_file_read(struct journal *j, const char *name, char *buf, size_t len)
 {
-	_cleanup_close_ int fd = openat(j->dirfd, name, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int fd = openat(j->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
 		return -errno;
+	if (!file_ours(fd))
+		return -EPERM;
 	n = read(fd, buf, len - 1);
 	if (n < 0)
 		return -errno;
@@ -961,7 +975,9 @@ static int segment_create(struct journal *j, const char *name, int *ret_fd)
 	if (!zeros)
 		return -ENOMEM;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	fd = openat(j->dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	fd = openat(j->dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	for (uint64_t off = 0; off < j->cfg.segment_size; off += 1u << 20) {
@@ -979,40 +995,72 @@ static int segment_create(struct journal *j, const char *name, int *ret_fd)
 	return 0;
 }
 
+/*
+ * Open segment i by name, in the journal's directory only: never through a symlink, and only a
+ * regular file of the daemon's uid (readers get these files: the name must not lead elsewhere).
+ */
+static int segment_open(struct journal *j, const char *name, int flags, const struct stat *same, struct stat *ret_st)
+{
+	int fd = openat(j->dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, ret_st) < 0 || !S_ISREG(ret_st->st_mode) || ret_st->st_uid != geteuid() ||
+	    (same && (same->st_dev != ret_st->st_dev || same->st_ino != ret_st->st_ino))) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 static int segment_open_all(struct journal *j)
 {
 	for (unsigned i = 0; i < j->cfg.segments; i++) {
+		int direct = j->cfg.direct ? O_DIRECT : 0;
 		char name[64];
-		struct stat st;
+		struct stat st, ro;
 		int fd, r;
 
 		segment_path(j, i, name, sizeof(name));
-		fd = openat(j->dirfd, name, O_RDWR | O_CLOEXEC | (j->cfg.direct ? O_DIRECT : 0));
-		if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size != j->cfg.segment_size) {
+		fd = segment_open(j, name, O_RDWR | direct, NULL, &st);
+		if (fd >= 0 && (uint64_t)st.st_size != j->cfg.segment_size) {
 			log_error("Journal '%s': segment '%s' is %jd bytes, the configuration says %" PRIu64
 				  "; refusing to touch it (move the directory away to start afresh)",
 				  j->cfg.name, name, (intmax_t)st.st_size, j->cfg.segment_size);
 			close(fd);
 			return -EINVAL;
 		}
-		if (fd < 0 && errno == ENOENT) {
+		if (fd == -ENOENT) {
 			r = segment_create(j, name, &fd);
 			if (r < 0) {
 				log_error("Journal '%s': cannot create segment '%s': %s", j->cfg.name, name, strerror(-r));
 				return r;
 			}
-			if (j->cfg.direct) {
+			if (fstat(fd, &st) < 0)
+				st = (struct stat){ 0 };
+			if (direct) {
 				close(fd);
-				fd = openat(j->dirfd, name, O_RDWR | O_CLOEXEC | O_DIRECT);
+				fd = segment_open(j, name, O_RDWR | direct, &st, &st);
 			}
 		}
+		if (fd == -EPERM || fd == -ELOOP) {
+			log_error("Journal '%s': segment '%s' is not a regular file of the daemon's uid %u (a "
+				  "symlink, another owner, another type); refusing to use it",
+				  j->cfg.name, name, (unsigned)geteuid());
+			return -EPERM;
+		}
 		if (fd < 0) {
-			r = -errno;
-			log_error("Journal '%s': cannot open segment '%s': %s%s", j->cfg.name, name, strerror(-r),
-				  r == -EINVAL && j->cfg.direct ? " (direct = on: does the file system support O_DIRECT?)" : "");
-			return r;
+			log_error("Journal '%s': cannot open segment '%s': %s%s", j->cfg.name, name, strerror(-fd),
+				  fd == -EINVAL && direct ? " (direct = on: does the file system support O_DIRECT?)" : "");
+			return fd;
 		}
 		j->segs[i].fd = fd;
+		j->segs[i].ro_fd = segment_open(j, name, O_RDONLY, &st, &ro);
+		if (j->segs[i].ro_fd < 0) {
+			log_error("Journal '%s': cannot open segment '%s' again read-only: %s", j->cfg.name, name,
+				  strerror(-j->segs[i].ro_fd));
+			return j->segs[i].ro_fd;
+		}
 	}
 	return 0;
 }
@@ -1208,6 +1256,7 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	const char *fault = getenv("HUGEPOOLD_FAULT_INJECT");
 	char note[160] = "";
 	static const enum jio_kind kinds[] = { JIO_AUTO, JIO_URING, JIO_AIO, JIO_SYNC };
+	struct stat st;
 	int r;
 
 	if (!j)
@@ -1222,16 +1271,30 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 		goto fail;
 	}
 	for (unsigned i = 0; i < cfg->segments; i++)
-		j->segs[i].fd = -1;
+		j->segs[i].fd = j->segs[i].ro_fd = -1;
 	if (mkdir(cfg->directory, 0700) < 0 && errno != EEXIST) {
 		r = -errno;
 		log_error("Journal '%s': cannot create directory '%s': %m", cfg->name, cfg->directory);
 		goto fail;
 	}
 	j->dirfd = open(cfg->directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (j->dirfd < 0) {
+	if (j->dirfd < 0 || fstat(j->dirfd, &st) < 0) {
 		r = -errno;
 		log_error("Journal '%s': cannot open directory '%s': %m", cfg->name, cfg->directory);
+		goto fail;
+	}
+	/* whoever may write the directory may plant names in it: only the daemon's uid */
+	if (st.st_uid != geteuid()) {
+		r = -EPERM;
+		log_error("Journal '%s': directory '%s' belongs to uid %u, not to the daemon (uid %u); refusing it",
+			  cfg->name, cfg->directory, (unsigned)st.st_uid, (unsigned)geteuid());
+		goto fail;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		r = -EPERM;
+		log_error("Journal '%s': directory '%s' has mode %04o, writable by group or others; refusing it "
+			  "(chmod 0700)",
+			  cfg->name, cfg->directory, (unsigned)(st.st_mode & 07777));
 		goto fail;
 	}
 	r = segment_open_all(j);
@@ -1325,9 +1388,12 @@ void journal_close(struct journal *j)
 		free(j->batches[i].hdr_block);
 		free(j->batches[i].refs);
 	}
-	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++)
+	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++) {
 		if (j->segs[i].fd >= 0)
 			close(j->segs[i].fd);
+		if (j->segs[i].ro_fd >= 0)
+			close(j->segs[i].ro_fd);
+	}
 	jio_close(j->io);
 	if (j->doorbell >= 0)
 		close(j->doorbell);
@@ -1373,13 +1439,12 @@ int journal_read_segments(struct journal *j, uint64_t from_lsn, unsigned max, in
 	for (unsigned x = 0; x < n && k < max; x++) {
 		const struct segment *s = &j->segs[order[x]];
 		uint64_t end = order[x] == j->cur ? j->next_lsn : s->end_lsn;
-		char name[64];
 		int fd;
 
 		if (end <= from_lsn)
 			continue; /* everything in it is below from_lsn */
-		segment_path(j, order[x], name, sizeof(name));
-		fd = openat(j->dirfd, name, O_RDONLY | O_CLOEXEC);
+		/* the file opened at start, not whatever its name leads to now */
+		fd = fcntl(s->ro_fd, F_DUPFD_CLOEXEC, 0);
 		if (fd < 0) {
 			r = -errno;
 			break;

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -2478,6 +2479,114 @@ static void test_hostile_doorbell(void **state)
 	stop(&d);
 }
 
+/* Restart must fail with the journal's exit status and a log line saying why. */
+static void restart_refused(struct daemon *d, const char *why)
+{
+	int before = harness_log_count(d, why);
+
+	watchdog_pid(0);
+	assert_int_equal(harness_restart(d), -ECHILD);
+	assert_int_equal(d->exit_status, 5);
+	if (harness_log_count(d, why) <= before) {
+		harness_dump_log(d);
+		fail_msg("the daemon did not say \"%s\"", why);
+	}
+}
+
+static void test_journal_dir_checks(void **state)
+{
+	static const mode_t loose[] = { 0770, 0702, 0777 };
+	struct daemon d;
+	char dir[160];
+
+	(void)state;
+	start(&d, JOURNAL);
+	terminate(&d);
+	snprintf(dir, sizeof(dir), "%s/j", d.dir);
+	for (unsigned i = 0; i < sizeof(loose) / sizeof(loose[0]); i++) {
+		assert_int_equal(chmod(dir, loose[i]), 0);
+		restart_refused(&d, "writable by group or others; refusing it");
+	}
+	assert_int_equal(chmod(dir, 0700), 0);
+	if (harness_two_uids()) {
+		assert_int_equal(chown(dir, HARNESS_OTHER_UID, HARNESS_OTHER_UID), 0);
+		restart_refused(&d, "not to the daemon");
+		assert_int_equal(chown(dir, getuid(), getgid()), 0);
+	}
+	restart(&d);
+	stop(&d);
+}
+
+/* Opens of path since the watch was set (inotify, non-blocking). */
+static unsigned opens_seen(int ifd)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	unsigned n = 0;
+	ssize_t len;
+
+	while ((len = read(ifd, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p < buf + len; p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len)
+			n += (((struct inotify_event *)p)->mask & IN_OPEN) != 0;
+	return n;
+}
+
+static void test_hostile_symlink(void **state)
+{
+	struct recs e = { 0 };
+	struct daemon d;
+	char secret[160], seg[160], moved[160];
+	hp_journal_reader *r = NULL;
+	hp_conn *c;
+	hp_journal *j;
+	uint64_t lsn;
+	int fd, ifd;
+
+	(void)state;
+	start(&d, JOURNAL);
+	watchdog_arm("test_hostile_symlink", 60);
+	c = conn(&d);
+	j = jopen(c);
+	for (unsigned i = 0; i < 8; i++) {
+		lsn = append_wait(j, 700 + i, 300);
+		recs_add(&e, lsn, 700 + i, 300);
+	}
+	/* a file outside the journal's directory, of a segment's size, that must never be opened */
+	snprintf(secret, sizeof(secret), "%s/secret", d.dir);
+	fd = open(secret, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, MIB), 0);
+	close(fd);
+	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	assert_true(ifd >= 0);
+	assert_true(inotify_add_watch(ifd, secret, IN_OPEN) >= 0);
+	/* the first segment's name now leads out of the directory */
+	snprintf(seg, sizeof(seg), "%s/j/j-000.seg", d.dir);
+	snprintf(moved, sizeof(moved), "%s/j/moved", d.dir);
+	assert_int_equal(rename(seg, moved), 0);
+	assert_int_equal(symlink(secret, seg), 0);
+	if (hp_journal_reader_open(c, JNAME, 1, &r) == 0)
+		hp_journal_reader_close(r);
+	assert_int_equal(opens_seen(ifd), 0);
+	/* and readers still get the journal's own records */
+	read_expect(c, 1, &e, 1);
+	assert_int_equal(opens_seen(ifd), 0);
+	hp_journal_close(j);
+	hp_disconnect(c);
+	terminate(&d);
+	/* at start, a symlink for a segment is refused, not followed */
+	restart_refused(&d, "is not a regular file of the daemon's uid");
+	assert_int_equal(opens_seen(ifd), 0);
+	close(ifd);
+	assert_int_equal(unlink(seg), 0);
+	assert_int_equal(rename(moved, seg), 0);
+	restart(&d);
+	c = conn(&d);
+	read_expect(c, 1, &e, 1);
+	hp_disconnect(c);
+	stop(&d);
+	free(e.v);
+}
+
 /*
  * A failed test leaves what it held (records, connections, handles) behind: LeakSanitizer then
  * only repeats the failure. It still checks a run in which every test passed.
@@ -2517,6 +2626,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_client_killed, teardown),
 		cmocka_unit_test_teardown(test_hostile_ring_flip, teardown),
 		cmocka_unit_test_teardown(test_hostile_doorbell, teardown),
+		cmocka_unit_test_teardown(test_journal_dir_checks, teardown),
+		cmocka_unit_test_teardown(test_hostile_symlink, teardown),
 	};
 
 	/* HP_TEST_FILTER=test_crash* runs some tests only (for debugging) */
