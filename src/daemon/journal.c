@@ -2,7 +2,8 @@
 /*
  * journal.c - see journal.h. The flusher thread's loop:
  *
- *   gather   copy complete entries from every ring into the filling batch, giving LSNs;
+ *   gather   copy complete entries from every ring into the filling batch, giving LSNs, in
+ *            passes over the writers with an equal share of the batch each per pass (fair);
  *   flush    submit the batch (header block too if it opens a segment) when the rule says so;
  *   sleep    in poll() on the doorbell and the backend's completion eventfd, with need_wakeup
  *            raised in every ring so that appenders ring the doorbell;
@@ -411,21 +412,23 @@ static void writer_break(struct journal *j, struct journal_writer *w, const char
 enum gather_result { GATHER_EMPTY, GATHER_MORE, GATHER_FULL };
 
 /*
- * Copy the complete entries of one ring into batch b while they fit. The client shares this
- * memory and may change it at any time: tail is read once here, each header once in
- * jring_read_entry, and only those copies are used.
+ * Copy complete entries of one ring into batch b while they fit and this pass's share of the
+ * batch (share bytes; the first entry always may) is not used up. The client shares this memory
+ * and may change it at any time: tail is read once here, each header once in jring_read_entry,
+ * and only those copies are used.
  */
-static enum gather_result gather_ring(struct journal *j, struct journal_writer *w, struct batch *b, uint64_t now)
+static enum gather_result gather_ring(struct journal *j, struct journal_writer *w, struct batch *b, uint64_t now,
+				      uint64_t share)
 {
 	struct jring_view v = { w->data, w->size, w->max_entry };
-	uint64_t tail = jring_load_tail(w->hdr), pos = w->head;
+	uint64_t tail = jring_load_tail(w->hdr), pos = w->head, start_len = b->len;
 	enum gather_result res = GATHER_EMPTY;
 
 	if (tail - pos > w->size || tail < pos) {
 		writer_break(j, w, "tail out of range");
 		return GATHER_EMPTY;
 	}
-	while (pos < tail) {
+	while (pos < tail && b->len - start_len < share) {
 		uint64_t off = pos & (w->size - 1), lsn = j->next_lsn;
 		struct jring_read rd;
 		const char *why;
@@ -709,6 +712,43 @@ static bool spin_for_append(struct journal *j)
 	return false;
 }
 
+/*
+ * Fill batch b fairly: in passes over the writers, each may add up to an equal share of the
+ * batch per pass (at least one entry), until a pass adds nothing or an entry no longer fits. A
+ * writer with large entries thus cannot keep the others out of a batch, whoever comes first.
+ * Returns true when the batch is full.
+ */
+static bool gather_fair(struct journal *j, struct batch *b, uint64_t now)
+{
+	struct journal_writer *w;
+	unsigned n = 0;
+	uint64_t share;
+	bool full = false, more = true;
+
+	TAILQ_FOREACH(w, &j->writers, link)
+		n += !w->broken;
+	if (n == 0)
+		return false;
+	share = MAX(b->cap / n, (size_t)1);
+	while (more && !full) {
+		more = false;
+		TAILQ_FOREACH(w, &j->writers, link) {
+			enum gather_result g;
+
+			if (w->broken)
+				continue;
+			g = gather_ring(j, w, b, now, share);
+			full |= g == GATHER_FULL;
+			more |= g == GATHER_MORE;
+		}
+	}
+	/* the next batch starts with the next writer: no one is always first */
+	w = TAILQ_FIRST(&j->writers);
+	TAILQ_REMOVE(&j->writers, w, link);
+	TAILQ_INSERT_TAIL(&j->writers, w, link);
+	return full;
+}
+
 /* Gather and submit as the rule says. Returns the deadline to wake up at (0 = none). */
 static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 {
@@ -716,17 +756,11 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 
 	for (;;) {
 		struct batch *b = &j->batches[j->fill];
-		struct journal_writer *w;
-		bool full = false;
+		bool full;
 
 		if (j->st.state == JOURNAL_FAILED)
 			return 0;
-		TAILQ_FOREACH(w, &j->writers, link) {
-			if (w->broken)
-				continue;
-			if (gather_ring(j, w, b, now) == GATHER_FULL)
-				full = true;
-		}
+		full = gather_fair(j, b, now);
 		if (full && b->len == 0) {
 			/* nothing fits what is left of this segment: open the next one */
 			if (!segment_advance(j)) {

@@ -2588,6 +2588,101 @@ static void test_hostile_symlink(void **state)
 }
 
 /*
+ * Fair batches. The flooder's records fill a 256 KiB batch exactly, four to a batch, and its
+ * 4 MiB ring keeps sixteen batches of them queued; segments are large, so no segment end leaves
+ * room for anything else. A batch filled writer by writer in list order would take the flooder
+ * first every time and leave the small writer out until the flooder's queue runs dry. Filled
+ * fairly, a small record is in the first batch not yet full when it is appended: after the
+ * durable LSN seen before appending come at most two batches in flight and a full filling one
+ * (4 records each), then in its own batch at most the flooder's first share (half a batch, 2
+ * records), then the small record: at most 15 LSNs on.
+ */
+#define FAIR_JOURNAL "[journal j]\ndirectory = @DIR@/j\nsegment_size = 32M\nsegments = 2\n" \
+		     "max_batch_bytes = 256K\nring_size = 4M\nwhen_full = recycle\n"
+#define FLOOD_LEN (64 * KIB - JFORMAT_REC_HDR)
+#define FAIR_APPENDS 10
+#define FAIR_MAX_AHEAD (3 * 4 + 2 + 1)
+
+static struct {
+	hp_journal *j;
+	atomic_bool stop;
+	int err;
+	pthread_t thread;
+	bool started;
+} flood;
+
+static void *flooder_main(void *arg)
+{
+	static uint8_t buf[FLOOD_LEN];
+
+	(void)arg;
+	memset(buf, 0xf1, sizeof(buf));
+	while (!atomic_load(&flood.stop)) {
+		int r = hp_journal_append(flood.j, buf, sizeof(buf), NULL);
+
+		if (r < 0) {
+			flood.err = r;
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void flood_join(void)
+{
+	if (!flood.started)
+		return;
+	atomic_store(&flood.stop, true);
+	pthread_join(flood.thread, NULL);
+	flood.started = false;
+}
+
+static void test_fair_batches(void **state)
+{
+	struct daemon d;
+	hp_conn *fc, *sc;
+	hp_journal *small;
+	uint64_t worst = 0;
+
+	(void)state;
+	start(&d, FAIR_JOURNAL);
+	watchdog_arm("test_fair_batches", 120);
+	/* the flooder opens first: the daemon's list of writers has it in front */
+	fc = conn(&d);
+	sc = conn(&d);
+	flood.j = jopen(fc);
+	small = jopen(sc);
+	append_wait(small, 1, 100);
+	atomic_store(&flood.stop, false);
+	flood.err = 0;
+	assert_int_equal(pthread_create(&flood.thread, NULL, flooder_main, NULL), 0);
+	flood.started = true;
+	threads_cleanup = flood_join;
+	for (unsigned i = 0; i < FAIR_APPENDS; i++) {
+		uint64_t before = hp_journal_durable_lsn(small), lsn = 0;
+		uint8_t rec[100];
+		int r;
+
+		memset(rec, i, sizeof(rec));
+		r = hp_journal_append_wait(small, rec, sizeof(rec), &lsn);
+		if (r < 0)
+			fail_msg("small append %u: %s", i, hp_strerror(r));
+		worst = MAX(worst, lsn - before);
+	}
+	flood_join();
+	threads_cleanup = NULL;
+	assert_int_equal(flood.err, 0);
+	if (worst > FAIR_MAX_AHEAD)
+		fail_msg("a small record waited behind %" PRIu64 " records (at most %u with fair batches)", worst - 1,
+			 FAIR_MAX_AHEAD - 1);
+	hp_journal_close(small);
+	hp_journal_close(flood.j);
+	hp_disconnect(sc);
+	hp_disconnect(fc);
+	stop(&d);
+}
+
+/*
  * A failed test leaves what it held (records, connections, handles) behind: LeakSanitizer then
  * only repeats the failure. It still checks a run in which every test passed.
  */
@@ -2628,6 +2723,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_hostile_doorbell, teardown),
 		cmocka_unit_test_teardown(test_journal_dir_checks, teardown),
 		cmocka_unit_test_teardown(test_hostile_symlink, teardown),
+		cmocka_unit_test_teardown(test_fair_batches, teardown),
 	};
 
 	/* HP_TEST_FILTER=test_crash* runs some tests only (for debugging) */
