@@ -5,8 +5,9 @@
  *   gather   copy complete entries from every ring into the filling batch, giving LSNs, in
  *            passes over the writers with an equal share of the batch each per pass (fair);
  *   flush    submit the batch (header block too if it opens a segment) when the rule says so;
- *   sleep    in poll() on the doorbell and the backend's completion eventfd, with need_wakeup
- *            raised in every ring so that appenders ring the doorbell;
+ *   sleep    in ppoll() on the daemon's own doorbell, the epoll set of the writers' doorbells
+ *            (edge-triggered, never read) and the backend's completion eventfd, with need_wakeup
+ *            raised in every ring so that appenders ring their doorbells;
  *   publish  completed batches in submission order only: durable_lsn and each ring's durable
  *            position move to the end of the longest prefix of completed batches.
  *

@@ -145,7 +145,7 @@ static void ring_doorbell(hp_journal *j)
 }
 
 /*
- * Wait until done(j, arg) holds, sleeping on the journal's wake word. deadline_ns: CLOCK_MONOTONIC,
+ * Wait until done(j, arg) holds, sleeping on the writer's wake word. deadline_ns: CLOCK_MONOTONIC,
  * UINT64_MAX for none.
  */
 static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint64_t arg, uint64_t deadline_ns)
