@@ -5,9 +5,9 @@
  *
  * The daemon's half reads the ring, which a hostile client may rewrite at any moment, only
  * through jring_fetch and reads each client-written byte once: a header is copied, the copy is
- * checked and then used, the shared one never looked at again. A fuzz build defines
- * JRING_FETCH_HOOK to get called after every fetch with what was read, so it can change the ring
- * between reads as such a client would (tests/fuzz/fuzz_ring.c).
+ * checked and then used, the shared one never looked at again. The fuzz target defines
+ * jring_fetch_hook to be called after every fetch, so it can change the ring between reads as
+ * such a client would (tests/fuzz/fuzz_ring.c).
  *
  * No locks, no allocation; callers serialise access to their ring (the library's handle, the
  * daemon's flusher).
@@ -17,10 +17,6 @@
 
 #include "jformat.h"
 #include "jring.h"
-
-#ifdef JRING_FETCH_HOOK
-void jring_fetch_hook(const void *src, size_t n);
-#endif
 
 /* --- the client's half ------------------------------------------------------------------ */
 
@@ -68,18 +64,16 @@ bool jring_publish(struct jring_hdr *h, uint64_t tail)
 void jring_fetch(void *dst, const void *src, size_t n)
 {
 	memcpy(dst, src, n);
-#ifdef JRING_FETCH_HOOK
-	jring_fetch_hook(src, n);
-#endif
+	if (jring_fetch_hook)
+		jring_fetch_hook(src, n);
 }
 
 uint64_t jring_load_tail(const struct jring_hdr *h)
 {
 	uint64_t tail = __atomic_load_n(&h->tail, __ATOMIC_SEQ_CST);
 
-#ifdef JRING_FETCH_HOOK
-	jring_fetch_hook(&h->tail, sizeof(h->tail));
-#endif
+	if (jring_fetch_hook)
+		jring_fetch_hook(&h->tail, sizeof(h->tail));
 	return tail;
 }
 

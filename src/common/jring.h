@@ -127,6 +127,11 @@ bool jring_publish(struct jring_hdr *h, uint64_t tail);
 
 /* The one way the daemon reads memory a client can write: a copy, used from then on. */
 void jring_fetch(void *dst, const void *src, size_t n);
+/*
+ * Called after every fetch when something defines it: only the fuzz target does (it rewrites
+ * the ring between the daemon's reads, as a hostile client would); NULL in every other build.
+ */
+void jring_fetch_hook(const void *src, size_t n) __attribute__((weak));
 /* The client's tail, read once (acquire: the entries before it are visible). */
 uint64_t jring_load_tail(const struct jring_hdr *h);
 /*
