@@ -57,20 +57,27 @@ static uint32_t rec_crc(const struct jformat_rec *r, const void *payload)
 	return crc32c(c, payload, r->len);
 }
 
-void jformat_rec_write(void *dst, uint64_t lsn, uint64_t generation, enum jformat_type type,
-		       const void *payload, uint32_t len)
+void jformat_rec_seal(void *dst, uint64_t lsn, uint64_t generation, enum jformat_type type, uint32_t len)
 {
 	struct jformat_rec r = { .len = len, .lsn = lsn, .gen = (uint32_t)generation, .type = (uint16_t)type };
 	uint8_t *p = dst;
 	uint64_t size = jformat_rec_size(len);
 
+	memset(p + JFORMAT_REC_HDR + len, 0, size - JFORMAT_REC_HDR - len);
+	r.crc = rec_crc(&r, p + JFORMAT_REC_HDR);
+	memcpy(p, &r, sizeof(r));
+}
+
+void jformat_rec_write(void *dst, uint64_t lsn, uint64_t generation, enum jformat_type type,
+		       const void *payload, uint32_t len)
+{
+	uint8_t *p = dst;
+
 	if (payload)
 		memcpy(p + JFORMAT_REC_HDR, payload, len);
 	else
 		memset(p + JFORMAT_REC_HDR, 0, len);
-	memset(p + JFORMAT_REC_HDR + len, 0, size - JFORMAT_REC_HDR - len);
-	r.crc = rec_crc(&r, p + JFORMAT_REC_HDR);
-	memcpy(p, &r, sizeof(r));
+	jformat_rec_seal(dst, lsn, generation, type, len);
 }
 
 int jformat_rec_check(const void *src, uint64_t avail, uint64_t expected_lsn, uint64_t generation,

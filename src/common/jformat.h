@@ -74,6 +74,11 @@ int jformat_seg_hdr_check(const struct jformat_seg_hdr *h, const char *journal, 
  */
 void jformat_rec_write(void *dst, uint64_t lsn, uint64_t generation, enum jformat_type type,
 		       const void *payload, uint32_t len);
+/*
+ * The same for a payload already in place at dst + JFORMAT_REC_HDR: pad, CRC (of those bytes,
+ * so of exactly what will be written) and header.
+ */
+void jformat_rec_seal(void *dst, uint64_t lsn, uint64_t generation, enum jformat_type type, uint32_t len);
 
 /*
  * Check the record at src with avail bytes left in the segment. It must carry the segment's

@@ -1,45 +1,60 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * jring.h - the append ring a journal writer shares with hugepoold: layout and protocol.
+ * jring.h - the append ring a journal writer shares with hugepoold: layout and protocol, both
+ * halves (jring.c holds the code of each).
  *
  * One ring per writer (an hp_journal handle): a memfd the daemon creates and both map. Page 0
  * is the header, then `size` data bytes (a power of two) used as a circular buffer. Positions
- * are byte counts that only grow; position p lives at data[p & (size - 1)].
+ * are byte counts that only grow; position p lives at data[p & (size - 1)]. Each writer also
+ * gets a doorbell eventfd and a wake page of its own: nothing of one writer is shared with
+ * another, so a writer that scribbles on its ring, wake page or doorbell delays only itself.
  *
- *   client writes: the entries, then `tail` (store-release) once an entry is complete;
+ *   client writes: the entries (jring_put_entry), then `tail` (jring_publish, seq_cst) once an
+ *                  entry is complete;
  *   daemon writes: `head` (entries copied into a batch), then for each entry its first LSN
  *                  into the entry's lsn field, then `durable` (store-release) once the sync
- *                  covering them completed, `durable_lsn`, then bumps the journal's wake word;
- *                  `need_wakeup` while its flusher sleeps; `error` once the journal failed;
- *   client waiters: sleep on the journal's wake word (struct jring_wake, a page shared by all
- *                  writers of the journal) and count themselves in its `waiters`, so that one
- *                  FUTEX_WAKE per batch wakes every waiting writer and none when nobody waits.
- *                  A writer can scribble on that page, but all it can cause is spurious
- *                  wake-ups: each waiter checks its own ring's `durable` before it returns.
+ *                  covering them completed, `durable_lsn`, then bumps the writer's wake word;
+ *                  `need_wakeup` while its flusher sleeps; `error` once the journal failed or
+ *                  this ring broke the protocol;
+ *   client waiters: sleep on the writer's wake word (struct jring_wake, its own page) and count
+ *                  themselves in its `waiters`, so that the daemon makes a FUTEX_WAKE only for
+ *                  a writer someone waits on. A client that corrupts the page only misses its
+ *                  own wake-ups (its waiters look again every 100 ms regardless).
  *
  * An entry is a group of records that get consecutive LSNs:
  *   struct jring_entry { total, count, lsn } then count x (struct jring_rec + payload, 8-aligned),
  *   zero padding up to a multiple of 16
  * An entry takes at most size / 2 bytes of the ring and its records at most max_entry bytes on
- * disk (one batch). An entry never wraps: when it would not fit before the end of the data area, the client
- * writes a skip entry (count 0) covering the rest and starts again at offset 0. The client may
- * reuse space only behind `durable`, so it can still read an entry's LSN after waiting for it.
+ * disk (one batch). An entry never wraps: when it would not fit before the end of the data area,
+ * the client writes a skip entry (count 0) covering the rest and starts again at offset 0. The
+ * client may reuse space only behind `durable`, so it can still read an entry's LSN after
+ * waiting for it.
  *
- * Wake-ups (no socket round trip): the client stores `tail` then loads `need_wakeup`, and if
- * set writes the journal's doorbell eventfd. The daemon stores `need_wakeup = 1` then loads
- * every `tail` before it sleeps. All four accesses are sequentially consistent, so one of the
- * two always sees the other.
+ * Wake-up handshake (no socket round trip), a Dekker pair:
+ *   client (jring_publish):  store tail (seq_cst); load need_wakeup (seq_cst); if set, write 1
+ *                            to its doorbell eventfd (EAGAIN is fine: a wake-up is pending);
+ *   daemon (jring_arm):      store need_wakeup = 1 (seq_cst); load tail (seq_cst); if tail moved,
+ *                            do not sleep: gather again.
+ * One of the two always sees the other's store, so no append is left asleep. The daemon waits
+ * for the writers' eventfds edge-triggered in an epoll set and never reads or writes them: a
+ * client may drain its eventfd or clear O_NONBLOCK on it (it shares that open file description)
+ * and only loses its own wake-ups, never blocks the daemon. A waiting client rings again every
+ * time its 100 ms wait slice ends without progress, so a lost wake-up costs a delay, not a hang.
  *
- * The daemon trusts nothing here: it reads `tail` once, reads each entry and record header
- * exactly once into a copy, checks every length against the ring before it reads past it, and
- * copies payloads into its own buffer before computing their CRC. A client that corrupts its
- * ring only loses its own records (the daemon closes that writer); a client that dies half-way
- * through an entry never published it.
+ * The daemon trusts nothing here. It reads shared memory only through jring_fetch, and each
+ * client-written field exactly once: `tail` once per gather (jring_load_tail), each entry and
+ * record header once into its own copy, which it validates and then uses; payloads are copied
+ * into its batch before their CRC is computed there. A client that corrupts its ring only loses
+ * its own records (the daemon cuts that writer off); a client that dies half-way through an
+ * entry never published it.
  */
 #ifndef HP_JRING_H
 #define HP_JRING_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define JRING_MAGIC 0x474e524au /* "JRNG" */
 #define JRING_HDR_SIZE 4096u
@@ -69,10 +84,11 @@ _Static_assert(sizeof(struct jring_hdr) <= JRING_HDR_SIZE, "ring header fits its
 _Static_assert(__builtin_offsetof(struct jring_hdr, tail) % 64 == 0, "tail on its own cache line");
 _Static_assert(__builtin_offsetof(struct jring_hdr, head) % 64 == 0, "daemon fields on their own line");
 
-/* The journal's wake page, shared by its writers: one futex word for all of them. */
+/* A writer's wake page (its own: no other writer maps it), JRING_WAKE_SIZE bytes. */
+#define JRING_WAKE_SIZE 4096u
 struct jring_wake {
-	uint32_t futex; /* bumped by the daemon at every publish */
-	uint32_t waiters; /* writer threads in FUTEX_WAIT on it */
+	uint32_t futex; /* bumped by the daemon at every publish into this writer's ring */
+	uint32_t waiters; /* the writer's threads in FUTEX_WAIT on it */
 };
 
 struct jring_entry {
@@ -97,5 +113,55 @@ static inline uint64_t jring_entry_align(uint64_t n)
 {
 	return (n + 15) & ~(uint64_t)15;
 }
+
+/* --- the client's half ----------------------------------------------------------------- */
+
+/* Bytes an entry of these records takes in the ring, and on disk (*ret_disk). */
+uint64_t jring_entry_size(const struct iovec *recs, unsigned n, uint64_t *ret_disk);
+/* Lay out an entry of total bytes (jring_entry_size) at data[off]: header, records, padding. */
+void jring_put_entry(uint8_t *data, uint64_t off, uint64_t total, const struct iovec *recs, unsigned n);
+/* Make everything before tail visible; true when the daemon sleeps and the doorbell must ring. */
+bool jring_publish(struct jring_hdr *h, uint64_t tail);
+
+/* --- the daemon's half ------------------------------------------------------------------ */
+
+/* The one way the daemon reads memory a client can write: a copy, used from then on. */
+void jring_fetch(void *dst, const void *src, size_t n);
+/*
+ * Called after every fetch when something defines it: only the fuzz target does (it rewrites
+ * the ring between the daemon's reads, as a hostile client would); NULL in every other build.
+ */
+void jring_fetch_hook(const void *src, size_t n) __attribute__((weak));
+/* The client's tail, read once (acquire: the entries before it are visible). */
+uint64_t jring_load_tail(const struct jring_hdr *h);
+/*
+ * Before the flusher sleeps (want) or while it cannot act on appends (!want): set need_wakeup.
+ * With want, true when the ring has nothing past head, so sleeping is safe.
+ */
+bool jring_arm(struct jring_hdr *h, bool want, uint64_t head);
+
+/* The daemon's own description of a ring: never read back from the shared header. */
+struct jring_view {
+	const uint8_t *data;
+	uint64_t size; /* a power of two */
+	uint64_t max_entry; /* disk bytes of one entry */
+};
+
+struct jring_read {
+	uint64_t end; /* ring position after the entry */
+	uint32_t count; /* records copied (0: a skip entry) */
+	uint64_t disk; /* bytes written to dst */
+};
+
+/*
+ * Read the entry at ring position pos (below tail, which the caller read once) and write its
+ * records at dst as on-disk records (jformat.h) with LSNs from lsn on, using at most room
+ * bytes. Each header is fetched once, checked, and only the copy is used. Returns 0 (*ret
+ * says what was read), -ENOSPC when the entry needs more than room (nothing consumed; it fits
+ * an empty batch), or -EPROTO with *ret_why when the ring breaks the protocol. dst may hold
+ * garbage past what *ret says on any error.
+ */
+int jring_read_entry(const struct jring_view *v, uint64_t pos, uint64_t tail, uint8_t *dst, uint64_t room,
+		     uint64_t lsn, uint64_t generation, struct jring_read *ret, const char **ret_why);
 
 #endif

@@ -57,8 +57,8 @@ enum proto_type {
 	PROTO_RESULT = 65, /* struct proto_result + text */
 	PROTO_GRANT = 66, /* struct proto_grant + entries, one fd per entry */
 	PROTO_STATUS_REPLY = 67, /* struct proto_status + classes + clients + leases + journals */
-	PROTO_JOURNAL_OPENED = 68, /* struct proto_journal_opened; fds: ring memfd, doorbell eventfd,
-				    * wake page memfd */
+	PROTO_JOURNAL_OPENED = 68, /* struct proto_journal_opened; fds: ring memfd, the writer's own
+				    * doorbell eventfd and wake page memfd */
 	PROTO_JOURNAL_SEGMENTS = 69, /* struct proto_journal_segments + entries; one fd each */
 	PROTO_SPILL_ATTACHED = 70, /* struct proto_spill_attached; fd: the connection's spill page */
 	PROTO_SPILL_CREATED = 71, /* struct proto_spill_created; fd: the spill file, read-write */

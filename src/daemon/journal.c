@@ -2,10 +2,12 @@
 /*
  * journal.c - see journal.h. The flusher thread's loop:
  *
- *   gather   copy complete entries from every ring into the filling batch, giving LSNs;
+ *   gather   copy complete entries from every ring into the filling batch, giving LSNs, in
+ *            passes over the writers with an equal share of the batch each per pass (fair);
  *   flush    submit the batch (header block too if it opens a segment) when the rule says so;
- *   sleep    in poll() on the doorbell and the backend's completion eventfd, with need_wakeup
- *            raised in every ring so that appenders ring the doorbell;
+ *   sleep    in ppoll() on the daemon's own doorbell, the epoll set of the writers' doorbells
+ *            (edge-triggered, never read) and the backend's completion eventfd, with need_wakeup
+ *            raised in every ring so that appenders ring their doorbells;
  *   publish  completed batches in submission order only: durable_lsn and each ring's durable
  *            position move to the end of the longest prefix of completed batches.
  *
@@ -37,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/queue.h>
@@ -61,6 +64,7 @@
 
 struct segment {
 	int fd;
+	int ro_fd; /* the same file read-only: readers get copies, nothing is reopened by name */
 	uint64_t generation; /* 0: never used */
 	uint64_t first_lsn;
 	uint64_t end_lsn; /* after its last record; for the current segment see j->next_lsn */
@@ -73,6 +77,8 @@ struct journal_writer {
 	uint64_t size, map_len;
 	uint64_t head; /* consumed, the daemon's own copy (the shared one is only informative) */
 	uint64_t max_entry; /* disk bytes of one entry: our copy, the client can write the header */
+	int doorbell; /* its eventfd, in the flusher's epoll set; shared with its client */
+	struct jring_wake *wake; /* its wake page, shared with its client only */
 	uid_t uid;
 	pid_t pid;
 	bool closed; /* under lock: its client is gone; freed once no batch refers to it */
@@ -113,9 +119,8 @@ struct journal {
 	bool cur_fresh; /* the next batch opens segment cur: write its header */
 	uint64_t next_lsn, durable_lsn, max_gen;
 	struct jio *io;
-	int doorbell;
-	int wake_fd; /* memfd of the wake page, sent to every writer */
-	struct jring_wake *wake;
+	int doorbell; /* the daemon's own: closes, truncates, stop; never handed out */
+	int epfd; /* the writers' doorbells, edge-triggered: never read or written by the daemon */
 	pthread_t thread;
 	bool thread_started;
 	pthread_mutex_t lock;
@@ -160,24 +165,62 @@ static void futex_wake(uint32_t *addr)
 	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Bump the wake word; one FUTEX_WAKE wakes every writer sleeping on it (if any does). */
+/*
+ * Bump a writer's wake word; one FUTEX_WAKE wakes its sleeping threads, none is made when its
+ * client says nobody sleeps (if it lies, it only misses its own wake-ups).
+ */
+static void wake_writer(struct journal_writer *w)
+{
+	__atomic_fetch_add(&w->wake->futex, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->wake->waiters, __ATOMIC_SEQ_CST))
+		futex_wake(&w->wake->futex);
+}
+
 static void wake_all(struct journal *j)
 {
-	__atomic_fetch_add(&j->wake->futex, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&j->wake->waiters, __ATOMIC_SEQ_CST))
-		futex_wake(&j->wake->futex);
+	struct journal_writer *w;
+
+	TAILQ_FOREACH(w, &j->writers, link)
+		wake_writer(w);
 }
 
 static void writer_free(struct journal_writer *w)
 {
-	munmap(w->hdr, w->map_len);
+	if (w->doorbell >= 0) {
+		/* the client still holds the eventfd: its registration would outlive our fd */
+		epoll_ctl(w->j->epfd, EPOLL_CTL_DEL, w->doorbell, NULL);
+		close(w->doorbell);
+	}
+	if (w->wake)
+		munmap(w->wake, JRING_WAKE_SIZE);
+	if (w->hdr)
+		munmap(w->hdr, w->map_len);
 	free(w);
+}
+
+/* A sealed memfd of len bytes mapped shared: the ring or the wake page. */
+static int shared_memfd(const char *name, uint64_t len, void **ret_map)
+{
+	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	void *map;
+
+	if (fd < 0)
+		return -errno;
+	/* the client may write it, never grow or shrink it under our mapping */
+	if (ftruncate(fd, (off_t)len) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	*ret_map = map;
+	return TAKE_FD(fd);
 }
 
 int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_size,
 		       struct journal_writer **ret, int *ret_ring_fd, int *ret_doorbell_fd, int *ret_wake_fd)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int ring_fd = -1, wake_fd = -1, doorbell_fd = -1;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	struct journal_writer *w;
 	char name[64];
 	void *map;
@@ -196,26 +239,46 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 	if (r < 0)
 		return r;
 
-	snprintf(name, sizeof(name), "hugepool-journal:%s", j->cfg.name);
-	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)(JRING_HDR_SIZE + ring_size)) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		return -errno;
-	map = mmap(NULL, JRING_HDR_SIZE + ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
 	w = calloc(1, sizeof(*w));
-	if (!w) {
-		munmap(map, JRING_HDR_SIZE + ring_size);
+	if (!w)
 		return -ENOMEM;
-	}
 	w->j = j;
+	w->doorbell = -1;
+	snprintf(name, sizeof(name), "hugepool-journal:%s", j->cfg.name);
+	ring_fd = shared_memfd(name, JRING_HDR_SIZE + ring_size, &map);
+	if (ring_fd < 0) {
+		r = ring_fd;
+		goto out_free;
+	}
 	w->hdr = map;
-	w->data = (uint8_t *)map + JRING_HDR_SIZE;
-	w->size = ring_size;
 	w->map_len = JRING_HDR_SIZE + ring_size;
+	snprintf(name, sizeof(name), "hugepool-journal-wake:%s", j->cfg.name);
+	wake_fd = shared_memfd(name, JRING_WAKE_SIZE, &map);
+	if (wake_fd < 0) {
+		r = wake_fd;
+		goto out_free;
+	}
+	w->wake = map;
+	/*
+	 * The doorbell: only this writer's client can ring it, drain it or change its flags, and
+	 * the daemon never reads or writes it (edge-triggered epoll sees every write), so whatever
+	 * the client does to it delays nobody else and cannot block the flusher.
+	 */
+	w->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->doorbell < 0 || epoll_ctl(j->epfd, EPOLL_CTL_ADD, w->doorbell, &ev) < 0) {
+		r = -errno;
+		if (w->doorbell >= 0)
+			close(w->doorbell);
+		w->doorbell = -1;
+		goto out_free;
+	}
+	doorbell_fd = fcntl(w->doorbell, F_DUPFD_CLOEXEC, 0);
+	if (doorbell_fd < 0) {
+		r = -errno;
+		goto out_free;
+	}
+	w->data = (uint8_t *)w->hdr + JRING_HDR_SIZE;
+	w->size = ring_size;
 	w->uid = uid;
 	w->pid = pid;
 	w->hdr->magic = JRING_MAGIC;
@@ -239,10 +302,13 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 	j->st.writers = j->nwriters;
 	pthread_mutex_unlock(&j->lock);
 	*ret = w;
-	*ret_ring_fd = TAKE_FD(fd);
-	*ret_doorbell_fd = j->doorbell;
-	*ret_wake_fd = j->wake_fd;
+	*ret_ring_fd = TAKE_FD(ring_fd);
+	*ret_doorbell_fd = TAKE_FD(doorbell_fd);
+	*ret_wake_fd = TAKE_FD(wake_fd);
 	return 0;
+out_free:
+	writer_free(w);
+	return r;
 }
 
 void journal_writer_close(struct journal_writer *w)
@@ -341,120 +407,66 @@ static void writer_break(struct journal *j, struct journal_writer *w, const char
 		    j->cfg.name, (int)w->pid, (unsigned)w->uid, why);
 	w->broken = true;
 	__atomic_store_n(&w->hdr->error, -EPROTO, __ATOMIC_RELEASE);
-	wake_all(j);
+	wake_writer(w);
 }
 
 enum gather_result { GATHER_EMPTY, GATHER_MORE, GATHER_FULL };
 
 /*
- * Copy the complete entries of one ring into batch b while they fit. Every length is read once
- * and checked before use: the client shares this memory and may change it at any time.
+ * Copy complete entries of one ring into batch b while they fit and this pass's share of the
+ * batch (share bytes; the first entry always may) is not used up. The client shares this memory
+ * and may change it at any time: tail is read once here, each header once in jring_read_entry,
+ * and only those copies are used.
  */
-static enum gather_result gather_ring(struct journal *j, struct journal_writer *w, struct batch *b, uint64_t now)
+static enum gather_result gather_ring(struct journal *j, struct journal_writer *w, struct batch *b, uint64_t now,
+				      uint64_t share)
 {
-	uint64_t tail = __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE), pos = w->head;
+	struct jring_view v = { w->data, w->size, w->max_entry };
+	uint64_t tail = jring_load_tail(w->hdr), pos = w->head, start_len = b->len;
 	enum gather_result res = GATHER_EMPTY;
 
 	if (tail - pos > w->size || tail < pos) {
 		writer_break(j, w, "tail out of range");
 		return GATHER_EMPTY;
 	}
-	while (pos < tail) {
-		uint64_t off = pos & (w->size - 1), eoff, lsn = j->next_lsn, start_len = b->len;
-		struct jring_entry e;
-		uint64_t need = 0;
-		const char *why = NULL;
-		bool full = false;
-		uint64_t room;
+	while (pos < tail && b->len - start_len < share) {
+		uint64_t off = pos & (w->size - 1), lsn = j->next_lsn;
+		struct jring_read rd;
+		const char *why;
+		int r;
 
-		if (off + sizeof(e) > w->size) {
-			writer_break(j, w, "entry header across the end of the ring");
-			return res;
-		}
-		memcpy(&e, w->data + off, sizeof(e));
-		if (e.total < sizeof(e) || e.total % 16 || off + e.total > w->size || pos + e.total > tail ||
-		    (e.count && e.total > w->size / 2)) {
-			writer_break(j, w, "entry length out of range");
-			return res;
-		}
-		if (e.count == 0) {
-			/* a skip entry: it must take exactly the rest of the ring */
-			if (off + e.total != w->size) {
-				writer_break(j, w, "skip entry not at the end of the ring");
-				return res;
-			}
-			pos += e.total;
-			continue;
-		}
-		/*
-		 * One pass: each record header is read from the ring exactly once into a local copy,
-		 * checked, and used; each payload is copied once into the batch, and its CRC is
-		 * computed on that copy. The client can change its ring at any time: nothing read
-		 * from it is read again. An entry that turns out not to fit is taken back out.
-		 */
-		room = batch_room(j, b);
-		/* on disk a record takes at least what it took in the ring, less 16 bytes per entry */
-		if (e.total - 16 > room)
+		r = jring_read_entry(&v, pos, tail, b->buf + b->len, batch_room(j, b), lsn,
+				     j->segs[j->cur].generation, &rd, &why);
+		if (r == -ENOSPC)
 			return GATHER_FULL;
-		eoff = off + sizeof(e);
-		for (uint32_t i = 0; i < e.count; i++) {
-			struct jring_rec rec;
-			uint64_t size;
-
-			if (eoff + sizeof(rec) > off + e.total) {
-				why = "record header outside its entry";
-				break;
-			}
-			memcpy(&rec, w->data + eoff, sizeof(rec));
-			if (rec.len > JFORMAT_RECORD_MAX || rec.len > off + e.total - eoff - sizeof(rec)) {
-				why = "record length out of range";
-				break;
-			}
-			size = jformat_rec_size(rec.len);
-			need += size;
-			if (need > w->max_entry) {
-				why = "entry larger than a batch";
-				break;
-			}
-			if (need > room) {
-				full = true;
-				break;
-			}
-			jformat_rec_write(b->buf + b->len, j->next_lsn++, j->segs[j->cur].generation, JREC_DATA,
-					  w->data + eoff + sizeof(rec), rec.len);
-			b->len += size;
-			eoff += jring_align(sizeof(rec) + rec.len);
-		}
-		if (!why && !full && jring_entry_align(eoff - off) != e.total)
-			why = "records do not fill their entry";
-		if (why || full) {
-			b->len = start_len;
-			j->next_lsn = lsn;
-			if (full)
-				return GATHER_FULL;
+		if (r < 0) {
 			writer_break(j, w, why);
 			return res;
 		}
+		if (rd.count == 0) {
+			pos = rd.end;
+			continue;
+		}
+		if (batch_add_ref(b, w, rd.end) < 0)
+			return GATHER_FULL; /* cannot track it: keep it out of the batch and retry later */
 		/* the client reads its entry's first LSN here once the entry is durable */
 		__atomic_store_n((uint64_t *)(w->data + off + offsetof(struct jring_entry, lsn)), lsn,
 				 __ATOMIC_RELAXED);
-		pos += e.total;
+		pos = rd.end;
+		b->len += rd.disk;
+		j->next_lsn += rd.count;
 		if (!b->t_first)
 			b->t_first = now;
 		b->end_lsn = j->next_lsn;
-		j->st.appends += e.count;
-		j->st.bytes += need;
-		if (batch_add_ref(b, w, pos) < 0) {
-			/* cannot track it: keep it out of the batch and retry later */
-			b->len = start_len;
-			j->next_lsn = lsn;
-			return GATHER_FULL;
-		}
+		j->st.appends += rd.count;
+		j->st.bytes += rd.disk;
 		w->head = pos;
 		w->active_ns = now;
 		w->in_batch = true;
 		res = GATHER_MORE;
 	}
+	/* a skip entry read last moves head too */
+	w->head = pos;
 	__atomic_store_n(&w->hdr->head, w->head, __ATOMIC_RELEASE);
 	return res;
 }
@@ -691,7 +703,7 @@ static bool spin_for_append(struct journal *j)
 		struct journal_writer *w;
 
 		TAILQ_FOREACH(w, &j->writers, link)
-			if (!w->broken && __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE) != w->head)
+			if (!w->broken && jring_load_tail(w->hdr) != w->head)
 				return true;
 		/* yield, not pause: the writer may be queued on our CPU; and let the event loop in */
 		pthread_mutex_unlock(&j->lock);
@@ -701,6 +713,43 @@ static bool spin_for_append(struct journal *j)
 	return false;
 }
 
+/*
+ * Fill batch b fairly: in passes over the writers, each may add up to an equal share of the
+ * batch per pass (at least one entry), until a pass adds nothing or an entry no longer fits. A
+ * writer with large entries thus cannot keep the others out of a batch, whoever comes first.
+ * Returns true when the batch is full.
+ */
+static bool gather_fair(struct journal *j, struct batch *b, uint64_t now)
+{
+	struct journal_writer *w;
+	unsigned n = 0;
+	uint64_t share;
+	bool full = false, more = true;
+
+	TAILQ_FOREACH(w, &j->writers, link)
+		n += !w->broken;
+	if (n == 0)
+		return false;
+	share = MAX(b->cap / n, (size_t)1);
+	while (more && !full) {
+		more = false;
+		TAILQ_FOREACH(w, &j->writers, link) {
+			enum gather_result g;
+
+			if (w->broken)
+				continue;
+			g = gather_ring(j, w, b, now, share);
+			full |= g == GATHER_FULL;
+			more |= g == GATHER_MORE;
+		}
+	}
+	/* the next batch starts with the next writer: no one is always first */
+	w = TAILQ_FIRST(&j->writers);
+	TAILQ_REMOVE(&j->writers, w, link);
+	TAILQ_INSERT_TAIL(&j->writers, w, link);
+	return full;
+}
+
 /* Gather and submit as the rule says. Returns the deadline to wake up at (0 = none). */
 static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 {
@@ -708,17 +757,11 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 
 	for (;;) {
 		struct batch *b = &j->batches[j->fill];
-		struct journal_writer *w;
-		bool full = false;
+		bool full;
 
 		if (j->st.state == JOURNAL_FAILED)
 			return 0;
-		TAILQ_FOREACH(w, &j->writers, link) {
-			if (w->broken)
-				continue;
-			if (gather_ring(j, w, b, now) == GATHER_FULL)
-				full = true;
-		}
+		full = gather_fair(j, b, now);
 		if (full && b->len == 0) {
 			/* nothing fits what is left of this segment: open the next one */
 			if (!segment_advance(j)) {
@@ -763,7 +806,7 @@ static void reap_writers(struct journal *j)
 
 	for (w = TAILQ_FIRST(&j->writers); w; w = next) {
 		next = TAILQ_NEXT(w, link);
-		if (!w->closed || w->refs || (!w->broken && w->head != __atomic_load_n(&w->hdr->tail, __ATOMIC_ACQUIRE)))
+		if (!w->closed || w->refs || (!w->broken && w->head != jring_load_tail(w->hdr)))
 			continue;
 		TAILQ_REMOVE(&j->writers, w, link);
 		j->nwriters--;
@@ -778,18 +821,19 @@ static bool arm_wakeups(struct journal *j, bool want)
 	struct journal_writer *w;
 	bool quiet = true;
 
-	/*
-	 * Dekker with the appender: we store need_wakeup then load tail, it stores tail then loads
-	 * need_wakeup, all sequentially consistent, so at least one of us sees the other's store.
-	 */
+	/* the daemon's half of the handshake in jring.h (a broken ring is never looked at again) */
 	TAILQ_FOREACH(w, &j->writers, link)
-		__atomic_store_n(&w->hdr->need_wakeup, want, __ATOMIC_SEQ_CST);
-	if (!want)
-		return true;
-	TAILQ_FOREACH(w, &j->writers, link)
-		if (!w->broken && __atomic_load_n(&w->hdr->tail, __ATOMIC_SEQ_CST) != w->head)
+		if (!jring_arm(w->hdr, want && !w->broken, w->head))
 			quiet = false;
 	return quiet;
+}
+
+/* A regular file of the daemon's uid? */
+static bool file_ours(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
 }
 
 /* Replace the small file name in the journal's directory with text, durably (tmp, rename). */
@@ -800,7 +844,10 @@ static int small_file_write(struct journal *j, const char *name, const char *tex
 	ssize_t n = (ssize_t)strlen(text);
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	fd = openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* a fresh file, never one a name happened to point to (a leftover of a crash goes first) */
+	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	fd = openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 ||
 	    renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
 		return errno ? -errno : -EIO;
@@ -809,11 +856,13 @@ static int small_file_write(struct journal *j, const char *name, const char *tex
 
 static int small_file_read(struct journal *j, const char *name, char *buf, size_t len)
 {
-	_cleanup_close_ int fd = openat(j->dirfd, name, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int fd = openat(j->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
 		return -errno;
+	if (!file_ours(fd))
+		return -EPERM;
 	n = read(fd, buf, len - 1);
 	if (n < 0)
 		return -errno;
@@ -852,7 +901,9 @@ static void *flusher_main(void *arg)
 	pthread_mutex_lock(&j->lock);
 	for (;;) {
 		uint64_t now = now_ns(), deadline;
-		struct pollfd pfd[2] = { { .fd = j->doorbell, .events = POLLIN }, { .fd = j->io->efd, .events = POLLIN } };
+		struct pollfd pfd[3] = { { .fd = j->doorbell, .events = POLLIN },
+					 { .fd = j->io->efd, .events = POLLIN },
+					 { .fd = j->epfd, .events = POLLIN } };
 		struct timespec ts, *timeout = NULL;
 		bool can_submit, sleep_ok = true;
 
@@ -892,13 +943,20 @@ static void *flusher_main(void *arg)
 		}
 		pthread_mutex_unlock(&j->lock);
 		if (!timeout || timeout->tv_sec || timeout->tv_nsec)
-			ppoll(pfd, 2, timeout, NULL);
+			ppoll(pfd, 3, timeout, NULL);
 		if (pfd[0].revents & POLLIN) {
 			uint64_t v;
 
 			if (read(j->doorbell, &v, sizeof(v)) < 0) {
 				/* EAGAIN: another wake-up took it */
 			}
+		}
+		if (pfd[2].revents & POLLIN) {
+			/* writers rang: take the events (which writer does not matter, gather looks at all) */
+			struct epoll_event ev[64];
+
+			while (epoll_wait(j->epfd, ev, ARRAY_SIZE(ev), 0) == (int)ARRAY_SIZE(ev))
+				;
 		}
 		pthread_mutex_lock(&j->lock);
 	}
@@ -952,7 +1010,9 @@ static int segment_create(struct journal *j, const char *name, int *ret_fd)
 	if (!zeros)
 		return -ENOMEM;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	fd = openat(j->dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	fd = openat(j->dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	for (uint64_t off = 0; off < j->cfg.segment_size; off += 1u << 20) {
@@ -970,40 +1030,72 @@ static int segment_create(struct journal *j, const char *name, int *ret_fd)
 	return 0;
 }
 
+/*
+ * Open segment i by name, in the journal's directory only: never through a symlink, and only a
+ * regular file of the daemon's uid (readers get these files: the name must not lead elsewhere).
+ */
+static int segment_open(struct journal *j, const char *name, int flags, const struct stat *same, struct stat *ret_st)
+{
+	int fd = openat(j->dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, ret_st) < 0 || !S_ISREG(ret_st->st_mode) || ret_st->st_uid != geteuid() ||
+	    (same && (same->st_dev != ret_st->st_dev || same->st_ino != ret_st->st_ino))) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 static int segment_open_all(struct journal *j)
 {
 	for (unsigned i = 0; i < j->cfg.segments; i++) {
+		int direct = j->cfg.direct ? O_DIRECT : 0;
 		char name[64];
-		struct stat st;
+		struct stat st, ro;
 		int fd, r;
 
 		segment_path(j, i, name, sizeof(name));
-		fd = openat(j->dirfd, name, O_RDWR | O_CLOEXEC | (j->cfg.direct ? O_DIRECT : 0));
-		if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size != j->cfg.segment_size) {
+		fd = segment_open(j, name, O_RDWR | direct, NULL, &st);
+		if (fd >= 0 && (uint64_t)st.st_size != j->cfg.segment_size) {
 			log_error("Journal '%s': segment '%s' is %jd bytes, the configuration says %" PRIu64
 				  "; refusing to touch it (move the directory away to start afresh)",
 				  j->cfg.name, name, (intmax_t)st.st_size, j->cfg.segment_size);
 			close(fd);
 			return -EINVAL;
 		}
-		if (fd < 0 && errno == ENOENT) {
+		if (fd == -ENOENT) {
 			r = segment_create(j, name, &fd);
 			if (r < 0) {
 				log_error("Journal '%s': cannot create segment '%s': %s", j->cfg.name, name, strerror(-r));
 				return r;
 			}
-			if (j->cfg.direct) {
+			if (fstat(fd, &st) < 0)
+				st = (struct stat){ 0 };
+			if (direct) {
 				close(fd);
-				fd = openat(j->dirfd, name, O_RDWR | O_CLOEXEC | O_DIRECT);
+				fd = segment_open(j, name, O_RDWR | direct, &st, &st);
 			}
 		}
+		if (fd == -EPERM || fd == -ELOOP) {
+			log_error("Journal '%s': segment '%s' is not a regular file of the daemon's uid %u (a "
+				  "symlink, another owner, another type); refusing to use it",
+				  j->cfg.name, name, (unsigned)geteuid());
+			return -EPERM;
+		}
 		if (fd < 0) {
-			r = -errno;
-			log_error("Journal '%s': cannot open segment '%s': %s%s", j->cfg.name, name, strerror(-r),
-				  r == -EINVAL && j->cfg.direct ? " (direct = on: does the file system support O_DIRECT?)" : "");
-			return r;
+			log_error("Journal '%s': cannot open segment '%s': %s%s", j->cfg.name, name, strerror(-fd),
+				  fd == -EINVAL && direct ? " (direct = on: does the file system support O_DIRECT?)" : "");
+			return fd;
 		}
 		j->segs[i].fd = fd;
+		j->segs[i].ro_fd = segment_open(j, name, O_RDONLY, &st, &ro);
+		if (j->segs[i].ro_fd < 0) {
+			log_error("Journal '%s': cannot open segment '%s' again read-only: %s", j->cfg.name, name,
+				  strerror(-j->segs[i].ro_fd));
+			return j->segs[i].ro_fd;
+		}
 	}
 	return 0;
 }
@@ -1199,12 +1291,13 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	const char *fault = getenv("HUGEPOOLD_FAULT_INJECT");
 	char note[160] = "";
 	static const enum jio_kind kinds[] = { JIO_AUTO, JIO_URING, JIO_AIO, JIO_SYNC };
+	struct stat st;
 	int r;
 
 	if (!j)
 		return -ENOMEM;
 	j->cfg = *cfg;
-	j->dirfd = j->doorbell = j->wake_fd = -1;
+	j->dirfd = j->doorbell = j->epfd = -1;
 	TAILQ_INIT(&j->writers);
 	pthread_mutex_init(&j->lock, NULL);
 	j->segs = calloc(cfg->segments, sizeof(*j->segs));
@@ -1213,16 +1306,30 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 		goto fail;
 	}
 	for (unsigned i = 0; i < cfg->segments; i++)
-		j->segs[i].fd = -1;
+		j->segs[i].fd = j->segs[i].ro_fd = -1;
 	if (mkdir(cfg->directory, 0700) < 0 && errno != EEXIST) {
 		r = -errno;
 		log_error("Journal '%s': cannot create directory '%s': %m", cfg->name, cfg->directory);
 		goto fail;
 	}
 	j->dirfd = open(cfg->directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (j->dirfd < 0) {
+	if (j->dirfd < 0 || fstat(j->dirfd, &st) < 0) {
 		r = -errno;
 		log_error("Journal '%s': cannot open directory '%s': %m", cfg->name, cfg->directory);
+		goto fail;
+	}
+	/* whoever may write the directory may plant names in it: only the daemon's uid */
+	if (st.st_uid != geteuid()) {
+		r = -EPERM;
+		log_error("Journal '%s': directory '%s' belongs to uid %u, not to the daemon (uid %u); refusing it",
+			  cfg->name, cfg->directory, (unsigned)st.st_uid, (unsigned)geteuid());
+		goto fail;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		r = -EPERM;
+		log_error("Journal '%s': directory '%s' has mode %04o, writable by group or others; refusing it "
+			  "(chmod 0700)",
+			  cfg->name, cfg->directory, (unsigned)(st.st_mode & 07777));
 		goto fail;
 	}
 	r = segment_open_all(j);
@@ -1266,20 +1373,8 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	}
 	batch_reset(j, &j->batches[0]);
 	j->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (j->doorbell < 0) {
-		r = -errno;
-		goto fail;
-	}
-	/* the wake page: writers may write it (futex waiters count), never grow or shrink it */
-	j->wake_fd = memfd_create("hugepool-journal-wake", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (j->wake_fd < 0 || ftruncate(j->wake_fd, 4096) < 0 ||
-	    fcntl(j->wake_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	j->wake = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, j->wake_fd, 0);
-	if (j->wake == MAP_FAILED) {
-		j->wake = NULL;
+	j->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (j->doorbell < 0 || j->epfd < 0) {
 		r = -errno;
 		goto fail;
 	}
@@ -1328,16 +1423,17 @@ void journal_close(struct journal *j)
 		free(j->batches[i].hdr_block);
 		free(j->batches[i].refs);
 	}
-	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++)
+	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++) {
 		if (j->segs[i].fd >= 0)
 			close(j->segs[i].fd);
+		if (j->segs[i].ro_fd >= 0)
+			close(j->segs[i].ro_fd);
+	}
 	jio_close(j->io);
 	if (j->doorbell >= 0)
 		close(j->doorbell);
-	if (j->wake)
-		munmap(j->wake, 4096);
-	if (j->wake_fd >= 0)
-		close(j->wake_fd);
+	if (j->epfd >= 0)
+		close(j->epfd);
 	if (j->dirfd >= 0)
 		close(j->dirfd);
 	pthread_mutex_destroy(&j->lock);
@@ -1378,13 +1474,12 @@ int journal_read_segments(struct journal *j, uint64_t from_lsn, unsigned max, in
 	for (unsigned x = 0; x < n && k < max; x++) {
 		const struct segment *s = &j->segs[order[x]];
 		uint64_t end = order[x] == j->cur ? j->next_lsn : s->end_lsn;
-		char name[64];
 		int fd;
 
 		if (end <= from_lsn)
 			continue; /* everything in it is below from_lsn */
-		segment_path(j, order[x], name, sizeof(name));
-		fd = openat(j->dirfd, name, O_RDONLY | O_CLOEXEC);
+		/* the file opened at start, not whatever its name leads to now */
+		fd = fcntl(s->ro_fd, F_DUPFD_CLOEXEC, 0);
 		if (fd < 0) {
 			r = -errno;
 			break;

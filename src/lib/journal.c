@@ -3,10 +3,11 @@
  * journal.c - libhugepool's journal writers and readers.
  *
  * A writer appends into its append ring (src/common/jring.h) with plain stores and one
- * store-release of `tail`; it rings the journal's doorbell eventfd only when the daemon has said
- * it sleeps, and it waits for durability on the journal's wake word, so an append costs no system
- * call while the daemon is busy and a wait costs one FUTEX_WAIT. While waiting it looks at the
- * connection every 100 ms so that a dead daemon is an error, not a hang.
+ * store of `tail`; it rings its doorbell eventfd only when the daemon has said it sleeps, and it
+ * waits for durability on its wake word, so an append costs no system call while the daemon is
+ * busy and a wait costs one FUTEX_WAIT. Doorbell and wake page are this writer's own. While
+ * waiting it looks at the connection every 100 ms so that a dead daemon is an error, not a
+ * hang, and rings again if the daemon sleeps with its entries unread (a lost wake-up is a delay).
  *
  * A reader gets the segment files from the daemon (read-only fds), maps them and checks every
  * record (jformat.h) itself; the daemon's durable LSN bounds what it returns.
@@ -41,7 +42,7 @@ struct hp_journal {
 	uint8_t *data;
 	uint64_t size, map_len, max_entry, tail;
 	int doorbell;
-	struct jring_wake *wake; /* the journal's, shared with its other writers */
+	struct jring_wake *wake; /* this writer's own */
 };
 
 static int check_name(const char *name)
@@ -76,12 +77,12 @@ int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 		r = -errno;
 		goto out_close;
 	}
-	wake = mmap(NULL, sizeof(struct jring_wake), PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
+	wake = mmap(NULL, JRING_WAKE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
 	j = wake == MAP_FAILED ? NULL : calloc(1, sizeof(*j));
 	if (!j) {
 		r = wake == MAP_FAILED ? -errno : -ENOMEM;
 		if (wake != MAP_FAILED)
-			munmap(wake, sizeof(struct jring_wake));
+			munmap(wake, JRING_WAKE_SIZE);
 		munmap(map, JRING_HDR_SIZE + o->ring_size);
 		goto out_close;
 	}
@@ -115,7 +116,7 @@ void hp_journal_close(hp_journal *j)
 	/* what was appended is still written: the daemon drains the ring before it lets go */
 	(void)client_simple_request(j->c, PROTO_JOURNAL_CLOSE, &req, sizeof(req));
 	munmap(j->hdr, j->map_len);
-	munmap(j->wake, sizeof(struct jring_wake));
+	munmap(j->wake, JRING_WAKE_SIZE);
 	close(j->doorbell);
 	free(j);
 }
@@ -134,8 +135,17 @@ static bool connection_gone(hp_conn *c)
 	return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
 }
 
+static void ring_doorbell(hp_journal *j)
+{
+	uint64_t one = 1;
+
+	if (write(j->doorbell, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, a wake-up is pending anyway */
+	}
+}
+
 /*
- * Wait until done(j, arg) holds, sleeping on the journal's wake word. deadline_ns: CLOCK_MONOTONIC,
+ * Wait until done(j, arg) holds, sleeping on the writer's wake word. deadline_ns: CLOCK_MONOTONIC,
  * UINT64_MAX for none.
  */
 static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint64_t arg, uint64_t deadline_ns)
@@ -158,6 +168,7 @@ static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint6
 		int32_t err;
 		uint64_t now, slice;
 		struct timespec ts;
+		bool timed_out;
 
 		if (done(j, arg))
 			return 0;
@@ -171,11 +182,17 @@ static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint6
 		ts = (struct timespec){ (time_t)(slice / 1000000000u), (long)(slice % 1000000000u) };
 		__atomic_fetch_add(&j->wake->waiters, 1, __ATOMIC_SEQ_CST);
 		/* the daemon bumps the word after publishing: a changed value means look again */
-		if (!done(j, arg))
-			syscall(SYS_futex, &j->wake->futex, FUTEX_WAIT, f, &ts, NULL, 0);
+		timed_out = !done(j, arg) &&
+			    syscall(SYS_futex, &j->wake->futex, FUTEX_WAIT, f, &ts, NULL, 0) < 0 && errno == ETIMEDOUT;
 		__atomic_fetch_sub(&j->wake->waiters, 1, __ATOMIC_SEQ_CST);
-		if (!done(j, arg) && connection_gone(j->c))
+		if (done(j, arg))
+			continue;
+		if (connection_gone(j->c))
 			return -ECONNRESET;
+		/* a whole slice without news while the daemon sleeps with our entries unread: ring again */
+		if (timed_out && __atomic_load_n(&j->hdr->need_wakeup, __ATOMIC_SEQ_CST) &&
+		    __atomic_load_n(&j->hdr->head, __ATOMIC_ACQUIRE) != j->tail)
+			ring_doorbell(j);
 	}
 }
 
@@ -194,21 +211,10 @@ static bool lsn_durable(hp_journal *j, uint64_t lsn)
 	return __atomic_load_n(&j->hdr->durable_lsn, __ATOMIC_ACQUIRE) >= lsn;
 }
 
-static void ring_doorbell(hp_journal *j)
-{
-	uint64_t one = 1;
-
-	/* after the seq_cst store of tail: the daemon's side of the handshake is in arm_wakeups() */
-	if (__atomic_load_n(&j->hdr->need_wakeup, __ATOMIC_SEQ_CST) && write(j->doorbell, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, the daemon will wake anyway */
-	}
-}
-
 /* Append an entry; *ret_start is where its header lies (for the LSN), *ret_end its ticket. */
 static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_start, uint64_t *ret_end)
 {
-	uint64_t total = sizeof(struct jring_entry), disk = 0, off, pos, skip = 0;
-	struct jring_entry e;
+	uint64_t total, disk, off, pos, skip = 0;
 	int32_t err;
 	int r;
 
@@ -219,10 +225,8 @@ static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uin
 			return -EINVAL;
 		if (recs[i].iov_len > JFORMAT_RECORD_MAX)
 			return -EMSGSIZE;
-		total += jring_align(sizeof(struct jring_rec) + recs[i].iov_len);
-		disk += jformat_rec_size(recs[i].iov_len);
 	}
-	total = jring_entry_align(total);
+	total = jring_entry_size(recs, n, &disk);
 	if (disk > j->max_entry || total > j->size / 2)
 		return -EMSGSIZE;
 	err = __atomic_load_n(&j->hdr->error, __ATOMIC_ACQUIRE);
@@ -234,39 +238,24 @@ static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uin
 	/* space is free behind what is durable (we may still need to read an entry's LSN) */
 	pos = j->tail + skip + total;
 	if (pos - __atomic_load_n(&j->hdr->durable, __ATOMIC_ACQUIRE) > j->size) {
-		ring_doorbell(j);
+		if (jring_publish(j->hdr, j->tail))
+			ring_doorbell(j);
 		r = wait_until(j, durable_past, pos - j->size, UINT64_MAX);
 		if (r < 0)
 			return r;
 	}
 	if (skip) {
-		e = (struct jring_entry){ .total = (uint32_t)skip, .count = 0 };
+		struct jring_entry e = { .total = (uint32_t)skip, .count = 0 };
+
 		memcpy(j->data + off, &e, sizeof(e));
 		j->tail += skip;
 		off = 0;
 	}
 	*ret_start = j->tail;
-	e = (struct jring_entry){ .total = (uint32_t)total, .count = n };
-	memcpy(j->data + off, &e, sizeof(e));
-	{
-		uint64_t o = off + sizeof(e);
-
-		for (unsigned i = 0; i < n; i++) {
-			struct jring_rec rec = { .len = (uint32_t)recs[i].iov_len };
-			uint64_t sz = jring_align(sizeof(rec) + recs[i].iov_len);
-
-			memcpy(j->data + o, &rec, sizeof(rec));
-			if (recs[i].iov_len)
-				memcpy(j->data + o + sizeof(rec), recs[i].iov_base, recs[i].iov_len);
-			/* zero the alignment padding: the daemon copies only payloads, but keep it clean */
-			memset(j->data + o + sizeof(rec) + recs[i].iov_len, 0, sz - sizeof(rec) - recs[i].iov_len);
-			o += sz;
-		}
-		memset(j->data + o, 0, off + total - o);
-	}
+	jring_put_entry(j->data, off, total, recs, n);
 	j->tail += total;
-	__atomic_store_n(&j->hdr->tail, j->tail, __ATOMIC_SEQ_CST);
-	ring_doorbell(j);
+	if (jring_publish(j->hdr, j->tail))
+		ring_doorbell(j);
 	*ret_end = j->tail;
 	return 0;
 }

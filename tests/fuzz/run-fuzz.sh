@@ -18,7 +18,7 @@ for f in tests/fuzz/fuzz_*.c; do
 	name=${t#fuzz_}
 	echo "== $t: $secs s"
 	# shellcheck disable=SC2086
-	clang $flags -o "$out/$t" "$f" $srcs
+	clang $flags -o "$out/$t" "$f" $srcs -luring -laio
 	mkdir -p "$out/corpus/$name"
 	if ! (cd "$out" && "./$t" -max_total_time="$secs" -print_final_stats=1 \
 		"corpus/$name" "../tests/fuzz/corpus/$name" 2>&1 | tail -n 12); then
