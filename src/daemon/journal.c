@@ -410,7 +410,8 @@ static void writer_break(struct journal *j, struct journal_writer *w, const char
 	wake_writer(w);
 }
 
-enum gather_result { GATHER_EMPTY, GATHER_MORE, GATHER_FULL };
+/* GATHER_SHARE: took its share of the batch for this pass and has more */
+enum gather_result { GATHER_EMPTY, GATHER_MORE, GATHER_SHARE, GATHER_FULL };
 
 /*
  * Copy complete entries of one ring into batch b while they fit and this pass's share of the
@@ -468,7 +469,7 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 	/* a skip entry read last moves head too */
 	w->head = pos;
 	__atomic_store_n(&w->hdr->head, w->head, __ATOMIC_RELEASE);
-	return res;
+	return pos < tail ? GATHER_SHARE : res;
 }
 
 /* End a batch under O_DIRECT on a block boundary with a padding record. */
@@ -715,7 +716,7 @@ static bool spin_for_append(struct journal *j)
 
 /*
  * Fill batch b fairly: in passes over the writers, each may add up to an equal share of the
- * batch per pass (at least one entry), until a pass adds nothing or an entry no longer fits. A
+ * batch per pass (at least one entry), while one had more than its share and entries fit. A
  * writer with large entries thus cannot keep the others out of a batch, whoever comes first.
  * Returns true when the batch is full.
  */
@@ -740,7 +741,7 @@ static bool gather_fair(struct journal *j, struct batch *b, uint64_t now)
 				continue;
 			g = gather_ring(j, w, b, now, share);
 			full |= g == GATHER_FULL;
-			more |= g == GATHER_MORE;
+			more |= g == GATHER_SHARE;
 		}
 	}
 	/* the next batch starts with the next writer: no one is always first */
