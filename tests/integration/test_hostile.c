@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +36,6 @@
 
 #include "harness.h"
 #include "hugepool.h"
-#include "jring.h"
 #include "proto.h"
 #include "case.h"
 
@@ -845,103 +843,6 @@ static void test_journal_access(void **state)
 	harness_cleanup(&d);
 }
 
-/* --- finding 2: a ring changed between the daemon's reads cannot crash it ------------------ */
-
-#define RING (64u << 10)
-
-struct flipper {
-	volatile uint32_t *len; /* the length of the first record of the entry that ends the ring */
-	uint32_t a, b;
-	atomic_bool stop;
-};
-
-static void *flipper_main(void *arg)
-{
-	struct flipper *f = arg;
-
-	while (!atomic_load_explicit(&f->stop, memory_order_relaxed)) {
-		*f->len = f->b;
-		*f->len = f->a;
-	}
-	return NULL;
-}
-
-/*
- * A writer of its own making: two entries that fill a 64 KiB ring, the second ending exactly at
- * the end of the mapping, while a thread flips that entry's first record length between its
- * true value and one that moves the next record header to the end of the ring. The daemon read
- * the headers twice and the second read lacked the first's bound: read past the mapping,
- * SIGSEGV. Meanwhile a well-behaved writer of the same journal keeps appending.
- */
-static void test_ring_changed_between_reads(void **state)
-{
-	struct daemon d;
-	hp_journal *vj;
-	uint64_t lsn;
-	hp_conn *c;
-	int done = 0;
-	(void)state;
-
-	start(&d, NULL, JOURNAL);
-	c = conn(&d);
-	assert_int_equal(hp_journal_open(c, "j", &vj), 0);
-	for (int attempt = 0; attempt < 60; attempt++) {
-		struct proto_journal_open jo = { .ring_size = RING };
-		struct proto_hdr h;
-		void *payload = NULL;
-		int fd = raw_connect(&d), fds[3] = { -1, -1, -1 };
-		struct flipper f;
-		struct jring_hdr *hdr;
-		uint8_t *map, *data;
-		uint64_t one = 1;
-		pthread_t t;
-
-		assert_true(fd >= 0);
-		proto_set_name(jo.name, sizeof(jo.name), "j");
-		assert_int_equal(proto_send(fd, PROTO_JOURNAL_OPEN, &jo, sizeof(jo), NULL, 0), 0);
-		assert_int_equal(proto_recv(fd, &h, &payload, fds, 3), 0);
-		assert_int_equal(h.type, PROTO_JOURNAL_OPENED);
-		free(payload);
-		map = mmap(NULL, JRING_HDR_SIZE + RING, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-		assert_true(map != MAP_FAILED);
-		hdr = (struct jring_hdr *)map;
-		data = map + JRING_HDR_SIZE;
-		/* entry A: one record filling the first half */
-		*(struct jring_entry *)data = (struct jring_entry){ .total = RING / 2, .count = 1 };
-		*(struct jring_rec *)(data + 16) = (struct jring_rec){ .len = RING / 2 - 24 };
-		/* entry B: two records filling the second half, up to the end of the mapping */
-		*(struct jring_entry *)(data + RING / 2) = (struct jring_entry){ .total = RING / 2, .count = 2 };
-		*(struct jring_rec *)(data + RING / 2 + 16) = (struct jring_rec){ .len = 100 };
-		*(struct jring_rec *)(data + RING / 2 + 128) = (struct jring_rec){ .len = RING / 2 - 128 - 8 };
-		f.len = (volatile uint32_t *)(data + RING / 2 + 16);
-		f.a = 100;
-		f.b = RING / 2 - 24;
-		atomic_init(&f.stop, false);
-		assert_int_equal(pthread_create(&t, NULL, flipper_main, &f), 0);
-		__atomic_store_n(&hdr->tail, (uint64_t)RING, __ATOMIC_SEQ_CST);
-		assert_int_equal(write(fds[1], &one, sizeof(one)), (ssize_t)sizeof(one));
-		for (int i = 0; i < 2000; i++) {
-			if (__atomic_load_n(&hdr->durable, __ATOMIC_ACQUIRE) >= RING ||
-			    __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE) < RING / 2)
-				break; /* all taken, or the writer was cut off at its second entry */
-			sleep_ms(1);
-		}
-		atomic_store(&f.stop, true);
-		pthread_join(t, NULL);
-		munmap(map, JRING_HDR_SIZE + RING);
-		for (int k = 0; k < 3; k++)
-			close(fds[k]);
-		close(fd);
-		/* the other writer is served, every time */
-		assert_int_equal(hp_journal_append_wait(vj, "v", 1, &lsn), 0);
-		done++;
-	}
-	assert_int_equal(done, 60);
-	hp_journal_close(vj);
-	hp_disconnect(c);
-	stop(&d); /* a clean exit: it never crashed */
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -956,7 +857,6 @@ int main(void)
 		cmocka_unit_test_teardown(test_punched_buffer_renewed, teardown),
 		cmocka_unit_test_teardown(test_acquire_wait_capped, teardown),
 		cmocka_unit_test_teardown(test_journal_access, teardown),
-		cmocka_unit_test_teardown(test_ring_changed_between_reads, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
