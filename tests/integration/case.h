@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * case.h - cmocka helpers for integration test files that run one daemon per test case
- * (test_pool.c, test_spill.c): start and stop it with assertions, stop it in the teardown when
- * a case failed half-way, connect, ask for status. Header-only: include it once per test file,
- * after cmocka.h, harness.h and hugepool.h.
+ * (test_pool.c, test_spill.c, test_hostile.c): start and stop it with assertions, stop it in the
+ * teardown when a case failed half-way, connect (through libhugepool, or raw to speak the
+ * protocol by hand), ask for status. Header-only: include it once per test file, after
+ * cmocka.h, harness.h, hugepool.h and proto.h.
  */
 #ifndef HP_TEST_CASE_H
 #define HP_TEST_CASE_H
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 static struct daemon *running; /* stopped by teardown when a test fails half-way */
 
@@ -47,6 +52,25 @@ static hp_conn *conn(const struct daemon *d)
 		fprintf(stderr, "hp_connect: %s\n", hp_strerror(r));
 	assert_int_equal(r, 0);
 	return c;
+}
+
+/* A raw protocol client: connect and say hello, without libhugepool. */
+static int raw_connect(const struct daemon *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct proto_hello h = { .name = "raw" };
+	struct proto_hdr rh;
+	void *payload = NULL;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(proto_send(fd, PROTO_HELLO, &h, sizeof(h), NULL, 0), 0);
+	assert_int_equal(proto_recv(fd, &rh, &payload, NULL, 0), 0);
+	assert_int_equal(rh.type, PROTO_WELCOME);
+	free(payload);
+	return fd;
 }
 
 static struct hp_status *status(hp_conn *c)

@@ -58,28 +58,6 @@ static bool all_bytes(const unsigned char *p, size_t n, unsigned char v)
 	return true;
 }
 
-/* A connection that has said hello, for speaking the protocol by hand. */
-static int raw_connect(const struct daemon *d)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct proto_hello h = { .name = "hostile" };
-	struct proto_hdr rh;
-	void *payload = NULL;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -1;
-	if (proto_send(fd, PROTO_HELLO, &h, sizeof(h), NULL, 0) < 0 ||
-	    proto_recv(fd, &rh, &payload, NULL, 0) < 0 || rh.type != PROTO_WELCOME) {
-		free(payload);
-		close(fd);
-		return -1;
-	}
-	free(payload);
-	return fd;
-}
-
 /* One request as bytes (header + payload) appended to out; returns the new length. */
 static size_t put_request(uint8_t *out, size_t at, enum proto_type type, const void *payload, uint32_t len)
 {

@@ -305,24 +305,6 @@ static void test_sigkill_releases(void **state)
 	stop(&d);
 }
 
-/* A raw protocol client: connect and say hello, without libhugepool. */
-static int raw_connect(const struct daemon *d)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct proto_hello h = { .name = "raw" };
-	struct proto_hdr rh;
-	void *payload = NULL;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(proto_send(fd, PROTO_HELLO, &h, sizeof(h), NULL, 0), 0);
-	assert_int_equal(proto_recv(fd, &rh, &payload, NULL, 0), 0);
-	assert_int_equal(rh.type, PROTO_WELCOME);
-	free(payload);
-	return fd;
-}
-
 /* Acquire one buffer over a raw connection; returns its memfd and lease id. */
 static int raw_acquire(int fd, const char *cls_name, uint64_t *ret_id)
 {

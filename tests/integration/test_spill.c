@@ -476,26 +476,6 @@ static void test_full_filesystem(void **state)
 	free(data);
 }
 
-/* A peer speaking the protocol by hand: hello, then requests; returns the socket. */
-static int raw_connect(const struct daemon *d)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct proto_hello h = { 0 };
-	struct proto_hdr rh;
-	void *payload = NULL;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), fds[1];
-
-	assert_true(fd >= 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	proto_set_name(h.name, sizeof(h.name), "raw");
-	assert_int_equal(proto_send(fd, PROTO_HELLO, &h, sizeof(h), NULL, 0), 0);
-	assert_int_equal(proto_recv(fd, &rh, &payload, fds, 0), 0);
-	assert_int_equal(rh.type, PROTO_WELCOME);
-	free(payload);
-	return fd;
-}
-
 /* Send a request and receive its answer: the result's error, or 1 with *ret_fd for a file. */
 static int raw_request(int fd, enum proto_type type, const void *req, uint32_t len, uint64_t *ret_id, int *ret_fd)
 {
