@@ -275,11 +275,10 @@ int pool_buffer_renew(struct pool *p, struct pool_buffer *b)
 	return 0;
 }
 
-bool pool_buffer_intact(const struct pool *p, const struct pool_buffer *b)
+bool pool_buffer_intact(const struct pool_buffer *b)
 {
 	struct stat st;
 
-	(void)p;
 	if (b->fd < 0)
 		return false;
 	/* the pool's pages were all faulted at boot or renewal, so a buffer has size / 512 blocks

@@ -63,7 +63,7 @@ int pool_buffer_renew(struct pool *p, struct pool_buffer *b);
  * kernel, where another process may take them. Seen as fewer allocated blocks than the size
  * (one fstat).
  */
-bool pool_buffer_intact(const struct pool *p, const struct pool_buffer *b);
+bool pool_buffer_intact(const struct pool_buffer *b);
 void pool_free(struct pool *p);
 
 /* Hugepages of `page_size` free and not reserved by anyone, from sysfs; 0 if unknown. */

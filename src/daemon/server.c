@@ -404,7 +404,7 @@ static bool on_intact(struct pool_buffer *b, void *ud)
 {
 	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
 	struct server *s = ud;
-	bool ok = pool_buffer_intact(s->pool, b);
+	bool ok = pool_buffer_intact(b);
 
 	if (!ok)
 		log_msg_ratelimited(&rl, LOG_NOTICE,
