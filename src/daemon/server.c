@@ -119,9 +119,9 @@ struct server {
 	int listen_fd, epoll_fd, signal_fd;
 	int reserve_fd; /* spent on accept-and-close when the daemon is out of fds */
 	uint64_t listen_paused_until; /* CLOCK_MONOTONIC ns; 0 = the listener is polled */
-	bool passrights_refused; /* SO_PASSRIGHTS = 0 took: clients cannot send fds at all */
 	bool have_admin_gid;
 	gid_t admin_gid; /* admin_group, resolved at start */
+	gid_t socket_gid; /* socket_group resolved, or the daemon's group */
 	struct access_list (*jaccess)[JOURNAL_OPS]; /* per journal (cfg->journals order), per op */
 	TAILQ_HEAD(, peer) peers;
 	unsigned npeers, next_id;
@@ -633,37 +633,29 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 	return 0;
 }
 
-static struct journal *find_journal(struct server *s, const char *name)
-{
-	for (unsigned i = 0; i < s->njournals; i++)
-		if (strcmp(journal_name(s->journals[i]), name) == 0)
-			return s->journals[i];
-	return NULL;
-}
 
 /* The journal called name if p may do op to it; otherwise answer p and return NULL. */
 static struct journal *journal_or_answer(struct server *s, struct peer *p, const char *name, enum journal_op op)
 {
 	static const char *const verbs[JOURNAL_OPS] = { "append to", "read", "truncate" };
 	static const char *const keys[JOURNAL_OPS] = { "append", "read", "truncate" };
-	struct journal *j = find_journal(s, name);
 	char text[PROTO_TEXT_MAX];
 	unsigned i = 0;
 
-	if (!j) {
+	while (i < s->njournals && strcmp(journal_name(s->journals[i]), name) != 0)
+		i++;
+	if (i == s->njournals) {
 		snprintf(text, sizeof(text), "no journal \"%s\"", name);
 		send_result(p, -ENOENT, text);
 		return NULL;
 	}
-	while (s->journals[i] != j)
-		i++;
 	if (!access_allows(&s->jaccess[i][op], &p->creds)) {
 		snprintf(text, sizeof(text), "uid %u may not %s journal \"%s\" (\"%s\" in hugepoold.conf)",
 			 (unsigned)p->owner.uid, verbs[op], name, keys[op]);
 		send_result(p, -EACCES, text);
 		return NULL;
 	}
-	return j;
+	return s->journals[i];
 }
 
 /* Journal writers open on all connections of uid (a uid has at most max_connections_per_uid). */
@@ -1105,7 +1097,8 @@ static void accept_all(struct server *s)
 
 /* --- socket and loop -------------------------------------------------------------------- */
 
-static int socket_bind(const struct config *cfg)
+/* gid: the socket's group (resolve_access looked socket_group up), (gid_t)-1 = leave it */
+static int socket_bind(const struct config *cfg, gid_t gid)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
@@ -1148,16 +1141,11 @@ static int socket_bind(const struct config *cfg)
 		return -e;
 	}
 	umask(old);
-	if (cfg->socket_group[0]) {
-		struct group *g = getgrnam(cfg->socket_group);
-
-		/* AT_SYMLINK_NOFOLLOW: if the name is no longer our socket, change no other file */
-		if (!g || fchownat(AT_FDCWD, cfg->socket_path, (uid_t)-1, g->gr_gid, AT_SYMLINK_NOFOLLOW) < 0) {
-			log_error("Failed to give socket '%s' to group '%s': %s", cfg->socket_path, cfg->socket_group,
-				  g ? strerror(errno) : "no such group");
-			unlink(cfg->socket_path);
-			return -EINVAL;
-		}
+	/* AT_SYMLINK_NOFOLLOW: if the name is no longer our socket, change no other file */
+	if (gid != (gid_t)-1 && fchownat(AT_FDCWD, cfg->socket_path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		log_error("Failed to give socket '%s' to group '%s': %m", cfg->socket_path, cfg->socket_group);
+		unlink(cfg->socket_path);
+		return -EINVAL;
 	}
 	if (listen(fd, 512) < 0) {
 		log_error("Failed to set up socket '%s': %m", cfg->socket_path);
@@ -1173,29 +1161,36 @@ static int socket_bind(const struct config *cfg)
  * SCM_RIGHTS fails with EPERM and nothing reaches the daemon. Elsewhere fds that arrive are
  * closed off the event loop (closer.h).
  */
-static bool refuse_passed_fds(int listen_fd)
+static void refuse_passed_fds(int listen_fd)
 {
 	int zero = 0;
 
 	if (setsockopt(listen_fd, SOL_SOCKET, SO_PASSRIGHTS, &zero, sizeof(zero)) == 0)
-		return true;
+		return;
 	log_notice("This kernel cannot refuse fds at the socket (SO_PASSRIGHTS: %m; Linux 6.16+ can); "
 		   "fds clients send are closed on a background thread");
-	return false;
 }
 
-/* admin_group and every journal's access lists to ids (an unset list: the socket's group). */
+/*
+ * Every name the configuration gives a user or group by, to ids, once and before the socket
+ * exists: socket_group, admin_group, every journal's access lists (an unset one is the socket's
+ * group). A name that does not exist is an error here, not a surprise later.
+ */
 static int resolve_access(struct server *s)
 {
 	const struct config *cfg = s->cfg;
-	gid_t socket_gid = getegid();
 	char err[128];
 
+	s->socket_gid = getegid();
 	if (cfg->socket_group[0]) {
 		struct group *g = getgrnam(cfg->socket_group);
 
-		if (g)
-			socket_gid = g->gr_gid;
+		if (!g) {
+			log_error("Failed to give socket '%s' to group '%s': no such group", cfg->socket_path,
+				  cfg->socket_group);
+			return -EINVAL;
+		}
+		s->socket_gid = g->gr_gid;
 	}
 	if (cfg->admin_group[0]) {
 		struct group *g = getgrnam(cfg->admin_group);
@@ -1212,7 +1207,7 @@ static int resolve_access(struct server *s)
 		return -ENOMEM;
 	for (unsigned i = 0; i < s->njournals; i++)
 		for (unsigned op = 0; op < JOURNAL_OPS; op++)
-			if (access_list_resolve(&cfg->journals[i].access[op], socket_gid, &s->jaccess[i][op], err,
+			if (access_list_resolve(&cfg->journals[i].access[op], s->socket_gid, &s->jaccess[i][op], err,
 						sizeof(err)) < 0) {
 				log_error("Journal '%s' (line %u): %s", cfg->journals[i].name, cfg->journals[i].line,
 					  err);
@@ -1267,14 +1262,14 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 		log_error("Failed to set up the event loop: %m");
 		goto fail;
 	}
-	r = socket_bind(cfg);
-	if (r < 0)
-		goto fail;
-	s->listen_fd = r;
 	r = resolve_access(s);
 	if (r < 0)
 		goto fail;
-	s->passrights_refused = refuse_passed_fds(s->listen_fd);
+	r = socket_bind(cfg, cfg->socket_group[0] ? s->socket_gid : (gid_t)-1);
+	if (r < 0)
+		goto fail;
+	s->listen_fd = r;
+	refuse_passed_fds(s->listen_fd);
 	s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if ((r = epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen)) < 0 ||
 	    (r = epoll_add_tag(s->epoll_fd, s->signal_fd, &tag_signal)) < 0 ||
