@@ -306,25 +306,18 @@ static bool kernel_refuses_fds(void)
 }
 
 /*
- * The attack of the audit: a TCP socket whose close lingers (SO_LINGER 10 s, unsent data queued
- * to a peer that never reads), passed to the daemon. Closing the daemon's copy on the event loop
- * held it for the linger time. Now the kernel refuses the fd at the client's sendmsg (EPERM),
- * so it never reaches the daemon; on kernels without SO_PASSRIGHTS the connection is closed
- * and the fd closed on a background thread.
+ * A TCP connection on loopback whose close lingers: SO_LINGER for `seconds`, and unsent data
+ * queued to a peer that never accepts it (the listener, returned in *listener). Whoever closes
+ * its last reference waits until the data is taken or the time is up.
  */
-static void test_passed_fd_refused(void **state)
+static int lingering_socket(int *listener, int seconds)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t slen = sizeof(sin);
-	struct linger lg = { 1, 10 };
-	struct proto_status_req req = { 0 };
+	struct linger lg = { 1, seconds };
 	static char junk[1 << 16];
-	struct daemon d;
-	int l, t, fd, r;
-	(void)state;
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), t;
 
-	start(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n");
-	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(l >= 0);
 	assert_int_equal(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	assert_int_equal(listen(l, 1), 0);
@@ -334,6 +327,26 @@ static void test_passed_fd_refused(void **state)
 	assert_int_equal(setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
 	while (write_some(t, junk, sizeof(junk)) == sizeof(junk))
 		; /* until the peer's window and our send buffer are full */
+	*listener = l;
+	return t;
+}
+
+/*
+ * The attack of the audit: a TCP socket whose close lingers (SO_LINGER 10 s, unsent data queued
+ * to a peer that never reads), passed to the daemon. Closing the daemon's copy on the event loop
+ * held it for the linger time. Now the kernel refuses the fd at the client's sendmsg (EPERM),
+ * so it never reaches the daemon; on kernels without SO_PASSRIGHTS the connection is closed
+ * and the fd closed on a background thread.
+ */
+static void test_passed_fd_refused(void **state)
+{
+	struct proto_status_req req = { 0 };
+	struct daemon d;
+	int l, t, fd, r;
+	(void)state;
+
+	start(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n");
+	t = lingering_socket(&l, 10);
 	fd = raw_connect(&d);
 	assert_true(fd >= 0);
 	r = proto_send(fd, PROTO_STATUS, &req, sizeof(req), &t, 1);
@@ -371,10 +384,7 @@ static void test_passed_fd_refused(void **state)
  */
 static void test_passed_fd_closed_off_loop(void **state)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct harness_opts o = { .wrapper = "tests/nopassrights" };
-	socklen_t slen = sizeof(sin);
-	struct linger lg = { 1, 3600 };
 	struct proto_status_req req = { 0 };
 	static char junk[1 << 16];
 	struct daemon d;
@@ -386,15 +396,7 @@ static void test_passed_fd_closed_off_loop(void **state)
 	running = r == 0 ? &d : NULL;
 	assert_int_equal(r, 0);
 	assert_int_equal(harness_log_count(&d, "cannot refuse fds at the socket"), 1);
-	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_int_equal(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	assert_int_equal(listen(l, 1), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&sin, &slen), 0);
-	t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_int_equal(connect(t, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	assert_int_equal(setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
-	while (write_some(t, junk, sizeof(junk)) == sizeof(junk))
-		;
+	t = lingering_socket(&l, 3600);
 	fd = raw_connect(&d);
 	assert_true(fd >= 0);
 	/* the daemon's copy must be the last one: ours goes while the daemon cannot run, with the
