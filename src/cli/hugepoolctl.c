@@ -460,6 +460,10 @@ static void spill_text(const struct hp_status *st)
 	printf("On disk:     %s (spill_max_bytes), %s files (spill_max_files)\n",
 	       spill_bytes_of(sp->bytes, sp->max_bytes, " of ", b1, sizeof(b1)),
 	       spill_files_of(sp->files, sp->max_files, " of ", b2, sizeof(b2)));
+	if (sp->lingering)
+		printf("Lingering:   %" PRIu64 " of those files closed by their streams but still open for writing "
+		       "in some process (kept empty)\n",
+		       sp->lingering);
 	printf("Uid limits:  %s%s (spill_max_bytes_per_uid), ",
 	       sp->max_bytes_per_uid ? size_format(sp->max_bytes_per_uid, b1, sizeof(b1)) : "unlimited",
 	       sp->max_bytes_per_uid ? "" : " bytes");
@@ -517,6 +521,7 @@ static void spill_json(struct json *j, const struct hp_status *st)
 	json_u64(j, "bytes_charged_total", sp->bytes_charged_total);
 	json_u64(j, "refusals", sp->refusals);
 	json_u64(j, "truncated", sp->truncated);
+	json_u64(j, "lingering", sp->lingering);
 	json_open(j, "uids", '[');
 	while (spill_next_uid(st, &i, &u)) {
 		json_open(j, NULL, '{');

@@ -190,6 +190,8 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* spill.c probes files with read leases it drops at once; a lease break must not kill us */
+	signal(SIGIO, SIG_IGN);
 
 	raise_nofile();
 	log_info("hugepoold %s starting: %u classes, %s, configuration '%s'", HUGEPOOL_VERSION, cfg.nclasses,

@@ -3,9 +3,26 @@
  * spill.c - see spill.h: the spill directory, the files handed to clients, and their limits.
  *
  * Accounting: sp->bytes/files are the machine's totals, struct spill_uid the totals of one uid
- * (shared by all its connections, freed with its last owner that had a file), each owner's
- * files carry their own charge. Every path that changes a charge goes through charge_add /
- * charge_sub so the three levels never disagree. Event loop thread only.
+ * (shared by all its connections and lingering files, freed with the last of them), each
+ * owner's files carry their own charge. Every path that changes a charge goes through
+ * charge_add / charge_sub so the three levels never disagree. Event loop thread only.
+ *
+ * What a file may occupy. The client holds a read-write fd, so the daemon cannot stop it from
+ * writing; it makes the charge hold against what the file really occupies instead:
+ * - The audit (once a second, and before every raise) compares both the size and the
+ *   allocated blocks with the charge, so fallocate(FALLOC_FL_KEEP_SIZE), which allocates
+ *   without growing the size, is caught like a write past the end. A file over its charge is
+ *   cut: truncated to what it may hold and every block past that freed (file_cut).
+ * - The daemon's own fd of a file is read-only, so it never counts as a writer itself. When a
+ *   stream or its connection closes, the file is cut to nothing, then probed with a read lease
+ *   (fcntl F_SETLEASE F_RDLCK, which the kernel refuses with EAGAIN while any process holds
+ *   the file open for writing, mappings included). A file someone still writes to -- the
+ *   client kept its fd, or passed it to a child -- lingers: it still counts as a file of its
+ *   uid (so spill_max_files_per_uid bounds how many), is charged nothing, and the audit cuts
+ *   whatever is written to it until the probe finds the last writer gone.
+ * Between two audits a hostile client can hold at most what it writes in a second past its
+ * charge; docs/ARCHITECTURE.md ("Security: the threat model") says why this was chosen over a
+ * private size-limited mount or writes through the daemon.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -13,6 +30,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +44,8 @@
 #include "util.h"
 
 #define AUDIT_INTERVAL_NS 1000000000ull
+/* blocks a file may hold past its charge (rounded up to st_blksize): file-system metadata */
+#define USAGE_SLACK (64u * 1024)
 #define SPILL_PAGE_BYTES 4096u
 #define LEFTOVER_PREFIX "spill-"
 
@@ -34,15 +54,23 @@ _Static_assert(sizeof(struct proto_spill_page) <= SPILL_PAGE_BYTES, "spill page 
 struct spill_uid {
 	uid_t uid;
 	uint64_t bytes;
-	uint32_t files;
-	unsigned owners; /* owners pointing here */
+	uint32_t files; /* open and lingering */
+	unsigned refs; /* owners and lingering files pointing here */
 	struct spill_uid *next;
+};
+
+/* A file whose stream or connection closed while some process still holds it open for writing. */
+struct spill_linger {
+	int fd; /* the daemon's read-only fd */
+	struct spill_uid *acct;
+	pid_t pid; /* who created it, for the log */
 };
 
 struct spill {
 	int dirfd;
 	char dir[256];
 	bool tmpfile; /* O_TMPFILE works in dir; else create and unlink */
+	bool leases; /* the read-lease probe works in dir; else files are forgotten at close */
 	uint64_t threshold, max_bytes, max_bytes_per_uid;
 	uint32_t max_files, max_files_per_uid;
 	uint64_t bytes, files;
@@ -50,6 +78,8 @@ struct spill {
 	uint64_t files_created, bytes_charged_total, refusals, truncated;
 	uint64_t next_audit;
 	struct spill_uid *uids;
+	struct spill_linger *linger;
+	unsigned nlinger, linger_cap;
 	TAILQ_HEAD(, spill_owner) owners; /* owners with a page or files */
 };
 
@@ -75,6 +105,52 @@ static int file_create(struct spill *sp)
 		return r;
 	}
 	return fd;
+}
+
+/* Open the file behind fd again, with other flags (a read-only fd cannot be made writable). */
+static int file_reopen(int fd, int flags)
+{
+	char path[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	r = open(path, flags | O_CLOEXEC); /* a magic link: followed, never resolved by name */
+	return r < 0 ? -errno : r;
+}
+
+/*
+ * Make the file behind the read-only fd hold at most `keep` bytes: truncate it (which on ext4
+ * and tmpfs also frees blocks allocated past the end) and punch everything past keep for file
+ * systems whose truncate keeps them. Through a writable fd of our own, closed at once, so the
+ * daemon is never a writer of a file when it probes for writers.
+ */
+static int file_cut(int fd, uint64_t keep)
+{
+	int wfd = file_reopen(fd, O_WRONLY), r = 0;
+
+	if (wfd < 0)
+		return wfd;
+	if (ftruncate(wfd, (off_t)keep) < 0)
+		r = -errno;
+	else if (keep < (uint64_t)INT64_MAX)
+		(void)fallocate(wfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)keep,
+				(off_t)((uint64_t)INT64_MAX - keep)); /* unsupported or nothing there: fine */
+	close(wfd);
+	return r;
+}
+
+/*
+ * Does any process hold the file open for writing? A read lease is refused with EAGAIN exactly
+ * then (fcntl(2), F_SETLEASE); one granted is dropped at once. > 0: yes, 0: no, < 0: the probe
+ * does not work here.
+ */
+static int file_has_writers(int rofd)
+{
+	if (fcntl(rofd, F_SETLEASE, F_RDLCK) == 0) {
+		(void)fcntl(rofd, F_SETLEASE, F_UNLCK);
+		return 0;
+	}
+	return errno == EAGAIN ? 1 : -errno;
 }
 
 /* Remove the names the unlinked-file fallback may have left when a daemon died between the two steps. */
@@ -150,7 +226,22 @@ int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t e
 		snprintf(err, errlen, "cannot create a file in spill_directory '%s': %s", sp->dir, strerror(-r));
 		goto fail;
 	}
+	r = file_reopen(fd, O_RDONLY);
 	close(fd);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot reopen a spill file through /proc/self/fd (is /proc mounted?): %s",
+			 strerror(-r));
+		goto fail;
+	}
+	fd = r;
+	r = file_has_writers(fd);
+	close(fd);
+	sp->leases = r == 0;
+	if (!sp->leases)
+		log_warning("spill_directory '%s' does not support read leases (%s; is fs.leases-enable 0?): a spill "
+			    "file is forgotten when its stream closes, so what a client writes to it afterwards is "
+			    "not charged",
+			    sp->dir, strerror(r < 0 ? -r : EAGAIN));
 	*ret = sp;
 	return 0;
 fail:
@@ -158,13 +249,18 @@ fail:
 	return r;
 }
 
+static void linger_drop(struct spill *sp, unsigned i);
+
 void spill_free(struct spill *sp)
 {
 	if (!sp)
 		return;
 	if (sp->dirfd >= 0)
 		close(sp->dirfd);
-	/* owners are released by their connections first; uids go with their last owner */
+	/* owners are released by their connections first; uids go with their last reference */
+	while (sp->nlinger)
+		linger_drop(sp, sp->nlinger - 1);
+	free(sp->linger);
 	free(sp);
 }
 
@@ -199,7 +295,7 @@ static struct spill_uid *uid_get(struct spill *sp, uid_t uid)
 		u->next = sp->uids;
 		sp->uids = u;
 	}
-	u->owners++;
+	u->refs++;
 	return u;
 }
 
@@ -207,7 +303,7 @@ static void uid_put(struct spill *sp, struct spill_uid *u)
 {
 	struct spill_uid **pp;
 
-	if (--u->owners)
+	if (--u->refs)
 		return;
 	for (pp = &sp->uids; *pp != u; pp = &(*pp)->next)
 		;
@@ -232,18 +328,60 @@ static void charge_sub(struct spill *sp, struct spill_owner *o, struct spill_fil
 	sp->bytes -= n;
 }
 
-/* Close file i of o: truncated first so its blocks are free even if the client keeps an fd. */
+/* The end of a file: the daemon lets go of it; it is no longer one of its uid's files. */
+static void file_forget(struct spill *sp, struct spill_uid *acct, int fd)
+{
+	close(fd);
+	acct->files--;
+	sp->files--;
+}
+
+static void linger_drop(struct spill *sp, unsigned i)
+{
+	struct spill_linger *l = &sp->linger[i];
+	struct spill_uid *acct = l->acct;
+
+	file_forget(sp, acct, l->fd);
+	sp->linger[i] = sp->linger[--sp->nlinger];
+	uid_put(sp, acct);
+}
+
+/*
+ * Close file i of o: cut to nothing so its blocks are free even if the client keeps an fd, then
+ * forgotten -- or, while some process still holds it open for writing, kept as a lingering file.
+ */
 static void file_drop(struct spill *sp, struct spill_owner *o, unsigned i)
 {
-	struct spill_file *f = &o->files[i];
+	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
+	struct spill_file f = o->files[i];
+	int r;
 
-	if (ftruncate(f->fd, 0) < 0)
-		log_warning("Failed to truncate a spill file of pid %d: %m", (int)o->pid);
-	close(f->fd);
-	charge_sub(sp, o, f, f->charged);
-	o->acct->files--;
-	sp->files--;
+	charge_sub(sp, o, &o->files[i], f.charged);
 	o->files[i] = o->files[--o->nfiles];
+	if ((r = file_cut(f.fd, 0)) < 0)
+		log_warning("Failed to truncate a spill file of pid %d: %s", (int)o->pid, strerror(-r));
+	if (!sp->leases || file_has_writers(f.fd) <= 0) {
+		file_forget(sp, o->acct, f.fd);
+		return;
+	}
+	if (sp->nlinger == sp->linger_cap) {
+		unsigned cap = sp->linger_cap ? sp->linger_cap * 2 : 8;
+		void *n = realloc(sp->linger, cap * sizeof(*sp->linger));
+
+		if (!n) {
+			log_warning("Spill: no memory to keep track of a file pid %d still writes to", (int)o->pid);
+			file_forget(sp, o->acct, f.fd);
+			return;
+		}
+		sp->linger = n;
+		sp->linger_cap = cap;
+	}
+	sp->linger[sp->nlinger++] = (struct spill_linger){ .fd = f.fd, .acct = o->acct, .pid = o->pid };
+	o->acct->refs++;
+	log_msg_ratelimited(&rl, LOG_NOTICE,
+			    "Spill: a file of pid %d (uid %u) is still open for writing after its stream closed; it "
+			    "counts as one of uid %u's files, and is kept empty, until the last writer closes it",
+			    (int)o->pid, (unsigned)o->uid, (unsigned)o->uid);
 }
 
 void spill_owner_release(struct spill *sp, struct spill_owner *o)
@@ -348,17 +486,27 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 		o->files = n;
 		o->cap = cap;
 	}
-	fd = file_create(sp);
+	cfd = file_create(sp);
+	if (cfd < 0) {
+		snprintf(text, textlen, "cannot create a spill file in '%s': %s", sp->dir, strerror(-cfd));
+		return cfd;
+	}
+	fd = file_reopen(cfd, O_RDONLY); /* the daemon's own fd: never a writer */
 	if (fd < 0) {
-		snprintf(text, textlen, "cannot create a spill file in '%s': %s", sp->dir, strerror(-fd));
+		close(cfd);
+		snprintf(text, textlen, "cannot create a spill file: %s", strerror(-fd));
 		return fd;
 	}
-	cfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (cfd < 0) {
-		r = -errno;
-		close(fd);
-		snprintf(text, textlen, "cannot create a spill file: %s", strerror(-r));
-		return r;
+	if (cfd < 3) { /* the client's fd goes out over the socket; keep stdio free */
+		r = fcntl(cfd, F_DUPFD_CLOEXEC, 3);
+		r = r < 0 ? -errno : r;
+		close(cfd);
+		if (r < 0) {
+			close(fd);
+			snprintf(text, textlen, "cannot create a spill file: %s", strerror(-r));
+			return r;
+		}
+		cfd = r;
 	}
 	f = &o->files[o->nfiles++];
 	*f = (struct spill_file){ .id = ++sp->next_id, .fd = fd, .charged = 0 };
@@ -383,18 +531,30 @@ static struct spill_file *file_find(struct spill_owner *o, uint64_t id, unsigned
 	return NULL;
 }
 
-/* Truncate f to its charge if the client wrote past it; true if it had. */
-static bool file_audit(struct spill *sp, struct spill_owner *o, struct spill_file *f)
+/*
+ * Cut the file behind fd if it holds more than `charged` bytes allow: past its end, or in blocks
+ * (fallocate with FALLOC_FL_KEEP_SIZE allocates without growing the size). True if it did.
+ */
+static bool file_audit(struct spill *sp, pid_t pid, uid_t uid, int fd, uint64_t charged)
 {
+	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
+	uint64_t used, allowed, blksize;
 	struct stat st;
+	int r;
 
-	if (fstat(f->fd, &st) < 0 || (uint64_t)st.st_size <= f->charged)
+	if (fstat(fd, &st) < 0)
 		return false;
-	log_warning("Spill: pid %d (uid %u) wrote %" PRIu64 " bytes to a file charged %" PRIu64
-		    "; truncated to its charge",
-		    (int)o->pid, (unsigned)o->uid, (uint64_t)st.st_size, f->charged);
-	if (ftruncate(f->fd, (off_t)f->charged) < 0)
-		log_warning("Spill: failed to truncate the file: %m");
+	used = (uint64_t)st.st_blocks * 512;
+	blksize = st.st_blksize > 4096 ? (uint64_t)st.st_blksize : 4096;
+	allowed = (charged + blksize - 1) / blksize * blksize + USAGE_SLACK + charged / 256;
+	if ((uint64_t)st.st_size <= charged && used <= allowed)
+		return false;
+	r = file_cut(fd, MIN((uint64_t)st.st_size, charged));
+	log_msg_ratelimited(&rl, LOG_WARNING,
+			    "Spill: a file of pid %d (uid %u) charged %" PRIu64 " bytes was %" PRIu64
+			    " bytes long and held %" PRIu64 " bytes of disk; %s",
+			    (int)pid, (unsigned)uid, charged, (uint64_t)st.st_size, used,
+			    r < 0 ? "failed to cut it to its charge" : "cut to its charge");
 	sp->truncated++;
 	return true;
 }
@@ -411,12 +571,12 @@ int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t 
 		return -ENOENT;
 	}
 	if (total <= f->charged) {
-		if (ftruncate(f->fd, (off_t)total) < 0)
-			log_warning("Spill: failed to truncate a file of pid %d: %m", (int)o->pid);
+		if ((r = file_cut(f->fd, total)) < 0)
+			log_warning("Spill: failed to truncate a file of pid %d: %s", (int)o->pid, strerror(-r));
 		charge_sub(sp, o, f, f->charged - total);
 		return 0;
 	}
-	file_audit(sp, o, f);
+	file_audit(sp, o->pid, o->uid, f->fd, f->charged);
 	more = total - f->charged;
 	if ((r = bytes_allowed(sp, o, more, text, textlen)) < 0)
 		return r;
@@ -449,9 +609,17 @@ uint64_t spill_audit(struct spill *sp, uint64_t now, bool force)
 		return sp->next_audit;
 	TAILQ_FOREACH(o, &sp->owners, link)
 		for (unsigned i = 0; i < o->nfiles; i++)
-			file_audit(sp, o, &o->files[i]);
+			file_audit(sp, o->pid, o->uid, o->files[i].fd, o->files[i].charged);
+	for (unsigned i = sp->nlinger; i-- > 0;) {
+		struct spill_linger *l = &sp->linger[i];
+
+		if (file_has_writers(l->fd) > 0)
+			file_audit(sp, l->pid, l->acct->uid, l->fd, 0);
+		else
+			linger_drop(sp, i);
+	}
 	sp->next_audit = now + AUDIT_INTERVAL_NS;
-	return sp->next_audit;
+	return sp->files ? sp->next_audit : UINT64_MAX;
 }
 
 static void page_read(const struct spill_owner *o, uint64_t *streams, uint64_t *bytes)
@@ -475,6 +643,7 @@ void spill_get_status(struct spill *sp, struct proto_status_spill *st)
 	st->max_files_per_uid = sp->max_files_per_uid;
 	st->bytes = sp->bytes;
 	st->files = sp->files;
+	st->lingering = sp->nlinger;
 	TAILQ_FOREACH(o, &sp->owners, link) {
 		uint64_t s, b;
 

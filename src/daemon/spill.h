@@ -6,10 +6,12 @@
  * A client's stream lives in its own memory up to a threshold (libhugepool, src/lib/spill.c);
  * only past it does the client ask for a file. Files are created with O_TMPFILE (or created and
  * unlinked at once where the file system lacks it), so no name ever outlives its holders. The
- * daemon keeps its own fd of every file: it charges bytes before the client writes them
- * (spill_charge), truncates a file to zero when the stream or its connection closes, so the
- * space comes back even if the client leaked the fd into a child, and audits file sizes against
- * charges (spill_audit), truncating a file a client wrote past its charge.
+ * daemon keeps its own read-only fd of every file: it charges bytes before the client writes
+ * them (spill_charge), audits sizes and allocated blocks against charges (spill_audit), cutting
+ * a file that holds more than its charge, and cuts a file to nothing when its stream or
+ * connection closes. A closed file that some process still holds open for writing (the client
+ * kept or passed on its fd) lingers, counted as a file of its uid and kept empty, until the
+ * last writer is gone (spill.c says how that is found out).
  *
  * Everything here runs on the event loop thread (server.c); no locks. Each connection has a
  * struct spill_owner, attached with spill_owner_init and torn down with spill_owner_release.
@@ -30,7 +32,7 @@ struct spill_uid;
 
 struct spill_file {
 	uint64_t id;
-	int fd; /* the daemon's own fd of the file */
+	int fd; /* the daemon's own fd of the file, read-only */
 	uint64_t charged; /* bytes the client may have written */
 };
 
@@ -85,13 +87,14 @@ int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t 
 /* Does the owner have file id? */
 bool spill_owns(struct spill_owner *o, uint64_t id);
 
-/* Close file id: truncate it to zero, close the daemon's fd, give its bytes back. */
+/* Close file id: cut it to nothing, give its bytes back, forget it or keep it lingering. */
 int spill_close_file(struct spill *sp, struct spill_owner *o, uint64_t id);
 
 /*
- * Check every file's size against its charge and truncate those written past it (a client
- * that ignored the protocol). Unless forced, runs at most once a second; returns the time of
- * the next audit (UINT64_MAX when there are no files).
+ * Check every file's size and allocated blocks against its charge and cut those that hold
+ * more (a client that ignored the protocol); let go of lingering files whose last writer is
+ * gone. Unless forced, runs at most once a second; returns the time of the next audit
+ * (UINT64_MAX when there are no files).
  */
 uint64_t spill_audit(struct spill *sp, uint64_t now, bool force);
 

@@ -414,13 +414,14 @@ void hp_spill_close(hp_spill *s)
 		/*
 		 * Free the pages here, on the CPU that just used them and will soon want new ones
 		 * (the daemon's own truncate, which it does whatever we do, then finds nothing),
-		 * then let the daemon give the bytes back.
+		 * and close our fd before the daemon hears of it: a file still open for writing
+		 * when its stream closes lingers as one of our uid's files until the next audit.
 		 */
 		if (ftruncate(s->fd, 0) < 0) {
 			/* the daemon truncates anyway */
 		}
-		client_simple_request(s->c, PROTO_SPILL_CLOSE, &req, sizeof(req));
 		close(s->fd);
+		client_simple_request(s->c, PROTO_SPILL_CLOSE, &req, sizeof(req));
 	} else {
 		page_add(s->c, -1, -(int64_t)s->len);
 	}

@@ -164,6 +164,7 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 		ss->bytes_charged_total = ps.bytes_charged_total;
 		ss->refusals = ps.refusals;
 		ss->truncated = ps.truncated;
+		ss->lingering = ps.lingering;
 	}
 	*ret = st;
 	return 0;

@@ -37,6 +37,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	if (running) {
+		harness_dump_log(running); /* the case failed: what did the daemon say? */
 		harness_stop(running);
 		running = NULL;
 	}

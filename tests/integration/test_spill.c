@@ -11,6 +11,8 @@
  * - a client SIGKILLed with streams open: its quota comes back and no file remains;
  * - a full file system (a 1 MiB tmpfs, as root): -ENOSPC, the stream readable, bytes refunded;
  * - a raw client that writes past its charge is truncated; bad spill requests are answered;
+ * - the quota bypasses of a hostile client (fallocate with KEEP_SIZE, writes after close, an fd
+ *   passed to a process that outlives the connection) are undone, and such files count;
  * - the daemon dying under a client: its streams stay readable.
  * Spill does not depend on hugepages: run-tests.sh runs this file once (HP_TEST_ONCE).
  */
@@ -122,12 +124,19 @@ static void round_trip(hp_conn *c, uint64_t threshold, size_t n, int want_state)
 	free(data);
 }
 
-/* The machine's spill numbers are back to nothing. */
+static struct hp_status *await_spill(hp_conn *c, bool (*cond)(const struct hp_status *, uint64_t), uint64_t n);
+static bool files_exactly(const struct hp_status *st, uint64_t n);
+
+/*
+ * The machine's spill numbers are back to nothing (once the audit has let go of files closed
+ * while the client still had them open for writing).
+ */
 static void assert_spill_idle(hp_conn *c)
 {
-	struct hp_status *st = status(c);
+	struct hp_status *st = await_spill(c, files_exactly, 0);
 
 	assert_int_equal(st->spill.files, 0);
+	assert_int_equal(st->spill.lingering, 0);
 	assert_int_equal(st->spill.bytes, 0);
 	assert_int_equal(st->spill.streams_memory, 0);
 	assert_int_equal(st->spill.bytes_memory, 0);
@@ -499,6 +508,36 @@ static int raw_request(int fd, enum proto_type type, const void *req, uint32_t l
 	return r;
 }
 
+/* Status, polled until cond(st, n) holds: the daemon audits spill files once a second. */
+static struct hp_status *await_spill(hp_conn *c, bool (*cond)(const struct hp_status *, uint64_t), uint64_t n)
+{
+	for (int i = 0; i < 3000; i++) { /* bounded only so a broken daemon cannot hang the suite */
+		struct hp_status *st = status(c);
+
+		if (cond(st, n))
+			return st;
+		hp_status_free(st);
+		usleep(10000);
+	}
+	fail_msg("the daemon's spill state never reached what the test waits for");
+	return NULL;
+}
+
+static bool truncated_at_least(const struct hp_status *st, uint64_t n)
+{
+	return st->spill.truncated >= n;
+}
+
+static bool lingering_exactly(const struct hp_status *st, uint64_t n)
+{
+	return st->spill.lingering == n;
+}
+
+static bool files_exactly(const struct hp_status *st, uint64_t n)
+{
+	return st->spill.files == n;
+}
+
 static void test_misbehaving_peer(void **state)
 {
 	struct proto_spill_create create = { 0 }; /* no charge at creation */
@@ -519,9 +558,8 @@ static void test_misbehaving_peer(void **state)
 	/* a file without a spill page is fine; write 1 MiB without asking for a charge */
 	assert_int_equal(raw_request(fd, PROTO_SPILL_CREATE, &create, sizeof(create), &id, &file), 1);
 	assert_int_equal(pwrite(file, data, 1 * MIB, 0), (ssize_t)(1 * MIB));
-	/* the audit (status forces one) cuts it to its charge: nothing */
-	st = status(c);
-	assert_int_equal(st->spill.truncated, 1);
+	/* the audit (once a second) cuts it to its charge: nothing */
+	st = await_spill(c, truncated_at_least, 1);
 	assert_int_equal(st->spill.bytes, 0);
 	hp_status_free(st);
 	assert_int_equal(fstat(file, &sb), 0);
@@ -537,9 +575,11 @@ static void test_misbehaving_peer(void **state)
 	assert_int_equal(raw_request(fd, PROTO_SPILL_CHARGE, &charge, sizeof(charge), NULL, NULL), 0);
 	assert_int_equal(fstat(file, &sb), 0);
 	assert_int_equal(sb.st_size, 1000);
-	/* close: the daemon truncates the file even though we keep our fd */
+	/* close: the daemon truncates the file even though we keep our fd (it answers first,
+	 * then truncates: a status round trip after it has) */
 	cl = (struct proto_spill_close){ .file_id = id };
 	assert_int_equal(raw_request(fd, PROTO_SPILL_CLOSE, &cl, sizeof(cl), NULL, NULL), 0);
+	hp_status_free(status(c));
 	assert_int_equal(fstat(file, &sb), 0);
 	assert_int_equal(sb.st_size, 0);
 	assert_int_equal(raw_request(fd, PROTO_SPILL_CLOSE, &cl, sizeof(cl), NULL, NULL), -ENOENT);
@@ -563,6 +603,109 @@ static void test_misbehaving_peer(void **state)
 	close(fd);
 	close(file);
 	/* everyone else is served as before */
+	round_trip(c, 64 * KIB, 200 * KIB, HP_SPILL_FILE);
+	assert_spill_idle(c);
+	free(data);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/* Bytes of disk the file behind fd occupies. */
+static uint64_t disk_bytes(int fd)
+{
+	struct stat sb;
+
+	assert_int_equal(fstat(fd, &sb), 0);
+	return (uint64_t)sb.st_blocks * 512;
+}
+
+/*
+ * The three ways past a spill charge of the hostile-clients audit (finding 5), each against the
+ * space the file really takes on disk: blocks allocated without size, writes after the stream
+ * closed, and an fd handed to another process that outlives the connection. What the daemon
+ * cannot stop it must undo, and every file some process still writes to counts against its uid.
+ */
+static void test_quota_bypass(void **state)
+{
+	struct proto_spill_create create = { .charge = 1 * MIB };
+	struct proto_spill_close cl;
+	unsigned char *data = make_data(3, 4 * MIB);
+	struct hp_status *st;
+	hp_spill *streams[4];
+	struct daemon d;
+	uint64_t id = 0, cuts;
+	int fd, file = -1, passed = -1, go[2];
+	hp_conn *c;
+	pid_t child;
+	char b;
+
+	(void)state;
+	start(&d, "spill_max_files_per_uid = 4", CLASSES);
+	c = conn(&d);
+	fd = raw_connect(&d);
+
+	/* 1. fallocate(FALLOC_FL_KEEP_SIZE): 8 MiB of blocks in a file of size 0 charged 1 MiB */
+	assert_int_equal(raw_request(fd, PROTO_SPILL_CREATE, &create, sizeof(create), &id, &file), 1);
+	assert_int_equal(fallocate(file, FALLOC_FL_KEEP_SIZE, 0, 8 * MIB), 0);
+	assert_true(disk_bytes(file) >= 8 * MIB);
+	hp_status_free(await_spill(c, truncated_at_least, 1));
+	assert_true(disk_bytes(file) <= 1 * MIB + 128 * KIB);
+	/* within its charge, a write stays whole */
+	assert_int_equal(pwrite(file, data, 1 * MIB, 0), (ssize_t)(1 * MIB));
+
+	/* 2. writes after SPILL_CLOSE, the fd kept: the file lingers, counted, and is kept empty */
+	cl = (struct proto_spill_close){ .file_id = id };
+	assert_int_equal(raw_request(fd, PROTO_SPILL_CLOSE, &cl, sizeof(cl), NULL, NULL), 0);
+	st = status(c); /* the daemon answers the close, then cuts: after this round trip it has */
+	assert_int_equal(st->spill.files, 1);
+	assert_int_equal(st->spill.lingering, 1);
+	assert_int_equal(st->spill.bytes, 0);
+	cuts = st->spill.truncated;
+	hp_status_free(st);
+	assert_int_equal(disk_bytes(file), 0);
+	assert_int_equal(pwrite(file, data, 4 * MIB, 0), (ssize_t)(4 * MIB));
+	hp_status_free(await_spill(c, truncated_at_least, cuts + 1));
+	assert_int_equal(disk_bytes(file), 0);
+
+	/* 3. an fd passed to another process, which outlives the connection that had the file */
+	assert_int_equal(raw_request(fd, PROTO_SPILL_CREATE, &create, sizeof(create), &id, &passed), 1);
+	assert_int_equal(pipe(go), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		/* keep the fd; write 4 MiB after the connection is gone, then wait to be killed */
+		close(fd);
+		close(go[1]);
+		if (read(go[0], &b, 1) != 1 || pwrite(passed, data, 4 * MIB, 0) != (ssize_t)(4 * MIB))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(go[0]);
+	close(passed);
+	close(fd); /* the connection goes: both its files are cut, and both linger */
+	st = await_spill(c, lingering_exactly, 2);
+	assert_int_equal(st->spill.files, 2);
+	cuts = st->spill.truncated;
+	hp_status_free(st);
+	/* lingering files count against the uid: 4 files, so 2 more streams on disk, not 3 */
+	for (int i = 0; i < 3; i++) {
+		streams[i] = open_stream(c, 64 * KIB);
+		assert_int_equal(hp_spill_write(streams[i], data, 128 * KIB), i < 2 ? 0 : -EDQUOT);
+	}
+	assert_int_equal(write(go[1], "x", 1), 1);
+	hp_status_free(await_spill(c, truncated_at_least, cuts + 1));
+	for (int i = 0; i < 3; i++)
+		hp_spill_close(streams[i]);
+	/* the last writers go: the kept fd here, the child there; so do the files */
+	close(file);
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	close(go[1]);
+	st = await_spill(c, files_exactly, 0);
+	assert_int_equal(st->spill.lingering, 0);
+	hp_status_free(st);
+	/* everyone is served as before */
 	round_trip(c, 64 * KIB, 200 * KIB, HP_SPILL_FILE);
 	assert_spill_idle(c);
 	free(data);
@@ -734,11 +877,15 @@ int main(void)
 		cmocka_unit_test_teardown(test_sigkill_returns_quota, teardown),
 		cmocka_unit_test_teardown(test_full_filesystem, teardown),
 		cmocka_unit_test_teardown(test_misbehaving_peer, teardown),
+		cmocka_unit_test_teardown(test_quota_bypass, teardown),
 		cmocka_unit_test_teardown(test_merge_of_streams, teardown),
 		cmocka_unit_test_teardown(test_daemon_dies, teardown),
 		cmocka_unit_test_teardown(test_bad_arguments, teardown),
 		cmocka_unit_test_teardown(test_boot_errors, teardown),
 	};
 
+	/* HP_TEST_FILTER=test_quota* runs some tests only (for debugging) */
+	if (getenv("HP_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("HP_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 /*
  * Unit tests of the daemon's spill accounting (src/daemon/spill.c) without a socket: limits at
  * their exact edges (bytes and files, per uid and for the machine), several owners of one uid,
- * refunds on cuts, closes and release, truncation of a file written past its charge, the page,
+ * refunds on cuts, closes and release, cuts of a file written or allocated past its charge, a
+ * closed file still open for writing lingering until its last writer closes, the page,
  * and the removal of an earlier run's leftover names at open.
  */
 #define _GNU_SOURCE
@@ -199,8 +200,23 @@ static void test_truncation(void **state)
 	assert_int_equal(spill_close_file(sp, &a, id), 0);
 	assert_int_equal(fstat(fd, &sb), 0);
 	assert_int_equal(sb.st_size, 0);
-	assert_int_equal(spill_audit(sp, 2, true), UINT64_MAX); /* no files: no audits */
+	/* ... and since we still hold it open for writing, it lingers: a file, kept empty */
+	spill_get_status(sp, &st);
+	assert_int_equal(st.files, 1);
+	assert_int_equal(st.lingering, 1);
+	assert_int_equal(st.bytes, 0);
+	assert_int_equal(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 << 20), 0);
+	assert_int_equal(spill_audit(sp, 2, true), 2 + 1000000000ull);
+	assert_int_equal(fstat(fd, &sb), 0);
+	assert_int_equal(sb.st_blocks, 0);
+	spill_get_status(sp, &st);
+	assert_int_equal(st.truncated, 2);
+	/* our fd closed, the next audit lets it go */
 	close(fd);
+	assert_int_equal(spill_audit(sp, 3, true), UINT64_MAX); /* no files: no audits */
+	spill_get_status(sp, &st);
+	assert_int_equal(st.files, 0);
+	assert_int_equal(st.lingering, 0);
 	spill_owner_release(sp, &a);
 	spill_free(sp);
 }
