@@ -493,6 +493,7 @@ static bool status_shows(const struct peer *to, const struct peer *q)
 static int handle_status(struct server *s, struct peer *p, const union proto_request *req)
 {
 	const struct lease_counters *lc = lease_counters(s->leases);
+	struct proto_status_spill spill;
 	struct proto_status st = { 0 };
 	struct peer *q;
 	size_t nleases = 0, size;
@@ -550,6 +551,7 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 		memcpy(w, &pc, sizeof(pc));
 		w += sizeof(pc);
 	}
+	spill_get_status(s->spill, &spill); /* reads each client's spill page, once */
 	TAILQ_FOREACH(q, &s->peers, link) {
 		struct proto_status_client pc = { 0 };
 
@@ -619,14 +621,9 @@ static int handle_status(struct server *s, struct peer *p, const union proto_req
 		w += sizeof(pj);
 		st.njournals++;
 	}
-	{
-		struct proto_status_spill ps;
-
-		spill_get_status(s->spill, &ps);
-		memcpy(w, &ps, sizeof(ps));
-		w += sizeof(ps);
-		st.nspill = 1;
-	}
+	memcpy(w, &spill, sizeof(spill));
+	w += sizeof(spill);
+	st.nspill = 1;
 	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf));
 	p->busy = false;
 	return 0;

@@ -622,11 +622,20 @@ uint64_t spill_audit(struct spill *sp, uint64_t now, bool force)
 	return sp->files ? sp->next_audit : UINT64_MAX;
 }
 
-static void page_read(const struct spill_owner *o, uint64_t *streams, uint64_t *bytes)
+/*
+ * Read the client's counters from its page, once per status: each word one relaxed load into
+ * the owner's copy, which everything after uses. The client's words are informative (status
+ * only), never trusted for a decision; a page rewritten while a status is made changes
+ * nothing in it, since spill_owner_status reports the copy.
+ */
+static void page_read(struct spill_owner *o)
 {
-	/* the client's words: informative, never trusted for a decision */
-	*streams = o->page ? __atomic_load_n(&o->page->streams_memory, __ATOMIC_RELAXED) : 0;
-	*bytes = o->page ? __atomic_load_n(&o->page->bytes_memory, __ATOMIC_RELAXED) : 0;
+	o->seen_streams = o->page ? __atomic_load_n(&o->page->streams_memory, __ATOMIC_RELAXED) : 0;
+	if (spill_page_hook)
+		spill_page_hook(o->page);
+	o->seen_bytes = o->page ? __atomic_load_n(&o->page->bytes_memory, __ATOMIC_RELAXED) : 0;
+	if (spill_page_hook)
+		spill_page_hook(o->page);
 }
 
 void spill_get_status(struct spill *sp, struct proto_status_spill *st)
@@ -645,11 +654,9 @@ void spill_get_status(struct spill *sp, struct proto_status_spill *st)
 	st->files = sp->files;
 	st->lingering = sp->nlinger;
 	TAILQ_FOREACH(o, &sp->owners, link) {
-		uint64_t s, b;
-
-		page_read(o, &s, &b);
-		st->streams_memory += s;
-		st->bytes_memory += b;
+		page_read(o);
+		st->streams_memory += o->seen_streams;
+		st->bytes_memory += o->seen_bytes;
 	}
 	st->files_created = sp->files_created;
 	st->bytes_charged_total = sp->bytes_charged_total;
@@ -662,5 +669,6 @@ void spill_owner_status(const struct spill_owner *o, uint32_t *files, uint64_t *
 {
 	*files = o->nfiles;
 	*bytes = o->bytes;
-	page_read(o, streams_memory, bytes_memory);
+	*streams_memory = o->seen_streams;
+	*bytes_memory = o->seen_bytes;
 }

@@ -44,6 +44,7 @@ struct spill_owner {
 	unsigned nfiles, cap;
 	uint64_t bytes; /* charged to this owner's files */
 	const struct proto_spill_page *page; /* the client's counters (read-only mapping) or NULL */
+	uint64_t seen_streams, seen_bytes; /* what spill_get_status last read from the page */
 	TAILQ_ENTRY(spill_owner) link;
 	int linked;
 };
@@ -98,10 +99,16 @@ int spill_close_file(struct spill *sp, struct spill_owner *o, uint64_t id);
  */
 uint64_t spill_audit(struct spill *sp, uint64_t now, bool force);
 
-/* The machine's state for a status reply. */
+/*
+ * The machine's state for a status reply. Reads each owner's page once (the only place that
+ * reads a page); call it before spill_owner_status, which reports what it read.
+ */
 void spill_get_status(struct spill *sp, struct proto_status_spill *st);
 
-/* One owner's numbers for a status reply. */
+/* Tests only: called after every read of a client's page, to change the page between reads. */
+void spill_page_hook(const struct proto_spill_page *page) __attribute__((weak));
+
+/* One owner's numbers for a status reply, its page as spill_get_status last read it. */
 void spill_owner_status(const struct spill_owner *o, uint32_t *files, uint64_t *bytes,
 			uint64_t *streams_memory, uint64_t *bytes_memory);
 

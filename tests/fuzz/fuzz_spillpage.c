@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz target: the daemon's reader of the spill pages clients share with it (spill.c's
+ * page_read, through spill_get_status and spill_owner_status as a status reply uses them), with
+ * the pages rewritten between the daemon's reads as a hostile client would.
+ *
+ * Input: one byte of owners (1..8, and which of them have a page), 16 bytes of initial counters
+ * per owner with a page, then a rewrite script of 10-byte steps (owner, word, 8 value bytes).
+ * spill_page_hook runs after every read the daemon makes of a page and applies the next step
+ * to a page (any page: clients share nothing, but a rewrite anywhere must change nothing
+ * already read). What must hold: the machine's figures are exactly the sum of the owners'
+ * (each page is read once per status, and the owners report that read), and each owner
+ * reports what its page held at that read. The pages are real (spill_attach's sealed memfd,
+ * mapped read-write here as a client maps it).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "fuzz.h"
+#include "spill.h"
+
+#define MAX_OWNERS 8
+
+static struct {
+	struct proto_spill_page *page[MAX_OWNERS]; /* the client's writable mappings */
+	const struct proto_spill_page *daemon[MAX_OWNERS]; /* the daemon's mappings, to know whose */
+	uint64_t at_read[MAX_OWNERS][2]; /* what each page held when the daemon read each word */
+	unsigned nreads[MAX_OWNERS], n;
+	const uint8_t *script, *end;
+} cur;
+
+void spill_page_hook(const struct proto_spill_page *page)
+{
+	unsigned i, w;
+
+	for (i = 0; i < cur.n; i++)
+		if (cur.daemon[i] == page && cur.nreads[i] < 2) {
+			w = cur.nreads[i]++;
+			cur.at_read[i][w] = w == 0 ? cur.page[i]->streams_memory : cur.page[i]->bytes_memory;
+		}
+	if (cur.end - cur.script < 10)
+		return;
+	i = cur.script[0] % MAX_OWNERS;
+	if (i < cur.n && cur.page[i]) {
+		uint64_t v;
+
+		memcpy(&v, cur.script + 2, sizeof(v));
+		if (cur.script[1] & 1)
+			cur.page[i]->bytes_memory = v;
+		else
+			cur.page[i]->streams_memory = v;
+	}
+	cur.script += 10;
+}
+
+static struct spill *spill_once(void)
+{
+	static struct spill *sp;
+	static char dir[64];
+	struct config cfg;
+	char err[256];
+
+	if (sp)
+		return sp;
+	snprintf(dir, sizeof(dir), "/tmp/hugepool-fuzz.XXXXXX");
+	if (!mkdtemp(dir))
+		abort();
+	config_init(&cfg);
+	snprintf(cfg.spill_directory, sizeof(cfg.spill_directory), "%s/spill", dir);
+	if (spill_open(&cfg, &sp, err, sizeof(err)) < 0) {
+		fprintf(stderr, "spill_open: %s\n", err);
+		abort();
+	}
+	return sp;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct spill *sp = spill_once();
+	struct spill_owner owners[MAX_OWNERS];
+	struct proto_status_spill st;
+	uint64_t streams = 0, bytes = 0;
+	unsigned n;
+
+	if (size < 1)
+		return 0;
+	memset(&cur, 0, sizeof(cur));
+	n = data[0] % MAX_OWNERS + 1;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t threshold;
+		int fd;
+
+		spill_owner_init(sp, &owners[i], 1000 + i % 3, 100 + i);
+		if (!(data[0] >> 3 & 1u << (i % 5)))
+			continue; /* an owner without a page (a connection with files only) */
+		if (spill_attach(sp, &owners[i], &fd, &threshold) < 0)
+			abort();
+		cur.page[i] = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		if (cur.page[i] == MAP_FAILED)
+			abort();
+		cur.daemon[i] = owners[i].page;
+	}
+	cur.n = n;
+	data++;
+	size--;
+	for (unsigned i = 0; i < n; i++) {
+		if (!cur.page[i] || size < 16)
+			continue;
+		memcpy(&cur.page[i]->streams_memory, data, 8);
+		memcpy(&cur.page[i]->bytes_memory, data + 8, 8);
+		data += 16;
+		size -= 16;
+	}
+	cur.script = data;
+	cur.end = data + size;
+
+	spill_get_status(sp, &st);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t b, mem_streams, mem_bytes;
+		uint32_t files;
+
+		spill_owner_status(&owners[i], &files, &b, &mem_streams, &mem_bytes);
+		if (files != 0 || b != 0)
+			abort();
+		if (cur.page[i] && (cur.nreads[i] != 2 || mem_streams != cur.at_read[i][0] ||
+				    mem_bytes != cur.at_read[i][1]))
+			abort(); /* not what the page held when the daemon read it */
+		if (!cur.page[i] && (mem_streams || mem_bytes))
+			abort();
+		streams += mem_streams;
+		bytes += mem_bytes;
+	}
+	if (st.streams_memory != streams || st.bytes_memory != bytes)
+		abort(); /* the machine's figures are not the sum of what the owners report */
+
+	for (unsigned i = 0; i < n; i++) {
+		if (cur.page[i])
+			munmap(cur.page[i], 4096);
+		spill_owner_release(sp, &owners[i]);
+	}
+	memset(&cur, 0, sizeof(cur));
+	return 0;
+}
