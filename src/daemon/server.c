@@ -1274,6 +1274,14 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 		goto fail;
 	}
 	log_info("Listening on '%s' (mode %04o)", cfg->socket_path, (unsigned)cfg->socket_mode);
+	if ((cfg->socket_mode & 0002) && (!cfg->max_bytes_per_uid || !cfg->spill_max_bytes_per_uid))
+		log_notice("Every user of this machine may connect (socket_mode %04o), and %s is 0 (no limit): "
+			   "one user can take all of it from everyone else",
+			   (unsigned)cfg->socket_mode,
+			   !cfg->max_bytes_per_uid ? (!cfg->spill_max_bytes_per_uid ? "max_bytes_per_uid (the pool) and "
+										       "spill_max_bytes_per_uid (spill_max_bytes)"
+										     : "max_bytes_per_uid (the pool)")
+						   : "spill_max_bytes_per_uid (spill_max_bytes)");
 	*ret = s;
 	return 0;
 fail:

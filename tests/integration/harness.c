@@ -224,8 +224,11 @@ int harness_start_opts(struct daemon *d, const char *globals, const char *classe
 	if (subst_dir(g, sizeof(g), globals, d->dir) < 0 || subst_dir(c, sizeof(c), classes, d->dir) < 0)
 		return -ENAMETOOLONG;
 	/* a test that sets hugepages itself overrides $HP_TEST_HUGEPAGES; spill files stay in the
-	 * test's directory unless the test says where */
-	snprintf(conf, sizeof(conf), "socket = %s\nsocket_mode = 0666\n", d->socket);
+	 * test's directory unless the test says where; the socket is open to every user (clients
+	 * of another uid) unless the test sets its mode */
+	snprintf(conf, sizeof(conf), "socket = %s\n", d->socket);
+	if (!globals || !strstr(globals, "socket_mode ="))
+		snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "socket_mode = 0666\n");
 	if (!globals || !strstr(globals, "hugepages ="))
 		snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "hugepages = %s\n", huge);
 	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "%s\n", g);

@@ -752,6 +752,29 @@ static void test_acquire_wait_capped(void **state)
 	stop(&d);
 }
 
+/*
+ * The per-uid byte limits stay unlimited by default (one engine owns the usual pool); a socket
+ * open to every user with either of them 0 is said at start, once; with both set, or a socket
+ * for the daemon's group only, nothing is said.
+ */
+static void test_open_socket_without_uid_limits(void **state)
+{
+	static const char *const notice = "Every user of this machine may connect";
+	struct daemon d;
+
+	(void)state;
+	start(&d, "", "[class one]\nsize = 2M\ncount = 1\n"); /* the harness's socket is 0666 */
+	assert_int_equal(harness_log_count(&d, notice), 1);
+	assert_int_equal(harness_log_count(&d, "max_bytes_per_uid (the pool) and spill_max_bytes_per_uid"), 1);
+	stop(&d);
+	start(&d, "max_bytes_per_uid = 2M\nspill_max_bytes_per_uid = 1G\n", "[class one]\nsize = 2M\ncount = 1\n");
+	assert_int_equal(harness_log_count(&d, notice), 0);
+	stop(&d);
+	start(&d, "socket_mode = 0660\n", "[class one]\nsize = 2M\ncount = 1\n");
+	assert_int_equal(harness_log_count(&d, notice), 0);
+	stop(&d);
+}
+
 /* --- finding 6 (access): a journal is appended, read and truncated by whom it says -------- */
 
 /* As another uid: a bit for each of append, read and truncate that was allowed. */
@@ -836,6 +859,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_journal_writers_per_uid, teardown),
 		cmocka_unit_test_teardown(test_punched_buffer_renewed, teardown),
 		cmocka_unit_test_teardown(test_acquire_wait_capped, teardown),
+		cmocka_unit_test_teardown(test_open_socket_without_uid_limits, teardown),
 		cmocka_unit_test_teardown(test_journal_access, teardown),
 	};
 
