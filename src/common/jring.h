@@ -6,20 +6,22 @@
  * One ring per writer (an hp_journal handle): a memfd the daemon creates and both map. Page 0
  * is the header, then `size` data bytes (a power of two) used as a circular buffer. Positions
  * are byte counts that only grow; position p lives at data[p & (size - 1)]. Each writer also
- * gets a doorbell eventfd and a wake page of its own: nothing of one writer is shared with
- * another, so a writer that scribbles on its ring, wake page or doorbell delays only itself.
+ * gets a doorbell eventfd of its own and the wake page of its uid's writers of the journal:
+ * nothing is shared across uids, so a writer that scribbles on its ring, wake page or doorbell
+ * delays only itself and its own uid.
  *
  *   client writes: the entries (jring_put_entry), then `tail` (jring_publish, seq_cst) once an
  *                  entry is complete;
  *   daemon writes: `head` (entries copied into a batch), then for each entry its first LSN
  *                  into the entry's lsn field, then `durable` (store-release) once the sync
- *                  covering them completed, `durable_lsn`, then bumps the writer's wake word;
+ *                  covering them completed, `durable_lsn`, then bumps the uid's wake word;
  *                  `need_wakeup` while its flusher sleeps; `error` once the journal failed or
  *                  this ring broke the protocol;
- *   client waiters: sleep on the writer's wake word (struct jring_wake, its own page) and count
- *                  themselves in its `waiters`, so that the daemon makes a FUTEX_WAKE only for
- *                  a writer someone waits on. A client that corrupts the page only misses its
- *                  own wake-ups (its waiters look again every 100 ms regardless).
+ *   client waiters: sleep on the uid's wake word (struct jring_wake, a page the uid's writers
+ *                  of the journal share) and count themselves in its `waiters`, so that the
+ *                  daemon makes one FUTEX_WAKE per uid someone waits in. A client that
+ *                  corrupts the page only makes its own uid miss wake-ups (waiters look again
+ *                  every 100 ms regardless).
  *
  * An entry is a group of records that get consecutive LSNs:
  *   struct jring_entry { total, count, lsn } then count x (struct jring_rec + payload, 8-aligned),
@@ -84,11 +86,11 @@ _Static_assert(sizeof(struct jring_hdr) <= JRING_HDR_SIZE, "ring header fits its
 _Static_assert(__builtin_offsetof(struct jring_hdr, tail) % 64 == 0, "tail on its own cache line");
 _Static_assert(__builtin_offsetof(struct jring_hdr, head) % 64 == 0, "daemon fields on their own line");
 
-/* A writer's wake page (its own: no other writer maps it), JRING_WAKE_SIZE bytes. */
+/* The wake page of one uid's writers of a journal (no other uid maps it), JRING_WAKE_SIZE bytes. */
 #define JRING_WAKE_SIZE 4096u
 struct jring_wake {
-	uint32_t futex; /* bumped by the daemon at every publish into this writer's ring */
-	uint32_t waiters; /* the writer's threads in FUTEX_WAIT on it */
+	uint32_t futex; /* bumped by the daemon at every publish */
+	uint32_t waiters; /* the uid's threads in FUTEX_WAIT on it */
 };
 
 struct jring_entry {

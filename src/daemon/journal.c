@@ -78,7 +78,7 @@ struct journal_writer {
 	uint64_t head; /* consumed, the daemon's own copy (the shared one is only informative) */
 	uint64_t max_entry; /* disk bytes of one entry: our copy, the client can write the header */
 	int doorbell; /* its eventfd, in the flusher's epoll set; shared with its client */
-	struct jring_wake *wake; /* its wake page, shared with its client only */
+	struct wake_group *group; /* the wake page of its uid's writers of this journal */
 	uid_t uid;
 	pid_t pid;
 	bool closed; /* under lock: its client is gone; freed once no batch refers to it */
@@ -87,6 +87,20 @@ struct journal_writer {
 	uint64_t active_ns; /* when it last had something to gather */
 	bool in_batch; /* contributed to the filling batch */
 	TAILQ_ENTRY(journal_writer) link;
+};
+
+/*
+ * The wake page of one uid's writers of a journal. Writers of one uid share it, so one
+ * FUTEX_WAKE wakes all of them (a publish covers many writers: one wake-up per uid, not per
+ * writer); writers of different uids never share one, so what a client scribbles on its page
+ * delays only its own uid, which can do worse to itself anyway.
+ */
+struct wake_group {
+	uid_t uid;
+	unsigned refs; /* writers using it */
+	int fd; /* the memfd, duplicated for each writer's client */
+	struct jring_wake *wake;
+	LIST_ENTRY(wake_group) link;
 };
 
 struct batch_ref {
@@ -126,6 +140,7 @@ struct journal {
 	pthread_mutex_t lock;
 	TAILQ_HEAD(, journal_writer) writers;
 	unsigned nwriters;
+	LIST_HEAD(, wake_group) groups; /* under lock; created by the event loop only */
 	struct batch batches[NBATCH];
 	unsigned fill; /* index of the filling batch */
 	unsigned order[NBATCH], norder; /* in-flight batches, oldest first */
@@ -166,36 +181,22 @@ static void futex_wake(uint32_t *addr)
 }
 
 /*
- * Bump a writer's wake word; one FUTEX_WAKE wakes its sleeping threads, none is made when its
- * client says nobody sleeps (if it lies, it only misses its own wake-ups).
+ * Bump a uid's wake word; one FUTEX_WAKE wakes its sleeping threads, none is made when its
+ * clients say nobody sleeps (if they lie, they only miss their own wake-ups).
  */
-static void wake_writer(struct journal_writer *w)
+static void wake_group(struct wake_group *g)
 {
-	__atomic_fetch_add(&w->wake->futex, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&w->wake->waiters, __ATOMIC_SEQ_CST))
-		futex_wake(&w->wake->futex);
+	__atomic_fetch_add(&g->wake->futex, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&g->wake->waiters, __ATOMIC_SEQ_CST))
+		futex_wake(&g->wake->futex);
 }
 
 static void wake_all(struct journal *j)
 {
-	struct journal_writer *w;
+	struct wake_group *g;
 
-	TAILQ_FOREACH(w, &j->writers, link)
-		wake_writer(w);
-}
-
-static void writer_free(struct journal_writer *w)
-{
-	if (w->doorbell >= 0) {
-		/* the client still holds the eventfd: its registration would outlive our fd */
-		epoll_ctl(w->j->epfd, EPOLL_CTL_DEL, w->doorbell, NULL);
-		close(w->doorbell);
-	}
-	if (w->wake)
-		munmap(w->wake, JRING_WAKE_SIZE);
-	if (w->hdr)
-		munmap(w->hdr, w->map_len);
-	free(w);
+	LIST_FOREACH(g, &j->groups, link)
+		wake_group(g);
 }
 
 /* A sealed memfd of len bytes mapped shared: the ring or the wake page. */
@@ -214,6 +215,68 @@ static int shared_memfd(const char *name, uint64_t len, void **ret_map)
 		return -errno;
 	*ret_map = map;
 	return TAKE_FD(fd);
+}
+
+/* A writer's reference to its uid's wake group, found or made (event loop thread). */
+static int group_get(struct journal *j, uid_t uid, struct wake_group **ret)
+{
+	struct wake_group *g;
+	char name[64];
+	void *map;
+	int fd;
+
+	pthread_mutex_lock(&j->lock);
+	LIST_FOREACH(g, &j->groups, link)
+		if (g->uid == uid) {
+			g->refs++;
+			break;
+		}
+	pthread_mutex_unlock(&j->lock);
+	if (g) {
+		*ret = g;
+		return 0;
+	}
+	/* only the event loop makes groups: nobody adds this uid's while the lock is let go */
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	snprintf(name, sizeof(name), "hugepool-journal-wake:%s", j->cfg.name);
+	fd = shared_memfd(name, JRING_WAKE_SIZE, &map);
+	if (fd < 0) {
+		free(g);
+		return fd;
+	}
+	*g = (struct wake_group){ .uid = uid, .refs = 1, .fd = fd, .wake = map };
+	pthread_mutex_lock(&j->lock);
+	LIST_INSERT_HEAD(&j->groups, g, link);
+	pthread_mutex_unlock(&j->lock);
+	*ret = g;
+	return 0;
+}
+
+/* Under lock, or with the flusher stopped: the flusher walks the groups to wake them. */
+static void group_put(struct wake_group *g)
+{
+	if (--g->refs)
+		return;
+	LIST_REMOVE(g, link);
+	munmap(g->wake, JRING_WAKE_SIZE);
+	close(g->fd);
+	free(g);
+}
+
+static void writer_free(struct journal_writer *w)
+{
+	if (w->doorbell >= 0) {
+		/* the client still holds the eventfd: its registration would outlive our fd */
+		epoll_ctl(w->j->epfd, EPOLL_CTL_DEL, w->doorbell, NULL);
+		close(w->doorbell);
+	}
+	if (w->group)
+		group_put(w->group);
+	if (w->hdr)
+		munmap(w->hdr, w->map_len);
+	free(w);
 }
 
 int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_size,
@@ -244,6 +307,9 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 		return -ENOMEM;
 	w->j = j;
 	w->doorbell = -1;
+	r = group_get(j, uid, &w->group);
+	if (r < 0)
+		goto out_free;
 	snprintf(name, sizeof(name), "hugepool-journal:%s", j->cfg.name);
 	ring_fd = shared_memfd(name, JRING_HDR_SIZE + ring_size, &map);
 	if (ring_fd < 0) {
@@ -252,13 +318,11 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 	}
 	w->hdr = map;
 	w->map_len = JRING_HDR_SIZE + ring_size;
-	snprintf(name, sizeof(name), "hugepool-journal-wake:%s", j->cfg.name);
-	wake_fd = shared_memfd(name, JRING_WAKE_SIZE, &map);
+	wake_fd = fcntl(w->group->fd, F_DUPFD_CLOEXEC, 0);
 	if (wake_fd < 0) {
-		r = wake_fd;
+		r = -errno;
 		goto out_free;
 	}
-	w->wake = map;
 	/*
 	 * The doorbell: only this writer's client can ring it, drain it or change its flags, and
 	 * the daemon never reads or writes it (edge-triggered epoll sees every write), so whatever
@@ -307,6 +371,13 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 	*ret_wake_fd = TAKE_FD(wake_fd);
 	return 0;
 out_free:
+	if (w->group) {
+		/* the flusher walks the groups: let go of ours under its lock */
+		pthread_mutex_lock(&j->lock);
+		group_put(w->group);
+		pthread_mutex_unlock(&j->lock);
+		w->group = NULL;
+	}
 	writer_free(w);
 	return r;
 }
@@ -407,7 +478,7 @@ static void writer_break(struct journal *j, struct journal_writer *w, const char
 		    j->cfg.name, (int)w->pid, (unsigned)w->uid, why);
 	w->broken = true;
 	__atomic_store_n(&w->hdr->error, -EPROTO, __ATOMIC_RELEASE);
-	wake_writer(w);
+	wake_group(w->group);
 }
 
 /* GATHER_SHARE: took its share of the batch for this pass and has more */
@@ -1300,6 +1371,7 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	j->cfg = *cfg;
 	j->dirfd = j->doorbell = j->epfd = -1;
 	TAILQ_INIT(&j->writers);
+	LIST_INIT(&j->groups);
 	pthread_mutex_init(&j->lock, NULL);
 	j->segs = calloc(cfg->segments, sizeof(*j->segs));
 	if (!j->segs) {

@@ -60,7 +60,8 @@ const char *journal_name(const struct journal *j);
  * A new writer for (uid, pid): a ring of ring_size bytes (0 = the journal's default; a power of
  * two within JRING_MIN/MAX_SIZE) in a new memfd. Returns the writer with three fds the caller
  * sends to the client and then closes: the ring memfd, the writer's own doorbell eventfd and
- * its own wake page memfd (nothing of one writer is shared with another; see jring.h).
+ * the wake page memfd of uid's writers of this journal (nothing is shared across uids; see
+ * jring.h).
  */
 int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_size,
 		       struct journal_writer **ret, int *ret_ring_fd, int *ret_doorbell_fd, int *ret_wake_fd);

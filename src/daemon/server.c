@@ -702,7 +702,7 @@ static int handle_journal_open(struct server *s, struct peer *p, const union pro
 	p->writers[p->nwriters++] = (struct peer_writer){ ++s->next_writer_id, w };
 	o = (struct proto_journal_opened){ .writer_id = s->next_writer_id, .ring_size = journal_writer_ring_size(w),
 					   .durable_lsn = st.durable_lsn };
-	/* ring, doorbell and wake page are all this writer's: the message closes them once sent */
+	/* the message owns the three fds (dups of the daemon's) and closes them once sent */
 	peer_send_fds(p, PROTO_JOURNAL_OPENED, &o, sizeof(o), NULL, 0, fds, 3, 7u, NULL);
 	p->busy = false;
 	return 0;

@@ -5,7 +5,8 @@
  * A writer appends into its append ring (src/common/jring.h) with plain stores and one
  * store of `tail`; it rings its doorbell eventfd only when the daemon has said it sleeps, and it
  * waits for durability on its wake word, so an append costs no system call while the daemon is
- * busy and a wait costs one FUTEX_WAIT. Doorbell and wake page are this writer's own. While
+ * busy and a wait costs one FUTEX_WAIT. The doorbell is this writer's own, the wake page its
+ * uid's (the daemon wakes all of a uid's waiting writers with one FUTEX_WAKE). While
  * waiting it looks at the connection every 100 ms so that a dead daemon is an error, not a
  * hang, and rings again if the daemon sleeps with its entries unread (a lost wake-up is a delay).
  *
@@ -42,7 +43,7 @@ struct hp_journal {
 	uint8_t *data;
 	uint64_t size, map_len, max_entry, tail;
 	int doorbell;
-	struct jring_wake *wake; /* this writer's own */
+	struct jring_wake *wake; /* the wake page of its uid's writers of this journal */
 };
 
 static int check_name(const char *name)
@@ -145,7 +146,7 @@ static void ring_doorbell(hp_journal *j)
 }
 
 /*
- * Wait until done(j, arg) holds, sleeping on the writer's wake word. deadline_ns: CLOCK_MONOTONIC,
+ * Wait until done(j, arg) holds, sleeping on the uid's wake word. deadline_ns: CLOCK_MONOTONIC,
  * UINT64_MAX for none.
  */
 static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint64_t arg, uint64_t deadline_ns)
