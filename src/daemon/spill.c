@@ -119,22 +119,37 @@ static int file_reopen(int fd, int flags)
 }
 
 /*
+ * The disk a file of `charged` bytes may take: its size rounded up to whole blocks, plus some
+ * for file-system metadata (extent blocks of a large file).
+ */
+static uint64_t usage_allowed(const struct stat *st, uint64_t charged)
+{
+	uint64_t blksize = st->st_blksize > 4096 ? (uint64_t)st->st_blksize : 4096;
+
+	return (charged + blksize - 1) / blksize * blksize + USAGE_SLACK + charged / 256;
+}
+
+/*
  * Make the file behind the read-only fd hold at most `keep` bytes: truncate it (which on ext4
- * and tmpfs also frees blocks allocated past the end) and punch everything past keep for file
- * systems whose truncate keeps them. Through a writable fd of our own, closed at once, so the
- * daemon is never a writer of a file when it probes for writers.
+ * and tmpfs also frees blocks allocated past the end), and where blocks past keep remain (file
+ * systems whose truncate keeps them), punch them. Through a writable fd of our own, closed at
+ * once, so the daemon is never a writer of a file when it probes for writers.
  */
 static int file_cut(int fd, uint64_t keep)
 {
 	int wfd = file_reopen(fd, O_WRONLY), r = 0;
+	struct stat st;
 
 	if (wfd < 0)
 		return wfd;
 	if (ftruncate(wfd, (off_t)keep) < 0)
 		r = -errno;
-	else if (keep < (uint64_t)INT64_MAX)
-		(void)fallocate(wfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)keep,
-				(off_t)((uint64_t)INT64_MAX - keep)); /* unsupported or nothing there: fine */
+	else if (fstat(wfd, &st) == 0 && (uint64_t)st.st_blocks * 512 > usage_allowed(&st, keep))
+		/* the longest range the file system takes (EFBIG past its largest file) */
+		for (uint64_t len = (uint64_t)INT64_MAX - keep; len >= 4096; len /= 2)
+			if (fallocate(wfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)keep, (off_t)len) == 0 ||
+			    errno != EFBIG)
+				break;
 	close(wfd);
 	return r;
 }
@@ -537,24 +552,27 @@ static struct spill_file *file_find(struct spill_owner *o, uint64_t id, unsigned
  */
 static bool file_audit(struct spill *sp, pid_t pid, uid_t uid, int fd, uint64_t charged)
 {
-	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
-	uint64_t used, allowed, blksize;
+	static struct log_ratelimit written = LOG_RATELIMIT(10, 5), allocated = LOG_RATELIMIT(10, 5);
 	struct stat st;
+	uint64_t used;
 	int r;
 
 	if (fstat(fd, &st) < 0)
 		return false;
 	used = (uint64_t)st.st_blocks * 512;
-	blksize = st.st_blksize > 4096 ? (uint64_t)st.st_blksize : 4096;
-	allowed = (charged + blksize - 1) / blksize * blksize + USAGE_SLACK + charged / 256;
-	if ((uint64_t)st.st_size <= charged && used <= allowed)
+	if ((uint64_t)st.st_size <= charged && used <= usage_allowed(&st, charged))
 		return false;
 	r = file_cut(fd, MIN((uint64_t)st.st_size, charged));
-	log_msg_ratelimited(&rl, LOG_WARNING,
-			    "Spill: a file of pid %d (uid %u) charged %" PRIu64 " bytes was %" PRIu64
-			    " bytes long and held %" PRIu64 " bytes of disk; %s",
-			    (int)pid, (unsigned)uid, charged, (uint64_t)st.st_size, used,
-			    r < 0 ? "failed to cut it to its charge" : "cut to its charge");
+	if ((uint64_t)st.st_size > charged)
+		log_msg_ratelimited(&written, LOG_WARNING,
+				    "Spill: pid %d (uid %u) wrote %" PRIu64 " bytes to a file charged %" PRIu64 "; %s",
+				    (int)pid, (unsigned)uid, (uint64_t)st.st_size, charged,
+				    r < 0 ? "failed to cut it to its charge" : "cut to its charge");
+	else /* fallocate past the end, or the file system's own preallocation (XFS) */
+		log_msg_ratelimited(&allocated, LOG_NOTICE,
+				    "Spill: a file of pid %d (uid %u) charged %" PRIu64 " bytes held %" PRIu64
+				    " bytes of disk; %s the blocks past its end",
+				    (int)pid, (unsigned)uid, charged, used, r < 0 ? "failed to free" : "freed");
 	sp->truncated++;
 	return true;
 }
