@@ -124,8 +124,8 @@ struct hp_spill_status {
 	uint64_t bytes, files; /* on disk now: bytes charged, files open */
 	uint64_t streams_memory, bytes_memory; /* in memory now, as the clients report */
 	uint64_t files_created, bytes_charged_total, refusals, truncated; /* since the daemon started */
-	/* of files: closed by their stream or connection but still open for writing in some
-	 * process; each counts against its uid's files and is kept empty until the last writer closes */
+	/* of files: closed by their stream or connection but still open in some process; each
+	 * counts against its uid's files and is kept empty until the last holder closes it */
 	uint64_t lingering;
 };
 

@@ -461,7 +461,7 @@ static void spill_text(const struct hp_status *st)
 	       spill_bytes_of(sp->bytes, sp->max_bytes, " of ", b1, sizeof(b1)),
 	       spill_files_of(sp->files, sp->max_files, " of ", b2, sizeof(b2)));
 	if (sp->lingering)
-		printf("Lingering:   %" PRIu64 " of those files closed by their streams but still open for writing "
+		printf("Lingering:   %" PRIu64 " of those files closed by their streams but still open "
 		       "in some process (kept empty)\n",
 		       sp->lingering);
 	printf("Uid limits:  %s%s (spill_max_bytes_per_uid), ",

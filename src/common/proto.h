@@ -211,7 +211,7 @@ struct proto_status_spill {
 	uint64_t bytes, files; /* charged now, all clients */
 	uint64_t streams_memory, bytes_memory; /* as the clients' spill pages say */
 	uint64_t files_created, bytes_charged_total, refusals, truncated; /* since start */
-	uint64_t lingering; /* of files: closed by their streams, still open for writing somewhere */
+	uint64_t lingering; /* of files: closed by their streams, still open in some process */
 };
 
 #define PROTO_POOL_HUGETLB 1u /* pages are hugetlb pages of page_size */

@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	/* spill.c probes files with read leases it drops at once; a lease break must not kill us */
+	/* spill.c probes files with leases it drops at once; a lease break must not kill us */
 	signal(SIGIO, SIG_IGN);
 
 	raise_nofile();

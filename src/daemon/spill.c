@@ -13,13 +13,14 @@
  *   allocated blocks with the charge, so fallocate(FALLOC_FL_KEEP_SIZE), which allocates
  *   without growing the size, is caught like a write past the end. A file over its charge is
  *   cut: truncated to what it may hold and every block past that freed (file_cut).
- * - The daemon's own fd of a file is read-only, so it never counts as a writer itself. When a
- *   stream or its connection closes, the file is cut to nothing, then probed with a read lease
- *   (fcntl F_SETLEASE F_RDLCK, which the kernel refuses with EAGAIN while any process holds
- *   the file open for writing, mappings included). A file someone still writes to -- the
- *   client kept its fd, or passed it to a child -- lingers: it still counts as a file of its
- *   uid (so spill_max_files_per_uid bounds how many), is charged nothing, and the audit cuts
- *   whatever is written to it until the probe finds the last writer gone.
+ * - The daemon's own fd of a file is an open file description of its own (reopened through
+ *   /proc/self/fd), never the one the client holds. When a stream or its connection closes,
+ *   the file is cut to nothing, then probed with a write lease (fcntl F_SETLEASE F_WRLCK, which
+ *   the kernel grants only while no other open file description of the file exists: no fd,
+ *   passed on or inherited, no mapping). A file someone still holds -- the client kept its
+ *   fd, or passed it to a child -- lingers: it still counts as a file of its uid (so
+ *   spill_max_files_per_uid bounds how many), is charged nothing, and the audit cuts whatever
+ *   is written to it until the probe finds the last holder gone.
  * Between two audits a hostile client can hold at most what it writes in a second past its
  * charge; docs/ARCHITECTURE.md ("Security: the threat model") says why this was chosen over a
  * private size-limited mount or writes through the daemon.
@@ -59,9 +60,9 @@ struct spill_uid {
 	struct spill_uid *next;
 };
 
-/* A file whose stream or connection closed while some process still holds it open for writing. */
+/* A file whose stream or connection closed while some other process still holds it open. */
 struct spill_linger {
-	int fd; /* the daemon's read-only fd */
+	int fd; /* the daemon's own */
 	struct spill_uid *acct;
 	pid_t pid; /* who created it, for the log */
 };
@@ -107,7 +108,7 @@ static int file_create(struct spill *sp)
 	return fd;
 }
 
-/* Open the file behind fd again, with other flags (a read-only fd cannot be made writable). */
+/* Open the file behind fd again: a new open file description of it, with these flags. */
 static int file_reopen(int fd, int flags)
 {
 	char path[64];
@@ -130,39 +131,36 @@ static uint64_t usage_allowed(const struct stat *st, uint64_t charged)
 }
 
 /*
- * Make the file behind the read-only fd hold at most `keep` bytes: truncate it (which on ext4
- * and tmpfs also frees blocks allocated past the end), and where blocks past keep remain (file
- * systems whose truncate keeps them), punch them. Through a writable fd of our own, closed at
- * once, so the daemon is never a writer of a file when it probes for writers.
+ * Make the file hold at most `keep` bytes: truncate it, which on ext4, XFS and tmpfs also frees
+ * blocks allocated past the end, and where blocks past keep remain (a file system whose
+ * truncate keeps them), punch them. A cut to nothing is not checked: the file is either gone
+ * at once (no other holder) or lingers, and then the audit looks at it.
  */
 static int file_cut(int fd, uint64_t keep)
 {
-	int wfd = file_reopen(fd, O_WRONLY), r = 0;
 	struct stat st;
 
-	if (wfd < 0)
-		return wfd;
-	if (ftruncate(wfd, (off_t)keep) < 0)
-		r = -errno;
-	else if (fstat(wfd, &st) == 0 && (uint64_t)st.st_blocks * 512 > usage_allowed(&st, keep))
+	if (ftruncate(fd, (off_t)keep) < 0)
+		return -errno;
+	if (keep && fstat(fd, &st) == 0 && (uint64_t)st.st_blocks * 512 > usage_allowed(&st, keep))
 		/* the longest range the file system takes (EFBIG past its largest file) */
 		for (uint64_t len = (uint64_t)INT64_MAX - keep; len >= 4096; len /= 2)
-			if (fallocate(wfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)keep, (off_t)len) == 0 ||
+			if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)keep, (off_t)len) == 0 ||
 			    errno != EFBIG)
 				break;
-	close(wfd);
-	return r;
+	return 0;
 }
 
 /*
- * Does any process hold the file open for writing? A read lease is refused with EAGAIN exactly
- * then (fcntl(2), F_SETLEASE); one granted is dropped at once. > 0: yes, 0: no, < 0: the probe
- * does not work here.
+ * Does any process other than the daemon hold the file? A write lease on the daemon's own open
+ * file description is refused with EAGAIN exactly while another description of the file is
+ * open (fcntl(2), F_SETLEASE), for reading or writing, through an fd or a mapping; one granted
+ * is dropped at once. > 0: yes, 0: no, < 0: the probe does not work here.
  */
-static int file_has_writers(int rofd)
+static int file_has_holders(int fd)
 {
-	if (fcntl(rofd, F_SETLEASE, F_RDLCK) == 0) {
-		(void)fcntl(rofd, F_SETLEASE, F_UNLCK);
+	if (fcntl(fd, F_SETLEASE, F_WRLCK) == 0) {
+		(void)fcntl(fd, F_SETLEASE, F_UNLCK);
 		return 0;
 	}
 	return errno == EAGAIN ? 1 : -errno;
@@ -241,7 +239,7 @@ int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t e
 		snprintf(err, errlen, "cannot create a file in spill_directory '%s': %s", sp->dir, strerror(-r));
 		goto fail;
 	}
-	r = file_reopen(fd, O_RDONLY);
+	r = file_reopen(fd, O_RDWR);
 	close(fd);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot reopen a spill file through /proc/self/fd (is /proc mounted?): %s",
@@ -249,11 +247,11 @@ int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t e
 		goto fail;
 	}
 	fd = r;
-	r = file_has_writers(fd);
+	r = file_has_holders(fd);
 	close(fd);
 	sp->leases = r == 0;
 	if (!sp->leases)
-		log_warning("spill_directory '%s' does not support read leases (%s; is fs.leases-enable 0?): a spill "
+		log_warning("spill_directory '%s' does not support leases (%s; is fs.leases-enable 0?): a spill "
 			    "file is forgotten when its stream closes, so what a client writes to it afterwards is "
 			    "not charged",
 			    sp->dir, strerror(r < 0 ? -r : EAGAIN));
@@ -363,7 +361,7 @@ static void linger_drop(struct spill *sp, unsigned i)
 
 /*
  * Close file i of o: cut to nothing so its blocks are free even if the client keeps an fd, then
- * forgotten -- or, while some process still holds it open for writing, kept as a lingering file.
+ * forgotten -- or, while some other process still holds it open, kept as a lingering file.
  */
 static void file_drop(struct spill *sp, struct spill_owner *o, unsigned i)
 {
@@ -375,7 +373,7 @@ static void file_drop(struct spill *sp, struct spill_owner *o, unsigned i)
 	o->files[i] = o->files[--o->nfiles];
 	if ((r = file_cut(f.fd, 0)) < 0)
 		log_warning("Failed to truncate a spill file of pid %d: %s", (int)o->pid, strerror(-r));
-	if (!sp->leases || file_has_writers(f.fd) <= 0) {
+	if (!sp->leases || file_has_holders(f.fd) <= 0) {
 		file_forget(sp, o->acct, f.fd);
 		return;
 	}
@@ -394,8 +392,8 @@ static void file_drop(struct spill *sp, struct spill_owner *o, unsigned i)
 	sp->linger[sp->nlinger++] = (struct spill_linger){ .fd = f.fd, .acct = o->acct, .pid = o->pid };
 	o->acct->refs++;
 	log_msg_ratelimited(&rl, LOG_NOTICE,
-			    "Spill: a file of pid %d (uid %u) is still open for writing after its stream closed; it "
-			    "counts as one of uid %u's files, and is kept empty, until the last writer closes it",
+			    "Spill: a file of pid %d (uid %u) is still open in some process after its stream closed; "
+			    "it counts as one of uid %u's files, and is kept empty, until the last holder closes it",
 			    (int)o->pid, (unsigned)o->uid, (unsigned)o->uid);
 }
 
@@ -506,7 +504,7 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 		snprintf(text, textlen, "cannot create a spill file in '%s': %s", sp->dir, strerror(-cfd));
 		return cfd;
 	}
-	fd = file_reopen(cfd, O_RDONLY); /* the daemon's own fd: never a writer */
+	fd = file_reopen(cfd, O_RDWR); /* the daemon's own description, never the client's */
 	if (fd < 0) {
 		close(cfd);
 		snprintf(text, textlen, "cannot create a spill file: %s", strerror(-fd));
@@ -631,7 +629,7 @@ uint64_t spill_audit(struct spill *sp, uint64_t now, bool force)
 	for (unsigned i = sp->nlinger; i-- > 0;) {
 		struct spill_linger *l = &sp->linger[i];
 
-		if (file_has_writers(l->fd) > 0)
+		if (file_has_holders(l->fd) > 0)
 			file_audit(sp, l->pid, l->acct->uid, l->fd, 0);
 		else
 			linger_drop(sp, i);

@@ -6,12 +6,13 @@
  * A client's stream lives in its own memory up to a threshold (libhugepool, src/lib/spill.c);
  * only past it does the client ask for a file. Files are created with O_TMPFILE (or created and
  * unlinked at once where the file system lacks it), so no name ever outlives its holders. The
- * daemon keeps its own read-only fd of every file: it charges bytes before the client writes
+ * daemon keeps its own fd (its own open file description) of every file: it charges bytes
+ * before the client writes
  * them (spill_charge), audits sizes and allocated blocks against charges (spill_audit), cutting
  * a file that holds more than its charge, and cuts a file to nothing when its stream or
- * connection closes. A closed file that some process still holds open for writing (the client
+ * connection closes. A closed file that another process still holds open (the client
  * kept or passed on its fd) lingers, counted as a file of its uid and kept empty, until the
- * last writer is gone (spill.c says how that is found out).
+ * last holder is gone (spill.c says how that is found out).
  *
  * Everything here runs on the event loop thread (server.c); no locks. Each connection has a
  * struct spill_owner, attached with spill_owner_init and torn down with spill_owner_release.
@@ -32,7 +33,7 @@ struct spill_uid;
 
 struct spill_file {
 	uint64_t id;
-	int fd; /* the daemon's own fd of the file, read-only */
+	int fd; /* the daemon's own fd of the file: its own open file description, never the client's */
 	uint64_t charged; /* bytes the client may have written */
 };
 
@@ -93,7 +94,7 @@ int spill_close_file(struct spill *sp, struct spill_owner *o, uint64_t id);
 
 /*
  * Check every file's size and allocated blocks against its charge and cut those that hold
- * more (a client that ignored the protocol); let go of lingering files whose last writer is
+ * more (a client that ignored the protocol); let go of lingering files whose last holder is
  * gone. Unless forced, runs at most once a second; returns the time of the next audit
  * (UINT64_MAX when there are no files).
  */

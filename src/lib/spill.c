@@ -414,7 +414,7 @@ void hp_spill_close(hp_spill *s)
 		/*
 		 * Free the pages here, on the CPU that just used them and will soon want new ones
 		 * (the daemon's own truncate, which it does whatever we do, then finds nothing),
-		 * and close our fd before the daemon hears of it: a file still open for writing
+		 * and close our fd before the daemon hears of it: a file still open
 		 * when its stream closes lingers as one of our uid's files until the next audit.
 		 */
 		if (ftruncate(s->fd, 0) < 0) {

@@ -129,7 +129,7 @@ static bool files_exactly(const struct hp_status *st, uint64_t n);
 
 /*
  * The machine's spill numbers are back to nothing (once the audit has let go of files closed
- * while the client still had them open for writing).
+ * while the client still had them open).
  */
 static void assert_spill_idle(hp_conn *c)
 {
@@ -697,7 +697,7 @@ static void test_quota_bypass(void **state)
 	hp_status_free(await_spill(c, truncated_at_least, cuts + 1));
 	for (int i = 0; i < 3; i++)
 		hp_spill_close(streams[i]);
-	/* the last writers go: the kept fd here, the child there; so do the files */
+	/* the last holders go: the kept fd here, the child there; so do the files */
 	close(file);
 	kill(child, SIGKILL);
 	assert_int_equal(waitpid(child, NULL, 0), child);

@@ -3,7 +3,7 @@
  * Unit tests of the daemon's spill accounting (src/daemon/spill.c) without a socket: limits at
  * their exact edges (bytes and files, per uid and for the machine), several owners of one uid,
  * refunds on cuts, closes and release, cuts of a file written or allocated past its charge, a
- * closed file still open for writing lingering until its last writer closes, the page,
+ * closed file still open elsewhere lingering until its last holder closes it, the page,
  * and the removal of an earlier run's leftover names at open.
  */
 #define _GNU_SOURCE
@@ -200,7 +200,7 @@ static void test_truncation(void **state)
 	assert_int_equal(spill_close_file(sp, &a, id), 0);
 	assert_int_equal(fstat(fd, &sb), 0);
 	assert_int_equal(sb.st_size, 0);
-	/* ... and since we still hold it open for writing, it lingers: a file, kept empty */
+	/* ... and since we still hold it open, it lingers: a file, kept empty */
 	spill_get_status(sp, &st);
 	assert_int_equal(st.files, 1);
 	assert_int_equal(st.lingering, 1);
