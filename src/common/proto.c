@@ -2,10 +2,11 @@
 /*
  * proto.c - header validation and the blocking send/receive used by clients.
  *
- * The table below is the single statement of which message goes which way, how long its
- * payload may be and whether it may carry fds. The daemon's non-blocking I/O lives in
- * src/daemon/server.c and uses proto_check_header() from here; the blocking helpers are for
- * libhugepool and the tests. Nothing here keeps state.
+ * The rule table, generated from proto.h's PROTO_REQUESTS and PROTO_REPLIES lists, is the
+ * single statement of which message goes which way, how long its payload may be, whether it
+ * may carry fds and (for a request) how its payload is checked. The daemon's non-blocking I/O
+ * (src/daemon/peer.c) decodes with proto_check_header() and proto_parse_request() from here;
+ * the blocking helpers are for libhugepool and the tests. Nothing here keeps state.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,51 +17,103 @@
 #include "proto.h"
 #include "util.h"
 
+/* A request's parser: copy the payload into its union member, check it; a reason or NULL. */
+typedef const char *(*parse_fn)(const struct proto_hdr *h, const void *payload, union proto_request *r);
+
 struct type_rule {
 	uint16_t type;
 	const char *name;
 	bool from_client;
 	uint32_t min_len, max_len;
 	uint32_t max_fds; /* fds allowed; grants must carry exactly their entry count */
+	parse_fn parse; /* requests only */
 };
 
-static const struct type_rule rules[] = {
-	{ PROTO_HELLO, "hello", true, sizeof(struct proto_hello), sizeof(struct proto_hello), 0 },
-	{ PROTO_ACQUIRE, "acquire", true, sizeof(struct proto_acquire), sizeof(struct proto_acquire), 0 },
-	{ PROTO_RELEASE, "release", true, sizeof(struct proto_release) + 8,
-	  sizeof(struct proto_release) + 8 * PROTO_RELEASE_MAX, 0 },
-	{ PROTO_STATUS, "status", true, sizeof(struct proto_status_req), sizeof(struct proto_status_req), 0 },
-	{ PROTO_JOURNAL_OPEN, "journal-open", true, sizeof(struct proto_journal_open),
-	  sizeof(struct proto_journal_open), 0 },
-	{ PROTO_JOURNAL_CLOSE, "journal-close", true, sizeof(struct proto_journal_close),
-	  sizeof(struct proto_journal_close), 0 },
-	{ PROTO_JOURNAL_TRUNCATE, "journal-truncate", true, sizeof(struct proto_journal_truncate),
-	  sizeof(struct proto_journal_truncate), 0 },
-	{ PROTO_JOURNAL_READ, "journal-read", true, sizeof(struct proto_journal_read),
-	  sizeof(struct proto_journal_read), 0 },
-	{ PROTO_SPILL_ATTACH, "spill-attach", true, sizeof(struct proto_spill_attach),
-	  sizeof(struct proto_spill_attach), 0 },
-	{ PROTO_SPILL_CREATE, "spill-create", true, sizeof(struct proto_spill_create),
-	  sizeof(struct proto_spill_create), 0 },
-	{ PROTO_SPILL_CHARGE, "spill-charge", true, sizeof(struct proto_spill_charge),
-	  sizeof(struct proto_spill_charge), 0 },
-	{ PROTO_SPILL_CLOSE, "spill-close", true, sizeof(struct proto_spill_close),
-	  sizeof(struct proto_spill_close), 0 },
-	{ PROTO_SPILL_ATTACHED, "spill-attached", false, sizeof(struct proto_spill_attached),
-	  sizeof(struct proto_spill_attached), 1 },
-	{ PROTO_SPILL_CREATED, "spill-created", false, sizeof(struct proto_spill_created),
-	  sizeof(struct proto_spill_created), 1 },
-	{ PROTO_JOURNAL_OPENED, "journal-opened", false, sizeof(struct proto_journal_opened),
-	  sizeof(struct proto_journal_opened), 3 },
-	{ PROTO_JOURNAL_SEGMENTS, "journal-segments", false, sizeof(struct proto_journal_segments),
-	  sizeof(struct proto_journal_segments) + PROTO_MAX_FDS * sizeof(struct proto_journal_segment), PROTO_MAX_FDS },
-	{ PROTO_WELCOME, "welcome", false, sizeof(struct proto_welcome), sizeof(struct proto_welcome), 0 },
-	{ PROTO_RESULT, "result", false, sizeof(struct proto_result),
-	  sizeof(struct proto_result) + PROTO_TEXT_MAX, 0 },
-	{ PROTO_GRANT, "grant", false, sizeof(struct proto_grant) + sizeof(struct proto_grant_entry),
-	  sizeof(struct proto_grant) + PROTO_MAX_FDS * sizeof(struct proto_grant_entry), PROTO_MAX_FDS },
-	{ PROTO_STATUS_REPLY, "status-reply", false, sizeof(struct proto_status), PROTO_REPLY_MAX, 0 },
-};
+/* --- the requests' parsers: parse_<member> for each row of PROTO_REQUESTS ------------------- */
+
+#define COPY(member) memcpy(&r->member, payload, sizeof(r->member))
+
+/* A fixed-size request with nothing to check. */
+#define PARSE_PLAIN(member)                                                                              \
+	static const char *parse_##member(const struct proto_hdr *h, const void *payload, union proto_request *r) \
+	{                                                                                                \
+		(void)h;                                                                                 \
+		COPY(member);                                                                            \
+		return NULL;                                                                             \
+	}
+
+/* A fixed-size request whose flags and reserved words must be zero. */
+#define PARSE_FLAGS(member, what)                                                                        \
+	static const char *parse_##member(const struct proto_hdr *h, const void *payload, union proto_request *r) \
+	{                                                                                                \
+		(void)h;                                                                                 \
+		COPY(member);                                                                            \
+		return r->member.flags || r->member.reserved ? what " with unknown flags" : NULL;        \
+	}
+
+/* A fixed-size request whose only check is a valid name. */
+#define PARSE_NAMED(member, what)                                                                        \
+	static const char *parse_##member(const struct proto_hdr *h, const void *payload, union proto_request *r) \
+	{                                                                                                \
+		(void)h;                                                                                 \
+		COPY(member);                                                                            \
+		return proto_name_valid(r->member.name, sizeof(r->member.name)) ? NULL                   \
+										  : what " of a name that is not a name"; \
+	}
+
+PARSE_FLAGS(hello, "hello")
+PARSE_FLAGS(status, "status")
+PARSE_FLAGS(spill_attach, "spill attach")
+PARSE_FLAGS(spill_create, "spill create")
+PARSE_PLAIN(journal_close)
+PARSE_PLAIN(spill_charge)
+PARSE_PLAIN(spill_close)
+PARSE_NAMED(journal_truncate, "journal truncate")
+PARSE_NAMED(journal_read, "journal read")
+
+static const char *parse_acquire(const struct proto_hdr *h, const void *payload, union proto_request *r)
+{
+	(void)h;
+	COPY(acquire);
+	if (r->acquire.flags)
+		return "acquire with unknown flags";
+	if (!proto_name_valid(r->acquire.class_name, sizeof(r->acquire.class_name)))
+		return "acquire of a class name that is not a name";
+	return NULL;
+}
+
+static const char *parse_release(const struct proto_hdr *h, const void *payload, union proto_request *r)
+{
+	memcpy(&r->release.hdr, payload, sizeof(r->release.hdr));
+	if (r->release.hdr.reserved || r->release.hdr.n == 0 || r->release.hdr.n > PROTO_RELEASE_MAX ||
+	    h->len != sizeof(struct proto_release) + (size_t)r->release.hdr.n * sizeof(uint64_t))
+		return "release whose length does not match its count";
+	memcpy(r->release.ids, (const struct proto_release *)payload + 1, r->release.hdr.n * sizeof(uint64_t));
+	return NULL;
+}
+
+static const char *parse_journal_open(const struct proto_hdr *h, const void *payload, union proto_request *r)
+{
+	(void)h;
+	COPY(journal_open);
+	if (r->journal_open.flags || r->journal_open.reserved)
+		return "journal open with unknown flags";
+	if (!proto_name_valid(r->journal_open.name, sizeof(r->journal_open.name)))
+		return "journal open of a name that is not a name";
+	return NULL;
+}
+
+#undef PARSE_PLAIN
+#undef PARSE_FLAGS
+#undef PARSE_NAMED
+#undef COPY
+
+/* --- the rule table, from proto.h's lists -------------------------------------------------- */
+
+/* __VA_ARGS__: min_len, max_len (the fields that follow name in struct type_rule) */
+#define REQUEST_RULE(name, value, member, wire, answer, ...) { PROTO_##name, wire, true, __VA_ARGS__, 0, parse_##member },
+#define REPLY_RULE(name, value, wire, max_fds, ...) { PROTO_##name, wire, false, __VA_ARGS__, max_fds, NULL },
+static const struct type_rule rules[] = { PROTO_REQUESTS(REQUEST_RULE) PROTO_REPLIES(REPLY_RULE) };
 
 static const struct type_rule *find_rule(uint16_t type)
 {
@@ -107,74 +160,9 @@ int proto_check_header(const struct proto_hdr *h, bool from_client, const char *
 int proto_parse_request(const struct proto_hdr *h, const void *payload, union proto_request *ret,
 			const char **ret_reason)
 {
-	const char *why = NULL;
+	const struct type_rule *r = find_rule(h->type);
+	const char *why = r && r->parse ? r->parse(h, payload, ret) : "not a request";
 
-	switch (h->type) {
-	case PROTO_HELLO:
-		memcpy(&ret->hello, payload, sizeof(ret->hello));
-		if (ret->hello.flags || ret->hello.reserved)
-			why = "hello with unknown flags";
-		break;
-	case PROTO_ACQUIRE:
-		memcpy(&ret->acquire, payload, sizeof(ret->acquire));
-		if (ret->acquire.flags)
-			why = "acquire with unknown flags";
-		else if (!proto_name_valid(ret->acquire.class_name, sizeof(ret->acquire.class_name)))
-			why = "acquire of a class name that is not a name";
-		break;
-	case PROTO_RELEASE:
-		memcpy(&ret->release.hdr, payload, sizeof(ret->release.hdr));
-		if (ret->release.hdr.reserved || ret->release.hdr.n == 0 || ret->release.hdr.n > PROTO_RELEASE_MAX ||
-		    h->len != sizeof(struct proto_release) + (size_t)ret->release.hdr.n * sizeof(uint64_t))
-			why = "release whose length does not match its count";
-		else
-			memcpy(ret->release.ids, (const struct proto_release *)payload + 1,
-			       ret->release.hdr.n * sizeof(uint64_t));
-		break;
-	case PROTO_STATUS:
-		memcpy(&ret->status, payload, sizeof(ret->status));
-		if (ret->status.flags || ret->status.reserved)
-			why = "status with unknown flags";
-		break;
-	case PROTO_JOURNAL_OPEN:
-		memcpy(&ret->jopen, payload, sizeof(ret->jopen));
-		if (ret->jopen.flags || ret->jopen.reserved)
-			why = "journal open with unknown flags";
-		else if (!proto_name_valid(ret->jopen.name, sizeof(ret->jopen.name)))
-			why = "journal open of a name that is not a name";
-		break;
-	case PROTO_JOURNAL_CLOSE:
-		memcpy(&ret->jclose, payload, sizeof(ret->jclose));
-		break;
-	case PROTO_JOURNAL_TRUNCATE:
-		memcpy(&ret->jtruncate, payload, sizeof(ret->jtruncate));
-		if (!proto_name_valid(ret->jtruncate.name, sizeof(ret->jtruncate.name)))
-			why = "journal truncate of a name that is not a name";
-		break;
-	case PROTO_JOURNAL_READ:
-		memcpy(&ret->jread, payload, sizeof(ret->jread));
-		if (!proto_name_valid(ret->jread.name, sizeof(ret->jread.name)))
-			why = "journal read of a name that is not a name";
-		break;
-	case PROTO_SPILL_ATTACH:
-		memcpy(&ret->sattach, payload, sizeof(ret->sattach));
-		if (ret->sattach.flags || ret->sattach.reserved)
-			why = "spill attach with unknown flags";
-		break;
-	case PROTO_SPILL_CREATE:
-		memcpy(&ret->screate, payload, sizeof(ret->screate));
-		if (ret->screate.flags || ret->screate.reserved)
-			why = "spill create with unknown flags";
-		break;
-	case PROTO_SPILL_CHARGE:
-		memcpy(&ret->scharge, payload, sizeof(ret->scharge));
-		break;
-	case PROTO_SPILL_CLOSE:
-		memcpy(&ret->sclose, payload, sizeof(ret->sclose));
-		break;
-	default:
-		why = "not a request";
-	}
 	if (why) {
 		if (ret_reason)
 			*ret_reason = why;

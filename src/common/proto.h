@@ -25,7 +25,6 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is 
 #define PROTO_MAX_FDS 32 /* fds in one message; grants larger than this are split */
 #define PROTO_ACQUIRE_MAX 1024 /* buffers in one acquire */
 #define PROTO_RELEASE_MAX 1024 /* leases in one release */
-#define PROTO_REQUEST_MAX 16384 /* largest payload a client may send */
 #define PROTO_REPLY_MAX (64u << 20) /* largest payload the daemon sends (status) */
 #define PROTO_TEXT_MAX 256 /* error text in a result */
 
@@ -38,31 +37,59 @@ struct proto_hdr {
 };
 _Static_assert(sizeof(struct proto_hdr) == 16, "header size");
 
-enum proto_type {
-	/* client -> daemon */
-	PROTO_HELLO = 1, /* struct proto_hello -> PROTO_WELCOME or PROTO_RESULT(error) */
-	PROTO_ACQUIRE = 2, /* struct proto_acquire -> PROTO_GRANT... or PROTO_RESULT(error) */
-	PROTO_RELEASE = 3, /* struct proto_release + ids -> PROTO_RESULT */
-	PROTO_STATUS = 4, /* struct proto_status_req -> PROTO_STATUS_REPLY or PROTO_RESULT(error) */
-	PROTO_JOURNAL_OPEN = 5, /* struct proto_journal_open -> PROTO_JOURNAL_OPENED or RESULT */
-	PROTO_JOURNAL_CLOSE = 6, /* struct proto_journal_close -> PROTO_RESULT */
-	PROTO_JOURNAL_TRUNCATE = 7, /* struct proto_journal_truncate -> PROTO_RESULT */
-	PROTO_JOURNAL_READ = 8, /* struct proto_journal_read -> PROTO_JOURNAL_SEGMENTS or RESULT */
-	PROTO_SPILL_ATTACH = 9, /* struct proto_spill_attach -> PROTO_SPILL_ATTACHED or RESULT */
-	PROTO_SPILL_CREATE = 10, /* struct proto_spill_create -> PROTO_SPILL_CREATED or RESULT */
-	PROTO_SPILL_CHARGE = 11, /* struct proto_spill_charge -> PROTO_RESULT */
-	PROTO_SPILL_CLOSE = 12, /* struct proto_spill_close -> PROTO_RESULT */
-	/* daemon -> client */
-	PROTO_WELCOME = 64, /* struct proto_welcome */
-	PROTO_RESULT = 65, /* struct proto_result + text */
-	PROTO_GRANT = 66, /* struct proto_grant + entries, one fd per entry */
-	PROTO_STATUS_REPLY = 67, /* struct proto_status + classes + clients + leases + journals */
-	PROTO_JOURNAL_OPENED = 68, /* struct proto_journal_opened; fds: ring memfd, the writer's own
-				    * doorbell eventfd and wake page memfd */
-	PROTO_JOURNAL_SEGMENTS = 69, /* struct proto_journal_segments + entries; one fd each */
-	PROTO_SPILL_ATTACHED = 70, /* struct proto_spill_attached; fd: the connection's spill page */
-	PROTO_SPILL_CREATED = 71, /* struct proto_spill_created; fd: the spill file, read-write */
-};
+/*
+ * Every message type, once; the enum, proto.c's rule table and parsers, and the daemon's
+ * dispatch table are all generated from these two lists.
+ *
+ * A request: X(NAME, value, member, "wire-name", answer, min_len, max_len). member is its
+ * union proto_request member and names its parser parse_<member> (proto.c) and its handler
+ * handle_<member> (the daemon); answer is NOW when the handler has sent the reply by the time
+ * it returns, LATER when a callback sends it (an acquire waits for buffers). Requests carry no
+ * fds. The comment says what answers it; any request may instead get a RESULT with an error.
+ *
+ * A reply: Y(NAME, value, "wire-name", max_fds, min_len, max_len).
+ *
+ * The lengths come last so that PROTO_FIXED(type) may stand for both.
+ */
+#define PROTO_FIXED(type) sizeof(type), sizeof(type)
+#define PROTO_REQUESTS(X)                                                                                     \
+	X(HELLO, 1, hello, "hello", NOW, PROTO_FIXED(struct proto_hello)) /* WELCOME */                         \
+	X(ACQUIRE, 2, acquire, "acquire", LATER, PROTO_FIXED(struct proto_acquire)) /* GRANT... */              \
+	X(RELEASE, 3, release, "release", NOW, sizeof(struct proto_release) + 8,                                \
+	  sizeof(struct proto_release) + 8 * PROTO_RELEASE_MAX) /* + ids; RESULT */                            \
+	X(STATUS, 4, status, "status", NOW, PROTO_FIXED(struct proto_status_req)) /* STATUS_REPLY */           \
+	X(JOURNAL_OPEN, 5, journal_open, "journal-open", NOW, PROTO_FIXED(struct proto_journal_open)) /* OPENED */   \
+	X(JOURNAL_CLOSE, 6, journal_close, "journal-close", NOW, PROTO_FIXED(struct proto_journal_close))            \
+	X(JOURNAL_TRUNCATE, 7, journal_truncate, "journal-truncate", NOW, PROTO_FIXED(struct proto_journal_truncate)) \
+	X(JOURNAL_READ, 8, journal_read, "journal-read", NOW, PROTO_FIXED(struct proto_journal_read)) /* SEGMENTS */ \
+	X(SPILL_ATTACH, 9, spill_attach, "spill-attach", NOW, PROTO_FIXED(struct proto_spill_attach)) /* ATTACHED */ \
+	X(SPILL_CREATE, 10, spill_create, "spill-create", NOW, PROTO_FIXED(struct proto_spill_create)) /* CREATED */ \
+	X(SPILL_CHARGE, 11, spill_charge, "spill-charge", NOW, PROTO_FIXED(struct proto_spill_charge))              \
+	X(SPILL_CLOSE, 12, spill_close, "spill-close", NOW, PROTO_FIXED(struct proto_spill_close))
+
+#define PROTO_REPLIES(Y)                                                                                      \
+	Y(WELCOME, 64, "welcome", 0, PROTO_FIXED(struct proto_welcome))                                       \
+	Y(RESULT, 65, "result", 0, sizeof(struct proto_result), sizeof(struct proto_result) + PROTO_TEXT_MAX) \
+	/* + entries, one fd per entry */                                                                       \
+	Y(GRANT, 66, "grant", PROTO_MAX_FDS, sizeof(struct proto_grant) + sizeof(struct proto_grant_entry),     \
+	  sizeof(struct proto_grant) + PROTO_MAX_FDS * sizeof(struct proto_grant_entry))                        \
+	/* + classes, clients, leases, journals, spill */                                                       \
+	Y(STATUS_REPLY, 67, "status-reply", 0, sizeof(struct proto_status), PROTO_REPLY_MAX)                  \
+	/* fds: the writer's ring memfd, its doorbell eventfd, its uid's wake page memfd */                     \
+	Y(JOURNAL_OPENED, 68, "journal-opened", 3, PROTO_FIXED(struct proto_journal_opened))                  \
+	/* + entries, one fd each */                                                                           \
+	Y(JOURNAL_SEGMENTS, 69, "journal-segments", PROTO_MAX_FDS, sizeof(struct proto_journal_segments),      \
+	  sizeof(struct proto_journal_segments) + PROTO_MAX_FDS * sizeof(struct proto_journal_segment))         \
+	/* fd: the connection's spill page */                                                                  \
+	Y(SPILL_ATTACHED, 70, "spill-attached", 1, PROTO_FIXED(struct proto_spill_attached))                  \
+	/* fd: the spill file, read-write */                                                                   \
+	Y(SPILL_CREATED, 71, "spill-created", 1, PROTO_FIXED(struct proto_spill_created))
+
+#define PROTO_ENUM_REQUEST(name, value, ...) PROTO_##name = value,
+#define PROTO_ENUM_REPLY(name, value, ...) PROTO_##name = value,
+enum proto_type { PROTO_REQUESTS(PROTO_ENUM_REQUEST) PROTO_REPLIES(PROTO_ENUM_REPLY) };
+#undef PROTO_ENUM_REQUEST
+#undef PROTO_ENUM_REPLY
 
 struct proto_hello {
 	char name[PROTO_NAME_MAX]; /* the client's own name (its comm), for status; informative */
@@ -271,14 +298,14 @@ union proto_request {
 		uint64_t ids[PROTO_RELEASE_MAX];
 	} release;
 	struct proto_status_req status;
-	struct proto_journal_open jopen;
-	struct proto_journal_close jclose;
-	struct proto_journal_truncate jtruncate;
-	struct proto_journal_read jread;
-	struct proto_spill_attach sattach;
-	struct proto_spill_create screate;
-	struct proto_spill_charge scharge;
-	struct proto_spill_close sclose;
+	struct proto_journal_open journal_open;
+	struct proto_journal_close journal_close;
+	struct proto_journal_truncate journal_truncate;
+	struct proto_journal_read journal_read;
+	struct proto_spill_attach spill_attach;
+	struct proto_spill_create spill_create;
+	struct proto_spill_charge spill_charge;
+	struct proto_spill_close spill_close;
 };
 
 /*

@@ -267,10 +267,10 @@ static void test_parse_spill(void **state)
 	assert_int_equal(proto_parse_request(&h, &cr, &req, &why), -EPROTO);
 	proto_hdr_init(&h, PROTO_SPILL_CHARGE, sizeof(ch), 0);
 	assert_int_equal(proto_parse_request(&h, &ch, &req, &why), 0);
-	assert_int_equal(req.scharge.total, UINT64_MAX);
+	assert_int_equal(req.spill_charge.total, UINT64_MAX);
 	proto_hdr_init(&h, PROTO_SPILL_CLOSE, sizeof(cl), 0);
 	assert_int_equal(proto_parse_request(&h, &cl, &req, &why), 0);
-	assert_int_equal(req.sclose.file_id, 7);
+	assert_int_equal(req.spill_close.file_id, 7);
 	/* a spill charge one byte short, or carrying an fd, is refused by its header */
 	proto_hdr_init(&h, PROTO_SPILL_CHARGE, sizeof(ch) - 1, 0);
 	assert_int_equal(proto_check_header(&h, true, &why), -EPROTO);

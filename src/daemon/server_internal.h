@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server_internal.h - what the connection layer and the services of hugepoold's server share:
+ * struct server (the event loop's state), struct peer (one connection: its transport state and
+ * each service's state for it), the reply functions of the connection layer, and one handler
+ * per request type.
+ *
+ *   server.c       the listening socket, accept, the event loop, a connection's birth and end
+ *   peer.c         a connection's transport: framing, the out-queue that owns fds, dispatch
+ *   svc_lease.c    acquire and release, and the lease table's callbacks
+ *   svc_journal.c  journal writers, readers and truncation
+ *   svc_spill.c    spill pages and files
+ *   svc_status.c   the status reply
+ *
+ * The handlers are declared from proto.h's PROTO_REQUESTS list, which is also what peer.c's
+ * dispatch table is made from: a request type is described once, there. Everything here runs
+ * on the event loop thread.
+ */
+#ifndef HP_SERVER_INTERNAL_H
+#define HP_SERVER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include "access.h"
+#include "config.h"
+#include "journal.h"
+#include "lease.h"
+#include "pool.h"
+#include "proto.h"
+#include "recycler.h"
+#include "spill.h"
+
+#define OUT_MAX (PROTO_REPLY_MAX + (1u << 20)) /* a peer that lets more pile up is dropped */
+/*
+ * Backpressure: a peer's next request is not read while more than OUT_PAUSE bytes of its
+ * replies, or any fd of them, wait to be sent. A client that does not read its replies
+ * therefore holds at most one reply's worth of daemon memory and fds beyond OUT_PAUSE.
+ */
+#define OUT_PAUSE (64u << 10)
+/* fds one received message may carry before the kernel truncates: SCM_MAX_FD */
+#define IN_FDS_MAX 253
+
+#define VERSION_STRING HUGEPOOL_VERSION
+
+#define PEER_WRITERS_MAX 64 /* journal writers one connection may hold */
+
+/*
+ * The fds of one queued message. They are the queue's own: an fd the daemon keeps elsewhere
+ * (a pool buffer, a doorbell) is queued as a dup, so what the client receives is the object
+ * the message was about even if the original fd number is closed and reused meanwhile. They
+ * are closed once sent, or when the peer goes. A GRANT also names its lease slots, which
+ * become releasable only once the message left (lease_slot_delivered).
+ */
+struct out_fds {
+	size_t at; /* offset in out[] of the header of the message they go with */
+	unsigned n;
+	int fds[PROTO_MAX_FDS];
+	struct lease_slot *grants[PROTO_MAX_FDS]; /* a GRANT's slots, else NULL */
+};
+
+struct peer_writer {
+	uint64_t id;
+	struct journal_writer *w;
+};
+
+struct peer {
+	int fd;
+	unsigned id;
+	struct server *srv;
+	struct lease_owner owner;
+	bool attached; /* owner is attached to the lease table */
+	bool welcomed;
+	bool dead; /* destroy at the end of this loop iteration */
+	bool closing; /* destroy once out[] is flushed; ignore input */
+	bool busy; /* a request awaits its reply */
+	bool admin; /* root, the daemon's uid or admin_group: sees every client in status */
+	struct access_creds creds; /* uid, gid and groups, as of connect() */
+	char name[PROTO_NAME_MAX];
+	uint64_t connected_rt;
+	/* input: header then payload */
+	struct proto_hdr hdr;
+	size_t in_got;
+	uint8_t *in_payload;
+	/* output */
+	uint8_t *out;
+	size_t out_off, out_len, out_cap;
+	struct out_fds *ofds;
+	size_t ofds_head, nofds, ofds_cap;
+	unsigned queued_fds; /* in ofds[] */
+	bool want_out; /* EPOLLOUT registered */
+	bool paused; /* EPOLLIN not registered: too many of its replies wait (peer_paused) */
+	struct peer_writer writers[PEER_WRITERS_MAX];
+	unsigned nwriters;
+	struct spill_owner spill;
+	TAILQ_ENTRY(peer) link;
+};
+
+struct server {
+	const struct config *cfg;
+	struct pool *pool;
+	struct lease_table *leases;
+	struct recycler *recycler;
+	struct journal **journals;
+	unsigned njournals;
+	struct spill *spill;
+	uint64_t next_writer_id;
+	int listen_fd, epoll_fd, signal_fd;
+	int reserve_fd; /* spent on accept-and-close when the daemon is out of fds */
+	uint64_t listen_paused_until; /* CLOCK_MONOTONIC ns; 0 = the listener is polled */
+	bool have_admin_gid;
+	gid_t admin_gid; /* admin_group, resolved at start */
+	gid_t socket_gid; /* socket_group resolved, or the daemon's group */
+	struct access_list (*jaccess)[JOURNAL_OPS]; /* per journal (cfg->journals order), per op */
+	TAILQ_HEAD(, peer) peers;
+	unsigned npeers, next_id;
+	uint64_t started_rt;
+	uint64_t connections_total, protocol_errors;
+	bool stop;
+};
+
+/* --- peer.c: the connection layer ------------------------------------------------------- */
+
+/* Log why (rate-limited) and mark the peer dead: it is destroyed at the end of the loop turn. */
+void peer_kill(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Queue one message (header + two payload parts + fds) and try to send it. The fds whose bit is
+ * set in `take` are given to the queue; the others stay the caller's and the queue sends dups
+ * of them. grants, if not NULL, names the lease slot each fd is the buffer of.
+ */
+void peer_send_fds(struct peer *p, enum proto_type type, const void *a, size_t alen, const void *b, size_t blen,
+		   const int *fds, unsigned nfds, uint32_t take, struct lease_slot *const *grants);
+void peer_send(struct peer *p, enum proto_type type, const void *a, size_t alen, const void *b, size_t blen);
+
+/* Answer the outstanding request with a RESULT (err 0 or a negative errno, text or NULL). */
+void send_result(struct peer *p, int err, const char *text);
+
+/* Send what the queue holds until the socket is full (on EPOLLOUT). */
+void peer_flush(struct peer *p);
+
+/* Read whatever is there; dispatch each complete message (on EPOLLIN). */
+void peer_read(struct server *s, struct peer *p);
+
+/* Close the fds still queued for the peer (it is going away). */
+void peer_drop_queue(struct peer *p);
+
+/* --- the services: one handler per request type ------------------------------------------ */
+
+/* A handler gets a request proto_parse_request accepted; < 0 closes the connection. */
+#define HANDLER_DECLARE(name, value, member, ...) \
+	int handle_##member(struct server *s, struct peer *p, const union proto_request *req);
+PROTO_REQUESTS(HANDLER_DECLARE)
+#undef HANDLER_DECLARE
+
+/* svc_lease.c: the lease table's callbacks (server_open passes them), and the recycler's. */
+extern const struct lease_ops svc_lease_ops;
+void svc_lease_renewed(struct pool_buffer *b, int err, void *ud);
+
+#endif
