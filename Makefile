@@ -74,6 +74,18 @@ TESTLIB_OBJ := $(call obj,tests/integration/harness.c)
 
 all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc
 
+# The layers (docs/ARCHITECTURE.md, "Layers"), enforced by the include path: a source file in
+# src/common, src/lib, src/daemon or src/cli sees the public header, src/common and its own
+# directory (the compiler looks there first), nothing else; tests, benchmarks and fuzz targets
+# see everything.
+define layer_rule
+$$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c
+	@mkdir -p $$(dir $$@)
+	$$(say) CC $$@
+	$$(Q)$$(CC) $$(CFLAGS) -c -o $$@ $$<
+endef
+$(foreach layer,common lib daemon cli,$(eval $(call layer_rule,$(layer))))
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(say) CC $@
