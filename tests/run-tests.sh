@@ -35,18 +35,21 @@ run() {
 	fi
 }
 
+# integration tests that do not depend on hugepages: run once, with hugepages = off
+declare -A hugepage_modes=([test_spill]="off")
+
 # as root: reserve what the suite needs (the hugetlb path is exercised only then)
 hugepages_reserve tests "$need_pages" || echo "tests: running without hugepages: the daemon falls back and says so"
 for t in "$build"/tests/test_*; do
 	[ -x "$t" ] || continue
 	name=$(basename "$t")
-	if [ -f "tests/integration/$name.c" ] && grep -q HP_TEST_ONCE "tests/integration/$name.c"; then
-		run "$t" "$name" HP_TEST_HUGEPAGES=off   # does not depend on hugepages
-	elif [ -f "tests/integration/$name.c" ]; then
+	if [ ! -f "tests/integration/$name.c" ]; then
+		run "$t" "$name"
+	elif [ "${hugepage_modes[$name]:-}" = off ]; then
+		run "$t" "$name" HP_TEST_HUGEPAGES=off
+	else
 		run "$t" "$name (hugepages=prefer)" HP_TEST_HUGEPAGES=prefer
 		run "$t" "$name (hugepages=off)" HP_TEST_HUGEPAGES=off
-	else
-		run "$t" "$name"
 	fi
 done
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]}"

@@ -14,7 +14,8 @@
  * - the quota bypasses of a hostile client (fallocate with KEEP_SIZE, writes after close, an fd
  *   passed to a process that outlives the connection) are undone, and such files count;
  * - the daemon dying under a client: its streams stay readable.
- * Spill does not depend on hugepages: run-tests.sh runs this file once (HP_TEST_ONCE).
+ * Spill does not depend on hugepages: run-tests.sh runs this file once, with hugepages = off
+ * (its hugepage_modes table).
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
