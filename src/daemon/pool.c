@@ -22,6 +22,7 @@
 #include <linux/memfd.h>
 
 #include "log.h"
+#include "memfd.h"
 #include "pool.h"
 #include "size.h"
 #include "util.h"
@@ -52,37 +53,26 @@ uint64_t pool_hugepages_available(uint64_t page_size)
 
 static unsigned memfd_flags(const struct pool *p)
 {
-	unsigned f = MFD_CLOEXEC | MFD_ALLOW_SEALING;
-
-	if (p->hugetlb)
-		f |= MFD_HUGETLB | (p->page_size == (1ull << 30) ? MFD_HUGE_1GB : MFD_HUGE_2MB);
-	return f;
+	return p->hugetlb ? MFD_HUGETLB | (p->page_size == (1ull << 30) ? MFD_HUGE_1GB : MFD_HUGE_2MB) : 0;
 }
 
 /* Create, size, seal and map one buffer. */
 static int buffer_create(struct pool *p, struct pool_buffer *b)
 {
 	char name[64];
-	_cleanup_close_ int fd = -1;
 	void *addr;
+	int fd;
 
 	snprintf(name, sizeof(name), "hugepool:%s:%" PRIu32, p->classes[b->class_index].name,
 		 b->index - p->classes[b->class_index].first);
-	fd = memfd_create(name, memfd_flags(p));
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)b->size) < 0)
-		return -errno;
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		return -errno;
 	/* for hugetlb, mmap reserves the pages: a shortage fails here with ENOMEM, not later */
-	addr = mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (addr == MAP_FAILED)
-		return -errno;
+	fd = sealed_memfd(name, memfd_flags(p), b->size, PROT_READ | PROT_WRITE, &addr);
+	if (fd < 0)
+		return fd;
 	if (!p->hugetlb)
 		(void)madvise(addr, b->size, MADV_HUGEPAGE); /* best effort: needs shmem_enabled */
 	b->addr = addr;
-	b->fd = TAKE_FD(fd);
+	b->fd = fd;
 	return 0;
 }
 

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "memfd.h"
 #include "size.h"
 #include "spill.h"
 #include "util.h"
@@ -423,23 +424,17 @@ void spill_owner_release(struct spill *sp, struct spill_owner *o)
 
 int spill_attach(struct spill *sp, struct spill_owner *o, int *ret_fd, uint64_t *ret_threshold)
 {
-	_cleanup_close_ int fd = -1;
 	void *p;
+	int fd;
 
 	if (o->page)
 		return -EEXIST;
-	fd = memfd_create("hugepool-spill-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	fd = sealed_memfd("hugepool-spill-page", 0, SPILL_PAGE_BYTES, PROT_READ, &p);
 	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, SPILL_PAGE_BYTES) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		return -errno;
-	p = mmap(NULL, SPILL_PAGE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
+		return fd;
 	o->page = p;
 	owner_link(sp, o);
-	*ret_fd = TAKE_FD(fd);
+	*ret_fd = fd;
 	*ret_threshold = sp->threshold;
 	return 0;
 }
