@@ -37,6 +37,18 @@ void log_msg(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
+int log_msg_errno(int level, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	err = err < 0 ? -err : err;
+	errno = err; /* %m names err, whatever ran between the failure and this call */
+	va_start(ap, fmt);
+	log_vmsg(level, 0, fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
 void log_msg_ratelimited(struct log_ratelimit *rl, int level, const char *fmt, ...)
 {
 	int saved = errno; /* %m names the caller's error */

@@ -40,6 +40,14 @@ struct log_ratelimit {
 void log_msg_ratelimited(struct log_ratelimit *rl, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * Log a failure and return it, as a negative errno: err is an errno value of either sign, and
+ * %m in fmt names it. return log_error_errno(errno, "Failed to bind '%s': %m", path);
+ */
+int log_msg_errno(int level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define log_error_errno(err, ...) log_msg_errno(LOG_ERR, (err), __VA_ARGS__)
+#define log_warning_errno(err, ...) log_msg_errno(LOG_WARNING, (err), __VA_ARGS__)
+
 #define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)
 #define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)

@@ -208,10 +208,8 @@ static int socket_bind(const struct config *cfg, gid_t gid)
 		unlink(cfg->socket_path);
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		log_error("Failed to create a Unix socket: %m");
-		return -errno;
-	}
+	if (fd < 0)
+		return log_error_errno(errno, "Failed to create a Unix socket: %m");
 	/*
 	 * Bind under the umask that gives the socket exactly socket_mode: it is created with its
 	 * final permissions, and never chmod-ed by path afterwards (a path can be swapped for a
@@ -222,8 +220,7 @@ static int socket_bind(const struct config *cfg, gid_t gid)
 		int e = errno;
 
 		umask(old);
-		log_error("Failed to bind '%s': %s", cfg->socket_path, strerror(e));
-		return -e;
+		return log_error_errno(e, "Failed to bind '%s': %m", cfg->socket_path);
 	}
 	umask(old);
 	/* AT_SYMLINK_NOFOLLOW: if the name is no longer our socket, change no other file */
@@ -233,9 +230,10 @@ static int socket_bind(const struct config *cfg, gid_t gid)
 		return -EINVAL;
 	}
 	if (listen(fd, 512) < 0) {
-		log_error("Failed to set up socket '%s': %m", cfg->socket_path);
+		int e = errno;
+
 		unlink(cfg->socket_path);
-		return -errno;
+		return log_error_errno(e, "Failed to set up socket '%s': %m", cfg->socket_path);
 	}
 	return TAKE_FD(fd);
 }
@@ -342,8 +340,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	s->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->signal_fd < 0 || s->epoll_fd < 0) {
-		r = -errno;
-		log_error("Failed to set up the event loop: %m");
+		r = log_error_errno(errno, "Failed to set up the event loop: %m");
 		goto fail;
 	}
 	r = resolve_access(s);
@@ -411,8 +408,7 @@ int server_run(struct server *s)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			log_error("epoll_wait failed: %m");
-			return -errno;
+			return log_error_errno(errno, "epoll_wait failed: %m");
 		}
 		for (int i = 0; i < n; i++) {
 			void *tag = evs[i].data.ptr;
