@@ -26,93 +26,13 @@
 #include <time.h>
 
 #include "hugepool.h"
+#include "json.h"
 #include "size.h"
 #include "util.h"
 
 #define EXIT_USAGE 1 /* bad options or command */
 #define EXIT_CONNECT 2 /* no daemon to talk to, or not allowed to talk to it */
 #define EXIT_DAEMON 3 /* the daemon answered with an error, the protocol broke, or a journal is damaged */
-
-/* --- a tiny JSON writer ------------------------------------------------------------------- */
-
-struct json {
-	FILE *f;
-	bool comma; /* a value was written at this level: the next one needs a comma */
-};
-
-/* A JSON string. Bytes >= 0x80 are escaped one by one, so the output is valid even for bad UTF-8. */
-static void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", f);
-		else if (*p == '\t')
-			fputs("\\t", f);
-		else if (*p < 0x20 || *p >= 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
-/* Start a member ("key":) of an object, or an element of an array when key is NULL. */
-static void json_key(struct json *j, const char *key)
-{
-	if (j->comma)
-		fputc(',', j->f);
-	j->comma = true;
-	if (key) {
-		json_string(j->f, key);
-		fputc(':', j->f);
-	}
-}
-
-static void json_open(struct json *j, const char *key, char bracket)
-{
-	json_key(j, key);
-	fputc(bracket, j->f);
-	j->comma = false;
-}
-
-static void json_close(struct json *j, char bracket)
-{
-	fputc(bracket, j->f);
-	j->comma = true;
-}
-
-static void json_str(struct json *j, const char *key, const char *v)
-{
-	json_key(j, key);
-	json_string(j->f, v);
-}
-
-static void json_u64(struct json *j, const char *key, uint64_t v)
-{
-	json_key(j, key);
-	fprintf(j->f, "%" PRIu64, v);
-}
-
-static void json_int(struct json *j, const char *key, int64_t v)
-{
-	json_key(j, key);
-	fprintf(j->f, "%" PRId64, v);
-}
-
-static void json_bool(struct json *j, const char *key, bool v)
-{
-	json_key(j, key);
-	fputs(v ? "true" : "false", j->f);
-}
-
-static void json_double(struct json *j, const char *key, double v)
-{
-	json_key(j, key);
-	fprintf(j->f, "%.6g", v);
-}
 
 /* --- formatting helpers ------------------------------------------------------------------ */
 
@@ -867,18 +787,6 @@ static int journal_failed(const struct invocation *inv, int err, const char *wha
 	return EXIT_DAEMON;
 }
 
-static void output_json_begin(struct json *j)
-{
-	*j = (struct json){ .f = stdout };
-	json_open(j, NULL, '{');
-}
-
-static void output_json_end(struct json *j)
-{
-	json_close(j, '}');
-	fputc('\n', j->f);
-}
-
 /* --- the commands ------------------------------------------------------------------------ */
 
 /* Print st with the command's printers, then free it. */
@@ -887,9 +795,9 @@ static int print_status(const struct command *cmd, struct invocation *inv, struc
 	if (inv->json) {
 		struct json j;
 
-		output_json_begin(&j);
+		json_line_begin(&j);
 		cmd->json(&j, st);
-		output_json_end(&j);
+		json_line_end(&j);
 	} else {
 		cmd->text(st);
 	}
@@ -937,9 +845,9 @@ static int run_journal_stat(const struct command *cmd, struct invocation *inv)
 	if (inv->json) {
 		struct json j;
 
-		output_json_begin(&j);
+		json_line_begin(&j);
 		journal_json_members(&j, js);
-		output_json_end(&j);
+		json_line_end(&j);
 	} else {
 		journal_stat_text(js);
 	}
@@ -1013,7 +921,7 @@ static int run_journal_verify(const struct command *cmd, struct invocation *inv)
 	if (inv->json) {
 		struct json j;
 
-		output_json_begin(&j);
+		json_line_begin(&j);
 		json_str(&j, "journal", inv->journal);
 		json_bool(&j, "intact", !problem[0]);
 		json_str(&j, "result", !problem[0] ? "intact" : damaged ? "damaged" : "incomplete");
@@ -1024,7 +932,7 @@ static int run_journal_verify(const struct command *cmd, struct invocation *inv)
 		json_u64(&j, "durable_lsn", durable);
 		json_int(&j, "error", err);
 		json_str(&j, "problem", problem);
-		output_json_end(&j);
+		json_line_end(&j);
 	} else {
 		printf("Journal:  %s\n", inv->journal);
 		if (records)
@@ -1073,7 +981,7 @@ static int run_journal_dump(const struct command *cmd, struct invocation *inv)
 		if (inv->json) {
 			struct json j;
 
-			output_json_begin(&j);
+			json_line_begin(&j);
 			json_u64(&j, "lsn", lsn);
 			json_u64(&j, "len", len);
 			json_str(&j, "encoding", inv->hex ? "hex" : "base64");
@@ -1084,7 +992,7 @@ static int run_journal_dump(const struct command *cmd, struct invocation *inv)
 			else
 				print_base64(stdout, p, len);
 			fputc('"', stdout);
-			output_json_end(&j);
+			json_line_end(&j);
 		} else {
 			printf("%" PRIu64 " %zu", lsn, len);
 			if (inv->hex) {
