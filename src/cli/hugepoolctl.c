@@ -47,16 +47,30 @@ enum {
 /* getopt values of the options without a short form */
 enum { LONGOPT_FROM = 256, LONGOPT_MAX, LONGOPT_HEX };
 
-static const struct option_info {
-	unsigned bit;
-	int val; /* getopt's */
-	const char *name;
-} option_infos[] = {
-	{ OPT_JSON, 'j', "--json" },
-	{ OPT_FROM, LONGOPT_FROM, "--from" },
-	{ OPT_MAX, LONGOPT_MAX, "--max" },
-	{ OPT_HEX, LONGOPT_HEX, "--hex" },
+/*
+ * The options, one row each, in --help's order: getopt's tables, --help's lines and the usage
+ * errors are all made from these rows (main's switch says what each one does).
+ */
+static const struct option_row {
+	const char *name; /* --name */
+	int val; /* getopt's: the short letter, or LONGOPT_* for a long option only */
+	const char *arg; /* the argument's name in --help; NULL: the option takes none */
+	unsigned bit; /* the OPT_* a command lists when the option applies to it; 0: it applies to all */
+	const char *help; /* for --help; each '\n' goes on under the first line, aligned */
+} options[] = {
+	{ "socket", 's', "PATH", 0, "the daemon's socket (default $HUGEPOOL_SOCKET, else\n" HP_DEFAULT_SOCKET ")" },
+	{ "json", 'j', NULL, OPT_JSON,
+	  "print JSON instead of text (all but journal truncate;\n"
+	  "journal dump prints one object per record and line)" },
+	{ "from", LONGOPT_FROM, "LSN", OPT_FROM, "journal dump: start at record LSN (default 1)" },
+	{ "max", LONGOPT_MAX, "N", OPT_MAX, "journal dump: print at most N records" },
+	{ "hex", LONGOPT_HEX, NULL, OPT_HEX, "journal dump: print the payloads in hexadecimal" },
+	{ "help", 'h', NULL, 0, "show this help and exit" },
+	{ "version", 'V', NULL, 0, "show the version and exit" },
 };
+
+/* --help's column of option names: "  -s, " then "--socket=PATH" padded to this width */
+#define OPTION_WIDTH 15
 
 /* What positional arguments are, so that main checks them before connecting. */
 enum arg_kind {
@@ -450,6 +464,27 @@ static void usage_commands(FILE *f, const char *prefix, const struct command *ta
 	}
 }
 
+/* "  -s, --socket=PATH  the daemon's socket ..." */
+static void usage_options(FILE *f)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+		const struct option_row *o = &options[i];
+		const char *help = o->help, *nl;
+		char name[32];
+
+		snprintf(name, sizeof(name), "--%s%s%s", o->name, o->arg ? "=" : "", o->arg ? o->arg : "");
+		if (o->val < 128)
+			fprintf(f, "  -%c, %-*s", o->val, OPTION_WIDTH, name);
+		else
+			fprintf(f, "      %-*s", OPTION_WIDTH, name);
+		while ((nl = strchr(help, '\n'))) {
+			fprintf(f, "%.*s\n%*s", (int)(nl - help), help, 6 + OPTION_WIDTH, "");
+			help = nl + 1;
+		}
+		fprintf(f, "%s\n", help);
+	}
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -459,18 +494,9 @@ static void usage(FILE *f)
 		"\n"
 		"Commands:\n");
 	usage_commands(f, "", commands, ARRAY_SIZE(commands));
+	fprintf(f, "\nOptions:\n");
+	usage_options(f);
 	fprintf(f,
-		"\n"
-		"Options:\n"
-		"  -s, --socket=PATH  the daemon's socket (default $HUGEPOOL_SOCKET, else\n"
-		"                     " HP_DEFAULT_SOCKET ")\n"
-		"  -j, --json         print JSON instead of text (all but journal truncate;\n"
-		"                     journal dump prints one object per record and line)\n"
-		"      --from=LSN     journal dump: start at record LSN (default 1)\n"
-		"      --max=N        journal dump: print at most N records\n"
-		"      --hex          journal dump: print the payloads in hexadecimal\n"
-		"  -h, --help         show this help and exit\n"
-		"  -V, --version      show the version and exit\n"
 		"\n"
 		"Exit status: 0 success, 1 usage error, 2 cannot connect to the daemon,\n"
 		"3 the daemon returned an error (such as no such journal), a protocol error\n"
@@ -518,12 +544,42 @@ static bool journal_name_valid(const char *s)
 	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
-static const char *option_name(int val)
+static const struct option_row *option_find(int val)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(option_infos); i++)
-		if (option_infos[i].val == val)
-			return option_infos[i].name;
-	return val == 's' ? "-s/--socket" : "?";
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++)
+		if (options[i].val == val)
+			return &options[i];
+	return NULL;
+}
+
+/* getopt's tables from the rows: ":s:jhV" (':' first: a missing argument is ours to report) */
+static void getopt_tables(struct option *longopts, char *shortopts)
+{
+	*shortopts++ = ':';
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+		const struct option_row *o = &options[i];
+
+		longopts[i] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL, o->val };
+		if (o->val < 128) {
+			*shortopts++ = (char)o->val;
+			if (o->arg)
+				*shortopts++ = ':';
+		}
+	}
+	longopts[ARRAY_SIZE(options)] = (struct option){ NULL, 0, NULL, 0 };
+	*shortopts = '\0';
+}
+
+/* An option whose argument is missing, as the user may have written it: "-s/--socket", "--from". */
+static int missing_argument(int val)
+{
+	const struct option_row *o = option_find(val);
+
+	if (!o)
+		return usage_error("option '?' requires an argument");
+	if (o->val < 128)
+		return usage_error("option '-%c/--%s' requires an argument", o->val, o->name);
+	return usage_error("option '--%s' requires an argument", o->name);
 }
 
 /*
@@ -590,27 +646,24 @@ static int resolve(char **words, int nwords, const struct command **ret, struct 
 			break;
 		}
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(option_infos); i++)
-		if ((inv->given & option_infos[i].bit) && !(cmd->opts & option_infos[i].bit))
-			return usage_error("option '%s' does not apply to '%s'", option_infos[i].name, inv->cmd);
+	for (size_t i = 0; i < ARRAY_SIZE(options); i++)
+		if ((inv->given & options[i].bit) && !(cmd->opts & options[i].bit))
+			return usage_error("option '--%s' does not apply to '%s'", options[i].name, inv->cmd);
 	*ret = cmd;
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
-		{ "from", required_argument, NULL, LONGOPT_FROM }, { "max", required_argument, NULL, LONGOPT_MAX },
-		{ "hex", no_argument, NULL, LONGOPT_HEX },	    { "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },	    { NULL, 0, NULL, 0 },
-	};
+	struct option longopts[ARRAY_SIZE(options) + 1];
+	char shortopts[2 * ARRAY_SIZE(options) + 2];
 	struct invocation inv = { 0 };
 	const struct command *cmd = NULL;
 	int c, r;
 
+	getopt_tables(longopts, shortopts);
 	opterr = 0; /* say it ourselves, as "hugepoolctl: ..." whatever argv[0] is */
-	while ((c = getopt_long(argc, argv, ":s:jhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (!*optarg)
@@ -642,12 +695,12 @@ int main(int argc, char **argv)
 			printf("hugepoolctl %s\n", HUGEPOOL_VERSION);
 			return 0;
 		case ':':
-			return usage_error("option '%s' requires an argument", option_name(optopt));
+			return missing_argument(optopt);
 		default:
 			/* a bad short option sets optopt to itself; a bad long one to 0 or to its val */
 			if (optopt >= '0' && optopt <= '9')
 				return usage_error("invalid option '-%c' (LSNs and counts are positive integers)", optopt);
-			if (optopt > 0 && optopt < 128 && !strchr("jhV", optopt))
+			if (optopt > 0 && optopt < 128 && !option_find(optopt))
 				return usage_error("invalid option '-%c'", optopt);
 			return usage_error("invalid option '%s'", argv[optind - 1]);
 		}
