@@ -3,15 +3,15 @@
  * hugepoolctl.c - look at a running hugepoold: its state, its classes, its leases, its counters,
  * its spill streams and its journals; replay, check and truncate a journal.
  *
- * This file holds main, the tables of commands and options, and the verbs. The commands live in
- * tables. An entry names a command, the arguments it takes (checked here, before anything is sent
- * to the daemon), the options that apply to it, and the function that runs it; or it holds a
- * table of subcommands instead ("journal list", "journal dump NAME"). --help is printed from the
- * same tables. The views of the daemon's state are one hp_status() call each, printed by
- * views_*.c either as text for people or (--json) as one JSON object for programs (json.c); the
- * journal commands that read records go through libhugepool's journal reader, so they see
- * exactly what a client would. main only parses options, resolves the command in the tables,
- * connects and dispatches.
+ * This file holds the verbs, the tables of commands and options that name them, and main. A
+ * command's row names it, the arguments it takes, the options that apply to it, its line of
+ * --help and the function that runs it; or it holds a table of subcommands instead ("journal
+ * list", "journal dump NAME"). cmdline.c checks a command line against the tables, before
+ * anything is sent to the daemon, and prints --help from them. The views of the daemon's state
+ * are one hp_status() call each, printed by views_*.c either as text for people or (--json) as
+ * one JSON object for programs; the journal commands that read records go through libhugepool's
+ * journal reader, so they see exactly what a client would. main only parses options, resolves
+ * the command in the tables, connects and dispatches.
  * Data goes to stdout, diagnostics to stderr. Exit status: 0 success, 1 usage error, 2 cannot
  * connect, 3 the daemon answered with an error or broke the protocol, or the journal that
  * journal verify replayed is damaged (see hugepoolctl(1)).
@@ -26,90 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "hugepool.h"
 #include "util.h"
 #include "views.h"
-
-#define EXIT_USAGE 1 /* bad options or command */
-#define EXIT_CONNECT 2 /* no daemon to talk to, or not allowed to talk to it */
-#define EXIT_DAEMON 3 /* the daemon answered with an error, the protocol broke, or a journal is damaged */
-
-/* --- command lines ------------------------------------------------------------------------- */
-
-/* Options beyond -s, -h and -V: a command says which of them apply to it. */
-enum {
-	OPT_JSON = 1u << 0,
-	OPT_FROM = 1u << 1,
-	OPT_MAX = 1u << 2,
-	OPT_HEX = 1u << 3,
-};
-
-/* getopt values of the options without a short form */
-enum { LONGOPT_FROM = 256, LONGOPT_MAX, LONGOPT_HEX };
-
-/*
- * The options, one row each, in --help's order: getopt's tables, --help's lines and the usage
- * errors are all made from these rows (main's switch says what each one does).
- */
-static const struct option_row {
-	const char *name; /* --name */
-	int val; /* getopt's: the short letter, or LONGOPT_* for a long option only */
-	const char *arg; /* the argument's name in --help; NULL: the option takes none */
-	unsigned bit; /* the OPT_* a command lists when the option applies to it; 0: it applies to all */
-	const char *help; /* for --help; each '\n' goes on under the first line, aligned */
-} options[] = {
-	{ "socket", 's', "PATH", 0, "the daemon's socket (default $HUGEPOOL_SOCKET, else\n" HP_DEFAULT_SOCKET ")" },
-	{ "json", 'j', NULL, OPT_JSON,
-	  "print JSON instead of text (all but journal truncate;\n"
-	  "journal dump prints one object per record and line)" },
-	{ "from", LONGOPT_FROM, "LSN", OPT_FROM, "journal dump: start at record LSN (default 1)" },
-	{ "max", LONGOPT_MAX, "N", OPT_MAX, "journal dump: print at most N records" },
-	{ "hex", LONGOPT_HEX, NULL, OPT_HEX, "journal dump: print the payloads in hexadecimal" },
-	{ "help", 'h', NULL, 0, "show this help and exit" },
-	{ "version", 'V', NULL, 0, "show the version and exit" },
-};
-
-/* --help's column of option names: "  -s, " then "--socket=PATH" padded to this width */
-#define OPTION_WIDTH 15
-
-/* What positional arguments are, so that main checks them before connecting. */
-enum arg_kind {
-	ARG_JOURNAL, /* a journal name: 1..HP_NAME_MAX-1 of [A-Za-z0-9_.-] */
-	ARG_LSN, /* a positive decimal integer */
-};
-
-#define ARGS_MAX 2
-
-struct arg {
-	const char *name; /* as --help and the errors show it */
-	enum arg_kind kind;
-};
-
-/* One run: the options given, the command's checked arguments and the connection. */
-struct invocation {
-	char cmd[64]; /* the command's words, "journal dump" */
-	unsigned given; /* OPT_* seen on the command line */
-	bool json, hex;
-	uint64_t from, max; /* --from, --max; 0 when not given */
-	const char *journal; /* ARG_JOURNAL */
-	uint64_t lsn; /* ARG_LSN */
-	const char *path; /* the daemon's socket */
-	hp_conn *conn;
-};
-
-struct command {
-	const char *name;
-	const char *help;
-	/* a group: the next word names one of these, and they hold the rest */
-	const struct command *sub;
-	size_t nsub;
-	struct arg args[ARGS_MAX]; /* positional, all required; name NULL ends the list */
-	unsigned opts; /* OPT_* that apply */
-	int (*run)(const struct command *cmd, struct invocation *inv); /* returns the exit status */
-	/* for run_status: print one hp_status (json: members of the top-level object) */
-	void (*text)(const struct hp_status *st);
-	void (*json)(struct json *j, const struct hp_status *st);
-};
 
 static void report(int err, const char *detail, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -182,7 +102,7 @@ static int journal_failed(const struct invocation *inv, int err, const char *wha
 	return EXIT_DAEMON;
 }
 
-/* --- the commands ------------------------------------------------------------------------ */
+/* --- the verbs --------------------------------------------------------------------------- */
 
 /* Print st with the command's printers, then free it. */
 static int print_status(const struct command *cmd, struct invocation *inv, struct hp_status *st)
@@ -378,6 +298,8 @@ static int run_journal_truncate(const struct command *cmd, struct invocation *in
 	return 0;
 }
 
+/* --- the tables -------------------------------------------------------------------------- */
+
 static const struct command journal_commands[] = {
 	{ .name = "list",
 	  .help = "each journal: state, LSNs, batches, sync latency",
@@ -406,7 +328,8 @@ static const struct command journal_commands[] = {
 	  .run = run_journal_truncate },
 };
 
-static const struct command commands[] = {
+/* The commands, in --help's order. */
+const struct command commands[] = {
 	{ .name = "status",
 	  .help = "the daemon, its pool, its boot and its classes",
 	  .opts = OPT_JSON,
@@ -439,219 +362,23 @@ static const struct command commands[] = {
 	  .json = spill_json },
 	{ .name = "journal", .sub = journal_commands, .nsub = ARRAY_SIZE(journal_commands) },
 };
+const size_t ncommands = ARRAY_SIZE(commands);
+
+/* The options, in --help's order (main's switch says what each one does). */
+const struct option_row options[] = {
+	{ "socket", 's', "PATH", 0, "the daemon's socket (default $HUGEPOOL_SOCKET, else\n" HP_DEFAULT_SOCKET ")" },
+	{ "json", 'j', NULL, OPT_JSON,
+	  "print JSON instead of text (all but journal truncate;\n"
+	  "journal dump prints one object per record and line)" },
+	{ "from", LONGOPT_FROM, "LSN", OPT_FROM, "journal dump: start at record LSN (default 1)" },
+	{ "max", LONGOPT_MAX, "N", OPT_MAX, "journal dump: print at most N records" },
+	{ "hex", LONGOPT_HEX, NULL, OPT_HEX, "journal dump: print the payloads in hexadecimal" },
+	{ "help", 'h', NULL, 0, "show this help and exit" },
+	{ "version", 'V', NULL, 0, "show the version and exit" },
+};
+const size_t noptions = ARRAY_SIZE(options);
 
 /* --- main -------------------------------------------------------------------------------- */
-
-/* "journal truncate NAME LSN" */
-static void command_synopsis(const char *prefix, const struct command *c, char *buf, size_t len)
-{
-	size_t n = (size_t)snprintf(buf, len, "%s%s%s", prefix, *prefix ? " " : "", c->name);
-
-	for (unsigned a = 0; a < ARGS_MAX && c->args[a].name && n < len; a++)
-		n += (size_t)snprintf(buf + n, len - n, " %s", c->args[a].name);
-}
-
-static void usage_commands(FILE *f, const char *prefix, const struct command *table, size_t n)
-{
-	char b[64];
-
-	for (size_t i = 0; i < n; i++) {
-		command_synopsis(prefix, &table[i], b, sizeof(b));
-		if (table[i].sub)
-			usage_commands(f, b, table[i].sub, table[i].nsub);
-		else
-			fprintf(f, "  %-26s %s\n", b, table[i].help);
-	}
-}
-
-/* "  -s, --socket=PATH  the daemon's socket ..." */
-static void usage_options(FILE *f)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
-		const struct option_row *o = &options[i];
-		const char *help = o->help, *nl;
-		char name[32];
-
-		snprintf(name, sizeof(name), "--%s%s%s", o->name, o->arg ? "=" : "", o->arg ? o->arg : "");
-		if (o->val < 128)
-			fprintf(f, "  -%c, %-*s", o->val, OPTION_WIDTH, name);
-		else
-			fprintf(f, "      %-*s", OPTION_WIDTH, name);
-		while ((nl = strchr(help, '\n'))) {
-			fprintf(f, "%.*s\n%*s", (int)(nl - help), help, 6 + OPTION_WIDTH, "");
-			help = nl + 1;
-		}
-		fprintf(f, "%s\n", help);
-	}
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: hugepoolctl [OPTION]... COMMAND [ARGUMENT]...\n"
-		"Show the state of hugepoold, the pre-faulted hugepage buffer pool, and look\n"
-		"after its journals.\n"
-		"\n"
-		"Commands:\n");
-	usage_commands(f, "", commands, ARRAY_SIZE(commands));
-	fprintf(f, "\nOptions:\n");
-	usage_options(f);
-	fprintf(f,
-		"\n"
-		"Exit status: 0 success, 1 usage error, 2 cannot connect to the daemon,\n"
-		"3 the daemon returned an error (such as no such journal), a protocol error\n"
-		"occurred, or journal verify found the journal damaged.\n"
-		"See hugepoolctl(1).\n");
-}
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("hugepoolctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'hugepoolctl --help' for more information.\n", stderr);
-	return EXIT_USAGE;
-}
-
-/* A positive decimal integer: digits only, no sign, no blank, no overflow. */
-static bool parse_positive(const char *s, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	if (!*s)
-		return false;
-	for (; *s; s++) {
-		unsigned d = (unsigned)(*s - '0');
-
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*ret = v;
-	return v > 0;
-}
-
-static bool journal_name_valid(const char *s)
-{
-	size_t n = strlen(s);
-
-	return n > 0 && n < HP_NAME_MAX &&
-	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
-}
-
-static const struct option_row *option_find(int val)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(options); i++)
-		if (options[i].val == val)
-			return &options[i];
-	return NULL;
-}
-
-/* getopt's tables from the rows: ":s:jhV" (':' first: a missing argument is ours to report) */
-static void getopt_tables(struct option *longopts, char *shortopts)
-{
-	*shortopts++ = ':';
-	for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
-		const struct option_row *o = &options[i];
-
-		longopts[i] = (struct option){ o->name, o->arg ? required_argument : no_argument, NULL, o->val };
-		if (o->val < 128) {
-			*shortopts++ = (char)o->val;
-			if (o->arg)
-				*shortopts++ = ':';
-		}
-	}
-	longopts[ARRAY_SIZE(options)] = (struct option){ NULL, 0, NULL, 0 };
-	*shortopts = '\0';
-}
-
-/* An option whose argument is missing, as the user may have written it: "-s/--socket", "--from". */
-static int missing_argument(int val)
-{
-	const struct option_row *o = option_find(val);
-
-	if (!o)
-		return usage_error("option '?' requires an argument");
-	if (o->val < 128)
-		return usage_error("option '-%c/--%s' requires an argument", o->val, o->name);
-	return usage_error("option '--%s' requires an argument", o->name);
-}
-
-/*
- * Find the command that words[0..] name, walking into groups; check its arguments and options
- * into inv. Returns 0 or the usage error's exit status.
- */
-static int resolve(char **words, int nwords, const struct command **ret, struct invocation *inv)
-{
-	const struct command *table = commands, *cmd = NULL;
-	size_t n = ARRAY_SIZE(commands);
-	int w = 0;
-	unsigned nargs = 0;
-
-	inv->cmd[0] = '\0';
-	while (!cmd || cmd->sub) {
-		const char *group = inv->cmd;
-
-		if (w >= nwords) {
-			char names[128] = "";
-
-			for (size_t i = 0, used = 0; i < n && used < sizeof(names); i++)
-				used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
-							 table[i].name);
-			return *group ? usage_error("missing %s command (one of: %s)", group, names)
-				      : usage_error("missing command");
-		}
-		cmd = NULL;
-		for (size_t i = 0; i < n; i++)
-			if (strcmp(words[w], table[i].name) == 0)
-				cmd = &table[i];
-		if (!cmd)
-			return *group ? usage_error("unknown %s command '%s'", group, words[w])
-				      : usage_error("unknown command '%s'", words[w]);
-		snprintf(inv->cmd + strlen(inv->cmd), sizeof(inv->cmd) - strlen(inv->cmd), "%s%s",
-			 *group ? " " : "", cmd->name);
-		w++;
-		table = cmd->sub;
-		n = cmd->nsub;
-	}
-	while (nargs < ARGS_MAX && cmd->args[nargs].name)
-		nargs++;
-	if ((unsigned)(nwords - w) < nargs) {
-		char synopsis[64];
-
-		command_synopsis("", cmd, synopsis, sizeof(synopsis));
-		return usage_error("missing %s (usage: %s %s)", cmd->args[nwords - w].name, inv->cmd,
-				   strchr(synopsis, ' ') + 1);
-	}
-	if ((unsigned)(nwords - w) > nargs)
-		return usage_error("unexpected argument '%s'", words[w + (int)nargs]);
-	for (unsigned a = 0; a < nargs; a++) {
-		const char *v = words[w + (int)a];
-
-		switch (cmd->args[a].kind) {
-		case ARG_JOURNAL:
-			if (!journal_name_valid(v))
-				return usage_error("invalid journal name '%s': 1 to %d letters, digits, '_', '.' or '-'",
-						   v, HP_NAME_MAX - 1);
-			inv->journal = v;
-			break;
-		case ARG_LSN:
-			if (!parse_positive(v, &inv->lsn))
-				return usage_error("invalid %s '%s': must be a positive integer", cmd->args[a].name, v);
-			break;
-		}
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(options); i++)
-		if ((inv->given & options[i].bit) && !(cmd->opts & options[i].bit))
-			return usage_error("option '--%s' does not apply to '%s'", options[i].name, inv->cmd);
-	*ret = cmd;
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
