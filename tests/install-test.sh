@@ -2,8 +2,8 @@
 # install-test.sh - install into a DESTDIR and use the result as a user would: compile the
 # README example against the installed header and library through pkg-config, run it against
 # the installed daemon, lint the installed man pages, check that `man FUNCTION` opens a page
-# for every library function and verify the unit file. Part of `make check-all`; prints
-# "N passed, N failed".
+# for every library function and that hugepoold --help lists the exit statuses of hugepoold(8),
+# and verify the unit file. Part of `make check-all`; prints "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 dest=$(mktemp -d /tmp/hugepool-install.XXXXXX)
@@ -36,6 +36,15 @@ check "only hp_ symbols exported" sh -c \
 	"! nm -D --defined-only '$dest/usr/lib/libhugepool.so.0' | awk '{print \$3}' | grep -v '^hp_' | grep -v '^HUGEPOOL_' | grep ."
 check "soname" sh -c "objdump -p '$dest/usr/lib/libhugepool.so.0' | grep -q 'SONAME *libhugepool.so.0'"
 check "installed config is valid" "$dest/usr/sbin/hugepoold" --check-config -c "$dest/etc/hugepool/hugepoold.conf"
+# hugepoold --help lists the exit statuses hugepoold(8) lists under EXIT STATUS, no more, no fewer
+man_statuses=$(sed -n '/^\.SH EXIT STATUS/,/^\.SH [^E]/p' "$dest/usr/share/man/man8/hugepoold.8" |
+	awk 'prev == ".TP" && $1 == ".B" { print $2 } { prev = $0 }' | xargs)
+help_statuses=$("$dest/usr/sbin/hugepoold" --help | sed -n 's/^  \([0-9][0-9]*\)  .*/\1/p' | xargs)
+same_statuses() {
+	[ -n "$man_statuses" ] && [ "$man_statuses" = "$help_statuses" ] ||
+		{ echo "hugepoold(8): $man_statuses"; echo "hugepoold --help: $help_statuses"; false; }
+}
+check "hugepoold --help lists the exit statuses of hugepoold(8)" same_statuses
 
 # run the example against the installed daemon (a small pool, socket and spill directory in the
 # DESTDIR, not the default /var/tmp/hugepool, which may belong to another user)
