@@ -172,6 +172,10 @@ fuzz:
 bench: all $(BENCH_BIN)
 	$(Q)bench/run-bench.sh $(BUILD)
 
+# man3 holds libhugepool.3 and a link to it for every function the header declares ("int
+# hp_acquire(" at the start of a line), so that `man hp_acquire` works; links, not .so pages,
+# which mandoc calls fragile. libhugepool(3)'s NAME lists the same functions: install-test.sh
+# checks that it does and that each page renders.
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
@@ -187,6 +191,9 @@ install: all
 	$(PC_SED) > $(DESTDIR)$(LIBDIR)/pkgconfig/hugepool.pc
 	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
+	for f in $$(sed -n 's/^[a-z].*[ *]\(hp_[a-z0-9_]*\)(.*/\1/p' include/hugepool.h); do \
+		ln -sf libhugepool.3 $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit; \
+	done
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
 	sed 's|@SBINDIR@|$(SBINDIR)|' systemd/hugepoold.service.in > $(DESTDIR)$(UNITDIR)/hugepoold.service

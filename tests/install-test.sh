@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # install-test.sh - install into a DESTDIR and use the result as a user would: compile the
 # README example against the installed header and library through pkg-config, run it against
-# the installed daemon, lint the installed man pages and verify the unit file. Part of
-# `make check-all`; prints "N passed, N failed".
+# the installed daemon, lint the installed man pages, check that `man FUNCTION` opens a page
+# for every library function and that hugepoold --help lists the exit statuses of hugepoold(8),
+# and verify the unit file. Part of `make check-all`; prints "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 dest=$(mktemp -d /tmp/hugepool-install.XXXXXX)
@@ -35,6 +36,15 @@ check "only hp_ symbols exported" sh -c \
 	"! nm -D --defined-only '$dest/usr/lib/libhugepool.so.0' | awk '{print \$3}' | grep -v '^hp_' | grep -v '^HUGEPOOL_' | grep ."
 check "soname" sh -c "objdump -p '$dest/usr/lib/libhugepool.so.0' | grep -q 'SONAME *libhugepool.so.0'"
 check "installed config is valid" "$dest/usr/sbin/hugepoold" --check-config -c "$dest/etc/hugepool/hugepoold.conf"
+# hugepoold --help lists the exit statuses hugepoold(8) lists under EXIT STATUS, no more, no fewer
+man_statuses=$(sed -n '/^\.SH EXIT STATUS/,/^\.SH [^E]/p' "$dest/usr/share/man/man8/hugepoold.8" |
+	awk 'prev == ".TP" && $1 == ".B" { print $2 } { prev = $0 }' | xargs)
+help_statuses=$("$dest/usr/sbin/hugepoold" --help | sed -n 's/^  \([0-9][0-9]*\)  .*/\1/p' | xargs)
+same_statuses() {
+	[ -n "$man_statuses" ] && [ "$man_statuses" = "$help_statuses" ] ||
+		{ echo "hugepoold(8): $man_statuses"; echo "hugepoold --help: $help_statuses"; false; }
+}
+check "hugepoold --help lists the exit statuses of hugepoold(8)" same_statuses
 
 # run the example against the installed daemon (a small pool, socket and spill directory in the
 # DESTDIR, not the default /var/tmp/hugepool, which may belong to another user)
@@ -59,8 +69,34 @@ if command -v python3 >/dev/null; then
 fi
 kill "$pid"; wait "$pid" 2>/dev/null; pid=""
 
+# every public function -- exported by the installed library or declared in the installed
+# header, not the list the Makefile made -- has its page: `man FUNCTION` finds libhugepool(3) in
+# the DESTDIR, the page renders without a warning and its NAME section lists the function
+man3="$dest/usr/share/man/man3"
+funcs=$( { nm -D --defined-only "$dest/usr/lib/libhugepool.so.0" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }'
+	grep -o '\bhp_[a-z0-9_]*(' "$dest/usr/include/hugepool.h" | tr -d '('; } | sort -u)
+check "public functions found" test -n "$funcs"
+man_page() { # man_page FUNCTION
+	local page="$man3/$1.3" out
+	[ -e "$page" ] || { echo "no $page"; return 1; }
+	sed -n '/^\.SH NAME/,/^\.SH [^N]/p' "$page" | grep -qw -- "$1" ||
+		{ echo "the NAME section of $(readlink -f "$page") does not list $1"; return 1; }
+	if command -v man >/dev/null; then
+		out=$(MANPATH="$dest/usr/share/man" man -w "$1") && [ "${out#"$dest"/}" != "$out" ] ||
+			{ echo "man -w $1: $out"; return 1; }
+		out=$(MANPAGER=cat man -l "$page" 2>&1 >/dev/null) && [ -z "$out" ] || { echo "man -l $page: $out"; return 1; }
+	fi
+	if command -v mandoc >/dev/null; then
+		out=$(mandoc -T utf8 "$page" 2>&1 >/dev/null) && [ -z "$out" ] || { echo "mandoc $page: $out"; return 1; }
+	fi
+}
+for f in $funcs; do
+	check "man page $f" man_page "$f"
+done
+
 if command -v mandoc >/dev/null; then
 	for m in "$dest"/usr/share/man/man*/*; do
+		[ -L "$m" ] && continue # a function's page: checked above
 		check "mandoc lint $(basename "$m")" sh -c "out=\$(mandoc -T lint -W warning '$m'); [ -z \"\$out\" ] || { echo \"\$out\"; false; }"
 	done
 fi

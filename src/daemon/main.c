@@ -26,11 +26,22 @@
 #include "spill.h"
 #include "util.h"
 
-#define EXIT_CONFIG 2 /* the configuration is invalid */
-#define EXIT_POOL 3 /* the pool could not be created or faulted in */
-#define EXIT_SOCKET 4 /* the socket could not be set up */
-#define EXIT_JOURNAL 5 /* a journal could not be opened or recovered */
-#define EXIT_SPILL 6 /* the spill directory is unusable */
+/*
+ * The exit statuses, as hugepoold(8) lists them under EXIT STATUS: the EXIT_* constants and
+ * --help's list are both made from this one list.
+ */
+#define EXIT_STATUSES(X)                                                                              \
+	X(EXIT_OK, 0, "a clean shutdown, or --check-config, --help or --version succeeded")           \
+	X(EXIT_USAGE, 1, "bad usage, or the event loop failed while serving")                         \
+	X(EXIT_CONFIG, 2, "the configuration is invalid or cannot be read")                           \
+	X(EXIT_POOL, 3, "the pool could not be created or faulted in")                                \
+	X(EXIT_SOCKET, 4, "the socket could not be set up, or a configured user or group is unknown") \
+	X(EXIT_JOURNAL, 5, "a journal could not be opened or recovered")                              \
+	X(EXIT_SPILL, 6, "the spill directory is unusable")
+
+#define EXIT_ENUM(name, status, meaning) name = status,
+enum { EXIT_STATUSES(EXIT_ENUM) };
+#undef EXIT_ENUM
 
 static void usage(FILE *f)
 {
@@ -45,10 +56,11 @@ static void usage(FILE *f)
 		"  -h, --help          show this help and exit\n"
 		"  -V, --version       show the version and exit\n"
 		"\n"
-		"Exit status: 0 on a clean shutdown, 1 bad usage, 2 bad configuration,\n"
-		"3 the pool could not be created, 4 the socket could not be set up,\n"
-		"5 a journal could not be opened or recovered.\n"
-		"See hugepoold(8) and hugepoold.conf(5).\n");
+		"Exit status:\n");
+#define EXIT_HELP(name, status, meaning) fprintf(f, "  %d  %s\n", status, meaning);
+	EXIT_STATUSES(EXIT_HELP)
+#undef EXIT_HELP
+	fprintf(f, "See hugepoold(8) and hugepoold.conf(5).\n");
 }
 
 static void print_summary(const struct config *cfg, const char *path)

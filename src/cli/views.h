@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * views.h - what hugepoolctl prints about the daemon: each view as text for people and as JSON
+ * for programs (--json), printed to stdout. The views of a whole hp_status come in pairs that
+ * the command table in hugepoolctl.c names: NAME_text prints the view, NAME_json writes its
+ * members into the one object the verb has opened. The journal verbs' output is one call each.
+ */
+#ifndef HP_CLI_VIEWS_H
+#define HP_CLI_VIEWS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hugepool.h"
+#include "json.h"
+
+/* views_status.c: status, classes, leases, stats */
+void status_text(const struct hp_status *st);
+void status_json(struct json *j, const struct hp_status *st);
+void classes_text(const struct hp_status *st);
+void classes_json(struct json *j, const struct hp_status *st);
+void leases_text(const struct hp_status *st);
+void leases_json(struct json *j, const struct hp_status *st);
+void stats_text(const struct hp_status *st);
+void stats_json(struct json *j, const struct hp_status *st);
+
+/* views_spill.c: spill; st's clients must be in spill_order */
+void spill_order(struct hp_status *st); /* sort the clients by uid, then pid */
+void spill_text(const struct hp_status *st);
+void spill_json(struct json *j, const struct hp_status *st);
+
+/* views_journal.c: journal list, stat, verify and dump */
+void journals_text(const struct hp_status *st);
+void journals_json(struct json *j, const struct hp_status *st);
+
+/* Everything the daemon reports about one journal. */
+void journal_stat_print(const struct hp_journal_status *js, bool json);
+
+/* What journal verify found. */
+struct journal_check {
+	const char *journal;
+	uint64_t records, bytes; /* read in order from LSN 1 on, till the end or the first problem */
+	uint64_t first_lsn, last_lsn; /* of those records (0: none) */
+	uint64_t durable_lsn; /* when the check began */
+	int error; /* the reader's negative errno, or 0 */
+	bool damaged; /* with a problem: the journal is damaged, not just unchecked to the end */
+	char problem[256]; /* "" when intact */
+};
+
+void journal_verify_print(const struct journal_check *c, bool json);
+
+/* One record of journal dump, on a line of its own: text or an object, hex or (JSON) base64. */
+void journal_record_print(uint64_t lsn, const void *data, size_t len, bool json, bool hex);
+
+#endif

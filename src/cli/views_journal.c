@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * views_journal.c - what the journal verbs print: the daemon's view of its journals (journal
+ * list, journal stat), the result of journal verify and the records of journal dump, each as
+ * text or as JSON. The verbs in hugepoolctl.c fetch, read and check; these only print.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "format.h"
+#include "size.h"
+#include "util.h"
+#include "views.h"
+
+static const char *journal_state_name(int state)
+{
+	static const char *const names[] = { "ok", "full", "failed" };
+
+	return state >= 0 && (size_t)state < ARRAY_SIZE(names) ? names[state] : "unknown";
+}
+
+static double us_of(uint64_t ns)
+{
+	return (double)ns / 1e3;
+}
+
+void journals_text(const struct hp_status *st)
+{
+	int w = 7;
+	char segs[32];
+
+	if (st->njournals == 0) {
+		printf("No journals.\n");
+		return;
+	}
+	for (uint32_t i = 0; i < st->njournals; i++)
+		w = MAX(w, (int)strlen(st->journals[i].name));
+	printf("%-*s %-6s %-8s %10s %7s %8s %10s %9s %6s %9s %9s %9s\n", w, "JOURNAL", "STATE", "BACKEND",
+	       "DURABLE", "WRITERS", "SEGMENTS", "APPENDS", "BATCHES", "MEAN", "P50(us)", "P99(us)", "P999(us)");
+	for (uint32_t i = 0; i < st->njournals; i++) {
+		const struct hp_journal_status *js = &st->journals[i];
+
+		snprintf(segs, sizeof(segs), "%" PRIu32 "/%" PRIu32, js->segments_used, js->segments);
+		printf("%-*s %-6s %-8s %10" PRIu64 " %7" PRIu32 " %8s %10" PRIu64 " %9" PRIu64
+		       " %6.1f %9.1f %9.1f %9.1f\n",
+		       w, js->name, journal_state_name(js->state), js->backend, js->durable_lsn, js->writers, segs,
+		       js->appends, js->batches, js->mean_batch, us_of(js->sync_p50_ns), us_of(js->sync_p99_ns),
+		       us_of(js->sync_p999_ns));
+	}
+}
+
+/* Every member of struct hp_journal_status, under its own name (state as a word). */
+static void journal_json_members(struct json *j, const struct hp_journal_status *js)
+{
+	json_str(j, "name", js->name);
+	json_str(j, "state", journal_state_name(js->state));
+	json_int(j, "error", js->error);
+	json_str(j, "error_text", js->error < 0 ? strerror(-js->error) : "");
+	json_str(j, "backend", js->backend);
+	json_bool(j, "direct", js->direct);
+	json_u64(j, "segment_size", js->segment_size);
+	json_u64(j, "segments", js->segments);
+	json_u64(j, "segments_used", js->segments_used);
+	json_u64(j, "next_lsn", js->next_lsn);
+	json_u64(j, "durable_lsn", js->durable_lsn);
+	json_u64(j, "retain_lsn", js->retain_lsn);
+	json_u64(j, "writers", js->writers);
+	json_u64(j, "appends", js->appends);
+	json_u64(j, "bytes", js->bytes);
+	json_u64(j, "batches", js->batches);
+	json_u64(j, "syncs", js->syncs);
+	json_double(j, "mean_batch", js->mean_batch);
+	json_u64(j, "sync_p50_ns", js->sync_p50_ns);
+	json_u64(j, "sync_p99_ns", js->sync_p99_ns);
+	json_u64(j, "sync_p999_ns", js->sync_p999_ns);
+	json_u64(j, "sync_max_ns", js->sync_max_ns);
+	json_u64(j, "recovered_records", js->recovered_records);
+	json_str(j, "note", js->note);
+	json_str(j, "recovery", js->recovery);
+}
+
+void journals_json(struct json *j, const struct hp_status *st)
+{
+	json_open(j, "journals", '[');
+	for (uint32_t i = 0; i < st->njournals; i++) {
+		json_open(j, NULL, '{');
+		journal_json_members(j, &st->journals[i]);
+		json_close(j, '}');
+	}
+	json_close(j, ']');
+}
+
+static void journal_stat_text(const struct hp_journal_status *js)
+{
+	char b[32];
+
+	printf("Journal:      %s\n", js->name);
+	if (js->state == 1)
+		printf("State:        full (every segment holds records not truncated yet; appends wait)\n");
+	else if (js->state == 2)
+		printf("State:        failed, read-only until the daemon restarts: %s\n",
+		       js->error < 0 ? strerror(-js->error) : "unknown error");
+	else
+		printf("State:        %s\n", journal_state_name(js->state));
+	printf("Backend:      %s, %s\n", js->backend, js->direct ? "O_DIRECT" : "page cache");
+	printf("Note:         %s\n", js->note[0] ? js->note : "-");
+	printf("Segments:     %" PRIu32 " of %" PRIu32 " in use, %s each\n", js->segments_used, js->segments,
+	       size_format(js->segment_size, b, sizeof(b)));
+	printf("LSNs:         next %" PRIu64 ", durable up to %" PRIu64 "%s\n", js->next_lsn, js->durable_lsn,
+	       js->durable_lsn ? "" : " (none yet)");
+	if (js->retain_lsn)
+		printf("Truncated:    below LSN %" PRIu64 "\n", js->retain_lsn);
+	else
+		printf("Truncated:    never\n");
+	printf("Writers:      %" PRIu32 "\n", js->writers);
+	printf("Appends:      %" PRIu64 " records, %s on disk with their headers\n", js->appends,
+	       size_format(js->bytes, b, sizeof(b)));
+	printf("Batches:      %" PRIu64 ", %.2f records each on average; %" PRIu64 " syncs\n", js->batches,
+	       js->mean_batch, js->syncs);
+	printf("Sync latency: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us\n", us_of(js->sync_p50_ns),
+	       us_of(js->sync_p99_ns), us_of(js->sync_p999_ns), us_of(js->sync_max_ns));
+	printf("Recovery:     %s (%" PRIu64 " records)\n", js->recovery[0] ? js->recovery : "-",
+	       js->recovered_records);
+}
+
+void journal_stat_print(const struct hp_journal_status *js, bool json)
+{
+	if (json) {
+		struct json j;
+
+		json_line_begin(&j);
+		journal_json_members(&j, js);
+		json_line_end(&j);
+	} else {
+		journal_stat_text(js);
+	}
+}
+
+void journal_verify_print(const struct journal_check *c, bool json)
+{
+	if (json) {
+		struct json j;
+
+		json_line_begin(&j);
+		json_str(&j, "journal", c->journal);
+		json_bool(&j, "intact", !c->problem[0]);
+		json_str(&j, "result", !c->problem[0] ? "intact" : c->damaged ? "damaged" : "incomplete");
+		json_u64(&j, "records", c->records);
+		json_u64(&j, "bytes", c->bytes);
+		json_u64(&j, "first_lsn", c->first_lsn);
+		json_u64(&j, "last_lsn", c->last_lsn);
+		json_u64(&j, "durable_lsn", c->durable_lsn);
+		json_int(&j, "error", c->error);
+		json_str(&j, "problem", c->problem);
+		json_line_end(&j);
+		return;
+	}
+	printf("Journal:  %s\n", c->journal);
+	if (c->records)
+		printf("Records:  %" PRIu64 ", LSN %" PRIu64 " to %" PRIu64 "%s\n", c->records, c->first_lsn,
+		       c->last_lsn, c->first_lsn > 1 ? " (those before were truncated and their space reused)" : "");
+	else
+		printf("Records:  none\n");
+	printf("Payload:  %" PRIu64 " bytes\n", c->bytes);
+	printf("Durable:  up to LSN %" PRIu64 " when the check began\n", c->durable_lsn);
+	printf("Result:   %s%s\n", !c->problem[0] ? "intact" : c->damaged ? "damaged: " : "incomplete: ",
+	       c->problem);
+}
+
+void journal_record_print(uint64_t lsn, const void *data, size_t len, bool json, bool hex)
+{
+	const unsigned char *p = data;
+
+	if (json) {
+		struct json j;
+
+		json_line_begin(&j);
+		json_u64(&j, "lsn", lsn);
+		json_u64(&j, "len", len);
+		json_str(&j, "encoding", hex ? "hex" : "base64");
+		json_key(&j, "payload");
+		fputc('"', stdout);
+		if (hex)
+			print_hex(stdout, p, len);
+		else
+			print_base64(stdout, p, len);
+		fputc('"', stdout);
+		json_line_end(&j);
+		return;
+	}
+	printf("%" PRIu64 " %zu", lsn, len);
+	if (hex) {
+		/* an empty payload is an empty third field */
+		if (len)
+			fputc(' ', stdout);
+		print_hex(stdout, p, len);
+	} else {
+		fputc(' ', stdout);
+		print_escaped(stdout, p, len);
+	}
+	fputc('\n', stdout);
+}
