@@ -51,33 +51,18 @@ void journals_text(const struct hp_status *st)
 }
 
 /* Every member of struct hp_journal_status, under its own name (state as a word). */
-static void journal_json_members(struct json *j, const struct hp_journal_status *js)
+static void journal_json_members(struct json *j, const struct hp_journal_status *src)
 {
-	json_str(j, "name", js->name);
-	json_str(j, "state", journal_state_name(js->state));
-	json_int(j, "error", js->error);
-	json_str(j, "error_text", js->error < 0 ? strerror(-js->error) : "");
-	json_str(j, "backend", js->backend);
-	json_bool(j, "direct", js->direct);
-	json_u64(j, "segment_size", js->segment_size);
-	json_u64(j, "segments", js->segments);
-	json_u64(j, "segments_used", js->segments_used);
-	json_u64(j, "next_lsn", js->next_lsn);
-	json_u64(j, "durable_lsn", js->durable_lsn);
-	json_u64(j, "retain_lsn", js->retain_lsn);
-	json_u64(j, "writers", js->writers);
-	json_u64(j, "appends", js->appends);
-	json_u64(j, "bytes", js->bytes);
-	json_u64(j, "batches", js->batches);
-	json_u64(j, "syncs", js->syncs);
-	json_double(j, "mean_batch", js->mean_batch);
-	json_u64(j, "sync_p50_ns", js->sync_p50_ns);
-	json_u64(j, "sync_p99_ns", js->sync_p99_ns);
-	json_u64(j, "sync_p999_ns", js->sync_p999_ns);
-	json_u64(j, "sync_max_ns", js->sync_max_ns);
-	json_u64(j, "recovered_records", js->recovered_records);
-	json_str(j, "note", js->note);
-	json_str(j, "recovery", js->recovery);
+	json_str(j, "name", src->name);
+	json_str(j, "state", journal_state_name(src->state));
+	json_int(j, "error", src->error);
+	json_str(j, "error_text", src->error < 0 ? strerror(-src->error) : "");
+	json_str(j, "backend", src->backend);
+	json_bool(j, "direct", src->direct);
+	PROTO_STATUS_JOURNAL_FIELDS(JSON_FIELD)
+	json_double(j, "mean_batch", src->mean_batch);
+	json_str(j, "note", src->note);
+	json_str(j, "recovery", src->recovery);
 }
 
 void journals_json(struct json *j, const struct hp_status *st)

@@ -139,26 +139,13 @@ void spill_text(const struct hp_status *st)
 
 void spill_json(struct json *j, const struct hp_status *st)
 {
-	const struct hp_spill_status *sp = &st->spill;
+	const struct hp_spill_status *src = &st->spill;
 	struct spill_uid u;
 	uint32_t i = 0;
 
-	json_str(j, "directory", sp->directory);
-	json_str(j, "method", sp->method);
-	json_u64(j, "threshold", sp->threshold);
-	json_u64(j, "max_bytes", sp->max_bytes);
-	json_u64(j, "max_files", sp->max_files);
-	json_u64(j, "max_bytes_per_uid", sp->max_bytes_per_uid);
-	json_u64(j, "max_files_per_uid", sp->max_files_per_uid);
-	json_u64(j, "bytes", sp->bytes);
-	json_u64(j, "files", sp->files);
-	json_u64(j, "streams_memory", sp->streams_memory);
-	json_u64(j, "bytes_memory", sp->bytes_memory);
-	json_u64(j, "files_created", sp->files_created);
-	json_u64(j, "bytes_charged_total", sp->bytes_charged_total);
-	json_u64(j, "refusals", sp->refusals);
-	json_u64(j, "truncated", sp->truncated);
-	json_u64(j, "lingering", sp->lingering);
+	json_str(j, "directory", src->directory);
+	json_str(j, "method", src->method);
+	PROTO_STATUS_SPILL_FIELDS(JSON_FIELD)
 	json_open(j, "uids", '[');
 	while (spill_next_uid(st, &i, &u)) {
 		json_open(j, NULL, '{');

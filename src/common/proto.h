@@ -229,16 +229,35 @@ struct proto_spill_close {
 };
 
 /* The machine's spill state in a status reply. */
+/*
+ * The numbers of a status section, described once: X(kind, type, name) in wire order. The wire
+ * struct is generated from the list; so are libhugepool's copy into the public struct (which
+ * declares the same names) and hugepoolctl's JSON for every NUM field. An OWN field is on the
+ * wire like the others, but decoded and shown by hand (a state name, a bool, a scaled value).
+ * A new counter: one line here, its line in hugepool.h, and the daemon code that counts it.
+ */
+#define PROTO_FIELD(kind, type, name) type name;
+
+#define PROTO_STATUS_SPILL_FIELDS(X)                                                          \
+	X(NUM, uint64_t, threshold)                                                           \
+	X(NUM, uint64_t, max_bytes) /* 0 = unlimited, as every limit here */                  \
+	X(NUM, uint64_t, max_bytes_per_uid)                                                   \
+	X(NUM, uint32_t, max_files)                                                           \
+	X(NUM, uint32_t, max_files_per_uid)                                                   \
+	X(NUM, uint64_t, bytes) /* charged now, all clients */                                \
+	X(NUM, uint64_t, files)                                                               \
+	X(NUM, uint64_t, streams_memory) /* as the clients' spill pages say */                \
+	X(NUM, uint64_t, bytes_memory)                                                        \
+	X(NUM, uint64_t, files_created) /* since start */                                     \
+	X(NUM, uint64_t, bytes_charged_total)                                                 \
+	X(NUM, uint64_t, refusals)                                                            \
+	X(NUM, uint64_t, truncated)                                                           \
+	X(NUM, uint64_t, lingering) /* of files: closed by their streams, still open somewhere */
+
 struct proto_status_spill {
 	char directory[256];
 	char method[16]; /* "O_TMPFILE" or "unlinked" */
-	uint64_t threshold;
-	uint64_t max_bytes, max_bytes_per_uid; /* 0 = unlimited */
-	uint32_t max_files, max_files_per_uid; /* 0 = unlimited */
-	uint64_t bytes, files; /* charged now, all clients */
-	uint64_t streams_memory, bytes_memory; /* as the clients' spill pages say */
-	uint64_t files_created, bytes_charged_total, refusals, truncated; /* since start */
-	uint64_t lingering; /* of files: closed by their streams, still open in some process */
+	PROTO_STATUS_SPILL_FIELDS(PROTO_FIELD)
 };
 
 #define PROTO_POOL_HUGETLB 1u /* pages are hugetlb pages of page_size */
@@ -317,18 +336,32 @@ union proto_request {
 int proto_parse_request(const struct proto_hdr *h, const void *payload, union proto_request *ret,
 			const char **ret_reason);
 
+#define PROTO_STATUS_JOURNAL_FIELDS(X)                                                        \
+	X(OWN, uint32_t, state) /* 0 ok, 1 full, 2 failed */                                  \
+	X(OWN, int32_t, error)                                                                \
+	X(NUM, uint64_t, next_lsn)                                                            \
+	X(NUM, uint64_t, durable_lsn)                                                         \
+	X(NUM, uint64_t, retain_lsn)                                                          \
+	X(NUM, uint64_t, appends)                                                             \
+	X(NUM, uint64_t, bytes)                                                               \
+	X(NUM, uint64_t, batches)                                                             \
+	X(NUM, uint64_t, syncs)                                                               \
+	X(NUM, uint32_t, writers)                                                             \
+	X(NUM, uint32_t, segments)                                                            \
+	X(NUM, uint32_t, segments_used)                                                       \
+	X(OWN, uint32_t, direct)                                                              \
+	X(NUM, uint64_t, segment_size)                                                        \
+	X(NUM, uint64_t, sync_p50_ns)                                                         \
+	X(NUM, uint64_t, sync_p99_ns)                                                         \
+	X(NUM, uint64_t, sync_p999_ns)                                                        \
+	X(NUM, uint64_t, sync_max_ns)                                                         \
+	X(OWN, uint64_t, mean_batch_milli) /* records per batch x 1000 */                     \
+	X(NUM, uint64_t, recovered_records)
+
 struct proto_status_journal {
 	char name[PROTO_NAME_MAX];
 	char backend[16];
-	uint32_t state; /* 0 ok, 1 full, 2 failed */
-	int32_t error;
-	uint64_t next_lsn, durable_lsn, retain_lsn;
-	uint64_t appends, bytes, batches, syncs;
-	uint32_t writers, segments, segments_used, direct;
-	uint64_t segment_size;
-	uint64_t sync_p50_ns, sync_p99_ns, sync_p999_ns, sync_max_ns;
-	uint64_t mean_batch_milli; /* records per batch x 1000 */
-	uint64_t recovered_records;
+	PROTO_STATUS_JOURNAL_FIELDS(PROTO_FIELD)
 	char note[160];
 	char recovery[200];
 };

@@ -19,6 +19,16 @@ static void copy_name(char *dst, size_t dstlen, const char *src, size_t srclen)
 	dst[n] = '\0';
 }
 
+/*
+ * A NUM field of proto.h's status lists: copied to the public field of the same name, which
+ * must be at least as wide (the build fails otherwise); OWN fields are decoded by hand below.
+ */
+#define COPY_FIELD(kind, type, name) COPY_##kind(type, name)
+#define COPY_OWN(type, name)
+#define COPY_NUM(type, name)                                                                 \
+	_Static_assert(sizeof(dst->name) >= sizeof(type), "public field " #name " holds the wire's"); \
+	dst->name = src.name;
+
 int status_decode(const void *buf, size_t len, struct hp_status **ret)
 {
 	const uint8_t *p = buf;
@@ -115,56 +125,28 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 		st->leases[i].since_ns = l.since_realtime_ns;
 	}
 	for (uint32_t i = 0; i < w.njournals; i++, p += sizeof(struct proto_status_journal)) {
-		struct proto_status_journal pj;
-		struct hp_journal_status *js = &st->journals[i];
+		struct proto_status_journal src;
+		struct hp_journal_status *dst = &st->journals[i];
 
-		memcpy(&pj, p, sizeof(pj));
-		copy_name(js->name, sizeof(js->name), pj.name, sizeof(pj.name));
-		copy_name(js->backend, sizeof(js->backend), pj.backend, sizeof(pj.backend));
-		copy_name(js->note, sizeof(js->note), pj.note, sizeof(pj.note));
-		copy_name(js->recovery, sizeof(js->recovery), pj.recovery, sizeof(pj.recovery));
-		js->state = (int)pj.state;
-		js->error = pj.error;
-		js->next_lsn = pj.next_lsn;
-		js->durable_lsn = pj.durable_lsn;
-		js->retain_lsn = pj.retain_lsn;
-		js->appends = pj.appends;
-		js->bytes = pj.bytes;
-		js->batches = pj.batches;
-		js->syncs = pj.syncs;
-		js->writers = pj.writers;
-		js->segments = pj.segments;
-		js->segments_used = pj.segments_used;
-		js->direct = !!pj.direct;
-		js->segment_size = pj.segment_size;
-		js->sync_p50_ns = pj.sync_p50_ns;
-		js->sync_p99_ns = pj.sync_p99_ns;
-		js->sync_p999_ns = pj.sync_p999_ns;
-		js->sync_max_ns = pj.sync_max_ns;
-		js->mean_batch = (double)pj.mean_batch_milli / 1000.0;
-		js->recovered_records = pj.recovered_records;
+		memcpy(&src, p, sizeof(src));
+		copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
+		copy_name(dst->backend, sizeof(dst->backend), src.backend, sizeof(src.backend));
+		copy_name(dst->note, sizeof(dst->note), src.note, sizeof(src.note));
+		copy_name(dst->recovery, sizeof(dst->recovery), src.recovery, sizeof(src.recovery));
+		PROTO_STATUS_JOURNAL_FIELDS(COPY_FIELD)
+		dst->state = (int)src.state;
+		dst->error = src.error;
+		dst->direct = !!src.direct;
+		dst->mean_batch = (double)src.mean_batch_milli / 1000.0;
 	}
 	if (w.nspill) {
-		struct proto_status_spill ps;
-		struct hp_spill_status *ss = &st->spill;
+		struct proto_status_spill src;
+		struct hp_spill_status *dst = &st->spill;
 
-		memcpy(&ps, p, sizeof(ps));
-		copy_name(ss->directory, sizeof(ss->directory), ps.directory, sizeof(ps.directory));
-		copy_name(ss->method, sizeof(ss->method), ps.method, sizeof(ps.method));
-		ss->threshold = ps.threshold;
-		ss->max_bytes = ps.max_bytes;
-		ss->max_bytes_per_uid = ps.max_bytes_per_uid;
-		ss->max_files = ps.max_files;
-		ss->max_files_per_uid = ps.max_files_per_uid;
-		ss->bytes = ps.bytes;
-		ss->files = ps.files;
-		ss->streams_memory = ps.streams_memory;
-		ss->bytes_memory = ps.bytes_memory;
-		ss->files_created = ps.files_created;
-		ss->bytes_charged_total = ps.bytes_charged_total;
-		ss->refusals = ps.refusals;
-		ss->truncated = ps.truncated;
-		ss->lingering = ps.lingering;
+		memcpy(&src, p, sizeof(src));
+		copy_name(dst->directory, sizeof(dst->directory), src.directory, sizeof(src.directory));
+		copy_name(dst->method, sizeof(dst->method), src.method, sizeof(src.method));
+		PROTO_STATUS_SPILL_FIELDS(COPY_FIELD)
 	}
 	*ret = st;
 	return 0;
