@@ -1298,18 +1298,6 @@ uint64_t config_pool_bytes(const struct config *cfg)
 	return total;
 }
 
-const struct config_class *config_find_class(const struct config *cfg, const char *name)
-{
-	unsigned i;
-
-	if (!name)
-		return NULL;
-	for (i = 0; i < cfg->nclasses; i++)
-		if (!strcmp(cfg->classes[i].name, name))
-			return &cfg->classes[i];
-	return NULL;
-}
-
 const char *hugepages_mode_name(enum hugepages_mode m)
 {
 	switch (m) {
@@ -1336,16 +1324,4 @@ const char *journal_backend_name(enum journal_backend b)
 		return "sync";
 	}
 	return "unknown";
-}
-
-const struct config_journal *config_find_journal(const struct config *cfg, const char *name)
-{
-	unsigned i;
-
-	if (!name)
-		return NULL;
-	for (i = 0; i < cfg->njournals; i++)
-		if (!strcmp(cfg->journals[i].name, name))
-			return &cfg->journals[i];
-	return NULL;
 }
