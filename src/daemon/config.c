@@ -133,7 +133,6 @@ struct parser {
 	const struct section_kind *kind;
 	void *obj; /* struct config_class or struct config_journal: set_u32's base */
 	char section_name[SECTION_NAME_MAX + 1];
-	uint64_t total; /* sum of size * count of the finished classes */
 	/* First line each key was set on (0 = not yet), for duplicate and missing-key messages. */
 	unsigned global_lines[GKEY_NUM];
 	unsigned section_lines[SECTION_KEYS_MAX];
@@ -867,18 +866,33 @@ static int begin_class(struct parser *p, const char *name)
 	return 0;
 }
 
+/* The sum of size * count over the classes into *total; false if it overflows 64 bits. */
+static bool pool_bytes(const struct config *cfg, uint64_t *total)
+{
+	uint64_t bytes;
+	unsigned i;
+
+	*total = 0;
+	for (i = 0; i < cfg->nclasses; i++)
+		if (__builtin_mul_overflow(cfg->classes[i].size, (uint64_t)cfg->classes[i].count,
+					   &bytes) ||
+		    __builtin_add_overflow(*total, bytes, total))
+			return false;
+	return true;
+}
+
 /* A class is complete once its section ends: both keys set and the pool total still in 64 bits. */
 static int finish_class(struct parser *p)
 {
 	struct config_class *c = p->obj;
-	uint64_t bytes;
+	uint64_t total;
 
 	if (!p->section_lines[CKEY_SIZE])
 		return fail_at(p, c->line, "class \"%s\" has no \"size\" key", c->name);
 	if (!p->section_lines[CKEY_COUNT])
 		return fail_at(p, c->line, "class \"%s\" has no \"count\" key", c->name);
-	if (__builtin_mul_overflow(c->size, (uint64_t)c->count, &bytes) ||
-	    __builtin_add_overflow(p->total, bytes, &p->total))
+	/* c is the last of cfg->classes, and the total of those before it fits */
+	if (!pool_bytes(p->cfg, &total))
 		return fail_at(p, c->line,
 			       "class \"%s\" makes the pool larger than 2^64 bytes (size * count overflows)",
 			       c->name);
@@ -1285,17 +1299,10 @@ int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 
 uint64_t config_pool_bytes(const struct config *cfg)
 {
-	uint64_t total = 0, bytes;
-	unsigned i;
+	uint64_t total;
 
 	/* The parser rejects overflowing configs; saturate anyway for hand-built ones. */
-	for (i = 0; i < cfg->nclasses; i++) {
-		if (__builtin_mul_overflow(cfg->classes[i].size, (uint64_t)cfg->classes[i].count,
-					   &bytes) ||
-		    __builtin_add_overflow(total, bytes, &total))
-			return UINT64_MAX;
-	}
-	return total;
+	return pool_bytes(cfg, &total) ? total : UINT64_MAX;
 }
 
 const char *hugepages_mode_name(enum hugepages_mode m)
