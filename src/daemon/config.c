@@ -52,9 +52,10 @@ struct parser;
 struct key {
 	const char *name;
 	int (*set)(struct parser *p, const struct key *k, const char *value);
-	/* for set_u32: the accepted range and where the value goes (in struct config for global
-	 * keys, in the section's object for section keys: see parser.obj) */
-	uint32_t min, max;
+	/* for the table-driven setters (set_u32, set_size, set_duration): the accepted range and
+	 * where the value goes (in struct config for global keys, in the section's object for
+	 * section keys: see parser.obj) */
+	uint64_t min, max;
 	size_t offset;
 };
 
@@ -372,12 +373,6 @@ static int set_page_size(struct parser *p, const struct key *k, const char *valu
 	return 0;
 }
 
-static int set_max_bytes_per_uid(struct parser *p, const struct key *k, const char *value)
-{
-	const char *key = k->name;
-	return get_size(p, key, value, &p->cfg->max_bytes_per_uid);
-}
-
 /* 65536 -> "64K": a limit as the file would spell it, for messages (exact suffixes only). */
 static const char *size_short(uint64_t v, char *buf, size_t len)
 {
@@ -538,15 +533,6 @@ static int set_journal_segment_size(struct parser *p, const struct key *k, const
 	return 0;
 }
 
-static int set_journal_max_batch_bytes(struct parser *p, const struct key *k, const char *value)
-{
-	struct config_journal *j = p->obj;
-
-	/* <= segment_size - 4096 is finish_journal's: segment_size may come later. */
-	return get_size_range(p, k->name, value, JOURNAL_BLOCK, JOURNAL_BATCH_MAX,
-			      &j->max_batch_bytes);
-}
-
 static int set_journal_ring_size(struct parser *p, const struct key *k, const char *value)
 {
 	struct config_journal *j = p->obj;
@@ -692,37 +678,49 @@ static int get_duration(struct parser *p, const char *key, const char *value, ui
 	return 0;
 }
 
-static int set_journal_max_batch_delay(struct parser *p, const struct key *k, const char *value)
-{
-	struct config_journal *j = p->obj;
-
-	return get_duration(p, k->name, value, JOURNAL_DELAY_MAX_NS, &j->max_batch_delay_ns);
-}
-
-/* An integer key: the range check and the message are get_uint's. */
-#define ACQUIRE_WAIT_MAX_NS (86400ull * 1000000000ull) /* a day */
-
-static int set_max_acquire_wait(struct parser *p, const struct key *k, const char *value)
-{
-	return get_duration(p, k->name, value, ACQUIRE_WAIT_MAX_NS, &p->cfg->max_acquire_wait_ns);
-}
-
-static int set_u32(struct parser *p, const struct key *k, const char *value)
+/* Where the value of a key of the tables below goes: k->offset into the object being read. */
+static void *key_field(struct parser *p, const struct key *k)
 {
 	/* inside a section only its own keys get here, before the first one only global ones */
 	void *base = p->obj ? p->obj : (void *)p->cfg;
+
+	return (char *)base + k->offset;
+}
+
+/* An integer key: the range check and the message are get_uint's. */
+static int set_u32(struct parser *p, const struct key *k, const char *value)
+{
 	uint64_t v = 0;
 	int r;
 
 	r = get_uint(p, k->name, value, k->min, k->max, &v);
 	if (r < 0)
 		return r;
-	*(uint32_t *)((char *)base + k->offset) = (uint32_t)v;
+	*(uint32_t *)key_field(p, k) = (uint32_t)v;
 	return 0;
 }
 
-#define U32_KEY(n, lo, hi, type, field) \
-	{ .name = n, .set = set_u32, .min = lo, .max = hi, .offset = offsetof(type, field) }
+/* A size key: the range check and the message are get_size_range's. */
+static int set_size(struct parser *p, const struct key *k, const char *value)
+{
+	return get_size_range(p, k->name, value, k->min, k->max, key_field(p, k));
+}
+
+/* A duration key, at most k->max ns: the message is get_duration's. */
+static int set_duration(struct parser *p, const struct key *k, const char *value)
+{
+	return get_duration(p, k->name, value, k->max, key_field(p, k));
+}
+
+/* A key one of the setters above stores, from lo to hi, in the ctype field of type. */
+#define FIELD_KEY(n, setter, lo, hi, type, field, ctype)                 \
+	{ .name = n, .set = setter, .min = lo, .max = hi,               \
+	  .offset = _Generic(((type *)0)->field, ctype: offsetof(type, field)) }
+#define U32_KEY(n, lo, hi, type, field) FIELD_KEY(n, set_u32, lo, hi, type, field, uint32_t)
+#define SIZE_KEY(n, lo, hi, type, field) FIELD_KEY(n, set_size, lo, hi, type, field, uint64_t)
+#define DURATION_KEY(n, hi, type, field) FIELD_KEY(n, set_duration, 0, hi, type, field, uint64_t)
+
+#define ACQUIRE_WAIT_MAX_NS (86400ull * 1000000000ull) /* a day */
 
 static int set_spill_directory(struct parser *p, const struct key *k, const char *value)
 {
@@ -738,21 +736,6 @@ static int set_spill_directory(struct parser *p, const struct key *k, const char
 	return 0;
 }
 
-static int set_spill_threshold(struct parser *p, const struct key *k, const char *value)
-{
-	return get_size_range(p, k->name, value, 0, SPILL_THRESHOLD_MAX, &p->cfg->spill_threshold);
-}
-
-static int set_spill_max_bytes(struct parser *p, const struct key *k, const char *value)
-{
-	return get_size(p, k->name, value, &p->cfg->spill_max_bytes);
-}
-
-static int set_spill_max_bytes_per_uid(struct parser *p, const struct key *k, const char *value)
-{
-	return get_size(p, k->name, value, &p->cfg->spill_max_bytes_per_uid);
-}
-
 static const struct key global_keys[GKEY_NUM] = {
 	[GKEY_SOCKET] = { .name = "socket", .set = set_socket },
 	[GKEY_SOCKET_MODE] = { .name = "socket_mode", .set = set_socket_mode },
@@ -765,15 +748,17 @@ static const struct key global_keys[GKEY_NUM] = {
 	[GKEY_PREFAULT_THREADS] = U32_KEY("prefault_threads", 0, 1024, struct config, prefault_threads),
 	[GKEY_MAX_CONNECTIONS] = U32_KEY("max_connections", 1, 65536, struct config, max_connections),
 	[GKEY_MAX_CONNECTIONS_PER_UID] = U32_KEY("max_connections_per_uid", 0, 65536, struct config, max_connections_per_uid),
-	[GKEY_MAX_BYTES_PER_UID] = { .name = "max_bytes_per_uid", .set = set_max_bytes_per_uid },
-	[GKEY_MAX_ACQUIRE_WAIT] = { .name = "max_acquire_wait", .set = set_max_acquire_wait },
+	[GKEY_MAX_BYTES_PER_UID] = SIZE_KEY("max_bytes_per_uid", 0, UINT64_MAX, struct config, max_bytes_per_uid),
+	[GKEY_MAX_ACQUIRE_WAIT] = DURATION_KEY("max_acquire_wait", ACQUIRE_WAIT_MAX_NS, struct config,
+					       max_acquire_wait_ns),
 	[GKEY_MAX_JOURNAL_WRITERS_PER_UID] = U32_KEY("max_journal_writers_per_uid", 0, 65536, struct config,
 						     max_journal_writers_per_uid),
 	[GKEY_SPILL_DIRECTORY] = { .name = "spill_directory", .set = set_spill_directory },
-	[GKEY_SPILL_THRESHOLD] = { .name = "spill_threshold", .set = set_spill_threshold },
-	[GKEY_SPILL_MAX_BYTES] = { .name = "spill_max_bytes", .set = set_spill_max_bytes },
+	[GKEY_SPILL_THRESHOLD] = SIZE_KEY("spill_threshold", 0, SPILL_THRESHOLD_MAX, struct config, spill_threshold),
+	[GKEY_SPILL_MAX_BYTES] = SIZE_KEY("spill_max_bytes", 0, UINT64_MAX, struct config, spill_max_bytes),
 	[GKEY_SPILL_MAX_FILES] = U32_KEY("spill_max_files", 0, 1000000, struct config, spill_max_files),
-	[GKEY_SPILL_MAX_BYTES_PER_UID] = { .name = "spill_max_bytes_per_uid", .set = set_spill_max_bytes_per_uid },
+	[GKEY_SPILL_MAX_BYTES_PER_UID] = SIZE_KEY("spill_max_bytes_per_uid", 0, UINT64_MAX, struct config,
+						  spill_max_bytes_per_uid),
 	[GKEY_SPILL_MAX_FILES_PER_UID] = U32_KEY("spill_max_files_per_uid", 0, 1000000, struct config,
 						 spill_max_files_per_uid),
 };
@@ -826,8 +811,11 @@ static const struct key journal_keys[JKEY_NUM] = {
 	[JKEY_SEGMENTS] = U32_KEY("segments", 2, 1024, struct config_journal, segments),
 	[JKEY_BACKEND] = { .name = "backend", .set = set_journal_backend },
 	[JKEY_DIRECT] = { .name = "direct", .set = set_journal_direct },
-	[JKEY_MAX_BATCH_DELAY] = { .name = "max_batch_delay", .set = set_journal_max_batch_delay },
-	[JKEY_MAX_BATCH_BYTES] = { .name = "max_batch_bytes", .set = set_journal_max_batch_bytes },
+	[JKEY_MAX_BATCH_DELAY] = DURATION_KEY("max_batch_delay", JOURNAL_DELAY_MAX_NS, struct config_journal,
+					      max_batch_delay_ns),
+	/* <= segment_size - 4096 is finish_journal's: segment_size may come later */
+	[JKEY_MAX_BATCH_BYTES] = SIZE_KEY("max_batch_bytes", JOURNAL_BLOCK, JOURNAL_BATCH_MAX, struct config_journal,
+					  max_batch_bytes),
 	[JKEY_RING_SIZE] = { .name = "ring_size", .set = set_journal_ring_size },
 	[JKEY_WHEN_FULL] = { .name = "when_full", .set = set_journal_when_full },
 	[JKEY_APPEND] = { .name = "append", .set = set_journal_access, .offset = JOURNAL_APPEND },
