@@ -40,7 +40,7 @@
 #define SPILL_THRESHOLD_MAX (UINT64_C(1) << 30)
 
 #define SECTION_NAME_MAX 31 /* the longest name of any section kind, without the NUL */
-#define SECTION_KEYS_MAX 16 /* the most keys of any section kind */
+#define KEYS_MAX 32 /* the most keys of any table: the global keys or a section kind's */
 
 /* For "%.*s%s": a bad value is quoted back, but a 4 KiB line must not drown the reason. */
 #define CLIP(s)                                                         \
@@ -75,28 +75,6 @@ struct section_kind {
 };
 
 enum {
-	GKEY_SOCKET,
-	GKEY_SOCKET_MODE,
-	GKEY_SOCKET_GROUP,
-	GKEY_ADMIN_GROUP,
-	GKEY_HUGEPAGES,
-	GKEY_PAGE_SIZE,
-	GKEY_PREFAULT_THREADS,
-	GKEY_MAX_CONNECTIONS,
-	GKEY_MAX_CONNECTIONS_PER_UID,
-	GKEY_MAX_BYTES_PER_UID,
-	GKEY_MAX_JOURNAL_WRITERS_PER_UID,
-	GKEY_MAX_ACQUIRE_WAIT,
-	GKEY_SPILL_DIRECTORY,
-	GKEY_SPILL_THRESHOLD,
-	GKEY_SPILL_MAX_BYTES,
-	GKEY_SPILL_MAX_FILES,
-	GKEY_SPILL_MAX_BYTES_PER_UID,
-	GKEY_SPILL_MAX_FILES_PER_UID,
-	GKEY_NUM,
-};
-
-enum {
 	CKEY_SIZE,
 	CKEY_COUNT,
 	CKEY_NUM,
@@ -118,8 +96,7 @@ enum {
 	JKEY_NUM,
 };
 
-_Static_assert(CKEY_NUM <= SECTION_KEYS_MAX && JKEY_NUM <= SECTION_KEYS_MAX,
-	       "SECTION_KEYS_MAX covers every section kind");
+_Static_assert(CKEY_NUM <= KEYS_MAX && JKEY_NUM <= KEYS_MAX, "KEYS_MAX covers every section kind");
 _Static_assert(CONFIG_CLASS_NAME_MAX <= SECTION_NAME_MAX &&
 		       CONFIG_JOURNAL_NAME_MAX <= SECTION_NAME_MAX,
 	       "SECTION_NAME_MAX covers every section kind");
@@ -135,8 +112,8 @@ struct parser {
 	void *obj; /* struct config_class or struct config_journal: set_u32's base */
 	char section_name[SECTION_NAME_MAX + 1];
 	/* First line each key was set on (0 = not yet), for duplicate and missing-key messages. */
-	unsigned global_lines[GKEY_NUM];
-	unsigned section_lines[SECTION_KEYS_MAX];
+	unsigned global_lines[KEYS_MAX];
+	unsigned section_lines[KEYS_MAX];
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -736,32 +713,28 @@ static int set_spill_directory(struct parser *p, const struct key *k, const char
 	return 0;
 }
 
-static const struct key global_keys[GKEY_NUM] = {
-	[GKEY_SOCKET] = { .name = "socket", .set = set_socket },
-	[GKEY_SOCKET_MODE] = { .name = "socket_mode", .set = set_socket_mode },
-	[GKEY_SOCKET_GROUP] = { .name = "socket_group", .set = set_group_name,
-				.offset = offsetof(struct config, socket_group) },
-	[GKEY_ADMIN_GROUP] = { .name = "admin_group", .set = set_group_name,
-			       .offset = offsetof(struct config, admin_group) },
-	[GKEY_HUGEPAGES] = { .name = "hugepages", .set = set_hugepages },
-	[GKEY_PAGE_SIZE] = { .name = "page_size", .set = set_page_size },
-	[GKEY_PREFAULT_THREADS] = U32_KEY("prefault_threads", 0, 1024, struct config, prefault_threads),
-	[GKEY_MAX_CONNECTIONS] = U32_KEY("max_connections", 1, 65536, struct config, max_connections),
-	[GKEY_MAX_CONNECTIONS_PER_UID] = U32_KEY("max_connections_per_uid", 0, 65536, struct config, max_connections_per_uid),
-	[GKEY_MAX_BYTES_PER_UID] = SIZE_KEY("max_bytes_per_uid", 0, UINT64_MAX, struct config, max_bytes_per_uid),
-	[GKEY_MAX_ACQUIRE_WAIT] = DURATION_KEY("max_acquire_wait", ACQUIRE_WAIT_MAX_NS, struct config,
-					       max_acquire_wait_ns),
-	[GKEY_MAX_JOURNAL_WRITERS_PER_UID] = U32_KEY("max_journal_writers_per_uid", 0, 65536, struct config,
-						     max_journal_writers_per_uid),
-	[GKEY_SPILL_DIRECTORY] = { .name = "spill_directory", .set = set_spill_directory },
-	[GKEY_SPILL_THRESHOLD] = SIZE_KEY("spill_threshold", 0, SPILL_THRESHOLD_MAX, struct config, spill_threshold),
-	[GKEY_SPILL_MAX_BYTES] = SIZE_KEY("spill_max_bytes", 0, UINT64_MAX, struct config, spill_max_bytes),
-	[GKEY_SPILL_MAX_FILES] = U32_KEY("spill_max_files", 0, 1000000, struct config, spill_max_files),
-	[GKEY_SPILL_MAX_BYTES_PER_UID] = SIZE_KEY("spill_max_bytes_per_uid", 0, UINT64_MAX, struct config,
-						  spill_max_bytes_per_uid),
-	[GKEY_SPILL_MAX_FILES_PER_UID] = U32_KEY("spill_max_files_per_uid", 0, 1000000, struct config,
-						 spill_max_files_per_uid),
+static const struct key global_keys[] = {
+	{ .name = "socket", .set = set_socket },
+	{ .name = "socket_mode", .set = set_socket_mode },
+	{ .name = "socket_group", .set = set_group_name, .offset = offsetof(struct config, socket_group) },
+	{ .name = "admin_group", .set = set_group_name, .offset = offsetof(struct config, admin_group) },
+	{ .name = "hugepages", .set = set_hugepages },
+	{ .name = "page_size", .set = set_page_size },
+	U32_KEY("prefault_threads", 0, 1024, struct config, prefault_threads),
+	U32_KEY("max_connections", 1, 65536, struct config, max_connections),
+	U32_KEY("max_connections_per_uid", 0, 65536, struct config, max_connections_per_uid),
+	SIZE_KEY("max_bytes_per_uid", 0, UINT64_MAX, struct config, max_bytes_per_uid),
+	DURATION_KEY("max_acquire_wait", ACQUIRE_WAIT_MAX_NS, struct config, max_acquire_wait_ns),
+	U32_KEY("max_journal_writers_per_uid", 0, 65536, struct config, max_journal_writers_per_uid),
+	{ .name = "spill_directory", .set = set_spill_directory },
+	SIZE_KEY("spill_threshold", 0, SPILL_THRESHOLD_MAX, struct config, spill_threshold),
+	SIZE_KEY("spill_max_bytes", 0, UINT64_MAX, struct config, spill_max_bytes),
+	U32_KEY("spill_max_files", 0, 1000000, struct config, spill_max_files),
+	SIZE_KEY("spill_max_bytes_per_uid", 0, UINT64_MAX, struct config, spill_max_bytes_per_uid),
+	U32_KEY("spill_max_files_per_uid", 0, 1000000, struct config, spill_max_files_per_uid),
 };
+
+_Static_assert(ARRAY_SIZE(global_keys) <= KEYS_MAX, "KEYS_MAX covers the global keys");
 
 static const struct key class_keys[CKEY_NUM] = {
 	[CKEY_SIZE] = { .name = "size", .set = set_class_size },
