@@ -1,30 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * config.c - the hugepoold.conf parser.
+ * config.c - hugepoold.conf's schema: which keys there are and what they mean; config.h's API.
  *
- * A small, strict INI dialect: global "key = value" lines first, then sections: one
- * "[class NAME]" per buffer class and one "[journal NAME]" per journal. Each kind of section is a
- * row of section_kinds[] (its keys, how a section starts and how it is checked once complete), so
- * the line-level parser knows nothing about classes or journals. The daemon pre-faults gigabytes
- * and promises durability from this file at boot, so the parser never guesses: an unknown key, a
- * typo in a number or a size that does not fit the page size stops the load with
- * "FILE:LINE: reason". Everything here runs once on the main thread; nothing is logged or
- * printed, the caller decides what to do with the message.
+ * The file has global "key = value" lines first, then sections: one "[class NAME]" per buffer
+ * class and one "[journal NAME]" per journal. This file says which keys each part has
+ * (global_keys, class_keys, journal_keys), how a value is checked and stored (a row of those
+ * tables, or a set_* function for what is more than a number in a range), the defaults
+ * (config_init for the globals, begin_class and begin_journal for a section), and what is
+ * checked once a section or the whole file is complete (finish_class, finish_journal,
+ * finish_file). Reading the text -- lines, comments, quotes, headers, unknown and duplicate
+ * keys, numbers, sizes and durations -- is config_reader.c's, which knows nothing of hugepoold.
+ *
+ * The daemon pre-faults gigabytes and promises durability from this file at boot, so nothing
+ * is guessed: an unknown key, a typo in a number or a size that does not fit the page size
+ * stops the load with "FILE:LINE: reason". Everything here runs once on the main thread.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "config.h"
+#include "config_internal.h"
 #include "size.h"
 #include "util.h"
-
-#define CONFIG_FILE_MAX (1024 * 1024) /* bytes; real files are a few hundred */
-#define CONFIG_LINE_MAX 4096 /* bytes, without the newline */
-#define CONFIG_QUOTE_MAX 64 /* echo at most this much of a bad value back in a message */
 
 #define PAGE_SIZE_4K UINT64_C(4096)
 #define PAGE_SIZE_2M (UINT64_C(2) << 20)
@@ -38,62 +37,7 @@
 #define JOURNAL_RING_MAX (UINT64_C(64) << 20)
 #define JOURNAL_DELAY_MAX_NS UINT64_C(10000000000) /* 10s */
 #define SPILL_THRESHOLD_MAX (UINT64_C(1) << 30)
-
-#define SECTION_NAME_MAX 31 /* the longest name of any section kind, without the NUL */
-#define SECTION_KEYS_MAX 16 /* the most keys of any section kind */
-
-/* For "%.*s%s": a bad value is quoted back, but a 4 KiB line must not drown the reason. */
-#define CLIP(s)                                                         \
-	(int)MIN(strlen(s), (size_t)CONFIG_QUOTE_MAX), (s),             \
-		strlen(s) > CONFIG_QUOTE_MAX ? "..." : ""
-
-struct parser;
-
-struct key {
-	const char *name;
-	int (*set)(struct parser *p, const struct key *k, const char *value);
-	/* for set_u32: the accepted range and where the value goes (in struct config for global
-	 * keys, in the section's object for section keys: see parser.obj) */
-	uint32_t min, max;
-	size_t offset;
-};
-
-/*
- * One kind of section, "[kind NAME]". begin() checks that a section of that name may start
- * (unique, not too many) and points p->obj at its fresh object, filled with the defaults;
- * finish() checks the complete section (required keys, keys that depend on each other) once the
- * next header or the end of the file is reached. Errors from finish() point at the header's line.
- */
-struct section_kind {
-	const char *kind; /* "class": the word in the header */
-	const struct key *keys;
-	size_t nkeys;
-	size_t name_max; /* characters in NAME, without the NUL */
-	int (*begin)(struct parser *p, const char *name);
-	int (*finish)(struct parser *p);
-};
-
-enum {
-	GKEY_SOCKET,
-	GKEY_SOCKET_MODE,
-	GKEY_SOCKET_GROUP,
-	GKEY_ADMIN_GROUP,
-	GKEY_HUGEPAGES,
-	GKEY_PAGE_SIZE,
-	GKEY_PREFAULT_THREADS,
-	GKEY_MAX_CONNECTIONS,
-	GKEY_MAX_CONNECTIONS_PER_UID,
-	GKEY_MAX_BYTES_PER_UID,
-	GKEY_MAX_JOURNAL_WRITERS_PER_UID,
-	GKEY_MAX_ACQUIRE_WAIT,
-	GKEY_SPILL_DIRECTORY,
-	GKEY_SPILL_THRESHOLD,
-	GKEY_SPILL_MAX_BYTES,
-	GKEY_SPILL_MAX_FILES,
-	GKEY_SPILL_MAX_BYTES_PER_UID,
-	GKEY_SPILL_MAX_FILES_PER_UID,
-	GKEY_NUM,
-};
+#define ACQUIRE_WAIT_MAX_NS (86400ull * 1000000000ull) /* a day */
 
 enum {
 	CKEY_SIZE,
@@ -117,167 +61,10 @@ enum {
 	JKEY_NUM,
 };
 
-_Static_assert(CKEY_NUM <= SECTION_KEYS_MAX && JKEY_NUM <= SECTION_KEYS_MAX,
-	       "SECTION_KEYS_MAX covers every section kind");
+_Static_assert(CKEY_NUM <= KEYS_MAX && JKEY_NUM <= KEYS_MAX, "KEYS_MAX covers every section kind");
 _Static_assert(CONFIG_CLASS_NAME_MAX <= SECTION_NAME_MAX &&
 		       CONFIG_JOURNAL_NAME_MAX <= SECTION_NAME_MAX,
 	       "SECTION_NAME_MAX covers every section kind");
-
-struct parser {
-	const char *name;
-	struct config *cfg;
-	char *err;
-	size_t errlen;
-	unsigned line;
-	/* The section being read: kind and obj are NULL before the first one. */
-	const struct section_kind *kind;
-	void *obj; /* struct config_class or struct config_journal: set_u32's base */
-	char section_name[SECTION_NAME_MAX + 1];
-	uint64_t total; /* sum of size * count of the finished classes */
-	/* First line each key was set on (0 = not yet), for duplicate and missing-key messages. */
-	unsigned global_lines[GKEY_NUM];
-	unsigned section_lines[SECTION_KEYS_MAX];
-};
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail_at(struct parser *p, unsigned line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-static int vfail_at(struct parser *p, unsigned line, const char *fmt, va_list ap)
-	__attribute__((format(printf, 3, 0)));
-
-static int vfail_at(struct parser *p, unsigned line, const char *fmt, va_list ap)
-{
-	int n;
-
-	if (!p->err || !p->errlen)
-		return -EINVAL;
-	if (line)
-		n = snprintf(p->err, p->errlen, "%s:%u: ", p->name, line);
-	else
-		n = snprintf(p->err, p->errlen, "%s: ", p->name);
-	if (n >= 0 && (size_t)n < p->errlen)
-		vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
-	return -EINVAL;
-}
-
-static int fail_at(struct parser *p, unsigned line, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vfail_at(p, line, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
-static int fail(struct parser *p, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vfail_at(p, p->line, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
-}
-
-static char *skip_blanks(char *s)
-{
-	while (is_blank(*s))
-		s++;
-	return s;
-}
-
-static void trim_right(char *s)
-{
-	size_t n = strlen(s);
-
-	while (n > 0 && is_blank(s[n - 1]))
-		s[--n] = '\0';
-}
-
-static bool is_name_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == '.' || c == '-';
-}
-
-/* Decimal only: a leading "0" must not turn "0755"-style typos into octal, and no sign at all. */
-static int parse_u64(const char *s, uint64_t *ret)
-{
-	uint64_t v = 0;
-	bool overflow = false;
-
-	if (*s == '\0')
-		return -EINVAL;
-	for (; *s; s++) {
-		unsigned d;
-
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		d = (unsigned)(*s - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			overflow = true;
-		else
-			v = v * 10 + d;
-	}
-	if (overflow)
-		return -ERANGE;
-	*ret = v;
-	return 0;
-}
-
-static int get_uint(struct parser *p, const char *key, const char *value, uint64_t min,
-		    uint64_t max, uint64_t *ret)
-{
-	uint64_t v;
-	int r;
-
-	r = parse_u64(value, &v);
-	if (r == -EINVAL)
-		return fail(p, "bad number \"%.*s%s\" for \"%s\": expected a decimal integer from %" PRIu64
-			       " to %" PRIu64,
-			    CLIP(value), key, min, max);
-	if (r < 0 || v < min || v > max)
-		return fail(p, "value %.*s%s for \"%s\" is out of range: expected %" PRIu64 " to %" PRIu64,
-			    CLIP(value), key, min, max);
-	*ret = v;
-	return 0;
-}
-
-static int get_size(struct parser *p, const char *key, const char *value, uint64_t *ret)
-{
-	int r;
-
-	r = size_parse(value, ret);
-	if (r == -ERANGE)
-		return fail(p, "size \"%.*s%s\" for \"%s\" is too large: it does not fit in 64 bits",
-			    CLIP(value), key);
-	if (r < 0)
-		return fail(p, "bad size \"%.*s%s\" for \"%s\": expected a number with an optional K, M, G or T suffix",
-			    CLIP(value), key);
-	return 0;
-}
 
 static uint64_t page_size_in_use(const struct config *cfg)
 {
@@ -295,154 +82,119 @@ static const char *page_size_name(uint64_t page)
 
 static int set_socket(struct parser *p, const struct key *k, const char *value)
 {
+	struct config *cfg = p->global;
 	size_t n = strlen(value);
 
 	(void)k;
 	if (value[0] != '/')
-		return fail(p, "socket path \"%.*s%s\" is not absolute", CLIP(value));
-	if (n >= sizeof(p->cfg->socket_path))
-		return fail(p, "socket path is too long: %zu bytes, at most %zu", n,
-			    sizeof(p->cfg->socket_path) - 1);
-	memcpy(p->cfg->socket_path, value, n + 1);
+		return ini_fail(p, "socket path \"%.*s%s\" is not absolute", CLIP(value));
+	if (n >= sizeof(cfg->socket_path))
+		return ini_fail(p, "socket path is too long: %zu bytes, at most %zu", n,
+				sizeof(cfg->socket_path) - 1);
+	memcpy(cfg->socket_path, value, n + 1);
 	return 0;
 }
 
 static int set_socket_mode(struct parser *p, const struct key *k, const char *value)
 {
+	struct config *cfg = p->global;
 	const char *key = k->name;
 	const char *s;
 	unsigned v = 0;
 
 	for (s = value; *s; s++) {
 		if (*s < '0' || *s > '7')
-			return fail(p, "bad mode \"%.*s%s\" for \"%s\": expected an octal number such as 0660",
-				    CLIP(value), key);
+			return ini_fail(p, "bad mode \"%.*s%s\" for \"%s\": expected an octal number such as 0660",
+					CLIP(value), key);
 		/* Saturate instead of wrapping so "10000000000000" is out of range, not 0. */
 		if (v <= 07777)
 			v = v * 8 + (unsigned)(*s - '0');
 	}
 	if (v > 0777)
-		return fail(p, "mode %.*s%s for \"%s\" is out of range: at most 0777", CLIP(value),
-			    key);
-	p->cfg->socket_mode = (mode_t)v;
+		return ini_fail(p, "mode %.*s%s for \"%s\" is out of range: at most 0777", CLIP(value),
+				key);
+	cfg->socket_mode = (mode_t)v;
 	return 0;
 }
 
 /* A group name into the char[CONFIG_GROUP_MAX] at k->offset of struct config. */
 static int set_group_name(struct parser *p, const struct key *k, const char *value)
 {
+	struct config *cfg = p->global;
 	const char *key = k->name;
 	size_t n = strlen(value);
 
 	if (n >= CONFIG_GROUP_MAX)
-		return fail(p, "group name \"%.*s%s\" for \"%s\" is too long: at most %d bytes", CLIP(value),
-			    key, CONFIG_GROUP_MAX - 1);
+		return ini_fail(p, "group name \"%.*s%s\" for \"%s\" is too long: at most %d bytes", CLIP(value),
+				key, CONFIG_GROUP_MAX - 1);
 	/* Only stored: the group is resolved when the daemon starts serving, which logs failures. */
-	memcpy((char *)p->cfg + k->offset, value, n + 1);
+	memcpy((char *)cfg + k->offset, value, n + 1);
 	return 0;
 }
 
 static int set_hugepages(struct parser *p, const struct key *k, const char *value)
 {
+	struct config *cfg = p->global;
 	const char *key = k->name;
+
 	if (!strcmp(value, "prefer"))
-		p->cfg->hugepages = HUGEPAGES_PREFER;
+		cfg->hugepages = HUGEPAGES_PREFER;
 	else if (!strcmp(value, "require"))
-		p->cfg->hugepages = HUGEPAGES_REQUIRE;
+		cfg->hugepages = HUGEPAGES_REQUIRE;
 	else if (!strcmp(value, "off"))
-		p->cfg->hugepages = HUGEPAGES_OFF;
+		cfg->hugepages = HUGEPAGES_OFF;
 	else
-		return fail(p, "bad value \"%.*s%s\" for \"%s\": expected require, prefer or off",
-			    CLIP(value), key);
+		return ini_fail(p, "bad value \"%.*s%s\" for \"%s\": expected require, prefer or off",
+				CLIP(value), key);
 	return 0;
 }
 
 static int set_page_size(struct parser *p, const struct key *k, const char *value)
 {
+	struct config *cfg = p->global;
 	const char *key = k->name;
 	uint64_t v;
 	int r;
 
-	r = get_size(p, key, value, &v);
+	r = ini_get_size(p, key, value, &v);
 	if (r < 0)
 		return r;
 	if (v != PAGE_SIZE_2M && v != PAGE_SIZE_1G)
-		return fail(p, "unsupported page size \"%.*s%s\" for \"%s\": expected 2M or 1G",
-			    CLIP(value), key);
-	p->cfg->page_size = v;
-	return 0;
-}
-
-static int set_max_bytes_per_uid(struct parser *p, const struct key *k, const char *value)
-{
-	const char *key = k->name;
-	return get_size(p, key, value, &p->cfg->max_bytes_per_uid);
-}
-
-/* 65536 -> "64K": a limit as the file would spell it, for messages (exact suffixes only). */
-static const char *size_short(uint64_t v, char *buf, size_t len)
-{
-	static const char suffix[] = "KMGT";
-	int i = -1;
-
-	while (i < 3 && v && v % 1024 == 0) {
-		v /= 1024;
-		i++;
-	}
-	if (i < 0)
-		snprintf(buf, len, "%" PRIu64, v);
-	else
-		snprintf(buf, len, "%" PRIu64 "%c", v, suffix[i]);
-	return buf;
-}
-
-/* A size from min to max bytes, both included. */
-static int get_size_range(struct parser *p, const char *key, const char *value, uint64_t min,
-			  uint64_t max, uint64_t *ret)
-{
-	char lo[24], hi[24];
-	uint64_t v;
-	int r;
-
-	r = get_size(p, key, value, &v);
-	if (r < 0)
-		return r;
-	if (v < min || v > max)
-		return fail(p, "size \"%.*s%s\" for \"%s\" is out of range: expected %s to %s",
-			    CLIP(value), key, size_short(min, lo, sizeof(lo)),
-			    size_short(max, hi, sizeof(hi)));
-	*ret = v;
+		return ini_fail(p, "unsupported page size \"%.*s%s\" for \"%s\": expected 2M or 1G",
+				CLIP(value), key);
+	cfg->page_size = v;
 	return 0;
 }
 
 static int set_class_size(struct parser *p, const struct key *k, const char *value)
 {
+	struct config *cfg = p->global;
 	const char *key = k->name;
 	struct config_class *c = p->obj;
 	uint64_t page, v;
 	int r;
 
-	r = get_size(p, key, value, &v);
+	r = ini_get_size(p, key, value, &v);
 	if (r < 0)
 		return r;
 	if (v == 0)
-		return fail(p, "size of class \"%s\" must be greater than 0", c->name);
+		return ini_fail(p, "size of class \"%s\" must be greater than 0", c->name);
 
 	/*
 	 * Global keys are only allowed before the first section, so the page size is final by now
 	 * and the error can point at this line rather than at the end of the file.
 	 */
-	page = page_size_in_use(p->cfg);
+	page = page_size_in_use(cfg);
 	if (v % page) {
 		uint64_t up = v - v % page + page;
 		char buf[32];
 
 		if (up < v)
-			return fail(p, "size %" PRIu64 " of class \"%s\" is not a multiple of the page size (%s)",
-				    v, c->name, page_size_name(page));
-		return fail(p, "size %" PRIu64 " of class \"%s\" is not a multiple of the page size (%s): "
-			       "round it up to %" PRIu64 " (%s)",
-			    v, c->name, page_size_name(page), up, size_format(up, buf, sizeof(buf)));
+			return ini_fail(p, "size %" PRIu64 " of class \"%s\" is not a multiple of the page size (%s)",
+					v, c->name, page_size_name(page));
+		return ini_fail(p, "size %" PRIu64 " of class \"%s\" is not a multiple of the page size (%s): "
+				   "round it up to %" PRIu64 " (%s)",
+				v, c->name, page_size_name(page), up, size_format(up, buf, sizeof(buf)));
 	}
 	c->size = v;
 	return 0;
@@ -488,28 +240,29 @@ static bool same_directory(const char *a, const char *b)
 
 static int set_journal_directory(struct parser *p, const struct key *k, const char *value)
 {
+	struct config *cfg = p->global;
 	struct config_journal *j = p->obj;
 	size_t n = strlen(value);
 	unsigned i;
 
 	(void)k;
 	if (value[0] != '/')
-		return fail(p, "directory \"%.*s%s\" of journal \"%s\" is not absolute", CLIP(value),
-			    j->name);
+		return ini_fail(p, "directory \"%.*s%s\" of journal \"%s\" is not absolute", CLIP(value),
+				j->name);
 	if (n >= sizeof(j->directory))
-		return fail(p, "directory of journal \"%s\" is too long: %zu bytes, at most %zu",
-			    j->name, n, sizeof(j->directory) - 1);
+		return ini_fail(p, "directory of journal \"%s\" is too long: %zu bytes, at most %zu",
+				j->name, n, sizeof(j->directory) - 1);
 	/* The journals before this one are complete: this one is the last of the array. */
-	for (i = 0; i + 1 < p->cfg->njournals; i++)
-		if (same_directory(p->cfg->journals[i].directory, value))
-			return fail(p, "journals \"%s\" and \"%s\" share the directory \"%.*s%s\" "
-				       "(journal \"%s\" is defined on line %u): each needs its own",
-				    p->cfg->journals[i].name, j->name, CLIP(value),
-				    p->cfg->journals[i].name, p->cfg->journals[i].line);
-	if (same_directory(p->cfg->spill_directory, value))
-		return fail(p, "journal \"%s\" would share the directory \"%.*s%s\" with spill_directory: "
-			       "each needs its own",
-			    j->name, CLIP(value));
+	for (i = 0; i + 1 < cfg->njournals; i++)
+		if (same_directory(cfg->journals[i].directory, value))
+			return ini_fail(p, "journals \"%s\" and \"%s\" share the directory \"%.*s%s\" "
+					   "(journal \"%s\" is defined on line %u): each needs its own",
+					cfg->journals[i].name, j->name, CLIP(value),
+					cfg->journals[i].name, cfg->journals[i].line);
+	if (same_directory(cfg->spill_directory, value))
+		return ini_fail(p, "journal \"%s\" would share the directory \"%.*s%s\" with spill_directory: "
+				   "each needs its own",
+				j->name, CLIP(value));
 	memcpy(j->directory, value, n + 1);
 	return 0;
 }
@@ -520,32 +273,23 @@ static int set_journal_segment_size(struct parser *p, const struct key *k, const
 	uint64_t v;
 	int r;
 
-	r = get_size(p, k->name, value, &v);
+	r = ini_get_size(p, k->name, value, &v);
 	if (r < 0)
 		return r;
 	if (v < JOURNAL_SEGMENT_MIN)
-		return fail(p, "size \"%.*s%s\" for \"%s\" is too small: at least 1M", CLIP(value),
-			    k->name);
+		return ini_fail(p, "size \"%.*s%s\" for \"%s\" is too small: at least 1M", CLIP(value),
+				k->name);
 	if (v % JOURNAL_BLOCK) {
 		uint64_t up = v - v % JOURNAL_BLOCK + JOURNAL_BLOCK;
 
 		if (up < v)
-			return fail(p, "size \"%.*s%s\" for \"%s\" is not a multiple of 4096",
-				    CLIP(value), k->name);
-		return fail(p, "size \"%.*s%s\" for \"%s\" is not a multiple of 4096: round it up to %" PRIu64,
-			    CLIP(value), k->name, up);
+			return ini_fail(p, "size \"%.*s%s\" for \"%s\" is not a multiple of 4096",
+					CLIP(value), k->name);
+		return ini_fail(p, "size \"%.*s%s\" for \"%s\" is not a multiple of 4096: round it up to %" PRIu64,
+				CLIP(value), k->name, up);
 	}
 	j->segment_size = v;
 	return 0;
-}
-
-static int set_journal_max_batch_bytes(struct parser *p, const struct key *k, const char *value)
-{
-	struct config_journal *j = p->obj;
-
-	/* <= segment_size - 4096 is finish_journal's: segment_size may come later. */
-	return get_size_range(p, k->name, value, JOURNAL_BLOCK, JOURNAL_BATCH_MAX,
-			      &j->max_batch_bytes);
 }
 
 static int set_journal_ring_size(struct parser *p, const struct key *k, const char *value)
@@ -555,15 +299,15 @@ static int set_journal_ring_size(struct parser *p, const struct key *k, const ch
 	char a[24], b[24];
 	int r;
 
-	r = get_size_range(p, k->name, value, JOURNAL_RING_MIN, JOURNAL_RING_MAX, &v);
+	r = ini_get_size_range(p, k->name, value, JOURNAL_RING_MIN, JOURNAL_RING_MAX, &v);
 	if (r < 0)
 		return r;
 	if (v & (v - 1)) {
 		/* in range and not a power of two, so both neighbours are in range too */
 		lo = UINT64_C(1) << (63 - __builtin_clzll(v));
-		return fail(p, "size \"%.*s%s\" for \"%s\" is not a power of two: the nearest are %s and %s",
-			    CLIP(value), k->name, size_short(lo, a, sizeof(a)),
-			    size_short(lo << 1, b, sizeof(b)));
+		return ini_fail(p, "size \"%.*s%s\" for \"%s\" is not a power of two: the nearest are %s and %s",
+				CLIP(value), k->name, ini_size_short(lo, a, sizeof(a)),
+				ini_size_short(lo << 1, b, sizeof(b)));
 	}
 	j->ring_size = v;
 	return 0;
@@ -582,8 +326,8 @@ static int set_journal_backend(struct parser *p, const struct key *k, const char
 	else if (!strcmp(value, "sync"))
 		j->backend = JOURNAL_BACKEND_SYNC;
 	else
-		return fail(p, "bad value \"%.*s%s\" for \"%s\": expected auto, io_uring, libaio or sync",
-			    CLIP(value), k->name);
+		return ini_fail(p, "bad value \"%.*s%s\" for \"%s\": expected auto, io_uring, libaio or sync",
+				CLIP(value), k->name);
 	return 0;
 }
 
@@ -596,8 +340,8 @@ static int set_journal_direct(struct parser *p, const struct key *k, const char 
 	else if (!strcmp(value, "off") || !strcmp(value, "no") || !strcmp(value, "false"))
 		j->direct = false;
 	else
-		return fail(p, "bad value \"%.*s%s\" for \"%s\": expected on, off, yes, no, true or false",
-			    CLIP(value), k->name);
+		return ini_fail(p, "bad value \"%.*s%s\" for \"%s\": expected on, off, yes, no, true or false",
+				CLIP(value), k->name);
 	return 0;
 }
 
@@ -610,174 +354,48 @@ static int set_journal_when_full(struct parser *p, const struct key *k, const ch
 	else if (!strcmp(value, "recycle"))
 		j->recycle = true;
 	else
-		return fail(p, "bad value \"%.*s%s\" for \"%s\": expected block or recycle",
-			    CLIP(value), k->name);
+		return ini_fail(p, "bad value \"%.*s%s\" for \"%s\": expected block or recycle",
+				CLIP(value), k->name);
 	return 0;
 }
-
-static const struct {
-	const char *name;
-	uint64_t ns;
-} duration_units[] = {
-	{ "ns", 1 },
-	{ "us", 1000 },
-	{ "ms", 1000000 },
-	{ "s", 1000000000 },
-};
-
-/*
- * A duration: a decimal integer and a unit, with nothing between them ("500us", "2ms", "1s"),
- * in nanoseconds; a bare "0" is allowed since it is 0 in any unit. No sign, no fraction.
- */
-static int get_duration(struct parser *p, const char *key, const char *value, uint64_t max_ns,
-			uint64_t *ret)
-{
-	const char *s = value, *unit;
-	uint64_t v = 0, mult = 0, ns;
-	bool overflow = false, letters = true;
-	char buf[24];
-	size_t i;
-
-	for (; *s >= '0' && *s <= '9'; s++) {
-		unsigned d = (unsigned)(*s - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			overflow = true;
-		else
-			v = v * 10 + d;
-	}
-	unit = s;
-	if (unit == value)
-		return fail(p, "bad duration \"%.*s%s\" for \"%s\": expected an integer and a unit "
-			       "(ns, us, ms or s), as in 500us or 2ms",
-			    CLIP(value), key);
-	if (*unit == '.')
-		return fail(p, "bad duration \"%.*s%s\" for \"%s\": no fractions, use a smaller unit "
-			       "(1500us, not 1.5ms)",
-			    CLIP(value), key);
-	if (!*unit) {
-		if (!overflow && v == 0) {
-			*ret = 0;
-			return 0;
-		}
-		return fail(p, "duration \"%.*s%s\" for \"%s\" has no unit: expected ns, us, ms or s "
-			       "after the number, as in 2ms",
-			    CLIP(value), key);
-	}
-	for (i = 0; i < ARRAY_SIZE(duration_units); i++)
-		if (!strcmp(unit, duration_units[i].name))
-			mult = duration_units[i].ns;
-	if (!mult) {
-		for (s = unit; *s; s++)
-			if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
-				letters = false;
-		if (letters)
-			return fail(p, "unknown unit \"%.*s%s\" in duration \"%.*s%s\" for \"%s\": "
-				       "expected ns, us, ms or s",
-				    CLIP(unit), CLIP(value), key);
-		return fail(p, "bad duration \"%.*s%s\" for \"%s\": expected an integer and a unit "
-			       "(ns, us, ms or s), as in 500us or 2ms",
-			    CLIP(value), key);
-	}
-	if (overflow || __builtin_mul_overflow(v, mult, &ns) || ns > max_ns) {
-		/* max_ns in the largest unit that says it exactly */
-		for (i = ARRAY_SIZE(duration_units); i-- > 1;)
-			if (max_ns % duration_units[i].ns == 0)
-				break;
-		snprintf(buf, sizeof(buf), "%" PRIu64 "%s", max_ns / duration_units[i].ns,
-			 duration_units[i].name);
-		return fail(p, "duration \"%.*s%s\" for \"%s\" is out of range: at most %s",
-			    CLIP(value), key, buf);
-	}
-	*ret = ns;
-	return 0;
-}
-
-static int set_journal_max_batch_delay(struct parser *p, const struct key *k, const char *value)
-{
-	struct config_journal *j = p->obj;
-
-	return get_duration(p, k->name, value, JOURNAL_DELAY_MAX_NS, &j->max_batch_delay_ns);
-}
-
-/* An integer key: the range check and the message are get_uint's. */
-#define ACQUIRE_WAIT_MAX_NS (86400ull * 1000000000ull) /* a day */
-
-static int set_max_acquire_wait(struct parser *p, const struct key *k, const char *value)
-{
-	return get_duration(p, k->name, value, ACQUIRE_WAIT_MAX_NS, &p->cfg->max_acquire_wait_ns);
-}
-
-static int set_u32(struct parser *p, const struct key *k, const char *value)
-{
-	/* inside a section only its own keys get here, before the first one only global ones */
-	void *base = p->obj ? p->obj : (void *)p->cfg;
-	uint64_t v = 0;
-	int r;
-
-	r = get_uint(p, k->name, value, k->min, k->max, &v);
-	if (r < 0)
-		return r;
-	*(uint32_t *)((char *)base + k->offset) = (uint32_t)v;
-	return 0;
-}
-
-#define U32_KEY(n, lo, hi, type, field) \
-	{ .name = n, .set = set_u32, .min = lo, .max = hi, .offset = offsetof(type, field) }
 
 static int set_spill_directory(struct parser *p, const struct key *k, const char *value)
 {
+	struct config *cfg = p->global;
 	size_t n = strlen(value);
 
 	(void)k;
 	if (value[0] != '/')
-		return fail(p, "spill_directory \"%.*s%s\" is not absolute", CLIP(value));
-	if (n >= sizeof(p->cfg->spill_directory))
-		return fail(p, "spill_directory is too long: %zu bytes, at most %zu", n,
-			    sizeof(p->cfg->spill_directory) - 1);
-	memcpy(p->cfg->spill_directory, value, n + 1);
+		return ini_fail(p, "spill_directory \"%.*s%s\" is not absolute", CLIP(value));
+	if (n >= sizeof(cfg->spill_directory))
+		return ini_fail(p, "spill_directory is too long: %zu bytes, at most %zu", n,
+				sizeof(cfg->spill_directory) - 1);
+	memcpy(cfg->spill_directory, value, n + 1);
 	return 0;
 }
 
-static int set_spill_threshold(struct parser *p, const struct key *k, const char *value)
-{
-	return get_size_range(p, k->name, value, 0, SPILL_THRESHOLD_MAX, &p->cfg->spill_threshold);
-}
-
-static int set_spill_max_bytes(struct parser *p, const struct key *k, const char *value)
-{
-	return get_size(p, k->name, value, &p->cfg->spill_max_bytes);
-}
-
-static int set_spill_max_bytes_per_uid(struct parser *p, const struct key *k, const char *value)
-{
-	return get_size(p, k->name, value, &p->cfg->spill_max_bytes_per_uid);
-}
-
-static const struct key global_keys[GKEY_NUM] = {
-	[GKEY_SOCKET] = { .name = "socket", .set = set_socket },
-	[GKEY_SOCKET_MODE] = { .name = "socket_mode", .set = set_socket_mode },
-	[GKEY_SOCKET_GROUP] = { .name = "socket_group", .set = set_group_name,
-				.offset = offsetof(struct config, socket_group) },
-	[GKEY_ADMIN_GROUP] = { .name = "admin_group", .set = set_group_name,
-			       .offset = offsetof(struct config, admin_group) },
-	[GKEY_HUGEPAGES] = { .name = "hugepages", .set = set_hugepages },
-	[GKEY_PAGE_SIZE] = { .name = "page_size", .set = set_page_size },
-	[GKEY_PREFAULT_THREADS] = U32_KEY("prefault_threads", 0, 1024, struct config, prefault_threads),
-	[GKEY_MAX_CONNECTIONS] = U32_KEY("max_connections", 1, 65536, struct config, max_connections),
-	[GKEY_MAX_CONNECTIONS_PER_UID] = U32_KEY("max_connections_per_uid", 0, 65536, struct config, max_connections_per_uid),
-	[GKEY_MAX_BYTES_PER_UID] = { .name = "max_bytes_per_uid", .set = set_max_bytes_per_uid },
-	[GKEY_MAX_ACQUIRE_WAIT] = { .name = "max_acquire_wait", .set = set_max_acquire_wait },
-	[GKEY_MAX_JOURNAL_WRITERS_PER_UID] = U32_KEY("max_journal_writers_per_uid", 0, 65536, struct config,
-						     max_journal_writers_per_uid),
-	[GKEY_SPILL_DIRECTORY] = { .name = "spill_directory", .set = set_spill_directory },
-	[GKEY_SPILL_THRESHOLD] = { .name = "spill_threshold", .set = set_spill_threshold },
-	[GKEY_SPILL_MAX_BYTES] = { .name = "spill_max_bytes", .set = set_spill_max_bytes },
-	[GKEY_SPILL_MAX_FILES] = U32_KEY("spill_max_files", 0, 1000000, struct config, spill_max_files),
-	[GKEY_SPILL_MAX_BYTES_PER_UID] = { .name = "spill_max_bytes_per_uid", .set = set_spill_max_bytes_per_uid },
-	[GKEY_SPILL_MAX_FILES_PER_UID] = U32_KEY("spill_max_files_per_uid", 0, 1000000, struct config,
-						 spill_max_files_per_uid),
+static const struct key global_keys[] = {
+	{ .name = "socket", .set = set_socket },
+	{ .name = "socket_mode", .set = set_socket_mode },
+	{ .name = "socket_group", .set = set_group_name, .offset = offsetof(struct config, socket_group) },
+	{ .name = "admin_group", .set = set_group_name, .offset = offsetof(struct config, admin_group) },
+	{ .name = "hugepages", .set = set_hugepages },
+	{ .name = "page_size", .set = set_page_size },
+	U32_KEY("prefault_threads", 0, 1024, struct config, prefault_threads),
+	U32_KEY("max_connections", 1, 65536, struct config, max_connections),
+	U32_KEY("max_connections_per_uid", 0, 65536, struct config, max_connections_per_uid),
+	SIZE_KEY("max_bytes_per_uid", 0, UINT64_MAX, struct config, max_bytes_per_uid),
+	DURATION_KEY("max_acquire_wait", ACQUIRE_WAIT_MAX_NS, struct config, max_acquire_wait_ns),
+	U32_KEY("max_journal_writers_per_uid", 0, 65536, struct config, max_journal_writers_per_uid),
+	{ .name = "spill_directory", .set = set_spill_directory },
+	SIZE_KEY("spill_threshold", 0, SPILL_THRESHOLD_MAX, struct config, spill_threshold),
+	SIZE_KEY("spill_max_bytes", 0, UINT64_MAX, struct config, spill_max_bytes),
+	U32_KEY("spill_max_files", 0, 1000000, struct config, spill_max_files),
+	SIZE_KEY("spill_max_bytes_per_uid", 0, UINT64_MAX, struct config, spill_max_bytes_per_uid),
+	U32_KEY("spill_max_files_per_uid", 0, 1000000, struct config, spill_max_files_per_uid),
 };
+
+_Static_assert(ARRAY_SIZE(global_keys) <= KEYS_MAX, "KEYS_MAX covers the global keys");
 
 static const struct key class_keys[CKEY_NUM] = {
 	[CKEY_SIZE] = { .name = "size", .set = set_class_size },
@@ -803,17 +421,17 @@ static int set_journal_access(struct parser *p, const struct key *k, const char 
 		if (!*v)
 			break;
 		if (acl->n == CONFIG_ACL_MAX)
-			return fail(p, "\"%s\" of journal \"%s\" names more than %d users and groups", k->name,
-				    j->name, CONFIG_ACL_MAX);
+			return ini_fail(p, "\"%s\" of journal \"%s\" names more than %d users and groups", k->name,
+					j->name, CONFIG_ACL_MAX);
 		e = &acl->e[acl->n++];
 		e->group = *v == '@';
 		v += e->group;
 		n = strcspn(v, " \t");
 		if (n == 0 || n >= sizeof(e->name) || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") < n)
-			return fail(p, "bad %s \"%.*s\" in \"%s\" of journal \"%s\": expected a name or number of "
-				       "at most %d characters (letters, digits, '.', '_', '-')",
-				    e->group ? "group" : "user", (int)MIN(n, (size_t)CONFIG_QUOTE_MAX), v, k->name,
-				    j->name, CONFIG_ACL_NAME_MAX - 1);
+			return ini_fail(p, "bad %s \"%.*s\" in \"%s\" of journal \"%s\": expected a name or number of "
+					   "at most %d characters (letters, digits, '.', '_', '-')",
+					e->group ? "group" : "user", (int)MIN(n, (size_t)CONFIG_QUOTE_MAX), v, k->name,
+					j->name, CONFIG_ACL_NAME_MAX - 1);
 		memcpy(e->name, v, n);
 		e->name[n] = '\0';
 		v += n;
@@ -827,8 +445,11 @@ static const struct key journal_keys[JKEY_NUM] = {
 	[JKEY_SEGMENTS] = U32_KEY("segments", 2, 1024, struct config_journal, segments),
 	[JKEY_BACKEND] = { .name = "backend", .set = set_journal_backend },
 	[JKEY_DIRECT] = { .name = "direct", .set = set_journal_direct },
-	[JKEY_MAX_BATCH_DELAY] = { .name = "max_batch_delay", .set = set_journal_max_batch_delay },
-	[JKEY_MAX_BATCH_BYTES] = { .name = "max_batch_bytes", .set = set_journal_max_batch_bytes },
+	[JKEY_MAX_BATCH_DELAY] = DURATION_KEY("max_batch_delay", JOURNAL_DELAY_MAX_NS, struct config_journal,
+					      max_batch_delay_ns),
+	/* <= segment_size - 4096 is finish_journal's: segment_size may come later */
+	[JKEY_MAX_BATCH_BYTES] = SIZE_KEY("max_batch_bytes", JOURNAL_BLOCK, JOURNAL_BATCH_MAX, struct config_journal,
+					  max_batch_bytes),
 	[JKEY_RING_SIZE] = { .name = "ring_size", .set = set_journal_ring_size },
 	[JKEY_WHEN_FULL] = { .name = "when_full", .set = set_journal_when_full },
 	[JKEY_APPEND] = { .name = "append", .set = set_journal_access, .offset = JOURNAL_APPEND },
@@ -836,28 +457,18 @@ static const struct key journal_keys[JKEY_NUM] = {
 	[JKEY_TRUNCATE] = { .name = "truncate", .set = set_journal_access, .offset = JOURNAL_TRUNCATE },
 };
 
-static int find_key(const struct key *keys, size_t n, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!strcmp(keys[i].name, name))
-			return (int)i;
-	return -1;
-}
-
 static int begin_class(struct parser *p, const char *name)
 {
-	struct config *cfg = p->cfg;
+	struct config *cfg = p->global;
 	struct config_class *c;
 	unsigned i;
 
 	for (i = 0; i < cfg->nclasses; i++)
 		if (!strcmp(cfg->classes[i].name, name))
-			return fail(p, "duplicate class \"%s\" (first defined on line %u)", name,
-				    cfg->classes[i].line);
+			return ini_fail(p, "duplicate class \"%s\" (first defined on line %u)", name,
+					cfg->classes[i].line);
 	if (cfg->nclasses >= CONFIG_CLASSES_MAX)
-		return fail(p, "too many classes: at most %d are allowed", CONFIG_CLASSES_MAX);
+		return ini_fail(p, "too many classes: at most %d are allowed", CONFIG_CLASSES_MAX);
 
 	c = &cfg->classes[cfg->nclasses++];
 	memset(c, 0, sizeof(*c));
@@ -867,36 +478,52 @@ static int begin_class(struct parser *p, const char *name)
 	return 0;
 }
 
+/* The sum of size * count over the classes into *total; false if it overflows 64 bits. */
+static bool pool_bytes(const struct config *cfg, uint64_t *total)
+{
+	uint64_t bytes;
+	unsigned i;
+
+	*total = 0;
+	for (i = 0; i < cfg->nclasses; i++)
+		if (__builtin_mul_overflow(cfg->classes[i].size, (uint64_t)cfg->classes[i].count,
+					   &bytes) ||
+		    __builtin_add_overflow(*total, bytes, total))
+			return false;
+	return true;
+}
+
 /* A class is complete once its section ends: both keys set and the pool total still in 64 bits. */
 static int finish_class(struct parser *p)
 {
+	struct config *cfg = p->global;
 	struct config_class *c = p->obj;
-	uint64_t bytes;
+	uint64_t total;
 
 	if (!p->section_lines[CKEY_SIZE])
-		return fail_at(p, c->line, "class \"%s\" has no \"size\" key", c->name);
+		return ini_fail_at(p, c->line, "class \"%s\" has no \"size\" key", c->name);
 	if (!p->section_lines[CKEY_COUNT])
-		return fail_at(p, c->line, "class \"%s\" has no \"count\" key", c->name);
-	if (__builtin_mul_overflow(c->size, (uint64_t)c->count, &bytes) ||
-	    __builtin_add_overflow(p->total, bytes, &p->total))
-		return fail_at(p, c->line,
-			       "class \"%s\" makes the pool larger than 2^64 bytes (size * count overflows)",
-			       c->name);
+		return ini_fail_at(p, c->line, "class \"%s\" has no \"count\" key", c->name);
+	/* c is the last of cfg->classes, and the total of those before it fits */
+	if (!pool_bytes(cfg, &total))
+		return ini_fail_at(p, c->line,
+				   "class \"%s\" makes the pool larger than 2^64 bytes (size * count overflows)",
+				   c->name);
 	return 0;
 }
 
 static int begin_journal(struct parser *p, const char *name)
 {
-	struct config *cfg = p->cfg;
+	struct config *cfg = p->global;
 	struct config_journal *j;
 	unsigned i;
 
 	for (i = 0; i < cfg->njournals; i++)
 		if (!strcmp(cfg->journals[i].name, name))
-			return fail(p, "duplicate journal \"%s\" (first defined on line %u)", name,
-				    cfg->journals[i].line);
+			return ini_fail(p, "duplicate journal \"%s\" (first defined on line %u)", name,
+					cfg->journals[i].line);
 	if (cfg->njournals >= CONFIG_JOURNALS_MAX)
-		return fail(p, "too many journals: at most %d are allowed", CONFIG_JOURNALS_MAX);
+		return ini_fail(p, "too many journals: at most %d are allowed", CONFIG_JOURNALS_MAX);
 
 	j = &cfg->journals[cfg->njournals++];
 	memset(j, 0, sizeof(*j));
@@ -914,15 +541,6 @@ static int begin_journal(struct parser *p, const char *name)
 	return 0;
 }
 
-/* Where a key's value came from, for messages about two keys: "set on line 7", "the default". */
-static const char *key_origin(const struct parser *p, int k, char *buf, size_t len)
-{
-	if (!p->section_lines[k])
-		return "the default";
-	snprintf(buf, len, "set on line %u", p->section_lines[k]);
-	return buf;
-}
-
 /* A journal is complete once its section ends: a directory, and a batch that fits a segment. */
 static int finish_journal(struct parser *p)
 {
@@ -931,23 +549,23 @@ static int finish_journal(struct parser *p)
 	uint64_t bytes;
 
 	if (!p->section_lines[JKEY_DIRECTORY])
-		return fail_at(p, j->line, "journal \"%s\" has no \"directory\" key", j->name);
+		return ini_fail_at(p, j->line, "journal \"%s\" has no \"directory\" key", j->name);
 	/* a batch is written after the segment's header block, and never spans two segments; a
 	 * default that does not fit a small segment shrinks to fit, an explicit value is an error */
 	if (!p->section_lines[JKEY_MAX_BATCH_BYTES] && j->max_batch_bytes > j->segment_size - JOURNAL_BLOCK)
 		j->max_batch_bytes = j->segment_size - JOURNAL_BLOCK;
 	if (j->max_batch_bytes > j->segment_size - JOURNAL_BLOCK)
-		return fail_at(p, j->line,
-			       "journal \"%s\": max_batch_bytes %" PRIu64 " (%s) is larger than "
-			       "segment_size - 4096 = %" PRIu64 " (segment_size: %s): "
-			       "a batch must fit in one segment after its 4096-byte header",
-			       j->name, j->max_batch_bytes, key_origin(p, JKEY_MAX_BATCH_BYTES, a, sizeof(a)),
-			       j->segment_size - JOURNAL_BLOCK,
-			       key_origin(p, JKEY_SEGMENT_SIZE, b, sizeof(b)));
+		return ini_fail_at(p, j->line,
+				   "journal \"%s\": max_batch_bytes %" PRIu64 " (%s) is larger than "
+				   "segment_size - 4096 = %" PRIu64 " (segment_size: %s): "
+				   "a batch must fit in one segment after its 4096-byte header",
+				   j->name, j->max_batch_bytes, ini_key_origin(p, JKEY_MAX_BATCH_BYTES, a, sizeof(a)),
+				   j->segment_size - JOURNAL_BLOCK,
+				   ini_key_origin(p, JKEY_SEGMENT_SIZE, b, sizeof(b)));
 	if (__builtin_mul_overflow(j->segment_size, (uint64_t)j->segments, &bytes))
-		return fail_at(p, j->line,
-			       "journal \"%s\" is larger than 2^64 bytes (segment_size * segments overflows)",
-			       j->name);
+		return ini_fail_at(p, j->line,
+				   "journal \"%s\" is larger than 2^64 bytes (segment_size * segments overflows)",
+				   j->name);
 	return 0;
 }
 
@@ -970,247 +588,31 @@ static const struct section_kind section_kinds[] = {
 	},
 };
 
-/*
- * Every section kind for a message, each as "[kind]" plus suffix, joined with ", " and a final
- * conjunction: "[class NAME] and [journal NAME]", "[class] or [journal]".
- */
-static const char *kind_list(char *buf, size_t len, const char *suffix, const char *conj)
+/* The whole file is read: it must give the daemon something to do. */
+static int finish_file(struct parser *p)
 {
-	size_t i, n = 0, nk = ARRAY_SIZE(section_kinds);
-
-	buf[0] = '\0';
-	for (i = 0; i < nk && n < len; i++) {
-		const char *sep = i == 0 ? "" : i + 1 < nk ? ", " : conj;
-		int w = snprintf(buf + n, len - n, "%s[%s%s]", sep, section_kinds[i].kind, suffix);
-
-		if (w < 0)
-			break;
-		n += (size_t)w;
-	}
-	return buf;
-}
-
-/* The section being read, if any, is complete: check it and leave the global state. */
-static int finish_section(struct parser *p)
-{
-	int r;
-
-	if (!p->kind)
-		return 0;
-	r = p->kind->finish(p);
-	if (r < 0)
-		return r;
-	p->kind = NULL;
-	p->obj = NULL;
-	return 0;
-}
-
-/* s is the whole line, trimmed on the left, starting with '['. */
-static int parse_section(struct parser *p, char *s)
-{
-	const struct section_kind *sk = NULL;
-	char *close, *rest, *kind, *name;
+	struct config *cfg = p->global;
 	char list[128];
-	size_t i, n;
-	int r;
 
-	close = strchr(s, ']');
-	if (!close) {
-		trim_right(s);
-		return fail(p, "bad section header \"%.*s%s\": missing \"]\"", CLIP(s));
-	}
-	*close = '\0';
-	rest = skip_blanks(close + 1);
-	if (*rest && *rest != '#' && *rest != ';')
-		return fail(p, "bad section header: unexpected text \"%.*s%s\" after \"]\"",
-			    CLIP(rest));
-
-	kind = skip_blanks(s + 1);
-	trim_right(kind);
-	if (!*kind)
-		return fail(p, "bad section header \"[]\": expected %s",
-			    kind_list(list, sizeof(list), " NAME", " or "));
-	for (name = kind; *name && !is_blank(*name); name++)
-		;
-	if (*name)
-		*name++ = '\0';
-	name = skip_blanks(name);
-
-	for (i = 0; i < ARRAY_SIZE(section_kinds); i++)
-		if (!strcmp(kind, section_kinds[i].kind))
-			sk = &section_kinds[i];
-	if (!sk)
-		return fail(p, "unknown section \"%.*s%s\": the only section kinds are %s", CLIP(kind),
-			    kind_list(list, sizeof(list), " NAME", " and "));
-	if (!*name)
-		return fail(p, "bad section header \"[%s]\": the %s needs a name, as in [%s NAME]",
-			    sk->kind, sk->kind, sk->kind);
-
-	n = strlen(name);
-	if (n > sk->name_max)
-		return fail(p, "%s name \"%.*s%s\" is too long: %zu characters, at most %zu", sk->kind,
-			    CLIP(name), n, sk->name_max);
-	for (i = 0; i < n; i++)
-		if (!is_name_char(name[i]))
-			return fail(p, "bad %s name \"%s\": '%c' is not allowed, use only letters, digits, '_', '.' and '-'",
-				    sk->kind, name, name[i]);
-
-	r = finish_section(p);
-	if (r < 0)
-		return r;
-	r = sk->begin(p, name);
-	if (r < 0)
-		return r;
-	p->kind = sk;
-	memcpy(p->section_name, name, n + 1);
-	memset(p->section_lines, 0, sizeof(p->section_lines));
+	if (!cfg->nclasses && !cfg->njournals)
+		return ini_fail_at(p, 0, "no %s section: nothing to serve",
+				   ini_kind_list(p, list, sizeof(list), "", " or "));
 	return 0;
 }
 
-/* s is the whole line, trimmed on the left, not a comment and not a section header. */
-static int parse_assignment(struct parser *p, char *s)
+static void init(void *cfg)
 {
-	char *eq, *key, *value, *q;
-	unsigned *lines;
-	const struct key *keys;
-	size_t nkeys, i;
-	int k;
-
-	eq = strchr(s, '=');
-	if (!eq) {
-		trim_right(s);
-		return fail(p, "missing \"=\": expected \"key = value\", got \"%.*s%s\"", CLIP(s));
-	}
-	*eq = '\0';
-	key = s;
-	trim_right(key);
-	if (!*key)
-		return fail(p, "missing key before \"=\"");
-
-	/* The key first: "sise =" is better reported as a typo than as an empty value. */
-	if (p->kind) {
-		keys = p->kind->keys;
-		nkeys = p->kind->nkeys;
-		lines = p->section_lines;
-	} else {
-		keys = global_keys;
-		nkeys = ARRAY_SIZE(global_keys);
-		lines = p->global_lines;
-	}
-
-	k = find_key(keys, nkeys, key);
-	if (k < 0) {
-		if (p->kind && find_key(global_keys, ARRAY_SIZE(global_keys), key) >= 0)
-			return fail(p, "key \"%s\" belongs before the first section", key);
-		for (i = 0; i < ARRAY_SIZE(section_kinds); i++)
-			if (&section_kinds[i] != p->kind &&
-			    find_key(section_kinds[i].keys, section_kinds[i].nkeys, key) >= 0)
-				return fail(p, "key \"%s\" is only valid inside a [%s NAME] section", key,
-					    section_kinds[i].kind);
-		if (p->kind)
-			return fail(p, "unknown key \"%.*s%s\" in [%s %s]", CLIP(key), p->kind->kind,
-				    p->section_name);
-		return fail(p, "unknown key \"%.*s%s\" in the global section", CLIP(key));
-	}
-	if (lines[k]) {
-		if (p->kind)
-			return fail(p, "duplicate key \"%s\" in [%s %s] (first set on line %u)", key,
-				    p->kind->kind, p->section_name, lines[k]);
-		return fail(p, "duplicate key \"%s\" (first set on line %u)", key, lines[k]);
-	}
-
-	value = skip_blanks(eq + 1);
-	if (*value == '"') {
-		value++;
-		q = strchr(value, '"');
-		if (!q)
-			return fail(p, "unterminated quote in the value of \"%.*s%s\"", CLIP(key));
-		*q = '\0';
-		q = skip_blanks(q + 1);
-		if (*q && *q != '#')
-			return fail(p, "unexpected text \"%.*s%s\" after the closing quote of \"%.*s%s\"",
-				    CLIP(q), CLIP(key));
-	} else {
-		/* A '#' starts a comment only after a blank, so "/run/a#b.sock" stays one path. */
-		for (q = value; *q; q++) {
-			if (*q == '#' && (q == value || is_blank(q[-1]))) {
-				*q = '\0';
-				break;
-			}
-		}
-		trim_right(value);
-	}
-	if (!*value)
-		return fail(p, "empty value for \"%.*s%s\"", CLIP(key));
-
-	lines[k] = p->line;
-	return keys[k].set(p, &keys[k], value);
-}
-
-static int parse_line(struct parser *p, char *s)
-{
-	s = skip_blanks(s);
-	if (!*s || *s == '#' || *s == ';')
-		return 0;
-	if (*s == '[')
-		return parse_section(p, s);
-	return parse_assignment(p, s);
-}
-
-/* text need not be NUL-terminated; len lets config_load report a NUL byte instead of stopping. */
-static int parse_text(const char *name, const char *text, size_t len, struct config *cfg,
-		      char *err, size_t errlen)
-{
-	struct parser p = {
-		.name = name,
-		.cfg = cfg,
-		.err = err,
-		.errlen = errlen,
-	};
-	char buf[CONFIG_LINE_MAX + 1];
-	const char *s = text, *end = text + len;
-	int r;
-
 	config_init(cfg);
-	if (err && errlen)
-		err[0] = '\0';
-
-	while (s < end) {
-		const char *nl = memchr(s, '\n', (size_t)(end - s));
-		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-
-		p.line++;
-		if (n > CONFIG_LINE_MAX) {
-			r = fail(&p, "line too long: %zu bytes, at most %d", n, CONFIG_LINE_MAX);
-			goto out;
-		}
-		if (memchr(s, '\0', n)) {
-			r = fail(&p, "NUL byte in the file: is this a text file?");
-			goto out;
-		}
-		memcpy(buf, s, n);
-		buf[n] = '\0';
-		r = parse_line(&p, buf);
-		if (r < 0)
-			goto out;
-		s += n + 1;
-	}
-
-	r = finish_section(&p);
-	if (r < 0)
-		goto out;
-	if (!cfg->nclasses && !cfg->njournals) {
-		char list[128];
-
-		r = fail_at(&p, 0, "no %s section: nothing to serve",
-			    kind_list(list, sizeof(list), "", " or "));
-	}
-out:
-	/* Never hand back a half-parsed config: the caller may print it or keep running with it. */
-	if (r < 0)
-		config_init(cfg);
-	return r;
 }
+
+static const struct schema schema = {
+	.keys = global_keys,
+	.nkeys = ARRAY_SIZE(global_keys),
+	.kinds = section_kinds,
+	.nkinds = ARRAY_SIZE(section_kinds),
+	.init = init,
+	.finish = finish_file,
+};
 
 void config_init(struct config *cfg)
 {
@@ -1235,79 +637,20 @@ void config_init(struct config *cfg)
 
 int config_parse(const char *name, const char *text, struct config *cfg, char *err, size_t errlen)
 {
-	return parse_text(name, text, strlen(text), cfg, err, errlen);
+	return ini_parse(&schema, cfg, name, text, strlen(text), err, errlen);
 }
 
 int config_load(const char *path, struct config *cfg, char *err, size_t errlen)
 {
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
-	int r;
-
-	config_init(cfg);
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		r = -errno;
-		set_err(err, errlen, "%s: cannot open: %s", path, strerror(-r));
-		return r;
-	}
-
-	/* One byte more than the limit, so that a file of exactly the limit is still accepted. */
-	buf = malloc(CONFIG_FILE_MAX + 1);
-	if (!buf) {
-		set_err(err, errlen, "%s: cannot read: %s", path, strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + len, CONFIG_FILE_MAX + 1 - len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			set_err(err, errlen, "%s: cannot read: %s", path, strerror(-r));
-			return r;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > CONFIG_FILE_MAX) {
-			set_err(err, errlen, "%s: file too large: more than %d bytes (1 MiB)", path,
-				CONFIG_FILE_MAX);
-			return -EFBIG;
-		}
-	}
-
-	return parse_text(path, buf, len, cfg, err, errlen);
+	return ini_load(&schema, cfg, path, err, errlen);
 }
 
 uint64_t config_pool_bytes(const struct config *cfg)
 {
-	uint64_t total = 0, bytes;
-	unsigned i;
+	uint64_t total;
 
 	/* The parser rejects overflowing configs; saturate anyway for hand-built ones. */
-	for (i = 0; i < cfg->nclasses; i++) {
-		if (__builtin_mul_overflow(cfg->classes[i].size, (uint64_t)cfg->classes[i].count,
-					   &bytes) ||
-		    __builtin_add_overflow(total, bytes, &total))
-			return UINT64_MAX;
-	}
-	return total;
-}
-
-const struct config_class *config_find_class(const struct config *cfg, const char *name)
-{
-	unsigned i;
-
-	if (!name)
-		return NULL;
-	for (i = 0; i < cfg->nclasses; i++)
-		if (!strcmp(cfg->classes[i].name, name))
-			return &cfg->classes[i];
-	return NULL;
+	return pool_bytes(cfg, &total) ? total : UINT64_MAX;
 }
 
 const char *hugepages_mode_name(enum hugepages_mode m)
@@ -1336,16 +679,4 @@ const char *journal_backend_name(enum journal_backend b)
 		return "sync";
 	}
 	return "unknown";
-}
-
-const struct config_journal *config_find_journal(const struct config *cfg, const char *name)
-{
-	unsigned i;
-
-	if (!name)
-		return NULL;
-	for (i = 0; i < cfg->njournals; i++)
-		if (!strcmp(cfg->journals[i].name, name))
-			return &cfg->journals[i];
-	return NULL;
 }

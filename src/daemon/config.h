@@ -132,13 +132,7 @@ int config_parse(const char *name, const char *text, struct config *cfg, char *e
 /* Total bytes of all classes (size * count). */
 uint64_t config_pool_bytes(const struct config *cfg);
 
-/* Find a class by name, or NULL. */
-const struct config_class *config_find_class(const struct config *cfg, const char *name);
-
 const char *hugepages_mode_name(enum hugepages_mode m);
 const char *journal_backend_name(enum journal_backend b);
-
-/* Find a journal by name, or NULL. */
-const struct config_journal *config_find_journal(const struct config *cfg, const char *name);
 
 #endif

