@@ -580,19 +580,24 @@ void lease_owner_detach(struct lease_table *lt, struct lease_owner *o)
 			class_pump(lt, c);
 }
 
+/*
+ * Time out the waiters whose deadline passed, in queue order. When the head goes, the class is
+ * pumped before the rest are looked at: a waiter behind it that fits now is served, even if the
+ * loop came to its deadline late (a busy machine), instead of timing out beside a free buffer.
+ */
 void lease_expire(struct lease_table *lt, uint64_t now)
 {
 	for (unsigned c = 0; c < lt->pool->nclasses; c++) {
 		struct lease_class *lc = &lt->classes[c];
 		struct lease_req *r, *next;
-		bool head_left = false;
 
+	again:
 		TAILQ_FOREACH_SAFE(r, &lc->waiters, link, next) {
 			char text[PROTO_TEXT_MAX];
+			bool was_head = r == TAILQ_FIRST(&lc->waiters);
 
 			if (r->deadline > now)
 				continue;
-			head_left |= r == TAILQ_FIRST(&lc->waiters);
 			TAILQ_REMOVE(&lc->waiters, r, link);
 			lc->nwaiters--;
 			r->queued = false;
@@ -600,9 +605,11 @@ void lease_expire(struct lease_table *lt, uint64_t now)
 			snprintf(text, sizeof(text), "timed out waiting for %u buffers of class \"%s\"", r->count,
 				 class_name(lt, c));
 			req_fail(lt, r, -ETIMEDOUT, text);
+			if (was_head) {
+				class_pump(lt, c);
+				goto again; /* the pump may have served and dequeued any of the rest */
+			}
 		}
-		if (head_left)
-			class_pump(lt, c);
 	}
 }
 

@@ -655,6 +655,33 @@ static void test_timeouts(void **state)
 }
 
 /*
+ * An event loop that comes late to the deadlines (a busy machine) must not time out a waiter
+ * that the head's departure would have served: the head wants 2 of the one free buffer, the
+ * one behind it wants 1, and both deadlines have passed when lease_expire runs. The head goes;
+ * the second, now at the head, is served, not failed.
+ */
+static void test_late_expiry_serves_what_fits(void **state)
+{
+	struct fx *f = *state;
+	struct lease_owner *a = attach(f, 1), *b = attach(f, 1), *c = attach(f, 1);
+	uint64_t ida[NA];
+
+	memcpy(ida, acq_now(f, a, "a", NA)->ids, sizeof(ida));
+	acq_wait(f, b, "a", 2, 100, T0); /* T0 + 100 ms */
+	acq_wait(f, c, "a", 1, 110, T0); /* T0 + 110 ms */
+	assert_int_equal(rel(f, a, &ida[0], 1), 0);
+	assert_int_equal(f->ngrants, 1); /* b, at the head, wants 2: nothing for c yet */
+	lease_expire(f->lt, T0 + 500 * MS);
+	assert_int_equal(f->nfails, 1);
+	assert_ptr_equal(f->fails[0].owner, b);
+	assert_int_equal(f->fails[0].err, -ETIMEDOUT);
+	assert_int_equal(f->ngrants, 2);
+	assert_ptr_equal(f->grants[1].owner, c);
+	assert_null(c->req);
+	assert_true(lease_next_deadline(f->lt) == UINT64_MAX);
+}
+
+/*
  * A finite timeout must not wrap around: timeout_ms comes from the wire as an int64_t, and
  * INT64_MAX ms * 1e6 overflows 64 bits to 2^64 - 1e6, i.e. a deadline 1 ms in the past.
  */
@@ -1237,6 +1264,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fifo_head_blocks_later, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_all_or_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timeouts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_expiry_serves_what_fits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_huge_timeout_does_not_wrap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_byte_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_byte_limit_refund_on_timeout, setup, teardown),
