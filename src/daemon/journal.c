@@ -430,14 +430,11 @@ void journal_truncate(struct journal *j, uint64_t lsn)
 int journal_read_segments(struct journal *j, uint64_t from_lsn, unsigned max, int *fds,
 			  struct journal_segment_info *infos, unsigned *ret_n, uint64_t *ret_durable_lsn)
 {
-	unsigned order[1024], n = 0, k = 0;
+	unsigned order[SEGMENTS_MAX], n, k = 0;
 	int r = 0;
 
 	pthread_mutex_lock(&j->lock);
-	for (unsigned i = 0; i < j->cfg.segments; i++)
-		if (j->segs[i].generation)
-			order[n++] = i;
-	qsort_r(order, n, sizeof(order[0]), by_generation, j->segs);
+	n = segments_in_order(j, order);
 	for (unsigned x = 0; x < n && k < max; x++) {
 		const struct segment *s = &j->segs[order[x]];
 		uint64_t end = order[x] == j->cur ? j->next_lsn : s->end_lsn;

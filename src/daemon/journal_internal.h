@@ -31,6 +31,7 @@
 
 #define JOURNAL_INFLIGHT 2
 #define NBATCH (JOURNAL_INFLIGHT + 1)
+#define SEGMENTS_MAX 1024 /* the most a journal's `segments` may say (config.c) */
 
 struct segment {
 	int fd;
@@ -148,7 +149,8 @@ void clean_mark(struct journal *j);
 int segment_open_all(struct journal *j);
 /* Find where the journal ends; sets the segments, the LSNs and the retention point. Logs. */
 int journal_recover(struct journal *j);
-/* qsort_r comparator: segment indexes (unsigned) by generation, arg the segment array. */
-int by_generation(const void *a, const void *b, void *arg);
+/* The used segments (a generation given), oldest first: fills order (SEGMENTS_MAX), returns
+ * how many. */
+unsigned segments_in_order(const struct journal *j, unsigned *order);
 
 #endif

@@ -326,12 +326,23 @@ static int segment_pad_block(struct journal *j, unsigned i, uint64_t off, uint64
 	return 0;
 }
 
-int by_generation(const void *a, const void *b, void *arg)
+static int by_generation(const void *a, const void *b, void *arg)
 {
 	const struct segment *s = arg;
 	uint64_t ga = s[*(const unsigned *)a].generation, gb = s[*(const unsigned *)b].generation;
 
 	return ga < gb ? -1 : ga > gb;
+}
+
+unsigned segments_in_order(const struct journal *j, unsigned *order)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < j->cfg.segments; i++)
+		if (j->segs[i].generation)
+			order[n++] = i;
+	qsort_r(order, n, sizeof(order[0]), by_generation, j->segs);
+	return n;
 }
 
 /*
@@ -342,7 +353,7 @@ int by_generation(const void *a, const void *b, void *arg)
  */
 int journal_recover(struct journal *j)
 {
-	unsigned order[1024], n = 0;
+	unsigned order[SEGMENTS_MAX], n;
 	uint64_t expected = 0, records = 0;
 	const char *cut_reason = NULL;
 	uint64_t cut_off = 0, clean_off = 0, clean_lsn = 0;
@@ -372,9 +383,9 @@ int journal_recover(struct journal *j)
 		j->segs[i].generation = h.generation;
 		j->segs[i].first_lsn = h.first_lsn;
 		j->max_gen = MAX(j->max_gen, h.generation);
-		order[n++] = i;
 	}
-	qsort_r(order, n, sizeof(order[0]), by_generation, j->segs);
+	/* a valid header has a generation, and only those were set: the segments just found */
+	n = segments_in_order(j, order);
 	clean = clean_take(j, &clean_seg, &clean_off, &clean_lsn);
 	if (n == 0) {
 		j->next_lsn = 1;
