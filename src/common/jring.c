@@ -12,8 +12,13 @@
  * No locks, no allocation; callers serialise access to their ring (the library's handle, the
  * daemon's flusher).
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "jformat.h"
 #include "jring.h"
@@ -144,4 +149,56 @@ int jring_read_entry(const struct jring_view *v, uint64_t pos, uint64_t tail, ui
 	}
 	*ret = (struct jring_read){ pos + e.total, e.count, disk };
 	return 0;
+}
+
+void jring_init(struct jring_hdr *h, uint64_t size, uint64_t max_entry)
+{
+	h->magic = JRING_MAGIC;
+	h->version = 1;
+	h->size = size;
+	h->max_record = JFORMAT_RECORD_MAX;
+	h->max_entry = max_entry;
+	/* the flusher may be asleep already: until it says otherwise, appenders must ring */
+	h->need_wakeup = 1;
+}
+
+void jring_set_head(struct jring_hdr *h, uint64_t head)
+{
+	__atomic_store_n(&h->head, head, __ATOMIC_RELEASE);
+}
+
+void jring_set_lsn(uint8_t *data, uint64_t size, uint64_t pos, uint64_t lsn)
+{
+	/* relaxed: the client reads it only after `durable` (release) covers the entry */
+	__atomic_store_n((uint64_t *)(data + (pos & (size - 1)) + offsetof(struct jring_entry, lsn)), lsn,
+			 __ATOMIC_RELAXED);
+}
+
+void jring_set_durable(struct jring_hdr *h, uint64_t durable_lsn, uint64_t durable)
+{
+	/* the LSN first: a client that sees its position may ask for the LSN at once */
+	__atomic_store_n(&h->durable_lsn, durable_lsn, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->durable, durable, __ATOMIC_RELEASE);
+}
+
+void jring_set_durable_lsn(struct jring_hdr *h, uint64_t durable_lsn)
+{
+	__atomic_store_n(&h->durable_lsn, durable_lsn, __ATOMIC_RELEASE);
+}
+
+void jring_set_error(struct jring_hdr *h, int32_t err)
+{
+	__atomic_store_n(&h->error, err, __ATOMIC_RELEASE);
+}
+
+void jring_set_spin(struct jring_hdr *h, uint32_t us)
+{
+	__atomic_store_n(&h->spin_us, us, __ATOMIC_RELAXED);
+}
+
+void jring_wake(struct jring_wake *w)
+{
+	__atomic_fetch_add(&w->futex, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->waiters, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &w->futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }

@@ -86,6 +86,8 @@ _Static_assert(sizeof(struct jring_hdr) <= JRING_HDR_SIZE, "ring header fits its
 _Static_assert(__builtin_offsetof(struct jring_hdr, tail) % 64 == 0, "tail on its own cache line");
 _Static_assert(__builtin_offsetof(struct jring_hdr, head) % 64 == 0, "daemon fields on their own line");
 
+#define JRING_SPIN_MAX_US 1000u /* the longest spin_us the daemon sets and a waiter obeys */
+
 /* The wake page of one uid's writers of a journal (no other uid maps it), JRING_WAKE_SIZE bytes. */
 #define JRING_WAKE_SIZE 4096u
 struct jring_wake {
@@ -141,6 +143,31 @@ uint64_t jring_load_tail(const struct jring_hdr *h);
  * With want, true when the ring has nothing past head, so sleeping is safe.
  */
 bool jring_arm(struct jring_hdr *h, bool want, uint64_t head);
+
+/*
+ * The daemon's writes (the protocol above says when each is made). Nothing else in the daemon
+ * writes a ring or a wake page: it only creates, maps and unmaps them.
+ */
+/* A new ring's header, before the client maps it: geometry, limits, and need_wakeup raised
+ * (the flusher may be asleep already: until it says otherwise, appenders must ring). */
+void jring_init(struct jring_hdr *h, uint64_t size, uint64_t max_entry);
+/* Entries up to head are consumed (informative: a waiting client rings again while head is
+ * behind its tail). */
+void jring_set_head(struct jring_hdr *h, uint64_t head);
+/* The first LSN of the entry at ring position pos of a ring of size data bytes at data. */
+void jring_set_lsn(uint8_t *data, uint64_t size, uint64_t pos, uint64_t lsn);
+/* Publish a batch this ring had entries in: the journal's durable LSN, then the ring position
+ * durable with it. */
+void jring_set_durable(struct jring_hdr *h, uint64_t durable_lsn, uint64_t durable);
+/* Publish the journal's durable LSN only (to every ring, after a batch completed). */
+void jring_set_durable_lsn(struct jring_hdr *h, uint64_t durable_lsn);
+/* The journal failed or this ring broke the protocol: err (negative) from now on. */
+void jring_set_error(struct jring_hdr *h, int32_t err);
+/* The spin hint for the ring's waiters, in microseconds (0: sleep at once). */
+void jring_set_spin(struct jring_hdr *h, uint32_t us);
+/* After a publish: bump the uid's wake word, and FUTEX_WAKE it when the page says someone
+ * waits (a client that lies about that only misses its own uid's wake-ups). */
+void jring_wake(struct jring_wake *w);
 
 /* The daemon's own description of a ring: never read back from the shared header. */
 struct jring_view {

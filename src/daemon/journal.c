@@ -193,22 +193,15 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 	w->size = ring_size;
 	w->uid = uid;
 	w->pid = pid;
-	w->hdr->magic = JRING_MAGIC;
-	w->hdr->version = 1;
-	w->hdr->size = ring_size;
-	w->hdr->max_record = JFORMAT_RECORD_MAX;
 	/* an entry's records must fit one batch on disk (the padding record included) */
 	w->max_entry = j->cfg.max_batch_bytes - (j->cfg.direct ? JFORMAT_REC_HDR : 0);
-	w->hdr->max_entry = w->max_entry;
-
-	/* the flusher may be asleep already: until it says otherwise, appenders must ring */
-	w->hdr->need_wakeup = 1;
+	jring_init(w->hdr, ring_size, w->max_entry);
 	pthread_mutex_lock(&j->lock);
-	w->hdr->durable_lsn = j->durable_lsn;
+	jring_set_durable_lsn(w->hdr, j->durable_lsn);
 	/* the journal may have failed since the check above: journal_fail marked only the rings it
 	 * knew, so this one learns it here, under the same lock */
 	if (j->st.state == JOURNAL_FAILED)
-		w->hdr->error = j->st.error;
+		jring_set_error(w->hdr, j->st.error);
 	TAILQ_INSERT_TAIL(&j->writers, w, link);
 	j->nwriters++;
 	j->st.writers = j->nwriters;

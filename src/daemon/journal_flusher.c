@@ -31,8 +31,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -41,7 +39,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/queue.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "jformat.h"
@@ -52,34 +49,7 @@
 #include "util.h"
 
 #define EWMA_ALPHA 0.2
-#define SPIN_MAX_US 1000 /* the most a lone writer is told to spin for its sync */
 #define FLUSHER_SPIN_NS 50000 /* how long the flusher looks for a lone writer's next append */
-
-/* --- wake-ups --------------------------------------------------------------------------- */
-
-static void futex_wake(uint32_t *addr)
-{
-	syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
-/*
- * Bump a uid's wake word; one FUTEX_WAKE wakes its sleeping threads, none is made when its
- * clients say nobody sleeps (if they lie, they only miss their own wake-ups).
- */
-static void wake_group(struct wake_group *g)
-{
-	__atomic_fetch_add(&g->wake->futex, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&g->wake->waiters, __ATOMIC_SEQ_CST))
-		futex_wake(&g->wake->futex);
-}
-
-static void wake_all(struct journal *j)
-{
-	struct wake_group *g;
-
-	LIST_FOREACH(g, &j->groups, link)
-		wake_group(g);
-}
 
 /* --- batches ---------------------------------------------------------------------------- */
 
@@ -131,8 +101,8 @@ static void writer_break(struct journal *j, struct journal_writer *w, const char
 		    "further records",
 		    j->cfg.name, (int)w->pid, (unsigned)w->uid, why);
 	w->broken = true;
-	__atomic_store_n(&w->hdr->error, -EPROTO, __ATOMIC_RELEASE);
-	wake_group(w->group);
+	jring_set_error(w->hdr, -EPROTO);
+	jring_wake(w->group->wake);
 }
 
 /* GATHER_SHARE: took its share of the batch for this pass and has more */
@@ -156,7 +126,7 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 		return GATHER_EMPTY;
 	}
 	while (pos < tail && b->len - start_len < share) {
-		uint64_t off = pos & (w->size - 1), lsn = j->next_lsn;
+		uint64_t lsn = j->next_lsn;
 		struct jring_read rd;
 		const char *why;
 		int r;
@@ -176,8 +146,7 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 		if (batch_add_ref(b, w, rd.end) < 0)
 			return GATHER_FULL; /* cannot track it: keep it out of the batch and retry later */
 		/* the client reads its entry's first LSN here once the entry is durable */
-		__atomic_store_n((uint64_t *)(w->data + off + offsetof(struct jring_entry, lsn)), lsn,
-				 __ATOMIC_RELAXED);
+		jring_set_lsn(w->data, w->size, pos, lsn);
 		pos = rd.end;
 		b->len += rd.disk;
 		j->next_lsn += rd.count;
@@ -193,7 +162,7 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 	}
 	/* a skip entry read last moves head too */
 	w->head = pos;
-	__atomic_store_n(&w->hdr->head, w->head, __ATOMIC_RELEASE);
+	jring_set_head(w->hdr, w->head);
 	return pos < tail ? GATHER_SHARE : res;
 }
 
@@ -325,6 +294,14 @@ static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 
 /* --- publish ---------------------------------------------------------------------------- */
 
+static void wake_all(struct journal *j)
+{
+	struct wake_group *g;
+
+	LIST_FOREACH(g, &j->groups, link)
+		jring_wake(g->wake);
+}
+
 static void journal_fail(struct journal *j, int err, const char *what)
 {
 	struct journal_writer *w;
@@ -338,7 +315,7 @@ static void journal_fail(struct journal *j, int err, const char *what)
 		  "; nothing after it was acknowledged)",
 		  j->cfg.name, what, strerror(-err), j->durable_lsn);
 	TAILQ_FOREACH(w, &j->writers, link)
-		__atomic_store_n(&w->hdr->error, err, __ATOMIC_RELEASE);
+		jring_set_error(w->hdr, err);
 	wake_all(j);
 }
 
@@ -363,11 +340,8 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 		} else if (j->st.state != JOURNAL_FAILED) {
 			/* durable: its records and, through the ring positions, its writers' entries */
 			j->durable_lsn = b->end_lsn - 1; /* the last durable LSN; 0 = none yet */
-			for (unsigned i = 0; i < b->nrefs; i++) {
-				/* the LSN first: a client that sees its position may ask for the LSN at once */
-				__atomic_store_n(&b->refs[i].w->hdr->durable_lsn, j->durable_lsn, __ATOMIC_RELEASE);
-				__atomic_store_n(&b->refs[i].w->hdr->durable, b->refs[i].end, __ATOMIC_RELEASE);
-			}
+			for (unsigned i = 0; i < b->nrefs; i++)
+				jring_set_durable(b->refs[i].w->hdr, j->durable_lsn, b->refs[i].end);
 			published = true;
 		}
 		for (unsigned i = 0; i < b->nrefs; i++)
@@ -380,7 +354,7 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 		j->st.durable_lsn = j->durable_lsn;
 		/* positions first (a spinning client sees them now), wake-ups after the next submit */
 		TAILQ_FOREACH(w, &j->writers, link)
-			__atomic_store_n(&w->hdr->durable_lsn, j->durable_lsn, __ATOMIC_RELEASE);
+			jring_set_durable_lsn(w->hdr, j->durable_lsn);
 		j->wake_pending = true;
 	}
 }
@@ -454,11 +428,11 @@ static void writers_clear_batch_marks(struct journal *j)
 /* Tell the writers whether waiting by spinning pays: only when one of them is alone. */
 static void set_spin_hint(struct journal *j, bool lone)
 {
-	uint32_t us = lone ? (uint32_t)MIN(2 * j->ewma_sync_ns / 1000, (double)SPIN_MAX_US) : 0;
+	uint32_t us = lone ? (uint32_t)MIN(2 * j->ewma_sync_ns / 1000, (double)JRING_SPIN_MAX_US) : 0;
 	struct journal_writer *w;
 
 	TAILQ_FOREACH(w, &j->writers, link)
-		__atomic_store_n(&w->hdr->spin_us, us, __ATOMIC_RELAXED);
+		jring_set_spin(w->hdr, us);
 }
 
 /* After serving a lone writer: its next append usually follows within microseconds. */
