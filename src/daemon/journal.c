@@ -28,6 +28,7 @@
 #include "journal_internal.h"
 #include "jring.h"
 #include "log.h"
+#include "memfd.h"
 #include "size.h"
 #include "util.h"
 
@@ -46,24 +47,6 @@ const char *journal_name(const struct journal *j)
 }
 
 /* --- writers ---------------------------------------------------------------------------- */
-
-/* A sealed memfd of len bytes mapped shared: the ring or the wake page. */
-static int shared_memfd(const char *name, uint64_t len, void **ret_map)
-{
-	_cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	void *map;
-
-	if (fd < 0)
-		return -errno;
-	/* the client may write it, never grow or shrink it under our mapping */
-	if (ftruncate(fd, (off_t)len) < 0 || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		return -errno;
-	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	*ret_map = map;
-	return TAKE_FD(fd);
-}
 
 /* A writer's reference to its uid's wake group, found or made (event loop thread). */
 static int group_get(struct journal *j, uid_t uid, struct wake_group **ret)
@@ -89,7 +72,7 @@ static int group_get(struct journal *j, uid_t uid, struct wake_group **ret)
 	if (!g)
 		return -ENOMEM;
 	snprintf(name, sizeof(name), "hugepool-journal-wake:%s", j->cfg.name);
-	fd = shared_memfd(name, JRING_WAKE_SIZE, &map);
+	fd = sealed_memfd(name, 0, JRING_WAKE_SIZE, PROT_READ | PROT_WRITE, &map);
 	if (fd < 0) {
 		free(g);
 		return fd;
@@ -159,7 +142,7 @@ int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_si
 	if (r < 0)
 		goto out_free;
 	snprintf(name, sizeof(name), "hugepool-journal:%s", j->cfg.name);
-	ring_fd = shared_memfd(name, JRING_HDR_SIZE + ring_size, &map);
+	ring_fd = sealed_memfd(name, 0, JRING_HDR_SIZE + ring_size, PROT_READ | PROT_WRITE, &map);
 	if (ring_fd < 0) {
 		r = ring_fd;
 		goto out_free;
