@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * jring.c - both halves of the append ring protocol (jring.h): the client lays out entries and
- * publishes its tail; the daemon fetches and checks them.
+ * jring.c - both halves of the append ring protocol (jring.h): the client lays out entries,
+ * publishes its tail, rings its doorbell and waits on its uid's wake word; the daemon fetches
+ * and checks the entries, raises need_wakeup before it sleeps, publishes what is durable and
+ * wakes the waiters. Nothing else reads or writes a ring or a wake page.
  *
  * The daemon's half reads the ring, which a hostile client may rewrite at any moment, only
  * through jring_fetch and reads each client-written byte once: a header is copied, the copy is
@@ -12,15 +14,24 @@
  * No locks, no allocation; callers serialise access to their ring (the library's handle, the
  * daemon's flusher).
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "jformat.h"
 #include "jring.h"
+#include "util.h"
 
 /* --- the client's half ------------------------------------------------------------------ */
 
-uint64_t jring_entry_size(const struct iovec *recs, unsigned n, uint64_t *ret_disk)
+/* Bytes an entry of these records takes in the ring, and on disk (*ret_disk). */
+static uint64_t jring_entry_size(const struct iovec *recs, unsigned n, uint64_t *ret_disk)
 {
 	uint64_t total = sizeof(struct jring_entry), disk = 0;
 
@@ -32,7 +43,8 @@ uint64_t jring_entry_size(const struct iovec *recs, unsigned n, uint64_t *ret_di
 	return jring_entry_align(total);
 }
 
-void jring_put_entry(uint8_t *data, uint64_t off, uint64_t total, const struct iovec *recs, unsigned n)
+/* Lay out an entry of total bytes (jring_entry_size) at data[off]: header, records, padding. */
+static void jring_put_entry(uint8_t *data, uint64_t off, uint64_t total, const struct iovec *recs, unsigned n)
 {
 	struct jring_entry e = { .total = (uint32_t)total, .count = n };
 	uint64_t o = off + sizeof(e);
@@ -52,11 +64,146 @@ void jring_put_entry(uint8_t *data, uint64_t off, uint64_t total, const struct i
 	memset(data + o, 0, off + total - o);
 }
 
-bool jring_publish(struct jring_hdr *h, uint64_t tail)
+static void ring_doorbell(const struct jring_client *c)
+{
+	uint64_t one = 1;
+
+	if (write(c->doorbell, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is saturated, a wake-up is pending anyway */
+	}
+}
+
+/* Make everything before c->tail visible, and ring the doorbell if the daemon sleeps. */
+static void jring_publish(struct jring_client *c)
 {
 	/* the client's side of the Dekker pair: store tail, then look at need_wakeup */
-	__atomic_store_n(&h->tail, tail, __ATOMIC_SEQ_CST);
-	return __atomic_load_n(&h->need_wakeup, __ATOMIC_SEQ_CST) != 0;
+	__atomic_store_n(&c->hdr->tail, c->tail, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->hdr->need_wakeup, __ATOMIC_SEQ_CST))
+		ring_doorbell(c);
+}
+
+void jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct jring_wake *wake, int doorbell,
+		       bool (*gone)(void *arg), void *gone_arg)
+{
+	*c = (struct jring_client){
+		.hdr = ring,
+		.data = (uint8_t *)ring + JRING_HDR_SIZE,
+		.size = size,
+		.doorbell = doorbell,
+		.wake = wake,
+		.gone = gone,
+		.gone_arg = gone_arg,
+	};
+	c->max_entry = c->hdr->max_entry;
+	c->tail = __atomic_load_n(&c->hdr->tail, __ATOMIC_ACQUIRE);
+}
+
+uint64_t jring_durable_lsn(const struct jring_client *c)
+{
+	return __atomic_load_n(&c->hdr->durable_lsn, __ATOMIC_ACQUIRE);
+}
+
+bool jring_durable_past(const struct jring_client *c, uint64_t pos)
+{
+	return __atomic_load_n(&c->hdr->durable, __ATOMIC_ACQUIRE) >= pos;
+}
+
+bool jring_lsn_durable(const struct jring_client *c, uint64_t lsn)
+{
+	return __atomic_load_n(&c->hdr->durable_lsn, __ATOMIC_ACQUIRE) >= lsn;
+}
+
+int jring_wait(struct jring_client *c, bool (*done)(const struct jring_client *c, uint64_t arg), uint64_t arg,
+	       uint64_t deadline_ns)
+{
+	/*
+	 * A lone writer's sync takes a few hundred microseconds: waiting for it by polling beats a
+	 * futex round trip. sched_yield, not a pause loop: on a small machine the flusher may be
+	 * queued on this very CPU, and must not wait for our spin to end.
+	 */
+	uint32_t spin_us = MIN(__atomic_load_n(&c->hdr->spin_us, __ATOMIC_RELAXED), JRING_SPIN_MAX_US);
+
+	if (spin_us) {
+		uint64_t until = MIN(now_ns() + spin_us * 1000ull, deadline_ns);
+
+		while (!done(c, arg) && now_ns() < until)
+			sched_yield();
+	}
+	for (;;) {
+		uint32_t f = __atomic_load_n(&c->wake->futex, __ATOMIC_SEQ_CST);
+		int32_t err;
+		uint64_t now, slice;
+		struct timespec ts;
+		bool timed_out;
+
+		if (done(c, arg))
+			return 0;
+		err = __atomic_load_n(&c->hdr->error, __ATOMIC_ACQUIRE);
+		if (err < 0)
+			return err;
+		now = now_ns();
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		slice = MIN(deadline_ns - now, JRING_WAIT_SLICE_NS);
+		ts = (struct timespec){ (time_t)(slice / 1000000000u), (long)(slice % 1000000000u) };
+		__atomic_fetch_add(&c->wake->waiters, 1, __ATOMIC_SEQ_CST);
+		/* the daemon bumps the word after publishing: a changed value means look again */
+		timed_out = !done(c, arg) &&
+			    syscall(SYS_futex, &c->wake->futex, FUTEX_WAIT, f, &ts, NULL, 0) < 0 && errno == ETIMEDOUT;
+		__atomic_fetch_sub(&c->wake->waiters, 1, __ATOMIC_SEQ_CST);
+		if (done(c, arg))
+			continue;
+		if (c->gone(c->gone_arg))
+			return -ECONNRESET;
+		/* a whole slice without news while the daemon sleeps with our entries unread: ring again */
+		if (timed_out && __atomic_load_n(&c->hdr->need_wakeup, __ATOMIC_SEQ_CST) &&
+		    __atomic_load_n(&c->hdr->head, __ATOMIC_ACQUIRE) != c->tail)
+			ring_doorbell(c);
+	}
+}
+
+int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, uint64_t *ret_start)
+{
+	uint64_t total, disk, off, pos, skip = 0;
+	int32_t err;
+	int r;
+
+	total = jring_entry_size(recs, n, &disk);
+	if (disk > c->max_entry || total > c->size / 2)
+		return -EMSGSIZE;
+	err = __atomic_load_n(&c->hdr->error, __ATOMIC_ACQUIRE);
+	if (err < 0)
+		return err;
+	off = c->tail & (c->size - 1);
+	if (off + total > c->size)
+		skip = c->size - off; /* does not fit before the end: start over at 0 */
+	/* space is free behind what is durable (we may still need to read an entry's LSN) */
+	pos = c->tail + skip + total;
+	if (pos - __atomic_load_n(&c->hdr->durable, __ATOMIC_ACQUIRE) > c->size) {
+		jring_publish(c);
+		r = jring_wait(c, jring_durable_past, pos - c->size, UINT64_MAX);
+		if (r < 0)
+			return r;
+	}
+	if (skip) {
+		struct jring_entry e = { .total = (uint32_t)skip, .count = 0 };
+
+		memcpy(c->data + off, &e, sizeof(e));
+		c->tail += skip;
+		off = 0;
+	}
+	*ret_start = c->tail;
+	jring_put_entry(c->data, off, total, recs, n);
+	c->tail += total;
+	jring_publish(c);
+	return 0;
+}
+
+uint64_t jring_entry_lsn(const struct jring_client *c, uint64_t start)
+{
+	/* durable, so the daemon wrote the LSN into our entry, and we have not reused its space */
+	return __atomic_load_n((uint64_t *)(c->data + (start & (c->size - 1)) + offsetof(struct jring_entry, lsn)),
+			       __ATOMIC_ACQUIRE);
 }
 
 /* --- the daemon's half ------------------------------------------------------------------ */
@@ -144,4 +291,56 @@ int jring_read_entry(const struct jring_view *v, uint64_t pos, uint64_t tail, ui
 	}
 	*ret = (struct jring_read){ pos + e.total, e.count, disk };
 	return 0;
+}
+
+void jring_init(struct jring_hdr *h, uint64_t size, uint64_t max_entry)
+{
+	h->magic = JRING_MAGIC;
+	h->version = 1;
+	h->size = size;
+	h->max_record = JFORMAT_RECORD_MAX;
+	h->max_entry = max_entry;
+	/* the flusher may be asleep already: until it says otherwise, appenders must ring */
+	h->need_wakeup = 1;
+}
+
+void jring_set_head(struct jring_hdr *h, uint64_t head)
+{
+	__atomic_store_n(&h->head, head, __ATOMIC_RELEASE);
+}
+
+void jring_set_lsn(uint8_t *data, uint64_t size, uint64_t pos, uint64_t lsn)
+{
+	/* relaxed: the client reads it only after `durable` (release) covers the entry */
+	__atomic_store_n((uint64_t *)(data + (pos & (size - 1)) + offsetof(struct jring_entry, lsn)), lsn,
+			 __ATOMIC_RELAXED);
+}
+
+void jring_set_durable(struct jring_hdr *h, uint64_t durable_lsn, uint64_t durable)
+{
+	/* the LSN first: a client that sees its position may ask for the LSN at once */
+	__atomic_store_n(&h->durable_lsn, durable_lsn, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->durable, durable, __ATOMIC_RELEASE);
+}
+
+void jring_set_durable_lsn(struct jring_hdr *h, uint64_t durable_lsn)
+{
+	__atomic_store_n(&h->durable_lsn, durable_lsn, __ATOMIC_RELEASE);
+}
+
+void jring_set_error(struct jring_hdr *h, int32_t err)
+{
+	__atomic_store_n(&h->error, err, __ATOMIC_RELEASE);
+}
+
+void jring_set_spin(struct jring_hdr *h, uint32_t us)
+{
+	__atomic_store_n(&h->spin_us, us, __ATOMIC_RELAXED);
+}
+
+void jring_wake(struct jring_wake *w)
+{
+	__atomic_fetch_add(&w->futex, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->waiters, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &w->futex, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * jring.h - the append ring a journal writer shares with hugepoold: layout and protocol, both
- * halves (jring.c holds the code of each).
+ * halves. jring.c holds the code of each: every read and write of a ring or a wake page, on
+ * either side, is there (the library and the daemon only create, map and unmap them), so the
+ * handshake can be checked in one file.
  *
  * One ring per writer (an hp_journal handle): a memfd the daemon creates and both map. Page 0
  * is the header, then `size` data bytes (a power of two) used as a circular buffer. Positions
@@ -10,18 +12,19 @@
  * nothing is shared across uids, so a writer that scribbles on its ring, wake page or doorbell
  * delays only itself and its own uid.
  *
- *   client writes: the entries (jring_put_entry), then `tail` (jring_publish, seq_cst) once an
+ *   client writes: the entries (jring_append), then `tail` (jring_publish, seq_cst) once an
  *                  entry is complete;
- *   daemon writes: `head` (entries copied into a batch), then for each entry its first LSN
- *                  into the entry's lsn field, then `durable` (store-release) once the sync
- *                  covering them completed, `durable_lsn`, then bumps the uid's wake word;
- *                  `need_wakeup` while its flusher sleeps; `error` once the journal failed or
- *                  this ring broke the protocol;
+ *   daemon writes: for each entry it copies into a batch its first LSN into the entry's lsn
+ *                  field (jring_set_lsn), then `head` (jring_set_head); once the sync covering
+ *                  them completed `durable_lsn`, then `durable` (jring_set_durable,
+ *                  store-release), then bumps the uid's wake word (jring_wake); `need_wakeup`
+ *                  while its flusher sleeps (jring_arm); `error` once the journal failed or
+ *                  this ring broke the protocol (jring_set_error);
  *   client waiters: sleep on the uid's wake word (struct jring_wake, a page the uid's writers
  *                  of the journal share) and count themselves in its `waiters`, so that the
- *                  daemon makes one FUTEX_WAKE per uid someone waits in. A client that
- *                  corrupts the page only makes its own uid miss wake-ups (waiters look again
- *                  every 100 ms regardless).
+ *                  daemon makes one FUTEX_WAKE per uid someone waits in (jring_wait). A client
+ *                  that corrupts the page only makes its own uid miss wake-ups (waiters look
+ *                  again every JRING_WAIT_SLICE_NS, 100 ms, regardless).
  *
  * An entry is a group of records that get consecutive LSNs:
  *   struct jring_entry { total, count, lsn } then count x (struct jring_rec + payload, 8-aligned),
@@ -86,6 +89,8 @@ _Static_assert(sizeof(struct jring_hdr) <= JRING_HDR_SIZE, "ring header fits its
 _Static_assert(__builtin_offsetof(struct jring_hdr, tail) % 64 == 0, "tail on its own cache line");
 _Static_assert(__builtin_offsetof(struct jring_hdr, head) % 64 == 0, "daemon fields on their own line");
 
+#define JRING_SPIN_MAX_US 1000u /* the longest spin_us the daemon sets and a waiter obeys */
+
 /* The wake page of one uid's writers of a journal (no other uid maps it), JRING_WAKE_SIZE bytes. */
 #define JRING_WAKE_SIZE 4096u
 struct jring_wake {
@@ -118,12 +123,46 @@ static inline uint64_t jring_entry_align(uint64_t n)
 
 /* --- the client's half ----------------------------------------------------------------- */
 
-/* Bytes an entry of these records takes in the ring, and on disk (*ret_disk). */
-uint64_t jring_entry_size(const struct iovec *recs, unsigned n, uint64_t *ret_disk);
-/* Lay out an entry of total bytes (jring_entry_size) at data[off]: header, records, padding. */
-void jring_put_entry(uint8_t *data, uint64_t off, uint64_t total, const struct iovec *recs, unsigned n);
-/* Make everything before tail visible; true when the daemon sleeps and the doorbell must ring. */
-bool jring_publish(struct jring_hdr *h, uint64_t tail);
+#define JRING_WAIT_SLICE_NS 100000000ull /* a waiter looks at the daemon and rings again this often */
+
+/* The client's side of one ring (the library's writer handle holds it). Not thread-safe. */
+struct jring_client {
+	struct jring_hdr *hdr; /* the mapping: the header page, then size data bytes */
+	uint8_t *data;
+	uint64_t size; /* from the daemon's reply, checked: not read back from the header */
+	uint64_t max_entry; /* disk bytes of one entry, read once */
+	uint64_t tail; /* its own copy: what it published */
+	int doorbell; /* its eventfd */
+	struct jring_wake *wake; /* the wake page of its uid's writers of the journal */
+	/* asked after a wait slice without news: is the daemon gone? (the library: its socket) */
+	bool (*gone)(void *arg);
+	void *gone_arg;
+};
+
+/* Take a freshly mapped ring (JRING_HDR_SIZE + size bytes) and wake page, and the doorbell. */
+void jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct jring_wake *wake, int doorbell,
+		       bool (*gone)(void *arg), void *gone_arg);
+/*
+ * Append one entry of n records (each of at most JFORMAT_RECORD_MAX bytes; the caller checks
+ * them) and publish it; waits while the ring is full. *ret_start: the entry's position (for
+ * jring_entry_lsn); c->tail after it is the position jring_durable_past waits for. -EMSGSIZE
+ * when the entry exceeds the ring's limits, the ring's error, or what jring_wait returns.
+ */
+int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, uint64_t *ret_start);
+/* The journal's durable LSN at the last publish. */
+uint64_t jring_durable_lsn(const struct jring_client *c);
+/* Conditions for jring_wait: ring position pos is durable; LSN lsn is durable. */
+bool jring_durable_past(const struct jring_client *c, uint64_t pos);
+bool jring_lsn_durable(const struct jring_client *c, uint64_t lsn);
+/*
+ * Wait until done(c, arg): spin first if the daemon's hint says so, then sleep on the wake
+ * word. deadline_ns: CLOCK_MONOTONIC, UINT64_MAX for none. 0, the ring's error, -ETIMEDOUT,
+ * or -ECONNRESET once c->gone says the daemon is gone.
+ */
+int jring_wait(struct jring_client *c, bool (*done)(const struct jring_client *c, uint64_t arg), uint64_t arg,
+	       uint64_t deadline_ns);
+/* The first LSN of the entry appended at start, once it is durable. */
+uint64_t jring_entry_lsn(const struct jring_client *c, uint64_t start);
 
 /* --- the daemon's half ------------------------------------------------------------------ */
 
@@ -165,5 +204,30 @@ struct jring_read {
  */
 int jring_read_entry(const struct jring_view *v, uint64_t pos, uint64_t tail, uint8_t *dst, uint64_t room,
 		     uint64_t lsn, uint64_t generation, struct jring_read *ret, const char **ret_why);
+
+/*
+ * The daemon's writes (the protocol above says when each is made). Nothing else in the daemon
+ * writes a ring or a wake page: it only creates, maps and unmaps them.
+ */
+/* A new ring's header, before the client maps it: geometry, limits, and need_wakeup raised
+ * (the flusher may be asleep already: until it says otherwise, appenders must ring). */
+void jring_init(struct jring_hdr *h, uint64_t size, uint64_t max_entry);
+/* Entries up to head are consumed (informative: a waiting client rings again while head is
+ * behind its tail). */
+void jring_set_head(struct jring_hdr *h, uint64_t head);
+/* The first LSN of the entry at ring position pos of a ring of size data bytes at data. */
+void jring_set_lsn(uint8_t *data, uint64_t size, uint64_t pos, uint64_t lsn);
+/* Publish a batch this ring had entries in: the journal's durable LSN, then the ring position
+ * durable with it. */
+void jring_set_durable(struct jring_hdr *h, uint64_t durable_lsn, uint64_t durable);
+/* Publish the journal's durable LSN only (to every ring, after a batch completed). */
+void jring_set_durable_lsn(struct jring_hdr *h, uint64_t durable_lsn);
+/* The journal failed or this ring broke the protocol: err (negative) from now on. */
+void jring_set_error(struct jring_hdr *h, int32_t err);
+/* The spin hint for the ring's waiters, in microseconds (0: sleep at once). */
+void jring_set_spin(struct jring_hdr *h, uint32_t us);
+/* After a publish: bump the uid's wake word, and FUTEX_WAKE it when the page says someone
+ * waits (a client that lies about that only misses its own uid's wake-ups). */
+void jring_wake(struct jring_wake *w);
 
 #endif

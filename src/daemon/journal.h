@@ -11,9 +11,10 @@
  * the measured arrival rate and sync latency predict, or until the time budget runs out.
  *
  * Threads: the event loop calls everything in this header; the flusher thread is private to
- * journal.c. `lock` in struct journal guards what both touch (the writer list, counters, state,
- * the retention point); the rings themselves follow jring.h's protocol. A failed write or sync
- * turns the journal read-only for good (until restart): nothing later is acknowledged.
+ * journal_flusher.c. `lock` in struct journal (journal_internal.h) guards what both touch (the
+ * writer list, counters, state, the retention point); the rings themselves follow jring.h's
+ * protocol. A failed write or sync turns the journal read-only for good (until restart):
+ * nothing later is acknowledged.
  */
 #ifndef HP_JOURNAL_H
 #define HP_JOURNAL_H

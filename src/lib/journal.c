@@ -9,6 +9,9 @@
  * uid's (the daemon wakes all of a uid's waiting writers with one FUTEX_WAKE). While
  * waiting it looks at the connection every 100 ms so that a dead daemon is an error, not a
  * hang, and rings again if the daemon sleeps with its entries unread (a lost wake-up is a delay).
+ * That protocol is src/common/jring.c's (jring_append, jring_wait), beside the daemon's half:
+ * this file maps the ring the daemon sends, checks the caller's arguments, and supplies the
+ * connection check.
  *
  * A reader gets the segment files from the daemon (read-only fds), maps them and checks every
  * record (jformat.h) itself; the daemon's durable LSN bounds what it returns.
@@ -17,15 +20,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -33,17 +31,12 @@
 #include "jring.h"
 #include "util.h"
 
-#define WAIT_SLICE_NS 100000000ull /* look at the connection this often while waiting */
 #define READER_SEGMENTS PROTO_MAX_FDS
 
 struct hp_journal {
 	hp_conn *c;
 	uint64_t writer_id;
-	struct jring_hdr *hdr;
-	uint8_t *data;
-	uint64_t size, map_len, max_entry, tail;
-	int doorbell;
-	struct jring_wake *wake; /* the wake page of its uid's writers of this journal */
+	struct jring_client ring; /* its append ring, doorbell and uid's wake page */
 };
 
 static int check_name(const char *name)
@@ -51,6 +44,16 @@ static int check_name(const char *name)
 	if (!name || !*name || strlen(name) >= PROTO_NAME_MAX || !proto_name_valid(name, strlen(name) + 1))
 		return -EINVAL;
 	return 0;
+}
+
+/* The daemon closed our connection (it died or threw us out)? For the ring's waits. */
+static bool connection_gone(void *arg)
+{
+	hp_conn *c = arg;
+	struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+
+	/* a request/reply protocol: nothing may arrive unasked, so readable means gone */
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
 }
 
 int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
@@ -87,16 +90,9 @@ int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 		munmap(map, JRING_HDR_SIZE + o->ring_size);
 		goto out_close;
 	}
-	j->wake = wake;
 	j->c = c;
 	j->writer_id = o->writer_id;
-	j->hdr = map;
-	j->data = (uint8_t *)map + JRING_HDR_SIZE;
-	j->size = o->ring_size;
-	j->map_len = JRING_HDR_SIZE + o->ring_size;
-	j->max_entry = j->hdr->max_entry;
-	j->tail = __atomic_load_n(&j->hdr->tail, __ATOMIC_ACQUIRE);
-	j->doorbell = fds[1];
+	jring_client_init(&j->ring, map, o->ring_size, wake, fds[1], connection_gone, c);
 	close(fds[0]);
 	close(fds[2]);
 	*ret = j;
@@ -116,85 +112,15 @@ void hp_journal_close(hp_journal *j)
 	req.writer_id = j->writer_id;
 	/* what was appended is still written: the daemon drains the ring before it lets go */
 	(void)client_simple_request(j->c, PROTO_JOURNAL_CLOSE, &req, sizeof(req));
-	munmap(j->hdr, j->map_len);
-	munmap(j->wake, JRING_WAKE_SIZE);
-	close(j->doorbell);
+	munmap(j->ring.hdr, JRING_HDR_SIZE + j->ring.size);
+	munmap(j->ring.wake, JRING_WAKE_SIZE);
+	close(j->ring.doorbell);
 	free(j);
 }
 
 uint64_t hp_journal_durable_lsn(const hp_journal *j)
 {
-	return __atomic_load_n(&j->hdr->durable_lsn, __ATOMIC_ACQUIRE);
-}
-
-/* The daemon closed our connection (it died or threw us out)? */
-static bool connection_gone(hp_conn *c)
-{
-	struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
-
-	/* a request/reply protocol: nothing may arrive unasked, so readable means gone */
-	return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
-}
-
-static void ring_doorbell(hp_journal *j)
-{
-	uint64_t one = 1;
-
-	if (write(j->doorbell, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is saturated, a wake-up is pending anyway */
-	}
-}
-
-/*
- * Wait until done(j, arg) holds, sleeping on the uid's wake word. deadline_ns: CLOCK_MONOTONIC,
- * UINT64_MAX for none.
- */
-static int wait_until(hp_journal *j, bool (*done)(hp_journal *, uint64_t), uint64_t arg, uint64_t deadline_ns)
-{
-	/*
-	 * A lone writer's sync takes a few hundred microseconds: waiting for it by polling beats a
-	 * futex round trip. sched_yield, not a pause loop: on a small machine the flusher may be
-	 * queued on this very CPU, and must not wait for our spin to end.
-	 */
-	uint32_t spin_us = MIN(__atomic_load_n(&j->hdr->spin_us, __ATOMIC_RELAXED), 1000u);
-
-	if (spin_us) {
-		uint64_t until = MIN(now_ns() + spin_us * 1000ull, deadline_ns);
-
-		while (!done(j, arg) && now_ns() < until)
-			sched_yield();
-	}
-	for (;;) {
-		uint32_t f = __atomic_load_n(&j->wake->futex, __ATOMIC_SEQ_CST);
-		int32_t err;
-		uint64_t now, slice;
-		struct timespec ts;
-		bool timed_out;
-
-		if (done(j, arg))
-			return 0;
-		err = __atomic_load_n(&j->hdr->error, __ATOMIC_ACQUIRE);
-		if (err < 0)
-			return err;
-		now = now_ns();
-		if (now >= deadline_ns)
-			return -ETIMEDOUT;
-		slice = MIN(deadline_ns - now, WAIT_SLICE_NS);
-		ts = (struct timespec){ (time_t)(slice / 1000000000u), (long)(slice % 1000000000u) };
-		__atomic_fetch_add(&j->wake->waiters, 1, __ATOMIC_SEQ_CST);
-		/* the daemon bumps the word after publishing: a changed value means look again */
-		timed_out = !done(j, arg) &&
-			    syscall(SYS_futex, &j->wake->futex, FUTEX_WAIT, f, &ts, NULL, 0) < 0 && errno == ETIMEDOUT;
-		__atomic_fetch_sub(&j->wake->waiters, 1, __ATOMIC_SEQ_CST);
-		if (done(j, arg))
-			continue;
-		if (connection_gone(j->c))
-			return -ECONNRESET;
-		/* a whole slice without news while the daemon sleeps with our entries unread: ring again */
-		if (timed_out && __atomic_load_n(&j->hdr->need_wakeup, __ATOMIC_SEQ_CST) &&
-		    __atomic_load_n(&j->hdr->head, __ATOMIC_ACQUIRE) != j->tail)
-			ring_doorbell(j);
-	}
+	return jring_durable_lsn(&j->ring);
 }
 
 static uint64_t deadline_of(int64_t timeout_ms)
@@ -202,21 +128,9 @@ static uint64_t deadline_of(int64_t timeout_ms)
 	return timeout_ms < 0 ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
-static bool durable_past(hp_journal *j, uint64_t pos)
-{
-	return __atomic_load_n(&j->hdr->durable, __ATOMIC_ACQUIRE) >= pos;
-}
-
-static bool lsn_durable(hp_journal *j, uint64_t lsn)
-{
-	return __atomic_load_n(&j->hdr->durable_lsn, __ATOMIC_ACQUIRE) >= lsn;
-}
-
 /* Append an entry; *ret_start is where its header lies (for the LSN), *ret_end its ticket. */
 static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_start, uint64_t *ret_end)
 {
-	uint64_t total, disk, off, pos, skip = 0;
-	int32_t err;
 	int r;
 
 	if (!j || !recs || n == 0 || n > UINT32_MAX)
@@ -227,37 +141,10 @@ static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uin
 		if (recs[i].iov_len > JFORMAT_RECORD_MAX)
 			return -EMSGSIZE;
 	}
-	total = jring_entry_size(recs, n, &disk);
-	if (disk > j->max_entry || total > j->size / 2)
-		return -EMSGSIZE;
-	err = __atomic_load_n(&j->hdr->error, __ATOMIC_ACQUIRE);
-	if (err < 0)
-		return err;
-	off = j->tail & (j->size - 1);
-	if (off + total > j->size)
-		skip = j->size - off; /* does not fit before the end: start over at 0 */
-	/* space is free behind what is durable (we may still need to read an entry's LSN) */
-	pos = j->tail + skip + total;
-	if (pos - __atomic_load_n(&j->hdr->durable, __ATOMIC_ACQUIRE) > j->size) {
-		if (jring_publish(j->hdr, j->tail))
-			ring_doorbell(j);
-		r = wait_until(j, durable_past, pos - j->size, UINT64_MAX);
-		if (r < 0)
-			return r;
-	}
-	if (skip) {
-		struct jring_entry e = { .total = (uint32_t)skip, .count = 0 };
-
-		memcpy(j->data + off, &e, sizeof(e));
-		j->tail += skip;
-		off = 0;
-	}
-	*ret_start = j->tail;
-	jring_put_entry(j->data, off, total, recs, n);
-	j->tail += total;
-	if (jring_publish(j->hdr, j->tail))
-		ring_doorbell(j);
-	*ret_end = j->tail;
+	r = jring_append(&j->ring, recs, n, ret_start);
+	if (r < 0)
+		return r;
+	*ret_end = j->ring.tail;
 	return 0;
 }
 
@@ -283,9 +170,9 @@ int hp_journal_append(hp_journal *j, const void *data, size_t len, uint64_t *ret
 
 int hp_journal_wait(hp_journal *j, uint64_t ticket, int64_t timeout_ms)
 {
-	if (!j || ticket > j->tail)
+	if (!j || ticket > j->ring.tail)
 		return -EINVAL;
-	return wait_until(j, durable_past, ticket, deadline_of(timeout_ms));
+	return jring_wait(&j->ring, jring_durable_past, ticket, deadline_of(timeout_ms));
 }
 
 int hp_journal_appendv_wait(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_first_lsn)
@@ -296,14 +183,11 @@ int hp_journal_appendv_wait(hp_journal *j, const struct iovec *recs, unsigned n,
 	r = append_entry(j, recs, n, &start, &end);
 	if (r < 0)
 		return r;
-	r = wait_until(j, durable_past, end, UINT64_MAX);
+	r = jring_wait(&j->ring, jring_durable_past, end, UINT64_MAX);
 	if (r < 0)
 		return r;
-	/* durable, so the daemon wrote the LSN into our entry, and we have not reused its space */
 	if (ret_first_lsn)
-		*ret_first_lsn = __atomic_load_n(
-			(uint64_t *)(j->data + (start & (j->size - 1)) + offsetof(struct jring_entry, lsn)),
-			__ATOMIC_ACQUIRE);
+		*ret_first_lsn = jring_entry_lsn(&j->ring, start);
 	return 0;
 }
 
@@ -320,7 +204,7 @@ int hp_journal_wait_lsn(hp_journal *j, uint64_t lsn, int64_t timeout_ms)
 {
 	if (!j)
 		return -EINVAL;
-	return wait_until(j, lsn_durable, lsn, deadline_of(timeout_ms));
+	return jring_wait(&j->ring, jring_lsn_durable, lsn, deadline_of(timeout_ms));
 }
 
 int hp_journal_truncate(hp_conn *c, const char *name, uint64_t lsn)

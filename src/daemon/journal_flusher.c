@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * journal_flusher.c - a journal's flusher thread (one per journal, started by journal_open):
+ * it takes what the writers appended to their rings, writes and syncs it in batches, and tells
+ * the writers what is durable. Its loop:
+ *
+ *   gather   copy complete entries from every ring into the filling batch, giving LSNs, in
+ *            passes over the writers with an equal share of the batch each per pass (fair);
+ *   flush    submit the batch (header block too if it opens a segment) when the rule says so;
+ *   sleep    in ppoll() on the daemon's own doorbell, the epoll set of the writers' doorbells
+ *            (edge-triggered, never read) and the backend's completion eventfd, with need_wakeup
+ *            raised in every ring so that appenders ring their doorbells;
+ *   publish  completed batches in submission order only: durable_lsn and each ring's durable
+ *            position move to the end of the longest prefix of completed batches.
+ *
+ * Flush rule (the adaptive part; the idea is Artemis' adapting TimedBuffer, seed 004):
+ *   - a lone writer (at most one ring active within the last two sync latencies) is flushed
+ *     at once: it must not pay a time budget;
+ *   - a batch that holds an entry from every active writer is flushed at once: nobody else is
+ *     coming;
+ *   - a batch that reached the size estimate (arrival rate x sync latency, measured) is flushed;
+ *   - otherwise when the time budget (max_batch_delay, at most one sync latency) since its first
+ *     record runs out.
+ * At most JOURNAL_INFLIGHT batches are written at once: one syncs while the next fills.
+ *
+ * It holds the journal's lock except while it sleeps, writes a lone writer's batch inline,
+ * saves the truncation point, or yields while it looks for a lone writer's next append (what
+ * the lock guards: journal_internal.h). A failed write or sync makes the journal read-only
+ * (journal_fail).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/queue.h>
+#include <unistd.h>
+
+#include "jformat.h"
+#include "jio.h"
+#include "journal_internal.h"
+#include "jring.h"
+#include "log.h"
+#include "util.h"
+
+#define EWMA_ALPHA 0.2
+#define FLUSHER_SPIN_NS 50000 /* how long the flusher looks for a lone writer's next append */
+
+/* --- batches ---------------------------------------------------------------------------- */
+
+/* Space the filling batch may still use in the current segment. */
+static size_t batch_room(const struct journal *j, const struct batch *b)
+{
+	uint64_t seg_left = j->cfg.segment_size - j->cur_off - b->len;
+	/* under O_DIRECT keep room for the padding record that ends the batch on a block */
+	uint64_t reserve = j->cfg.direct ? JFORMAT_REC_HDR : 0;
+	uint64_t left = MIN((uint64_t)(b->cap - b->len), seg_left > reserve ? seg_left - reserve : 0);
+
+	return (size_t)left;
+}
+
+void batch_reset(struct journal *j, struct batch *b)
+{
+	b->len = 0;
+	b->nrefs = 0;
+	b->with_header = false;
+	b->first_lsn = b->end_lsn = j->next_lsn;
+	b->t_first = 0;
+	b->inflight = b->done = false;
+	b->res = 0;
+}
+
+static int batch_add_ref(struct batch *b, struct journal_writer *w, uint64_t end)
+{
+	if (b->nrefs && b->refs[b->nrefs - 1].w == w) {
+		b->refs[b->nrefs - 1].end = end;
+		return 0;
+	}
+	if (b->nrefs == b->refs_cap) {
+		unsigned cap = b->refs_cap ? b->refs_cap * 2 : 16;
+		struct batch_ref *n = realloc(b->refs, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		b->refs = n;
+		b->refs_cap = cap;
+	}
+	b->refs[b->nrefs++] = (struct batch_ref){ w, end };
+	w->refs++;
+	return 0;
+}
+
+static void writer_break(struct journal *j, struct journal_writer *w, const char *why)
+{
+	log_warning("Journal '%s': writer of pid %d (uid %u) broke the ring protocol (%s); ignoring its "
+		    "further records",
+		    j->cfg.name, (int)w->pid, (unsigned)w->uid, why);
+	w->broken = true;
+	jring_set_error(w->hdr, -EPROTO);
+	jring_wake(w->group->wake);
+}
+
+/* GATHER_SHARE: took its share of the batch for this pass and has more */
+enum gather_result { GATHER_EMPTY, GATHER_MORE, GATHER_SHARE, GATHER_FULL };
+
+/*
+ * Copy complete entries of one ring into batch b while they fit and this pass's share of the
+ * batch (share bytes; the first entry always may) is not used up. The client shares this memory
+ * and may change it at any time: tail is read once here, each header once in jring_read_entry,
+ * and only those copies are used.
+ */
+static enum gather_result gather_ring(struct journal *j, struct journal_writer *w, struct batch *b, uint64_t now,
+				      uint64_t share)
+{
+	struct jring_view v = { w->data, w->size, w->max_entry };
+	uint64_t tail = jring_load_tail(w->hdr), pos = w->head, start_len = b->len;
+	enum gather_result res = GATHER_EMPTY;
+
+	if (tail - pos > w->size || tail < pos) {
+		writer_break(j, w, "tail out of range");
+		return GATHER_EMPTY;
+	}
+	while (pos < tail && b->len - start_len < share) {
+		uint64_t lsn = j->next_lsn;
+		struct jring_read rd;
+		const char *why;
+		int r;
+
+		r = jring_read_entry(&v, pos, tail, b->buf + b->len, batch_room(j, b), lsn,
+				     j->segs[j->cur].generation, &rd, &why);
+		if (r == -ENOSPC)
+			return GATHER_FULL;
+		if (r < 0) {
+			writer_break(j, w, why);
+			return res;
+		}
+		if (rd.count == 0) {
+			pos = rd.end;
+			continue;
+		}
+		if (batch_add_ref(b, w, rd.end) < 0)
+			return GATHER_FULL; /* cannot track it: keep it out of the batch and retry later */
+		/* the client reads its entry's first LSN here once the entry is durable */
+		jring_set_lsn(w->data, w->size, pos, lsn);
+		pos = rd.end;
+		b->len += rd.disk;
+		j->next_lsn += rd.count;
+		if (!b->t_first)
+			b->t_first = now;
+		b->end_lsn = j->next_lsn;
+		j->st.appends += rd.count;
+		j->st.bytes += rd.disk;
+		w->head = pos;
+		w->active_ns = now;
+		w->in_batch = true;
+		res = GATHER_MORE;
+	}
+	/* a skip entry read last moves head too */
+	w->head = pos;
+	jring_set_head(w->hdr, w->head);
+	return pos < tail ? GATHER_SHARE : res;
+}
+
+/*
+ * Fill batch b fairly: in passes over the writers, each may add up to an equal share of the
+ * batch per pass (at least one entry), while one had more than its share and entries fit. A
+ * writer with large entries thus cannot keep the others out of a batch, whoever comes first.
+ * Returns true when the batch is full.
+ */
+static bool gather_fair(struct journal *j, struct batch *b, uint64_t now)
+{
+	struct journal_writer *w;
+	unsigned n = 0;
+	uint64_t share;
+	bool full = false, more = true;
+
+	TAILQ_FOREACH(w, &j->writers, link)
+		n += !w->broken;
+	if (n == 0)
+		return false;
+	share = MAX(b->cap / n, (size_t)1);
+	while (more && !full) {
+		more = false;
+		TAILQ_FOREACH(w, &j->writers, link) {
+			enum gather_result g;
+
+			if (w->broken)
+				continue;
+			g = gather_ring(j, w, b, now, share);
+			full |= g == GATHER_FULL;
+			more |= g == GATHER_SHARE;
+		}
+	}
+	/* the next batch starts with the next writer: no one is always first */
+	w = TAILQ_FIRST(&j->writers);
+	TAILQ_REMOVE(&j->writers, w, link);
+	TAILQ_INSERT_TAIL(&j->writers, w, link);
+	return full;
+}
+
+/* End a batch under O_DIRECT on a block boundary with a padding record. */
+static void batch_pad(struct journal *j, struct batch *b)
+{
+	uint64_t end = j->cur_off + b->len, target;
+
+	if (!j->cfg.direct || end % JFORMAT_BLOCK == 0)
+		return;
+	target = (end + JFORMAT_REC_HDR + JFORMAT_BLOCK - 1) / JFORMAT_BLOCK * JFORMAT_BLOCK;
+	jformat_rec_write(b->buf + b->len, j->next_lsn, j->segs[j->cur].generation, JREC_PAD, NULL,
+			  (uint32_t)(target - end - JFORMAT_REC_HDR));
+	b->len += target - end;
+}
+
+static void batch_completed(struct journal *j, struct batch *b, int res, uint64_t now)
+{
+	b->done = true;
+	b->res = res;
+	hist_add(&j->st.sync_ns, now - b->t_submit);
+	j->st.syncs++;
+	j->ewma_sync_ns = j->ewma_sync_ns ? (1 - EWMA_ALPHA) * j->ewma_sync_ns + EWMA_ALPHA * (double)(now - b->t_submit)
+					  : (double)(now - b->t_submit);
+}
+
+/*
+ * Send the filling batch to the disk. inline_io: write and sync it here and now (jio_run), for a
+ * lone writer with nothing else in flight: no queue, no thread hop; it is published at once.
+ */
+static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
+{
+	struct batch *b = &j->batches[j->fill];
+	struct segment *s = &j->segs[j->cur];
+	unsigned n = 0;
+	int r;
+
+	batch_pad(j, b);
+	b->seg = j->cur;
+	b->off = j->cur_off;
+	b->req = (struct jio_req){ .fd = s->fd, .data = b };
+	if (j->cur_fresh) {
+		struct jformat_seg_hdr h;
+
+		jformat_seg_hdr_init(&h, j->cfg.name, s->generation, s->first_lsn, j->cfg.segment_size,
+				     realtime_ns());
+		memset(b->hdr_block, 0, JFORMAT_BLOCK);
+		memcpy(b->hdr_block, &h, sizeof(h));
+		b->req.iov[n++] = (struct jio_iov){ b->hdr_block, JFORMAT_BLOCK, 0 };
+		b->with_header = true;
+		j->cur_fresh = false;
+	}
+	b->req.iov[n++] = (struct jio_iov){ b->buf, b->len, b->off };
+	b->req.niov = n;
+	b->t_submit = now;
+	if (inline_io) {
+		/*
+		 * Without the lock: the event loop (status, opens, closes) must not wait for a disk.
+		 * Nothing it may change meanwhile is used here: the batch, the segments and the LSN
+		 * counter are the flusher's, and writers are only marked closed, never freed, by others.
+		 */
+		pthread_mutex_unlock(&j->lock);
+		r = jio_run(j->io, &b->req);
+		pthread_mutex_lock(&j->lock);
+		batch_completed(j, b, r, now_ns());
+	} else {
+		r = jio_submit(j->io, &b->req);
+		if (r < 0)
+			return r;
+	}
+	b->inflight = true;
+	j->cur_off += b->len;
+	j->order[j->norder++] = j->fill;
+	j->st.batches++;
+	hist_add(&j->st.batch_records, b->end_lsn - b->first_lsn);
+	/* arrival rate: what this batch gathered since the previous submission */
+	if (j->last_submit_ns && now > j->last_submit_ns) {
+		double rate = (double)b->len / (double)(now - j->last_submit_ns);
+
+		j->ewma_rate = j->ewma_rate ? (1 - EWMA_ALPHA) * j->ewma_rate + EWMA_ALPHA * rate : rate;
+	}
+	j->last_submit_ns = now;
+	/* the next filling batch: a free one exists, at most JOURNAL_INFLIGHT are in flight */
+	for (unsigned i = 0; i < NBATCH; i++)
+		if (!j->batches[i].inflight) {
+			j->fill = i;
+			break;
+		}
+	batch_reset(j, &j->batches[j->fill]);
+	return 0;
+}
+
+/* --- publish ---------------------------------------------------------------------------- */
+
+static void wake_all(struct journal *j)
+{
+	struct wake_group *g;
+
+	LIST_FOREACH(g, &j->groups, link)
+		jring_wake(g->wake);
+}
+
+static void journal_fail(struct journal *j, int err, const char *what)
+{
+	struct journal_writer *w;
+
+	if (j->st.state == JOURNAL_FAILED)
+		return;
+	j->st.state = JOURNAL_FAILED;
+	j->st.error = err;
+	snprintf(j->st.note, sizeof(j->st.note), "%s: %s", what, strerror(-err));
+	log_error("Journal '%s' is read-only from now on: %s: %s (durable up to LSN %" PRIu64
+		  "; nothing after it was acknowledged)",
+		  j->cfg.name, what, strerror(-err), j->durable_lsn);
+	TAILQ_FOREACH(w, &j->writers, link)
+		jring_set_error(w->hdr, err);
+	wake_all(j);
+}
+
+/* Collect completions and publish the completed prefix, in submission order. */
+static void reap_and_publish(struct journal *j, uint64_t now)
+{
+	struct jio_req *req;
+	struct journal_writer *w;
+	bool published = false;
+
+	while ((req = jio_reap(j->io)))
+		batch_completed(j, req->data, req->res, now);
+	while (j->norder && j->batches[j->order[0]].done) {
+		struct batch *b = &j->batches[j->order[0]];
+
+		if (b->res < 0) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "writing or syncing %zu bytes at offset %" PRIu64 " of segment %u failed",
+				 b->len, b->off, b->seg);
+			journal_fail(j, b->res, what);
+		} else if (j->st.state != JOURNAL_FAILED) {
+			/* durable: its records and, through the ring positions, its writers' entries */
+			j->durable_lsn = b->end_lsn - 1; /* the last durable LSN; 0 = none yet */
+			for (unsigned i = 0; i < b->nrefs; i++)
+				jring_set_durable(b->refs[i].w->hdr, j->durable_lsn, b->refs[i].end);
+			published = true;
+		}
+		for (unsigned i = 0; i < b->nrefs; i++)
+			b->refs[i].w->refs--;
+		b->inflight = false;
+		b->nrefs = 0;
+		memmove(j->order, j->order + 1, --j->norder * sizeof(j->order[0]));
+	}
+	if (published) {
+		j->st.durable_lsn = j->durable_lsn;
+		/* positions first (a spinning client sees them now), wake-ups after the next submit */
+		TAILQ_FOREACH(w, &j->writers, link)
+			jring_set_durable_lsn(w->hdr, j->durable_lsn);
+		j->wake_pending = true;
+	}
+}
+
+/* Wake the clients waiting for what was published: after submitting, off the critical path. */
+static void wake_writers(struct journal *j)
+{
+	if (!j->wake_pending)
+		return;
+	j->wake_pending = false;
+	wake_all(j);
+}
+
+/* --- the flush rule --------------------------------------------------------------------- */
+
+/* Writers seen with data within the recent past: "is anyone else appending?" */
+static unsigned active_writers(struct journal *j, uint64_t now, unsigned *ret_in_batch)
+{
+	uint64_t window = (uint64_t)MAX(2 * j->ewma_sync_ns, 1e6);
+	struct journal_writer *w;
+	unsigned n = 0, in = 0;
+
+	TAILQ_FOREACH(w, &j->writers, link) {
+		if (w->closed || w->broken || !w->active_ns || now - w->active_ns > window)
+			continue;
+		n++;
+		in += w->in_batch;
+	}
+	*ret_in_batch = in;
+	return n;
+}
+
+static uint64_t flush_budget_ns(const struct journal *j)
+{
+	uint64_t budget = j->cfg.max_batch_delay_ns;
+
+	if (j->ewma_sync_ns > 0 && (uint64_t)j->ewma_sync_ns < budget)
+		budget = (uint64_t)j->ewma_sync_ns;
+	return budget;
+}
+
+/* Should the filling batch go now? Sets *ret_deadline when it should go later. */
+static bool flush_due(struct journal *j, uint64_t now, uint64_t *ret_deadline)
+{
+	struct batch *b = &j->batches[j->fill];
+	unsigned in_batch, active;
+	double estimate;
+
+	if (b->len == 0)
+		return false;
+	active = active_writers(j, now, &in_batch);
+	if (active <= 1 || in_batch >= active)
+		return true;
+	estimate = j->ewma_rate * j->ewma_sync_ns;
+	if (estimate >= JFORMAT_BLOCK && (double)b->len >= MIN(estimate, (double)j->cfg.max_batch_bytes))
+		return true;
+	if (now >= b->t_first + flush_budget_ns(j))
+		return true;
+	*ret_deadline = b->t_first + flush_budget_ns(j);
+	return false;
+}
+
+static void writers_clear_batch_marks(struct journal *j)
+{
+	struct journal_writer *w;
+
+	TAILQ_FOREACH(w, &j->writers, link)
+		w->in_batch = false;
+}
+
+/* Tell the writers whether waiting by spinning pays: only when one of them is alone. */
+static void set_spin_hint(struct journal *j, bool lone)
+{
+	uint32_t us = lone ? (uint32_t)MIN(2 * j->ewma_sync_ns / 1000, (double)JRING_SPIN_MAX_US) : 0;
+	struct journal_writer *w;
+
+	TAILQ_FOREACH(w, &j->writers, link)
+		jring_set_spin(w->hdr, us);
+}
+
+/* After serving a lone writer: its next append usually follows within microseconds. */
+static bool spin_for_append(struct journal *j)
+{
+	uint64_t until = now_ns() + FLUSHER_SPIN_NS;
+
+	do {
+		struct journal_writer *w;
+
+		TAILQ_FOREACH(w, &j->writers, link)
+			if (!w->broken && jring_load_tail(w->hdr) != w->head)
+				return true;
+		/* yield, not pause: the writer may be queued on our CPU; and let the event loop in */
+		pthread_mutex_unlock(&j->lock);
+		sched_yield();
+		pthread_mutex_lock(&j->lock);
+	} while (now_ns() < until);
+	return false;
+}
+
+/* --- the loop --------------------------------------------------------------------------- */
+
+/* Gather and submit as the rule says. Returns the deadline to wake up at (0 = none). */
+static uint64_t gather_and_flush(struct journal *j, uint64_t now)
+{
+	uint64_t deadline = 0;
+
+	for (;;) {
+		struct batch *b = &j->batches[j->fill];
+		bool full;
+
+		if (j->st.state == JOURNAL_FAILED)
+			return 0;
+		full = gather_fair(j, b, now);
+		if (full && b->len == 0) {
+			/* nothing fits what is left of this segment: open the next one */
+			if (!segment_advance(j)) {
+				if (j->st.state != JOURNAL_FULL)
+					log_warning("Journal '%s' is full: every segment holds records after the "
+						    "truncation point (LSN %" PRIu64 "); appends wait for a truncate",
+						    j->cfg.name, j->retain_lsn);
+				j->st.state = JOURNAL_FULL;
+				return 0;
+			}
+			j->st.state = JOURNAL_OK;
+			b->first_lsn = b->end_lsn = j->next_lsn;
+			continue;
+		}
+		if (j->norder >= JOURNAL_INFLIGHT)
+			return 0; /* a completion wakes us */
+		if (!(full || flush_due(j, now, &deadline)))
+			return deadline;
+		{
+			unsigned in_batch;
+			bool lone = j->norder == 0 && active_writers(j, now, &in_batch) <= 1;
+
+			if (batch_submit(j, now, lone) < 0) {
+				journal_fail(j, -EIO, "submitting a batch failed");
+				return 0;
+			}
+			set_spin_hint(j, lone);
+			j->lone_recent = lone;
+			if (lone)
+				reap_and_publish(j, now_ns());
+		}
+		writers_clear_batch_marks(j);
+		if (!full)
+			return 0;
+	}
+}
+
+/* Free writers whose client left, once no batch in flight refers to them. */
+static void reap_writers(struct journal *j)
+{
+	struct journal_writer *w, *next;
+
+	for (w = TAILQ_FIRST(&j->writers); w; w = next) {
+		next = TAILQ_NEXT(w, link);
+		if (!w->closed || w->refs || (!w->broken && w->head != jring_load_tail(w->hdr)))
+			continue;
+		TAILQ_REMOVE(&j->writers, w, link);
+		j->nwriters--;
+		j->st.writers = j->nwriters;
+		writer_free(w);
+	}
+}
+
+/* Before sleeping: ask appenders to ring; false if one appended meanwhile (do not sleep). */
+static bool arm_wakeups(struct journal *j, bool want)
+{
+	struct journal_writer *w;
+	bool quiet = true;
+
+	/* the daemon's half of the handshake in jring.h (a broken ring is never looked at again) */
+	TAILQ_FOREACH(w, &j->writers, link)
+		if (!jring_arm(w->hdr, want && !w->broken, w->head))
+			quiet = false;
+	return quiet;
+}
+
+void *flusher_main(void *arg)
+{
+	struct journal *j = arg;
+
+	pthread_mutex_lock(&j->lock);
+	for (;;) {
+		uint64_t now = now_ns(), deadline;
+		struct pollfd pfd[3] = { { .fd = j->doorbell, .events = POLLIN },
+					 { .fd = j->io->efd, .events = POLLIN },
+					 { .fd = j->epfd, .events = POLLIN } };
+		struct timespec ts, *timeout = NULL;
+		bool can_submit, sleep_ok = true;
+
+		reap_and_publish(j, now);
+		reap_writers(j);
+		if (j->retain_dirty) {
+			uint64_t lsn = j->retain_lsn;
+
+			j->retain_dirty = false;
+			pthread_mutex_unlock(&j->lock);
+			retain_persist(j, lsn);
+			pthread_mutex_lock(&j->lock);
+		}
+		if (j->stop && j->norder == 0)
+			break;
+		deadline = j->stop ? 0 : gather_and_flush(j, now);
+		wake_writers(j);
+		/* a full or failed journal cannot take what waits in a ring: looking for it would spin */
+		if (!deadline && j->lone_recent && j->norder == 0 && !j->stop && j->st.state == JOURNAL_OK &&
+		    spin_for_append(j))
+			continue;
+		/* a full or failed journal can do nothing with new appends: sleep until a truncate
+		 * (which rings the doorbell) or a completion */
+		can_submit = j->norder < JOURNAL_INFLIGHT && j->st.state == JOURNAL_OK && !j->stop;
+		/* appenders need to ring only when we could act on it */
+		sleep_ok = arm_wakeups(j, can_submit);
+		if (!sleep_ok)
+			continue;
+		if (deadline) {
+			/* budgets are often below a millisecond: sleep with nanosecond precision */
+			uint64_t left;
+
+			now = now_ns();
+			left = deadline > now ? deadline - now : 0;
+			ts = (struct timespec){ (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+			timeout = &ts;
+		}
+		pthread_mutex_unlock(&j->lock);
+		if (!timeout || timeout->tv_sec || timeout->tv_nsec)
+			ppoll(pfd, 3, timeout, NULL);
+		if (pfd[0].revents & POLLIN) {
+			uint64_t v;
+
+			if (read(j->doorbell, &v, sizeof(v)) < 0) {
+				/* EAGAIN: another wake-up took it */
+			}
+		}
+		if (pfd[2].revents & POLLIN) {
+			/* writers rang: take the events (which writer does not matter, gather looks at all) */
+			struct epoll_event ev[64];
+
+			while (epoll_wait(j->epfd, ev, ARRAY_SIZE(ev), 0) == (int)ARRAY_SIZE(ev))
+				;
+		}
+		pthread_mutex_lock(&j->lock);
+	}
+	wake_writers(j);
+	arm_wakeups(j, false);
+	pthread_mutex_unlock(&j->lock);
+	return NULL;
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * journal_internal.h - what the journal's files share: the structs of a journal, its writers
+ * and its batches, and the few functions one of the files calls in another. The rest of the
+ * daemon uses journal.h only.
+ *
+ *   journal.c           the API of journal.h: open and close a journal, writers (their rings,
+ *                       doorbells and per-uid wake pages), truncate, readers' segments, stats;
+ *   journal_flusher.c   the flusher thread: gather from the rings into batches, the flush rule,
+ *                       write and sync, publish what is durable and wake the writers;
+ *   journal_segments.c  the files: segments (create, open, move on), recovery at start, and
+ *                       the NAME.clean and NAME.retain marker files.
+ *
+ * Locking: `lock` guards the writer list, state, counters and retain_lsn; the flusher holds it
+ * while it gathers and publishes, and drops it while it sleeps. Segment bookkeeping, batches
+ * and the LSN counter belong to the flusher alone (journal_read_segments reads them under the
+ * lock, which the flusher holds whenever it changes them).
+ */
+#ifndef HP_JOURNAL_INTERNAL_H
+#define HP_JOURNAL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include "jio.h"
+#include "journal.h"
+#include "jring.h"
+
+#define JOURNAL_INFLIGHT 2
+#define NBATCH (JOURNAL_INFLIGHT + 1)
+#define SEGMENTS_MAX 1024 /* the most a journal's `segments` may say (config.c) */
+
+struct segment {
+	int fd;
+	int ro_fd; /* the same file read-only: readers get copies, nothing is reopened by name */
+	uint64_t generation; /* 0: never used */
+	uint64_t first_lsn;
+	uint64_t end_lsn; /* after its last record; for the current segment see j->next_lsn */
+};
+
+struct journal_writer {
+	struct journal *j;
+	struct jring_hdr *hdr; /* the shared mapping: header page then data */
+	uint8_t *data;
+	uint64_t size, map_len;
+	uint64_t head; /* consumed, the daemon's own copy (the shared one is only informative) */
+	uint64_t max_entry; /* disk bytes of one entry: our copy, the client can write the header */
+	int doorbell; /* its eventfd, in the flusher's epoll set; shared with its client */
+	struct wake_group *group; /* the wake page of its uid's writers of this journal */
+	uid_t uid;
+	pid_t pid;
+	bool closed; /* under lock: its client is gone; freed once no batch refers to it */
+	bool broken; /* its ring broke the protocol: consumed no further */
+	unsigned refs; /* batches in flight that will publish into it (flusher only) */
+	uint64_t active_ns; /* when it last had something to gather */
+	bool in_batch; /* contributed to the filling batch */
+	TAILQ_ENTRY(journal_writer) link;
+};
+
+/*
+ * The wake page of one uid's writers of a journal. Writers of one uid share it, so one
+ * FUTEX_WAKE wakes all of them (a publish covers many writers: one wake-up per uid, not per
+ * writer); writers of different uids never share one, so what a client scribbles on its page
+ * delays only its own uid, which can do worse to itself anyway.
+ */
+struct wake_group {
+	uid_t uid;
+	unsigned refs; /* writers using it */
+	int fd; /* the memfd, duplicated for each writer's client */
+	struct jring_wake *wake;
+	LIST_ENTRY(wake_group) link;
+};
+
+struct batch_ref {
+	struct journal_writer *w;
+	uint64_t end; /* ring position durable once this batch is */
+};
+
+struct batch {
+	uint8_t *buf; /* aligned, cap bytes */
+	size_t cap, len;
+	uint8_t *hdr_block; /* JFORMAT_BLOCK aligned bytes: the segment header when opening one */
+	bool with_header;
+	unsigned seg;
+	uint64_t off; /* file offset of buf[0] */
+	uint64_t first_lsn, end_lsn;
+	uint64_t t_first, t_submit;
+	struct batch_ref *refs;
+	unsigned nrefs, refs_cap;
+	bool inflight, done;
+	int res;
+	struct jio_req req;
+};
+
+struct journal {
+	struct config_journal cfg;
+	int dirfd;
+	struct segment *segs;
+	unsigned cur; /* segment being written */
+	uint64_t cur_off; /* next write offset in it */
+	bool cur_fresh; /* the next batch opens segment cur: write its header */
+	uint64_t next_lsn, durable_lsn, max_gen;
+	struct jio *io;
+	int doorbell; /* the daemon's own: closes, truncates, stop; never handed out */
+	int epfd; /* the writers' doorbells, edge-triggered: never read or written by the daemon */
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t lock;
+	TAILQ_HEAD(, journal_writer) writers;
+	unsigned nwriters;
+	LIST_HEAD(, wake_group) groups; /* under lock; created by the event loop only */
+	struct batch batches[NBATCH];
+	unsigned fill; /* index of the filling batch */
+	unsigned order[NBATCH], norder; /* in-flight batches, oldest first */
+	/* the adaptive estimate (flusher only) */
+	double ewma_sync_ns, ewma_rate; /* bytes per ns */
+	uint64_t last_submit_ns;
+	bool wake_pending; /* published since the last wake_writers (flusher only) */
+	bool lone_recent; /* the last batch served a lone writer (flusher only) */
+	/* under lock */
+	bool stop;
+	uint64_t retain_lsn;
+	bool retain_dirty; /* retain_lsn changed since it was last written to NAME.retain */
+	struct journal_stats st;
+};
+
+/* journal.c */
+/* Free a writer no batch refers to: under the lock, or with the flusher stopped (it lets go of
+ * the writer's wake group, which the flusher walks). */
+void writer_free(struct journal_writer *w);
+
+/* journal_flusher.c */
+/* Make b the empty filling batch, starting at the next LSN. */
+void batch_reset(struct journal *j, struct batch *b);
+/* The flusher thread (arg: the journal). Returns once stop is set and nothing is in flight. */
+void *flusher_main(void *arg);
+
+/* journal_segments.c */
+/* Move to the next segment for the next batch; false when it still holds needed records. */
+bool segment_advance(struct journal *j);
+/* Save the truncation point in NAME.retain (the flusher, without the lock). */
+void retain_persist(struct journal *j, uint64_t lsn);
+/* After the flusher stopped: record where the journal ends in NAME.clean. */
+void clean_mark(struct journal *j);
+/* Open (create when missing) every segment file, read-write and read-only. Logs. */
+int segment_open_all(struct journal *j);
+/* Find where the journal ends; sets the segments, the LSNs and the retention point. Logs. */
+int journal_recover(struct journal *j);
+/* The used segments (a generation given), oldest first: fills order (SEGMENTS_MAX), returns
+ * how many. */
+unsigned segments_in_order(const struct journal *j, unsigned *order);
+
+#endif

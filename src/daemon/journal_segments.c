@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * journal_segments.c - a journal's files, apart from the batches the flusher writes into them:
+ *
+ *   segments   NAME-NNN.seg, preallocated with zeros and reused in turn under a new generation
+ *              (segment_advance); opened by name only in the journal's own directory, never
+ *              through a symlink, and only as regular files of the daemon's uid;
+ *   recovery   at start, where the journal ends (journal_recover): segments in generation
+ *              order, their records checked, a torn tail cut off and zeroed;
+ *   markers    NAME.clean (where a clean stop left the journal; read and removed at start) and
+ *              NAME.retain (the truncation point, kept across restarts): small files replaced
+ *              durably (a fresh temporary file, synced, renamed).
+ *
+ * The flusher calls segment_advance and retain_persist; journal_open and journal_close the
+ * rest, before the flusher starts or after it stopped.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jformat.h"
+#include "journal_internal.h"
+#include "log.h"
+#include "util.h"
+
+/* --- segments --------------------------------------------------------------------------- */
+
+static void segment_path(const struct journal *j, unsigned i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s-%03u.seg", j->cfg.name, i);
+}
+
+static bool segment_reusable(const struct journal *j, unsigned i)
+{
+	const struct segment *s = &j->segs[i];
+
+	return s->generation == 0 || s->end_lsn <= j->retain_lsn || j->cfg.recycle;
+}
+
+/* Move to the next segment for the next batch; false when it still holds needed records. */
+bool segment_advance(struct journal *j)
+{
+	unsigned next = (j->cur + 1) % j->cfg.segments;
+
+	if (!segment_reusable(j, next))
+		return false;
+	j->segs[j->cur].end_lsn = j->next_lsn;
+	j->cur = next;
+	j->segs[next].generation = ++j->max_gen;
+	j->segs[next].first_lsn = j->next_lsn;
+	j->segs[next].end_lsn = j->next_lsn;
+	j->cur_off = JFORMAT_BLOCK;
+	j->cur_fresh = true;
+	return true;
+}
+
+/* Create a segment file of zeros: reused later by overwriting, so fdatasync never needs metadata. */
+static int segment_create(struct journal *j, const char *name, int *ret_fd)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ uint8_t *zeros = calloc(1, 1u << 20);
+	char tmp[300];
+
+	if (!zeros)
+		return -ENOMEM;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	fd = openat(j->dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	for (uint64_t off = 0; off < j->cfg.segment_size; off += 1u << 20) {
+		size_t n = (size_t)MIN((uint64_t)1 << 20, j->cfg.segment_size - off);
+
+		if (pwrite(fd, zeros, n, (off_t)off) != (ssize_t)n)
+			return errno ? -errno : -EIO;
+	}
+	if (fdatasync(fd) < 0)
+		return -errno;
+	/* appears under its name only complete; the rename and the new entry reach the disk */
+	if (renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
+		return -errno;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+/*
+ * Open segment i by name, in the journal's directory only: never through a symlink, and only a
+ * regular file of the daemon's uid (readers get these files: the name must not lead elsewhere).
+ */
+static int segment_open(struct journal *j, const char *name, int flags, const struct stat *same, struct stat *ret_st)
+{
+	int fd = openat(j->dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, ret_st) < 0 || !S_ISREG(ret_st->st_mode) || ret_st->st_uid != geteuid() ||
+	    (same && (same->st_dev != ret_st->st_dev || same->st_ino != ret_st->st_ino))) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+int segment_open_all(struct journal *j)
+{
+	for (unsigned i = 0; i < j->cfg.segments; i++) {
+		int direct = j->cfg.direct ? O_DIRECT : 0;
+		char name[64];
+		struct stat st, ro;
+		int fd, r;
+
+		segment_path(j, i, name, sizeof(name));
+		fd = segment_open(j, name, O_RDWR | direct, NULL, &st);
+		if (fd >= 0 && (uint64_t)st.st_size != j->cfg.segment_size) {
+			log_error("Journal '%s': segment '%s' is %jd bytes, the configuration says %" PRIu64
+				  "; refusing to touch it (move the directory away to start afresh)",
+				  j->cfg.name, name, (intmax_t)st.st_size, j->cfg.segment_size);
+			close(fd);
+			return -EINVAL;
+		}
+		if (fd == -ENOENT) {
+			r = segment_create(j, name, &fd);
+			if (r < 0) {
+				log_error("Journal '%s': cannot create segment '%s': %s", j->cfg.name, name, strerror(-r));
+				return r;
+			}
+			if (fstat(fd, &st) < 0)
+				st = (struct stat){ 0 };
+			if (direct) {
+				close(fd);
+				fd = segment_open(j, name, O_RDWR | direct, &st, &st);
+			}
+		}
+		if (fd == -EPERM || fd == -ELOOP) {
+			log_error("Journal '%s': segment '%s' is not a regular file of the daemon's uid %u (a "
+				  "symlink, another owner, another type); refusing to use it",
+				  j->cfg.name, name, (unsigned)geteuid());
+			return -EPERM;
+		}
+		if (fd < 0) {
+			log_error("Journal '%s': cannot open segment '%s': %s%s", j->cfg.name, name, strerror(-fd),
+				  fd == -EINVAL && direct ? " (direct = on: does the file system support O_DIRECT?)" : "");
+			return fd;
+		}
+		j->segs[i].fd = fd;
+		j->segs[i].ro_fd = segment_open(j, name, O_RDONLY, &st, &ro);
+		if (j->segs[i].ro_fd < 0) {
+			log_error("Journal '%s': cannot open segment '%s' again read-only: %s", j->cfg.name, name,
+				  strerror(-j->segs[i].ro_fd));
+			return j->segs[i].ro_fd;
+		}
+	}
+	return 0;
+}
+
+/* --- marker files ----------------------------------------------------------------------- */
+
+/* A regular file of the daemon's uid? */
+static bool file_ours(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+}
+
+/* Replace the small file name in the journal's directory with text, durably (tmp, rename). */
+static int small_file_write(struct journal *j, const char *name, const char *text)
+{
+	char tmp[96];
+	_cleanup_close_ int fd = -1;
+	ssize_t n = (ssize_t)strlen(text);
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	/* a fresh file, never one a name happened to point to (a leftover of a crash goes first) */
+	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	fd = openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 ||
+	    renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+static int small_file_read(struct journal *j, const char *name, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = openat(j->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	if (!file_ours(fd))
+		return -EPERM;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * Keep the truncation point across restarts, in NAME.retain. Called by the flusher without the
+ * lock. Losing the latest value in a crash only keeps segments longer.
+ */
+void retain_persist(struct journal *j, uint64_t lsn)
+{
+	char name[64], text[32];
+
+	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
+	snprintf(text, sizeof(text), "%" PRIu64 "\n", lsn);
+	if (small_file_write(j, name, text) < 0)
+		log_warning("Journal '%s': cannot save the truncation point (LSN %" PRIu64 ") in '%s': %m; "
+			    "after a restart it will have to be set again",
+			    j->cfg.name, lsn, name);
+}
+
+static uint64_t retain_load(struct journal *j)
+{
+	char name[64], text[32];
+
+	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
+	return small_file_read(j, name, text, sizeof(text)) == 0 ? strtoull(text, NULL, 10) : 0;
+}
+
+/*
+ * After a clean stop, say where the journal ends (NAME.clean: segment, offset, next LSN). In a
+ * reused segment, what follows the last record is whatever the earlier use left, and may look
+ * torn; recovery trusts this marker instead, and removes it before anything is appended.
+ */
+void clean_mark(struct journal *j)
+{
+	char name[64], text[80];
+
+	if (j->st.state == JOURNAL_FAILED || j->cur_off > j->cfg.segment_size)
+		return;
+	snprintf(name, sizeof(name), "%s.clean", j->cfg.name);
+	snprintf(text, sizeof(text), "%u %" PRIu64 " %" PRIu64 "\n", j->cur, j->cur_off, j->next_lsn);
+	if (small_file_write(j, name, text) < 0)
+		log_warning("Journal '%s': cannot record the clean stop in '%s': %m", j->cfg.name, name);
+}
+
+/* The clean-stop marker, removed as it is read: a later crash must not find it. */
+static bool clean_take(struct journal *j, unsigned *ret_seg, uint64_t *ret_off, uint64_t *ret_lsn)
+{
+	char name[64], text[80];
+	bool ok;
+
+	snprintf(name, sizeof(name), "%s.clean", j->cfg.name);
+	if (small_file_read(j, name, text, sizeof(text)) < 0)
+		return false;
+	ok = sscanf(text, "%u %" SCNu64 " %" SCNu64, ret_seg, ret_off, ret_lsn) == 3;
+	if (unlinkat(j->dirfd, name, 0) < 0 || fsync(j->dirfd) < 0)
+		return false; /* cannot make sure it is gone: do not rely on it */
+	return ok;
+}
+
+/* --- recovery --------------------------------------------------------------------------- */
+
+/* Zero a segment from off to its end, and sync: what lay there was never acknowledged. */
+static int segment_zero_tail(struct journal *j, unsigned i, uint64_t off)
+{
+	_cleanup_free_ uint8_t *zeros = NULL;
+	const size_t chunk = 1u << 20;
+	int fd = j->segs[i].fd;
+
+	if (posix_memalign((void **)&zeros, JFORMAT_BLOCK, chunk))
+		return -ENOMEM;
+	memset(zeros, 0, chunk);
+	/* under O_DIRECT writes start on a block: the partial block is rewritten whole below */
+	if (off % JFORMAT_BLOCK) {
+		_cleanup_free_ uint8_t *blk = NULL;
+		uint64_t base = off / JFORMAT_BLOCK * JFORMAT_BLOCK;
+
+		if (posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK))
+			return -ENOMEM;
+		if (pread(fd, blk, JFORMAT_BLOCK, (off_t)base) != JFORMAT_BLOCK)
+			return -EIO;
+		memset(blk + (off - base), 0, JFORMAT_BLOCK - (off - base));
+		if (pwrite(fd, blk, JFORMAT_BLOCK, (off_t)base) != JFORMAT_BLOCK)
+			return -EIO;
+		off = base + JFORMAT_BLOCK;
+	}
+	for (; off < j->cfg.segment_size; off += chunk) {
+		size_t n = (size_t)MIN((uint64_t)chunk, j->cfg.segment_size - off);
+
+		if (pwrite(fd, zeros, n, (off_t)off) != (ssize_t)n)
+			return -EIO;
+	}
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+/*
+ * Under O_DIRECT every batch starts on a block. When recovery ends inside a block, end that
+ * block with a padding record (read, fill, write back, sync), so that readers walk on to where
+ * the next batch will start instead of stopping at a gap.
+ */
+static int segment_pad_block(struct journal *j, unsigned i, uint64_t off, uint64_t lsn)
+{
+	_cleanup_free_ uint8_t *blk = NULL;
+	uint64_t base = off / JFORMAT_BLOCK * JFORMAT_BLOCK;
+	uint64_t target = (off + JFORMAT_REC_HDR + JFORMAT_BLOCK - 1) / JFORMAT_BLOCK * JFORMAT_BLOCK;
+	uint64_t len = target - base;
+	int fd = j->segs[i].fd;
+
+	if (target > j->cfg.segment_size) {
+		/* no room for a padding record: the segment is done, the next batch opens another */
+		j->cur_off = j->cfg.segment_size;
+		return 0;
+	}
+	if (posix_memalign((void **)&blk, JFORMAT_BLOCK, len))
+		return -ENOMEM;
+	if (pread(fd, blk, len, (off_t)base) != (ssize_t)len)
+		return -EIO;
+	jformat_rec_write(blk + (off - base), lsn, j->segs[i].generation, JREC_PAD, NULL,
+			  (uint32_t)(target - off - JFORMAT_REC_HDR));
+	if (pwrite(fd, blk, len, (off_t)base) != (ssize_t)len || fdatasync(fd) < 0)
+		return -EIO;
+	j->cur_off = target;
+	return 0;
+}
+
+static int by_generation(const void *a, const void *b, void *arg)
+{
+	const struct segment *s = arg;
+	uint64_t ga = s[*(const unsigned *)a].generation, gb = s[*(const unsigned *)b].generation;
+
+	return ga < gb ? -1 : ga > gb;
+}
+
+unsigned segments_in_order(const struct journal *j, unsigned *order)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < j->cfg.segments; i++)
+		if (j->segs[i].generation)
+			order[n++] = i;
+	qsort_r(order, n, sizeof(order[0]), by_generation, j->segs);
+	return n;
+}
+
+/*
+ * Find where the journal ends: order the used segments by generation, walk their records and
+ * require each segment to start where the previous one ended. The first record that does not
+ * check out ends the journal; the rest of that segment is zeroed so that no record written
+ * after it (never acknowledged) can ever be mistaken for a valid one.
+ */
+int journal_recover(struct journal *j)
+{
+	unsigned order[SEGMENTS_MAX], n;
+	uint64_t expected = 0, records = 0;
+	const char *cut_reason = NULL;
+	uint64_t cut_off = 0, clean_off = 0, clean_lsn = 0;
+	unsigned clean_seg = 0;
+	bool clean;
+	int r;
+
+	for (unsigned i = 0; i < j->cfg.segments; i++) {
+		struct jformat_seg_hdr h;
+		const char *why;
+
+		if (pread(j->segs[i].fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+			/* O_DIRECT wants an aligned read of a whole block */
+			_cleanup_free_ uint8_t *blk = NULL;
+
+			if (posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK) ||
+			    pread(j->segs[i].fd, blk, JFORMAT_BLOCK, 0) != JFORMAT_BLOCK)
+				return -EIO;
+			memcpy(&h, blk, sizeof(h));
+		}
+		if (jformat_seg_hdr_check(&h, j->cfg.name, &why) < 0) {
+			if (h.magic != 0)
+				log_warning("Journal '%s': segment %u header is not valid (%s); treating it as unused",
+					    j->cfg.name, i, why);
+			continue;
+		}
+		j->segs[i].generation = h.generation;
+		j->segs[i].first_lsn = h.first_lsn;
+		j->max_gen = MAX(j->max_gen, h.generation);
+	}
+	/* a valid header has a generation, and only those were set: the segments just found */
+	n = segments_in_order(j, order);
+	clean = clean_take(j, &clean_seg, &clean_off, &clean_lsn);
+	if (n == 0) {
+		j->next_lsn = 1;
+		j->cur = j->cfg.segments - 1; /* the first batch opens segment 0 */
+		j->cur_off = j->cfg.segment_size;
+		snprintf(j->st.recovery, sizeof(j->st.recovery), "new journal");
+		goto done;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		struct segment *s = &j->segs[order[k]];
+		struct jformat_seg_hdr h;
+		struct jformat_scan scan;
+		void *map;
+
+		map = mmap(NULL, j->cfg.segment_size, PROT_READ, MAP_SHARED, s->fd, 0);
+		if (map == MAP_FAILED)
+			return -errno;
+		memcpy(&h, map, sizeof(h));
+		if (k > 0 && h.first_lsn != expected) {
+			munmap(map, j->cfg.segment_size);
+			snprintf(j->st.recovery, sizeof(j->st.recovery),
+				 "records %" PRIu64 "..%" PRIu64 " are missing before segment %u", expected,
+				 h.first_lsn - 1, order[k]);
+			log_error("Journal '%s': %s; refusing to append to a journal with a hole", j->cfg.name,
+				  j->st.recovery);
+			return -EUCLEAN;
+		}
+		jformat_scan_segment(map, j->cfg.segment_size, &h, NULL, NULL, &scan);
+		munmap(map, j->cfg.segment_size);
+		s->end_lsn = scan.next_lsn;
+		expected = scan.next_lsn;
+		records += scan.records;
+		if (k == n - 1) {
+			j->cur = order[k];
+			j->cur_off = scan.end;
+			/* zeros, a record of an earlier use of the file, or the end a clean stop recorded
+			 * end a segment normally */
+			bool clean_end = clean && clean_seg == order[k] && clean_off == scan.end &&
+					 clean_lsn == scan.next_lsn;
+
+			if (scan.stop_err == -EINVAL && !clean_end) {
+				cut_reason = scan.stop_reason;
+				cut_off = scan.end;
+			}
+		}
+	}
+	j->next_lsn = expected;
+	if (cut_reason) {
+		r = segment_zero_tail(j, j->cur, cut_off);
+		if (r < 0)
+			return r;
+	}
+	if (j->cfg.direct && j->cur_off % JFORMAT_BLOCK) {
+		r = segment_pad_block(j, j->cur, j->cur_off, j->next_lsn);
+		if (r < 0)
+			return r;
+	}
+	snprintf(j->st.recovery, sizeof(j->st.recovery),
+		 "%" PRIu64 " records (LSN %" PRIu64 "..%" PRIu64 ") in %u segments%s%s%s", records,
+		 j->segs[order[0]].first_lsn, j->next_lsn - 1, n, cut_reason ? "; cut a torn tail: " : "; clean end",
+		 cut_reason ? cut_reason : "", "");
+	if (cut_reason)
+		log_warning("Journal '%s': recovered %s at segment %u offset %" PRIu64, j->cfg.name, j->st.recovery,
+			    j->cur, cut_off);
+done:
+	j->st.recovered_records = records;
+	j->durable_lsn = j->next_lsn - 1;
+	/* the truncation point the clients last declared still holds */
+	j->retain_lsn = MIN(retain_load(j), j->next_lsn);
+	j->st.retain_lsn = j->retain_lsn;
+	return 0;
+}
