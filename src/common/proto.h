@@ -232,8 +232,10 @@ struct proto_spill_close {
 /*
  * The numbers of a status section, described once: X(kind, type, name) in wire order. The wire
  * struct is generated from the list; so are libhugepool's copy into the public struct (which
- * declares the same names) and hugepoolctl's JSON for every NUM field. An OWN field is on the
- * wire like the others, but decoded and shown by hand (a state name, a bool, a scaled value).
+ * declares the same names) and hugepoolctl's JSON for every NUM and CALC field; the daemon's
+ * copy from its own stats struct (same names) for every NUM field. A CALC field the daemon
+ * computes (a percentile); an OWN field is on the wire like the others, but filled, decoded and
+ * shown by hand (a state name, a bool, a scaled value).
  * A new counter: one line here, its line in hugepool.h, and the daemon code that counts it.
  */
 #define PROTO_FIELD(kind, type, name) type name;
@@ -281,23 +283,36 @@ struct proto_status {
 	 * proto_status_spill */
 };
 
+#define PROTO_STATUS_CLASS_FIELDS(X)                                                          \
+	X(NUM, uint64_t, size)                                                                \
+	X(NUM, uint32_t, total)                                                               \
+	X(NUM, uint32_t, free)                                                                \
+	X(NUM, uint32_t, leased)                                                              \
+	X(NUM, uint32_t, waiters)                                                             \
+	X(NUM, uint32_t, zeroing) /* getting fresh pages for another uid right now (not in free) */ \
+	X(OWN, uint32_t, reserved)
+
 struct proto_status_class {
 	char name[PROTO_NAME_MAX];
-	uint64_t size;
-	uint32_t total, free, leased, waiters;
-	uint32_t zeroing; /* getting fresh pages for another uid right now (not in free) */
-	uint32_t reserved;
+	PROTO_STATUS_CLASS_FIELDS(PROTO_FIELD)
 };
+
+#define PROTO_STATUS_CLIENT_FIELDS(X)                                                         \
+	X(OWN, uint32_t, pid)                                                                 \
+	X(NUM, uint32_t, uid)                                                                 \
+	X(NUM, uint32_t, gid)                                                                 \
+	X(NUM, uint32_t, leases)                                                              \
+	X(NUM, uint64_t, leased_bytes)                                                        \
+	X(OWN, uint64_t, connected_realtime_ns)                                               \
+	X(OWN, uint32_t, waiting) /* 1 while an acquire of this client waits */               \
+	X(NUM, uint32_t, spill_files) /* spill files open */                                  \
+	X(NUM, uint64_t, spill_bytes) /* bytes charged to them */                             \
+	X(NUM, uint64_t, spill_streams_memory) /* from its spill page */                      \
+	X(NUM, uint64_t, spill_bytes_memory)
 
 struct proto_status_client {
 	char name[PROTO_NAME_MAX];
-	uint32_t pid, uid, gid, leases;
-	uint64_t leased_bytes;
-	uint64_t connected_realtime_ns;
-	uint32_t waiting; /* 1 while an acquire of this client waits */
-	uint32_t spill_files; /* spill files open */
-	uint64_t spill_bytes; /* bytes charged to them */
-	uint64_t spill_streams_memory, spill_bytes_memory; /* from its spill page */
+	PROTO_STATUS_CLIENT_FIELDS(PROTO_FIELD)
 };
 
 struct proto_status_lease {
@@ -351,10 +366,10 @@ int proto_parse_request(const struct proto_hdr *h, const void *payload, union pr
 	X(NUM, uint32_t, segments_used)                                                       \
 	X(OWN, uint32_t, direct)                                                              \
 	X(NUM, uint64_t, segment_size)                                                        \
-	X(NUM, uint64_t, sync_p50_ns)                                                         \
-	X(NUM, uint64_t, sync_p99_ns)                                                         \
-	X(NUM, uint64_t, sync_p999_ns)                                                        \
-	X(NUM, uint64_t, sync_max_ns)                                                         \
+	X(CALC, uint64_t, sync_p50_ns)                                                        \
+	X(CALC, uint64_t, sync_p99_ns)                                                        \
+	X(CALC, uint64_t, sync_p999_ns)                                                       \
+	X(CALC, uint64_t, sync_max_ns)                                                        \
 	X(OWN, uint64_t, mean_batch_milli) /* records per batch x 1000 */                     \
 	X(NUM, uint64_t, recovered_records)
 

@@ -12,6 +12,12 @@
 #include "server_internal.h"
 #include "util.h"
 
+/* A NUM field of proto.h's journal list, from struct journal_stats (same name); the rest by hand. */
+#define STATS_FIELD(kind, type, name) STATS_FIELD_##kind(name)
+#define STATS_FIELD_NUM(name) pj.name = js.name;
+#define STATS_FIELD_CALC(name)
+#define STATS_FIELD_OWN(name)
+
 /*
  * Which clients a status shows to whom: an administrator (root, the daemon's own uid, a member
  * of admin_group) sees every client and lease; anyone else only those of its own uid. Pool,
@@ -127,26 +133,15 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		journal_get_stats(s->journals[i], &js);
 		proto_set_name(pj.name, sizeof(pj.name), journal_name(s->journals[i]));
 		proto_set_name(pj.backend, sizeof(pj.backend), js.backend);
+		PROTO_STATUS_JOURNAL_FIELDS(STATS_FIELD)
 		pj.state = js.state;
 		pj.error = js.error;
-		pj.next_lsn = js.next_lsn;
-		pj.durable_lsn = js.durable_lsn;
-		pj.retain_lsn = js.retain_lsn;
-		pj.appends = js.appends;
-		pj.bytes = js.bytes;
-		pj.batches = js.batches;
-		pj.syncs = js.syncs;
-		pj.writers = js.writers;
-		pj.segments = js.segments;
-		pj.segments_used = js.segments_used;
-		pj.segment_size = js.segment_size;
 		pj.direct = s->cfg->journals[i].direct;
 		pj.sync_p50_ns = hist_quantile(&js.sync_ns, 0.5);
 		pj.sync_p99_ns = hist_quantile(&js.sync_ns, 0.99);
 		pj.sync_p999_ns = hist_quantile(&js.sync_ns, 0.999);
 		pj.sync_max_ns = js.sync_ns.max;
 		pj.mean_batch_milli = js.batches ? js.appends * 1000 / js.batches : 0;
-		pj.recovered_records = js.recovered_records;
 		proto_set_name(pj.note, sizeof(pj.note), js.note);
 		proto_set_name(pj.recovery, sizeof(pj.recovery), js.recovery);
 		memcpy(w, &pj, sizeof(pj));

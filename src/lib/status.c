@@ -20,11 +20,12 @@ static void copy_name(char *dst, size_t dstlen, const char *src, size_t srclen)
 }
 
 /*
- * A NUM field of proto.h's status lists: copied to the public field of the same name, which
+ * A NUM or CALC field of proto.h's status lists: copied to the public field of the same name, which
  * must be at least as wide (the build fails otherwise); OWN fields are decoded by hand below.
  */
 #define COPY_FIELD(kind, type, name) COPY_##kind(type, name)
 #define COPY_OWN(type, name)
+#define COPY_CALC(type, name) COPY_NUM(type, name)
 #define COPY_NUM(type, name)                                                                 \
 	_Static_assert(sizeof(dst->name) >= sizeof(type), "public field " #name " holds the wire's"); \
 	dst->name = src.name;
@@ -82,33 +83,23 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	st->njournals = w.njournals;
 	p += sizeof(w);
 	for (uint32_t i = 0; i < w.nclasses; i++, p += sizeof(struct proto_status_class)) {
-		struct proto_status_class c;
+		struct proto_status_class src;
+		struct hp_class_status *dst = &st->classes[i];
 
-		memcpy(&c, p, sizeof(c));
-		copy_name(st->classes[i].name, sizeof(st->classes[i].name), c.name, sizeof(c.name));
-		st->classes[i].size = c.size;
-		st->classes[i].total = c.total;
-		st->classes[i].free = c.free;
-		st->classes[i].leased = c.leased;
-		st->classes[i].waiters = c.waiters;
-		st->classes[i].zeroing = c.zeroing;
+		memcpy(&src, p, sizeof(src));
+		copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
+		PROTO_STATUS_CLASS_FIELDS(COPY_FIELD)
 	}
 	for (uint32_t i = 0; i < w.nclients; i++, p += sizeof(struct proto_status_client)) {
-		struct proto_status_client c;
+		struct proto_status_client src;
+		struct hp_client_status *dst = &st->clients[i];
 
-		memcpy(&c, p, sizeof(c));
-		copy_name(st->clients[i].name, sizeof(st->clients[i].name), c.name, sizeof(c.name));
-		st->clients[i].pid = (pid_t)c.pid;
-		st->clients[i].uid = c.uid;
-		st->clients[i].gid = c.gid;
-		st->clients[i].leases = c.leases;
-		st->clients[i].leased_bytes = c.leased_bytes;
-		st->clients[i].connected_ns = c.connected_realtime_ns;
-		st->clients[i].waiting = !!c.waiting;
-		st->clients[i].spill_files = c.spill_files;
-		st->clients[i].spill_bytes = c.spill_bytes;
-		st->clients[i].spill_streams_memory = c.spill_streams_memory;
-		st->clients[i].spill_bytes_memory = c.spill_bytes_memory;
+		memcpy(&src, p, sizeof(src));
+		copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
+		PROTO_STATUS_CLIENT_FIELDS(COPY_FIELD)
+		dst->pid = (pid_t)src.pid;
+		dst->connected_ns = src.connected_realtime_ns;
+		dst->waiting = !!src.waiting;
 	}
 	for (uint32_t i = 0; i < w.nleases; i++, p += sizeof(struct proto_status_lease)) {
 		struct proto_status_lease l;
