@@ -199,21 +199,21 @@ static struct lease_uid *uid_find(struct lease_table *lt, uid_t uid)
 }
 
 int lease_owner_attach(struct lease_table *lt, struct lease_owner *o, uid_t uid, gid_t gid, pid_t pid,
-		       char *text, size_t textlen)
+		       char *err, size_t errlen)
 {
 	struct lease_uid *u = uid_find(lt, uid);
 
 	if (!u) {
 		u = calloc(1, sizeof(*u));
 		if (!u) {
-			snprintf(text, textlen, "out of memory");
+			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
 		u->uid = uid;
 		LIST_INSERT_HEAD(&lt->uids, u, link);
 	}
 	if (lt->limits.max_connections_per_uid && u->connections >= lt->limits.max_connections_per_uid) {
-		snprintf(text, textlen, "uid %u already has %" PRIu32 " connections (max_connections_per_uid)",
+		snprintf(err, errlen, "uid %u already has %" PRIu32 " connections (max_connections_per_uid)",
 			 (unsigned)uid, u->connections);
 		lt->counters.denials++;
 		if (u->connections == 0) {
@@ -238,16 +238,16 @@ static uint64_t class_size(const struct lease_table *lt, unsigned c)
 	return lt->pool->classes[c].size;
 }
 
-/* Would charging `bytes` more to o's uid break its limit? Explains why in text. */
+/* Would charging `bytes` more to o's uid break its limit? Explains why in err. */
 static bool over_byte_limit(const struct lease_table *lt, const struct lease_owner *o, uint64_t bytes,
-			    char *text, size_t textlen)
+			    char *err, size_t errlen)
 {
 	uint64_t max = lt->limits.max_bytes_per_uid;
 	char a[32], b[32], c[32];
 
 	if (!max || (o->acct->charged <= max && bytes <= max - o->acct->charged))
 		return false;
-	snprintf(text, textlen, "uid %u would exceed max_bytes_per_uid (%s): %s held, %s asked",
+	snprintf(err, errlen, "uid %u would exceed max_bytes_per_uid (%s): %s held, %s asked",
 		 (unsigned)o->uid, size_format(max, a, sizeof(a)), size_format(o->acct->charged, b, sizeof(b)),
 		 size_format(bytes, c, sizeof(c)));
 	return true;
@@ -440,7 +440,7 @@ static int find_class(const struct lease_table *lt, const char *name)
 }
 
 int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *name, unsigned n,
-		  int64_t timeout_ms, uint64_t now, char *text, size_t textlen)
+		  int64_t timeout_ms, uint64_t now, char *err, size_t errlen)
 {
 	int c = find_class(lt, name);
 	struct lease_class *lc;
@@ -448,30 +448,30 @@ int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *nam
 
 	lt->counters.acquires++;
 	if (o->req) {
-		snprintf(text, textlen, "an acquire is already in progress on this connection");
+		snprintf(err, errlen, "an acquire is already in progress on this connection");
 		return -EBUSY;
 	}
 	if (c < 0) {
-		snprintf(text, textlen, "no buffer class \"%s\"", name);
+		snprintf(err, errlen, "no buffer class \"%s\"", name);
 		return -ENOENT;
 	}
 	lc = &lt->classes[c];
 	if (n == 0) {
-		snprintf(text, textlen, "asked for zero buffers");
+		snprintf(err, errlen, "asked for zero buffers");
 		return -EINVAL;
 	}
 	if (n > lt->pool->classes[c].count) {
-		snprintf(text, textlen, "class \"%s\" has only %" PRIu32 " buffers, %u asked", name,
+		snprintf(err, errlen, "class \"%s\" has only %" PRIu32 " buffers, %u asked", name,
 			 lt->pool->classes[c].count, n);
 		return -E2BIG;
 	}
-	if (over_byte_limit(lt, o, (uint64_t)n * class_size(lt, (unsigned)c), text, textlen)) {
+	if (over_byte_limit(lt, o, (uint64_t)n * class_size(lt, (unsigned)c), err, errlen)) {
 		lt->counters.denials++;
 		return -EDQUOT;
 	}
 	r = calloc(1, sizeof(*r) + n * sizeof(r->slots[0]));
 	if (!r) {
-		snprintf(text, textlen, "out of memory");
+		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	*r = (struct lease_req){ .owner = o, .class_index = (unsigned)c, .count = n, .deadline = UINT64_MAX };
@@ -479,7 +479,7 @@ int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *nam
 	if (TAILQ_EMPTY(&lc->waiters) && req_try(lt, r))
 		return 0;
 	if (timeout_ms == 0) {
-		snprintf(text, textlen, "%u buffers of class \"%s\" are not free now (%" PRIu32 " free, %" PRIu32
+		snprintf(err, errlen, "%u buffers of class \"%s\" are not free now (%" PRIu32 " free, %" PRIu32
 			 " waiting before you)", n, name, lc->nclean + lc->ndirty, lc->nwaiters);
 		o->req = NULL;
 		free(r);
@@ -519,18 +519,18 @@ static void slot_unlease(struct lease_table *lt, struct lease_owner *o, struct l
 }
 
 int lease_release(struct lease_table *lt, struct lease_owner *o, const uint64_t *ids, unsigned n,
-		  char *text, size_t textlen)
+		  char *err, size_t errlen)
 {
 	bool touched[CONFIG_CLASSES_MAX] = { false };
 
 	for (unsigned i = 0; i < n; i++) {
 		if (!slot_by_id(lt, o, ids[i])) {
-			snprintf(text, textlen, "lease %#" PRIx64 " is not held by this connection", ids[i]);
+			snprintf(err, errlen, "lease %#" PRIx64 " is not held by this connection", ids[i]);
 			return -EINVAL;
 		}
 		for (unsigned j = 0; j < i; j++)
 			if (ids[j] == ids[i]) {
-				snprintf(text, textlen, "lease %#" PRIx64 " is named twice", ids[i]);
+				snprintf(err, errlen, "lease %#" PRIx64 " is named twice", ids[i]);
 				return -EINVAL;
 			}
 	}

@@ -82,13 +82,13 @@ void lease_table_free(struct lease_table *lt);
 
 /* A new connection of (uid, gid, pid); -EUSERS when the uid is at its connection limit. */
 int lease_owner_attach(struct lease_table *lt, struct lease_owner *o, uid_t uid, gid_t gid, pid_t pid,
-		       char *text, size_t textlen);
+		       char *err, size_t errlen);
 /* The connection is gone: cancel its acquire, release every lease it held. */
 void lease_owner_detach(struct lease_table *lt, struct lease_owner *o);
 
 /*
  * Ask for n buffers of class_name. timeout_ms: 0 = only what is free now, < 0 = wait forever.
- * Returns a negative errno with a message in text for an immediate refusal (-ENOENT no such
+ * Returns a negative errno with a message in err for an immediate refusal (-ENOENT no such
  * class, -EINVAL n = 0, -E2BIG more than the class has, -EDQUOT over the uid's byte limit,
  * -EAGAIN not free now and timeout 0, -EBUSY an acquire already in progress), else 0: the
  * outcome then arrives through ops->granted or ops->failed, possibly before this returns.
@@ -96,11 +96,11 @@ void lease_owner_detach(struct lease_table *lt, struct lease_owner *o);
  * their renewal.
  */
 int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *class_name, unsigned n,
-		  int64_t timeout_ms, uint64_t now_ns, char *text, size_t textlen);
+		  int64_t timeout_ms, uint64_t now_ns, char *err, size_t errlen);
 
 /* Release leases of o; all ids must be o's (-EINVAL otherwise, nothing released). */
 int lease_release(struct lease_table *lt, struct lease_owner *o, const uint64_t *ids, unsigned n,
-		  char *text, size_t textlen);
+		  char *err, size_t errlen);
 
 /* Fail every waiting acquire whose deadline is <= now with -ETIMEDOUT. */
 void lease_expire(struct lease_table *lt, uint64_t now_ns);

@@ -439,13 +439,13 @@ int spill_attach(struct spill *sp, struct spill_owner *o, int *ret_fd, uint64_t 
 	return 0;
 }
 
-/* May the owner's uid take `more` bytes? If not, text names the limit. */
-static int bytes_allowed(struct spill *sp, const struct spill_owner *o, uint64_t more, char *text, size_t textlen)
+/* May the owner's uid take `more` bytes? If not, err names the limit. */
+static int bytes_allowed(struct spill *sp, const struct spill_owner *o, uint64_t more, char *err, size_t errlen)
 {
 	char a[32], b[32], c[32];
 
 	if (sp->max_bytes && (more > sp->max_bytes || sp->bytes > sp->max_bytes - more)) {
-		snprintf(text, textlen,
+		snprintf(err, errlen,
 			 "spill_max_bytes (%s) would be exceeded: the machine's spill files hold %s, %s more asked",
 			 size_format(sp->max_bytes, a, sizeof(a)), size_format(sp->bytes, b, sizeof(b)),
 			 size_format(more, c, sizeof(c)));
@@ -453,7 +453,7 @@ static int bytes_allowed(struct spill *sp, const struct spill_owner *o, uint64_t
 		return -EDQUOT;
 	}
 	if (sp->max_bytes_per_uid && (more > sp->max_bytes_per_uid || o->acct->bytes > sp->max_bytes_per_uid - more)) {
-		snprintf(text, textlen,
+		snprintf(err, errlen,
 			 "spill_max_bytes_per_uid (%s) would be exceeded: uid %u's spill files hold %s, %s more asked",
 			 size_format(sp->max_bytes_per_uid, a, sizeof(a)), (unsigned)o->uid,
 			 size_format(o->acct->bytes, b, sizeof(b)), size_format(more, c, sizeof(c)));
@@ -464,7 +464,7 @@ static int bytes_allowed(struct spill *sp, const struct spill_owner *o, uint64_t
 }
 
 int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint64_t *ret_id, int *ret_fd,
-		 char *text, size_t textlen)
+		 char *err, size_t errlen)
 {
 	struct spill_file *f;
 	int fd, cfd, r;
@@ -472,18 +472,18 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 	if (!o->acct && !(o->acct = uid_get(sp, o->uid)))
 		return -ENOMEM;
 	if (sp->max_files && sp->files >= sp->max_files) {
-		snprintf(text, textlen, "spill_max_files reached: the machine has %" PRIu64 " of %u spill files open",
+		snprintf(err, errlen, "spill_max_files reached: the machine has %" PRIu64 " of %u spill files open",
 			 sp->files, sp->max_files);
 		sp->refusals++;
 		return -EDQUOT;
 	}
 	if (sp->max_files_per_uid && o->acct->files >= sp->max_files_per_uid) {
-		snprintf(text, textlen, "spill_max_files_per_uid reached: uid %u has %u of %u spill files open",
+		snprintf(err, errlen, "spill_max_files_per_uid reached: uid %u has %u of %u spill files open",
 			 (unsigned)o->uid, o->acct->files, sp->max_files_per_uid);
 		sp->refusals++;
 		return -EDQUOT;
 	}
-	if ((r = bytes_allowed(sp, o, charge, text, textlen)) < 0)
+	if ((r = bytes_allowed(sp, o, charge, err, errlen)) < 0)
 		return r;
 	if (o->nfiles == o->cap) {
 		unsigned cap = o->cap ? o->cap * 2 : 8;
@@ -496,13 +496,13 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 	}
 	cfd = file_create(sp);
 	if (cfd < 0) {
-		snprintf(text, textlen, "cannot create a spill file in '%s': %s", sp->dir, strerror(-cfd));
+		snprintf(err, errlen, "cannot create a spill file in '%s': %s", sp->dir, strerror(-cfd));
 		return cfd;
 	}
 	fd = file_reopen(cfd, O_RDWR); /* the daemon's own description, never the client's */
 	if (fd < 0) {
 		close(cfd);
-		snprintf(text, textlen, "cannot create a spill file: %s", strerror(-fd));
+		snprintf(err, errlen, "cannot create a spill file: %s", strerror(-fd));
 		return fd;
 	}
 	if (cfd < 3) { /* the client's fd goes out over the socket; keep stdio free */
@@ -511,7 +511,7 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 		close(cfd);
 		if (r < 0) {
 			close(fd);
-			snprintf(text, textlen, "cannot create a spill file: %s", strerror(-r));
+			snprintf(err, errlen, "cannot create a spill file: %s", strerror(-r));
 			return r;
 		}
 		cfd = r;
@@ -570,15 +570,15 @@ static bool file_audit(struct spill *sp, pid_t pid, uid_t uid, int fd, uint64_t 
 	return true;
 }
 
-int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t total, char *text,
-		 size_t textlen)
+int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t total, char *err,
+		 size_t errlen)
 {
 	struct spill_file *f = file_find(o, id, NULL);
 	uint64_t more;
 	int r;
 
 	if (!f) {
-		snprintf(text, textlen, "no spill file %" PRIu64 " on this connection", id);
+		snprintf(err, errlen, "no spill file %" PRIu64 " on this connection", id);
 		return -ENOENT;
 	}
 	if (total <= f->charged) {
@@ -589,7 +589,7 @@ int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t 
 	}
 	file_audit(sp, o->pid, o->uid, f->fd, f->charged);
 	more = total - f->charged;
-	if ((r = bytes_allowed(sp, o, more, text, textlen)) < 0)
+	if ((r = bytes_allowed(sp, o, more, err, errlen)) < 0)
 		return r;
 	charge_add(sp, o, f, more);
 	return 0;

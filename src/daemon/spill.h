@@ -72,19 +72,19 @@ int spill_attach(struct spill *sp, struct spill_owner *o, int *ret_fd, uint64_t 
 /*
  * A new empty file for the owner, charged `charge` bytes at once (what the client will write
  * first: one round trip instead of two): *ret_fd is the client's read-write fd (the caller's to
- * send and close). -EDQUOT over a file or byte limit, with the limit named in text; other
- * errors (-ENOSPC, -EMFILE) from the file system, also explained in text.
+ * send and close). -EDQUOT over a file or byte limit, with the limit named in err; other
+ * errors (-ENOSPC, -EMFILE) from the file system, also explained in err.
  */
 int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint64_t *ret_id, int *ret_fd,
-		 char *text, size_t textlen);
+		 char *err, size_t errlen);
 
 /*
  * Set what file id may hold to total bytes. A raise is charged against the uid's and the
  * machine's byte limits (-EDQUOT naming the limit, nothing charged); a cut gives bytes back and
  * truncates the file to total. -ENOENT: no such file of this owner.
  */
-int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t total, char *text,
-		 size_t textlen);
+int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t total, char *err,
+		 size_t errlen);
 
 /* Does the owner have file id? */
 bool spill_owns(struct spill_owner *o, uint64_t id);
