@@ -316,15 +316,10 @@ static int set_journal_ring_size(struct parser *p, const struct key *k, const ch
 static int set_journal_backend(struct parser *p, const struct key *k, const char *value)
 {
 	struct config_journal *j = p->obj;
+	enum jio_kind kind;
 
-	if (!strcmp(value, "auto"))
-		j->backend = JOURNAL_BACKEND_AUTO;
-	else if (!strcmp(value, "io_uring"))
-		j->backend = JOURNAL_BACKEND_URING;
-	else if (!strcmp(value, "libaio"))
-		j->backend = JOURNAL_BACKEND_AIO;
-	else if (!strcmp(value, "sync"))
-		j->backend = JOURNAL_BACKEND_SYNC;
+	if (jio_kind_from_name(value, &kind) == 0)
+		j->backend = (enum journal_backend)kind;
 	else
 		return ini_fail(p, "bad value \"%.*s%s\" for \"%s\": expected auto, io_uring, libaio or sync",
 				CLIP(value), k->name);
@@ -668,15 +663,5 @@ const char *hugepages_mode_name(enum hugepages_mode m)
 
 const char *journal_backend_name(enum journal_backend b)
 {
-	switch (b) {
-	case JOURNAL_BACKEND_AUTO:
-		return "auto";
-	case JOURNAL_BACKEND_URING:
-		return "io_uring";
-	case JOURNAL_BACKEND_AIO:
-		return "libaio";
-	case JOURNAL_BACKEND_SYNC:
-		return "sync";
-	}
-	return "unknown";
+	return jio_kind_name((enum jio_kind)b);
 }

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "jio.h"
+
 #define CONFIG_DEFAULT_PATH "/etc/hugepool/hugepoold.conf"
 #define CONFIG_DEFAULT_SOCKET "/run/hugepool/hugepoold.sock"
 #define CONFIG_DEFAULT_SPILL_DIR "/var/tmp/hugepool"
@@ -37,11 +39,12 @@ struct config_class {
 	unsigned line; /* where it was defined, for messages */
 };
 
+/* jio.h's kinds under the configuration's names; jio.c holds the one table of their names */
 enum journal_backend {
-	JOURNAL_BACKEND_AUTO, /* io_uring, else libaio, else sync (logged) */
-	JOURNAL_BACKEND_URING,
-	JOURNAL_BACKEND_AIO,
-	JOURNAL_BACKEND_SYNC,
+	JOURNAL_BACKEND_AUTO = JIO_AUTO, /* io_uring, else libaio, else sync (logged) */
+	JOURNAL_BACKEND_URING = JIO_URING,
+	JOURNAL_BACKEND_AIO = JIO_AIO,
+	JOURNAL_BACKEND_SYNC = JIO_SYNC,
 };
 
 /*

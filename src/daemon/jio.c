@@ -34,19 +34,27 @@ static struct jio_gen *gen_of(struct jio *io)
 	return (struct jio_gen *)io;
 }
 
+/* The one table of backend names: the configuration's values, the log's and status's words. */
+static const char *const kind_names[] = {
+	[JIO_AUTO] = "auto",
+	[JIO_URING] = "io_uring",
+	[JIO_AIO] = "libaio",
+	[JIO_SYNC] = "sync",
+};
+
 const char *jio_kind_name(enum jio_kind k)
 {
-	switch (k) {
-	case JIO_AUTO:
-		return "auto";
-	case JIO_URING:
-		return "io_uring";
-	case JIO_AIO:
-		return "libaio";
-	case JIO_SYNC:
-		return "sync";
-	}
-	return "unknown";
+	return (unsigned)k < ARRAY_SIZE(kind_names) ? kind_names[k] : "unknown";
+}
+
+int jio_kind_from_name(const char *name, enum jio_kind *ret)
+{
+	for (unsigned k = 0; k < ARRAY_SIZE(kind_names); k++)
+		if (!strcmp(name, kind_names[k])) {
+			*ret = (enum jio_kind)k;
+			return 0;
+		}
+	return -EINVAL;
 }
 
 void jio_signal(struct jio *io)

@@ -96,5 +96,7 @@ struct jio_req *jio_reap(struct jio *io);
 int jio_set_fault(struct jio *io, const char *spec);
 
 const char *jio_kind_name(enum jio_kind k);
+/* The kind a configuration value names ("auto", "io_uring", "libaio", "sync"); -EINVAL if none. */
+int jio_kind_from_name(const char *name, enum jio_kind *ret);
 
 #endif

@@ -232,7 +232,6 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	struct journal *j = calloc(1, sizeof(*j));
 	const char *fault = getenv("HUGEPOOLD_FAULT_INJECT");
 	char note[160] = "";
-	static const enum jio_kind kinds[] = { JIO_AUTO, JIO_URING, JIO_AIO, JIO_SYNC };
 	struct stat st;
 	int r;
 
@@ -284,7 +283,7 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 			log_error("Journal '%s': recovery failed: %s", cfg->name, strerror(-r));
 		goto fail;
 	}
-	r = jio_open(kinds[cfg->backend], cfg->direct, &j->io, note, sizeof(note));
+	r = jio_open((enum jio_kind)cfg->backend, cfg->direct, &j->io, note, sizeof(note));
 	if (r < 0) {
 		log_error("Journal '%s': no I/O backend could be set up (%s): %s", cfg->name, note, strerror(-r));
 		goto fail;
