@@ -34,13 +34,6 @@
 
 #define WRITERS_MAX 1024 /* per journal */
 
-const char *journal_state_name(enum journal_state s)
-{
-	static const char *const names[] = { "ok", "full", "failed" };
-
-	return s < ARRAY_SIZE(names) ? names[s] : "?";
-}
-
 const char *journal_name(const struct journal *j)
 {
 	return j->cfg.name;

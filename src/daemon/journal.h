@@ -86,6 +86,5 @@ int journal_read_segments(struct journal *j, uint64_t from_lsn, unsigned max, in
 			  struct journal_segment_info *infos, unsigned *ret_n, uint64_t *ret_durable_lsn);
 
 void journal_get_stats(struct journal *j, struct journal_stats *ret);
-const char *journal_state_name(enum journal_state s);
 
 #endif
