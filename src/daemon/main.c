@@ -106,10 +106,29 @@ static void raise_nofile(void)
 	}
 }
 
-static void close_journals(struct journal **journals, unsigned n)
+/* What the daemon builds at boot, in order; parts_free takes down whatever exists, in reverse. */
+struct parts {
+	struct pool *pool;
+	struct journal *journals[CONFIG_JOURNALS_MAX];
+	unsigned njournals;
+	struct spill *spill;
+	struct server *srv;
+};
+
+static void parts_free(struct parts *d)
 {
-	for (unsigned i = 0; i < n; i++)
-		journal_close(journals[i]);
+	server_free(d->srv);
+	spill_free(d->spill);
+	for (unsigned i = 0; i < d->njournals; i++)
+		journal_close(d->journals[i]);
+	pool_free(d->pool);
+}
+
+/* Take everything down and exit with status. */
+static int boot_failed(struct parts *d, int status)
+{
+	parts_free(d);
+	return status;
 }
 
 /* Every 250 ms while pre-faulting: stop on SIGTERM/SIGINT, report every 2 s. */
@@ -145,11 +164,7 @@ int main(int argc, char **argv)
 	bool check = false;
 	static struct config cfg;
 	char err[512], b1[32];
-	struct pool *pool = NULL;
-	struct server *srv = NULL;
-	struct spill *spill = NULL;
-	struct journal *journals[CONFIG_JOURNALS_MAX] = { NULL };
-	unsigned njournals = 0;
+	static struct parts d;
 	sigset_t mask;
 	uint64_t last_report = now_ns();
 	int c, r;
@@ -209,50 +224,31 @@ int main(int argc, char **argv)
 	log_info("hugepoold %s starting: %u classes, %s, configuration '%s'", HUGEPOOL_VERSION, cfg.nclasses,
 		 size_format(config_pool_bytes(&cfg), b1, sizeof(b1)), path);
 	notify_send("STATUS=Creating the pool");
-	r = pool_create(&cfg, &pool);
-	if (r < 0)
-		return EXIT_POOL;
+	if (pool_create(&cfg, &d.pool) < 0)
+		return boot_failed(&d, EXIT_POOL);
 	notify_send("STATUS=Pre-faulting the pool");
-	r = pool_prefault(pool, cfg.prefault_threads, boot_progress, &last_report);
-	if (r < 0) {
-		pool_free(pool);
-		/* stopped on request: a clean exit, not a failure */
-		return r == -ECANCELED ? 0 : EXIT_POOL;
-	}
+	r = pool_prefault(d.pool, cfg.prefault_threads, boot_progress, &last_report);
+	if (r < 0) /* stopped on request: a clean exit, not a failure */
+		return boot_failed(&d, r == -ECANCELED ? 0 : EXIT_POOL);
 	/* journals recover before anyone can connect: clients only ever see a consistent log */
-	for (; njournals < cfg.njournals; njournals++) {
-		notify_sendf("STATUS=Recovering journal %s", cfg.journals[njournals].name);
-		r = journal_open(&cfg.journals[njournals], &journals[njournals]);
-		if (r < 0) {
-			close_journals(journals, njournals);
-			pool_free(pool);
-			return EXIT_JOURNAL;
-		}
+	for (; d.njournals < cfg.njournals; d.njournals++) {
+		notify_sendf("STATUS=Recovering journal %s", cfg.journals[d.njournals].name);
+		if (journal_open(&cfg.journals[d.njournals], &d.journals[d.njournals]) < 0)
+			return boot_failed(&d, EXIT_JOURNAL);
 	}
-	r = spill_open(&cfg, &spill, err, sizeof(err));
-	if (r < 0) {
+	if (spill_open(&cfg, &d.spill, err, sizeof(err)) < 0) {
 		log_error("Spill streams unavailable: %s", err);
-		close_journals(journals, njournals);
-		pool_free(pool);
-		return EXIT_SPILL;
+		return boot_failed(&d, EXIT_SPILL);
 	}
 	log_info("Spill directory '%s', in-memory threshold %s", cfg.spill_directory,
 		 size_format(cfg.spill_threshold, b1, sizeof(b1)));
-	r = server_open(&cfg, pool, journals, njournals, spill, &srv);
-	if (r < 0) {
-		spill_free(spill);
-		close_journals(journals, njournals);
-		pool_free(pool);
-		return EXIT_SOCKET;
-	}
-	notify_sendf("READY=1\nSTATUS=Serving %s in %u buffers (%s pages)", size_format(pool->bytes, b1, sizeof(b1)),
-		     pool->nbuffers, pool->hugetlb ? "hugetlb" : "regular");
-	r = server_run(srv);
+	if (server_open(&cfg, d.pool, d.journals, d.njournals, d.spill, &d.srv) < 0)
+		return boot_failed(&d, EXIT_SOCKET);
+	notify_sendf("READY=1\nSTATUS=Serving %s in %u buffers (%s pages)", size_format(d.pool->bytes, b1, sizeof(b1)),
+		     d.pool->nbuffers, d.pool->hugetlb ? "hugetlb" : "regular");
+	r = server_run(d.srv);
 	notify_send("STOPPING=1");
-	server_free(srv);
-	spill_free(spill);
-	close_journals(journals, njournals);
-	pool_free(pool);
+	parts_free(&d);
 	log_info("Stopped");
 	return r < 0 ? 1 : 0;
 }
