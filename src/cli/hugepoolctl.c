@@ -328,38 +328,17 @@ static const struct command journal_commands[] = {
 	  .run = run_journal_truncate },
 };
 
+/* A command that shows a view of the daemon's status (views.h): NAME_text, or NAME_json with --json. */
+#define VIEW(view, help_, run_) \
+	{ .name = #view, .help = help_, .opts = OPT_JSON, .run = run_, .text = view##_text, .json = view##_json }
+
 /* The commands, in --help's order. */
 const struct command commands[] = {
-	{ .name = "status",
-	  .help = "the daemon, its pool, its boot and its classes",
-	  .opts = OPT_JSON,
-	  .run = run_status,
-	  .text = status_text,
-	  .json = status_json },
-	{ .name = "classes",
-	  .help = "the buffer classes and how many buffers are free",
-	  .opts = OPT_JSON,
-	  .run = run_status,
-	  .text = classes_text,
-	  .json = classes_json },
-	{ .name = "leases",
-	  .help = "who holds which buffer, and the connected clients",
-	  .opts = OPT_JSON,
-	  .run = run_status,
-	  .text = leases_text,
-	  .json = leases_json },
-	{ .name = "stats",
-	  .help = "the daemon's counters since it started",
-	  .opts = OPT_JSON,
-	  .run = run_status,
-	  .text = stats_text,
-	  .json = stats_json },
-	{ .name = "spill",
-	  .help = "spill files, bytes and limits, per uid and client",
-	  .opts = OPT_JSON,
-	  .run = run_spill,
-	  .text = spill_text,
-	  .json = spill_json },
+	VIEW(status, "the daemon, its pool, its boot and its classes", run_status),
+	VIEW(classes, "the buffer classes and how many buffers are free", run_status),
+	VIEW(leases, "who holds which buffer, and the connected clients", run_status),
+	VIEW(stats, "the daemon's counters since it started", run_status),
+	VIEW(spill, "spill files, bytes and limits, per uid and client", run_spill),
 	{ .name = "journal", .sub = journal_commands, .nsub = ARRAY_SIZE(journal_commands) },
 };
 const size_t ncommands = ARRAY_SIZE(commands);

@@ -200,6 +200,20 @@ bool proto_name_valid(const char *field, size_t len)
 	return true;
 }
 
+void proto_put_fds(struct msghdr *msg, void *cbuf, const int *fds, unsigned nfds)
+{
+	struct cmsghdr *c;
+
+	memset(cbuf, 0, CMSG_SPACE(sizeof(int) * nfds));
+	msg->msg_control = cbuf;
+	msg->msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+	c = CMSG_FIRSTHDR(msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+}
+
 int proto_send(int fd, enum proto_type type, const void *payload, uint32_t len, const int *fds,
 	       unsigned nfds)
 {
@@ -217,18 +231,8 @@ int proto_send(int fd, enum proto_type type, const void *payload, uint32_t len, 
 	proto_hdr_init(&h, type, len, nfds);
 	iov[0] = (struct iovec){ .iov_base = &h, .iov_len = sizeof(h) };
 	iov[1] = (struct iovec){ .iov_base = (void *)(uintptr_t)payload, .iov_len = len };
-	if (nfds) {
-		struct cmsghdr *c;
-
-		memset(&cbuf, 0, sizeof(cbuf));
-		msg.msg_control = cbuf.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-	}
+	if (nfds)
+		proto_put_fds(&msg, cbuf.buf, fds, nfds);
 	while (sent < total) {
 		ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
 

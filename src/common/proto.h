@@ -400,6 +400,14 @@ bool proto_name_valid(const char *field, size_t len);
  * or on an fd count that differs from the header (closing any fds received), -ECONNRESET on
  * EOF. The caller owns *payload and ret_fds.
  */
+struct msghdr;
+/*
+ * Attach nfds fds (at least 1) to msg as one SCM_RIGHTS message, in cbuf (at least
+ * CMSG_SPACE(sizeof(int) * nfds) bytes, aligned for struct cmsghdr): every sender of fds
+ * (proto_send, the daemon's out-queue, the tests) builds its control message here.
+ */
+void proto_put_fds(struct msghdr *msg, void *cbuf, const int *fds, unsigned nfds);
+
 int proto_send(int fd, enum proto_type type, const void *payload, uint32_t len, const int *fds,
 	       unsigned nfds);
 int proto_recv(int fd, struct proto_hdr *ret_hdr, void **ret_payload, int *ret_fds,

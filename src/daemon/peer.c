@@ -101,18 +101,8 @@ void peer_flush(struct peer *p)
 		else if (with_fds && p->nofds > 1)
 			end = p->ofds[(p->ofds_head + 1) % p->ofds_cap].at;
 		iov = (struct iovec){ p->out + p->out_off, end - p->out_off };
-		if (with_fds) {
-			struct cmsghdr *c;
-
-			memset(&cbuf, 0, sizeof(cbuf));
-			msg.msg_control = cbuf.buf;
-			msg.msg_controllen = CMSG_SPACE(sizeof(int) * f->n);
-			c = CMSG_FIRSTHDR(&msg);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int) * f->n);
-			memcpy(CMSG_DATA(c), f->fds, sizeof(int) * f->n);
-		}
+		if (with_fds)
+			proto_put_fds(&msg, cbuf.buf, f->fds, f->n);
 		n = sendmsg(p->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)

@@ -79,17 +79,9 @@ static void send_raw(int fd, const void *buf, size_t len, const int *fds, unsign
 	char *cbuf = NULL;
 
 	if (nfds) {
-		struct cmsghdr *c;
-
 		cbuf = calloc(1, CMSG_SPACE(sizeof(int) * nfds));
 		assert_non_null(cbuf);
-		msg.msg_control = cbuf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+		proto_put_fds(&msg, cbuf, fds, nfds);
 	}
 	assert_int_equal(sendmsg(fd, &msg, MSG_NOSIGNAL), (ssize_t)len);
 	free(cbuf);
