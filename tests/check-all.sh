@@ -17,7 +17,11 @@ stage() {
 	echo "=== $name"
 	out=$("$@" 2>&1)
 	rc=$?
-	echo "$out" | tail -n 12
+	if [ "$rc" -eq 0 ]; then
+		echo "$out" | tail -n 12
+	else
+		echo "$out" | tail -n 400 # a failure: what the runner printed about it, not just the counts
+	fi
 	line=$(grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)
 	if [ -n "$line" ]; then
 		p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<<"$line")
