@@ -95,16 +95,11 @@ void classes_json(struct json *j, const struct hp_status *st)
 {
 	json_open(j, "classes", '[');
 	for (uint32_t i = 0; i < st->nclasses; i++) {
-		const struct hp_class_status *c = &st->classes[i];
+		const struct hp_class_status *src = &st->classes[i];
 
 		json_open(j, NULL, '{');
-		json_str(j, "name", c->name);
-		json_u64(j, "size", c->size);
-		json_u64(j, "total", c->total);
-		json_u64(j, "free", c->free);
-		json_u64(j, "leased", c->leased);
-		json_u64(j, "waiters", c->waiters);
-		json_u64(j, "zeroing", c->zeroing);
+		json_str(j, "name", src->name);
+		PROTO_STATUS_CLASS_FIELDS(JSON_FIELD)
 		json_close(j, '}');
 	}
 	json_close(j, ']');
