@@ -184,19 +184,19 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			return EXIT_OK;
 		case 'V':
 			printf("hugepoold %s\n", HUGEPOOL_VERSION);
-			return 0;
+			return EXIT_OK;
 		default:
 			usage(stderr);
-			return 1;
+			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "hugepoold: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
-		return 1;
+		return EXIT_USAGE;
 	}
 	log_open();
 	r = config_load(path, &cfg, err, sizeof(err));
@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 	}
 	if (check) {
 		print_summary(&cfg, path);
-		return 0;
+		return EXIT_OK;
 	}
 
 	sigemptyset(&mask);
@@ -229,7 +229,7 @@ int main(int argc, char **argv)
 	notify_send("STATUS=Pre-faulting the pool");
 	r = pool_prefault(d.pool, cfg.prefault_threads, boot_progress, &last_report);
 	if (r < 0) /* stopped on request: a clean exit, not a failure */
-		return boot_failed(&d, r == -ECANCELED ? 0 : EXIT_POOL);
+		return boot_failed(&d, r == -ECANCELED ? EXIT_OK : EXIT_POOL);
 	/* journals recover before anyone can connect: clients only ever see a consistent log */
 	for (; d.njournals < cfg.njournals; d.njournals++) {
 		notify_sendf("STATUS=Recovering journal %s", cfg.journals[d.njournals].name);
@@ -250,5 +250,5 @@ int main(int argc, char **argv)
 	notify_send("STOPPING=1");
 	parts_free(&d);
 	log_info("Stopped");
-	return r < 0 ? 1 : 0;
+	return r < 0 ? EXIT_USAGE : EXIT_OK;
 }
