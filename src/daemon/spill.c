@@ -122,12 +122,15 @@ static int file_reopen(int fd, int flags)
 
 /*
  * The disk a file of `charged` bytes may take: its size rounded up to whole blocks, plus some
- * for file-system metadata (extent blocks of a large file).
+ * for file-system metadata (extent blocks of a large file). A file charged nothing has no data
+ * and so no extents: nothing (a lingering file, or one whose client never asked for bytes).
  */
 static uint64_t usage_allowed(const struct stat *st, uint64_t charged)
 {
 	uint64_t blksize = st->st_blksize > 4096 ? (uint64_t)st->st_blksize : 4096;
 
+	if (!charged)
+		return 0;
 	return (charged + blksize - 1) / blksize * blksize + USAGE_SLACK + charged / 256;
 }
 

@@ -205,7 +205,8 @@ static void test_truncation(void **state)
 	assert_int_equal(st.files, 1);
 	assert_int_equal(st.lingering, 1);
 	assert_int_equal(st.bytes, 0);
-	assert_int_equal(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 1 << 20), 0);
+	/* charged nothing, it may hold nothing: not even the metadata slack an open file gets */
+	assert_int_equal(fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 16 << 10), 0);
 	assert_int_equal(spill_audit(sp, 2, true), 2 + 1000000000ull);
 	assert_int_equal(fstat(fd, &sb), 0);
 	assert_int_equal(sb.st_blocks, 0);
