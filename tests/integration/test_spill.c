@@ -12,7 +12,8 @@
  * - a full file system (a 1 MiB tmpfs, as root): -ENOSPC, the stream readable, bytes refunded;
  * - a raw client that writes past its charge is truncated; bad spill requests are answered;
  * - the quota bypasses of a hostile client (fallocate with KEEP_SIZE, writes after close, an fd
- *   passed to a process that outlives the connection) are undone, and such files count;
+ *   passed to a process that outlives the connection) are undone, and such files count; the
+ *   same attack by a client of another uid when the test runs as root;
  * - the daemon dying under a client: its streams stay readable.
  * Spill does not depend on hugepages: run-tests.sh runs this file once, with hugepages = off
  * (its hugepage_modes table).
@@ -714,6 +715,106 @@ static void test_quota_bypass(void **state)
 	stop(&d);
 }
 
+/* The status of the daemon at socket, as a client without assertions (another uid's child). */
+static int other_spill(const char *path, uint64_t *files, uint64_t *lingering, uint64_t *truncated)
+{
+	struct hp_status *st = NULL;
+	hp_conn *c = NULL;
+	int r = hp_connect(path, &c);
+
+	if (r == 0)
+		r = hp_status(c, &st);
+	if (r == 0) {
+		*files = st->spill.files;
+		*lingering = st->spill.lingering;
+		*truncated = st->spill.truncated;
+		hp_status_free(st);
+	}
+	hp_disconnect(c);
+	return r;
+}
+
+/* Poll (bounded) until the truncated count reaches n; 0 or -1. */
+static int other_await_cut(const char *path, uint64_t n)
+{
+	uint64_t f, l, t = 0;
+
+	for (int i = 0; i < 3000; i++) {
+		if (other_spill(path, &f, &l, &t) == 0 && t >= n)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+/*
+ * The quota bypasses as another uid, against a daemon that root started: the attacker gets its
+ * spill file over the protocol, allocates 8 MiB past its charge, closes the stream but keeps the
+ * fd and writes 4 MiB. Exit status: 0 when the daemon cut both and counted the kept file, else
+ * the step that failed.
+ */
+static int bypass_as_other(void *arg)
+{
+	const char *path = arg;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct proto_hello hello = { .name = "bypass" };
+	struct proto_spill_create create = { .charge = 64 * KIB };
+	struct proto_spill_close cl;
+	struct proto_hdr h;
+	void *payload = NULL;
+	unsigned char *data = make_data(9, 4 * MIB);
+	uint64_t files, lingering, cut0, t;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), file = -1;
+	struct stat sb;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    proto_send(fd, PROTO_HELLO, &hello, sizeof(hello), NULL, 0) < 0 || proto_recv(fd, &h, &payload, NULL, 0) < 0)
+		return 1;
+	free(payload);
+	if (other_spill(path, &files, &lingering, &cut0) < 0 ||
+	    proto_send(fd, PROTO_SPILL_CREATE, &create, sizeof(create), NULL, 0) < 0 ||
+	    proto_recv(fd, &h, &payload, &file, 1) < 0 || h.type != PROTO_SPILL_CREATED)
+		return 2;
+	cl.file_id = ((struct proto_spill_created *)payload)->file_id;
+	free(payload);
+	if (fallocate(file, FALLOC_FL_KEEP_SIZE, 0, 8 * MIB) < 0 || other_await_cut(path, cut0 + 1) < 0 ||
+	    fstat(file, &sb) < 0 || (uint64_t)sb.st_blocks * 512 > 64 * KIB + 128 * KIB)
+		return 3;
+	if (proto_send(fd, PROTO_SPILL_CLOSE, &cl, sizeof(cl), NULL, 0) < 0 || proto_recv(fd, &h, &payload, NULL, 0) < 0)
+		return 4;
+	free(payload);
+	if (other_spill(path, &files, &lingering, &t) < 0 || files != 1 || lingering != 1)
+		return 5;
+	if (pwrite(file, data, 4 * MIB, 0) != (ssize_t)(4 * MIB) || other_await_cut(path, t + 1) < 0 ||
+	    fstat(file, &sb) < 0 || sb.st_blocks != 0)
+		return 6;
+	close(file);
+	close(fd);
+	free(data);
+	return 0;
+}
+
+static void test_quota_bypass_other_uid(void **state)
+{
+	struct hp_status *st;
+	struct daemon d;
+	hp_conn *c;
+
+	(void)state;
+	if (!harness_two_uids())
+		skip();
+	start(&d, "", CLASSES);
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, bypass_as_other, d.socket), 0);
+	c = conn(&d);
+	st = await_spill(c, files_exactly, 0); /* the attacker is gone, and so is its file */
+	assert_int_equal(st->spill.lingering, 0);
+	assert_true(st->spill.truncated >= 2);
+	hp_status_free(st);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 /* A spill stream of sorted 16-byte rows as an hp_merge input. */
 struct row {
 	uint64_t key, val;
@@ -879,6 +980,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_full_filesystem, teardown),
 		cmocka_unit_test_teardown(test_misbehaving_peer, teardown),
 		cmocka_unit_test_teardown(test_quota_bypass, teardown),
+		cmocka_unit_test_teardown(test_quota_bypass_other_uid, teardown),
 		cmocka_unit_test_teardown(test_merge_of_streams, teardown),
 		cmocka_unit_test_teardown(test_daemon_dies, teardown),
 		cmocka_unit_test_teardown(test_bad_arguments, teardown),
