@@ -273,12 +273,12 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	r = journal_recover(j);
 	if (r < 0) {
 		if (r != -EUCLEAN)
-			log_error("Journal '%s': recovery failed: %s", cfg->name, strerror(-r));
+			log_error_errno(r, "Journal '%s': recovery failed: %m", cfg->name);
 		goto fail;
 	}
 	r = jio_open((enum jio_kind)cfg->backend, cfg->direct, &j->io, note, sizeof(note));
 	if (r < 0) {
-		log_error("Journal '%s': no I/O backend could be set up (%s): %s", cfg->name, note, strerror(-r));
+		log_error_errno(r, "Journal '%s': no I/O backend could be set up (%s): %m", cfg->name, note);
 		goto fail;
 	}
 	if (note[0])

@@ -311,9 +311,9 @@ static void journal_fail(struct journal *j, int err, const char *what)
 	j->st.state = JOURNAL_FAILED;
 	j->st.error = err;
 	snprintf(j->st.note, sizeof(j->st.note), "%s: %s", what, strerror(-err));
-	log_error("Journal '%s' is read-only from now on: %s: %s (durable up to LSN %" PRIu64
-		  "; nothing after it was acknowledged)",
-		  j->cfg.name, what, strerror(-err), j->durable_lsn);
+	log_error_errno(err, "Journal '%s' is read-only from now on: %s: %m (durable up to LSN %" PRIu64
+			"; nothing after it was acknowledged)",
+			j->cfg.name, what, j->durable_lsn);
 	TAILQ_FOREACH(w, &j->writers, link)
 		jring_set_error(w->hdr, err);
 	wake_all(j);

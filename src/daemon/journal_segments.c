@@ -128,10 +128,9 @@ int segment_open_all(struct journal *j)
 		}
 		if (fd == -ENOENT) {
 			r = segment_create(j, name, &fd);
-			if (r < 0) {
-				log_error("Journal '%s': cannot create segment '%s': %s", j->cfg.name, name, strerror(-r));
-				return r;
-			}
+			if (r < 0)
+				return log_error_errno(r, "Journal '%s': cannot create segment '%s': %m", j->cfg.name,
+						       name);
 			if (fstat(fd, &st) < 0)
 				st = (struct stat){ 0 };
 			if (direct) {
@@ -145,18 +144,14 @@ int segment_open_all(struct journal *j)
 				  j->cfg.name, name, (unsigned)geteuid());
 			return -EPERM;
 		}
-		if (fd < 0) {
-			log_error("Journal '%s': cannot open segment '%s': %s%s", j->cfg.name, name, strerror(-fd),
-				  fd == -EINVAL && direct ? " (direct = on: does the file system support O_DIRECT?)" : "");
-			return fd;
-		}
+		if (fd < 0)
+			return log_error_errno(fd, "Journal '%s': cannot open segment '%s': %m%s", j->cfg.name, name,
+					       fd == -EINVAL && direct ? " (direct = on: does the file system support O_DIRECT?)" : "");
 		j->segs[i].fd = fd;
 		j->segs[i].ro_fd = segment_open(j, name, O_RDONLY, &st, &ro);
-		if (j->segs[i].ro_fd < 0) {
-			log_error("Journal '%s': cannot open segment '%s' again read-only: %s", j->cfg.name, name,
-				  strerror(-j->segs[i].ro_fd));
-			return j->segs[i].ro_fd;
-		}
+		if (j->segs[i].ro_fd < 0)
+			return log_error_errno(j->segs[i].ro_fd, "Journal '%s': cannot open segment '%s' again read-only: %m",
+					       j->cfg.name, name);
 	}
 	return 0;
 }

@@ -330,7 +330,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 		goto fail;
 	r = recycler_start(pool, &s->recycler);
 	if (r < 0) {
-		log_error("Failed to start the recycler thread: %s", strerror(-r));
+		log_error_errno(r, "Failed to start the recycler thread: %m");
 		goto fail;
 	}
 	/* SIGTERM and SIGINT arrive as events; they were blocked by main before any thread started */
@@ -355,7 +355,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	if ((r = epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen)) < 0 ||
 	    (r = epoll_add_tag(s->epoll_fd, s->signal_fd, &tag_signal)) < 0 ||
 	    (r = epoll_add_tag(s->epoll_fd, recycler_fd(s->recycler), &tag_recycler)) < 0) {
-		log_error("Failed to set up the event loop: %s", strerror(-r));
+		log_error_errno(r, "Failed to set up the event loop: %m");
 		goto fail;
 	}
 	log_info("Listening on '%s' (mode %04o)", cfg->socket_path, (unsigned)cfg->socket_mode);

@@ -376,7 +376,7 @@ static void file_drop(struct spill *sp, struct spill_owner *o, unsigned i)
 	charge_sub(sp, o, &o->files[i], f.charged);
 	o->files[i] = o->files[--o->nfiles];
 	if ((r = file_cut(f.fd, 0)) < 0)
-		log_warning("Failed to truncate a spill file of pid %d: %s", (int)o->pid, strerror(-r));
+		log_warning_errno(r, "Failed to truncate a spill file of pid %d: %m", (int)o->pid);
 	if (!sp->leases || file_has_holders(f.fd) <= 0) {
 		file_forget(sp, o->acct, f.fd);
 		return;
@@ -586,7 +586,7 @@ int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t 
 	}
 	if (total <= f->charged) {
 		if ((r = file_cut(f->fd, total)) < 0)
-			log_warning("Spill: failed to truncate a file of pid %d: %s", (int)o->pid, strerror(-r));
+			log_warning_errno(r, "Spill: failed to truncate a file of pid %d: %m", (int)o->pid);
 		charge_sub(sp, o, f, f->charged - total);
 		return 0;
 	}
