@@ -73,6 +73,21 @@ static const struct hp_journal_status *journal_find(const struct hp_status *st, 
 	return NULL;
 }
 
+/* The status, and in *js the journal the command names in it; exit status and nothing to free if either fails. */
+static int get_journal_status(struct invocation *inv, struct hp_status **st, const struct hp_journal_status **js)
+{
+	int r = get_status(inv, st);
+
+	if (r)
+		return r;
+	*js = journal_find(*st, inv->journal);
+	if (!*js) {
+		hp_status_free(*st);
+		return no_journal(inv);
+	}
+	return 0;
+}
+
 /* What the reader's own errors mean (the daemon gives no text for them). */
 static const char *reader_hint(int err)
 {
@@ -147,16 +162,11 @@ static int run_journal_stat(const struct command *cmd, struct invocation *inv)
 {
 	const struct hp_journal_status *js;
 	struct hp_status *st;
-	int r = get_status(inv, &st);
+	int r = get_journal_status(inv, &st, &js);
 
 	(void)cmd;
 	if (r)
 		return r;
-	js = journal_find(st, inv->journal);
-	if (!js) {
-		hp_status_free(st);
-		return no_journal(inv);
-	}
 	journal_stat_print(js, inv->json);
 	hp_status_free(st);
 	return 0;
@@ -174,16 +184,13 @@ static int run_journal_verify(const struct command *cmd, struct invocation *inv)
 	const struct hp_journal_status *js;
 	hp_journal_reader *rd;
 	struct hp_status *st;
-	int r = get_status(inv, &st);
+	int r = get_journal_status(inv, &st, &js);
 
 	(void)cmd;
 	if (r)
 		return r;
-	js = journal_find(st, inv->journal);
-	c.durable_lsn = js ? js->durable_lsn : 0;
+	c.durable_lsn = js->durable_lsn;
 	hp_status_free(st);
-	if (!js)
-		return no_journal(inv);
 	r = hp_journal_reader_open(inv->conn, inv->journal, 1, &rd);
 	if (r < 0)
 		return journal_failed(inv, r, "cannot read");
@@ -274,14 +281,9 @@ static int run_journal_truncate(const struct command *cmd, struct invocation *in
 	if (r < 0)
 		return journal_failed(inv, r, "cannot truncate");
 	/* the daemon keeps what is not durable yet, and never takes a truncation back: say where it is */
-	r = get_status(inv, &st);
+	r = get_journal_status(inv, &st, &js);
 	if (r)
 		return r;
-	js = journal_find(st, inv->journal);
-	if (!js) {
-		hp_status_free(st);
-		return no_journal(inv);
-	}
 	if (js->durable_lsn == 0)
 		printf("Journal \"%s\" has no durable record yet: nothing was truncated.\n", js->name);
 	else if (js->retain_lsn == inv->lsn)
