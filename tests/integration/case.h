@@ -2,7 +2,7 @@
 /*
  * case.h - cmocka helpers for integration test files that run one daemon per test case
  * (test_pool.c, test_spill.c, test_hostile.c): start and stop it with assertions, stop it in the
- * teardown when a case failed half-way, connect (through libhugepool, or raw to speak the
+ * teardown when a case failed half-way, check that it refuses to start, connect (through libhugepool, or raw to speak the
  * protocol by hand), ask for status. Header-only: include it once per test file, after
  * cmocka.h, harness.h, hugepool.h and proto.h.
  */
@@ -25,6 +25,21 @@ static void start(struct daemon *d, const char *globals, const char *classes)
 	if (r < 0)
 		harness_dump_log(d);
 	assert_int_equal(r, 0);
+}
+
+/* The daemon must refuse to start: exit with exit_status, saying why once in its log. */
+static void start_refused(struct daemon *d, const char *globals, const char *classes, int exit_status,
+			  const char *why)
+{
+	int r = harness_start(d, globals, classes);
+
+	running = NULL;
+	if (r != -ECHILD || d->exit_status != exit_status || harness_log_count(d, why) != 1)
+		harness_dump_log(d);
+	assert_int_equal(r, -ECHILD);
+	assert_int_equal(d->exit_status, exit_status);
+	assert_int_equal(harness_log_count(d, why), 1);
+	harness_cleanup(d);
 }
 
 static void stop(struct daemon *d)
