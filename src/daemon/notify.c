@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,29 +14,44 @@
 #include <sys/un.h>
 
 #include "notify.h"
+#include "proto.h"
 #include "util.h"
+
+#define NOTIFY_FDS_MAX 253 /* SCM_MAX_FD */
 
 int notify_send(const char *state)
 {
+	return notify_send_fds(state, NULL, 0);
+}
+
+int notify_send_fds(const char *state, const int *fds, unsigned nfds)
+{
 	const char *path = getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct iovec iov = { (void *)(uintptr_t)state, strlen(state) };
+	struct msghdr msg = { .msg_name = &sa, .msg_iov = &iov, .msg_iovlen = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * NOTIFY_FDS_MAX)];
+		struct cmsghdr align;
+	} cbuf;
 	_cleanup_close_ int fd = -1;
 	size_t plen;
-	socklen_t salen;
 
 	if (!path || !*path)
 		return 0;
 	plen = strlen(path);
-	if ((path[0] != '/' && path[0] != '@') || plen >= sizeof(sa.sun_path))
+	if ((path[0] != '/' && path[0] != '@') || plen >= sizeof(sa.sun_path) || nfds > NOTIFY_FDS_MAX)
 		return -EINVAL;
 	memcpy(sa.sun_path, path, plen);
 	if (sa.sun_path[0] == '@')
 		sa.sun_path[0] = '\0';
-	salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + plen);
+	msg.msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + plen);
+	if (nfds)
+		proto_put_fds(&msg, cbuf.buf, fds, nfds);
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, salen) < 0)
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
 		return -errno;
 	return 1;
 }

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fdstore.c - see fdstore.h. The in-process table mirrors what was sent to the service
+ * manager, so that a re-execution hands over exactly what systemd would have handed back.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fdstore.h"
+#include "log.h"
+#include "notify.h"
+#include "util.h"
+
+#define FIRST_FD 3 /* SD_LISTEN_FDS_START */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fdstore_fd *kept; /* the fds kept now, under lock */
+static unsigned nkept, capkept;
+
+/* systemd's fdname_is_valid(): printable ASCII except ':' */
+static bool name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > FDSTORE_NAME_MAX)
+		return false;
+	for (const char *c = name; *c; c++)
+		if (*c < ' ' || *c > '~' || *c == ':')
+			return false;
+	return true;
+}
+
+static int parse_uint(const char *s, unsigned long *ret)
+{
+	char *end;
+
+	if (!s || !*s)
+		return -ENOENT;
+	errno = 0;
+	*ret = strtoul(s, &end, 10);
+	return errno || *end || *s == '-' ? -EINVAL : 0;
+}
+
+int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
+{
+	unsigned long pid, nfds;
+	const char *names = getenv("LISTEN_FDNAMES");
+	struct fdstore_fd *fds;
+	int r;
+
+	*ret = NULL;
+	*n = 0;
+	r = parse_uint(getenv("LISTEN_PID"), &pid);
+	if (r == 0)
+		r = parse_uint(getenv("LISTEN_FDS"), &nfds);
+	if (r == 0 && pid != (unsigned long)getpid())
+		r = -ENOENT; /* meant for another process (the variables were inherited) */
+	if (r == -EINVAL)
+		log_warning("Ignoring LISTEN_PID=%s LISTEN_FDS=%s: not numbers", getenv("LISTEN_PID"),
+			    getenv("LISTEN_FDS"));
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (r < 0 || nfds == 0)
+		return 0;
+	if (nfds > 1u << 20)
+		return log_error_errno(-E2BIG, "LISTEN_FDS=%lu: more fds than any configuration keeps", nfds);
+	fds = calloc(nfds, sizeof(*fds));
+	if (!fds)
+		return -ENOMEM;
+	for (unsigned long i = 0; i < nfds; i++) {
+		const char *end = names ? strchrnul(names, ':') : NULL;
+		size_t len = end ? (size_t)(end - names) : 0;
+
+		fds[i].fd = FIRST_FD + (int)i;
+		if (fcntl(fds[i].fd, F_SETFD, FD_CLOEXEC) < 0) {
+			fds[i].fd = -1; /* not open after all */
+			continue;
+		}
+		/* a missing or bad name makes the fd one nobody takes: it is closed with the rest */
+		if (len <= FDSTORE_NAME_MAX) {
+			memcpy(fds[i].name, names, len);
+			fds[i].name[len] = '\0';
+		}
+		if (end)
+			names = *end ? end + 1 : NULL;
+	}
+	*ret = fds;
+	*n = (unsigned)nfds;
+	return 0;
+}
+
+int fdstore_take(struct fdstore_fd *fds, unsigned n, const char *name)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (fds[i].fd >= 0 && strcmp(fds[i].name, name) == 0) {
+			int fd = fds[i].fd;
+
+			fds[i].fd = -1;
+			return fd;
+		}
+	return -1;
+}
+
+void fdstore_received_free(struct fdstore_fd *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (fds[i].fd < 0)
+			continue;
+		/* nobody wanted it: the service manager must not keep it for the next life either */
+		fdstore_remove(fds[i].name);
+		close(fds[i].fd);
+	}
+	free(fds);
+}
+
+int fdstore_add(const char *name, int fd, bool poll)
+{
+	char state[FDSTORE_NAME_MAX + 40];
+	int r = 0;
+
+	if (!name_valid(name) || fd < 0)
+		return -EINVAL;
+	snprintf(state, sizeof(state), "FDSTORE=1\nFDNAME=%s%s", name, poll ? "" : "\nFDPOLL=0");
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < nkept; i++)
+		if (strcmp(kept[i].name, name) == 0) {
+			r = -EEXIST;
+			goto out;
+		}
+	if (nkept == capkept) {
+		unsigned cap = capkept ? 2 * capkept : 64;
+		struct fdstore_fd *k = realloc(kept, cap * sizeof(*k));
+
+		if (!k) {
+			r = -ENOMEM;
+			goto out;
+		}
+		kept = k;
+		capkept = cap;
+	}
+	r = notify_send_fds(state, &fd, 1);
+	if (r < 0)
+		goto out;
+	snprintf(kept[nkept].name, sizeof(kept[nkept].name), "%s", name);
+	kept[nkept++].fd = fd;
+	r = 0;
+out:
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+void fdstore_remove(const char *name)
+{
+	char state[FDSTORE_NAME_MAX + 40];
+
+	if (!name_valid(name))
+		return;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < nkept; i++)
+		if (strcmp(kept[i].name, name) == 0) {
+			kept[i] = kept[--nkept];
+			break;
+		}
+	/* also when not kept here: a name a previous life left */
+	snprintf(state, sizeof(state), "FDSTOREREMOVE=1\nFDNAME=%s", name);
+	(void)notify_send(state);
+	pthread_mutex_unlock(&lock);
+}
+
+int fdstore_barrier(int timeout_ms)
+{
+	int p[2], r;
+	struct pollfd pfd;
+
+	if (!getenv("NOTIFY_SOCKET"))
+		return 0;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	/* the manager closes its copy of the write end once it has read this datagram, and it
+	 * reads the socket in order: a hangup on the read end means all before it was processed */
+	r = notify_send_fds("BARRIER=1", &p[1], 1);
+	close(p[1]);
+	if (r < 0) {
+		close(p[0]);
+		return r;
+	}
+	pfd = (struct pollfd){ .fd = p[0], .events = 0 };
+	do
+		r = poll(&pfd, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	close(p[0]);
+	return r < 0 ? -errno : r == 0 ? -ETIMEDOUT : 0;
+}
+
+unsigned fdstore_count(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&lock);
+	n = nkept;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+int fdstore_exec(const char *path, char *const argv[])
+{
+	_cleanup_free_ int *high = NULL;
+	_cleanup_free_ char *names = NULL;
+	char num[32];
+	size_t len = 1;
+	unsigned n;
+	int r = 0;
+
+	if (access(path, X_OK) < 0)
+		return -errno;
+	pthread_mutex_lock(&lock);
+	n = nkept;
+	high = calloc(n ? n : 1, sizeof(*high));
+	for (unsigned i = 0; i < n; i++)
+		len += strlen(kept[i].name) + 1;
+	names = malloc(len);
+	if (!high || !names) {
+		pthread_mutex_unlock(&lock);
+		return -ENOMEM;
+	}
+	names[0] = '\0';
+	/* first out of the way of 3..3+n-1, where some of them may sit now */
+	for (unsigned i = 0; i < n; i++) {
+		high[i] = fcntl(kept[i].fd, F_DUPFD_CLOEXEC, FIRST_FD + (int)n);
+		if (high[i] < 0) {
+			r = -errno;
+			for (unsigned j = 0; j < i; j++)
+				close(high[j]);
+			pthread_mutex_unlock(&lock);
+			return r;
+		}
+		strcat(names, kept[i].name);
+		if (i + 1 < n)
+			strcat(names, ":");
+	}
+	pthread_mutex_unlock(&lock);
+	/* past this point the process is committed: the old fd numbers are overwritten */
+	for (unsigned i = 0; i < n; i++)
+		if (dup2(high[i], FIRST_FD + (int)i) < 0) /* dup2 clears FD_CLOEXEC on the copy */
+			return -errno;
+	snprintf(num, sizeof(num), "%d", (int)getpid());
+	setenv("LISTEN_PID", num, 1);
+	snprintf(num, sizeof(num), "%u", n);
+	setenv("LISTEN_FDS", num, 1);
+	setenv("LISTEN_FDNAMES", names, 1);
+	execv(path, argv);
+	return -errno;
+}
