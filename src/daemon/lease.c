@@ -87,6 +87,8 @@ struct lease_table {
 	struct lease_counters counters;
 };
 
+static void slot_free(struct lease_table *lt, struct lease_slot *s);
+
 int lease_table_new(struct pool *pool, const struct lease_limits *limits, const struct lease_ops *ops,
 		    void *userdata, struct lease_table **ret)
 {
@@ -111,13 +113,24 @@ int lease_table_new(struct pool *pool, const struct lease_limits *limits, const 
 	}
 	for (uint32_t i = 0; i < pool->nbuffers; i++) {
 		struct lease_slot *s = &lt->slots[i];
-		struct lease_class *lc = &lt->classes[pool->buffers[i].class_index];
+		const struct pool_buffer *b = &pool->buffers[i];
 
 		s->pb = &pool->buffers[i];
-		s->state = SLOT_FREE;
-		s->clean = true;
-		TAILQ_INSERT_TAIL(&lc->clean, s, link);
-		lc->nclean++;
+		/* a buffer adopted from the previous life: held then or not, its pages are who wrote
+		 * them last (its holder, if still connected, gets it again as any warm buffer) */
+		switch (b->boot_state) {
+		case WARM_BUF_CLEAN:
+			s->clean = true;
+			break;
+		case WARM_BUF_DIRTY:
+		case WARM_BUF_LEASED:
+			s->dirty_uid = b->boot_uid;
+			break;
+		default: /* not trusted: fresh pages before anyone gets it */
+			s->dirty_uid = BROKEN_UID;
+			break;
+		}
+		slot_free(lt, s);
 	}
 	*ret = lt;
 	return 0;
@@ -153,6 +166,22 @@ static struct lease_class *class_of(struct lease_table *lt, const struct lease_s
 	return &lt->classes[s->pb->class_index];
 }
 
+/* Tell the server what the next life must know of s's buffer (lease_ops.changed). */
+static void slot_note(struct lease_table *lt, const struct lease_slot *s)
+{
+	enum warm_buf_state st;
+
+	if (!lt->ops.changed)
+		return;
+	if (s->state == SLOT_RENEWING || (!s->clean && s->dirty_uid == BROKEN_UID))
+		st = WARM_BUF_BROKEN;
+	else if (s->clean)
+		st = WARM_BUF_CLEAN;
+	else
+		st = s->state == SLOT_LEASED ? WARM_BUF_LEASED : WARM_BUF_DIRTY;
+	lt->ops.changed(s->pb, st, s->clean ? 0 : s->dirty_uid, lt->ud);
+}
+
 /* Put a slot back among the free ones of its class. */
 static void slot_free(struct lease_table *lt, struct lease_slot *s)
 {
@@ -173,6 +202,7 @@ static void slot_free(struct lease_table *lt, struct lease_slot *s)
 		TAILQ_INSERT_HEAD(&lc->dirty, s, link);
 		lc->ndirty++;
 	}
+	slot_note(lt, s);
 }
 
 static void slot_unlist(struct lease_table *lt, struct lease_slot *s)
@@ -331,6 +361,8 @@ static void req_grant(struct lease_table *lt, struct lease_req *r)
 		o->nleases++;
 		o->leased_bytes += s->pb->size;
 		lc->nleased++;
+		/* before the GRANT leaves: a restart must never take the buffer for fresh */
+		slot_note(lt, s);
 	}
 	lt->counters.grants++;
 	o->req = NULL;
@@ -392,6 +424,7 @@ static bool req_try(struct lease_table *lt, struct lease_req *r)
 		r->slots[r->held++] = s;
 		r->renewing++;
 		lc->nrenewing++;
+		slot_note(lt, s);
 	}
 	if (r->renewing == 0) {
 		req_grant(lt, r);
@@ -655,6 +688,8 @@ void lease_renewed(struct lease_table *lt, struct pool_buffer *b, int err)
 		return;
 	}
 	s->clean = true;
+	s->state = SLOT_RESERVED; /* not RENEWING any more: fresh pages, whoever gets them */
+	slot_note(lt, s);
 	if (!r) {
 		slot_free(lt, s);
 		class_pump(lt, s->pb->class_index);

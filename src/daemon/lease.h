@@ -20,6 +20,8 @@
  *   carries its buffer, so until the server says that message left (lease_slot_delivered), a
  *   release naming it is refused as if the id were unknown. A buffer therefore cannot be
  *   recycled, renewed or granted to anybody else while a grant of it waits in a reply queue.
+ * - A buffer starts as the pool says (pool_buffer.boot_state): fresh, or adopted from the
+ *   previous life of the daemon as last written by a uid, or to be renewed first.
  * - Lease ids are the buffer's index in the low 32 bits (O(1) lookup) and 32 random bits above
  *   it (getrandom), so an id cannot be guessed from another one.
  */
@@ -63,6 +65,9 @@ struct lease_ops {
 	/* has b still every page it was given? (a holder may punch pages out of its memfd); NULL:
 	 * assume so. A warm buffer that is not is renewed before it is granted again. */
 	bool (*intact)(struct pool_buffer *b, void *ud);
+	/* what the next life must know of b changed: its pages are fresh, or last written by uid
+	 * (held by it now, or not), or must be renewed before anyone gets them; NULL: not told */
+	void (*changed)(struct pool_buffer *b, enum warm_buf_state state, uid_t uid, void *ud);
 };
 
 struct lease_counters {

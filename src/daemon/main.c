@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fdstore.h"
 #include "journal.h"
 #include "log.h"
 #include "notify.h"
@@ -25,6 +27,7 @@
 #include "size.h"
 #include "spill.h"
 #include "util.h"
+#include "warm.h"
 
 /*
  * The exit statuses, as hugepoold(8) lists them under EXIT STATUS: the EXIT_* constants and
@@ -108,7 +111,11 @@ static void raise_nofile(void)
 
 /* What the daemon builds at boot, in order; parts_free takes down whatever exists, in reverse. */
 struct parts {
+	struct fdstore_fd *handed; /* what the previous life left (fdstore.h), until taken */
+	unsigned nhanded;
+	struct warm_prev *prev; /* its state, if one was usable */
 	struct pool *pool;
+	struct warm *warm;
 	struct journal *journals[CONFIG_JOURNALS_MAX];
 	unsigned njournals;
 	struct spill *spill;
@@ -121,7 +128,57 @@ static void parts_free(struct parts *d)
 	spill_free(d->spill);
 	for (unsigned i = 0; i < d->njournals; i++)
 		journal_close(d->journals[i]);
+	warm_free(d->warm);
 	pool_free(d->pool);
+	warm_prev_free(d->prev);
+	/* a failed boot leaves the service manager what it has not taken: the next try may */
+	for (unsigned i = 0; i < d->nhanded; i++)
+		if (d->handed[i].fd >= 0)
+			close(d->handed[i].fd);
+	free(d->handed);
+}
+
+/*
+ * The pool and the listening socket are kept; the state that says what they are replaces the
+ * previous life's, which is dropped only once the new one is kept. What nobody took is closed
+ * and dropped from the store.
+ */
+static void keep_for_next_life(struct parts *d)
+{
+	char name[WARM_NAME_MAX];
+	unsigned failed = pool_store_fds(d->pool);
+	int r;
+
+	warm_state_name(warm_id(d->warm), name);
+	r = fdstore_add(name, warm_fd(d->warm), false);
+	if (r < 0 || failed)
+		log_warning("The pool will not survive a restart of the daemon: %u buffers and %s could not be "
+			    "kept in the file descriptor store",
+			    failed, r < 0 ? "the state" : "not the state");
+	if (d->prev) {
+		warm_state_name(d->prev->id, name);
+		fdstore_remove(name);
+	}
+	fdstore_received_free(d->handed, d->nhanded);
+	d->handed = NULL;
+	d->nhanded = 0;
+}
+
+/* One line: how this life started. */
+static void log_start(const struct parts *d, const struct pool_adopt *a, const char *why, uint64_t t0)
+{
+	char b1[32];
+	double s = (double)(now_ns() - t0) / 1e9;
+
+	if (a->adopted)
+		log_info("Warm start (life %" PRIu64 "): adopted %" PRIu32 " buffers (%s), faulted %" PRIu32
+			 ", dropped %" PRIu32 "; ready in %.3f s",
+			 d->prev->lives + 1, a->adopted, size_format(a->adopted_bytes, b1, sizeof(b1)), a->created,
+			 a->dropped, s);
+	else
+		log_info("Cold start: %s; faulted %" PRIu32 " buffers, dropped %" PRIu32 ", in %.3f s",
+			 d->prev ? "nothing the previous life left fits the configuration" : why, d->pool->nbuffers,
+			 a->dropped, s);
 }
 
 /* Take everything down and exit with status. */
@@ -163,8 +220,10 @@ int main(int argc, char **argv)
 	const char *path = CONFIG_DEFAULT_PATH;
 	bool check = false;
 	static struct config cfg;
-	char err[512], b1[32];
+	char err[512], why[256], b1[32];
 	static struct parts d;
+	struct pool_adopt adopt;
+	uint64_t t0 = now_ns();
 	sigset_t mask;
 	uint64_t last_report = now_ns();
 	int c, r;
@@ -223,13 +282,29 @@ int main(int argc, char **argv)
 	raise_nofile();
 	log_info("hugepoold %s starting: %u classes, %s, configuration '%s'", HUGEPOOL_VERSION, cfg.nclasses,
 		 size_format(config_pool_bytes(&cfg), b1, sizeof(b1)), path);
+	/* what a previous life of the daemon left in the fd store (or handed over re-executing) */
+	if (fdstore_receive(&d.handed, &d.nhanded) < 0)
+		return boot_failed(&d, EXIT_POOL);
+	warm_choose(d.handed, d.nhanded, &d.prev, why, sizeof(why));
+	if (!d.prev && why[0]) {
+		log_warning("The state the previous life left cannot be used (%s): starting cold", why);
+		snprintf(why, sizeof(why), "the state could not be used");
+	} else if (!d.prev)
+		snprintf(why, sizeof(why), "%s", d.nhanded ? "no state was handed over" : "nothing was handed over");
+	adopt = (struct pool_adopt){ .prev = d.prev, .fds = d.handed, .nfds = d.nhanded };
 	notify_send("STATUS=Creating the pool");
-	if (pool_create(&cfg, &d.pool) < 0)
+	if (pool_create(&cfg, &adopt, &d.pool) < 0)
 		return boot_failed(&d, EXIT_POOL);
 	notify_send("STATUS=Pre-faulting the pool");
 	r = pool_prefault(d.pool, cfg.prefault_threads, boot_progress, &last_report);
 	if (r < 0) /* stopped on request: a clean exit, not a failure */
 		return boot_failed(&d, r == -ECANCELED ? EXIT_OK : EXIT_POOL);
+	r = warm_create(d.pool->nbuffers, d.prev ? d.prev->lives + 1 : 1, d.pool->page_size, d.pool->hugetlb,
+			&d.warm);
+	if (r < 0) {
+		log_error_errno(r, "Failed to create the warm state memfd: %m");
+		return boot_failed(&d, EXIT_POOL);
+	}
 	/* journals recover before anyone can connect: clients only ever see a consistent log */
 	for (; d.njournals < cfg.njournals; d.njournals++) {
 		notify_sendf("STATUS=Recovering journal %s", cfg.journals[d.njournals].name);
@@ -242,8 +317,11 @@ int main(int argc, char **argv)
 	}
 	log_info("Spill directory '%s', in-memory threshold %s", cfg.spill_directory,
 		 size_format(cfg.spill_threshold, b1, sizeof(b1)));
-	if (server_open(&cfg, d.pool, d.journals, d.njournals, d.spill, &d.srv) < 0)
+	if (server_open(&cfg, d.pool, d.journals, d.njournals, d.spill, d.warm,
+			fdstore_take(d.handed, d.nhanded, "listen"), &d.srv) < 0)
 		return boot_failed(&d, EXIT_SOCKET);
+	keep_for_next_life(&d);
+	log_start(&d, &adopt, why, t0);
 	notify_sendf("READY=1\nSTATUS=Serving %s in %u buffers (%s pages)", size_format(d.pool->bytes, b1, sizeof(b1)),
 		     d.pool->nbuffers, d.pool->hugetlb ? "hugetlb" : "regular");
 	r = server_run(d.srv);

@@ -18,7 +18,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include <linux/memfd.h>
 
 #include "log.h"
@@ -73,6 +75,8 @@ static int buffer_create(struct pool *p, struct pool_buffer *b)
 		(void)madvise(addr, b->size, MADV_HUGEPAGE); /* best effort: needs shmem_enabled */
 	b->addr = addr;
 	b->fd = fd;
+	b->fd_id = warm_new_id();
+	b->boot_state = WARM_BUF_CLEAN;
 	return 0;
 }
 
@@ -89,12 +93,13 @@ static void buffer_destroy(struct pool_buffer *b)
 static int create_all(struct pool *p, uint32_t *ret_failed)
 {
 	for (uint32_t i = 0; i < p->nbuffers; i++) {
-		int r = buffer_create(p, &p->buffers[i]);
+		int r = p->buffers[i].adopted ? 0 : buffer_create(p, &p->buffers[i]);
 
 		if (r < 0) {
 			*ret_failed = i;
 			for (uint32_t j = 0; j < i; j++)
-				buffer_destroy(&p->buffers[j]);
+				if (!p->buffers[j].adopted)
+					buffer_destroy(&p->buffers[j]);
 			return r;
 		}
 	}
@@ -128,10 +133,117 @@ static void use_small_pages(struct pool *p, const char *why)
 	}
 }
 
-int pool_create(const struct config *cfg, struct pool **ret)
+/* Is fd a buffer this pool can take over: a sealed memfd of size bytes? Its page size in *page. */
+static bool buffer_adoptable(int fd, uint64_t size, uint64_t *page, bool *hugetlb, bool *intact)
+{
+	const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	struct statfs sfs;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size ||
+	    fcntl(fd, F_GET_SEALS) != seals || fstatfs(fd, &sfs) < 0)
+		return false;
+	if (sfs.f_type == HUGETLBFS_MAGIC) {
+		*hugetlb = true;
+		*page = (uint64_t)sfs.f_bsize;
+	} else if (sfs.f_type == TMPFS_MAGIC) {
+		*hugetlb = false;
+		*page = SMALL_PAGE;
+	} else {
+		return false;
+	}
+	*intact = (uint64_t)st.st_blocks * 512 >= size;
+	return true;
+}
+
+/* Close a received fd nobody takes, and have the service manager drop its copy too. */
+static void drop_fd(struct pool_adopt *a, int fd, uint64_t fd_id)
+{
+	char name[WARM_NAME_MAX];
+
+	warm_buf_name(fd_id, name);
+	fdstore_remove(name);
+	close(fd);
+	a->dropped++;
+}
+
+/* Find what the previous life left for each buffer of p; the fds stay in b->fd, unmapped. */
+static void adopt_find(struct pool *p, struct pool_adopt *a)
+{
+	const struct warm_prev *prev = a->prev;
+
+	for (uint32_t r = 0; prev && r < prev->nbuffers; r++) {
+		const struct warm_buf *wb = &prev->bufs[r];
+		char name[WARM_NAME_MAX];
+		struct pool_buffer *b = NULL;
+		uint64_t page;
+		bool hugetlb, intact;
+		int fd;
+
+		if (wb->state == WARM_BUF_UNKNOWN)
+			continue;
+		warm_buf_name(wb->fd_id, name);
+		fd = fdstore_take(a->fds, a->nfds, name);
+		if (fd < 0)
+			continue;
+		for (unsigned c = 0; c < p->nclasses && !b; c++)
+			if (strcmp(p->classes[c].name, wb->class_name) == 0 && wb->index < p->classes[c].count &&
+			    p->classes[c].size == wb->size)
+				b = &p->buffers[p->classes[c].first + wb->index];
+		if (!b || b->fd >= 0 || !buffer_adoptable(fd, wb->size, &page, &hugetlb, &intact) ||
+		    hugetlb != prev->hugetlb || page != prev->page_size) {
+			drop_fd(a, fd, wb->fd_id);
+			continue;
+		}
+		b->fd = fd;
+		b->fd_id = wb->fd_id;
+		b->adopted = true;
+		b->boot_state = intact ? wb->state : WARM_BUF_BROKEN;
+		b->boot_uid = wb->uid;
+	}
+	/* every other buffer fd: its pages may be wanted by the buffers made now */
+	for (unsigned i = 0; i < a->nfds; i++) {
+		uint64_t id;
+
+		if (a->fds[i].fd >= 0 && warm_parse_name(a->fds[i].name, "buf", &id)) {
+			drop_fd(a, a->fds[i].fd, id);
+			a->fds[i].fd = -1;
+		}
+	}
+	if (a->dropped)
+		(void)fdstore_barrier(5000);
+}
+
+/* Map what adopt_find found if it fits the backing decided; drop what does not. */
+static int adopt_map(struct pool *p, struct pool_adopt *a)
+{
+	bool fits = a->prev && a->prev->hugetlb == p->hugetlb && a->prev->page_size == p->page_size;
+
+	for (uint32_t i = 0; i < p->nbuffers; i++) {
+		struct pool_buffer *b = &p->buffers[i];
+		void *addr;
+
+		if (!b->adopted)
+			continue;
+		addr = fits ? mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0) : MAP_FAILED;
+		if (addr == MAP_FAILED) {
+			drop_fd(a, b->fd, b->fd_id);
+			*b = (struct pool_buffer){ .fd = -1, .size = b->size, .class_index = b->class_index,
+						   .index = b->index };
+			continue;
+		}
+		b->addr = addr;
+		a->adopted++;
+		a->adopted_bytes += b->size;
+	}
+	return 0;
+}
+
+int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool **ret)
 {
 	struct pool *p;
 	uint32_t n = 0, failed = 0;
+	uint64_t adopted_huge = 0;
 	char b1[32], b2[32];
 	int r;
 
@@ -161,11 +273,19 @@ int pool_create(const struct config *cfg, struct pool **ret)
 							      .index = n };
 		p->bytes += pc->size * pc->count;
 	}
+	if (adopt) {
+		adopt_find(p, adopt);
+		if (adopt->prev && adopt->prev->hugetlb && adopt->prev->page_size == cfg->page_size)
+			for (uint32_t i = 0; i < p->nbuffers; i++)
+				adopted_huge += p->buffers[i].adopted ? p->buffers[i].size : 0;
+	}
 
 	if (cfg->hugepages == HUGEPAGES_OFF) {
 		use_small_pages(p, NULL);
 	} else {
-		uint64_t need = p->bytes / cfg->page_size, avail = pool_hugepages_available(cfg->page_size);
+		/* the adopted buffers hold their hugepages already */
+		uint64_t need = (p->bytes - adopted_huge) / cfg->page_size;
+		uint64_t avail = pool_hugepages_available(cfg->page_size);
 
 		p->hugetlb = true;
 		p->page_size = cfg->page_size;
@@ -189,11 +309,13 @@ int pool_create(const struct config *cfg, struct pool **ret)
 			use_small_pages(p, why);
 		}
 	}
+	if (adopt)
+		adopt_map(p, adopt);
 
 	if (!p->hugetlb)
 		check_shmem_thp();
 	r = create_all(p, &failed);
-	if (r == -ENOMEM && p->hugetlb && cfg->hugepages == HUGEPAGES_PREFER) {
+	if (r == -ENOMEM && p->hugetlb && cfg->hugepages == HUGEPAGES_PREFER && (!adopt || !adopt->adopted)) {
 		/* free pages looked sufficient but were taken meanwhile, or a cgroup limit says no */
 		log_warning("Could not reserve hugepages for buffer %" PRIu32 " of %" PRIu32
 			    ": %s; falling back to regular shared memory (hugepages = prefer)",
@@ -210,11 +332,28 @@ int pool_create(const struct config *cfg, struct pool **ret)
 		pool_free(p);
 		return r;
 	}
+	if (adopt)
+		adopt->created = p->nbuffers - adopt->adopted;
 	log_info("Created %" PRIu32 " buffers in %u classes, %s, backed by %s pages of %s", p->nbuffers,
 		 p->nclasses, size_format(p->bytes, b1, sizeof(b1)), p->hugetlb ? "hugetlb" : "regular",
 		 size_format(p->page_size, b2, sizeof(b2)));
 	*ret = p;
 	return 0;
+}
+
+unsigned pool_store_fds(struct pool *p)
+{
+	unsigned failed = 0;
+
+	for (uint32_t i = 0; i < p->nbuffers; i++) {
+		char name[WARM_NAME_MAX];
+
+		if (p->buffers[i].fd < 0)
+			continue;
+		warm_buf_name(p->buffers[i].fd_id, name);
+		failed += fdstore_add(name, p->buffers[i].fd, false) < 0;
+	}
+	return failed;
 }
 
 int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progress, void *userdata)
@@ -226,23 +365,32 @@ int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progres
 
 	if (!ranges)
 		return -ENOMEM;
+	size_t n = 0;
+	uint64_t bytes = 0;
+
+	/* adopted buffers have their pages already */
 	for (uint32_t i = 0; i < p->nbuffers; i++)
-		ranges[i] = (struct prefault_range){ p->buffers[i].addr, p->buffers[i].size };
-	r = prefault_run(ranges, p->nbuffers, threads, (size_t)p->page_size, progress, 250, userdata,
+		if (!p->buffers[i].adopted) {
+			ranges[n++] = (struct prefault_range){ p->buffers[i].addr, p->buffers[i].size };
+			bytes += p->buffers[i].size;
+		}
+	if (n == 0)
+		return 0;
+	r = prefault_run(ranges, n, threads, (size_t)p->page_size, progress, 250, userdata,
 			 &p->boot, &failed);
 	if (r == -ECANCELED) {
 		log_info("Pre-faulting cancelled");
 		return r;
 	}
 	if (r < 0) {
-		log_error("Failed to fault in buffer %zu of %" PRIu32 " (class \"%s\"): %s%s", failed + 1,
-			  p->nbuffers, p->classes[p->buffers[failed].class_index].name, strerror(-r),
+		log_error("Failed to fault in buffer %zu of %zu (%s): %s%s", failed + 1, n,
+			  size_format(ranges[failed].len, b1, sizeof(b1)), strerror(-r),
 			  p->hugetlb ? " (a hugetlb cgroup limit or a hugepage shortage?)" : "");
 		return r;
 	}
-	log_info("Pre-faulted %s in %" PRIu32 " buffers with %u threads in %.3f s (%.2f GB/s, %s, page size %s)",
-		 size_format(p->bytes, b1, sizeof(b1)), p->nbuffers, p->boot.threads, (double)p->boot.ns / 1e9,
-		 p->boot.ns ? (double)p->bytes / (double)p->boot.ns : 0.0,
+	log_info("Pre-faulted %s in %zu buffers with %u threads in %.3f s (%.2f GB/s, %s, page size %s)",
+		 size_format(bytes, b1, sizeof(b1)), n, p->boot.threads, (double)p->boot.ns / 1e9,
+		 p->boot.ns ? (double)bytes / (double)p->boot.ns : 0.0,
 		 p->boot.used_madvise ? "MADV_POPULATE_WRITE" : "touching pages",
 		 p->hugetlb ? (p->page_size == (1ull << 30) ? "1G hugetlb" : "2M hugetlb") : "4K");
 	return 0;
@@ -250,9 +398,16 @@ int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progres
 
 int pool_buffer_renew(struct pool *p, struct pool_buffer *b)
 {
+	char name[WARM_NAME_MAX];
 	int r;
 
-	/* release the old pages first: with hugetlb the new ones may need exactly those */
+	/* release the old pages first: with hugetlb the new ones may need exactly those, so the
+	 * service manager must have let go of its copy of the old memfd too */
+	if (b->fd >= 0) {
+		warm_buf_name(b->fd_id, name);
+		fdstore_remove(name);
+		(void)fdstore_barrier(5000);
+	}
 	buffer_destroy(b);
 	r = buffer_create(p, b);
 	if (r < 0)
@@ -262,6 +417,10 @@ int pool_buffer_renew(struct pool *p, struct pool_buffer *b)
 		buffer_destroy(b);
 		return r;
 	}
+	warm_buf_name(b->fd_id, name);
+	if ((r = fdstore_add(name, b->fd, false)) < 0)
+		log_warning_errno(r, "Buffer %u will not survive a restart of the daemon: cannot keep its memfd: %m",
+				  b->index);
 	return 0;
 }
 

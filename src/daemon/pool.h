@@ -18,7 +18,9 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "fdstore.h"
 #include "prefault.h"
+#include "warm.h"
 
 struct pool_buffer {
 	int fd; /* sealed memfd, -1 while broken (renewal failed) */
@@ -26,6 +28,25 @@ struct pool_buffer {
 	uint64_t size;
 	uint32_t class_index;
 	uint32_t index; /* in pool->buffers */
+	uint64_t fd_id; /* the fd store keeps fd as "buf.<fd_id>" (warm.h) */
+	/* at boot: CLEAN when created now; adopted ones say what the previous life knew */
+	enum warm_buf_state boot_state;
+	uid_t boot_uid; /* DIRTY, LEASED */
+	bool adopted; /* taken over from the previous life: not faulted again */
+};
+
+/*
+ * What pool_create may take over from a previous life: its state (NULL: none, start cold) and
+ * the fds it left. pool_create takes the buffers that match the configuration out of fds
+ * (fdstore_take), closes every other "buf.*" fd there (and has the service manager drop it:
+ * their pages may be needed for new buffers), and counts what it did.
+ */
+struct pool_adopt {
+	const struct warm_prev *prev;
+	struct fdstore_fd *fds;
+	unsigned nfds;
+	uint32_t adopted, created, dropped; /* buffers */
+	uint64_t adopted_bytes;
 };
 
 struct pool_class {
@@ -48,10 +69,16 @@ struct pool {
 	struct prefault_stats boot; /* filled by pool_prefault */
 };
 
-/* Decide the backing, create and seal every buffer. Logs its decisions and errors. */
-int pool_create(const struct config *cfg, struct pool **ret);
+/*
+ * Decide the backing, adopt what adopt (may be NULL) offers that fits, create and seal every
+ * other buffer. Logs its decisions and errors.
+ */
+int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool **ret);
 
-/* Fault in the whole pool in parallel; logs the figures. */
+/* Keep every buffer's memfd in the fd store (fdstore.h) under its name; returns how many failed. */
+unsigned pool_store_fds(struct pool *p);
+
+/* Fault in the buffers that were not adopted, in parallel; logs the figures. */
 int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progress, void *userdata);
 
 /* Replace a buffer's memory with fresh, zeroed, faulted pages (a new memfd); see pool.c. */

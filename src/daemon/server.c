@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "closer.h"
+#include "fdstore.h"
 #include "log.h"
 #include "server.h"
 #include "server_internal.h"
@@ -306,8 +307,44 @@ static int epoll_add_tag(int epfd, int fd, int *tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
+/*
+ * Take over the listening socket fd the previous life left if it is a listening Unix stream
+ * socket bound to the configured path, and that path is still a socket; else close it.
+ * Returns fd or -1. The path must still have the configured mode and group.
+ */
+static int socket_adopt(const struct config *cfg, gid_t gid, int fd)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+	int type = 0, listening = 0, domain = 0;
+	socklen_t il = sizeof(int);
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &il) == 0 && type == SOCK_STREAM &&
+	    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &il) == 0 && domain == AF_UNIX &&
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &il) == 0 && listening &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && len > offsetof(struct sockaddr_un, sun_path) &&
+	    strncmp(sa.sun_path, cfg->socket_path, sizeof(sa.sun_path)) == 0 &&
+	    lstat(cfg->socket_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    (st.st_mode & 07777) == cfg->socket_mode && (gid == (gid_t)-1 || st.st_gid == gid)) {
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0)
+			return fd;
+	}
+	log_notice("The listening socket the previous life left is not '%s' (mode %04o%s%s) any more: binding anew",
+		   cfg->socket_path, (unsigned)cfg->socket_mode, cfg->socket_group[0] ? ", group " : "",
+		   cfg->socket_group);
+	/* gone from the manager too before binding: else it would still answer at the path */
+	fdstore_remove("listen");
+	close(fd);
+	(void)fdstore_barrier(5000);
+	return -1;
+}
+
 int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
-		struct spill *spill, struct server **ret)
+		struct spill *spill, struct warm *warm, int listen_fd, struct server **ret)
 {
 	struct lease_limits lim = { .max_bytes_per_uid = cfg->max_bytes_per_uid,
 				    .max_connections_per_uid = cfg->max_connections_per_uid };
@@ -322,6 +359,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	s->journals = journals;
 	s->njournals = njournals;
 	s->spill = spill;
+	s->warm = warm;
 	s->listen_fd = s->epoll_fd = s->signal_fd = s->reserve_fd = -1;
 	s->started_rt = realtime_ns();
 	TAILQ_INIT(&s->peers);
@@ -346,10 +384,16 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	r = resolve_access(s);
 	if (r < 0)
 		goto fail;
-	r = socket_bind(cfg, cfg->socket_group[0] ? s->socket_gid : (gid_t)-1);
-	if (r < 0)
-		goto fail;
-	s->listen_fd = r;
+	s->listen_fd = socket_adopt(cfg, cfg->socket_group[0] ? s->socket_gid : (gid_t)-1, listen_fd);
+	if (s->listen_fd < 0) {
+		r = socket_bind(cfg, cfg->socket_group[0] ? s->socket_gid : (gid_t)-1);
+		if (r < 0)
+			goto fail;
+		s->listen_fd = r;
+	}
+	/* kept across a restart only where a service manager keeps it (re-execution needs no
+	 * manager: the same process holds it) */
+	s->listen_kept = fdstore_add("listen", s->listen_fd, false) == 0 && getenv("NOTIFY_SOCKET");
 	refuse_passed_fds(s->listen_fd);
 	s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if ((r = epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen)) < 0 ||
@@ -454,7 +498,8 @@ void server_free(struct server *s)
 	lease_table_free(s->leases);
 	if (s->listen_fd >= 0) {
 		close(s->listen_fd);
-		unlink(s->cfg->socket_path);
+		if (!s->listen_kept)
+			unlink(s->cfg->socket_path);
 	}
 	if (s->signal_fd >= 0)
 		close(s->signal_fd);

@@ -14,12 +14,18 @@
 #include "journal.h"
 #include "pool.h"
 #include "spill.h"
+#include "warm.h"
 
 struct server;
 
-/* journals and spill: opened by main, still main's to close (after server_free). */
+/*
+ * journals, spill and warm: made by main, still main's to free (after server_free). listen_fd:
+ * a listening socket the previous life left (fdstore.h), taken over if it is the configured
+ * one, else closed; -1: bind a new one. The listening socket is kept in the fd store as
+ * "listen"; a socket kept there is not unlinked when the server ends (the next life serves it).
+ */
 int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
-		struct spill *spill, struct server **ret);
+		struct spill *spill, struct warm *warm, int listen_fd, struct server **ret);
 int server_run(struct server *s);
 void server_free(struct server *s);
 

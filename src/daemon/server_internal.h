@@ -32,6 +32,7 @@
 #include "proto.h"
 #include "recycler.h"
 #include "spill.h"
+#include "warm.h"
 
 #define OUT_MAX (PROTO_REPLY_MAX + (1u << 20)) /* a peer that lets more pile up is dropped */
 /*
@@ -106,8 +107,10 @@ struct server {
 	struct journal **journals;
 	unsigned njournals;
 	struct spill *spill;
+	struct warm *warm; /* the state the next life takes over the pool with; main's */
 	uint64_t next_writer_id;
 	int listen_fd, epoll_fd, signal_fd;
+	bool listen_kept; /* in a service manager's fd store: the next life serves it */
 	int reserve_fd; /* spent on accept-and-close when the daemon is out of fds */
 	uint64_t listen_paused_until; /* CLOCK_MONOTONIC ns; 0 = the listener is polled */
 	bool have_admin_gid;

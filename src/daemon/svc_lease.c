@@ -75,7 +75,20 @@ void svc_lease_renewed(struct pool_buffer *b, int err, void *ud)
 	lease_renewed(s->leases, b, err);
 }
 
-const struct lease_ops svc_lease_ops = { on_granted, on_failed, on_renew, on_intact };
+/* Keep the warm state's record of b current: the next life trusts nothing else about it. */
+static void on_changed(struct pool_buffer *b, enum warm_buf_state state, uid_t uid, void *ud)
+{
+	struct server *s = ud;
+	struct warm_buf wb = { .state = state, .uid = uid, .size = b->size, .fd_id = b->fd_id,
+			       .index = b->index - s->pool->classes[b->class_index].first };
+
+	if (!s->warm)
+		return;
+	snprintf(wb.class_name, sizeof(wb.class_name), "%s", s->pool->classes[b->class_index].name);
+	warm_set(s->warm, b->index, &wb);
+}
+
+const struct lease_ops svc_lease_ops = { on_granted, on_failed, on_renew, on_intact, on_changed };
 
 int handle_acquire(struct server *s, struct peer *p, const union proto_request *req)
 {

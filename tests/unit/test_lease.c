@@ -66,6 +66,10 @@ struct fx {
 	bool renew_sync; /* complete renewals from inside ops->renew */
 	int renew_err; /* ... with this result */
 	char text[PROTO_TEXT_MAX];
+	/* what ops->changed said last of each buffer, and whether it said it before the grant */
+	enum warm_buf_state warm[NA + NB];
+	uid_t warm_uid[NA + NB];
+	bool leased_before_grant[NA + NB];
 };
 
 static void on_granted(struct lease_owner *o, struct lease_slot *const *slots, unsigned n, void *ud)
@@ -83,6 +87,8 @@ static void on_granted(struct lease_owner *o, struct lease_slot *const *slots, u
 	for (unsigned i = 0; i < n; i++) {
 		g->ids[i] = lease_slot_id(slots[i]);
 		g->idx[i] = lease_slot_buffer(slots[i])->index;
+		f->leased_before_grant[g->idx[i]] = f->warm[g->idx[i]] == WARM_BUF_LEASED &&
+						    f->warm_uid[g->idx[i]] == o->uid;
 		/* as the server does once the GRANT is sent, which is at once unless held back */
 		if (!f->hold_delivery)
 			lease_slot_delivered(slots[i]);
@@ -125,7 +131,15 @@ static bool on_intact(struct pool_buffer *b, void *ud)
 	return !f->punched[b->index];
 }
 
-static const struct lease_ops test_ops = { on_granted, on_failed, on_renew, on_intact };
+static void on_changed(struct pool_buffer *b, enum warm_buf_state state, uid_t uid, void *ud)
+{
+	struct fx *f = ud;
+
+	f->warm[b->index] = state;
+	f->warm_uid[b->index] = uid;
+}
+
+static const struct lease_ops test_ops = { on_granted, on_failed, on_renew, on_intact, on_changed };
 
 static void make_table(struct fx *f, uint64_t max_bytes, uint32_t max_conns)
 {
@@ -149,7 +163,7 @@ static int setup(void **state)
 		uint32_t c = i < NA ? CLASS_A : CLASS_B;
 
 		f->buffers[i] = (struct pool_buffer){ .fd = -1, .addr = NULL, .size = f->classes[c].size,
-						      .class_index = c, .index = i };
+						      .class_index = c, .index = i, .boot_state = WARM_BUF_CLEAN };
 	}
 	f->pool = (struct pool){ .classes = f->classes, .nclasses = 2, .buffers = f->buffers,
 				 .nbuffers = NA + NB, .bytes = NA * 2 * MiB + NB * 64 * MiB,

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * warm.c - see warm.h. The layout of the state memfd (version WARM_VERSION):
+ *
+ *   header   magic "HPWARM\0\0", version, header and record sizes, nbuffers, this memfd's id,
+ *            lives, page size, hugetlb, CRC-32C of the header before it
+ *   records  nbuffers x struct warm_record: seq (odd while being written), CRC-32C of the rest,
+ *            state, uid, index in class, size, fd id, class name
+ *
+ * Nothing in it is a pointer or an fd number: a record names its buffer's memfd by the name the
+ * fd store keeps it under, so it means the same thing in the next process.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "fdstore.h"
+#include "memfd.h"
+#include "util.h"
+#include "warm.h"
+
+static const char magic[8] = "HPWARM";
+
+struct warm_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;
+	uint32_t record_size;
+	uint32_t nbuffers;
+	uint64_t id;
+	uint64_t lives;
+	uint64_t page_size;
+	uint32_t hugetlb;
+	uint32_t crc; /* of everything before it */
+};
+
+struct warm_record {
+	uint32_t seq; /* odd while being written */
+	uint32_t crc; /* of everything after it */
+	uint32_t state;
+	uint32_t uid;
+	uint32_t index;
+	uint32_t reserved;
+	uint64_t size;
+	uint64_t fd_id;
+	char class_name[WARM_CLASS_NAME_MAX];
+};
+
+struct warm {
+	int fd;
+	size_t size;
+	struct warm_header *hdr;
+	struct warm_record *recs;
+};
+
+#define RECORD_CRC(r) crc32c(0, &(r)->state, sizeof(*(r)) - offsetof(struct warm_record, state))
+
+uint64_t warm_new_id(void)
+{
+	uint64_t id = 0;
+
+	/* never fails for 8 bytes once the pool is initialised; 0 is as good an id as any */
+	(void)getrandom(&id, sizeof(id), 0);
+	return id;
+}
+
+void warm_buf_name(uint64_t id, char name[WARM_NAME_MAX])
+{
+	snprintf(name, WARM_NAME_MAX, "buf.%016" PRIx64, id);
+}
+
+void warm_state_name(uint64_t id, char name[WARM_NAME_MAX])
+{
+	snprintf(name, WARM_NAME_MAX, "state.%016" PRIx64, id);
+}
+
+bool warm_parse_name(const char *name, const char *prefix, uint64_t *id)
+{
+	size_t n = strlen(prefix);
+	char *end;
+
+	if (strncmp(name, prefix, n) != 0 || name[n] != '.' || strlen(name + n + 1) != 16)
+		return false;
+	errno = 0;
+	*id = strtoull(name + n + 1, &end, 16);
+	return !errno && !*end;
+}
+
+int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct warm_header h;
+	struct warm_prev *prev;
+	struct stat st;
+	size_t got = 0;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(h) || (uint64_t)st.st_size > (256u << 20)) {
+		snprintf(err, errlen, "not a state memfd (%jd bytes)", (intmax_t)st.st_size);
+		return -EBADMSG;
+	}
+	/* one copy, then only the copy is looked at */
+	buf = malloc((size_t)st.st_size);
+	if (!buf)
+		return -ENOMEM;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EBADMSG;
+		got += (size_t)n;
+	}
+	memcpy(&h, buf, sizeof(h));
+	if (memcmp(h.magic, magic, sizeof(magic)) != 0) {
+		snprintf(err, errlen, "no state magic");
+		return -EBADMSG;
+	}
+	if (h.version != WARM_VERSION) {
+		snprintf(err, errlen, "state version %" PRIu32 ", this daemon reads %d", h.version, WARM_VERSION);
+		return -EBADMSG;
+	}
+	if (h.crc != crc32c(0, &h, offsetof(struct warm_header, crc))) {
+		snprintf(err, errlen, "state header checksum mismatch");
+		return -EBADMSG;
+	}
+	if (h.header_size != sizeof(h) || h.record_size != sizeof(struct warm_record) ||
+	    (uint64_t)h.nbuffers * sizeof(struct warm_record) + sizeof(h) > (uint64_t)st.st_size) {
+		snprintf(err, errlen, "state sizes do not add up (%" PRIu32 " records of %" PRIu32 " bytes in %jd)",
+			 h.nbuffers, h.record_size, (intmax_t)st.st_size);
+		return -EBADMSG;
+	}
+	prev = calloc(1, sizeof(*prev));
+	if (!prev || !(prev->bufs = calloc(h.nbuffers ? h.nbuffers : 1, sizeof(*prev->bufs)))) {
+		free(prev);
+		return -ENOMEM;
+	}
+	prev->id = h.id;
+	prev->lives = h.lives;
+	prev->page_size = h.page_size;
+	prev->hugetlb = h.hugetlb != 0;
+	prev->nbuffers = h.nbuffers;
+	for (uint32_t i = 0; i < h.nbuffers; i++) {
+		struct warm_record r;
+		struct warm_buf *b = &prev->bufs[i];
+
+		memcpy(&r, buf + sizeof(h) + (size_t)i * sizeof(r), sizeof(r));
+		/* a torn or corrupt record, or one never written: UNKNOWN, its buffer not trusted */
+		if ((r.seq & 1) || r.crc != RECORD_CRC(&r) || r.state > WARM_BUF_BROKEN ||
+		    memchr(r.class_name, '\0', sizeof(r.class_name)) == NULL)
+			continue;
+		b->state = (enum warm_buf_state)r.state;
+		b->uid = (uid_t)r.uid;
+		b->index = r.index;
+		b->size = r.size;
+		b->fd_id = r.fd_id;
+		memcpy(b->class_name, r.class_name, sizeof(b->class_name));
+	}
+	*ret = prev;
+	return 0;
+}
+
+void warm_choose(struct fdstore_fd *fds, unsigned n, struct warm_prev **ret, char *err, size_t errlen)
+{
+	struct warm_prev *best = NULL;
+
+	err[0] = '\0';
+	for (unsigned i = 0; i < n; i++) {
+		struct warm_prev *prev = NULL;
+		uint64_t id;
+		int r;
+
+		if (fds[i].fd < 0 || !warm_parse_name(fds[i].name, "state", &id))
+			continue;
+		r = warm_read(fds[i].fd, &prev, err, errlen);
+		if (r == -ENOMEM)
+			snprintf(err, errlen, "out of memory reading the state");
+		else if (r < 0 && !err[0])
+			snprintf(err, errlen, "cannot read the state: %s", strerror(-r));
+		if (r == 0 && prev->id != id) {
+			snprintf(err, errlen, "state %s names itself %016" PRIx64, fds[i].name, prev->id);
+			warm_prev_free(prev);
+			prev = NULL;
+		}
+		close(fds[i].fd);
+		fds[i].fd = -1;
+		if (!prev) {
+			fdstore_remove(fds[i].name);
+			continue;
+		}
+		if (best && prev->lives <= best->lives) {
+			fdstore_remove(fds[i].name);
+			warm_prev_free(prev);
+			continue;
+		}
+		if (best) {
+			char name[WARM_NAME_MAX];
+
+			warm_state_name(best->id, name);
+			fdstore_remove(name);
+			warm_prev_free(best);
+		}
+		best = prev;
+	}
+	if (best)
+		err[0] = '\0';
+	*ret = best;
+}
+
+void warm_prev_free(struct warm_prev *prev)
+{
+	if (!prev)
+		return;
+	free(prev->bufs);
+	free(prev);
+}
+
+int warm_create(uint32_t nbuffers, uint64_t lives, uint64_t page_size, bool hugetlb, struct warm **ret)
+{
+	struct warm *w = calloc(1, sizeof(*w));
+	void *map;
+	int fd;
+
+	if (!w)
+		return -ENOMEM;
+	w->size = sizeof(struct warm_header) + (size_t)nbuffers * sizeof(struct warm_record);
+	fd = sealed_memfd("hugepool:state", 0, w->size, PROT_READ | PROT_WRITE, &map);
+	if (fd < 0) {
+		free(w);
+		return fd;
+	}
+	w->fd = fd;
+	w->hdr = map;
+	w->recs = (struct warm_record *)(w->hdr + 1);
+	*w->hdr = (struct warm_header){ .version = WARM_VERSION, .header_size = sizeof(struct warm_header),
+					.record_size = sizeof(struct warm_record), .nbuffers = nbuffers,
+					.id = warm_new_id(), .lives = lives, .page_size = page_size,
+					.hugetlb = hugetlb };
+	memcpy(w->hdr->magic, magic, sizeof(magic));
+	w->hdr->crc = crc32c(0, w->hdr, offsetof(struct warm_header, crc));
+	*ret = w;
+	return 0;
+}
+
+int warm_fd(const struct warm *w)
+{
+	return w->fd;
+}
+
+uint64_t warm_id(const struct warm *w)
+{
+	return w->hdr->id;
+}
+
+/* A record is odd (being written) between these two, and carries its CRC and an even seq after. */
+static void record_begin(struct warm_record *r)
+{
+	__atomic_store_n(&r->seq, r->seq | 1, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static void record_end(struct warm_record *r)
+{
+	r->crc = RECORD_CRC(r);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&r->seq, r->seq + 1, __ATOMIC_RELEASE);
+}
+
+void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b)
+{
+	struct warm_record *r = &w->recs[i];
+
+	record_begin(r);
+	r->state = b->state;
+	r->uid = (uint32_t)b->uid;
+	r->index = b->index;
+	r->reserved = 0;
+	r->size = b->size;
+	r->fd_id = b->fd_id;
+	memset(r->class_name, 0, sizeof(r->class_name));
+	snprintf(r->class_name, sizeof(r->class_name), "%s", b->class_name);
+	record_end(r);
+}
+
+void warm_set_state(struct warm *w, uint32_t i, enum warm_buf_state state, uid_t uid)
+{
+	struct warm_record *r = &w->recs[i];
+
+	record_begin(r);
+	r->state = state;
+	r->uid = (uint32_t)uid;
+	record_end(r);
+}
+
+void warm_free(struct warm *w)
+{
+	if (!w)
+		return;
+	munmap(w->hdr, w->size);
+	close(w->fd);
+	free(w);
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * warm.h - the warm state: what the next life of hugepoold needs to take over this one's pool.
+ *
+ * The daemon keeps one memfd, mapped, that it never gives to a client: a header and one
+ * fixed-size record per pool buffer saying which class and index it is, the name its memfd is
+ * kept under in the fd store ("buf.<id>"), and whether its pages are fresh (CLEAN), were last
+ * written by a uid (DIRTY, LEASED) or must be renewed before anyone gets them (BROKEN). The
+ * records are kept current as the lease table changes (plain stores into shared memory, so
+ * they survive a SIGKILL as they are), and the memfd itself is kept in the fd store as
+ * "state.<id>". Each record carries a sequence number that is odd while it is being written
+ * and a CRC, so that a record torn by a crash, or garbage, is seen as such: its buffer is then
+ * not trusted (renewed or dropped), never handed to a second holder.
+ *
+ * warm_read() copies a predecessor's memfd into private memory once and checks it; anything it
+ * cannot understand (other magic or version, a bad header CRC, sizes that do not add up) is an
+ * error with a reason, and the caller starts cold.
+ */
+#ifndef HP_WARM_H
+#define HP_WARM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define WARM_VERSION 1
+#define WARM_CLASS_NAME_MAX 32 /* with the NUL */
+
+enum warm_buf_state {
+	WARM_BUF_UNKNOWN = 0, /* never written, torn or corrupt: not trusted */
+	WARM_BUF_CLEAN, /* fresh pages nobody wrote: may go to any uid */
+	WARM_BUF_DIRTY, /* last written by uid, free now */
+	WARM_BUF_LEASED, /* held by uid now */
+	WARM_BUF_BROKEN, /* being renewed, or its renewal failed: renew before granting */
+};
+
+struct warm_buf {
+	enum warm_buf_state state;
+	uid_t uid; /* DIRTY, LEASED */
+	uint32_t index; /* in its class */
+	uint64_t size;
+	uint64_t fd_id; /* its memfd is kept as "buf.<fd_id in hex>" */
+	char class_name[WARM_CLASS_NAME_MAX];
+};
+
+/* What a predecessor left, as read and checked by warm_read. */
+struct warm_prev {
+	uint64_t id; /* its memfd was kept as "state.<id in hex>" */
+	uint64_t lives; /* daemon lives that handed this pool over, this one's predecessor included */
+	uint64_t page_size;
+	bool hugetlb;
+	uint32_t nbuffers;
+	struct warm_buf *bufs;
+};
+
+/*
+ * Among the fds a previous life left (fdstore.h), take the "state.*" memfds, read them, and keep
+ * the newest one that reads (the most lives; a life that died while replacing its state may
+ * leave two). *ret NULL: none usable, why in err ("" when there was none at all). The chosen
+ * memfd is closed too: the caller removes its name from the store (*ret)->id once its own state
+ * is kept.
+ */
+struct fdstore_fd;
+void warm_choose(struct fdstore_fd *fds, unsigned n, struct warm_prev **ret, char *err, size_t errlen);
+
+/* Read the memfd fd (a predecessor's state) once and check it; on error, why in err. */
+int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen);
+void warm_prev_free(struct warm_prev *prev);
+
+/* This life's state: a new memfd with nbuffers UNKNOWN records. */
+struct warm;
+int warm_create(uint32_t nbuffers, uint64_t lives, uint64_t page_size, bool hugetlb, struct warm **ret);
+int warm_fd(const struct warm *w);
+uint64_t warm_id(const struct warm *w);
+/* Write record i (its old content is replaced; the sequence number brackets the write). */
+void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b);
+/* Change only a record's state and uid. */
+void warm_set_state(struct warm *w, uint32_t i, enum warm_buf_state state, uid_t uid);
+void warm_free(struct warm *w);
+
+/* A fresh random id for a buffer's memfd name. */
+uint64_t warm_new_id(void);
+
+/* The fd store's names: "buf.<id>", "state.<id>"; and the id back from a name (false: not one). */
+#define WARM_NAME_MAX 32
+void warm_buf_name(uint64_t id, char name[WARM_NAME_MAX]);
+void warm_state_name(uint64_t id, char name[WARM_NAME_MAX]);
+bool warm_parse_name(const char *name, const char *prefix, uint64_t *id);
+
+#endif
