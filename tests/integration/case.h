@@ -17,7 +17,7 @@
 
 static struct daemon *running; /* stopped by teardown when a test fails half-way */
 
-static void start(struct daemon *d, const char *globals, const char *classes)
+static inline void start(struct daemon *d, const char *globals, const char *classes)
 {
 	int r = harness_start(d, globals, classes);
 
@@ -28,7 +28,7 @@ static void start(struct daemon *d, const char *globals, const char *classes)
 }
 
 /* The daemon must refuse to start: exit with exit_status, saying why once in its log. */
-static void start_refused(struct daemon *d, const char *globals, const char *classes, int exit_status,
+static inline void start_refused(struct daemon *d, const char *globals, const char *classes, int exit_status,
 			  const char *why)
 {
 	int r = harness_start(d, globals, classes);
@@ -42,13 +42,13 @@ static void start_refused(struct daemon *d, const char *globals, const char *cla
 	harness_cleanup(d);
 }
 
-static void stop(struct daemon *d)
+static inline void stop(struct daemon *d)
 {
 	running = NULL;
 	assert_int_equal(harness_stop(d), 0);
 }
 
-static int teardown(void **state)
+static inline int teardown(void **state)
 {
 	(void)state;
 	if (running) {
@@ -59,7 +59,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-static hp_conn *conn(const struct daemon *d)
+static inline hp_conn *conn(const struct daemon *d)
 {
 	hp_conn *c = NULL;
 	int r = hp_connect(d->socket, &c);
@@ -71,7 +71,7 @@ static hp_conn *conn(const struct daemon *d)
 }
 
 /* A raw protocol client: connect and say hello, without libhugepool. */
-static int raw_connect(const struct daemon *d)
+static inline int raw_connect(const struct daemon *d)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct proto_hello h = { .name = "raw" };
@@ -89,7 +89,7 @@ static int raw_connect(const struct daemon *d)
 	return fd;
 }
 
-static struct hp_status *status(hp_conn *c)
+static inline struct hp_status *status(hp_conn *c)
 {
 	struct hp_status *st = NULL;
 

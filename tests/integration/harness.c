@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "manager.h"
 
 double harness_ms(void)
 {
@@ -124,22 +125,42 @@ static int set_opts(struct daemon *d, const struct harness_opts *o)
 /* Fork and exec the daemon on d's configuration, wait for READY=1 or its end. */
 static int spawn(struct daemon *d)
 {
-	char notify_path[96], bin[256], buf[4096];
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	extern char **environ;
+	char notify_env[128], bin[256], ready_env[8][256];
+	char **env;
+	unsigned nenv = 0, nenviron = 0;
+	struct manager_layout *layout = NULL;
 	bool again = d->starts > 0;
-	int nfd;
 	double deadline;
+	int r;
 
-	snprintf(notify_path, sizeof(notify_path), "%s/notify", d->dir);
-	unlink(notify_path); /* left by the previous run */
-	nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", notify_path);
-	if (nfd < 0 || bind(nfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = -errno;
+	if (!d->mgr) {
+		char path[96];
 
-		if (nfd >= 0)
-			close(nfd);
-		return e;
+		snprintf(path, sizeof(path), "%s/notify", d->dir);
+		r = manager_new(path, d->fdstore_max, &d->mgr);
+		if (r < 0)
+			return r;
+	}
+	manager_reset_ready(d->mgr);
+	if (d->fdstore_max && !(layout = manager_prepare(d->mgr)))
+		return -ENOMEM;
+	/* the child's whole environment is made here: after fork only async-signal-safe calls */
+	while (environ[nenviron])
+		nenviron++;
+	env = calloc(nenviron + d->nenv + 8, sizeof(*env));
+	if (!env) {
+		manager_layout_free(layout);
+		return -ENOMEM;
+	}
+	snprintf(notify_env, sizeof(notify_env), "NOTIFY_SOCKET=%s/notify", d->dir);
+	for (unsigned i = 0; i < nenviron; i++)
+		if (strncmp(environ[i], "NOTIFY_SOCKET=", 14) && strncmp(environ[i], "LISTEN_", 7))
+			env[nenv++] = environ[i];
+	env[nenv++] = notify_env;
+	for (unsigned i = 0; i < d->nenv; i++) {
+		snprintf(ready_env[i], sizeof(ready_env[i]), "%s", d->env[i]);
+		env[nenv++] = ready_env[i];
 	}
 	snprintf(bin, sizeof(bin), "%s/hugepoold", harness_build());
 	d->starts++;
@@ -149,78 +170,61 @@ static int spawn(struct daemon *d)
 		int e = -errno;
 
 		d->pid = 0;
-		close(nfd);
+		free(env);
+		manager_layout_free(layout);
 		return e;
 	}
 	if (d->pid == 0) {
 		int fd = open(d->log, O_WRONLY | O_CREAT | O_CLOEXEC | (again ? O_APPEND : O_TRUNC), 0644);
 
 		if (fd >= 0) {
-			if (again)
-				dprintf(fd, "=== harness: restart %u ===\n", d->starts - 1);
+			if (again) {
+				char line[64];
+				int n = snprintf(line, sizeof(line), "=== harness: restart %u ===\n", d->starts - 1);
+
+				(void)!write(fd, line, (size_t)n);
+			}
 			dup2(fd, STDERR_FILENO);
 			dup2(fd, STDOUT_FILENO);
 		}
 		/* never outlive the test, even when it crashes */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		setenv("NOTIFY_SOCKET", notify_path, 1);
-		for (unsigned i = 0; i < d->nenv; i++)
-			putenv(d->env[i]);
+		manager_layout_child(layout, env, &nenv);
+		env[nenv] = NULL;
 		if (d->wrapper[0])
-			execl(d->wrapper, d->wrapper, bin, "-v", "-c", d->conf, (char *)NULL);
+			execve(d->wrapper, (char *[]){ d->wrapper, bin, "-v", "-c", d->conf, NULL }, env);
 		else
-			execl(bin, "hugepoold", "-v", "-c", d->conf, (char *)NULL);
+			execve(bin, (char *[]){ "hugepoold", "-v", "-c", d->conf, NULL }, env);
 		_exit(127);
 	}
+	free(env);
+	manager_layout_free(layout);
 	/* wait for READY=1, or for the daemon to die */
 	deadline = harness_ms() + 60000;
 	for (;;) {
-		struct pollfd pfd = { .fd = nfd, .events = POLLIN };
+		struct timespec ts = { 0, 2 * 1000000L };
 		int status;
-		ssize_t n;
 
+		if (manager_ready(d->mgr))
+			break;
 		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-			close(nfd);
 			d->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 			d->pid = 0;
 			return -ECHILD;
 		}
-		if (harness_ms() > deadline) {
-			close(nfd);
+		if (harness_ms() > deadline)
 			return -ETIMEDOUT;
-		}
-		/* short waits only so that a daemon dying before READY is noticed */
-		if (poll(&pfd, 1, 100) <= 0)
-			continue;
-		n = recv(nfd, buf, sizeof(buf) - 1, 0);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		if (strstr(buf, "READY=1"))
-			break;
+		nanosleep(&ts, NULL);
 	}
-	close(nfd);
 	return 0;
 }
 
-int harness_start_opts(struct daemon *d, const char *globals, const char *classes, const struct harness_opts *o)
+/* Write d's configuration: the harness's globals, then the caller's. */
+static int write_conf(struct daemon *d, const char *globals, const char *classes)
 {
 	const char *huge = getenv("HP_TEST_HUGEPAGES") ? getenv("HP_TEST_HUGEPAGES") : "prefer";
 	char g[4096], c[6144], conf[sizeof(g) + sizeof(c) + 512];
-	int r;
 
-	memset(d, 0, sizeof(*d));
-	snprintf(d->dir, sizeof(d->dir), "/tmp/hugepool-test.XXXXXX");
-	if (!mkdtemp(d->dir))
-		return -errno;
-	/* other uids (the cross-uid tests) must reach the socket */
-	chmod(d->dir, 0755);
-	snprintf(d->socket, sizeof(d->socket), "%s/sock", d->dir);
-	snprintf(d->conf, sizeof(d->conf), "%s/hugepoold.conf", d->dir);
-	snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
-	r = set_opts(d, o);
-	if (r < 0)
-		return r;
 	if (subst_dir(g, sizeof(g), globals, d->dir) < 0 || subst_dir(c, sizeof(c), classes, d->dir) < 0)
 		return -ENAMETOOLONG;
 	/* a test that sets hugepages itself overrides $HP_TEST_HUGEPAGES; spill files stay in the
@@ -235,9 +239,33 @@ int harness_start_opts(struct daemon *d, const char *globals, const char *classe
 	if (!globals || !strstr(globals, "spill_directory ="))
 		snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "spill_directory = %s/spill\n", d->dir);
 	snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "%s\n", c);
-	if (write_file(d->conf, conf) < 0)
-		return -EIO;
-	return spawn(d);
+	return write_file(d->conf, conf) < 0 ? -EIO : 0;
+}
+
+int harness_start_opts(struct daemon *d, const char *globals, const char *classes, const struct harness_opts *o)
+{
+	int r;
+
+	memset(d, 0, sizeof(*d));
+	snprintf(d->dir, sizeof(d->dir), "/tmp/hugepool-test.XXXXXX");
+	if (!mkdtemp(d->dir))
+		return -errno;
+	/* other uids (the cross-uid tests) must reach the socket */
+	chmod(d->dir, 0755);
+	snprintf(d->socket, sizeof(d->socket), "%s/sock", d->dir);
+	snprintf(d->conf, sizeof(d->conf), "%s/hugepoold.conf", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/daemon.log", d->dir);
+	r = set_opts(d, o);
+	if (r < 0)
+		return r;
+	d->fdstore_max = o ? o->fdstore_max : 0;
+	r = write_conf(d, globals, classes);
+	return r < 0 ? r : spawn(d);
+}
+
+int harness_reconfigure(struct daemon *d, const char *globals, const char *classes)
+{
+	return write_conf(d, globals, classes);
 }
 
 int harness_start(struct daemon *d, const char *globals, const char *classes)
@@ -357,6 +385,8 @@ void harness_cleanup(struct daemon *d)
 {
 	char cmd[256];
 
+	manager_free(d->mgr);
+	d->mgr = NULL;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d->dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", d->dir);

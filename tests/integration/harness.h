@@ -17,6 +17,9 @@
  * inside it ("directory = @DIR@/j"). Spill files go to @DIR@/spill unless globals set
  * spill_directory.
  *
+ * The harness plays systemd's part (manager.h): READY=1 and, when asked, the fd store that warm
+ * restarts hand their fds over in.
+ *
  * Start and restart a daemon from the test's main thread: the daemon gets SIGTERM when the
  * thread that forked it ends (PR_SET_PDEATHSIG), so it never outlives a crashed test.
  */
@@ -40,6 +43,10 @@ struct daemon {
 	unsigned nenv;
 	char wrapper[256]; /* "" = none */
 	unsigned starts; /* times a daemon was started on this directory */
+	/* the service manager (manager.h): $NOTIFY_SOCKET, and the fd store when fdstore_max > 0;
+	 * it outlives each daemon, as systemd does, until harness_cleanup */
+	struct manager *mgr;
+	unsigned fdstore_max;
 };
 
 struct harness_opts {
@@ -48,6 +55,9 @@ struct harness_opts {
 	/* run "WRAPPER hugepoold -v -c CONF": a path, relative to $HP_BUILD unless it starts
 	 * with '/' (e.g. "tests/noiouring"); NULL = none */
 	const char *wrapper;
+	/* FileDescriptorStoreMax=: > 0 keeps the fds the daemon stores and hands them to the next
+	 * start (harness_restart) from fd 3 with LISTEN_* set, as systemd does */
+	unsigned fdstore_max;
 };
 
 /*
@@ -66,6 +76,8 @@ int harness_start_opts(struct daemon *d, const char *globals, const char *classe
 int harness_restart(struct daemon *d);
 /* The same with another environment and wrapper (o NULL: none); later restarts keep them. */
 int harness_restart_opts(struct daemon *d, const struct harness_opts *o);
+/* Rewrite d's configuration as harness_start would (for the next restart). */
+int harness_reconfigure(struct daemon *d, const char *globals, const char *classes);
 /* SIGKILL, reap; returns 128 + SIGKILL normally (or how it had ended). Keeps the directory. */
 int harness_kill(struct daemon *d);
 /*

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * manager.c - see manager.h. One thread per manager: it waits on the notify socket and, every
+ * 20 ms, polls the kept fds that may hang up.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "manager.h"
+
+#define NAME_MAX_ 255
+#define KEPT_MAX 65536
+
+struct kept {
+	char name[NAME_MAX_ + 1];
+	int fd;
+	bool poll;
+};
+
+struct manager {
+	int sock;
+	int stop_pipe[2];
+	unsigned store_max;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	bool ready;
+	struct kept *kept;
+	unsigned nkept, capkept;
+};
+
+struct manager_layout {
+	unsigned n;
+	int *fds; /* dups, close-on-exec, to be moved to 3.. in the child */
+	char *names; /* "a:b:c" */
+	char fds_env[32], pid_env[32];
+	char *names_env;
+};
+
+static void kept_drop(struct manager *m, unsigned i)
+{
+	close(m->kept[i].fd);
+	m->kept[i] = m->kept[--m->nkept];
+}
+
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static const char *field(const char *msg, const char *key, char *val, size_t len)
+{
+	size_t kl = strlen(key);
+
+	for (const char *l = msg; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, key, kl) == 0 && l[kl] == '=') {
+			size_t n = strcspn(l + kl + 1, "\n");
+
+			if (n >= len)
+				n = len - 1;
+			memcpy(val, l + kl + 1, n);
+			val[n] = '\0';
+			return val;
+		}
+	return NULL;
+}
+
+/* One notify datagram: its text and the fds with it. */
+static void handle(struct manager *m, const char *msg, int *fds, unsigned nfds)
+{
+	char name[NAME_MAX_ + 1], v[16];
+
+	pthread_mutex_lock(&m->lock);
+	if (strstr(msg, "READY=1"))
+		m->ready = true;
+	if (field(msg, "FDSTOREREMOVE", v, sizeof(v)) && strcmp(v, "1") == 0 &&
+	    field(msg, "FDNAME", name, sizeof(name)))
+		for (unsigned i = m->nkept; i-- > 0;)
+			if (strcmp(m->kept[i].name, name) == 0)
+				kept_drop(m, i);
+	if (field(msg, "FDSTORE", v, sizeof(v)) && strcmp(v, "1") == 0 && m->store_max) {
+		bool poll = !(field(msg, "FDPOLL", v, sizeof(v)) && strcmp(v, "0") == 0);
+
+		if (!field(msg, "FDNAME", name, sizeof(name)))
+			snprintf(name, sizeof(name), "stored");
+		for (unsigned i = 0; i < nfds; i++) {
+			bool dup = false;
+
+			for (unsigned k = 0; k < m->nkept && !dup; k++)
+				dup = same_file(m->kept[k].fd, fds[i]);
+			if (dup || m->nkept >= m->store_max || m->nkept >= KEPT_MAX)
+				continue;
+			if (m->nkept == m->capkept) {
+				unsigned cap = m->capkept ? 2 * m->capkept : 16;
+				struct kept *k = realloc(m->kept, cap * sizeof(*k));
+
+				if (!k)
+					continue;
+				m->kept = k;
+				m->capkept = cap;
+			}
+			m->kept[m->nkept++] = (struct kept){ .fd = fds[i], .poll = poll };
+			snprintf(m->kept[m->nkept - 1].name, sizeof(name), "%s", name);
+			fds[i] = -1;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	/* BARRIER=1's fd and anything not kept: closed, after all before it was done */
+	for (unsigned i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* FDPOLL: a kept fd that hung up is dropped. */
+static void poll_kept(struct manager *m)
+{
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = m->nkept; i-- > 0;) {
+		struct pollfd p = { .fd = m->kept[i].fd, .events = 0 };
+
+		if (m->kept[i].poll && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)))
+			kept_drop(m, i);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void *run(void *arg)
+{
+	struct manager *m = arg;
+	static char buf[8192];
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = m->sock, .events = POLLIN }, { .fd = m->stop_pipe[0], .events = POLLIN } };
+		union {
+			char b[CMSG_SPACE(sizeof(int) * 253)];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov = { buf, sizeof(buf) - 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
+				      .msg_controllen = sizeof(cbuf.b) };
+		int fds[253];
+		unsigned nfds = 0;
+		ssize_t n;
+
+		if (poll(p, 2, 20) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		poll_kept(m);
+		if (!(p[0].revents & POLLIN))
+			continue;
+		n = recvmsg(m->sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n < 0)
+			continue;
+		buf[n] = '\0';
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+				unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+				memcpy(fds + nfds, CMSG_DATA(c), k * sizeof(int));
+				nfds += k;
+			}
+		handle(m, buf, fds, nfds);
+	}
+	return NULL;
+}
+
+int manager_new(const char *path, unsigned store_max, struct manager **ret)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct manager *m = calloc(1, sizeof(*m));
+	int r, big = 8 << 20;
+
+	if (!m)
+		return -ENOMEM;
+	m->store_max = store_max;
+	pthread_mutex_init(&m->lock, NULL);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	m->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (m->sock < 0 || bind(m->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 || pipe2(m->stop_pipe, O_CLOEXEC) < 0) {
+		r = -errno;
+		if (m->sock >= 0)
+			close(m->sock);
+		free(m);
+		return r;
+	}
+	(void)setsockopt(m->sock, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	r = -pthread_create(&m->thread, NULL, run, m);
+	if (r < 0) {
+		close(m->sock);
+		close(m->stop_pipe[0]);
+		close(m->stop_pipe[1]);
+		free(m);
+		return r;
+	}
+	*ret = m;
+	return 0;
+}
+
+void manager_flush(struct manager *m)
+{
+	pthread_mutex_lock(&m->lock);
+	while (m->nkept)
+		kept_drop(m, m->nkept - 1);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void manager_free(struct manager *m)
+{
+	if (!m)
+		return;
+	(void)!write(m->stop_pipe[1], "x", 1);
+	pthread_join(m->thread, NULL);
+	manager_flush(m);
+	free(m->kept);
+	close(m->sock);
+	close(m->stop_pipe[0]);
+	close(m->stop_pipe[1]);
+	free(m);
+}
+
+void manager_reset_ready(struct manager *m)
+{
+	pthread_mutex_lock(&m->lock);
+	m->ready = false;
+	pthread_mutex_unlock(&m->lock);
+}
+
+bool manager_ready(struct manager *m)
+{
+	bool r;
+
+	pthread_mutex_lock(&m->lock);
+	r = m->ready;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+unsigned manager_count(struct manager *m, const char *name_prefix)
+{
+	unsigned n = 0;
+
+	poll_kept(m);
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < m->nkept; i++)
+		n += !name_prefix || strncmp(m->kept[i].name, name_prefix, strlen(name_prefix)) == 0;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+int manager_dup(struct manager *m, const char *name_prefix)
+{
+	int fd = -1;
+
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < m->nkept && fd < 0; i++)
+		if (strncmp(m->kept[i].name, name_prefix, strlen(name_prefix)) == 0)
+			fd = fcntl(m->kept[i].fd, F_DUPFD_CLOEXEC, 3);
+	pthread_mutex_unlock(&m->lock);
+	return fd;
+}
+
+struct manager_layout *manager_prepare(struct manager *m)
+{
+	struct manager_layout *l = calloc(1, sizeof(*l));
+	size_t len = 1;
+
+	if (!l)
+		return NULL;
+	poll_kept(m);
+	pthread_mutex_lock(&m->lock);
+	l->n = m->nkept;
+	for (unsigned i = 0; i < l->n; i++)
+		len += strlen(m->kept[i].name) + 1;
+	l->fds = calloc(l->n ? l->n : 1, sizeof(int));
+	l->names = calloc(1, len);
+	l->names_env = calloc(1, len + 32);
+	for (unsigned i = 0; l->fds && l->names && i < l->n; i++) {
+		/* above where they will go, so that moving one never overwrites another */
+		l->fds[i] = fcntl(m->kept[i].fd, F_DUPFD_CLOEXEC, 3 + (int)l->n + 16);
+		strcat(l->names, m->kept[i].name);
+		if (i + 1 < l->n)
+			strcat(l->names, ":");
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (!l->fds || !l->names || !l->names_env) {
+		manager_layout_free(l);
+		return NULL;
+	}
+	snprintf(l->fds_env, sizeof(l->fds_env), "LISTEN_FDS=%u", l->n);
+	snprintf(l->names_env, len + 32, "LISTEN_FDNAMES=%s", l->names);
+	return l;
+}
+
+/* In the child: no malloc, no stdio, no locks. */
+void manager_layout_child(struct manager_layout *l, char **env, unsigned *nenv)
+{
+	char digits[16];
+	int pid = (int)getpid(), k = 0;
+
+	if (!l || !l->n)
+		return;
+	for (unsigned i = 0; i < l->n; i++)
+		dup2(l->fds[i], 3 + (int)i); /* the copy is not close-on-exec */
+	memcpy(l->pid_env, "LISTEN_PID=", 11);
+	do
+		digits[k++] = (char)('0' + pid % 10);
+	while ((pid /= 10) > 0);
+	for (int i = 0; i < k; i++)
+		l->pid_env[11 + i] = digits[k - 1 - i];
+	l->pid_env[11 + k] = '\0';
+	env[(*nenv)++] = l->pid_env;
+	env[(*nenv)++] = l->fds_env;
+	env[(*nenv)++] = l->names_env;
+}
+
+void manager_layout_free(struct manager_layout *l)
+{
+	if (!l)
+		return;
+	for (unsigned i = 0; l->fds && i < l->n; i++)
+		if (l->fds[i] >= 0)
+			close(l->fds[i]);
+	free(l->fds);
+	free(l->names);
+	free(l->names_env);
+	free(l);
+}
