@@ -169,17 +169,20 @@ static struct lease_class *class_of(struct lease_table *lt, const struct lease_s
 /* Tell the server what the next life must know of s's buffer (lease_ops.changed). */
 static void slot_note(struct lease_table *lt, const struct lease_slot *s)
 {
-	enum warm_buf_state st;
+	struct lease_note n = { .uid = s->clean ? 0 : s->dirty_uid };
 
 	if (!lt->ops.changed)
 		return;
 	if (s->state == SLOT_RENEWING || (!s->clean && s->dirty_uid == BROKEN_UID))
-		st = WARM_BUF_BROKEN;
+		n.state = WARM_BUF_BROKEN;
 	else if (s->clean)
-		st = WARM_BUF_CLEAN;
+		n.state = WARM_BUF_CLEAN;
+	else if (s->state != SLOT_LEASED)
+		n.state = WARM_BUF_DIRTY;
 	else
-		st = s->state == SLOT_LEASED ? WARM_BUF_LEASED : WARM_BUF_DIRTY;
-	lt->ops.changed(s->pb, st, s->clean ? 0 : s->dirty_uid, lt->ud);
+		n = (struct lease_note){ .state = WARM_BUF_LEASED, .uid = s->dirty_uid, .owner = s->owner,
+					 .lease_id = s->lease_id, .since_rt = s->since_rt };
+	lt->ops.changed(s->pb, &n, lt->ud);
 }
 
 /* Put a slot back among the free ones of its class. */
@@ -368,6 +371,29 @@ static void req_grant(struct lease_table *lt, struct lease_req *r)
 	o->req = NULL;
 	lt->ops.granted(o, r->slots, r->held, lt->ud);
 	free(r);
+}
+
+int lease_adopt(struct lease_table *lt, struct lease_owner *o, struct pool_buffer *b, uint64_t lease_id,
+		uint64_t since_rt)
+{
+	struct lease_slot *s = &lt->slots[b->index];
+	struct lease_class *lc = class_of(lt, s);
+
+	if (s->state != SLOT_FREE || s->clean || s->dirty_uid != o->uid || (uint32_t)lease_id != b->index)
+		return -EBUSY;
+	slot_unlist(lt, s);
+	s->state = SLOT_LEASED;
+	s->owner = o;
+	s->lease_id = lease_id;
+	s->delivered = true;
+	s->since_rt = since_rt;
+	TAILQ_INSERT_TAIL(&o->leases, s, link);
+	o->nleases++;
+	o->leased_bytes += b->size;
+	o->acct->charged += b->size;
+	lc->nleased++;
+	slot_note(lt, s);
+	return 0;
 }
 
 /*

@@ -55,6 +55,19 @@ struct lease_limits {
 	uint32_t max_connections_per_uid; /* 0 = unlimited */
 };
 
+/*
+ * What a buffer is, for the next life of the daemon: its pages are fresh (CLEAN), last written by
+ * uid (DIRTY), held by owner under lease_id since since_rt (LEASED: by uid), or to be renewed
+ * before anyone gets them (BROKEN).
+ */
+struct lease_note {
+	enum warm_buf_state state;
+	uid_t uid;
+	const struct lease_owner *owner;
+	uint64_t lease_id;
+	uint64_t since_rt;
+};
+
 struct lease_ops {
 	/* n buffers for o; lease ids and buffers via lease_slot_id/lease_slot_buffer */
 	void (*granted)(struct lease_owner *o, struct lease_slot *const *slots, unsigned n, void *ud);
@@ -65,9 +78,8 @@ struct lease_ops {
 	/* has b still every page it was given? (a holder may punch pages out of its memfd); NULL:
 	 * assume so. A warm buffer that is not is renewed before it is granted again. */
 	bool (*intact)(struct pool_buffer *b, void *ud);
-	/* what the next life must know of b changed: its pages are fresh, or last written by uid
-	 * (held by it now, or not), or must be renewed before anyone gets them; NULL: not told */
-	void (*changed)(struct pool_buffer *b, enum warm_buf_state state, uid_t uid, void *ud);
+	/* what the next life must know of b changed (struct lease_note); NULL: not told */
+	void (*changed)(struct pool_buffer *b, const struct lease_note *n, void *ud);
 };
 
 struct lease_counters {
@@ -88,6 +100,14 @@ void lease_table_free(struct lease_table *lt);
 /* A new connection of (uid, gid, pid); -EUSERS when the uid is at its connection limit. */
 int lease_owner_attach(struct lease_table *lt, struct lease_owner *o, uid_t uid, gid_t gid, pid_t pid,
 		       char *err, size_t errlen);
+/*
+ * A connection the previous life of the daemon served, attached again (lease_owner_attach):
+ * give it back buffer b under lease_id, as delivered. b must be free and last written by o's
+ * uid (the pool adopted it as LEASED by that uid); -EBUSY otherwise, nothing changed.
+ */
+int lease_adopt(struct lease_table *lt, struct lease_owner *o, struct pool_buffer *b, uint64_t lease_id,
+		uint64_t since_rt);
+
 /* The connection is gone: cancel its acquire, release every lease it held. */
 void lease_owner_detach(struct lease_table *lt, struct lease_owner *o);
 

@@ -165,16 +165,17 @@ static void keep_for_next_life(struct parts *d)
 }
 
 /* One line: how this life started. */
-static void log_start(const struct parts *d, const struct pool_adopt *a, const char *why, uint64_t t0)
+static void log_start(const struct parts *d, const struct pool_adopt *a, const struct server_handover *h,
+		      const char *why, uint64_t t0)
 {
 	char b1[32];
 	double s = (double)(now_ns() - t0) / 1e9;
 
-	if (a->adopted)
+	if (a->adopted || h->adopted)
 		log_info("Warm start (life %" PRIu64 "): adopted %" PRIu32 " buffers (%s), faulted %" PRIu32
-			 ", dropped %" PRIu32 "; ready in %.3f s",
+			 ", dropped %" PRIu32 "; %u connections served on, %u closed; ready in %.3f s",
 			 d->prev->lives + 1, a->adopted, size_format(a->adopted_bytes, b1, sizeof(b1)), a->created,
-			 a->dropped, s);
+			 a->dropped, h->adopted, h->closed, s);
 	else
 		log_info("Cold start: %s; faulted %" PRIu32 " buffers, dropped %" PRIu32 ", in %.3f s",
 			 d->prev ? "nothing the previous life left fits the configuration" : why, d->pool->nbuffers,
@@ -223,6 +224,7 @@ int main(int argc, char **argv)
 	char err[512], why[256], b1[32];
 	static struct parts d;
 	struct pool_adopt adopt;
+	struct server_handover handover;
 	uint64_t t0 = now_ns();
 	sigset_t mask;
 	uint64_t last_report = now_ns();
@@ -299,7 +301,7 @@ int main(int argc, char **argv)
 	r = pool_prefault(d.pool, cfg.prefault_threads, boot_progress, &last_report);
 	if (r < 0) /* stopped on request: a clean exit, not a failure */
 		return boot_failed(&d, r == -ECANCELED ? EXIT_OK : EXIT_POOL);
-	r = warm_create(d.pool->nbuffers, d.prev ? d.prev->lives + 1 : 1, d.pool->page_size, d.pool->hugetlb,
+	r = warm_create(d.pool->nbuffers, cfg.max_connections, d.prev ? d.prev->lives + 1 : 1, d.pool->page_size, d.pool->hugetlb,
 			&d.warm);
 	if (r < 0) {
 		log_error_errno(r, "Failed to create the warm state memfd: %m");
@@ -317,11 +319,12 @@ int main(int argc, char **argv)
 	}
 	log_info("Spill directory '%s', in-memory threshold %s", cfg.spill_directory,
 		 size_format(cfg.spill_threshold, b1, sizeof(b1)));
-	if (server_open(&cfg, d.pool, d.journals, d.njournals, d.spill, d.warm,
-			fdstore_take(d.handed, d.nhanded, "listen"), &d.srv) < 0)
+	handover = (struct server_handover){ .listen_fd = fdstore_take(d.handed, d.nhanded, "listen"),
+					     .prev = d.prev, .fds = d.handed, .nfds = d.nhanded };
+	if (server_open(&cfg, d.pool, d.journals, d.njournals, d.spill, d.warm, &handover, &d.srv) < 0)
 		return boot_failed(&d, EXIT_SOCKET);
 	keep_for_next_life(&d);
-	log_start(&d, &adopt, why, t0);
+	log_start(&d, &adopt, &handover, why, t0);
 	notify_sendf("READY=1\nSTATUS=Serving %s in %u buffers (%s pages)", size_format(d.pool->bytes, b1, sizeof(b1)),
 		     d.pool->nbuffers, d.pool->hugetlb ? "hugetlb" : "regular");
 	r = server_run(d.srv);

@@ -133,6 +133,7 @@ void peer_flush(struct peer *p)
 	}
 	if (!p->dead && epoll_set(p->srv, p) < 0)
 		peer_kill(p, "epoll_ctl failed: %m");
+	peer_note(p, false);
 }
 
 static int out_reserve(struct peer *p, size_t more)
@@ -174,6 +175,14 @@ void peer_send_fds(struct peer *p, enum proto_type type, const void *a, size_t a
 	unsigned own = 0;
 	int mine[PROTO_MAX_FDS];
 
+	if (p->srv->sealed) {
+		/* stopping for a next life that goes on with this connection: not a word more
+		 * (an acquire cancelled by the teardown is one the next life still serves) */
+		for (unsigned i = 0; i < nfds; i++)
+			if (take & (1u << i))
+				close(fds[i]);
+		return;
+	}
 	for (; own < nfds; own++) {
 		mine[own] = take & (1u << own) ? fds[own] : fcntl(fds[own], F_DUPFD_CLOEXEC, 3);
 		if (mine[own] < 0)
@@ -238,8 +247,55 @@ void send_result(struct peer *p, int err, const char *text)
 {
 	struct proto_result r = { .err = err, .text_len = text ? (uint32_t)strnlen(text, PROTO_TEXT_MAX) : 0 };
 
-	peer_send(p, PROTO_RESULT, &r, sizeof(r), text, r.text_len);
+	/* answered before it is sent: once sent, the warm state may say the connection is idle */
 	p->busy = false;
+	peer_send(p, PROTO_RESULT, &r, sizeof(r), text, r.text_len);
+}
+
+/* --- the warm state's record -------------------------------------------------------------- */
+
+static enum warm_conn_state peer_warm_state(const struct peer *p)
+{
+	if (p->nwriters || p->spill.page || p->spill.nfiles)
+		return WARM_CONN_OTHER; /* state the record does not hold */
+	if (p->in_got || p->out_len > p->out_off || p->nofds || p->closing || p->dead)
+		return WARM_CONN_BUSY;
+	if (p->busy)
+		return p->owner.req ? WARM_CONN_WAITING : WARM_CONN_BUSY;
+	return WARM_CONN_IDLE;
+}
+
+static void note(struct peer *p, enum warm_conn_state state)
+{
+	struct warm_conn c = { .state = state, .conn_id = p->conn_id, .uid = p->owner.uid,
+			       .gid = p->creds.gid, .pid = p->owner.pid, .version = p->welcomed ? p->version : 0,
+			       .connected_rt = p->connected_rt };
+
+	snprintf(c.name, sizeof(c.name), "%s", p->name);
+	if (state == WARM_CONN_WAITING) {
+		snprintf(c.wait_class, sizeof(c.wait_class), "%s", p->wait.class_name);
+		c.wait_count = p->wait.count;
+		c.wait_deadline = p->wait.deadline;
+	}
+	warm_conn_set(p->srv->warm, p->warm_slot, &c);
+	p->noted = state;
+}
+
+void peer_note(struct peer *p, bool force)
+{
+	enum warm_conn_state state;
+
+	if (p->warm_slot < 0 || p->srv->sealed)
+		return;
+	state = peer_warm_state(p);
+	if (force || state != p->noted)
+		note(p, state);
+}
+
+void peer_note_busy(struct peer *p)
+{
+	if (p->warm_slot >= 0 && !p->srv->sealed && p->noted != WARM_CONN_BUSY && p->noted != WARM_CONN_OTHER)
+		note(p, WARM_CONN_BUSY);
 }
 
 /* --- dispatch ---------------------------------------------------------------------------- */
@@ -317,12 +373,14 @@ void peer_read(struct server *s, struct peer *p)
 		const char *why;
 		ssize_t n;
 
+		peer_note_busy(p);
 		n = recvmsg(p->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				peer_kill(p, "receive failed: %m");
+			peer_note(p, false);
 			return;
 		}
 		if (msg.msg_controllen || (msg.msg_flags & MSG_CTRUNC)) {
@@ -377,4 +435,5 @@ void peer_read(struct server *s, struct peer *p)
 			p->in_got = 0;
 		}
 	}
+	peer_note(p, false);
 }

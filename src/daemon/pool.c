@@ -198,6 +198,7 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 		b->fd = fd;
 		b->fd_id = wb->fd_id;
 		b->adopted = true;
+		b->prev_record = r;
 		b->boot_state = intact ? wb->state : WARM_BUF_BROKEN;
 		b->boot_uid = wb->uid;
 	}

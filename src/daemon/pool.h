@@ -33,6 +33,7 @@ struct pool_buffer {
 	enum warm_buf_state boot_state;
 	uid_t boot_uid; /* DIRTY, LEASED */
 	bool adopted; /* taken over from the previous life: not faulted again */
+	uint32_t prev_record; /* adopted: its record in the previous life's state (warm_prev.bufs) */
 };
 
 /*

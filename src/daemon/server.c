@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,6 +51,7 @@ int handle_hello(struct server *s, struct peer *p, const union proto_request *re
 		p->name[i] = (h->name[i] >= 0x20 && h->name[i] < 0x7f) ? h->name[i] : '?';
 	proto_set_name(w.daemon_version, sizeof(w.daemon_version), VERSION_STRING);
 	p->welcomed = true;
+	p->version = p->hdr.version;
 	peer_send(p, PROTO_WELCOME, &w, sizeof(w), NULL, 0);
 	log_debug("Connection %u is pid %d (uid %u, \"%s\")", p->id, (int)p->owner.pid, (unsigned)p->owner.uid,
 		  p->name);
@@ -58,6 +60,14 @@ int handle_hello(struct server *s, struct peer *p, const union proto_request *re
 
 static void peer_destroy(struct server *s, struct peer *p)
 {
+	if (p->warm_slot >= 0 && !s->sealed) {
+		char name[WARM_NAME_MAX];
+
+		/* the service manager's copy would keep the connection open for the client */
+		warm_conn_name(p->conn_id, name);
+		fdstore_remove(name);
+		warm_conn_release(s->warm, p->warm_slot);
+	}
 	if (p->attached) {
 		unsigned held = p->owner.nleases;
 
@@ -81,55 +91,94 @@ static void peer_destroy(struct server *s, struct peer *p)
 	free(p);
 }
 
-static void accept_one(struct server *s, int fd)
+/*
+ * A peer for connection fd of cred: counted, polled, attached to the lease table within the
+ * limits. NULL when it could not be set up (fd closed) or was refused: then it is told why and
+ * closed once that is sent.
+ */
+static struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt)
 {
 	static struct log_ratelimit rl = LOG_RATELIMIT(5, 10);
 	struct peer *p = calloc(1, sizeof(*p));
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
 	char text[PROTO_TEXT_MAX];
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 	int r;
 
-	if (!p || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		log_error("Failed to set up a new connection: %s", p ? strerror(errno) : "out of memory");
-		free(p);
+	if (!p) {
+		log_error("Failed to set up a new connection: out of memory");
 		close(fd);
-		return;
+		return NULL;
 	}
 	p->fd = fd;
 	p->srv = s;
 	p->id = ++s->next_id;
-	p->connected_rt = realtime_ns();
-	p->owner.pid = cred.pid;
-	p->owner.uid = cred.uid;
-	access_creds_get(fd, &cred, &p->creds);
+	p->warm_slot = -1;
+	p->connected_rt = connected_rt;
+	p->owner.pid = cred->pid;
+	p->owner.uid = cred->uid;
+	access_creds_get(fd, cred, &p->creds);
 	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
-	spill_owner_init(s->spill, &p->spill, cred.uid, cred.pid);
+	spill_owner_init(s->spill, &p->spill, cred->uid, cred->pid);
 	TAILQ_INSERT_TAIL(&s->peers, p, link);
 	s->npeers++;
 	s->connections_total++;
 	ev.data.ptr = p;
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		peer_kill(p, "epoll_ctl failed: %m");
-		return;
+		return NULL;
 	}
 	if (s->npeers > s->cfg->max_connections) {
 		snprintf(text, sizeof(text), "the daemon already serves %u connections (max_connections)",
 			 s->cfg->max_connections);
 		r = -EUSERS;
 	} else {
-		r = lease_owner_attach(s->leases, &p->owner, cred.uid, cred.gid, cred.pid, text, sizeof(text));
+		r = lease_owner_attach(s->leases, &p->owner, cred->uid, cred->gid, cred->pid, text, sizeof(text));
 	}
 	if (r < 0) {
-		log_msg_ratelimited(&rl, LOG_NOTICE, "Refusing connection of pid %d (uid %u): %s", (int)cred.pid,
-				    (unsigned)cred.uid, text);
+		log_msg_ratelimited(&rl, LOG_NOTICE, "Refusing connection of pid %d (uid %u): %s", (int)cred->pid,
+				    (unsigned)cred->uid, text);
 		/* say why, then close: the client reads it as the answer to its hello */
 		p->closing = true;
 		send_result(p, r, text);
-		return;
+		return NULL;
 	}
 	p->attached = true;
+	return p;
+}
+
+/* Keep p's socket in the fd store and give it a record: a restart goes on serving it. */
+static void peer_keep(struct server *s, struct peer *p)
+{
+	char name[WARM_NAME_MAX];
+
+	p->warm_slot = s->warm ? warm_conn_take(s->warm) : -1;
+	if (p->warm_slot < 0)
+		return;
+	warm_conn_name(p->conn_id, name);
+	if (fdstore_add(name, p->fd, true) < 0) {
+		warm_conn_release(s->warm, p->warm_slot);
+		p->warm_slot = -1;
+		return;
+	}
+	peer_note(p, true);
+}
+
+static void accept_one(struct server *s, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct peer *p;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_error_errno(errno, "Failed to set up a new connection: %m");
+		close(fd);
+		return;
+	}
+	p = peer_new(s, fd, &cred, realtime_ns());
+	if (!p)
+		return;
+	p->conn_id = warm_new_id();
+	peer_keep(s, p);
 }
 
 #define LISTEN_PAUSE_NS (100 * 1000000ull) /* out of fds and no reserve: poll the listener later */
@@ -343,12 +392,111 @@ static int socket_adopt(const struct config *cfg, gid_t gid, int fd)
 	return -1;
 }
 
+/*
+ * Serve the connection the previous life recorded in c again, if its socket came back, is the
+ * same client (credentials) and its leases can all be given back; else close it.
+ */
+static bool adopt_conn(struct server *s, struct server_handover *h, const struct warm_conn *c)
+{
+	char name[WARM_NAME_MAX];
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int type = 0, fd;
+	socklen_t il = sizeof(type);
+	struct peer *p;
+	bool ok = true;
+
+	warm_conn_name(c->conn_id, name);
+	fd = fdstore_take(h->fds, h->nfds, name);
+	if (fd < 0)
+		return false; /* the client left while the daemon was down */
+	if (c->state != WARM_CONN_IDLE && c->state != WARM_CONN_WAITING) {
+		fdstore_remove(name);
+		close(fd);
+		h->closed++;
+		log_info("Closing connection of pid %d (uid %u, \"%s\"): the previous life of the daemon %s",
+			 (int)c->pid, (unsigned)c->uid, c->name,
+			 c->state == WARM_CONN_OTHER ? "held its journal writers or spill streams"
+						     : "ended in the middle of one of its requests");
+		return false;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &il) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != c->uid || cred.gid != c->gid ||
+	    cred.pid != c->pid || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+		fdstore_remove(name);
+		close(fd);
+		h->closed++;
+		return false;
+	}
+	p = peer_new(s, fd, &cred, c->connected_rt);
+	if (!p) {
+		fdstore_remove(name);
+		h->closed++;
+		return false;
+	}
+	p->conn_id = c->conn_id;
+	p->welcomed = c->version != 0;
+	p->version = c->version;
+	snprintf(p->name, sizeof(p->name), "%s", c->name);
+	/* its leases: every buffer the previous life had leased to it, adopted by the pool */
+	for (uint32_t i = 0; i < s->pool->nbuffers && ok; i++) {
+		struct pool_buffer *b = &s->pool->buffers[i];
+		const struct warm_buf *wb = b->adopted ? &h->prev->bufs[b->prev_record] : NULL;
+
+		if (wb && wb->state == WARM_BUF_LEASED && wb->conn_id == c->conn_id)
+			ok = lease_adopt(s->leases, &p->owner, b, wb->lease_id, wb->since_rt) == 0;
+	}
+	/* and one it held that the pool did not take (its class changed) */
+	for (uint32_t r = 0; r < h->prev->nbuffers && ok; r++) {
+		const struct warm_buf *wb = &h->prev->bufs[r];
+		bool found = false;
+
+		if (wb->state != WARM_BUF_LEASED || wb->conn_id != c->conn_id)
+			continue;
+		for (uint32_t i = 0; i < s->pool->nbuffers && !found; i++)
+			found = s->pool->buffers[i].adopted && s->pool->buffers[i].prev_record == r;
+		ok = found;
+	}
+	if (!ok) {
+		peer_kill(p, "its leases could not all be given back after the restart");
+		fdstore_remove(name);
+		h->closed++;
+		return false;
+	}
+	peer_keep(s, p);
+	if (c->state == WARM_CONN_WAITING) {
+		/* queued again once every connection has its leases back (resume_wait) */
+		snprintf(p->wait.class_name, sizeof(p->wait.class_name), "%s", c->wait_class);
+		p->wait.count = c->wait_count;
+		p->wait.deadline = c->wait_deadline;
+		p->busy = true;
+	}
+	h->adopted++;
+	return true;
+}
+
+/* The acquire an adopted connection waited in, queued again as it was (what is left of its time). */
+static void resume_wait(struct server *s, struct peer *p)
+{
+	char text[PROTO_TEXT_MAX];
+	uint64_t now = now_ns();
+	int64_t ms = p->wait.deadline == UINT64_MAX ? -1
+		     : p->wait.deadline > now	   ? (int64_t)((p->wait.deadline - now + 999999) / 1000000)
+						   : 1; /* its time is up: it expires the usual way */
+	int r = lease_acquire(s->leases, &p->owner, p->wait.class_name, p->wait.count, ms, now, text, sizeof(text));
+
+	if (r < 0)
+		send_result(p, r, text);
+	peer_note(p, true);
+}
+
 int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
-		struct spill *spill, struct warm *warm, int listen_fd, struct server **ret)
+		struct spill *spill, struct warm *warm, struct server_handover *h, struct server **ret)
 {
 	struct lease_limits lim = { .max_bytes_per_uid = cfg->max_bytes_per_uid,
 				    .max_connections_per_uid = cfg->max_connections_per_uid };
 	struct server *s = calloc(1, sizeof(*s));
+	struct peer *p;
 	sigset_t mask;
 	int r;
 
@@ -384,7 +532,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	r = resolve_access(s);
 	if (r < 0)
 		goto fail;
-	s->listen_fd = socket_adopt(cfg, cfg->socket_group[0] ? s->socket_gid : (gid_t)-1, listen_fd);
+	s->listen_fd = socket_adopt(cfg, cfg->socket_group[0] ? s->socket_gid : (gid_t)-1, h ? h->listen_fd : -1);
 	if (s->listen_fd < 0) {
 		r = socket_bind(cfg, cfg->socket_group[0] ? s->socket_gid : (gid_t)-1);
 		if (r < 0)
@@ -402,6 +550,13 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 		log_error_errno(r, "Failed to set up the event loop: %m");
 		goto fail;
 	}
+	for (uint32_t i = 0; h && h->prev && i < h->prev->nconns; i++)
+		if (h->prev->conns[i].state != WARM_CONN_FREE)
+			adopt_conn(s, h, &h->prev->conns[i]);
+	/* only now: a waiter must not be given what an adopted connection still holds */
+	TAILQ_FOREACH(p, &s->peers, link)
+		if (p->busy && !p->dead)
+			resume_wait(s, p);
 	log_info("Listening on '%s' (mode %04o)", cfg->socket_path, (unsigned)cfg->socket_mode);
 	if ((cfg->socket_mode & 0002) && (!cfg->max_bytes_per_uid || !cfg->spill_max_bytes_per_uid))
 		log_notice("Every user of this machine may connect (socket_mode %04o), and %s is 0 (no limit): "
@@ -427,6 +582,36 @@ static void reap(struct server *s)
 		if (p->dead)
 			peer_destroy(s, p);
 	}
+}
+
+#define QUIESCE_NS (1000 * 1000000ull) /* what a stop waits at most for clients to read their replies */
+
+/*
+ * Stopping: send every reply still queued (a client that does not read for QUIESCE_NS has its
+ * connection left BUSY: the next life closes it), write every connection's record as it is now,
+ * and from here on change neither the warm state nor the fd store, so that tearing down leaves
+ * both to the next life as they are.
+ */
+static void quiesce(struct server *s)
+{
+	uint64_t deadline = now_ns() + QUIESCE_NS;
+	struct peer *p;
+
+	for (;;) {
+		bool pending = false;
+
+		TAILQ_FOREACH(p, &s->peers, link) {
+			if (!p->dead && p->out_len > p->out_off)
+				peer_flush(p);
+			pending |= !p->dead && p->out_len > p->out_off;
+		}
+		if (!pending || now_ns() >= deadline)
+			break;
+		(void)poll(NULL, 0, 5);
+	}
+	TAILQ_FOREACH(p, &s->peers, link)
+		peer_note(p, true);
+	s->sealed = true;
 }
 
 int server_run(struct server *s)
@@ -482,6 +667,7 @@ int server_run(struct server *s)
 		lease_expire(s->leases, now_ns());
 		reap(s);
 	}
+	quiesce(s);
 	return 0;
 }
 

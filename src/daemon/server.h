@@ -4,13 +4,15 @@
  * one event loop (epoll) that owns them, the lease table and the status counters.
  *
  * server_open() binds the socket (so main can report READY=1 only once clients can connect);
- * server_run() serves until SIGTERM or SIGINT. Everything here runs on the main thread except
+ * server_run() serves until SIGTERM or SIGINT, then sends what its clients wait for (a moment at
+ * most) and leaves the warm state as it is for the next life. Everything here runs on the main thread except
  * the recycler, which server.c starts and stops (see recycler.h).
  */
 #ifndef HP_SERVER_H
 #define HP_SERVER_H
 
 #include "config.h"
+#include "fdstore.h"
 #include "journal.h"
 #include "pool.h"
 #include "spill.h"
@@ -19,13 +21,27 @@
 struct server;
 
 /*
- * journals, spill and warm: made by main, still main's to free (after server_free). listen_fd:
- * a listening socket the previous life left (fdstore.h), taken over if it is the configured
- * one, else closed; -1: bind a new one. The listening socket is kept in the fd store as
- * "listen"; a socket kept there is not unlinked when the server ends (the next life serves it).
+ * What the previous life of the daemon handed over that the server may take: its listening
+ * socket (-1: none) and its connections, as its state (prev, NULL: none) describes them, out of
+ * fds (fdstore_take). The server counts what it took and what it had to close.
+ */
+struct server_handover {
+	int listen_fd;
+	const struct warm_prev *prev;
+	struct fdstore_fd *fds;
+	unsigned nfds;
+	unsigned adopted, closed; /* connections */
+};
+
+/*
+ * journals, spill and warm: made by main, still main's to free (after server_free). The
+ * listening socket the previous life left is taken over if it is the configured one, else
+ * closed and a new one bound; it is kept in the fd store as "listen", and a socket kept there
+ * is not unlinked when the server ends (the next life serves it). Each connection is kept as
+ * "conn.<id>" with its record in warm. h may be NULL.
  */
 int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
-		struct spill *spill, struct warm *warm, int listen_fd, struct server **ret);
+		struct spill *spill, struct warm *warm, struct server_handover *h, struct server **ret);
 int server_run(struct server *s);
 void server_free(struct server *s);
 

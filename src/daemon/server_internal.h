@@ -74,6 +74,7 @@ struct peer {
 	struct lease_owner owner;
 	bool attached; /* owner is attached to the lease table */
 	bool welcomed;
+	uint16_t version; /* of the protocol its hello came in */
 	bool dead; /* destroy at the end of this loop iteration */
 	bool closing; /* destroy once out[] is flushed; ignore input */
 	bool busy; /* a request awaits its reply */
@@ -96,6 +97,15 @@ struct peer {
 	struct peer_writer writers[PEER_WRITERS_MAX];
 	unsigned nwriters;
 	struct spill_owner spill;
+	/* warm restart: the socket is kept as "conn.<conn_id>", the record in the warm state */
+	uint64_t conn_id;
+	int warm_slot; /* -1: none (not kept: refused, or the table was full) */
+	enum warm_conn_state noted; /* what the record says now */
+	struct {
+		char class_name[PROTO_NAME_MAX];
+		uint32_t count;
+		uint64_t deadline; /* CLOCK_MONOTONIC ns, UINT64_MAX none */
+	} wait; /* the acquire that waits, while owner.req is set */
 	TAILQ_ENTRY(peer) link;
 };
 
@@ -122,6 +132,7 @@ struct server {
 	uint64_t started_rt;
 	uint64_t connections_total, protocol_errors;
 	bool stop;
+	bool sealed; /* shutting down: the warm state and the fd store stay as they are for the next life */
 };
 
 /* --- peer.c: the connection layer ------------------------------------------------------- */
@@ -149,6 +160,14 @@ void peer_read(struct server *s, struct peer *p);
 
 /* Close the fds still queued for the peer (it is going away). */
 void peer_drop_queue(struct peer *p);
+
+/*
+ * Keep p's record in the warm state current (warm.h says what the next life does with each
+ * state): written when it changes, or always with force. peer_note_busy marks it BUSY before
+ * the daemon reads from the socket, so that a crash after the read can never be taken for idle.
+ */
+void peer_note(struct peer *p, bool force);
+void peer_note_busy(struct peer *p);
 
 /* --- the services: one handler per request type ------------------------------------------ */
 

@@ -18,6 +18,7 @@ static void on_granted(struct lease_owner *o, struct lease_slot *const *slots, u
 	struct peer *p = (struct peer *)((char *)o - offsetof(struct peer, owner));
 	(void)ud;
 
+	p->busy = false; /* answered (send_result says why now) */
 	for (unsigned first = 0; first < n; first += PROTO_MAX_FDS) {
 		unsigned k = MIN(n - first, (unsigned)PROTO_MAX_FDS);
 		struct proto_grant g = { .total = n, .first = first, .n = k };
@@ -32,7 +33,6 @@ static void on_granted(struct lease_owner *o, struct lease_slot *const *slots, u
 		}
 		peer_send_fds(p, PROTO_GRANT, &g, sizeof(g), e, k * sizeof(e[0]), fds, k, 0, slots + first);
 	}
-	p->busy = false;
 	log_debug("Granted %u buffers of class \"%s\" to pid %d (uid %u)", n,
 		  p->srv->pool->classes[lease_slot_buffer(slots[0])->class_index].name, (int)o->pid,
 		  (unsigned)o->uid);
@@ -76,14 +76,17 @@ void svc_lease_renewed(struct pool_buffer *b, int err, void *ud)
 }
 
 /* Keep the warm state's record of b current: the next life trusts nothing else about it. */
-static void on_changed(struct pool_buffer *b, enum warm_buf_state state, uid_t uid, void *ud)
+static void on_changed(struct pool_buffer *b, const struct lease_note *n, void *ud)
 {
 	struct server *s = ud;
-	struct warm_buf wb = { .state = state, .uid = uid, .size = b->size, .fd_id = b->fd_id,
-			       .index = b->index - s->pool->classes[b->class_index].first };
+	struct warm_buf wb = { .state = n->state, .uid = n->uid, .size = b->size, .fd_id = b->fd_id,
+			       .index = b->index - s->pool->classes[b->class_index].first,
+			       .lease_id = n->lease_id, .since_rt = n->since_rt };
 
-	if (!s->warm)
+	if (!s->warm || s->sealed)
 		return;
+	if (n->owner)
+		wb.conn_id = ((const struct peer *)((const char *)n->owner - offsetof(struct peer, owner)))->conn_id;
 	snprintf(wb.class_name, sizeof(wb.class_name), "%s", s->pool->classes[b->class_index].name);
 	warm_set(s->warm, b->index, &wb);
 }
@@ -105,6 +108,10 @@ int handle_acquire(struct server *s, struct peer *p, const union proto_request *
 	/* a waiter holds back its class: nobody may wait longer than max_acquire_wait */
 	if (cap_ms && (timeout_ms < 0 || timeout_ms > cap_ms))
 		timeout_ms = cap_ms;
+	/* what a next life needs to queue it again, should it still wait then */
+	snprintf(p->wait.class_name, sizeof(p->wait.class_name), "%.*s", (int)sizeof(a->class_name), a->class_name);
+	p->wait.count = a->count;
+	p->wait.deadline = timeout_ms < 0 ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000u;
 	r = lease_acquire(s->leases, &p->owner, a->class_name, a->count, timeout_ms, now_ns(), text, sizeof(text));
 	if (r < 0) {
 		if (r == -EDQUOT)

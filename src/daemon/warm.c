@@ -4,8 +4,9 @@
  *
  *   header   magic "HPWARM\0\0", version, header and record sizes, nbuffers, this memfd's id,
  *            lives, page size, hugetlb, CRC-32C of the header before it
- *   records  nbuffers x struct warm_record: seq (odd while being written), CRC-32C of the rest,
- *            state, uid, index in class, size, fd id, class name
+ *   buffers  nbuffers x struct warm_record: seq (odd while being written), CRC-32C of the rest,
+ *            state, uid, index in class, size, fd id, class name, connection and lease id
+ *   conns    nconns x struct warm_conn_record: seq, CRC, state, credentials, name, the acquire
  *
  * Nothing in it is a pointer or an fd number: a record names its buffer's memfd by the name the
  * fd store keeps it under, so it means the same thing in the next process.
@@ -36,6 +37,8 @@ struct warm_header {
 	uint32_t header_size;
 	uint32_t record_size;
 	uint32_t nbuffers;
+	uint32_t conn_record_size;
+	uint32_t nconns;
 	uint64_t id;
 	uint64_t lives;
 	uint64_t page_size;
@@ -53,6 +56,23 @@ struct warm_record {
 	uint64_t size;
 	uint64_t fd_id;
 	char class_name[WARM_CLASS_NAME_MAX];
+	uint64_t conn_id;
+	uint64_t lease_id;
+	uint64_t since_rt;
+};
+
+struct warm_conn_record {
+	uint32_t seq;
+	uint32_t crc; /* of everything after it */
+	uint32_t state;
+	uint32_t uid, gid, pid;
+	uint32_t version;
+	uint32_t wait_count;
+	uint64_t conn_id;
+	uint64_t connected_rt;
+	uint64_t wait_deadline;
+	char name[WARM_CLIENT_NAME_MAX];
+	char wait_class[WARM_CLASS_NAME_MAX];
 };
 
 struct warm {
@@ -60,9 +80,15 @@ struct warm {
 	size_t size;
 	struct warm_header *hdr;
 	struct warm_record *recs;
+	struct warm_conn_record *conns;
+	uint32_t nconns;
+	int *free_conns; /* a stack of FREE connection slots */
+	uint32_t nfree;
 };
 
+/* both kinds of record: seq, crc, then what the crc covers */
 #define RECORD_CRC(r) crc32c(0, &(r)->state, sizeof(*(r)) - offsetof(struct warm_record, state))
+_Static_assert(offsetof(struct warm_record, state) == offsetof(struct warm_conn_record, state), "record heads");
 
 uint64_t warm_new_id(void)
 {
@@ -81,6 +107,11 @@ void warm_buf_name(uint64_t id, char name[WARM_NAME_MAX])
 void warm_state_name(uint64_t id, char name[WARM_NAME_MAX])
 {
 	snprintf(name, WARM_NAME_MAX, "state.%016" PRIx64, id);
+}
+
+void warm_conn_name(uint64_t id, char name[WARM_NAME_MAX])
+{
+	snprintf(name, WARM_NAME_MAX, "conn.%016" PRIx64, id);
 }
 
 bool warm_parse_name(const char *name, const char *prefix, uint64_t *id)
@@ -136,14 +167,17 @@ int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 		return -EBADMSG;
 	}
 	if (h.header_size != sizeof(h) || h.record_size != sizeof(struct warm_record) ||
-	    (uint64_t)h.nbuffers * sizeof(struct warm_record) + sizeof(h) > (uint64_t)st.st_size) {
+	    h.conn_record_size != sizeof(struct warm_conn_record) ||
+	    (uint64_t)h.nbuffers * sizeof(struct warm_record) + (uint64_t)h.nconns * sizeof(struct warm_conn_record) +
+			    sizeof(h) > (uint64_t)st.st_size) {
 		snprintf(err, errlen, "state sizes do not add up (%" PRIu32 " records of %" PRIu32 " bytes in %jd)",
 			 h.nbuffers, h.record_size, (intmax_t)st.st_size);
 		return -EBADMSG;
 	}
 	prev = calloc(1, sizeof(*prev));
-	if (!prev || !(prev->bufs = calloc(h.nbuffers ? h.nbuffers : 1, sizeof(*prev->bufs)))) {
-		free(prev);
+	if (!prev || !(prev->bufs = calloc(h.nbuffers ? h.nbuffers : 1, sizeof(*prev->bufs))) ||
+	    !(prev->conns = calloc(h.nconns ? h.nconns : 1, sizeof(*prev->conns)))) {
+		warm_prev_free(prev);
 		return -ENOMEM;
 	}
 	prev->id = h.id;
@@ -166,6 +200,32 @@ int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 		b->size = r.size;
 		b->fd_id = r.fd_id;
 		memcpy(b->class_name, r.class_name, sizeof(b->class_name));
+		b->conn_id = r.conn_id;
+		b->lease_id = r.lease_id;
+		b->since_rt = r.since_rt;
+	}
+	prev->nconns = h.nconns;
+	for (uint32_t i = 0; i < h.nconns; i++) {
+		struct warm_conn_record r;
+		struct warm_conn *c = &prev->conns[i];
+
+		memcpy(&r, buf + sizeof(h) + (size_t)h.nbuffers * sizeof(struct warm_record) + (size_t)i * sizeof(r),
+		       sizeof(r));
+		/* torn, corrupt or never used: FREE, its connection (if kept) is closed */
+		if ((r.seq & 1) || r.crc != RECORD_CRC(&r) || r.state > WARM_CONN_OTHER ||
+		    !memchr(r.name, '\0', sizeof(r.name)) || !memchr(r.wait_class, '\0', sizeof(r.wait_class)))
+			continue;
+		c->state = (enum warm_conn_state)r.state;
+		c->conn_id = r.conn_id;
+		c->uid = (uid_t)r.uid;
+		c->gid = (gid_t)r.gid;
+		c->pid = (pid_t)r.pid;
+		c->version = (uint16_t)r.version;
+		c->connected_rt = r.connected_rt;
+		memcpy(c->name, r.name, sizeof(c->name));
+		memcpy(c->wait_class, r.wait_class, sizeof(c->wait_class));
+		c->wait_count = r.wait_count;
+		c->wait_deadline = r.wait_deadline;
 	}
 	*ret = prev;
 	return 0;
@@ -223,28 +283,39 @@ void warm_prev_free(struct warm_prev *prev)
 	if (!prev)
 		return;
 	free(prev->bufs);
+	free(prev->conns);
 	free(prev);
 }
 
-int warm_create(uint32_t nbuffers, uint64_t lives, uint64_t page_size, bool hugetlb, struct warm **ret)
+int warm_create(uint32_t nbuffers, uint32_t nconns, uint64_t lives, uint64_t page_size, bool hugetlb,
+		struct warm **ret)
 {
 	struct warm *w = calloc(1, sizeof(*w));
 	void *map;
 	int fd;
 
-	if (!w)
+	if (!w || !(w->free_conns = calloc(nconns ? nconns : 1, sizeof(int)))) {
+		free(w);
 		return -ENOMEM;
-	w->size = sizeof(struct warm_header) + (size_t)nbuffers * sizeof(struct warm_record);
+	}
+	w->size = sizeof(struct warm_header) + (size_t)nbuffers * sizeof(struct warm_record) +
+		  (size_t)nconns * sizeof(struct warm_conn_record);
 	fd = sealed_memfd("hugepool:state", 0, w->size, PROT_READ | PROT_WRITE, &map);
 	if (fd < 0) {
+		free(w->free_conns);
 		free(w);
 		return fd;
 	}
 	w->fd = fd;
 	w->hdr = map;
 	w->recs = (struct warm_record *)(w->hdr + 1);
+	w->conns = (struct warm_conn_record *)(w->recs + nbuffers);
+	w->nconns = nconns;
+	for (uint32_t i = 0; i < nconns; i++)
+		w->free_conns[w->nfree++] = (int)(nconns - 1 - i); /* slot 0 first */
 	*w->hdr = (struct warm_header){ .version = WARM_VERSION, .header_size = sizeof(struct warm_header),
 					.record_size = sizeof(struct warm_record), .nbuffers = nbuffers,
+					.conn_record_size = sizeof(struct warm_conn_record), .nconns = nconns,
 					.id = warm_new_id(), .lives = lives, .page_size = page_size,
 					.hugetlb = hugetlb };
 	memcpy(w->hdr->magic, magic, sizeof(magic));
@@ -263,19 +334,21 @@ uint64_t warm_id(const struct warm *w)
 	return w->hdr->id;
 }
 
-/* A record is odd (being written) between these two, and carries its CRC and an even seq after. */
-static void record_begin(struct warm_record *r)
-{
-	__atomic_store_n(&r->seq, r->seq | 1, __ATOMIC_RELEASE);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-}
-
-static void record_end(struct warm_record *r)
-{
-	r->crc = RECORD_CRC(r);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&r->seq, r->seq + 1, __ATOMIC_RELEASE);
-}
+/*
+ * A record is odd (being written) between these two, and carries its CRC and an even seq
+ * after. Only the compiler could reorder the stores (the process dies, the memory stays).
+ */
+#define record_begin(r)                                                        \
+	do {                                                                   \
+		__atomic_store_n(&(r)->seq, (r)->seq | 1, __ATOMIC_RELAXED);   \
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);                       \
+	} while (0)
+#define record_end(r)                                                          \
+	do {                                                                   \
+		(r)->crc = RECORD_CRC(r);                                      \
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);                       \
+		__atomic_store_n(&(r)->seq, (r)->seq + 1, __ATOMIC_RELAXED);   \
+	} while (0)
 
 void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b)
 {
@@ -290,17 +363,47 @@ void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b)
 	r->fd_id = b->fd_id;
 	memset(r->class_name, 0, sizeof(r->class_name));
 	snprintf(r->class_name, sizeof(r->class_name), "%s", b->class_name);
+	r->conn_id = b->state == WARM_BUF_LEASED ? b->conn_id : 0;
+	r->lease_id = b->state == WARM_BUF_LEASED ? b->lease_id : 0;
+	r->since_rt = b->state == WARM_BUF_LEASED ? b->since_rt : 0;
 	record_end(r);
 }
 
-void warm_set_state(struct warm *w, uint32_t i, enum warm_buf_state state, uid_t uid)
+int warm_conn_take(struct warm *w)
 {
-	struct warm_record *r = &w->recs[i];
+	return w->nfree ? w->free_conns[--w->nfree] : -1;
+}
+
+void warm_conn_set(struct warm *w, int slot, const struct warm_conn *c)
+{
+	struct warm_conn_record *r = &w->conns[slot];
 
 	record_begin(r);
-	r->state = state;
-	r->uid = (uint32_t)uid;
+	r->state = c->state;
+	r->uid = (uint32_t)c->uid;
+	r->gid = (uint32_t)c->gid;
+	r->pid = (uint32_t)c->pid;
+	r->version = c->version;
+	r->conn_id = c->conn_id;
+	r->connected_rt = c->connected_rt;
+	memset(r->name, 0, sizeof(r->name));
+	snprintf(r->name, sizeof(r->name), "%s", c->name);
+	memset(r->wait_class, 0, sizeof(r->wait_class));
+	if (c->state == WARM_CONN_WAITING)
+		snprintf(r->wait_class, sizeof(r->wait_class), "%s", c->wait_class);
+	r->wait_count = c->state == WARM_CONN_WAITING ? c->wait_count : 0;
+	r->wait_deadline = c->state == WARM_CONN_WAITING ? c->wait_deadline : 0;
 	record_end(r);
+}
+
+void warm_conn_release(struct warm *w, int slot)
+{
+	struct warm_conn_record *r = &w->conns[slot];
+
+	record_begin(r);
+	r->state = WARM_CONN_FREE;
+	record_end(r);
+	w->free_conns[w->nfree++] = slot;
 }
 
 void warm_free(struct warm *w)
@@ -309,5 +412,6 @@ void warm_free(struct warm *w)
 		return;
 	munmap(w->hdr, w->size);
 	close(w->fd);
+	free(w->free_conns);
 	free(w);
 }

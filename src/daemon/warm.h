@@ -5,7 +5,10 @@
  * The daemon keeps one memfd, mapped, that it never gives to a client: a header and one
  * fixed-size record per pool buffer saying which class and index it is, the name its memfd is
  * kept under in the fd store ("buf.<id>"), and whether its pages are fresh (CLEAN), were last
- * written by a uid (DIRTY, LEASED) or must be renewed before anyone gets them (BROKEN). The
+ * written by a uid (DIRTY), are held by a connection (LEASED: which, under which lease id) or
+ * must be renewed before anyone gets them (BROKEN); then one record per connection slot
+ * (max_connections of them): its socket's name in the store ("conn.<id>"), its credentials and
+ * name, whether the next life can serve on it (struct warm_conn), and the acquire it waits in. The
  * records are kept current as the lease table changes (plain stores into shared memory, so
  * they survive a SIGKILL as they are), and the memfd itself is kept in the fd store as
  * "state.<id>". Each record carries a sequence number that is odd while it is being written
@@ -42,6 +45,42 @@ struct warm_buf {
 	uint64_t size;
 	uint64_t fd_id; /* its memfd is kept as "buf.<fd_id in hex>" */
 	char class_name[WARM_CLASS_NAME_MAX];
+	/* LEASED: to which connection, under which lease id, since when */
+	uint64_t conn_id;
+	uint64_t lease_id;
+	uint64_t since_rt;
+};
+
+/*
+ * A connection's record. Only an IDLE connection (no request half read, no reply unsent) or a
+ * WAITING one (an acquire queued, nothing granted yet) can be served on by the next life: a
+ * crash in the middle of a request (BUSY) leaves the stream in a state nobody knows, and a
+ * connection with journal writers or spill streams (OTHER) has state the record does not hold;
+ * the next life closes those (their leases end as at any disconnect).
+ */
+enum warm_conn_state {
+	WARM_CONN_FREE = 0,
+	WARM_CONN_IDLE,
+	WARM_CONN_WAITING,
+	WARM_CONN_BUSY,
+	WARM_CONN_OTHER,
+};
+
+#define WARM_CLIENT_NAME_MAX 32
+
+struct warm_conn {
+	enum warm_conn_state state;
+	uint64_t conn_id; /* its socket is kept as "conn.<conn_id in hex>" */
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	uint16_t version; /* of the protocol it spoke hello in; 0: no hello yet */
+	uint64_t connected_rt;
+	char name[WARM_CLIENT_NAME_MAX];
+	/* WAITING: its acquire */
+	char wait_class[WARM_CLASS_NAME_MAX];
+	uint32_t wait_count;
+	uint64_t wait_deadline; /* CLOCK_MONOTONIC ns (one clock for the whole machine); UINT64_MAX: none */
 };
 
 /* What a predecessor left, as read and checked by warm_read. */
@@ -52,6 +91,8 @@ struct warm_prev {
 	bool hugetlb;
 	uint32_t nbuffers;
 	struct warm_buf *bufs;
+	uint32_t nconns;
+	struct warm_conn *conns; /* FREE ones included */
 };
 
 /*
@@ -68,24 +109,28 @@ void warm_choose(struct fdstore_fd *fds, unsigned n, struct warm_prev **ret, cha
 int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen);
 void warm_prev_free(struct warm_prev *prev);
 
-/* This life's state: a new memfd with nbuffers UNKNOWN records. */
+/* This life's state: a new memfd with nbuffers UNKNOWN records and nconns FREE ones. */
 struct warm;
-int warm_create(uint32_t nbuffers, uint64_t lives, uint64_t page_size, bool hugetlb, struct warm **ret);
+int warm_create(uint32_t nbuffers, uint32_t nconns, uint64_t lives, uint64_t page_size, bool hugetlb,
+		struct warm **ret);
 int warm_fd(const struct warm *w);
 uint64_t warm_id(const struct warm *w);
 /* Write record i (its old content is replaced; the sequence number brackets the write). */
 void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b);
-/* Change only a record's state and uid. */
-void warm_set_state(struct warm *w, uint32_t i, enum warm_buf_state state, uid_t uid);
+/* A FREE connection record for a new connection (-1: all taken), its record, giving it back. */
+int warm_conn_take(struct warm *w);
+void warm_conn_set(struct warm *w, int slot, const struct warm_conn *c);
+void warm_conn_release(struct warm *w, int slot);
 void warm_free(struct warm *w);
 
 /* A fresh random id for a buffer's memfd name. */
 uint64_t warm_new_id(void);
 
-/* The fd store's names: "buf.<id>", "state.<id>"; and the id back from a name (false: not one). */
+/* The fd store's names: "buf.<id>", "state.<id>", "conn.<id>"; and the id back from a name (false: not one). */
 #define WARM_NAME_MAX 32
 void warm_buf_name(uint64_t id, char name[WARM_NAME_MAX]);
 void warm_state_name(uint64_t id, char name[WARM_NAME_MAX]);
+void warm_conn_name(uint64_t id, char name[WARM_NAME_MAX]);
 bool warm_parse_name(const char *name, const char *prefix, uint64_t *id);
 
 #endif

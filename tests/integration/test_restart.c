@@ -19,11 +19,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/sockios.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -51,10 +54,40 @@ static void start_store(struct daemon *d, const char *classes)
 	assert_int_equal(r, 0);
 }
 
+/*
+ * Before a SIGKILL: wait until the daemon has noted every connection as not in the middle of a
+ * request (it does so right after it sent a reply), reading its state memfd as the next life
+ * will (warm.c's layout: nbuffers at 20, conn_record_size at 24, nconns at 28, records after a
+ * 64-byte header and nbuffers records of 96 bytes; a record's state at 8; 3 = BUSY).
+ */
+static void wait_settled(const struct daemon *d)
+{
+	uint32_t h[8];
+	int fd = manager_dup(d->mgr, "state."), busy = 1;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
+	for (int tries = 0; tries < 5000 && busy; tries++) {
+		busy = 0;
+		for (uint32_t i = 0; i < h[7]; i++) {
+			uint32_t st;
+
+			assert_int_equal(pread(fd, &st, 4, 64 + (off_t)h[5] * 96 + (off_t)i * h[6] + 8), 4);
+			busy += st == 3;
+		}
+		if (busy)
+			usleep(1000);
+	}
+	close(fd);
+	assert_int_equal(busy, 0);
+}
+
 static void restart(struct daemon *d, bool kill_it)
 {
 	int r;
 
+	if (kill_it)
+		wait_settled(d);
 	if (kill_it)
 		assert_int_equal(harness_kill(d), 128 + SIGKILL);
 	else
@@ -237,7 +270,7 @@ static void test_corrupt_state_is_cold(void **state)
 /* One record torn by a crash (odd sequence number): that buffer alone is not trusted. */
 static void test_torn_record(void **state)
 {
-	const off_t header = 56, record = 72;
+	const off_t header = 64, record = 96; /* warm.c's layout */
 	uint32_t seq = 0;
 	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	unsigned seen;
@@ -286,6 +319,174 @@ static void test_config_changes(void **state)
 	stop(&d);
 }
 
+
+/* --- connections ------------------------------------------------------------------------ */
+
+static void restart_both_ways(struct daemon *d, int round)
+{
+	restart(d, round % 2 == 1);
+}
+
+/*
+ * A client holding buffers across a restart (SIGTERM, then SIGKILL) keeps its connection, its
+ * leases and their content; nobody else was given them meanwhile; it releases them on the same
+ * connection, to the new daemon.
+ */
+static void test_client_keeps_connection(void **state)
+{
+	static struct daemon d;
+	struct hp_buffer b[2], o[3];
+	struct hp_status *st;
+	hp_conn *c, *other;
+
+	(void)state;
+	start_store(&d, ONE);
+	c = conn(&d);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
+		memset(b[0].addr, 0x5a, b[0].size);
+		memset(b[1].addr, 0xa5, b[1].size);
+		restart_both_ways(&d, round);
+		assert_int_equal(harness_log_count(&d, "Warm start (life"), round + 1);
+		/* the same connection: the new daemon knows who it is and what it holds */
+		st = status(c);
+		assert_int_equal(st->daemon_pid, d.pid);
+		assert_int_equal(st->nleases, 2);
+		assert_int_equal(st->classes[0].leased, 2);
+		assert_int_equal(st->classes[0].free, 2);
+		hp_status_free(st);
+		/* only the two others are free for anybody else */
+		other = conn(&d);
+		assert_int_equal(hp_acquire(other, "one", 3, 0, o), -EAGAIN);
+		assert_int_equal(hp_acquire(other, "one", 2, 0, o), 0);
+		assert_true(o[0].addr != b[0].addr);
+		hp_disconnect(other);
+		assert_int_equal(((uint8_t *)b[0].addr)[4096], 0x5a);
+		assert_int_equal(((uint8_t *)b[1].addr)[4096], 0xa5);
+		assert_int_equal(hp_release(c, b, 2), 0);
+	}
+	hp_disconnect(c);
+	stop(&d);
+}
+
+struct waiter {
+	const struct daemon *d;
+	hp_conn *c;
+	int r;
+	struct hp_buffer b[NBUF];
+};
+
+static void *wait_for_all(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->r = hp_acquire(w->c, "one", NBUF, 60000, w->b);
+	return NULL;
+}
+
+static uint32_t waiters(const struct daemon *d)
+{
+	hp_conn *c = conn(d);
+	struct hp_status *st = status(c);
+	uint32_t n = st->classes[0].waiters;
+
+	hp_status_free(st);
+	hp_disconnect(c);
+	return n;
+}
+
+/* An acquire waiting when the daemon restarts is still served by the next life. */
+static void test_waiting_acquire_served(void **state)
+{
+	static struct daemon d;
+	struct hp_buffer b[NBUF];
+	struct waiter w;
+	pthread_t t;
+	hp_conn *holder;
+
+	(void)state;
+	start_store(&d, ONE);
+	for (int round = 0; round < 2; round++) {
+		holder = conn(&d);
+		assert_int_equal(hp_acquire(holder, "one", NBUF, 1000, b), 0);
+		w = (struct waiter){ .d = &d, .c = conn(&d), .r = 1 };
+		assert_int_equal(pthread_create(&t, NULL, wait_for_all, &w), 0);
+		for (int i = 0; i < 5000 && waiters(&d) == 0; i++)
+			usleep(1000);
+		assert_int_equal(waiters(&d), 1);
+		restart_both_ways(&d, round);
+		/* still waiting in the new life, until the holder lets go */
+		assert_int_equal(waiters(&d), 1);
+		assert_int_equal(hp_release(holder, b, NBUF), 0);
+		assert_int_equal(pthread_join(t, NULL), 0);
+		assert_int_equal(w.r, 0);
+		assert_int_equal(hp_release(w.c, w.b, NBUF), 0);
+		hp_disconnect(w.c);
+		hp_disconnect(holder);
+	}
+	stop(&d);
+}
+
+/* A client that left while the daemon was down has its leases back in the pool. */
+static void test_client_left_while_down(void **state)
+{
+	static struct daemon d;
+	struct hp_buffer b[NBUF];
+	struct hp_status *st;
+	hp_conn *c;
+
+	(void)state;
+	start_store(&d, ONE);
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 3, 1000, b), 0);
+	assert_int_equal(harness_kill(&d), 128 + SIGKILL);
+	running = NULL;
+	hp_disconnect(c);
+	assert_int_equal(harness_restart(&d), 0);
+	running = &d;
+	c = conn(&d);
+	st = status(c);
+	assert_int_equal(st->nleases, 0);
+	assert_int_equal(st->nclients, 1);
+	assert_int_equal(st->classes[0].free, NBUF);
+	hp_status_free(st);
+	assert_int_equal(hp_acquire(c, "one", NBUF, 0, b), 0);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/* Killed in the middle of a request: that connection is closed. */
+static void test_mid_request_closed(void **state)
+{
+	static struct daemon d;
+	struct proto_hdr h = { .magic = PROTO_MAGIC, .version = PROTO_VERSION, .type = PROTO_STATUS,
+			       .len = sizeof(struct proto_status_req) };
+	int fd, unread = 1;
+	char byte;
+
+	(void)state;
+	start_store(&d, ONE);
+	fd = raw_connect(&d);
+	/* half a request: the header, not its payload; wait until the daemon has read it */
+	assert_int_equal(send(fd, &h, sizeof(h), MSG_NOSIGNAL), (ssize_t)sizeof(h));
+	for (int i = 0; i < 10000 && unread > 0; i++) {
+		assert_int_equal(ioctl(fd, SIOCOUTQ, &unread), 0);
+		if (unread)
+			usleep(1000);
+	}
+	assert_int_equal(unread, 0);
+	assert_int_equal(harness_kill(&d), 128 + SIGKILL);
+	running = NULL;
+	assert_int_equal(harness_restart(&d), 0);
+	running = &d;
+	check_warm(&d, "0 connections served on, 1 closed");
+	check_warm(&d, "Closing connection of pid");
+	check_warm(&d, "\"raw\"): the previous life of the daemon ended in the middle of one of its requests");
+	assert_int_equal(recv(fd, &byte, 1, 0), 0); /* EOF */
+	close(fd);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -296,6 +497,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_corrupt_state_is_cold, teardown),
 		cmocka_unit_test_teardown(test_torn_record, teardown),
 		cmocka_unit_test_teardown(test_config_changes, teardown),
+		cmocka_unit_test_teardown(test_client_keeps_connection, teardown),
+		cmocka_unit_test_teardown(test_waiting_acquire_served, teardown),
+		cmocka_unit_test_teardown(test_client_left_while_down, teardown),
+		cmocka_unit_test_teardown(test_mid_request_closed, teardown),
 	};
 
 	if (getenv("HP_TEST_FILTER"))

@@ -131,12 +131,12 @@ static bool on_intact(struct pool_buffer *b, void *ud)
 	return !f->punched[b->index];
 }
 
-static void on_changed(struct pool_buffer *b, enum warm_buf_state state, uid_t uid, void *ud)
+static void on_changed(struct pool_buffer *b, const struct lease_note *n, void *ud)
 {
 	struct fx *f = ud;
 
-	f->warm[b->index] = state;
-	f->warm_uid[b->index] = uid;
+	f->warm[b->index] = n->state;
+	f->warm_uid[b->index] = n->uid;
 }
 
 static const struct lease_ops test_ops = { on_granted, on_failed, on_renew, on_intact, on_changed };
