@@ -129,6 +129,15 @@ struct hp_spill_status {
 	uint64_t lingering;
 };
 
+/* How the daemon's current life started: warm (the pool taken over from the previous life) or cold. */
+struct hp_start_status {
+	uint32_t warm; /* 1: warm */
+	uint32_t adopted_buffers, faulted_buffers, dropped_buffers;
+	uint32_t adopted_connections, closed_connections; /* served on / closed (they were mid-request) */
+	uint64_t lives; /* lives of the daemon that kept this pool, this one included */
+	uint64_t ready_ns; /* from the start of this life to ready */
+};
+
 struct hp_status {
 	char daemon_version[16];
 	pid_t daemon_pid;
@@ -148,11 +157,20 @@ struct hp_status {
 	struct hp_lease_status *leases;
 	struct hp_journal_status *journals;
 	struct hp_spill_status spill;
+	struct hp_start_status start;
 };
 
 /* The daemon's state. Free the result with hp_status_free. */
 int hp_status(hp_conn *c, struct hp_status **ret);
 void hp_status_free(struct hp_status *st);
+
+/*
+ * Restart the daemon in place: it re-executes its binary (a new version after an upgrade) and
+ * takes over the pool, the clients' connections and their leases (hugepoold(8), WARM RESTART).
+ * Returns 0 once the daemon has accepted: this connection goes on with the next life (the next
+ * request waits until it is ready). -EPERM unless root, the daemon's user or in admin_group.
+ */
+int hp_daemon_restart(hp_conn *c);
 
 /*
  * Journals. A journal is configured in hugepoold.conf ([journal NAME]); records appended to it

@@ -300,6 +300,41 @@ static int run_journal_truncate(const struct command *cmd, struct invocation *in
 	return 0;
 }
 
+/*
+ * Restart the daemon in place and report how the next life took over, from a status asked on
+ * this same connection (which the next life serves on): how long this client waited, how warm.
+ */
+static int run_restart(const struct command *cmd, struct invocation *inv)
+{
+	struct hp_status *st;
+	uint64_t t0 = now_ns();
+	int r = hp_daemon_restart(inv->conn);
+
+	(void)cmd;
+	if (r < 0) {
+		report(r, hp_last_error(inv->conn), "cannot restart the daemon at '%s'", inv->path);
+		return EXIT_DAEMON;
+	}
+	r = get_status(inv, &st);
+	if (r)
+		return r;
+	if (inv->json) {
+		struct json j;
+
+		json_line_begin(&j);
+		json_double(&j, "paused_s", (double)(now_ns() - t0) / 1e9);
+		json_u64(&j, "pid", (uint64_t)st->daemon_pid);
+		start_json(&j, st);
+		json_line_end(&j);
+	} else {
+		printf("hugepoold restarted (pid %d); this connection waited %.3f s\n", (int)st->daemon_pid,
+		       (double)(now_ns() - t0) / 1e9);
+		start_text(st);
+	}
+	hp_status_free(st);
+	return 0;
+}
+
 /* --- the tables -------------------------------------------------------------------------- */
 
 static const struct command journal_commands[] = {
@@ -341,6 +376,10 @@ const struct command commands[] = {
 	VIEW(leases, "who holds which buffer, and the connected clients", run_status),
 	VIEW(stats, "the daemon's counters since it started", run_status),
 	VIEW(spill, "spill files, bytes and limits, per uid and client", run_spill),
+	{ .name = "restart",
+	  .help = "re-execute the daemon, keeping its pool and clients (warm)",
+	  .opts = OPT_JSON,
+	  .run = run_restart },
 	{ .name = "journal", .sub = journal_commands, .nsub = ARRAY_SIZE(journal_commands) },
 };
 const size_t ncommands = ARRAY_SIZE(commands);

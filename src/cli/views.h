@@ -18,6 +18,9 @@
 
 /* views_status.c: status, classes, leases, stats */
 void status_text(const struct hp_status *st);
+/* How the daemon's life started (warm or cold): a line of status, and of restart. */
+void start_text(const struct hp_status *st);
+void start_json(struct json *j, const struct hp_status *st);
 void status_json(struct json *j, const struct hp_status *st);
 void classes_text(const struct hp_status *st);
 void classes_json(struct json *j, const struct hp_status *st);

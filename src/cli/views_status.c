@@ -105,6 +105,30 @@ void classes_json(struct json *j, const struct hp_status *st)
 	json_close(j, ']');
 }
 
+void start_text(const struct hp_status *st)
+{
+	const struct hp_start_status *s = &st->start;
+
+	if (s->warm)
+		printf("Start:       warm (life %" PRIu64 "): adopted %" PRIu32 " buffers, faulted %" PRIu32
+		       ", dropped %" PRIu32 "; %" PRIu32 " connections served on, %" PRIu32 " closed; ready in %.3f s\n",
+		       s->lives, s->adopted_buffers, s->faulted_buffers, s->dropped_buffers, s->adopted_connections,
+		       s->closed_connections, (double)s->ready_ns / 1e9);
+	else
+		printf("Start:       cold (life %" PRIu64 "): faulted %" PRIu32 " buffers, dropped %" PRIu32
+		       "; ready in %.3f s\n",
+		       s->lives, s->faulted_buffers, s->dropped_buffers, (double)s->ready_ns / 1e9);
+}
+
+void start_json(struct json *j, const struct hp_status *st)
+{
+	const struct hp_start_status *src = &st->start;
+
+	json_open(j, "start", '{');
+	PROTO_STATUS_START_FIELDS(JSON_FIELD)
+	json_close(j, '}');
+}
+
 void status_text(const struct hp_status *st)
 {
 	char b1[32], b2[32], b3[64];
@@ -123,8 +147,12 @@ void status_text(const struct hp_status *st)
 		printf("Backing:     regular shared memory (fallback: %s)\n", st->fallback_reason);
 	else
 		printf("Backing:     regular shared memory (hugepages = off)\n");
-	printf("Boot:        pre-faulted in %.3f s with %" PRIu32 " threads (%.2f GB/s)\n",
-	       (double)st->boot_prefault_ns / 1e9, st->boot_threads, boot_gbps(st));
+	if (st->start.faulted_buffers || !st->start.warm)
+		printf("Boot:        pre-faulted in %.3f s with %" PRIu32 " threads (%.2f GB/s)\n",
+		       (double)st->boot_prefault_ns / 1e9, st->boot_threads, boot_gbps(st));
+	else
+		printf("Boot:        nothing to fault: the whole pool was taken over\n");
+	start_text(st);
 	printf("Connections: %" PRIu32 " now, %" PRIu64 " since start\n\n", st->nclients, st->connections_total);
 	classes_text(st);
 }
@@ -149,6 +177,7 @@ void status_json(struct json *j, const struct hp_status *st)
 	json_u64(j, "threads", st->boot_threads);
 	json_double(j, "gb_per_s", boot_gbps(st));
 	json_close(j, '}');
+	start_json(j, st);
 	json_u64(j, "connections", st->nclients);
 	json_u64(j, "connections_total", st->connections_total);
 	classes_json(j, st);

@@ -65,6 +65,7 @@ PARSE_FLAGS(hello, "hello")
 PARSE_FLAGS(status, "status")
 PARSE_FLAGS(spill_attach, "spill attach")
 PARSE_FLAGS(spill_create, "spill create")
+PARSE_FLAGS(restart, "restart")
 PARSE_PLAIN(journal_close)
 PARSE_PLAIN(spill_charge)
 PARSE_PLAIN(spill_close)
@@ -138,7 +139,8 @@ int proto_check_header(const struct proto_hdr *h, bool from_client, const char *
 
 	if (h->magic != PROTO_MAGIC) {
 		why = "bad magic (not a hugepool peer)";
-	} else if (h->version != PROTO_VERSION) {
+	} else if (from_client ? h->version < PROTO_VERSION_MIN || h->version > PROTO_VERSION
+			       : h->version != PROTO_VERSION) {
 		why = "unsupported protocol version";
 		err = -EPROTONOSUPPORT;
 	} else if (!(r = find_rule(h->type)) || r->from_client != from_client) {
@@ -171,10 +173,15 @@ int proto_parse_request(const struct proto_hdr *h, const void *payload, union pr
 	return 0;
 }
 
+void proto_hdr_init_version(struct proto_hdr *h, uint16_t version, enum proto_type type, uint32_t len, uint32_t nfds)
+{
+	*h = (struct proto_hdr){ .magic = PROTO_MAGIC, .version = version, .type = (uint16_t)type, .len = len,
+				 .nfds = nfds };
+}
+
 void proto_hdr_init(struct proto_hdr *h, enum proto_type type, uint32_t len, uint32_t nfds)
 {
-	*h = (struct proto_hdr){ .magic = PROTO_MAGIC, .version = PROTO_VERSION, .type = (uint16_t)type,
-				 .len = len, .nfds = nfds };
+	proto_hdr_init_version(h, PROTO_VERSION, type, len, nfds);
 }
 
 void proto_set_name(char *dst, size_t dstlen, const char *src)

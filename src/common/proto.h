@@ -20,7 +20,17 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is little-endian");
 
 #define PROTO_MAGIC 0x50475548u /* "HUGP" */
-#define PROTO_VERSION 3 /* 2: journals (open sends 3 fds), njournals in status; 3: spill streams */
+/*
+ * Versions. A client speaks PROTO_VERSION; the daemon serves every version from
+ * PROTO_VERSION_MIN on, answering each connection in the version of its hello (a later message
+ * in another version is a protocol error). A new version only adds: request types (refused on
+ * connections of older versions) and sections at the end of a reply (not sent to them). So a
+ * daemon upgraded under running clients (a warm restart) goes on serving them as they expect.
+ * 2: journals (open sends 3 fds), njournals in status; 3: spill streams; 4: restart request,
+ * the start section of status.
+ */
+#define PROTO_VERSION 4
+#define PROTO_VERSION_MIN 3
 #define PROTO_NAME_MAX 32 /* class and client names on the wire, NUL-padded */
 #define PROTO_MAX_FDS 32 /* fds in one message; grants larger than this are split */
 #define PROTO_ACQUIRE_MAX 1024 /* buffers in one acquire */
@@ -65,7 +75,8 @@ _Static_assert(sizeof(struct proto_hdr) == 16, "header size");
 	X(SPILL_ATTACH, 9, spill_attach, "spill-attach", NOW, PROTO_FIXED(struct proto_spill_attach)) /* ATTACHED */ \
 	X(SPILL_CREATE, 10, spill_create, "spill-create", NOW, PROTO_FIXED(struct proto_spill_create)) /* CREATED */ \
 	X(SPILL_CHARGE, 11, spill_charge, "spill-charge", NOW, PROTO_FIXED(struct proto_spill_charge))              \
-	X(SPILL_CLOSE, 12, spill_close, "spill-close", NOW, PROTO_FIXED(struct proto_spill_close))
+	X(SPILL_CLOSE, 12, spill_close, "spill-close", NOW, PROTO_FIXED(struct proto_spill_close))               \
+	X(RESTART, 13, restart, "restart", NOW, PROTO_FIXED(struct proto_restart)) /* v4; RESULT, then the next life */
 
 #define PROTO_REPLIES(Y)                                                                                      \
 	Y(WELCOME, 64, "welcome", 0, PROTO_FIXED(struct proto_welcome))                                       \
@@ -262,6 +273,21 @@ struct proto_status_spill {
 	PROTO_STATUS_SPILL_FIELDS(PROTO_FIELD)
 };
 
+/* How this life of the daemon started (version 4: the last section of a status reply). */
+#define PROTO_STATUS_START_FIELDS(X)                                                          \
+	X(NUM, uint32_t, warm) /* 1: it took over the pool of a previous life */              \
+	X(NUM, uint32_t, adopted_buffers)                                                     \
+	X(NUM, uint32_t, faulted_buffers) /* made and faulted in at this start */              \
+	X(NUM, uint32_t, dropped_buffers) /* left by the previous life, not fitting any more */ \
+	X(NUM, uint32_t, adopted_connections) /* served on from the previous life */            \
+	X(NUM, uint32_t, closed_connections) /* left by it, closed (in the middle of a request) */ \
+	X(NUM, uint64_t, lives) /* lives of the daemon that kept this pool, this one included */ \
+	X(NUM, uint64_t, ready_ns) /* from the start of this life to READY */
+
+struct proto_status_start {
+	PROTO_STATUS_START_FIELDS(PROTO_FIELD)
+};
+
 #define PROTO_POOL_HUGETLB 1u /* pages are hugetlb pages of page_size */
 #define PROTO_POOL_FALLBACK 2u /* hugetlb was wanted (prefer) but the pool fell back */
 
@@ -280,7 +306,7 @@ struct proto_status {
 	char fallback_reason[128];
 	/* followed by nclasses struct proto_status_class, nclients struct proto_status_client,
 	 * nleases struct proto_status_lease, njournals struct proto_status_journal, nspill struct
-	 * proto_status_spill */
+	 * proto_status_spill, and (version 4 on) one struct proto_status_start */
 };
 
 #define PROTO_STATUS_CLASS_FIELDS(X)                                                          \
@@ -324,6 +350,12 @@ struct proto_status_lease {
 };
 
 /* A client request, checked and copied out of its payload by proto_parse_request. */
+/* Restart the daemon (re-execute it, handing everything over); admins only; since version 4. */
+struct proto_restart {
+	uint32_t flags; /* must be 0 */
+	uint32_t reserved; /* must be 0 */
+};
+
 union proto_request {
 	struct proto_hello hello;
 	struct proto_acquire acquire;
@@ -340,6 +372,7 @@ union proto_request {
 	struct proto_spill_create spill_create;
 	struct proto_spill_charge spill_charge;
 	struct proto_spill_close spill_close;
+	struct proto_restart restart;
 };
 
 /*
@@ -386,6 +419,8 @@ int proto_check_header(const struct proto_hdr *h, bool from_client, const char *
 
 /* Fill a header. */
 void proto_hdr_init(struct proto_hdr *h, enum proto_type type, uint32_t len, uint32_t nfds);
+/* The same for a message of another version (the daemon answers each client in its own). */
+void proto_hdr_init_version(struct proto_hdr *h, uint16_t version, enum proto_type type, uint32_t len, uint32_t nfds);
 
 /* Copy a C string into a fixed NUL-padded wire field (truncating). */
 void proto_set_name(char *dst, size_t dstlen, const char *src);

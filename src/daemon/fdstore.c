@@ -210,52 +210,56 @@ unsigned fdstore_count(void)
 	return n;
 }
 
+int fdstore_exec_prepare(void)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < nkept && r == 0; i++) {
+		int fd = fcntl(kept[i].fd, F_DUPFD_CLOEXEC, FIRST_FD + (int)nkept);
+
+		if (fd < 0)
+			r = -errno;
+		else
+			kept[i].fd = fd; /* the table's own now; the original may be closed */
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
 int fdstore_exec(const char *path, char *const argv[])
 {
-	_cleanup_free_ int *high = NULL;
 	_cleanup_free_ char *names = NULL;
 	char num[32];
 	size_t len = 1;
-	unsigned n;
-	int r = 0;
 
 	if (access(path, X_OK) < 0)
 		return -errno;
 	pthread_mutex_lock(&lock);
-	n = nkept;
-	high = calloc(n ? n : 1, sizeof(*high));
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < nkept; i++)
 		len += strlen(kept[i].name) + 1;
-	names = malloc(len);
-	if (!high || !names) {
+	names = calloc(1, len);
+	if (!names) {
 		pthread_mutex_unlock(&lock);
 		return -ENOMEM;
 	}
-	names[0] = '\0';
-	/* first out of the way of 3..3+n-1, where some of them may sit now */
-	for (unsigned i = 0; i < n; i++) {
-		high[i] = fcntl(kept[i].fd, F_DUPFD_CLOEXEC, FIRST_FD + (int)n);
-		if (high[i] < 0) {
-			r = -errno;
-			for (unsigned j = 0; j < i; j++)
-				close(high[j]);
-			pthread_mutex_unlock(&lock);
-			return r;
-		}
+	for (unsigned i = 0; i < nkept; i++) {
 		strcat(names, kept[i].name);
-		if (i + 1 < n)
+		if (i + 1 < nkept)
 			strcat(names, ":");
 	}
-	pthread_mutex_unlock(&lock);
-	/* past this point the process is committed: the old fd numbers are overwritten */
-	for (unsigned i = 0; i < n; i++)
-		if (dup2(high[i], FIRST_FD + (int)i) < 0) /* dup2 clears FD_CLOEXEC on the copy */
+	/* fdstore_exec_prepare put them all above 3 + nkept: moving one never overwrites another */
+	for (unsigned i = 0; i < nkept; i++)
+		if (dup2(kept[i].fd, FIRST_FD + (int)i) < 0) { /* dup2 clears FD_CLOEXEC on the copy */
+			pthread_mutex_unlock(&lock);
 			return -errno;
+		}
 	snprintf(num, sizeof(num), "%d", (int)getpid());
 	setenv("LISTEN_PID", num, 1);
-	snprintf(num, sizeof(num), "%u", n);
+	snprintf(num, sizeof(num), "%u", nkept);
 	setenv("LISTEN_FDS", num, 1);
 	setenv("LISTEN_FDNAMES", names, 1);
+	pthread_mutex_unlock(&lock);
 	execv(path, argv);
 	return -errno;
 }

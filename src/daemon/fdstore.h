@@ -55,11 +55,14 @@ int fdstore_barrier(int timeout_ms);
 unsigned fdstore_count(void);
 
 /*
- * Replace this process by path with argv, passing every kept fd from fd 3 on with LISTEN_*
- * set as systemd would (LISTEN_PID is our own pid: exec keeps it). Returns only on failure,
- * with the fds as they were when path is not executable, else (the fds already moved to 3..)
+ * Re-execution, in two steps. fdstore_exec_prepare: the table takes its own copies of every
+ * kept fd (close-on-exec, above where they will go), so that the daemon may then tear itself
+ * down, closing the originals. fdstore_exec: replace this process by path with argv, passing
+ * the kept fds from fd 3 on with LISTEN_* set as systemd would (LISTEN_PID is our own pid: exec
+ * keeps it). Returns only on failure: before anything moved when path is not executable, else
  * the caller must exit.
  */
+int fdstore_exec_prepare(void);
 int fdstore_exec(const char *path, char *const argv[]);
 
 #endif

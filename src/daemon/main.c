@@ -210,6 +210,48 @@ static bool boot_progress(uint64_t done, uint64_t total, void *ud)
 	return true;
 }
 
+/*
+ * The daemon's executable as it was started, resolved once at start: after an upgrade the path
+ * names the new binary (/proc/self/exe would name the old, deleted one).
+ */
+static const char *self_path(void)
+{
+	static char path[4096];
+
+	if (!path[0]) {
+		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+		path[n > 0 ? n : 0] = '\0';
+		/* "/usr/sbin/hugepoold (deleted)" when replaced before we looked: the path it had */
+		if (n > 10 && strcmp(path + n - 10, " (deleted)") == 0)
+			path[n - 10] = '\0';
+	}
+	return path[0] ? path : NULL;
+}
+
+/*
+ * A restart without a service manager (or within one): take copies of everything kept, tear the
+ * daemon down as a stop for the next life does (journals closed clean, the warm state left as it
+ * is), and become the daemon's binary again with the copies at 3.. (fdstore.h).
+ */
+static int reexec(struct parts *d, char **argv)
+{
+	const char *path = self_path();
+	int r = fdstore_exec_prepare();
+
+	if (r < 0) {
+		log_error_errno(r, "Failed to keep the daemon's fds for the re-execution: %m; stopping instead");
+		parts_free(d);
+		return EXIT_USAGE;
+	}
+	notify_send("RELOADING=1\nSTATUS=Restarting");
+	parts_free(d);
+	log_info("Re-executing '%s'", path);
+	r = fdstore_exec(path, argv);
+	log_error_errno(r, "Failed to re-execute '%s': %m", path);
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -225,6 +267,7 @@ int main(int argc, char **argv)
 	static struct parts d;
 	struct pool_adopt adopt;
 	struct server_handover handover;
+	struct proto_status_start start;
 	uint64_t t0 = now_ns();
 	sigset_t mask;
 	uint64_t last_report = now_ns();
@@ -260,6 +303,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	log_open();
+	(void)self_path(); /* before anything can replace the binary */
 	r = config_load(path, &cfg, err, sizeof(err));
 	if (r < 0) {
 		if (check)
@@ -276,6 +320,7 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	/* spill.c probes files with leases it drops at once; a lease break must not kill us */
@@ -324,10 +369,18 @@ int main(int argc, char **argv)
 	if (server_open(&cfg, d.pool, d.journals, d.njournals, d.spill, d.warm, &handover, &d.srv) < 0)
 		return boot_failed(&d, EXIT_SOCKET);
 	keep_for_next_life(&d);
+	start = (struct proto_status_start){ .warm = adopt.adopted || handover.adopted, .adopted_buffers = adopt.adopted,
+					     .faulted_buffers = d.pool->nbuffers - adopt.adopted,
+					     .dropped_buffers = adopt.dropped, .adopted_connections = handover.adopted,
+					     .closed_connections = handover.closed,
+					     .lives = d.prev ? d.prev->lives + 1 : 1, .ready_ns = now_ns() - t0 };
+	server_set_start(d.srv, self_path(), &start);
 	log_start(&d, &adopt, &handover, why, t0);
 	notify_sendf("READY=1\nSTATUS=Serving %s in %u buffers (%s pages)", size_format(d.pool->bytes, b1, sizeof(b1)),
 		     d.pool->nbuffers, d.pool->hugetlb ? "hugetlb" : "regular");
 	r = server_run(d.srv);
+	if (r == SERVER_REEXEC)
+		return reexec(&d, argv);
 	notify_send("STOPPING=1");
 	parts_free(&d);
 	log_info("Stopped");

@@ -226,7 +226,7 @@ void peer_send_fds(struct peer *p, enum proto_type type, const void *a, size_t a
 		p->nofds++;
 		p->queued_fds += nfds;
 	}
-	proto_hdr_init(&h, type, (uint32_t)(alen + blen), nfds);
+	proto_hdr_init_version(&h, p->version, type, (uint32_t)(alen + blen), nfds);
 	memcpy(p->out + p->out_len, &h, sizeof(h));
 	p->out_len += sizeof(h);
 	if (alen)
@@ -357,7 +357,8 @@ static void close_fds_in(struct msghdr *msg)
 void peer_read(struct server *s, struct peer *p)
 {
 	/* a paused peer's next request waits until its replies have gone (OUT_PAUSE) */
-	while (!p->dead && !(p->in_got == 0 && peer_paused(p))) {
+	/* once stopping, not another request: what is still unread is the next life's */
+	while (!p->dead && !s->stop && !(p->in_got == 0 && peer_paused(p))) {
 		union {
 			/* room for as many fds as one message can carry, so none is cut off (and
 			 * closed by the kernel on this thread) */
@@ -408,12 +409,19 @@ void peer_read(struct server *s, struct peer *p)
 				if (r == -EPROTONOSUPPORT) {
 					char text[96];
 
-					snprintf(text, sizeof(text), "protocol version %u is not supported (daemon speaks %u)",
-						 p->hdr.version, PROTO_VERSION);
+					snprintf(text, sizeof(text),
+						 "protocol version %u is not supported (daemon speaks %u to %u)",
+						 p->hdr.version, PROTO_VERSION_MIN, PROTO_VERSION);
 					send_result(p, r, text);
 					p->closing = true;
 				}
 				peer_kill(p, "%s (type %u, %u bytes, %u fds)", why, p->hdr.type, p->hdr.len, p->hdr.nfds);
+				return;
+			}
+			if (p->welcomed && p->hdr.version != p->version) {
+				s->protocol_errors++;
+				peer_kill(p, "%s request in protocol version %u after a hello in %u",
+					  proto_type_name(p->hdr.type), p->hdr.version, p->version);
 				return;
 			}
 			if (p->busy) {

@@ -41,7 +41,7 @@ static int tag_listen, tag_signal, tag_recycler;
 int handle_hello(struct server *s, struct peer *p, const union proto_request *req)
 {
 	const struct proto_hello *h = &req->hello;
-	struct proto_welcome w = { .version = PROTO_VERSION, .nclasses = s->pool->nclasses,
+	struct proto_welcome w = { .version = p->hdr.version, .nclasses = s->pool->nclasses,
 				   .page_size = s->pool->page_size };
 
 	if (p->welcomed)
@@ -55,6 +55,32 @@ int handle_hello(struct server *s, struct peer *p, const union proto_request *re
 	peer_send(p, PROTO_WELCOME, &w, sizeof(w), NULL, 0);
 	log_debug("Connection %u is pid %d (uid %u, \"%s\")", p->id, (int)p->owner.pid, (unsigned)p->owner.uid,
 		  p->name);
+	return 0;
+}
+
+/*
+ * Restart: answer, then stop the way a restart for the next life stops, and have main
+ * re-execute the daemon's binary with everything handed over (fdstore_exec). Admins only: it
+ * pauses every client.
+ */
+int handle_restart(struct server *s, struct peer *p, const union proto_request *req)
+{
+	(void)req;
+	if (p->version < 4)
+		return -EPROTO; /* not a request of its protocol version */
+	if (!p->admin) {
+		send_result(p, -EPERM, "restarting the daemon is for root, the daemon's user and admin_group");
+		return 0;
+	}
+	if (!s->self_path || access(s->self_path, X_OK) < 0) {
+		send_result(p, -ENOEXEC, "the daemon cannot find its own executable to run again");
+		return 0;
+	}
+	log_info("Restart asked by pid %d (uid %u): re-executing '%s'", (int)p->owner.pid, (unsigned)p->owner.uid,
+		 s->self_path);
+	send_result(p, 0, NULL);
+	s->stop = true;
+	s->reexec = true;
 	return 0;
 }
 
@@ -113,6 +139,7 @@ static struct peer *peer_new(struct server *s, int fd, const struct ucred *cred,
 	p->srv = s;
 	p->id = ++s->next_id;
 	p->warm_slot = -1;
+	p->version = PROTO_VERSION; /* until its hello says which */
 	p->connected_rt = connected_rt;
 	p->owner.pid = cred->pid;
 	p->owner.uid = cred->uid;
@@ -436,7 +463,7 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 	}
 	p->conn_id = c->conn_id;
 	p->welcomed = c->version != 0;
-	p->version = c->version;
+	p->version = c->version ? c->version : PROTO_VERSION;
 	snprintf(p->name, sizeof(p->name), "%s", c->name);
 	/* its leases: every buffer the previous life had leased to it, adopted by the pool */
 	for (uint32_t i = 0; i < s->pool->nbuffers && ok; i++) {
@@ -523,6 +550,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGUSR2);
 	s->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->signal_fd < 0 || s->epoll_fd < 0) {
@@ -639,7 +667,7 @@ int server_run(struct server *s)
 				continue;
 			return log_error_errno(errno, "epoll_wait failed: %m");
 		}
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < n && !s->stop; i++) {
 			void *tag = evs[i].data.ptr;
 
 			if (tag == &tag_listen) {
@@ -647,9 +675,15 @@ int server_run(struct server *s)
 			} else if (tag == &tag_signal) {
 				struct signalfd_siginfo si;
 
-				if (read(s->signal_fd, &si, sizeof(si)) == sizeof(si)) {
+				if (read(s->signal_fd, &si, sizeof(si)) != sizeof(si))
+					continue;
+				s->stop = true;
+				if (si.ssi_signo == SIGUSR2 && s->self_path) {
+					log_info("Received %s: re-executing '%s'", strsignal((int)si.ssi_signo),
+						 s->self_path);
+					s->reexec = true;
+				} else {
 					log_info("Received %s, shutting down", strsignal((int)si.ssi_signo));
-					s->stop = true;
 				}
 			} else if (tag == &tag_recycler) {
 				recycler_collect(s->recycler, svc_lease_renewed, s);
@@ -668,7 +702,15 @@ int server_run(struct server *s)
 		reap(s);
 	}
 	quiesce(s);
-	return 0;
+	if (s->reexec)
+		s->listen_kept = true; /* the next life serves it, at the same path */
+	return s->reexec ? SERVER_REEXEC : 0;
+}
+
+void server_set_start(struct server *s, const char *self_path, const struct proto_status_start *start)
+{
+	s->self_path = self_path;
+	s->start = *start;
 }
 
 void server_free(struct server *s)

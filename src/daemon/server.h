@@ -14,6 +14,7 @@
 #include "config.h"
 #include "fdstore.h"
 #include "journal.h"
+#include "proto.h"
 #include "pool.h"
 #include "spill.h"
 #include "warm.h"
@@ -42,7 +43,11 @@ struct server_handover {
  */
 int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
 		struct spill *spill, struct warm *warm, struct server_handover *h, struct server **ret);
+/* 0 after SIGTERM/SIGINT; SERVER_REEXEC when a restart was asked: main re-executes the daemon. */
+#define SERVER_REEXEC 1
 int server_run(struct server *s);
+/* For status, and for restart: how this life started, and the executable to run again. */
+void server_set_start(struct server *s, const char *self_path, const struct proto_status_start *start);
 void server_free(struct server *s);
 
 #endif

@@ -44,7 +44,8 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 			nleases += q->owner.nleases;
 	size = s->pool->nclasses * sizeof(struct proto_status_class) +
 	       s->npeers * sizeof(struct proto_status_client) + nleases * sizeof(struct proto_status_lease) +
-	       s->njournals * sizeof(struct proto_status_journal) + sizeof(struct proto_status_spill);
+	       s->njournals * sizeof(struct proto_status_journal) + sizeof(struct proto_status_spill) +
+	       sizeof(struct proto_status_start);
 	if (size + sizeof(st) > PROTO_REPLY_MAX) {
 		send_result(p, -EMSGSIZE, "status is larger than a reply may be");
 		return 0;
@@ -151,6 +152,10 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 	memcpy(w, &spill, sizeof(spill));
 	w += sizeof(spill);
 	st.nspill = 1;
+	if (p->version >= 4) {
+		memcpy(w, &s->start, sizeof(s->start));
+		w += sizeof(s->start);
+	}
 	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf));
 	return 0;
 }

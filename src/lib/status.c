@@ -44,7 +44,7 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	       (size_t)w.nclients * sizeof(struct proto_status_client) +
 	       (size_t)w.nleases * sizeof(struct proto_status_lease) +
 	       (size_t)w.njournals * sizeof(struct proto_status_journal) +
-	       (size_t)w.nspill * sizeof(struct proto_status_spill);
+	       (size_t)w.nspill * sizeof(struct proto_status_spill) + sizeof(struct proto_status_start);
 	if (need != len || w.nclasses > 65536 || w.njournals > 65536 || w.nspill > 1)
 		return -EPROTO;
 	st = calloc(1, sizeof(*st));
@@ -138,9 +138,26 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 		copy_name(dst->directory, sizeof(dst->directory), src.directory, sizeof(src.directory));
 		copy_name(dst->method, sizeof(dst->method), src.method, sizeof(src.method));
 		PROTO_STATUS_SPILL_FIELDS(COPY_FIELD)
+		p += sizeof(src);
+	}
+	{
+		struct proto_status_start src;
+		struct hp_start_status *dst = &st->start;
+
+		memcpy(&src, p, sizeof(src));
+		PROTO_STATUS_START_FIELDS(COPY_FIELD)
 	}
 	*ret = st;
 	return 0;
+}
+
+int hp_daemon_restart(hp_conn *c)
+{
+	struct proto_restart req = { 0 };
+
+	if (!c)
+		return -EINVAL;
+	return client_simple_request(c, PROTO_RESTART, &req, sizeof(req));
 }
 
 int hp_status(hp_conn *c, struct hp_status **ret)

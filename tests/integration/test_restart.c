@@ -29,6 +29,7 @@
 #include <linux/sockios.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -487,6 +488,167 @@ static void test_mid_request_closed(void **state)
 	stop(&d);
 }
 
+/* --- without systemd: hugepoolctl restart and SIGUSR2 re-execute the daemon ------------------ */
+
+/* Run hugepoolctl with args; its exit status, its stdout in out. */
+static int ctl(const struct daemon *d, const char *args, char *out, size_t outlen)
+{
+	char cmd[512];
+	FILE *f;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/hugepoolctl -s %s %s", harness_build(), d->socket, args);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(out, 1, outlen - 1, f);
+	out[n] = '\0';
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int restart_refused_for_others(void *arg)
+{
+	const struct daemon *d = arg;
+	hp_conn *c = NULL;
+	int r;
+
+	if (hp_connect(d->socket, &c) < 0)
+		return 10;
+	r = hp_daemon_restart(c);
+	hp_disconnect(c);
+	return r == -EPERM ? 0 : 11;
+}
+
+/*
+ * The same process becomes the daemon's binary again, handing its fds over itself: a client
+ * holding buffers keeps its connection and its leases; hugepoolctl restart says how warm.
+ */
+static void test_reexec(void **state)
+{
+	static struct daemon d;
+	struct hp_buffer b[2];
+	struct hp_status *st;
+	char out[1024];
+	pid_t pid;
+	hp_conn *c;
+
+	(void)state;
+	start(&d, NULL, ONE); /* no fd store: nothing but the daemon itself keeps anything */
+	pid = d.pid;
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
+	memset(b[0].addr, 0x77, b[0].size);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepoold restarted (pid "));
+	assert_non_null(strstr(out, "Start:       warm (life 2): adopted 4 buffers, faulted 0, dropped 0; 2 connections "
+				    "served on, 0 closed"));
+	/* SIGUSR2 does the same */
+	kill(pid, SIGUSR2);
+	st = status(c); /* waits for the next life: this connection is served on */
+	assert_int_equal(st->daemon_pid, pid);
+	assert_int_equal(st->start.warm, 1);
+	assert_int_equal(st->start.lives, 3);
+	assert_int_equal(st->start.adopted_buffers, NBUF);
+	assert_int_equal(st->start.faulted_buffers, 0);
+	assert_int_equal(st->nleases, 2);
+	hp_status_free(st);
+	assert_int_equal(((uint8_t *)b[0].addr)[0], 0x77);
+	assert_int_equal(hp_release(c, b, 2), 0);
+	if (harness_two_uids())
+		assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, restart_refused_for_others, &d), 0);
+	hp_disconnect(c);
+	assert_int_equal(harness_log_count(&d, "Re-executing '"), 2);
+	stop(&d);
+}
+
+/* --- protocol compatibility: clients of version 3 against this daemon ------------------------ */
+
+static void raw_send(int fd, uint16_t version, uint16_t type, const void *payload, uint32_t len)
+{
+	struct proto_hdr h = { .magic = PROTO_MAGIC, .version = version, .type = type, .len = len };
+
+	assert_int_equal(send(fd, &h, sizeof(h), MSG_NOSIGNAL), (ssize_t)sizeof(h));
+	if (len)
+		assert_int_equal(send(fd, payload, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+/* One message, read by hand (proto_recv takes only this version's); its payload length. */
+static uint32_t raw_recv(int fd, struct proto_hdr *h, void *buf, size_t cap)
+{
+	size_t got = 0;
+
+	assert_int_equal(recv(fd, h, sizeof(*h), MSG_WAITALL), (ssize_t)sizeof(*h));
+	assert_true(h->len <= cap);
+	while (got < h->len) {
+		ssize_t n = recv(fd, (char *)buf + got, h->len - got, 0);
+
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	return h->len;
+}
+
+static int connect_version(const struct daemon *d, uint16_t version, struct proto_hdr *h, void *buf, size_t cap)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct proto_hello hello = { .name = "old" };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	raw_send(fd, version, PROTO_HELLO, &hello, sizeof(hello));
+	raw_recv(fd, h, buf, cap);
+	return fd;
+}
+
+/*
+ * A client of protocol version 3 (libhugepool before warm restart) is served in version 3:
+ * its replies carry its version and the status it knows, without the start section; the
+ * restart request does not exist for it. Version 2 is refused, saying which are spoken.
+ */
+static void test_old_protocol_client(void **state)
+{
+	static struct daemon d;
+	static uint8_t buf[1 << 16];
+	struct proto_status_req sreq = { 0 };
+	struct proto_restart rreq = { 0 };
+	struct proto_hdr h;
+	uint32_t len3, len4;
+	int v3, v4, v2;
+
+	(void)state;
+	start(&d, NULL, ONE);
+	v3 = connect_version(&d, 3, &h, buf, sizeof(buf));
+	assert_int_equal(h.type, PROTO_WELCOME);
+	assert_int_equal(h.version, 3);
+	assert_int_equal(((struct proto_welcome *)buf)->version, 3);
+	v4 = connect_version(&d, 4, &h, buf, sizeof(buf));
+	assert_int_equal(h.version, 4);
+	raw_send(v3, 3, PROTO_STATUS, &sreq, sizeof(sreq));
+	len3 = raw_recv(v3, &h, buf, sizeof(buf));
+	assert_int_equal(h.type, PROTO_STATUS_REPLY);
+	assert_int_equal(h.version, 3);
+	raw_send(v4, 4, PROTO_STATUS, &sreq, sizeof(sreq));
+	len4 = raw_recv(v4, &h, buf, sizeof(buf));
+	assert_int_equal(h.version, 4);
+	assert_int_equal(len4 - len3, sizeof(struct proto_status_start));
+	/* a request of another version than its hello's, and one its version does not have */
+	raw_send(v4, 3, PROTO_STATUS, &sreq, sizeof(sreq));
+	assert_true(recv(v4, buf, 1, 0) <= 0); /* closed (reset: its payload was left unread) */
+	raw_send(v3, 3, PROTO_RESTART, &rreq, sizeof(rreq));
+	assert_true(recv(v3, buf, 1, 0) <= 0);
+	close(v3);
+	close(v4);
+	/* too old: refused with the range */
+	v2 = connect_version(&d, 2, &h, buf, sizeof(buf) - 1);
+	assert_int_equal(h.type, PROTO_RESULT);
+	buf[h.len] = '\0';
+	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 4)", 58));
+	close(v2);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -501,6 +663,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_waiting_acquire_served, teardown),
 		cmocka_unit_test_teardown(test_client_left_while_down, teardown),
 		cmocka_unit_test_teardown(test_mid_request_closed, teardown),
+		cmocka_unit_test_teardown(test_reexec, teardown),
+		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
 	};
 
 	if (getenv("HP_TEST_FILTER"))

@@ -180,7 +180,8 @@ static void test_hdr_init_and_names(void **state)
 	assert_string_equal(proto_type_name(0), "unknown");
 	assert_string_equal(proto_type_name(PROTO_SPILL_ATTACH), "spill-attach");
 	assert_string_equal(proto_type_name(PROTO_SPILL_CREATED), "spill-created");
-	assert_string_equal(proto_type_name(13), "unknown");
+	assert_string_equal(proto_type_name(PROTO_RESTART), "restart");
+	assert_string_equal(proto_type_name(14), "unknown");
 	assert_string_equal(proto_type_name(0xffff), "unknown");
 }
 
@@ -625,6 +626,13 @@ static void test_check_header(void **state)
 		assert_non_null(strstr(why, "version"));
 		h.version = 0;
 		assert_int_equal(proto_check_header(&h, fc, NULL), -EPROTONOSUPPORT);
+		h.version = PROTO_VERSION_MIN - 1;
+		assert_int_equal(proto_check_header(&h, fc, NULL), -EPROTONOSUPPORT);
+		/* the daemon serves every version from PROTO_VERSION_MIN; a client takes only its own */
+		for (uint16_t v = PROTO_VERSION_MIN; v < PROTO_VERSION; v++) {
+			h.version = v;
+			assert_int_equal(proto_check_header(&h, fc, NULL), fc ? 0 : -EPROTONOSUPPORT);
+		}
 		h.version = PROTO_VERSION;
 		h.len = rules[i].max + 1;
 		assert_int_equal(proto_check_header(&h, fc, NULL), -EPROTO);
