@@ -88,7 +88,7 @@ static int run_ours(const struct kind *k, uint32_t n, unsigned threads, struct p
 	cfg.classes[0].count = n;
 
 	t0 = bench_now_ns();
-	r = pool_create(&cfg, &p);
+	r = pool_create(&cfg, NULL, &p);
 	if (r < 0)
 		return r;
 	t1 = bench_now_ns();

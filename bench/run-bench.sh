@@ -3,7 +3,9 @@
 # run-bench.sh - run hugepool's benchmarks: bench_prefault (the daemon's boot pre-fault of
 # $HP_BENCH_GIB GiB, default 4, against a JVM-style serial allocate-and-zero loop and against
 # the memory bandwidth ceiling), bench_acquire (a client getting that much memory from a
-# real hugepoold against allocating and zeroing it itself), bench_journal, bench_merge and
+# real hugepoold against allocating and zeroing it itself), bench_restart (a restart under
+# clients holding the whole pool: warm through the fd store and by re-execution against cold),
+# bench_journal, bench_merge and
 # bench_spill (spill streams of 6 KiB, 200 KiB and 4 MiB runs against a classic temp file per
 # run, with the syscalls of each counted under ptrace). Every figure is printed beside its
 # baseline from the same run, with the ratio; nothing is asserted. As root it reserves the
@@ -29,7 +31,7 @@ echo "build dir $build, HP_BENCH_GIB=$gib"
 
 hugepages_reserve bench "$need" || echo "bench: hugetlb figures are skipped"
 
-for b in bench_prefault bench_acquire bench_journal bench_merge bench_spill; do
+for b in bench_prefault bench_acquire bench_restart bench_journal bench_merge bench_spill; do
 	echo
 	if [ ! -x "$build/bench/$b" ]; then
 		echo "bench: $build/bench/$b is missing (make bench builds it)"

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -202,10 +203,10 @@ static int spawn(struct daemon *d)
 	/* wait for READY=1, or for the daemon to die */
 	deadline = harness_ms() + 60000;
 	for (;;) {
-		struct timespec ts = { 0, 2 * 1000000L };
 		int status;
 
-		if (manager_ready(d->mgr))
+		/* short waits only so that a daemon dying before READY is noticed */
+		if (manager_wait_ready(d->mgr, 10))
 			break;
 		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
 			d->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -214,7 +215,6 @@ static int spawn(struct daemon *d)
 		}
 		if (harness_ms() > deadline)
 			return -ETIMEDOUT;
-		nanosleep(&ts, NULL);
 	}
 	return 0;
 }
@@ -327,11 +327,13 @@ int harness_log_count(const struct daemon *d, const char *s)
 static int end_with(struct daemon *d, int sig)
 {
 	double deadline = harness_ms() + STOP_WAIT_MS;
+	struct pollfd pfd = { .events = POLLIN };
 	int status = 0;
 	pid_t r;
 
 	if (d->pid <= 0)
 		return -1;
+	pfd.fd = (int)syscall(SYS_pidfd_open, d->pid, 0); /* readable once it exits: no sleeping */
 	kill(d->pid, sig);
 	for (;;) {
 		r = waitpid(d->pid, &status, sig == SIGKILL ? 0 : WNOHANG);
@@ -342,12 +344,14 @@ static int end_with(struct daemon *d, int sig)
 				(int)d->pid, STOP_WAIT_MS, sig);
 			sig = SIGKILL;
 			kill(d->pid, SIGKILL);
-		} else if (r == 0) {
-			struct timespec ts = { 0, 5 * 1000000L };
+		} else if (r == 0 && (pfd.fd < 0 || poll(&pfd, 1, 100) < 0)) {
+			struct timespec ts = { 0, 1000000L };
 
 			nanosleep(&ts, NULL);
 		}
 	}
+	if (pfd.fd >= 0)
+		close(pfd.fd);
 	d->pid = 0;
 	d->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	return d->exit_status;

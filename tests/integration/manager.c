@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "manager.h"
@@ -33,6 +34,7 @@ struct manager {
 	unsigned store_max;
 	pthread_t thread;
 	pthread_mutex_t lock;
+	pthread_cond_t ready_cond;
 	bool ready;
 	struct kept *kept;
 	unsigned nkept, capkept;
@@ -82,8 +84,10 @@ static void handle(struct manager *m, const char *msg, int *fds, unsigned nfds)
 	char name[NAME_MAX_ + 1], v[16];
 
 	pthread_mutex_lock(&m->lock);
-	if (strstr(msg, "READY=1"))
+	if (strstr(msg, "READY=1")) {
 		m->ready = true;
+		pthread_cond_broadcast(&m->ready_cond);
+	}
 	if (field(msg, "FDSTOREREMOVE", v, sizeof(v)) && strcmp(v, "1") == 0 &&
 	    field(msg, "FDNAME", name, sizeof(name)))
 		for (unsigned i = m->nkept; i-- > 0;)
@@ -186,6 +190,7 @@ int manager_new(const char *path, unsigned store_max, struct manager **ret)
 		return -ENOMEM;
 	m->store_max = store_max;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->ready_cond, NULL);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	unlink(path);
 	m->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -238,11 +243,18 @@ void manager_reset_ready(struct manager *m)
 	pthread_mutex_unlock(&m->lock);
 }
 
-bool manager_ready(struct manager *m)
+bool manager_wait_ready(struct manager *m, int timeout_ms)
 {
+	struct timespec until;
 	bool r;
 
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)timeout_ms * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
 	pthread_mutex_lock(&m->lock);
+	while (!m->ready && pthread_cond_timedwait(&m->ready_cond, &m->lock, &until) == 0)
+		;
 	r = m->ready;
 	pthread_mutex_unlock(&m->lock);
 	return r;

@@ -25,9 +25,9 @@ struct manager;
 int manager_new(const char *path, unsigned store_max, struct manager **ret);
 void manager_free(struct manager *m);
 
-/* Forget READY=1 (before a new start); has READY=1 come since? */
+/* Forget READY=1 (before a new start); wait at most timeout_ms for READY=1: has it come since? */
 void manager_reset_ready(struct manager *m);
-bool manager_ready(struct manager *m);
+bool manager_wait_ready(struct manager *m, int timeout_ms);
 
 /* Fds kept now; with a name, those of that name. */
 unsigned manager_count(struct manager *m, const char *name_prefix);
