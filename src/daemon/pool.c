@@ -80,6 +80,18 @@ static int buffer_create(struct pool *p, struct pool_buffer *b)
 	return 0;
 }
 
+/*
+ * The daemon maps a buffer only to fault it in: its pages belong to the memfd, so afterwards
+ * the fd is all it keeps. Unmapping here costs what the exit or a re-execution would otherwise
+ * pay (tearing down the page tables of the whole pool) when a restart is waited for.
+ */
+static void buffer_unmap(struct pool_buffer *b)
+{
+	if (b->addr)
+		munmap(b->addr, b->size);
+	b->addr = NULL;
+}
+
 static void buffer_destroy(struct pool_buffer *b)
 {
 	if (b->addr)
@@ -215,29 +227,25 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 		(void)fdstore_barrier(5000);
 }
 
-/* Map what adopt_find found if it fits the backing decided; drop what does not. */
-static int adopt_map(struct pool *p, struct pool_adopt *a)
+/* Keep what adopt_find found if it fits the backing decided; drop what does not. */
+static void adopt_keep(struct pool *p, struct pool_adopt *a)
 {
 	bool fits = a->prev && a->prev->hugetlb == p->hugetlb && a->prev->page_size == p->page_size;
 
 	for (uint32_t i = 0; i < p->nbuffers; i++) {
 		struct pool_buffer *b = &p->buffers[i];
-		void *addr;
 
 		if (!b->adopted)
 			continue;
-		addr = fits ? mmap(NULL, b->size, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0) : MAP_FAILED;
-		if (addr == MAP_FAILED) {
+		if (!fits) {
 			drop_fd(a, b->fd, b->fd_id);
 			*b = (struct pool_buffer){ .fd = -1, .size = b->size, .class_index = b->class_index,
 						   .index = b->index };
 			continue;
 		}
-		b->addr = addr;
 		a->adopted++;
 		a->adopted_bytes += b->size;
 	}
-	return 0;
 }
 
 int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool **ret)
@@ -311,7 +319,7 @@ int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool 
 		}
 	}
 	if (adopt)
-		adopt_map(p, adopt);
+		adopt_keep(p, adopt);
 
 	if (!p->hugetlb)
 		check_shmem_thp();
@@ -389,6 +397,8 @@ int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progres
 			  p->hugetlb ? " (a hugetlb cgroup limit or a hugepage shortage?)" : "");
 		return r;
 	}
+	for (uint32_t i = 0; i < p->nbuffers; i++)
+		buffer_unmap(&p->buffers[i]);
 	log_info("Pre-faulted %s in %zu buffers with %u threads in %.3f s (%.2f GB/s, %s, page size %s)",
 		 size_format(bytes, b1, sizeof(b1)), n, p->boot.threads, (double)p->boot.ns / 1e9,
 		 p->boot.ns ? (double)bytes / (double)p->boot.ns : 0.0,
@@ -418,6 +428,7 @@ int pool_buffer_renew(struct pool *p, struct pool_buffer *b)
 		buffer_destroy(b);
 		return r;
 	}
+	buffer_unmap(b);
 	warm_buf_name(b->fd_id, name);
 	if ((r = fdstore_add(name, b->fd, false)) < 0)
 		log_warning_errno(r, "Buffer %u will not survive a restart of the daemon: cannot keep its memfd: %m",

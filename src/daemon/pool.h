@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pool.h - the buffer pool: every buffer is its own sealed memfd, mapped in the daemon.
+ * pool.h - the buffer pool: every buffer is its own sealed memfd, whose pages the daemon
+ * faults in and then keeps by the fd alone.
  *
  * pool_create() decides the backing (hugetlb pages of the configured size, or regular shared
  * memory when hugepages = off or, with prefer, when too few are free) and creates every buffer;
@@ -24,7 +25,7 @@
 
 struct pool_buffer {
 	int fd; /* sealed memfd, -1 while broken (renewal failed) */
-	void *addr; /* the daemon's shared mapping, NULL while broken */
+	void *addr; /* the daemon's mapping while it faults the buffer in, else NULL (pool.c) */
 	uint64_t size;
 	uint32_t class_index;
 	uint32_t index; /* in pool->buffers */
