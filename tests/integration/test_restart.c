@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -649,6 +650,139 @@ static void test_old_protocol_client(void **state)
 	stop(&d);
 }
 
+/* --- journals across restarts -------------------------------------------------------------- */
+
+#define JWRITERS 32
+#define JRESTARTS 50
+#define JMAX_ACKS 100000
+#define JCONF "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nsegments = 64\nmax_batch_bytes = 256K\n"
+
+struct jwriter {
+	pthread_t t;
+	const char *socket;
+	unsigned id;
+	uint32_t next_seq; /* records are "writer id, seq", seq never reused */
+	uint32_t nacked;
+	uint32_t *acked; /* the seqs acknowledged */
+	unsigned reopens;
+};
+
+static atomic_bool jstop;
+static atomic_ulong jacks;
+
+/* Append, wait for each; on any error (the daemon restarted) open a new connection and writer. */
+static void *jwriter_main(void *arg)
+{
+	struct jwriter *w = arg;
+	hp_conn *c = NULL;
+	hp_journal *j = NULL;
+
+	while (!atomic_load(&jstop)) {
+		uint32_t rec[25] = { w->id, w->next_seq }; /* 100 bytes */
+		uint64_t lsn;
+
+		if (!j) {
+			if (hp_connect(w->socket, &c) < 0 || hp_journal_open(c, "j", &j) < 0) {
+				hp_disconnect(c);
+				c = NULL;
+				j = NULL;
+				usleep(2000);
+				continue;
+			}
+		}
+		w->next_seq++; /* an append that fails is never sent again under its seq */
+		if (hp_journal_append_wait(j, rec, sizeof(rec), &lsn) == 0) {
+			if (w->nacked < JMAX_ACKS)
+				w->acked[w->nacked++] = rec[1];
+			atomic_fetch_add(&jacks, 1);
+			continue;
+		}
+		hp_journal_close(j);
+		hp_disconnect(c);
+		j = NULL;
+		c = NULL;
+		w->reopens++;
+	}
+	if (j)
+		hp_journal_close(j);
+	hp_disconnect(c);
+	return NULL;
+}
+
+/*
+ * 32 writers append and wait, the daemon is restarted 50 times (warm, through the fd store;
+ * SIGTERM and SIGKILL in turn) under them, the writers reopen after each. Then every record an
+ * append was acknowledged for is in the journal exactly once, and no record at all is there
+ * twice (the daemon never writes one again).
+ */
+static void test_journal_across_restarts(void **state)
+{
+	static struct daemon d;
+	static struct jwriter w[JWRITERS];
+	hp_journal_reader *r = NULL;
+	uint8_t *seen[JWRITERS];
+	const void *data;
+	uint64_t lsn;
+	size_t len;
+	hp_conn *c;
+	int rc;
+
+	(void)state;
+	start_store(&d, ONE JCONF);
+	atomic_store(&jstop, false);
+	for (unsigned i = 0; i < JWRITERS; i++) {
+		w[i] = (struct jwriter){ .socket = d.socket, .id = i, .acked = calloc(JMAX_ACKS, sizeof(uint32_t)) };
+		assert_non_null(w[i].acked);
+		assert_int_equal(pthread_create(&w[i].t, NULL, jwriter_main, &w[i]), 0);
+	}
+	for (unsigned k = 0; k < JRESTARTS; k++) {
+		unsigned long base = atomic_load(&jacks);
+
+		for (int i = 0; i < 20000 && atomic_load(&jacks) < base + 200; i++)
+			usleep(500);
+		assert_true(atomic_load(&jacks) >= base + 200); /* appending goes on after each restart */
+		if (k % 2)
+			assert_int_equal(harness_kill(&d), 128 + SIGKILL);
+		else
+			assert_int_equal(harness_terminate(&d), 0);
+		running = NULL;
+		assert_int_equal(harness_restart(&d), 0);
+		running = &d;
+	}
+	atomic_store(&jstop, true);
+	for (unsigned i = 0; i < JWRITERS; i++)
+		pthread_join(w[i].t, NULL);
+	assert_int_equal(harness_log_count(&d, "Warm start (life"), JRESTARTS);
+
+	for (unsigned i = 0; i < JWRITERS; i++) {
+		seen[i] = calloc(w[i].next_seq + 1, 1);
+		assert_non_null(seen[i]);
+	}
+	c = conn(&d);
+	assert_int_equal(hp_journal_reader_open(c, "j", 1, &r), 0);
+	while ((rc = hp_journal_reader_next(r, &lsn, &data, &len)) == 1) {
+		uint32_t rec[2];
+
+		assert_int_equal(len, 100);
+		memcpy(rec, data, sizeof(rec));
+		assert_true(rec[0] < JWRITERS && rec[1] < w[rec[0]].next_seq);
+		if (seen[rec[0]][rec[1]]++)
+			fail_msg("writer %u's record %u is in the journal twice", rec[0], rec[1]);
+	}
+	assert_int_equal(rc, 0);
+	hp_journal_reader_close(r);
+	for (unsigned i = 0; i < JWRITERS; i++) {
+		for (uint32_t k = 0; k < w[i].nacked; k++)
+			if (!seen[i][w[i].acked[k]])
+				fail_msg("writer %u's record %u was acknowledged and is not in the journal", i, w[i].acked[k]);
+		free(seen[i]);
+		free(w[i].acked);
+	}
+	print_message("%lu acknowledged appends over %d restarts\n", atomic_load(&jacks), JRESTARTS);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -665,6 +799,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_mid_request_closed, teardown),
 		cmocka_unit_test_teardown(test_reexec, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
+		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),
 	};
 
 	if (getenv("HP_TEST_FILTER"))
