@@ -218,17 +218,28 @@ static void test_leased_at_crash(void **state)
 	stop(&d);
 }
 
-static int other_uid_sees_zeros(void *arg)
-{
-	const struct daemon *d = arg;
-	hp_conn *c = NULL;
-	unsigned seen;
+/* Run check(c) on a connection of its own, for harness_as_uid: its result, 10 if none. */
+struct on_conn {
+	const struct daemon *d;
+	int (*check)(hp_conn *c);
+};
 
-	if (hp_connect(d->socket, &c) < 0)
+static int on_conn(void *arg)
+{
+	const struct on_conn *o = arg;
+	hp_conn *c = NULL;
+	int r;
+
+	if (hp_connect(o->d->socket, &c) < 0)
 		return 10;
-	seen = contents(c);
+	r = o->check(c);
 	hp_disconnect(c);
-	return seen == (1u | 1u << 31) ? 0 : 11;
+	return r;
+}
+
+static int sees_zeros(hp_conn *c)
+{
+	return contents(c) == (1u | 1u << 31) ? 0 : 11;
 }
 
 /* Another uid gets fresh pages from adopted buffers, whether they were free or held at the crash. */
@@ -242,7 +253,7 @@ static void test_other_uid_after_restart(void **state)
 	start_store(&d, ONE);
 	fill_and_release(&d);
 	restart(&d, true);
-	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, other_uid_sees_zeros, &d), 0);
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, on_conn, &(struct on_conn){ &d, sees_zeros }), 0);
 	stop(&d);
 }
 
@@ -508,17 +519,9 @@ static int ctl(const struct daemon *d, const char *args, char *out, size_t outle
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-static int restart_refused_for_others(void *arg)
+static int restart_refused(hp_conn *c)
 {
-	const struct daemon *d = arg;
-	hp_conn *c = NULL;
-	int r;
-
-	if (hp_connect(d->socket, &c) < 0)
-		return 10;
-	r = hp_daemon_restart(c);
-	hp_disconnect(c);
-	return r == -EPERM ? 0 : 11;
+	return hp_daemon_restart(c) == -EPERM ? 0 : 11;
 }
 
 /*
@@ -557,7 +560,7 @@ static void test_reexec(void **state)
 	assert_int_equal(((uint8_t *)b[0].addr)[0], 0x77);
 	assert_int_equal(hp_release(c, b, 2), 0);
 	if (harness_two_uids())
-		assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, restart_refused_for_others, &d), 0);
+		assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, on_conn, &(struct on_conn){ &d, restart_refused }), 0);
 	hp_disconnect(c);
 	assert_int_equal(harness_log_count(&d, "Re-executing '"), 2);
 	stop(&d);
