@@ -648,6 +648,15 @@ uint64_t config_pool_bytes(const struct config *cfg)
 	return pool_bytes(cfg, &total) ? total : UINT64_MAX;
 }
 
+uint64_t config_buffers(const struct config *cfg)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < cfg->nclasses; i++)
+		n += cfg->classes[i].count;
+	return n;
+}
+
 const char *hugepages_mode_name(enum hugepages_mode m)
 {
 	switch (m) {

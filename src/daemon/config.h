@@ -134,6 +134,8 @@ int config_parse(const char *name, const char *text, struct config *cfg, char *e
 
 /* Total bytes of all classes (size * count). */
 uint64_t config_pool_bytes(const struct config *cfg);
+/* Buffers of every class together. */
+uint64_t config_buffers(const struct config *cfg);
 
 const char *hugepages_mode_name(enum hugepages_mode m);
 const char *journal_backend_name(enum journal_backend b);

@@ -91,6 +91,9 @@ static void print_summary(const struct config *cfg, const char *path)
 	else
 		printf(" in any number of files\n");
 	printf("pool total %s\n", size_format(config_pool_bytes(cfg), b, sizeof(b)));
+	printf("warm restart keeps up to %" PRIu64 " fds (buffers + max_connections + 2): "
+	       "FileDescriptorStoreMax= must be at least that\n",
+	       config_buffers(cfg) + cfg->max_connections + 2);
 }
 
 /*

@@ -261,8 +261,7 @@ int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool 
 		return -ENOMEM;
 	p->nclasses = cfg->nclasses;
 	p->classes = calloc(cfg->nclasses, sizeof(*p->classes));
-	for (unsigned c = 0; c < cfg->nclasses; c++)
-		n += cfg->classes[c].count;
+	n = (uint32_t)config_buffers(cfg);
 	p->buffers = calloc(n ? n : 1, sizeof(*p->buffers));
 	if (!p->classes || !p->buffers) {
 		pool_free(p);
