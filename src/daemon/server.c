@@ -52,6 +52,7 @@ int handle_hello(struct server *s, struct peer *p, const union proto_request *re
 	proto_set_name(w.daemon_version, sizeof(w.daemon_version), VERSION_STRING);
 	p->welcomed = true;
 	p->version = p->hdr.version;
+	peer_note(p, true); /* its name and version, whatever state the record is in */
 	peer_send(p, PROTO_WELCOME, &w, sizeof(w), NULL, 0);
 	log_debug("Connection %u is pid %d (uid %u, \"%s\")", p->id, (int)p->owner.pid, (unsigned)p->owner.uid,
 		  p->name);
