@@ -379,7 +379,7 @@ int lease_adopt(struct lease_table *lt, struct lease_owner *o, struct pool_buffe
 	struct lease_slot *s = &lt->slots[b->index];
 	struct lease_class *lc = class_of(lt, s);
 
-	if (s->state != SLOT_FREE || s->clean || s->dirty_uid != o->uid || (uint32_t)lease_id != b->index)
+	if (s->state != SLOT_FREE || s->clean || s->dirty_uid != o->uid)
 		return -EBUSY;
 	slot_unlist(lt, s);
 	s->state = SLOT_LEASED;
@@ -558,13 +558,17 @@ int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *nam
 static struct lease_slot *slot_by_id(struct lease_table *lt, const struct lease_owner *o, uint64_t id)
 {
 	uint32_t idx = (uint32_t)id;
-
-	if (idx >= lt->pool->nbuffers)
-		return NULL;
-	struct lease_slot *s = &lt->slots[idx];
+	struct lease_slot *s = idx < lt->pool->nbuffers ? &lt->slots[idx] : NULL;
 
 	/* undelivered: the holder cannot know the id yet, so it must have guessed it */
-	return s->state == SLOT_LEASED && s->lease_id == id && s->owner == o && s->delivered ? s : NULL;
+	if (s && s->state == SLOT_LEASED && s->lease_id == id && s->owner == o && s->delivered)
+		return s;
+	/* a lease a previous life of the daemon granted, on a buffer whose place in the pool moved
+	 * since (a class before it changed its count): found among the holder's own */
+	TAILQ_FOREACH(s, &o->leases, link)
+		if (s->lease_id == id && s->delivered)
+			return s;
+	return NULL;
 }
 
 static void slot_unlease(struct lease_table *lt, struct lease_owner *o, struct lease_slot *s)

@@ -23,7 +23,8 @@
  * - A buffer starts as the pool says (pool_buffer.boot_state): fresh, or adopted from the
  *   previous life of the daemon as last written by a uid, or to be renewed first.
  * - Lease ids are the buffer's index in the low 32 bits (O(1) lookup) and 32 random bits above
- *   it (getrandom), so an id cannot be guessed from another one.
+ *   it (getrandom), so an id cannot be guessed from another one. A lease taken over from a
+ *   previous life of the daemon keeps its id even where its buffer's index changed.
  */
 #ifndef HP_LEASE_H
 #define HP_LEASE_H

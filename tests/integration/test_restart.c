@@ -333,6 +333,37 @@ static void test_config_changes(void **state)
 }
 
 
+/*
+ * A class before the one a client holds buffers of grows: its buffers move in the pool, and
+ * the client keeps its connection and its leases under their old ids all the same.
+ */
+static void test_leases_survive_a_move(void **state)
+{
+	static struct daemon d;
+	struct hp_buffer b[2];
+	struct hp_status *st;
+	hp_conn *c;
+
+	(void)state;
+	start_store(&d, "[class zero]\nsize = 2M\ncount = 1\n" ONE);
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
+	memset(b[1].addr, 0x42, b[1].size);
+	assert_int_equal(harness_reconfigure(&d, NULL, "[class zero]\nsize = 2M\ncount = 3\n" ONE), 0);
+	restart(&d, false);
+	check_warm(&d, "adopted 5 buffers (10.0 MiB), faulted 2, dropped 0; 1 connections served on, 0 closed");
+	st = status(c);
+	assert_int_equal(st->nleases, 2);
+	hp_status_free(st);
+	assert_int_equal(((uint8_t *)b[1].addr)[0], 0x42);
+	assert_int_equal(hp_release(c, b, 2), 0);
+	st = status(c);
+	assert_int_equal(st->nleases, 0);
+	hp_status_free(st);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 /* --- connections ------------------------------------------------------------------------ */
 
 static void restart_both_ways(struct daemon *d, int round)
@@ -796,6 +827,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_corrupt_state_is_cold, teardown),
 		cmocka_unit_test_teardown(test_torn_record, teardown),
 		cmocka_unit_test_teardown(test_config_changes, teardown),
+		cmocka_unit_test_teardown(test_leases_survive_a_move, teardown),
 		cmocka_unit_test_teardown(test_client_keeps_connection, teardown),
 		cmocka_unit_test_teardown(test_waiting_acquire_served, teardown),
 		cmocka_unit_test_teardown(test_client_left_while_down, teardown),
