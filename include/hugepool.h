@@ -73,6 +73,7 @@ struct hp_class_status {
 	uint64_t size; /* bytes per buffer */
 	uint32_t total, free, leased, waiters;
 	uint32_t zeroing; /* being given fresh pages for another uid (counted in none of the others) */
+	int retired; /* 1: no longer configured; its buffers still held after a restart, then gone */
 };
 
 struct hp_client_status {

@@ -86,8 +86,9 @@ void classes_text(const struct hp_status *st)
 	for (uint32_t i = 0; i < st->nclasses; i++) {
 		const struct hp_class_status *c = &st->classes[i];
 
-		printf("%-*s %10s %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 "\n", w, c->name,
-		       size_format(c->size, b, sizeof(b)), c->total, c->free, c->leased, c->waiters, c->zeroing);
+		printf("%-*s %10s %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 "%s\n", w, c->name,
+		       size_format(c->size, b, sizeof(b)), c->total, c->free, c->leased, c->waiters, c->zeroing,
+		       c->retired ? "  retired" : "");
 	}
 }
 
@@ -100,6 +101,7 @@ void classes_json(struct json *j, const struct hp_status *st)
 		json_open(j, NULL, '{');
 		json_str(j, "name", src->name);
 		PROTO_STATUS_CLASS_FIELDS(JSON_FIELD)
+		json_bool(j, "retired", src->retired);
 		json_close(j, '}');
 	}
 	json_close(j, ']');

@@ -316,7 +316,10 @@ struct proto_status {
 	X(NUM, uint32_t, leased)                                                              \
 	X(NUM, uint32_t, waiters)                                                             \
 	X(NUM, uint32_t, zeroing) /* getting fresh pages for another uid right now (not in free) */ \
-	X(OWN, uint32_t, reserved)
+	X(OWN, uint32_t, flags) /* PROTO_CLASS_*; was reserved (0) before version 4 */
+
+/* Not in the configuration any more: held buffers a restart took over (hugepoold(8)). */
+#define PROTO_CLASS_RETIRED 1u
 
 struct proto_status_class {
 	char name[PROTO_NAME_MAX];

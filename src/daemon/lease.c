@@ -7,7 +7,9 @@
  *             or dirty_uid = BROKEN_UID when its renewal failed and must be retried);
  *   RESERVED  taken by a request that is still waiting for other slots to be renewed;
  *   RENEWING  with the recycler; req says which request it is for (NULL: nobody any more);
- *   LEASED    held by owner under lease_id, in the owner's lease list.
+ *   LEASED    held by owner under lease_id, in the owner's lease list;
+ *   GONE      a retired class's buffer (pool.h) that was let go: handed to ops->retire, never
+ *             granted again.
  * A request holds its slots in req->held until all are ready, then they all become LEASED at
  * once (all-or-nothing). A uid is charged for a request's bytes when its slots are reserved.
  * Lease ids are (random << 32 | slot index): O(1) to look up, not guessable, and never the id
@@ -32,7 +34,7 @@
 	for ((var) = TAILQ_FIRST(head); (var) && ((tvar) = TAILQ_NEXT(var, field), 1); (var) = (tvar))
 #endif
 
-enum slot_state { SLOT_FREE, SLOT_RESERVED, SLOT_RENEWING, SLOT_LEASED };
+enum slot_state { SLOT_FREE, SLOT_RESERVED, SLOT_RENEWING, SLOT_LEASED, SLOT_GONE };
 
 struct lease_slot {
 	struct pool_buffer *pb;
@@ -64,7 +66,7 @@ struct lease_req {
 
 struct lease_class {
 	struct slot_list clean, dirty;
-	uint32_t nclean, ndirty, nleased, nrenewing;
+	uint32_t nclean, ndirty, nleased, nrenewing, ngone;
 	TAILQ_HEAD(, lease_req) waiters;
 	uint32_t nwaiters;
 };
@@ -173,7 +175,9 @@ static void slot_note(struct lease_table *lt, const struct lease_slot *s)
 
 	if (!lt->ops.changed)
 		return;
-	if (s->state == SLOT_RENEWING || (!s->clean && s->dirty_uid == BROKEN_UID))
+	if (s->state == SLOT_GONE)
+		n.state = WARM_BUF_UNKNOWN; /* nothing for the next life */
+	else if (s->state == SLOT_RENEWING || (!s->clean && s->dirty_uid == BROKEN_UID))
 		n.state = WARM_BUF_BROKEN;
 	else if (s->clean)
 		n.state = WARM_BUF_CLEAN;
@@ -476,7 +480,20 @@ static void class_pump(struct lease_table *lt, unsigned c)
 {
 	struct lease_class *lc = &lt->classes[c];
 	struct lease_req *r;
+	struct lease_slot *s;
 
+	if (lt->pool->classes[c].retired) {
+		/* nobody waits here: every buffer let go goes for good */
+		while ((s = TAILQ_FIRST(&lc->clean)) || (s = TAILQ_FIRST(&lc->dirty))) {
+			slot_unlist(lt, s);
+			s->state = SLOT_GONE;
+			lc->ngone++;
+			slot_note(lt, s);
+			if (lt->ops.retire)
+				lt->ops.retire(s->pb, lt->ud);
+		}
+		return;
+	}
 	while ((r = TAILQ_FIRST(&lc->waiters))) {
 		TAILQ_REMOVE(&lc->waiters, r, link);
 		lc->nwaiters--;
@@ -493,9 +510,16 @@ static void class_pump(struct lease_table *lt, unsigned c)
 static int find_class(const struct lease_table *lt, const char *name)
 {
 	for (unsigned c = 0; c < lt->pool->nclasses; c++)
-		if (strcmp(lt->pool->classes[c].name, name) == 0)
+		if (!lt->pool->classes[c].retired && strcmp(lt->pool->classes[c].name, name) == 0)
 			return (int)c;
 	return -1;
+}
+
+void lease_retire_unheld(struct lease_table *lt)
+{
+	for (unsigned c = 0; c < lt->pool->nclasses; c++)
+		if (lt->pool->classes[c].retired)
+			class_pump(lt, c);
 }
 
 int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *name, unsigned n,
@@ -761,7 +785,7 @@ void lease_class_stats(const struct lease_table *lt, unsigned c, struct lease_cl
 	const struct lease_class *lc = &lt->classes[c];
 
 	/* free counts exactly what an acquire could take now; renewing ones show as renewing */
-	*ret = (struct lease_class_stats){ .total = lt->pool->classes[c].count,
+	*ret = (struct lease_class_stats){ .total = lt->pool->classes[c].count - lc->ngone,
 					   .free = lc->nclean + lc->ndirty,
 					   .leased = lc->nleased,
 					   .waiters = lc->nwaiters,

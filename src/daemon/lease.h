@@ -21,7 +21,9 @@
  *   release naming it is refused as if the id were unknown. A buffer therefore cannot be
  *   recycled, renewed or granted to anybody else while a grant of it waits in a reply queue.
  * - A buffer starts as the pool says (pool_buffer.boot_state): fresh, or adopted from the
- *   previous life of the daemon as last written by a uid, or to be renewed first.
+ *   previous life of the daemon as last written by a uid, or to be renewed first. A retired
+ *   class (one the configuration no longer has) cannot be acquired from; its buffers go
+ *   (ops->retire) as soon as nobody holds them.
  * - Lease ids are the buffer's index in the low 32 bits (O(1) lookup) and 32 random bits above
  *   it (getrandom), so an id cannot be guessed from another one. A lease taken over from a
  *   previous life of the daemon keeps its id even where its buffer's index changed.
@@ -81,6 +83,8 @@ struct lease_ops {
 	bool (*intact)(struct pool_buffer *b, void *ud);
 	/* what the next life must know of b changed (struct lease_note); NULL: not told */
 	void (*changed)(struct pool_buffer *b, const struct lease_note *n, void *ud);
+	/* b, of a retired class, was let go: it goes for good (close it); NULL: nothing done */
+	void (*retire)(struct pool_buffer *b, void *ud);
 };
 
 struct lease_counters {
@@ -108,6 +112,9 @@ int lease_owner_attach(struct lease_table *lt, struct lease_owner *o, uid_t uid,
  */
 int lease_adopt(struct lease_table *lt, struct lease_owner *o, struct pool_buffer *b, uint64_t lease_id,
 		uint64_t since_rt);
+
+/* Let go of every buffer of a retired class (pool.h) nobody holds: after adoption. */
+void lease_retire_unheld(struct lease_table *lt);
 
 /* The connection is gone: cancel its acquire, release every lease it held. */
 void lease_owner_detach(struct lease_table *lt, struct lease_owner *o);

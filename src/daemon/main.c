@@ -373,7 +373,7 @@ int main(int argc, char **argv)
 		return boot_failed(&d, EXIT_SOCKET);
 	keep_for_next_life(&d);
 	start = (struct proto_status_start){ .warm = adopt.adopted || handover.adopted, .adopted_buffers = adopt.adopted,
-					     .faulted_buffers = d.pool->nbuffers - adopt.adopted,
+					     .faulted_buffers = adopt.created,
 					     .dropped_buffers = adopt.dropped, .adopted_connections = handover.adopted,
 					     .closed_connections = handover.closed,
 					     .lives = d.prev ? d.prev->lives + 1 : 1, .ready_ns = now_ns() - t0 };

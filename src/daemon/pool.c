@@ -105,12 +105,15 @@ static void buffer_destroy(struct pool_buffer *b)
 static int create_all(struct pool *p, uint32_t *ret_failed)
 {
 	for (uint32_t i = 0; i < p->nbuffers; i++) {
-		int r = p->buffers[i].adopted ? 0 : buffer_create(p, &p->buffers[i]);
+		/* a retired class's buffer not adopted after all stays empty: it goes at once */
+		int r = p->buffers[i].adopted || p->classes[p->buffers[i].class_index].retired
+				? 0
+				: buffer_create(p, &p->buffers[i]);
 
 		if (r < 0) {
 			*ret_failed = i;
 			for (uint32_t j = 0; j < i; j++)
-				if (!p->buffers[j].adopted)
+				if (!p->buffers[j].adopted && !p->classes[p->buffers[j].class_index].retired)
 					buffer_destroy(&p->buffers[j]);
 			return r;
 		}
@@ -179,6 +182,52 @@ static void drop_fd(struct pool_adopt *a, int fd, uint64_t fd_id)
 	a->dropped++;
 }
 
+/*
+ * A buffer of the retired class named as wb's, made if need be (classes are at most
+ * CONFIG_CLASSES_MAX in all: past that, NULL and the lease ends). Retired classes come after
+ * the configured ones and each buffer is appended to the pool, which grows here, at creation.
+ */
+static struct pool_buffer *retired_buffer(struct pool *p, const struct warm_buf *wb)
+{
+	struct pool_buffer *bufs;
+	struct pool_class *pc = NULL, *cls;
+	unsigned c;
+
+	for (c = 0; c < p->nclasses && !pc; c++)
+		if (p->classes[c].retired && strcmp(p->classes[c].name, wb->class_name) == 0 &&
+		    p->classes[c].size == wb->size)
+			pc = &p->classes[c];
+	if (!pc) {
+		if (p->nclasses >= CONFIG_CLASSES_MAX)
+			return NULL;
+		cls = realloc(p->classes, (p->nclasses + 1) * sizeof(*cls));
+		if (!cls)
+			return NULL;
+		p->classes = cls;
+		pc = &p->classes[p->nclasses++];
+		*pc = (struct pool_class){ .size = wb->size, .first = p->nbuffers, .retired = true };
+		snprintf(pc->name, sizeof(pc->name), "%s", wb->class_name);
+	}
+	/* a retired class's buffers are the last ones, so appending keeps each class contiguous,
+	 * provided they arrive class by class: move the later classes' buffers if not */
+	bufs = realloc(p->buffers, (p->nbuffers + 1) * sizeof(*bufs));
+	if (!bufs)
+		return NULL;
+	p->buffers = bufs;
+	c = (unsigned)(pc - p->classes);
+	memmove(&p->buffers[pc->first + pc->count + 1], &p->buffers[pc->first + pc->count],
+		(p->nbuffers - pc->first - pc->count) * sizeof(*bufs));
+	for (unsigned k = c + 1; k < p->nclasses; k++)
+		p->classes[k].first++;
+	p->nbuffers++;
+	p->buffers[pc->first + pc->count] = (struct pool_buffer){ .fd = -1, .size = wb->size, .class_index = c };
+	pc->count++;
+	for (uint32_t i = 0; i < p->nbuffers; i++)
+		p->buffers[i].index = i;
+	p->bytes += wb->size;
+	return &p->buffers[pc->first + pc->count - 1];
+}
+
 /* Find what the previous life left for each buffer of p; the fds stay in b->fd, unmapped. */
 static void adopt_find(struct pool *p, struct pool_adopt *a)
 {
@@ -199,11 +248,16 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 		if (fd < 0)
 			continue;
 		for (unsigned c = 0; c < p->nclasses && !b; c++)
-			if (strcmp(p->classes[c].name, wb->class_name) == 0 && wb->index < p->classes[c].count &&
-			    p->classes[c].size == wb->size)
+			if (!p->classes[c].retired && strcmp(p->classes[c].name, wb->class_name) == 0 &&
+			    wb->index < p->classes[c].count && p->classes[c].size == wb->size)
 				b = &p->buffers[p->classes[c].first + wb->index];
-		if (!b || b->fd >= 0 || !buffer_adoptable(fd, wb->size, &page, &hugetlb, &intact) ||
+		if ((b && b->fd >= 0) || !buffer_adoptable(fd, wb->size, &page, &hugetlb, &intact) ||
 		    hugetlb != prev->hugetlb || page != prev->page_size) {
+			drop_fd(a, fd, wb->fd_id);
+			continue;
+		}
+		/* held, in a class that is gone or resized: kept until its holder lets go */
+		if (!b && (wb->state != WARM_BUF_LEASED || !(b = retired_buffer(p, wb)))) {
 			drop_fd(a, fd, wb->fd_id);
 			continue;
 		}
@@ -244,6 +298,7 @@ static void adopt_keep(struct pool *p, struct pool_adopt *a)
 			continue;
 		}
 		a->adopted++;
+		a->retired += p->classes[b->class_index].retired;
 		a->adopted_bytes += b->size;
 	}
 }
@@ -341,7 +396,8 @@ int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool 
 		return r;
 	}
 	if (adopt)
-		adopt->created = p->nbuffers - adopt->adopted;
+		for (uint32_t i = 0; i < p->nbuffers; i++)
+			adopt->created += !p->buffers[i].adopted && p->buffers[i].fd >= 0;
 	log_info("Created %" PRIu32 " buffers in %u classes, %s, backed by %s pages of %s", p->nbuffers,
 		 p->nclasses, size_format(p->bytes, b1, sizeof(b1)), p->hugetlb ? "hugetlb" : "regular",
 		 size_format(p->page_size, b2, sizeof(b2)));

@@ -48,6 +48,7 @@ struct pool_adopt {
 	struct fdstore_fd *fds;
 	unsigned nfds;
 	uint32_t adopted, created, dropped; /* buffers */
+	uint32_t retired; /* of the adopted: held, in classes the configuration no longer has */
 	uint64_t adopted_bytes;
 };
 
@@ -56,6 +57,12 @@ struct pool_class {
 	uint64_t size;
 	uint32_t count;
 	uint32_t first; /* index of its first buffer in pool->buffers */
+	/*
+	 * Not in the configuration any more (removed, or its size changed): the buffers a client
+	 * held when the previous life of the daemon ended, adopted with their leases. Nobody can
+	 * acquire from it; a buffer released goes away. After the configured classes.
+	 */
+	bool retired;
 };
 
 struct pool {

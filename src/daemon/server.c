@@ -474,7 +474,7 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 		if (wb && wb->state == WARM_BUF_LEASED && wb->conn_id == c->conn_id)
 			ok = lease_adopt(s->leases, &p->owner, b, wb->lease_id, wb->since_rt) == 0;
 	}
-	/* and one it held that the pool did not take (its class changed) */
+	/* and one it held that the pool did not take (more retired classes than there is room for) */
 	for (uint32_t r = 0; r < h->prev->nbuffers && ok; r++) {
 		const struct warm_buf *wb = &h->prev->bufs[r];
 		bool found = false;
@@ -582,6 +582,8 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	for (uint32_t i = 0; h && h->prev && i < h->prev->nconns; i++)
 		if (h->prev->conns[i].state != WARM_CONN_FREE)
 			adopt_conn(s, h, &h->prev->conns[i]);
+	/* retired buffers whose holders did not come back go now */
+	lease_retire_unheld(s->leases);
 	/* only now: a waiter must not be given what an adopted connection still holds */
 	TAILQ_FOREACH(p, &s->peers, link)
 		if (p->busy && !p->dead)

@@ -8,7 +8,9 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <unistd.h>
 
+#include "fdstore.h"
 #include "log.h"
 #include "server_internal.h"
 #include "util.h"
@@ -91,7 +93,23 @@ static void on_changed(struct pool_buffer *b, const struct lease_note *n, void *
 	warm_set(s->warm, b->index, &wb);
 }
 
-const struct lease_ops svc_lease_ops = { on_granted, on_failed, on_renew, on_intact, on_changed };
+/* A buffer of a class the configuration no longer has, let go by its last holder: gone. */
+static void on_retire(struct pool_buffer *b, void *ud)
+{
+	struct server *s = ud;
+	char name[WARM_NAME_MAX];
+
+	log_debug("Buffer %u of retired class \"%s\" let go: closing it", b->index,
+		  s->pool->classes[b->class_index].name);
+	if (b->fd >= 0) {
+		warm_buf_name(b->fd_id, name);
+		fdstore_remove(name);
+		close(b->fd);
+		b->fd = -1;
+	}
+}
+
+const struct lease_ops svc_lease_ops = { on_granted, on_failed, on_renew, on_intact, on_changed, on_retire };
 
 int handle_acquire(struct server *s, struct peer *p, const union proto_request *req)
 {

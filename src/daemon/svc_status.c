@@ -82,6 +82,7 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		lease_class_stats(s->leases, c, &cs);
 		proto_set_name(pc.name, sizeof(pc.name), s->pool->classes[c].name);
 		pc.size = s->pool->classes[c].size;
+		pc.flags = s->pool->classes[c].retired ? PROTO_CLASS_RETIRED : 0;
 		pc.total = cs.total;
 		pc.free = cs.free;
 		pc.leased = cs.leased;

@@ -89,6 +89,7 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 		memcpy(&src, p, sizeof(src));
 		copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
 		PROTO_STATUS_CLASS_FIELDS(COPY_FIELD)
+		dst->retired = !!(src.flags & PROTO_CLASS_RETIRED);
 	}
 	for (uint32_t i = 0; i < w.nclients; i++, p += sizeof(struct proto_status_client)) {
 		struct proto_status_client src;

@@ -364,6 +364,53 @@ static void test_leases_survive_a_move(void **state)
 	stop(&d);
 }
 
+/* The class of a held buffer is removed, another resized: held buffers stay until let go. */
+static void test_retired_until_released(void **state)
+{
+	static struct daemon d;
+	struct hp_buffer b[2], fresh[NBUF];
+	struct hp_status *st;
+	hp_conn *c;
+
+	(void)state;
+	start_store(&d, ONE TWO);
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b[0]), 0);
+	assert_int_equal(hp_acquire(c, "two", 1, 1000, &b[1]), 0);
+	memset(b[1].addr, 0x33, b[1].size);
+	assert_int_equal(harness_reconfigure(&d, NULL, "[class one]\nsize = 4M\ncount = 4\n"), 0);
+	restart(&d, false);
+	/* "two" is gone and "one" changed size: the 2 held buffers are taken over, the 3 free
+	 * ones of the old "one" dropped, the 4 of the new "one" made */
+	check_warm(&d, "adopted 2 buffers (6.0 MiB), faulted 4, dropped 3; 1 connections served on, 0 closed");
+	assert_int_equal(manager_count(d.mgr, "buf."), 6);
+	st = status(c);
+	assert_int_equal(st->nclasses, 3);
+	assert_int_equal(st->nleases, 2);
+	assert_false(st->classes[0].retired);
+	assert_int_equal(st->classes[0].size, 4 * MIB);
+	for (unsigned k = 1; k < 3; k++) {
+		assert_true(st->classes[k].retired);
+		assert_int_equal(st->classes[k].total, 1);
+		assert_int_equal(st->classes[k].leased, 1);
+	}
+	hp_status_free(st);
+	assert_int_equal(((uint8_t *)b[1].addr)[0], 0x33);
+	assert_int_equal(hp_acquire(c, "two", 1, 0, fresh), -ENOENT);
+	assert_int_equal(hp_acquire(c, "one", NBUF, 0, fresh), 0); /* only the new 4 MiB ones */
+	assert_int_equal(fresh[0].size, 4 * MIB);
+	assert_int_equal(hp_release(c, b, 2), 0);
+	st = status(c);
+	assert_int_equal(st->classes[1].total + st->classes[2].total, 0);
+	hp_status_free(st);
+	assert_int_equal(manager_count(d.mgr, "buf."), 4); /* gone from the store too */
+	/* and the next life knows nothing of them */
+	restart(&d, true);
+	check_warm(&d, "Warm start (life 3): adopted 4 buffers (16.0 MiB), faulted 0, dropped 0");
+	hp_disconnect(c);
+	stop(&d);
+}
+
 /* --- connections ------------------------------------------------------------------------ */
 
 static void restart_both_ways(struct daemon *d, int round)
@@ -828,6 +875,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_torn_record, teardown),
 		cmocka_unit_test_teardown(test_config_changes, teardown),
 		cmocka_unit_test_teardown(test_leases_survive_a_move, teardown),
+		cmocka_unit_test_teardown(test_retired_until_released, teardown),
 		cmocka_unit_test_teardown(test_client_keeps_connection, teardown),
 		cmocka_unit_test_teardown(test_waiting_acquire_served, teardown),
 		cmocka_unit_test_teardown(test_client_left_while_down, teardown),

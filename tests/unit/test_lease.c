@@ -70,6 +70,7 @@ struct fx {
 	enum warm_buf_state warm[NA + NB];
 	uid_t warm_uid[NA + NB];
 	bool leased_before_grant[NA + NB];
+	bool retired[NA + NB]; /* ops->retire was called for it */
 };
 
 static void on_granted(struct lease_owner *o, struct lease_slot *const *slots, unsigned n, void *ud)
@@ -139,7 +140,14 @@ static void on_changed(struct pool_buffer *b, const struct lease_note *n, void *
 	f->warm_uid[b->index] = n->uid;
 }
 
-static const struct lease_ops test_ops = { on_granted, on_failed, on_renew, on_intact, on_changed };
+static void on_retire(struct pool_buffer *b, void *ud)
+{
+	struct fx *f = ud;
+
+	f->retired[b->index] = true;
+}
+
+static const struct lease_ops test_ops = { on_granted, on_failed, on_renew, on_intact, on_changed, on_retire };
 
 static void make_table(struct fx *f, uint64_t max_bytes, uint32_t max_conns)
 {
@@ -1266,10 +1274,53 @@ static void test_table_free_with_waiters(void **state)
 	assert_null(c->req);
 }
 
+/*
+ * A retired class (gone from the configuration; its buffers taken over by a restart): nobody
+ * can acquire from it, a buffer its holder had comes back to that holder under its id, and
+ * each buffer goes (ops->retire) once nobody holds it, the unheld ones at once.
+ */
+static void test_retired_class(void **state)
+{
+	struct fx *f = *state;
+	struct lease_class_stats cs;
+	struct lease_owner *a;
+	uint64_t id = (uint64_t)0x1234 << 32 | 77; /* low bits need not be the buffer's index */
+
+	f->classes[CLASS_B].retired = true;
+	f->buffers[NA] = (struct pool_buffer){ .fd = -1, .size = 64 * MiB, .class_index = CLASS_B, .index = NA,
+					       .boot_state = WARM_BUF_LEASED, .boot_uid = 1 };
+	f->buffers[NA + 1] = (struct pool_buffer){ .fd = -1, .size = 64 * MiB, .class_index = CLASS_B,
+						   .index = NA + 1, .boot_state = WARM_BUF_DIRTY, .boot_uid = 2 };
+	make_table(f, 0, 0);
+	a = attach(f, 1);
+	assert_int_equal(lease_adopt(f->lt, a, &f->buffers[NA], id, 5), 0);
+	assert_int_equal(f->warm[NA], WARM_BUF_LEASED);
+	/* another uid's buffer cannot be given back to this one */
+	assert_int_equal(lease_adopt(f->lt, a, &f->buffers[NA + 1], id + 1, 5), -EBUSY);
+	lease_retire_unheld(f->lt);
+	assert_false(f->retired[NA]);
+	assert_true(f->retired[NA + 1]);
+	assert_int_equal(f->warm[NA + 1], WARM_BUF_UNKNOWN);
+	lease_class_stats(f->lt, CLASS_B, &cs);
+	assert_int_equal(cs.total, 1);
+	assert_int_equal(cs.leased, 1);
+	assert_int_equal(cs.free, 0);
+	/* not a class anybody can ask for */
+	assert_int_equal(lease_acquire(f->lt, a, "b", 1, 0, T0, f->text, sizeof(f->text)), -ENOENT);
+	/* released under the id it had: gone */
+	assert_int_equal(lease_release(f->lt, a, &id, 1, f->text, sizeof(f->text)), 0);
+	assert_true(f->retired[NA]);
+	lease_class_stats(f->lt, CLASS_B, &cs);
+	assert_int_equal(cs.total, 0);
+	assert_int_equal(cs.free, 0);
+	f->classes[CLASS_B].retired = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_attach_detach, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retired_class, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_grant_n_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lease_ids_unique, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_undelivered_not_releasable, setup, teardown),
