@@ -68,6 +68,14 @@ void jio_signal(struct jio *io)
 	while (n < 0 && errno == EINTR);
 }
 
+int jio_datasync(int fd)
+{
+	while (fdatasync(fd) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
 static void drain(int efd)
 {
 	uint64_t v;

@@ -8,7 +8,14 @@
  * flusher can sleep in poll() on that and its doorbell together. A request completes exactly
  * once, with res = 0 when every write was complete and the sync that followed them succeeded,
  * or a negative errno: the first failure, never a partial success (a short write is -EIO).
- * The sync of a request covers its own writes and every write completed before it.
+ *
+ * Order: the sync of a request starts only once the writes of every earlier request are done,
+ * so on the same file it covers them too, whatever order the device finishes writes in; the
+ * request completes after it. Requests may still complete out of order (an earlier request's
+ * sync can take longer), and a sync covers nothing of another file: a caller that needs one
+ * request durable before another is written (a journal opening its next segment) waits for
+ * the first to complete before it submits the second. Until a request completes, any part of
+ * its writes may or may not be on the disk after a power loss.
  *
  * Backends: io_uring (writes linked to an fdatasync), libaio (io_submit, then fdatasync on the
  * submitting thread), sync (pwrite + fdatasync inside submit). jio_open with JIO_AUTO tries them

@@ -50,10 +50,7 @@ int jio_sync_run(const struct jio_req *req)
 
 	for (unsigned i = 0; i < req->niov && !r; i++)
 		r = write_all(req->fd, &req->iov[i]);
-	while (!r && fdatasync(req->fd) < 0)
-		if (errno != EINTR)
-			r = -errno;
-	return r;
+	return r ? r : jio_datasync(req->fd);
 }
 
 static int sync_submit(struct jio *io, struct jio_req *req)
