@@ -6,7 +6,8 @@
  *              (segment_advance); opened by name only in the journal's own directory, never
  *              through a symlink, and only as regular files of the daemon's uid;
  *   recovery   at start, where the journal ends (journal_recover): segments in generation
- *              order, their records checked, a torn tail cut off and zeroed;
+ *              order, their records checked, a torn tail cut off, and after a crash the rest
+ *              of the last segment zeroed;
  *   markers    NAME.clean (where a clean stop left the journal; read and removed at start) and
  *              NAME.retain (the truncation point, kept across restarts): small files replaced
  *              durably (a fresh temporary file, synced, renamed).
@@ -343,8 +344,9 @@ unsigned segments_in_order(const struct journal *j, unsigned *order)
 /*
  * Find where the journal ends: order the used segments by generation, walk their records and
  * require each segment to start where the previous one ended. The first record that does not
- * check out ends the journal; the rest of that segment is zeroed so that no record written
- * after it (never acknowledged) can ever be mistaken for a valid one.
+ * check out ends the journal; unless a clean stop ended it there, the rest of that segment is
+ * zeroed so that no record written after it (never acknowledged) can ever be mistaken for a
+ * valid one.
  */
 int journal_recover(struct journal *j)
 {
@@ -353,7 +355,7 @@ int journal_recover(struct journal *j)
 	const char *cut_reason = NULL;
 	uint64_t cut_off = 0, clean_off = 0, clean_lsn = 0;
 	unsigned clean_seg = 0;
-	bool clean;
+	bool clean, zero_tail = false;
 	int r;
 
 	for (unsigned i = 0; i < j->cfg.segments; i++) {
@@ -414,21 +416,26 @@ int journal_recover(struct journal *j)
 		expected = scan.next_lsn;
 		records += scan.records;
 		if (k == n - 1) {
-			j->cur = order[k];
-			j->cur_off = scan.end;
-			/* zeros, a record of an earlier use of the file, or the end a clean stop recorded
-			 * end a segment normally */
+			/* after a clean stop, only zeros or records of an earlier use of the file follow */
 			bool clean_end = clean && clean_seg == order[k] && clean_off == scan.end &&
 					 clean_lsn == scan.next_lsn;
 
-			if (scan.stop_err == -EINVAL && !clean_end) {
+			j->cur = order[k];
+			j->cur_off = scan.end;
+			/*
+			 * After a crash, whatever stopped the walk (zeros, a record of an earlier use, a
+			 * torn one), a later batch may have reached the disk while an earlier one did not:
+			 * its records lie further on, never acknowledged, and would be taken for a later
+			 * life's own once that life's records line up with them. Zero them all.
+			 */
+			zero_tail = scan.stop_err && !clean_end;
+			if (scan.stop_err == -EINVAL && !clean_end)
 				cut_reason = scan.stop_reason;
-				cut_off = scan.end;
-			}
+			cut_off = scan.end;
 		}
 	}
 	j->next_lsn = expected;
-	if (cut_reason) {
+	if (zero_tail) {
 		r = segment_zero_tail(j, j->cur, cut_off);
 		if (r < 0)
 			return r;
