@@ -271,11 +271,8 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	if (r < 0)
 		goto fail;
 	r = journal_recover(j);
-	if (r < 0) {
-		if (r != -EUCLEAN)
-			log_error_errno(r, "Journal '%s': recovery failed: %m", cfg->name);
+	if (r < 0)
 		goto fail;
-	}
 	r = jio_open((enum jio_kind)cfg->backend, cfg->direct, &j->io, note, sizeof(note));
 	if (r < 0) {
 		log_error_errno(r, "Journal '%s': no I/O backend could be set up (%s): %m", cfg->name, note);

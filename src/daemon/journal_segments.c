@@ -33,6 +33,22 @@
 
 /* --- segments --------------------------------------------------------------------------- */
 
+/* pread or pwrite all of len bytes at off: 0, the call's own errno (EINVAL for an unaligned
+ * O_DIRECT transfer, EIO...), or -EIO for a transfer that came back short without one. */
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread(fd, buf, len, (off_t)off);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+static int write_at(int fd, const void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pwrite(fd, buf, len, (off_t)off);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
 static void segment_path(const struct journal *j, unsigned i, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s-%03u.seg", j->cfg.name, i);
@@ -78,10 +94,10 @@ static int segment_create(struct journal *j, const char *name, int *ret_fd)
 	if (fd < 0)
 		return -errno;
 	for (uint64_t off = 0; off < j->cfg.segment_size; off += 1u << 20) {
-		size_t n = (size_t)MIN((uint64_t)1 << 20, j->cfg.segment_size - off);
+		int r = write_at(fd, zeros, (size_t)MIN((uint64_t)1 << 20, j->cfg.segment_size - off), off);
 
-		if (pwrite(fd, zeros, n, (off_t)off) != (ssize_t)n)
-			return errno ? -errno : -EIO;
+		if (r < 0)
+			return r;
 	}
 	if (fdatasync(fd) < 0)
 		return -errno;
@@ -264,7 +280,7 @@ static int segment_zero_tail(struct journal *j, unsigned i, uint64_t off)
 {
 	_cleanup_free_ uint8_t *zeros = NULL;
 	const size_t chunk = 1u << 20;
-	int fd = j->segs[i].fd;
+	int fd = j->segs[i].fd, r;
 
 	if (posix_memalign((void **)&zeros, JFORMAT_BLOCK, chunk))
 		return -ENOMEM;
@@ -276,18 +292,19 @@ static int segment_zero_tail(struct journal *j, unsigned i, uint64_t off)
 
 		if (posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK))
 			return -ENOMEM;
-		if (pread(fd, blk, JFORMAT_BLOCK, (off_t)base) != JFORMAT_BLOCK)
-			return -EIO;
+		r = read_at(fd, blk, JFORMAT_BLOCK, base);
+		if (r < 0)
+			return r;
 		memset(blk + (off - base), 0, JFORMAT_BLOCK - (off - base));
-		if (pwrite(fd, blk, JFORMAT_BLOCK, (off_t)base) != JFORMAT_BLOCK)
-			return -EIO;
+		r = write_at(fd, blk, JFORMAT_BLOCK, base);
+		if (r < 0)
+			return r;
 		off = base + JFORMAT_BLOCK;
 	}
 	for (; off < j->cfg.segment_size; off += chunk) {
-		size_t n = (size_t)MIN((uint64_t)chunk, j->cfg.segment_size - off);
-
-		if (pwrite(fd, zeros, n, (off_t)off) != (ssize_t)n)
-			return -EIO;
+		r = write_at(fd, zeros, (size_t)MIN((uint64_t)chunk, j->cfg.segment_size - off), off);
+		if (r < 0)
+			return r;
 	}
 	return fdatasync(fd) < 0 ? -errno : 0;
 }
@@ -303,7 +320,7 @@ static int segment_pad_block(struct journal *j, unsigned i, uint64_t off, uint64
 	uint64_t base = off / JFORMAT_BLOCK * JFORMAT_BLOCK;
 	uint64_t target = (off + JFORMAT_REC_HDR + JFORMAT_BLOCK - 1) / JFORMAT_BLOCK * JFORMAT_BLOCK;
 	uint64_t len = target - base;
-	int fd = j->segs[i].fd;
+	int fd = j->segs[i].fd, r;
 
 	if (target > j->cfg.segment_size) {
 		/* no room for a padding record: the segment is done, the next batch opens another */
@@ -312,12 +329,16 @@ static int segment_pad_block(struct journal *j, unsigned i, uint64_t off, uint64
 	}
 	if (posix_memalign((void **)&blk, JFORMAT_BLOCK, len))
 		return -ENOMEM;
-	if (pread(fd, blk, len, (off_t)base) != (ssize_t)len)
-		return -EIO;
+	r = read_at(fd, blk, len, base);
+	if (r < 0)
+		return r;
 	jformat_rec_write(blk + (off - base), lsn, j->segs[i].generation, JREC_PAD, NULL,
 			  (uint32_t)(target - off - JFORMAT_REC_HDR));
-	if (pwrite(fd, blk, len, (off_t)base) != (ssize_t)len || fdatasync(fd) < 0)
-		return -EIO;
+	r = write_at(fd, blk, len, base);
+	if (r < 0)
+		return r;
+	if (fdatasync(fd) < 0)
+		return -errno;
 	j->cur_off = target;
 	return 0;
 }
@@ -362,13 +383,15 @@ int journal_recover(struct journal *j)
 		struct jformat_seg_hdr h;
 		const char *why;
 
-		if (pread(j->segs[i].fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		if (read_at(j->segs[i].fd, &h, sizeof(h), 0) < 0) {
 			/* O_DIRECT wants an aligned read of a whole block */
 			_cleanup_free_ uint8_t *blk = NULL;
 
-			if (posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK) ||
-			    pread(j->segs[i].fd, blk, JFORMAT_BLOCK, 0) != JFORMAT_BLOCK)
-				return -EIO;
+			r = posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK) ? -ENOMEM
+										   : read_at(j->segs[i].fd, blk, JFORMAT_BLOCK, 0);
+			if (r < 0)
+				return log_error_errno(r, "Journal '%s': cannot read the header of segment %u: %m",
+						       j->cfg.name, i);
 			memcpy(&h, blk, sizeof(h));
 		}
 		if (jformat_seg_hdr_check(&h, j->cfg.name, &why) < 0) {
@@ -399,7 +422,8 @@ int journal_recover(struct journal *j)
 
 		map = mmap(NULL, j->cfg.segment_size, PROT_READ, MAP_SHARED, s->fd, 0);
 		if (map == MAP_FAILED)
-			return -errno;
+			return log_error_errno(errno, "Journal '%s': cannot map segment %u to read it: %m", j->cfg.name,
+					       order[k]);
 		memcpy(&h, map, sizeof(h));
 		if (k > 0 && h.first_lsn != expected) {
 			munmap(map, j->cfg.segment_size);
@@ -438,12 +462,14 @@ int journal_recover(struct journal *j)
 	if (zero_tail) {
 		r = segment_zero_tail(j, j->cur, cut_off);
 		if (r < 0)
-			return r;
+			return log_error_errno(r, "Journal '%s': cannot zero segment %u after offset %" PRIu64 ": %m",
+					       j->cfg.name, j->cur, cut_off);
 	}
 	if (j->cfg.direct && j->cur_off % JFORMAT_BLOCK) {
 		r = segment_pad_block(j, j->cur, j->cur_off, j->next_lsn);
 		if (r < 0)
-			return r;
+			return log_error_errno(r, "Journal '%s': cannot pad the block at offset %" PRIu64 " of segment %u: %m",
+					       j->cfg.name, j->cur_off, j->cur);
 	}
 	snprintf(j->st.recovery, sizeof(j->st.recovery),
 		 "%" PRIu64 " records (LSN %" PRIu64 "..%" PRIu64 ") in %u segments%s%s%s", records,

@@ -6,6 +6,8 @@
  *   - records left after the recovered end of the last segment (a later batch that reached the
  *     disk while an earlier one did not) are zeroed, whatever stopped the walk, so a later life
  *     cannot resurrect them;
+ *   - a segment that cannot be read is reported with the error that stopped it (EINVAL from an
+ *     unaligned O_DIRECT read is not "Input/output error") and the segment it concerns;
  *
  * Writers are the journal's own rings, driven with jring.c's client half as libhugepool drives
  * them. Every record's content is a function of its seed, so a test checks every byte.
@@ -26,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -322,6 +325,52 @@ static bool zero_from(const char *path, uint64_t off, uint64_t *ret_first)
 	return zero;
 }
 
+/*
+ * pread as recovery calls it, seen by the test (this definition takes the place of the C
+ * library's in this program): while fail_seg_reads is set, reads of a segment file fail with
+ * that errno.
+ */
+static int fail_seg_reads;
+
+ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	if (fail_seg_reads) {
+		char link[64], target[256];
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len > 4 && !memcmp(target + len - 4, ".seg", 4)) {
+			errno = fail_seg_reads;
+			return -1;
+		}
+	}
+	return syscall(SYS_pread64, fd, buf, n, off);
+}
+
+/* Run journal_open with the log going to a file; the log's text in buf. */
+static int open_logged(const char *dir, const struct jcase *c, struct journal **ret, char *buf, size_t len)
+{
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO), r;
+	size_t n;
+
+	assert_non_null(f);
+	assert_true(saved >= 0);
+	fflush(stderr);
+	assert_true(dup2(fileno(f), STDERR_FILENO) >= 0);
+	log_set_max_level(LOG_INFO);
+	r = life_open(dir, c, NULL, ret);
+	log_set_max_level(getenv("HP_TEST_VERBOSE") ? LOG_DEBUG : LOG_CRIT);
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	rewind(f);
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return r;
+}
+
 /* --- records after the recovered end ------------------------------------------------------ */
 
 /*
@@ -383,10 +432,41 @@ static void test_orphans_zeroed(void **state)
 	assert_int_equal(access(clean, F_OK), 0);
 }
 
+/* A segment whose reads fail with EINVAL: recovery says so, and which segment it was. */
+static void test_read_error_named(void **state)
+{
+	char dir[128], log[4096];
+	struct journal *j;
+	struct twriter t;
+	int r;
+	(void)state;
+
+	fresh_dir(dir, sizeof(dir), "einval");
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	twriter_open(j, &t);
+	assert_int_equal(append_wait(&t, 1, 100, NULL), 1);
+	twriter_close(&t);
+	life_crash(j, dir);
+
+	fail_seg_reads = EINVAL;
+	r = open_logged(dir, &jc_sync, &j, log, sizeof(log));
+	fail_seg_reads = 0;
+	if (r != -EINVAL)
+		fail_msg("journal_open returned %d (%s), not -EINVAL; log:\n%s", r, strerror(-r), log);
+	assert_null(j);
+	if (!strstr(log, "Invalid argument") || !strstr(log, "segment 0") || strstr(log, "Input/output error"))
+		fail_msg("the log does not say which segment failed how:\n%s", log);
+
+	/* and the journal is intact once reads work again */
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	journal_close(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_orphans_zeroed),
+		cmocka_unit_test(test_read_error_named),
 	};
 
 	return cmocka_run_group_tests_name("recovery", tests, group_setup, group_teardown);
