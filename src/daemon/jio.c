@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * jio.c - the generic layer of jio.h: choosing a backend, the depth limit, fault injection.
+ * jio.c - the generic layer of jio.h: choosing a backend, the depth limit, fault injection,
+ * and the tap the crash-point tests record a journal's writes with.
  *
  * jio_open allocates a struct jio_gen around the public struct jio; the backend keeps its own
  * state in io->priv. Completions made here (a request failed by an injected write fault) wait
@@ -28,6 +29,27 @@ struct jio_gen {
 	struct jio_fifo done; /* failed here, never seen by the backend */
 	struct jio_req *fail_sync[JIO_DEPTH]; /* in the backend; -EIO when they come back */
 };
+
+/* set by a test before it opens its journals; jio_open copies it */
+static jio_tap_fn tap_fn;
+static void *tap_arg;
+
+void jio_set_tap(jio_tap_fn fn, void *arg)
+{
+	tap_fn = fn;
+	tap_arg = arg;
+}
+
+static void tap(struct jio *io, enum jio_tap_event ev, const struct jio_req *req, uint64_t lsn)
+{
+	if (io->tap)
+		io->tap(io->tap_arg, ev, req, lsn);
+}
+
+void jio_acked(struct jio *io, uint64_t lsn)
+{
+	tap(io, JIO_TAP_ACKED, NULL, lsn);
+}
 
 static struct jio_gen *gen_of(struct jio *io)
 {
@@ -148,6 +170,8 @@ int jio_open(enum jio_kind kind, bool direct, struct jio **ret, char *ret_note, 
 	if (!g)
 		return -ENOMEM;
 	g->io.direct = direct;
+	g->io.tap = tap_fn;
+	g->io.tap_arg = tap_arg;
 	g->io.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (g->io.efd < 0)
 		return -errno;
@@ -212,6 +236,7 @@ int jio_submit(struct jio *io, struct jio_req *req)
 	r = io->ops->submit(io, req);
 	if (r < 0)
 		return r; /* not taken: nothing counted */
+	tap(io, JIO_TAP_SUBMIT, req, 0);
 	io->writes += req->niov;
 	io->syncs++;
 	if (fail_sync) {
@@ -239,6 +264,7 @@ int jio_run(struct jio *io, struct jio_req *req)
 		return req->res = -EIO;
 	}
 	fail_sync = io->fail_sync_at && io->fail_sync_at == io->syncs + 1;
+	tap(io, JIO_TAP_SUBMIT, req, 0);
 	req->res = jio_sync_run(req);
 	io->writes += req->niov;
 	io->syncs++;
@@ -247,6 +273,7 @@ int jio_run(struct jio *io, struct jio_req *req)
 		if (req->res == 0)
 			req->res = -EIO;
 	}
+	tap(io, JIO_TAP_COMPLETE, req, 0);
 	return req->res;
 }
 
@@ -279,6 +306,7 @@ struct jio_req *jio_reap(struct jio *io)
 				req->res = -EIO;
 			break;
 		}
+	tap(io, JIO_TAP_COMPLETE, req, 0);
 	return req;
 }
 

@@ -52,6 +52,14 @@ struct jio_req {
 
 struct jio;
 
+/* What a tap hears (see jio_set_tap). */
+enum jio_tap_event {
+	JIO_TAP_SUBMIT, /* req taken: its buffers hold what it writes */
+	JIO_TAP_COMPLETE, /* req finished, req->res set */
+	JIO_TAP_ACKED, /* the caller acknowledged everything up to lsn */
+};
+typedef void (*jio_tap_fn)(void *arg, enum jio_tap_event ev, const struct jio_req *req, uint64_t lsn);
+
 struct jio_ops {
 	const char *name;
 	int (*submit)(struct jio *io, struct jio_req *req);
@@ -67,6 +75,8 @@ struct jio {
 	bool direct; /* the files are opened O_DIRECT: buffers, lengths, offsets are aligned */
 	/* fault injection (0 = off): fail the Nth write / sync from now with EIO */
 	uint64_t fail_write_at, fail_sync_at, writes, syncs;
+	jio_tap_fn tap; /* NULL: none */
+	void *tap_arg;
 	void *priv; /* the backend's */
 };
 
@@ -101,6 +111,17 @@ struct jio_req *jio_reap(struct jio *io);
  * HUGEPOOLD_FAULT_INJECT gives it to the daemon for tests. -EINVAL on a bad spec.
  */
 int jio_set_fault(struct jio *io, const char *spec);
+
+/*
+ * A tap, for the crash-point tests (tests/unit/test_recovery.c): every jio opened while one is
+ * set reports to fn, on the thread that uses it, each request it takes, each one it completes
+ * and each jio_acked, in that thread's order. The process-wide setting is read by jio_open
+ * only; NULL (the default) opens jios without one.
+ */
+void jio_set_tap(jio_tap_fn fn, void *arg);
+/* The caller acknowledged everything up to lsn (a journal: what it published as durable);
+ * only a tap hears it. */
+void jio_acked(struct jio *io, uint64_t lsn);
 
 const char *jio_kind_name(enum jio_kind k);
 /* The kind a configuration value names ("auto", "io_uring", "libaio", "sync"); -EINVAL if none. */

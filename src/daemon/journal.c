@@ -295,13 +295,16 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 		struct batch *b = &j->batches[i];
 
 		b->cap = cfg->max_batch_bytes + JFORMAT_BLOCK;
-		if (posix_memalign((void **)&b->buf, JFORMAT_BLOCK, b->cap) ||
-		    posix_memalign((void **)&b->hdr_block, JFORMAT_BLOCK, JFORMAT_BLOCK)) {
+		if (posix_memalign((void **)&b->buf, JFORMAT_BLOCK, b->cap)) {
 			r = -ENOMEM;
 			goto fail;
 		}
 		/* the padding record must still fit after max_batch_bytes of records */
 		b->cap = cfg->max_batch_bytes;
+	}
+	if (posix_memalign((void **)&j->hdr_block, JFORMAT_BLOCK, JFORMAT_BLOCK)) {
+		r = -ENOMEM;
+		goto fail;
 	}
 	batch_reset(j, &j->batches[0]);
 	j->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -352,7 +355,6 @@ void journal_close(struct journal *j)
 	}
 	for (unsigned i = 0; i < NBATCH; i++) {
 		free(j->batches[i].buf);
-		free(j->batches[i].hdr_block);
 		free(j->batches[i].refs);
 	}
 	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++) {
@@ -362,6 +364,7 @@ void journal_close(struct journal *j)
 			close(j->segs[i].ro_fd);
 	}
 	jio_close(j->io);
+	free(j->hdr_block);
 	if (j->doorbell >= 0)
 		close(j->doorbell);
 	if (j->epfd >= 0)

@@ -68,7 +68,6 @@ void batch_reset(struct journal *j, struct batch *b)
 {
 	b->len = 0;
 	b->nrefs = 0;
-	b->with_header = false;
 	b->first_lsn = b->end_lsn = j->next_lsn;
 	b->t_first = 0;
 	b->inflight = b->done = false;
@@ -233,27 +232,12 @@ static void batch_completed(struct journal *j, struct batch *b, int res, uint64_
 static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 {
 	struct batch *b = &j->batches[j->fill];
-	struct segment *s = &j->segs[j->cur];
-	unsigned n = 0;
 	int r;
 
 	batch_pad(j, b);
 	b->seg = j->cur;
 	b->off = j->cur_off;
-	b->req = (struct jio_req){ .fd = s->fd, .data = b };
-	if (j->cur_fresh) {
-		struct jformat_seg_hdr h;
-
-		jformat_seg_hdr_init(&h, j->cfg.name, s->generation, s->first_lsn, j->cfg.segment_size,
-				     realtime_ns());
-		memset(b->hdr_block, 0, JFORMAT_BLOCK);
-		memcpy(b->hdr_block, &h, sizeof(h));
-		b->req.iov[n++] = (struct jio_iov){ b->hdr_block, JFORMAT_BLOCK, 0 };
-		b->with_header = true;
-		j->cur_fresh = false;
-	}
-	b->req.iov[n++] = (struct jio_iov){ b->buf, b->len, b->off };
-	b->req.niov = n;
+	b->req = (struct jio_req){ .fd = j->segs[j->cur].fd, .niov = 1, .iov = { { b->buf, b->len, b->off } }, .data = b };
 	b->t_submit = now;
 	if (inline_io) {
 		/*
@@ -356,6 +340,7 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 		TAILQ_FOREACH(w, &j->writers, link)
 			jring_set_durable_lsn(w->hdr, j->durable_lsn);
 		j->wake_pending = true;
+		jio_acked(j->io, j->durable_lsn);
 	}
 }
 
@@ -469,8 +454,22 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 			return 0;
 		full = gather_fair(j, b, now);
 		if (full && b->len == 0) {
-			/* nothing fits what is left of this segment: open the next one */
-			if (!segment_advance(j)) {
+			int r;
+
+			/*
+			 * Nothing fits what is left of this segment: open the next one, but only once
+			 * every batch written into this one has completed. A sync covers nothing of
+			 * another file, and a power loss must never leave the next segment on the disk
+			 * without all that comes before it (recovery would see a hole there).
+			 */
+			if (j->norder)
+				return 0; /* a completion wakes us */
+			r = segment_start(j);
+			if (r < 0 && r != -ENOSPC) {
+				journal_fail(j, r, "writing the header of the next segment failed");
+				return 0;
+			}
+			if (r == -ENOSPC) {
 				if (j->st.state != JOURNAL_FULL)
 					log_warning("Journal '%s' is full: every segment holds records after the "
 						    "truncation point (LSN %" PRIu64 "); appends wait for a truncate",

@@ -82,8 +82,6 @@ struct batch_ref {
 struct batch {
 	uint8_t *buf; /* aligned, cap bytes */
 	size_t cap, len;
-	uint8_t *hdr_block; /* JFORMAT_BLOCK aligned bytes: the segment header when opening one */
-	bool with_header;
 	unsigned seg;
 	uint64_t off; /* file offset of buf[0] */
 	uint64_t first_lsn, end_lsn;
@@ -101,9 +99,9 @@ struct journal {
 	struct segment *segs;
 	unsigned cur; /* segment being written */
 	uint64_t cur_off; /* next write offset in it */
-	bool cur_fresh; /* the next batch opens segment cur: write its header */
 	uint64_t next_lsn, durable_lsn, max_gen;
 	struct jio *io;
+	uint8_t *hdr_block; /* JFORMAT_BLOCK aligned bytes: the header of a segment being opened */
 	int doorbell; /* the daemon's own: closes, truncates, stop; never handed out */
 	int epfd; /* the writers' doorbells, edge-triggered: never read or written by the daemon */
 	pthread_t thread;
@@ -139,8 +137,9 @@ void batch_reset(struct journal *j, struct batch *b);
 void *flusher_main(void *arg);
 
 /* journal_segments.c */
-/* Move to the next segment for the next batch; false when it still holds needed records. */
-bool segment_advance(struct journal *j);
+/* Open the next segment for the next batch, its header durable (the flusher, under the lock,
+ * with no batch in flight); -ENOSPC when it still holds needed records. */
+int segment_start(struct journal *j);
 /* Save the truncation point in NAME.retain (the flusher, without the lock). */
 void retain_persist(struct journal *j, uint64_t lsn);
 /* After the flusher stopped: record where the journal ends in NAME.clean. */

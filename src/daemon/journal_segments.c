@@ -3,7 +3,7 @@
  * journal_segments.c - a journal's files, apart from the batches the flusher writes into them:
  *
  *   segments   NAME-NNN.seg, preallocated with zeros and reused in turn under a new generation
- *              (segment_advance); opened by name only in the journal's own directory, never
+ *              (segment_start: its header durable before its records); opened by name only in the journal's own directory, never
  *              through a symlink, and only as regular files of the daemon's uid;
  *   recovery   at start, where the journal ends (journal_recover): segments in generation
  *              order, their records checked, a torn tail cut off, and after a crash the rest
@@ -12,13 +12,14 @@
  *              NAME.retain (the truncation point, kept across restarts): small files replaced
  *              durably (a fresh temporary file, synced, renamed).
  *
- * The flusher calls segment_advance and retain_persist; journal_open and journal_close the
+ * The flusher calls segment_start and retain_persist; journal_open and journal_close the
  * rest, before the flusher starts or after it stopped.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "jformat.h"
+#include "jio.h"
 #include "journal_internal.h"
 #include "log.h"
 #include "util.h"
@@ -61,21 +63,39 @@ static bool segment_reusable(const struct journal *j, unsigned i)
 	return s->generation == 0 || s->end_lsn <= j->retain_lsn || j->cfg.recycle;
 }
 
-/* Move to the next segment for the next batch; false when it still holds needed records. */
-bool segment_advance(struct journal *j)
+/*
+ * Open the next segment for the next batch. The flusher calls this under the lock with no batch
+ * in flight, so every record before the new segment's first LSN is durable; the header says so
+ * (JFORMAT_SEG_ORDERED) and is written and synced before any record of the segment is, without
+ * the lock (the event loop must not wait for a disk). A power loss thus leaves either the old
+ * header (nothing of the new use was written) or the new one with whatever part of its records
+ * made it, never records of a generation without their header. -ENOSPC: the next segment still
+ * holds records after the truncation point.
+ */
+int segment_start(struct journal *j)
 {
 	unsigned next = (j->cur + 1) % j->cfg.segments;
+	struct segment *s = &j->segs[next];
+	struct jformat_seg_hdr h;
+	struct jio_req req;
+	int r;
 
 	if (!segment_reusable(j, next))
-		return false;
+		return -ENOSPC;
 	j->segs[j->cur].end_lsn = j->next_lsn;
 	j->cur = next;
-	j->segs[next].generation = ++j->max_gen;
-	j->segs[next].first_lsn = j->next_lsn;
-	j->segs[next].end_lsn = j->next_lsn;
+	s->generation = ++j->max_gen;
+	s->first_lsn = s->end_lsn = j->next_lsn;
 	j->cur_off = JFORMAT_BLOCK;
-	j->cur_fresh = true;
-	return true;
+	jformat_seg_hdr_init(&h, j->cfg.name, s->generation, s->first_lsn, j->cfg.segment_size, realtime_ns(),
+			     JFORMAT_SEG_ORDERED);
+	memset(j->hdr_block, 0, JFORMAT_BLOCK);
+	memcpy(j->hdr_block, &h, sizeof(h));
+	req = (struct jio_req){ .fd = s->fd, .niov = 1, .iov = { { j->hdr_block, JFORMAT_BLOCK, 0 } } };
+	pthread_mutex_unlock(&j->lock);
+	r = jio_run(j->io, &req);
+	pthread_mutex_lock(&j->lock);
+	return r;
 }
 
 /* Create a segment file of zeros: reused later by overwriting, so fdatasync never needs metadata. */
@@ -363,6 +383,24 @@ unsigned segments_in_order(const struct journal *j, unsigned *order)
 }
 
 /*
+ * A hole before segment h: could it hold an acknowledged record? Records are acknowledged in
+ * LSN order, each only once its batch and every earlier one was synced. A segment opened by
+ * this version (JFORMAT_SEG_ORDERED) was opened only once every record before it was durable:
+ * a hole before it lost synced records, and the journal is refused. An older version wrote a
+ * segment's header and first batch while the last batch of the segment before could still be
+ * in flight (at most two batches were): a power loss could leave the new segment's first batch
+ * on the disk and not that last batch. Neither was acknowledged, so the tail is cut, if the
+ * state is that one: the segment is the last, the walk of the one before stopped short of its
+ * end, the missing LSNs come after it, and the segment holds no more than one batch.
+ */
+static bool unacknowledged_split(const struct journal *j, const struct jformat_seg_hdr *h,
+				 const struct jformat_scan *scan, const struct jformat_scan *prev, bool last)
+{
+	return !(h->flags & JFORMAT_SEG_ORDERED) && last && prev->stop_err && h->first_lsn > prev->next_lsn &&
+	       scan->end - JFORMAT_BLOCK <= j->cfg.max_batch_bytes + JFORMAT_BLOCK;
+}
+
+/*
  * Find where the journal ends: order the used segments by generation, walk their records and
  * require each segment to start where the previous one ended. The first record that does not
  * check out ends the journal; unless a clean stop ended it there, the rest of that segment is
@@ -375,7 +413,9 @@ int journal_recover(struct journal *j)
 	uint64_t expected = 0, records = 0;
 	const char *cut_reason = NULL;
 	uint64_t cut_off = 0, clean_off = 0, clean_lsn = 0;
-	unsigned clean_seg = 0;
+	unsigned clean_seg = 0, last = 0;
+	struct jformat_scan last_scan = { 0 };
+	char split[160] = "";
 	bool clean, zero_tail = false;
 	int r;
 
@@ -425,38 +465,53 @@ int journal_recover(struct journal *j)
 			return log_error_errno(errno, "Journal '%s': cannot map segment %u to read it: %m", j->cfg.name,
 					       order[k]);
 		memcpy(&h, map, sizeof(h));
-		if (k > 0 && h.first_lsn != expected) {
-			munmap(map, j->cfg.segment_size);
-			snprintf(j->st.recovery, sizeof(j->st.recovery),
-				 "records %" PRIu64 "..%" PRIu64 " are missing before segment %u", expected,
-				 h.first_lsn - 1, order[k]);
-			log_error("Journal '%s': %s; refusing to append to a journal with a hole", j->cfg.name,
-				  j->st.recovery);
-			return -EUCLEAN;
-		}
 		jformat_scan_segment(map, j->cfg.segment_size, &h, NULL, NULL, &scan);
 		munmap(map, j->cfg.segment_size);
+		if (k > 0 && h.first_lsn != expected) {
+			if (!unacknowledged_split(j, &h, &scan, &last_scan, k == n - 1)) {
+				snprintf(j->st.recovery, sizeof(j->st.recovery),
+					 "records %" PRIu64 "..%" PRIu64 " are missing before segment %u", expected,
+					 h.first_lsn - 1, order[k]);
+				log_error("Journal '%s': %s; refusing to append to a journal with a hole", j->cfg.name,
+					  j->st.recovery);
+				return -EUCLEAN;
+			}
+			/* never acknowledged, all of it: zeroed, so that no later recovery finds it */
+			r = segment_zero_tail(j, order[k], 0);
+			if (r < 0)
+				return log_error_errno(r, "Journal '%s': cannot zero segment %u: %m", j->cfg.name,
+						       order[k]);
+			snprintf(split, sizeof(split),
+				 "; cut an unacknowledged tail split across a segment switch: records %" PRIu64
+				 "..%" PRIu64 " never reached the disk, the %" PRIu64 " after them in segment %u dropped",
+				 expected, h.first_lsn - 1, scan.records, order[k]);
+			*s = (struct segment){ .fd = s->fd, .ro_fd = s->ro_fd };
+			n--;
+			break;
+		}
 		s->end_lsn = scan.next_lsn;
 		expected = scan.next_lsn;
 		records += scan.records;
-		if (k == n - 1) {
-			/* after a clean stop, only zeros or records of an earlier use of the file follow */
-			bool clean_end = clean && clean_seg == order[k] && clean_off == scan.end &&
-					 clean_lsn == scan.next_lsn;
+		last = order[k];
+		last_scan = scan;
+	}
+	{
+		/* after a clean stop, only zeros or records of an earlier use of the file follow */
+		bool clean_end = clean && clean_seg == last && clean_off == last_scan.end &&
+				 clean_lsn == last_scan.next_lsn;
 
-			j->cur = order[k];
-			j->cur_off = scan.end;
-			/*
-			 * After a crash, whatever stopped the walk (zeros, a record of an earlier use, a
-			 * torn one), a later batch may have reached the disk while an earlier one did not:
-			 * its records lie further on, never acknowledged, and would be taken for a later
-			 * life's own once that life's records line up with them. Zero them all.
-			 */
-			zero_tail = scan.stop_err && !clean_end;
-			if (scan.stop_err == -EINVAL && !clean_end)
-				cut_reason = scan.stop_reason;
-			cut_off = scan.end;
-		}
+		j->cur = last;
+		j->cur_off = last_scan.end;
+		/*
+		 * After a crash, whatever stopped the walk (zeros, a record of an earlier use, a torn
+		 * one), a later batch may have reached the disk while an earlier one did not: its
+		 * records lie further on, never acknowledged, and would be taken for a later life's
+		 * own once that life's records line up with them. Zero them all.
+		 */
+		zero_tail = last_scan.stop_err && !clean_end;
+		if (last_scan.stop_err == -EINVAL && !clean_end)
+			cut_reason = last_scan.stop_reason;
+		cut_off = last_scan.end;
 	}
 	j->next_lsn = expected;
 	if (zero_tail) {
@@ -474,8 +529,8 @@ int journal_recover(struct journal *j)
 	snprintf(j->st.recovery, sizeof(j->st.recovery),
 		 "%" PRIu64 " records (LSN %" PRIu64 "..%" PRIu64 ") in %u segments%s%s%s", records,
 		 j->segs[order[0]].first_lsn, j->next_lsn - 1, n, cut_reason ? "; cut a torn tail: " : "; clean end",
-		 cut_reason ? cut_reason : "", "");
-	if (cut_reason)
+		 cut_reason ? cut_reason : "", split);
+	if (cut_reason || split[0])
 		log_warning("Journal '%s': recovered %s at segment %u offset %" PRIu64, j->cfg.name, j->st.recovery,
 			    j->cur, cut_off);
 done:
