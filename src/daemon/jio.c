@@ -11,6 +11,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,9 @@
 
 struct jio_gen {
 	struct jio io; /* first: a struct jio * is a struct jio_gen * */
+	/* "stall:N:PATH": the Nth fdatasync from now waits on the FIFO at PATH (jio_datasync) */
+	uint64_t stall_at, datasyncs;
+	char stall_path[128];
 	struct jio_fifo done; /* failed here, never seen by the backend */
 	struct jio_req *fail_sync[JIO_DEPTH]; /* in the backend; -EIO when they come back */
 };
@@ -90,8 +95,31 @@ void jio_signal(struct jio *io)
 	while (n < 0 && errno == EINTR);
 }
 
-int jio_datasync(int fd)
+/*
+ * An armed stall: meet the test at the FIFO (our open for writing returns once it has the
+ * other end open), say so with a byte, and wait until it closes its end (POLLERR).
+ */
+static void stall(const char *path)
 {
+	struct pollfd p = { .events = 0 };
+
+	p.fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (p.fd < 0)
+		return;
+	if (write(p.fd, "s", 1) == 1)
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+	close(p.fd);
+}
+
+int jio_datasync(struct jio *io, int fd)
+{
+	struct jio_gen *g = gen_of(io);
+
+	if (g->stall_at && ++g->datasyncs == g->stall_at) {
+		g->stall_at = 0;
+		stall(g->stall_path);
+	}
 	while (fdatasync(fd) < 0)
 		if (errno != EINTR)
 			return -errno;
@@ -265,7 +293,7 @@ int jio_run(struct jio *io, struct jio_req *req)
 	}
 	fail_sync = io->fail_sync_at && io->fail_sync_at == io->syncs + 1;
 	tap(io, JIO_TAP_SUBMIT, req, 0);
-	req->res = jio_sync_run(req);
+	req->res = jio_sync_run(io, req);
 	io->writes += req->niov;
 	io->syncs++;
 	if (fail_sync) {
@@ -317,6 +345,21 @@ int jio_set_fault(struct jio *io, const char *spec)
 
 	if (!spec)
 		return -EINVAL;
+	if (!strncmp(spec, "stall:", 6)) {
+		struct jio_gen *g = gen_of(io);
+		const char *path = strchr(spec + 6, ':');
+		char *end;
+
+		errno = 0;
+		n = strtoull(spec + 6, &end, 10);
+		if (!path || end != path || n == 0 || errno || spec[6] < '1' || spec[6] > '9' || !path[1] ||
+		    strlen(path + 1) >= sizeof(g->stall_path))
+			return -EINVAL;
+		snprintf(g->stall_path, sizeof(g->stall_path), "%s", path + 1);
+		g->datasyncs = 0;
+		g->stall_at = n;
+		return 0;
+	}
 	if (!strncmp(spec, "write:", 6)) {
 		p = spec + 6;
 		at = &io->fail_write_at;

@@ -108,7 +108,10 @@ struct jio_req *jio_reap(struct jio *io);
 
 /*
  * Arm fault injection from a spec "write:N" or "sync:N" (the Nth from now fails with EIO), as
- * HUGEPOOLD_FAULT_INJECT gives it to the daemon for tests. -EINVAL on a bad spec.
+ * HUGEPOOLD_FAULT_INJECT gives it to the daemon for tests. "stall:N:PATH" holds the Nth
+ * fdatasync that the sync or libaio backend makes from now (io_uring's run in the kernel) until
+ * a test lets it go: it opens the FIFO at PATH for writing (meeting the test's reader), writes
+ * one byte, and waits until the reader closes. -EINVAL on a bad spec.
  */
 int jio_set_fault(struct jio *io, const char *spec);
 

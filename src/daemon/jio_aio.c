@@ -98,7 +98,7 @@ static int aio_submit(struct jio *io, struct jio_req *req)
  * Sync the oldest requests whose writes are all in, in submission order: one fdatasync for each
  * run of them on the same file. A request whose writes failed is not synced (its error stands).
  */
-static void sync_in_order(struct aio *a)
+static void sync_in_order(struct jio *io, struct aio *a)
 {
 	unsigned k = 0;
 
@@ -110,7 +110,7 @@ static void sync_in_order(struct aio *a)
 		for (; end < a->norder && !a->order[end]->pending && a->order[end]->req->fd == fd; end++)
 			any |= jio_first_error(a->order[end]->res, a->order[end]->req->niov) == 0;
 		if (any)
-			r = jio_datasync(fd);
+			r = jio_datasync(io, fd);
 		for (; k < end; k++) {
 			struct slot *s = a->order[k];
 
@@ -146,7 +146,7 @@ static struct jio_req *aio_reap(struct jio *io)
 			s->res[k] = -EIO;
 		s->pending--;
 	}
-	sync_in_order(a);
+	sync_in_order(io, a);
 	return jio_fifo_pop(&a->done);
 }
 

@@ -23,9 +23,11 @@
  *     record runs out.
  * At most JOURNAL_INFLIGHT batches are written at once: one syncs while the next fills.
  *
- * It holds the journal's lock except while it sleeps, writes a lone writer's batch inline,
- * saves the truncation point, or yields while it looks for a lone writer's next append (what
- * the lock guards: journal_internal.h). A failed write or sync makes the journal read-only
+ * It holds the journal's lock except while it sleeps, submits or reaps I/O (a backend may write
+ * and sync inside either), writes a lone writer's batch or a segment's header inline, saves
+ * the truncation point, or yields while it looks for a lone writer's next append (what the
+ * lock guards: journal_internal.h): the event loop takes that lock for status, opens and
+ * closes, and must never wait for a disk. A failed write or sync makes the journal read-only
  * (journal_fail).
  */
 #define _GNU_SOURCE
@@ -250,7 +252,11 @@ static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 		pthread_mutex_lock(&j->lock);
 		batch_completed(j, b, r, now_ns());
 	} else {
+		/* without the lock too: the sync backend writes and syncs inside submit, and libaio's
+		 * buffered writes happen inside io_submit */
+		pthread_mutex_unlock(&j->lock);
 		r = jio_submit(j->io, &b->req);
+		pthread_mutex_lock(&j->lock);
 		if (r < 0)
 			return r;
 	}
@@ -306,12 +312,18 @@ static void journal_fail(struct journal *j, int err, const char *what)
 /* Collect completions and publish the completed prefix, in submission order. */
 static void reap_and_publish(struct journal *j, uint64_t now)
 {
-	struct jio_req *req;
+	struct jio_req *req, *done[JIO_DEPTH];
 	struct journal_writer *w;
 	bool published = false;
+	unsigned n = 0;
 
-	while ((req = jio_reap(j->io)))
-		batch_completed(j, req->data, req->res, now);
+	/* without the lock: libaio syncs inside reap */
+	pthread_mutex_unlock(&j->lock);
+	while (n < JIO_DEPTH && (req = jio_reap(j->io)))
+		done[n++] = req;
+	pthread_mutex_lock(&j->lock);
+	for (unsigned i = 0; i < n; i++)
+		batch_completed(j, done[i]->data, done[i]->res, now);
 	while (j->norder && j->batches[j->order[0]].done) {
 		struct batch *b = &j->batches[j->order[0]];
 

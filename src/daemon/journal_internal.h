@@ -12,7 +12,8 @@
  *                       the NAME.clean and NAME.retain marker files.
  *
  * Locking: `lock` guards the writer list, state, counters and retain_lsn; the flusher holds it
- * while it gathers and publishes, and drops it while it sleeps. Segment bookkeeping, batches
+ * while it gathers and publishes, and drops it while it sleeps and around every call into jio
+ * (no I/O and no sync under a lock the event loop takes). Segment bookkeeping, batches
  * and the LSN counter belong to the flusher alone (journal_read_segments reads them under the
  * lock, which the flusher holds whenever it changes them).
  */
