@@ -55,6 +55,7 @@
 #include "hugepool.h"
 #include "jformat.h"
 #include "jring.h"
+#include "pattern.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -300,33 +301,6 @@ static struct hp_status *wait_state(hp_conn *c, int state)
 }
 
 /* --- record contents ---------------------------------------------------------------------- */
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-/* The content of a record: len bytes determined by seed (the seed itself first, if room). */
-static void pattern(void *buf, size_t len, uint64_t seed)
-{
-	uint8_t *p = buf;
-	uint64_t s = mix(seed ^ 0x9e3779b97f4a7c15ull);
-	size_t i = 0;
-
-	if (len >= 8) {
-		memcpy(p, &seed, 8);
-		i = 8;
-	}
-	for (; i < len; i += 8) {
-		s = mix(s + i);
-		memcpy(p + i, &s, MIN(len - i, (size_t)8));
-	}
-}
 
 static bool pattern_ok(const void *data, size_t len, uint64_t seed)
 {

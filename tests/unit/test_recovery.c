@@ -43,6 +43,7 @@
 #include "jring.h"
 #include "log.h"
 #include "util.h"
+#include "../integration/pattern.h"
 
 #define SEG_SIZE (1u << 20)
 #define NSEGS 4u
@@ -180,28 +181,6 @@ static void twriter_close(struct twriter *t)
 	munmap(t->c.hdr, JRING_HDR_SIZE + t->ring_size);
 	munmap(t->c.wake, JRING_WAKE_SIZE);
 	close(t->c.doorbell);
-}
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-/* The content of a record: len bytes determined by seed. */
-static void pattern(void *buf, size_t len, uint64_t seed)
-{
-	uint8_t *p = buf;
-	uint64_t s = mix(seed ^ 0x9e3779b97f4a7c15ull);
-
-	for (size_t i = 0; i < len; i += 8) {
-		s = mix(s + i);
-		memcpy(p + i, &s, MIN(len - i, (size_t)8));
-	}
 }
 
 /* Append one record of seed's content, wait until it is durable; returns its LSN, or 0 with
