@@ -12,7 +12,10 @@
  *              step would pick; the classic TimedBuffer);
  *   device     the disk's own limits: fdatasync rate of single small overwrites, and sequential
  *              write bandwidth with one sync per MiB.
- * Prints appends/s, MB/s, p50 and p99 latency for each, and the ratios. Never asserts.
+ * Prints appends/s, MB/s, p50 and p99 latency for each, and the ratios. Then the event loop
+ * under that load: hp_status round trips while 32 writers append, for the libaio and sync
+ * backends beside io_uring's (measured in the same run), p99 ratio and max difference; set
+ * $HP_BENCH_NO_STATUS to leave it out. Never asserts.
  * $HP_BENCH_WRITERS and $HP_BENCH_SIZES (comma lists) pick cells; $HP_BENCH_CELL_SECONDS their
  * length (default 0.6).
  */
@@ -212,6 +215,89 @@ static void *ours_main(void *arg)
 	hp_journal_close(j);
 	hp_disconnect(c);
 	return NULL;
+}
+
+/* --- the event loop under load: hp_status while 32 writers append ----------------------------- */
+
+struct status_lat {
+	struct hist h;
+	uint64_t max;
+};
+
+/* hp_status round trips on a connection of its own while n writers append, on backend. */
+static int status_under_load(const char *backend, unsigned n, struct status_lat *ret)
+{
+	struct daemon d;
+	char journal[512];
+	struct worker *w = calloc(n, sizeof(*w));
+	hp_conn *c = NULL;
+	uint64_t stop;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	snprintf(journal, sizeof(journal),
+		 "[journal bench]\ndirectory = %s/status-%s\nsegment_size = 64M\nsegments = 4\n"
+		 "when_full = recycle\nring_size = 256K\nbackend = %s\n",
+		 workdir, backend, backend);
+	r = harness_start(&d, "max_connections_per_uid = 0\nhugepages = off\n", journal);
+	if (r < 0) {
+		free(w);
+		return r;
+	}
+	r = hp_connect(d.socket, &c);
+	pthread_barrier_init(&start_line, NULL, n + 1);
+	for (unsigned i = 0; i < n; i++) {
+		w[i] = (struct worker){ .size = 100, .socket = d.socket };
+		pthread_create(&w[i].t, NULL, ours_main, &w[i]);
+	}
+	pthread_barrier_wait(&start_line);
+	stop = bench_now_ns() + (uint64_t)(cell_seconds * 1e9);
+	while (r == 0 && bench_now_ns() < stop) {
+		struct hp_status *st;
+		uint64_t t0 = bench_now_ns(), dt;
+
+		r = hp_status(c, &st);
+		dt = bench_now_ns() - t0;
+		if (r == 0)
+			hp_status_free(st);
+		hist_add(&ret->h, dt);
+		ret->max = dt > ret->max ? dt : ret->max;
+		usleep(1000);
+	}
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(w[i].t, NULL);
+	pthread_barrier_destroy(&start_line);
+	hp_disconnect(c);
+	harness_stop(&d);
+	free(w);
+	return r;
+}
+
+/* Each backend's hp_status latency beside io_uring's (the backend that never syncs on the
+ * flusher's thread), measured in this run: the event loop must not wait for a disk. */
+static void status_latency(void)
+{
+	static const char *const backends[] = { "io_uring", "libaio", "sync" };
+	struct status_lat lat[3];
+	int err[3];
+
+	printf("\nhp_status round trip while 32 writers append 100 B (%.1f s each), beside io_uring's in this run:\n",
+	       cell_seconds);
+	for (unsigned b = 0; b < 3; b++)
+		err[b] = status_under_load(backends[b], 32, &lat[b]);
+	for (unsigned b = 0; b < 3; b++) {
+		if (err[b]) {
+			printf("  %-8s: %s\n", backends[b], strerror(-err[b]));
+			continue;
+		}
+		printf("  %-8s p50 %6.2f ms p99 %6.2f ms max %6.2f ms | io_uring p99 %6.2f ms max %6.2f ms | "
+		       "p99 ratio %5.2fx, max %+.2f ms\n",
+		       backends[b], hist_quantile(&lat[b].h, 0.5) / 1e6, hist_quantile(&lat[b].h, 0.99) / 1e6,
+		       lat[b].max / 1e6, hist_quantile(&lat[0].h, 0.99) / 1e6, lat[0].max / 1e6,
+		       hist_quantile(&lat[0].h, 0.99) ? (double)hist_quantile(&lat[b].h, 0.99) / (double)hist_quantile(&lat[0].h, 0.99) : 0,
+		       ((double)lat[b].max - (double)lat[0].max) / 1e6);
+	}
+	fflush(stdout);
 }
 
 /* $name, a comma-separated list of numbers, contains v (or is unset). */
@@ -416,6 +502,8 @@ int main(void)
 		}
 	}
 	harness_stop(&d);
+	if (!getenv("HP_BENCH_NO_STATUS"))
+		status_latency();
 	close(fd_append);
 	close(fd_timer);
 	{

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # check-all.sh - everything `make check-all` runs, with one closing line for all of it:
-# the suite (tests/run-tests.sh) with the normal build, under ASan+UBSan and under TSan; a clang
+# the suite (tests/run-tests.sh) with the normal build (there with every crash point of the
+# journal's crash-point harness, HP_CRASH_POINTS=all), under ASan+UBSan and under TSan; a clang
 # build with -Werror (tests compiled, not run again); a gcc -Werror build; the install test.
 # Each stage prints its own "N passed, N failed" line; the last line adds them up.
 set -u
@@ -35,7 +36,7 @@ stage() {
 	[ "$rc" -eq 0 ] || stages_failed+=("$name")
 }
 
-stage "suite" $make check
+stage "suite" env HP_CRASH_POINTS=all $make check
 stage "suite under ASan+UBSan" $make check SANITIZE=address,undefined
 stage "suite under TSan" $make check SANITIZE=thread
 stage "clang -Werror build" $make BUILD=build-clang CC=clang WERROR=-Werror all tests

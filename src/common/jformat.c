@@ -15,7 +15,7 @@ static uint32_t seg_hdr_crc(const struct jformat_seg_hdr *h)
 }
 
 void jformat_seg_hdr_init(struct jformat_seg_hdr *h, const char *journal, uint64_t generation,
-			  uint64_t first_lsn, uint64_t segment_size, uint64_t created_ns)
+			  uint64_t first_lsn, uint64_t segment_size, uint64_t created_ns, uint32_t flags)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = JFORMAT_SEG_MAGIC;
@@ -24,6 +24,7 @@ void jformat_seg_hdr_init(struct jformat_seg_hdr *h, const char *journal, uint64
 	h->first_lsn = first_lsn;
 	h->segment_size = segment_size;
 	h->created_ns = created_ns;
+	h->flags = flags;
 	strncpy(h->journal, journal, sizeof(h->journal) - 1);
 	h->crc = seg_hdr_crc(h);
 }

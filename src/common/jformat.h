@@ -29,6 +29,13 @@
 #define JFORMAT_REC_HDR 24u
 #define JFORMAT_RECORD_MAX (1u << 20) /* payload bytes of one record */
 #define JFORMAT_NAME_MAX 32
+/*
+ * flags of a segment header: the segment was opened only once every record before first_lsn
+ * was durable (its header was synced before any of its records was written). Without it (a
+ * header of an older hugepoold), the segment's first batch may have been written while the
+ * last batch of the segment before was still in flight.
+ */
+#define JFORMAT_SEG_ORDERED 1u
 
 enum jformat_type {
 	JREC_DATA = 1,
@@ -43,7 +50,7 @@ struct jformat_seg_hdr {
 	uint64_t segment_size; /* bytes of the file, header included */
 	uint64_t created_ns; /* CLOCK_REALTIME */
 	char journal[JFORMAT_NAME_MAX];
-	uint32_t reserved;
+	uint32_t flags; /* JFORMAT_SEG_*; 0 in headers of older versions */
 	uint32_t crc; /* over everything above */
 };
 
@@ -64,7 +71,7 @@ static inline uint64_t jformat_rec_size(uint64_t len)
 }
 
 void jformat_seg_hdr_init(struct jformat_seg_hdr *h, const char *journal, uint64_t generation,
-			  uint64_t first_lsn, uint64_t segment_size, uint64_t created_ns);
+			  uint64_t first_lsn, uint64_t segment_size, uint64_t created_ns, uint32_t flags);
 /* 0 when the header is intact and of this journal; -EINVAL (with a reason) otherwise. */
 int jformat_seg_hdr_check(const struct jformat_seg_hdr *h, const char *journal, const char **ret_reason);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * jio.c - the generic layer of jio.h: choosing a backend, the depth limit, fault injection.
+ * jio.c - the generic layer of jio.h: choosing a backend, the depth limit, fault injection,
+ * and the tap the crash-point tests record a journal's writes with.
  *
  * jio_open allocates a struct jio_gen around the public struct jio; the backend keeps its own
  * state in io->priv. Completions made here (a request failed by an injected write fault) wait
@@ -10,6 +11,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +28,33 @@
 
 struct jio_gen {
 	struct jio io; /* first: a struct jio * is a struct jio_gen * */
+	/* "stall:N:PATH": the Nth fdatasync from now waits on the FIFO at PATH (jio_datasync) */
+	uint64_t stall_at, datasyncs;
+	char stall_path[128];
 	struct jio_fifo done; /* failed here, never seen by the backend */
 	struct jio_req *fail_sync[JIO_DEPTH]; /* in the backend; -EIO when they come back */
 };
+
+/* set by a test before it opens its journals; jio_open copies it */
+static jio_tap_fn tap_fn;
+static void *tap_arg;
+
+void jio_set_tap(jio_tap_fn fn, void *arg)
+{
+	tap_fn = fn;
+	tap_arg = arg;
+}
+
+static void tap(struct jio *io, enum jio_tap_event ev, const struct jio_req *req, uint64_t lsn)
+{
+	if (io->tap)
+		io->tap(io->tap_arg, ev, req, lsn);
+}
+
+void jio_acked(struct jio *io, uint64_t lsn)
+{
+	tap(io, JIO_TAP_ACKED, NULL, lsn);
+}
 
 static struct jio_gen *gen_of(struct jio *io)
 {
@@ -66,6 +93,37 @@ void jio_signal(struct jio *io)
 	do
 		n = write(io->efd, &one, sizeof(one));
 	while (n < 0 && errno == EINTR);
+}
+
+/*
+ * An armed stall: meet the test at the FIFO (our open for writing returns once it has the
+ * other end open), say so with a byte, and wait until it closes its end (POLLERR).
+ */
+static void stall(const char *path)
+{
+	struct pollfd p = { .events = 0 };
+
+	p.fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (p.fd < 0)
+		return;
+	if (write(p.fd, "s", 1) == 1)
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+	close(p.fd);
+}
+
+int jio_datasync(struct jio *io, int fd)
+{
+	struct jio_gen *g = gen_of(io);
+
+	if (g->stall_at && ++g->datasyncs == g->stall_at) {
+		g->stall_at = 0;
+		stall(g->stall_path);
+	}
+	while (fdatasync(fd) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
 }
 
 static void drain(int efd)
@@ -140,6 +198,8 @@ int jio_open(enum jio_kind kind, bool direct, struct jio **ret, char *ret_note, 
 	if (!g)
 		return -ENOMEM;
 	g->io.direct = direct;
+	g->io.tap = tap_fn;
+	g->io.tap_arg = tap_arg;
 	g->io.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (g->io.efd < 0)
 		return -errno;
@@ -204,6 +264,7 @@ int jio_submit(struct jio *io, struct jio_req *req)
 	r = io->ops->submit(io, req);
 	if (r < 0)
 		return r; /* not taken: nothing counted */
+	tap(io, JIO_TAP_SUBMIT, req, 0);
 	io->writes += req->niov;
 	io->syncs++;
 	if (fail_sync) {
@@ -231,7 +292,8 @@ int jio_run(struct jio *io, struct jio_req *req)
 		return req->res = -EIO;
 	}
 	fail_sync = io->fail_sync_at && io->fail_sync_at == io->syncs + 1;
-	req->res = jio_sync_run(req);
+	tap(io, JIO_TAP_SUBMIT, req, 0);
+	req->res = jio_sync_run(io, req);
 	io->writes += req->niov;
 	io->syncs++;
 	if (fail_sync) {
@@ -239,6 +301,7 @@ int jio_run(struct jio *io, struct jio_req *req)
 		if (req->res == 0)
 			req->res = -EIO;
 	}
+	tap(io, JIO_TAP_COMPLETE, req, 0);
 	return req->res;
 }
 
@@ -271,6 +334,7 @@ struct jio_req *jio_reap(struct jio *io)
 				req->res = -EIO;
 			break;
 		}
+	tap(io, JIO_TAP_COMPLETE, req, 0);
 	return req;
 }
 
@@ -281,6 +345,21 @@ int jio_set_fault(struct jio *io, const char *spec)
 
 	if (!spec)
 		return -EINVAL;
+	if (!strncmp(spec, "stall:", 6)) {
+		struct jio_gen *g = gen_of(io);
+		const char *path = strchr(spec + 6, ':');
+		char *end;
+
+		errno = 0;
+		n = strtoull(spec + 6, &end, 10);
+		if (!path || end != path || n == 0 || errno || spec[6] < '1' || spec[6] > '9' || !path[1] ||
+		    strlen(path + 1) >= sizeof(g->stall_path))
+			return -EINVAL;
+		snprintf(g->stall_path, sizeof(g->stall_path), "%s", path + 1);
+		g->datasyncs = 0;
+		g->stall_at = n;
+		return 0;
+	}
 	if (!strncmp(spec, "write:", 6)) {
 		p = spec + 6;
 		at = &io->fail_write_at;

@@ -8,7 +8,14 @@
  * flusher can sleep in poll() on that and its doorbell together. A request completes exactly
  * once, with res = 0 when every write was complete and the sync that followed them succeeded,
  * or a negative errno: the first failure, never a partial success (a short write is -EIO).
- * The sync of a request covers its own writes and every write completed before it.
+ *
+ * Order: the sync of a request starts only once the writes of every earlier request are done,
+ * so on the same file it covers them too, whatever order the device finishes writes in; the
+ * request completes after it. Requests may still complete out of order (an earlier request's
+ * sync can take longer), and a sync covers nothing of another file: a caller that needs one
+ * request durable before another is written (a journal opening its next segment) waits for
+ * the first to complete before it submits the second. Until a request completes, any part of
+ * its writes may or may not be on the disk after a power loss.
  *
  * Backends: io_uring (writes linked to an fdatasync), libaio (io_submit, then fdatasync on the
  * submitting thread), sync (pwrite + fdatasync inside submit). jio_open with JIO_AUTO tries them
@@ -45,6 +52,14 @@ struct jio_req {
 
 struct jio;
 
+/* What a tap hears (see jio_set_tap). */
+enum jio_tap_event {
+	JIO_TAP_SUBMIT, /* req taken: its buffers hold what it writes */
+	JIO_TAP_COMPLETE, /* req finished, req->res set */
+	JIO_TAP_ACKED, /* the caller acknowledged everything up to lsn */
+};
+typedef void (*jio_tap_fn)(void *arg, enum jio_tap_event ev, const struct jio_req *req, uint64_t lsn);
+
 struct jio_ops {
 	const char *name;
 	int (*submit)(struct jio *io, struct jio_req *req);
@@ -60,6 +75,8 @@ struct jio {
 	bool direct; /* the files are opened O_DIRECT: buffers, lengths, offsets are aligned */
 	/* fault injection (0 = off): fail the Nth write / sync from now with EIO */
 	uint64_t fail_write_at, fail_sync_at, writes, syncs;
+	jio_tap_fn tap; /* NULL: none */
+	void *tap_arg;
 	void *priv; /* the backend's */
 };
 
@@ -91,9 +108,23 @@ struct jio_req *jio_reap(struct jio *io);
 
 /*
  * Arm fault injection from a spec "write:N" or "sync:N" (the Nth from now fails with EIO), as
- * HUGEPOOLD_FAULT_INJECT gives it to the daemon for tests. -EINVAL on a bad spec.
+ * HUGEPOOLD_FAULT_INJECT gives it to the daemon for tests. "stall:N:PATH" holds the Nth
+ * fdatasync that the sync or libaio backend makes from now (io_uring's run in the kernel) until
+ * a test lets it go: it opens the FIFO at PATH for writing (meeting the test's reader), writes
+ * one byte, and waits until the reader closes. -EINVAL on a bad spec.
  */
 int jio_set_fault(struct jio *io, const char *spec);
+
+/*
+ * A tap, for the crash-point tests (tests/unit/test_recovery.c): every jio opened while one is
+ * set reports to fn, on the thread that uses it, each request it takes, each one it completes
+ * and each jio_acked, in that thread's order. The process-wide setting is read by jio_open
+ * only; NULL (the default) opens jios without one.
+ */
+void jio_set_tap(jio_tap_fn fn, void *arg);
+/* The caller acknowledged everything up to lsn (a journal: what it published as durable);
+ * only a tap hears it. */
+void jio_acked(struct jio *io, uint64_t lsn);
 
 const char *jio_kind_name(enum jio_kind k);
 /* The kind a configuration value names ("auto", "io_uring", "libaio", "sync"); -EINVAL if none. */

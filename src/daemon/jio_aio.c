@@ -3,12 +3,15 @@
  * jio_aio.c - the libaio backend of jio.h: io_submit for the writes, fdatasync in reap.
  *
  * A request takes a slot of JIO_MAX_IOV iocbs, one pwrite per buffer, each signalling io->efd
- * when it completes. reap collects events with a zero timeout; once every write of a request
- * is in and all moved their whole buffer, it calls fdatasync(fd) on the calling (flusher)
- * thread: IOCB_CMD_FDSYNC is EINVAL on ext4 and xfs, so it is not used. A short write is -EIO;
- * an iocb io_submit refuses (EBADF, EINVAL for a misaligned O_DIRECT buffer...) completes its
- * request with that error through the same efd. The first failing write, in buffer order, is
- * the one reported. Used by one thread at a time; nothing here locks.
+ * when it completes. reap collects events with a zero timeout and then syncs in submission
+ * order: the oldest requests whose writes are all in are made durable with one fdatasync(fd)
+ * per run of requests on the same file, on the calling (flusher) thread (IOCB_CMD_FDSYNC is
+ * EINVAL on ext4 and xfs, so it is not used). A request whose writes finished before an
+ * earlier one's waits for it, so its sync also covers every earlier request's writes (jio.h):
+ * O_DIRECT writes finish in any order. A short write is -EIO; an iocb io_submit refuses
+ * (EBADF, EINVAL for a misaligned O_DIRECT buffer...) completes its request with that error
+ * through the same efd. The first failing write, in buffer order, is the one reported. Used by
+ * one thread at a time; nothing here locks.
  *
  * Without O_DIRECT the kernel performs a buffered write inside io_submit, so this backend is
  * then as synchronous as the sync one (and gains nothing over it); with O_DIRECT the writes
@@ -16,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +41,10 @@ struct slot {
 struct aio {
 	io_context_t ctx;
 	struct slot slots[JIO_DEPTH];
-	struct jio_fifo done; /* writes finished, not synced yet */
+	struct slot *order[JIO_DEPTH]; /* submitted, not synced yet: oldest first */
+	unsigned norder;
+	struct jio_fifo done; /* synced (or failed), to be handed back */
 };
-
-static void slot_done(struct aio *a, struct slot *s)
-{
-	s->req->res = jio_first_error(s->res, s->req->niov);
-	jio_fifo_push(&a->done, s->req);
-	s->req = NULL;
-}
 
 static int aio_submit(struct jio *io, struct jio_req *req)
 {
@@ -72,6 +71,7 @@ static int aio_submit(struct jio *io, struct jio_req *req)
 	s->req = req;
 	s->pending = n;
 	memset(s->res, 0, sizeof(s->res));
+	a->order[a->norder++] = s;
 
 	while (started < n) {
 		/* libaio returns how many iocbs the kernel took, or -errno for the first one */
@@ -85,10 +85,8 @@ static int aio_submit(struct jio *io, struct jio_req *req)
 			for (unsigned i = started + 1; i < n; i++)
 				s->res[i] = -ECANCELED;
 			s->pending -= n - started;
-			if (!s->pending) {
-				slot_done(a, s);
-				jio_signal(io);
-			}
+			if (!s->pending)
+				jio_signal(io); /* reap finds it finished */
 			break;
 		}
 		started += (unsigned)r;
@@ -96,12 +94,35 @@ static int aio_submit(struct jio *io, struct jio_req *req)
 	return 0;
 }
 
-static int datasync(int fd)
+/*
+ * Sync the oldest requests whose writes are all in, in submission order: one fdatasync for each
+ * run of them on the same file. A request whose writes failed is not synced (its error stands).
+ */
+static void sync_in_order(struct jio *io, struct aio *a)
 {
-	while (fdatasync(fd) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return 0;
+	unsigned k = 0;
+
+	while (k < a->norder && !a->order[k]->pending) {
+		int fd = a->order[k]->req->fd, r = 0;
+		unsigned end = k;
+		bool any = false;
+
+		for (; end < a->norder && !a->order[end]->pending && a->order[end]->req->fd == fd; end++)
+			any |= jio_first_error(a->order[end]->res, a->order[end]->req->niov) == 0;
+		if (any)
+			r = jio_datasync(io, fd);
+		for (; k < end; k++) {
+			struct slot *s = a->order[k];
+
+			s->req->res = jio_first_error(s->res, s->req->niov);
+			if (s->req->res == 0)
+				s->req->res = r;
+			jio_fifo_push(&a->done, s->req);
+			s->req = NULL;
+		}
+	}
+	a->norder -= k;
+	memmove(a->order, a->order + k, a->norder * sizeof(a->order[0]));
 }
 
 static struct jio_req *aio_reap(struct jio *io)
@@ -109,7 +130,6 @@ static struct jio_req *aio_reap(struct jio *io)
 	struct aio *a = io->priv;
 	struct io_event ev[JIO_DEPTH * JIO_MAX_IOV];
 	struct timespec zero = { 0, 0 };
-	struct jio_req *req;
 	int n;
 
 	do
@@ -124,14 +144,10 @@ static struct jio_req *aio_reap(struct jio *io)
 			s->res[k] = (int)res;
 		else if ((unsigned long)res != s->req->iov[k].len)
 			s->res[k] = -EIO;
-		if (!--s->pending)
-			slot_done(a, s);
+		s->pending--;
 	}
-
-	req = jio_fifo_pop(&a->done);
-	if (req && req->res == 0)
-		req->res = datasync(req->fd);
-	return req;
+	sync_in_order(io, a);
+	return jio_fifo_pop(&a->done);
 }
 
 static void aio_close(struct jio *io)

@@ -20,7 +20,11 @@ int jio_aio_open(struct jio *io);
 int jio_sync_open(struct jio *io);
 
 /* Write a request's buffers and fdatasync, on the calling thread: the sync backend's work. */
-int jio_sync_run(const struct jio_req *req);
+int jio_sync_run(struct jio *io, const struct jio_req *req);
+
+/* fdatasync(fd) on the calling thread, as the sync and libaio backends make their requests
+ * durable (and where an armed stall waits); 0 or a negative errno. */
+int jio_datasync(struct jio *io, int fd);
 
 /* Make io->efd readable (a completion is waiting). Never fails in practice: the counter of an
  * eventfd only overflows after 2^64 - 2 writes without a read. */

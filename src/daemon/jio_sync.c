@@ -44,23 +44,20 @@ static int write_all(int fd, const struct jio_iov *v)
 	return 0;
 }
 
-int jio_sync_run(const struct jio_req *req)
+int jio_sync_run(struct jio *io, const struct jio_req *req)
 {
 	int r = 0;
 
 	for (unsigned i = 0; i < req->niov && !r; i++)
 		r = write_all(req->fd, &req->iov[i]);
-	while (!r && fdatasync(req->fd) < 0)
-		if (errno != EINTR)
-			r = -errno;
-	return r;
+	return r ? r : jio_datasync(io, req->fd);
 }
 
 static int sync_submit(struct jio *io, struct jio_req *req)
 {
 	struct syncb *b = io->priv;
 
-	req->res = jio_sync_run(req);
+	req->res = jio_sync_run(io, req);
 	jio_fifo_push(&b->done, req);
 	jio_signal(io);
 	return 0;

@@ -271,11 +271,8 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	if (r < 0)
 		goto fail;
 	r = journal_recover(j);
-	if (r < 0) {
-		if (r != -EUCLEAN)
-			log_error_errno(r, "Journal '%s': recovery failed: %m", cfg->name);
+	if (r < 0)
 		goto fail;
-	}
 	r = jio_open((enum jio_kind)cfg->backend, cfg->direct, &j->io, note, sizeof(note));
 	if (r < 0) {
 		log_error_errno(r, "Journal '%s': no I/O backend could be set up (%s): %m", cfg->name, note);
@@ -298,13 +295,16 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 		struct batch *b = &j->batches[i];
 
 		b->cap = cfg->max_batch_bytes + JFORMAT_BLOCK;
-		if (posix_memalign((void **)&b->buf, JFORMAT_BLOCK, b->cap) ||
-		    posix_memalign((void **)&b->hdr_block, JFORMAT_BLOCK, JFORMAT_BLOCK)) {
+		if (posix_memalign((void **)&b->buf, JFORMAT_BLOCK, b->cap)) {
 			r = -ENOMEM;
 			goto fail;
 		}
 		/* the padding record must still fit after max_batch_bytes of records */
 		b->cap = cfg->max_batch_bytes;
+	}
+	if (posix_memalign((void **)&j->hdr_block, JFORMAT_BLOCK, JFORMAT_BLOCK)) {
+		r = -ENOMEM;
+		goto fail;
 	}
 	batch_reset(j, &j->batches[0]);
 	j->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -355,7 +355,6 @@ void journal_close(struct journal *j)
 	}
 	for (unsigned i = 0; i < NBATCH; i++) {
 		free(j->batches[i].buf);
-		free(j->batches[i].hdr_block);
 		free(j->batches[i].refs);
 	}
 	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++) {
@@ -365,6 +364,7 @@ void journal_close(struct journal *j)
 			close(j->segs[i].ro_fd);
 	}
 	jio_close(j->io);
+	free(j->hdr_block);
 	if (j->doorbell >= 0)
 		close(j->doorbell);
 	if (j->epfd >= 0)

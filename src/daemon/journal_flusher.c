@@ -23,9 +23,11 @@
  *     record runs out.
  * At most JOURNAL_INFLIGHT batches are written at once: one syncs while the next fills.
  *
- * It holds the journal's lock except while it sleeps, writes a lone writer's batch inline,
- * saves the truncation point, or yields while it looks for a lone writer's next append (what
- * the lock guards: journal_internal.h). A failed write or sync makes the journal read-only
+ * It holds the journal's lock except while it sleeps, submits or reaps I/O (a backend may write
+ * and sync inside either), writes a lone writer's batch or a segment's header inline, saves
+ * the truncation point, or yields while it looks for a lone writer's next append (what the
+ * lock guards: journal_internal.h): the event loop takes that lock for status, opens and
+ * closes, and must never wait for a disk. A failed write or sync makes the journal read-only
  * (journal_fail).
  */
 #define _GNU_SOURCE
@@ -68,7 +70,6 @@ void batch_reset(struct journal *j, struct batch *b)
 {
 	b->len = 0;
 	b->nrefs = 0;
-	b->with_header = false;
 	b->first_lsn = b->end_lsn = j->next_lsn;
 	b->t_first = 0;
 	b->inflight = b->done = false;
@@ -233,27 +234,12 @@ static void batch_completed(struct journal *j, struct batch *b, int res, uint64_
 static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 {
 	struct batch *b = &j->batches[j->fill];
-	struct segment *s = &j->segs[j->cur];
-	unsigned n = 0;
 	int r;
 
 	batch_pad(j, b);
 	b->seg = j->cur;
 	b->off = j->cur_off;
-	b->req = (struct jio_req){ .fd = s->fd, .data = b };
-	if (j->cur_fresh) {
-		struct jformat_seg_hdr h;
-
-		jformat_seg_hdr_init(&h, j->cfg.name, s->generation, s->first_lsn, j->cfg.segment_size,
-				     realtime_ns());
-		memset(b->hdr_block, 0, JFORMAT_BLOCK);
-		memcpy(b->hdr_block, &h, sizeof(h));
-		b->req.iov[n++] = (struct jio_iov){ b->hdr_block, JFORMAT_BLOCK, 0 };
-		b->with_header = true;
-		j->cur_fresh = false;
-	}
-	b->req.iov[n++] = (struct jio_iov){ b->buf, b->len, b->off };
-	b->req.niov = n;
+	b->req = (struct jio_req){ .fd = j->segs[j->cur].fd, .niov = 1, .iov = { { b->buf, b->len, b->off } }, .data = b };
 	b->t_submit = now;
 	if (inline_io) {
 		/*
@@ -266,7 +252,11 @@ static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 		pthread_mutex_lock(&j->lock);
 		batch_completed(j, b, r, now_ns());
 	} else {
+		/* without the lock too: the sync backend writes and syncs inside submit, and libaio's
+		 * buffered writes happen inside io_submit */
+		pthread_mutex_unlock(&j->lock);
 		r = jio_submit(j->io, &b->req);
+		pthread_mutex_lock(&j->lock);
 		if (r < 0)
 			return r;
 	}
@@ -322,12 +312,18 @@ static void journal_fail(struct journal *j, int err, const char *what)
 /* Collect completions and publish the completed prefix, in submission order. */
 static void reap_and_publish(struct journal *j, uint64_t now)
 {
-	struct jio_req *req;
+	struct jio_req *req, *done[JIO_DEPTH];
 	struct journal_writer *w;
 	bool published = false;
+	unsigned n = 0;
 
-	while ((req = jio_reap(j->io)))
-		batch_completed(j, req->data, req->res, now);
+	/* without the lock: libaio syncs inside reap */
+	pthread_mutex_unlock(&j->lock);
+	while (n < JIO_DEPTH && (req = jio_reap(j->io)))
+		done[n++] = req;
+	pthread_mutex_lock(&j->lock);
+	for (unsigned i = 0; i < n; i++)
+		batch_completed(j, done[i]->data, done[i]->res, now);
 	while (j->norder && j->batches[j->order[0]].done) {
 		struct batch *b = &j->batches[j->order[0]];
 
@@ -356,6 +352,7 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 		TAILQ_FOREACH(w, &j->writers, link)
 			jring_set_durable_lsn(w->hdr, j->durable_lsn);
 		j->wake_pending = true;
+		jio_acked(j->io, j->durable_lsn);
 	}
 }
 
@@ -469,8 +466,22 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 			return 0;
 		full = gather_fair(j, b, now);
 		if (full && b->len == 0) {
-			/* nothing fits what is left of this segment: open the next one */
-			if (!segment_advance(j)) {
+			int r;
+
+			/*
+			 * Nothing fits what is left of this segment: open the next one, but only once
+			 * every batch written into this one has completed. A sync covers nothing of
+			 * another file, and a power loss must never leave the next segment on the disk
+			 * without all that comes before it (recovery would see a hole there).
+			 */
+			if (j->norder)
+				return 0; /* a completion wakes us */
+			r = segment_start(j);
+			if (r < 0 && r != -ENOSPC) {
+				journal_fail(j, r, "writing the header of the next segment failed");
+				return 0;
+			}
+			if (r == -ENOSPC) {
 				if (j->st.state != JOURNAL_FULL)
 					log_warning("Journal '%s' is full: every segment holds records after the "
 						    "truncation point (LSN %" PRIu64 "); appends wait for a truncate",

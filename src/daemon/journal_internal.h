@@ -12,7 +12,8 @@
  *                       the NAME.clean and NAME.retain marker files.
  *
  * Locking: `lock` guards the writer list, state, counters and retain_lsn; the flusher holds it
- * while it gathers and publishes, and drops it while it sleeps. Segment bookkeeping, batches
+ * while it gathers and publishes, and drops it while it sleeps and around every call into jio
+ * (no I/O and no sync under a lock the event loop takes). Segment bookkeeping, batches
  * and the LSN counter belong to the flusher alone (journal_read_segments reads them under the
  * lock, which the flusher holds whenever it changes them).
  */
@@ -82,8 +83,6 @@ struct batch_ref {
 struct batch {
 	uint8_t *buf; /* aligned, cap bytes */
 	size_t cap, len;
-	uint8_t *hdr_block; /* JFORMAT_BLOCK aligned bytes: the segment header when opening one */
-	bool with_header;
 	unsigned seg;
 	uint64_t off; /* file offset of buf[0] */
 	uint64_t first_lsn, end_lsn;
@@ -101,9 +100,9 @@ struct journal {
 	struct segment *segs;
 	unsigned cur; /* segment being written */
 	uint64_t cur_off; /* next write offset in it */
-	bool cur_fresh; /* the next batch opens segment cur: write its header */
 	uint64_t next_lsn, durable_lsn, max_gen;
 	struct jio *io;
+	uint8_t *hdr_block; /* JFORMAT_BLOCK aligned bytes: the header of a segment being opened */
 	int doorbell; /* the daemon's own: closes, truncates, stop; never handed out */
 	int epfd; /* the writers' doorbells, edge-triggered: never read or written by the daemon */
 	pthread_t thread;
@@ -139,8 +138,9 @@ void batch_reset(struct journal *j, struct batch *b);
 void *flusher_main(void *arg);
 
 /* journal_segments.c */
-/* Move to the next segment for the next batch; false when it still holds needed records. */
-bool segment_advance(struct journal *j);
+/* Open the next segment for the next batch, its header durable (the flusher, under the lock,
+ * with no batch in flight); -ENOSPC when it still holds needed records. */
+int segment_start(struct journal *j);
 /* Save the truncation point in NAME.retain (the flusher, without the lock). */
 void retain_persist(struct journal *j, uint64_t lsn);
 /* After the flusher stopped: record where the journal ends in NAME.clean. */

@@ -3,21 +3,23 @@
  * journal_segments.c - a journal's files, apart from the batches the flusher writes into them:
  *
  *   segments   NAME-NNN.seg, preallocated with zeros and reused in turn under a new generation
- *              (segment_advance); opened by name only in the journal's own directory, never
+ *              (segment_start: its header durable before its records); opened by name only in the journal's own directory, never
  *              through a symlink, and only as regular files of the daemon's uid;
  *   recovery   at start, where the journal ends (journal_recover): segments in generation
- *              order, their records checked, a torn tail cut off and zeroed;
+ *              order, their records checked, a torn tail cut off, and after a crash the rest
+ *              of the last segment zeroed;
  *   markers    NAME.clean (where a clean stop left the journal; read and removed at start) and
  *              NAME.retain (the truncation point, kept across restarts): small files replaced
  *              durably (a fresh temporary file, synced, renamed).
  *
- * The flusher calls segment_advance and retain_persist; journal_open and journal_close the
+ * The flusher calls segment_start and retain_persist; journal_open and journal_close the
  * rest, before the flusher starts or after it stopped.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +28,28 @@
 #include <unistd.h>
 
 #include "jformat.h"
+#include "jio.h"
 #include "journal_internal.h"
 #include "log.h"
 #include "util.h"
 
 /* --- segments --------------------------------------------------------------------------- */
+
+/* pread or pwrite all of len bytes at off: 0, the call's own errno (EINVAL for an unaligned
+ * O_DIRECT transfer, EIO...), or -EIO for a transfer that came back short without one. */
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread(fd, buf, len, (off_t)off);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+static int write_at(int fd, const void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pwrite(fd, buf, len, (off_t)off);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
 
 static void segment_path(const struct journal *j, unsigned i, char *buf, size_t len)
 {
@@ -44,21 +63,39 @@ static bool segment_reusable(const struct journal *j, unsigned i)
 	return s->generation == 0 || s->end_lsn <= j->retain_lsn || j->cfg.recycle;
 }
 
-/* Move to the next segment for the next batch; false when it still holds needed records. */
-bool segment_advance(struct journal *j)
+/*
+ * Open the next segment for the next batch. The flusher calls this under the lock with no batch
+ * in flight, so every record before the new segment's first LSN is durable; the header says so
+ * (JFORMAT_SEG_ORDERED) and is written and synced before any record of the segment is, without
+ * the lock (the event loop must not wait for a disk). A power loss thus leaves either the old
+ * header (nothing of the new use was written) or the new one with whatever part of its records
+ * made it, never records of a generation without their header. -ENOSPC: the next segment still
+ * holds records after the truncation point.
+ */
+int segment_start(struct journal *j)
 {
 	unsigned next = (j->cur + 1) % j->cfg.segments;
+	struct segment *s = &j->segs[next];
+	struct jformat_seg_hdr h;
+	struct jio_req req;
+	int r;
 
 	if (!segment_reusable(j, next))
-		return false;
+		return -ENOSPC;
 	j->segs[j->cur].end_lsn = j->next_lsn;
 	j->cur = next;
-	j->segs[next].generation = ++j->max_gen;
-	j->segs[next].first_lsn = j->next_lsn;
-	j->segs[next].end_lsn = j->next_lsn;
+	s->generation = ++j->max_gen;
+	s->first_lsn = s->end_lsn = j->next_lsn;
 	j->cur_off = JFORMAT_BLOCK;
-	j->cur_fresh = true;
-	return true;
+	jformat_seg_hdr_init(&h, j->cfg.name, s->generation, s->first_lsn, j->cfg.segment_size, realtime_ns(),
+			     JFORMAT_SEG_ORDERED);
+	memset(j->hdr_block, 0, JFORMAT_BLOCK);
+	memcpy(j->hdr_block, &h, sizeof(h));
+	req = (struct jio_req){ .fd = s->fd, .niov = 1, .iov = { { j->hdr_block, JFORMAT_BLOCK, 0 } } };
+	pthread_mutex_unlock(&j->lock);
+	r = jio_run(j->io, &req);
+	pthread_mutex_lock(&j->lock);
+	return r;
 }
 
 /* Create a segment file of zeros: reused later by overwriting, so fdatasync never needs metadata. */
@@ -77,10 +114,10 @@ static int segment_create(struct journal *j, const char *name, int *ret_fd)
 	if (fd < 0)
 		return -errno;
 	for (uint64_t off = 0; off < j->cfg.segment_size; off += 1u << 20) {
-		size_t n = (size_t)MIN((uint64_t)1 << 20, j->cfg.segment_size - off);
+		int r = write_at(fd, zeros, (size_t)MIN((uint64_t)1 << 20, j->cfg.segment_size - off), off);
 
-		if (pwrite(fd, zeros, n, (off_t)off) != (ssize_t)n)
-			return errno ? -errno : -EIO;
+		if (r < 0)
+			return r;
 	}
 	if (fdatasync(fd) < 0)
 		return -errno;
@@ -263,7 +300,7 @@ static int segment_zero_tail(struct journal *j, unsigned i, uint64_t off)
 {
 	_cleanup_free_ uint8_t *zeros = NULL;
 	const size_t chunk = 1u << 20;
-	int fd = j->segs[i].fd;
+	int fd = j->segs[i].fd, r;
 
 	if (posix_memalign((void **)&zeros, JFORMAT_BLOCK, chunk))
 		return -ENOMEM;
@@ -275,18 +312,19 @@ static int segment_zero_tail(struct journal *j, unsigned i, uint64_t off)
 
 		if (posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK))
 			return -ENOMEM;
-		if (pread(fd, blk, JFORMAT_BLOCK, (off_t)base) != JFORMAT_BLOCK)
-			return -EIO;
+		r = read_at(fd, blk, JFORMAT_BLOCK, base);
+		if (r < 0)
+			return r;
 		memset(blk + (off - base), 0, JFORMAT_BLOCK - (off - base));
-		if (pwrite(fd, blk, JFORMAT_BLOCK, (off_t)base) != JFORMAT_BLOCK)
-			return -EIO;
+		r = write_at(fd, blk, JFORMAT_BLOCK, base);
+		if (r < 0)
+			return r;
 		off = base + JFORMAT_BLOCK;
 	}
 	for (; off < j->cfg.segment_size; off += chunk) {
-		size_t n = (size_t)MIN((uint64_t)chunk, j->cfg.segment_size - off);
-
-		if (pwrite(fd, zeros, n, (off_t)off) != (ssize_t)n)
-			return -EIO;
+		r = write_at(fd, zeros, (size_t)MIN((uint64_t)chunk, j->cfg.segment_size - off), off);
+		if (r < 0)
+			return r;
 	}
 	return fdatasync(fd) < 0 ? -errno : 0;
 }
@@ -302,7 +340,7 @@ static int segment_pad_block(struct journal *j, unsigned i, uint64_t off, uint64
 	uint64_t base = off / JFORMAT_BLOCK * JFORMAT_BLOCK;
 	uint64_t target = (off + JFORMAT_REC_HDR + JFORMAT_BLOCK - 1) / JFORMAT_BLOCK * JFORMAT_BLOCK;
 	uint64_t len = target - base;
-	int fd = j->segs[i].fd;
+	int fd = j->segs[i].fd, r;
 
 	if (target > j->cfg.segment_size) {
 		/* no room for a padding record: the segment is done, the next batch opens another */
@@ -311,12 +349,16 @@ static int segment_pad_block(struct journal *j, unsigned i, uint64_t off, uint64
 	}
 	if (posix_memalign((void **)&blk, JFORMAT_BLOCK, len))
 		return -ENOMEM;
-	if (pread(fd, blk, len, (off_t)base) != (ssize_t)len)
-		return -EIO;
+	r = read_at(fd, blk, len, base);
+	if (r < 0)
+		return r;
 	jformat_rec_write(blk + (off - base), lsn, j->segs[i].generation, JREC_PAD, NULL,
 			  (uint32_t)(target - off - JFORMAT_REC_HDR));
-	if (pwrite(fd, blk, len, (off_t)base) != (ssize_t)len || fdatasync(fd) < 0)
-		return -EIO;
+	r = write_at(fd, blk, len, base);
+	if (r < 0)
+		return r;
+	if (fdatasync(fd) < 0)
+		return -errno;
 	j->cur_off = target;
 	return 0;
 }
@@ -341,10 +383,29 @@ unsigned segments_in_order(const struct journal *j, unsigned *order)
 }
 
 /*
+ * A hole before segment h: could it hold an acknowledged record? Records are acknowledged in
+ * LSN order, each only once its batch and every earlier one was synced. A segment opened by
+ * this version (JFORMAT_SEG_ORDERED) was opened only once every record before it was durable:
+ * a hole before it lost synced records, and the journal is refused. An older version wrote a
+ * segment's header and first batch while the last batch of the segment before could still be
+ * in flight (at most two batches were): a power loss could leave the new segment's first batch
+ * on the disk and not that last batch. Neither was acknowledged, so the tail is cut, if the
+ * state is that one: the segment is the last, the walk of the one before stopped short of its
+ * end, the missing LSNs come after it, and the segment holds no more than one batch.
+ */
+static bool unacknowledged_split(const struct journal *j, const struct jformat_seg_hdr *h,
+				 const struct jformat_scan *scan, const struct jformat_scan *prev, bool last)
+{
+	return !(h->flags & JFORMAT_SEG_ORDERED) && last && prev->stop_err && h->first_lsn > prev->next_lsn &&
+	       scan->end - JFORMAT_BLOCK <= j->cfg.max_batch_bytes + JFORMAT_BLOCK;
+}
+
+/*
  * Find where the journal ends: order the used segments by generation, walk their records and
  * require each segment to start where the previous one ended. The first record that does not
- * check out ends the journal; the rest of that segment is zeroed so that no record written
- * after it (never acknowledged) can ever be mistaken for a valid one.
+ * check out ends the journal; unless a clean stop ended it there, the rest of that segment is
+ * zeroed so that no record written after it (never acknowledged) can ever be mistaken for a
+ * valid one.
  */
 int journal_recover(struct journal *j)
 {
@@ -352,21 +413,25 @@ int journal_recover(struct journal *j)
 	uint64_t expected = 0, records = 0;
 	const char *cut_reason = NULL;
 	uint64_t cut_off = 0, clean_off = 0, clean_lsn = 0;
-	unsigned clean_seg = 0;
-	bool clean;
+	unsigned clean_seg = 0, last = 0;
+	struct jformat_scan last_scan = { 0 };
+	char split[160] = "";
+	bool clean, zero_tail = false;
 	int r;
 
 	for (unsigned i = 0; i < j->cfg.segments; i++) {
 		struct jformat_seg_hdr h;
 		const char *why;
 
-		if (pread(j->segs[i].fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		if (read_at(j->segs[i].fd, &h, sizeof(h), 0) < 0) {
 			/* O_DIRECT wants an aligned read of a whole block */
 			_cleanup_free_ uint8_t *blk = NULL;
 
-			if (posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK) ||
-			    pread(j->segs[i].fd, blk, JFORMAT_BLOCK, 0) != JFORMAT_BLOCK)
-				return -EIO;
+			r = posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK) ? -ENOMEM
+										   : read_at(j->segs[i].fd, blk, JFORMAT_BLOCK, 0);
+			if (r < 0)
+				return log_error_errno(r, "Journal '%s': cannot read the header of segment %u: %m",
+						       j->cfg.name, i);
 			memcpy(&h, blk, sizeof(h));
 		}
 		if (jformat_seg_hdr_check(&h, j->cfg.name, &why) < 0) {
@@ -397,52 +462,75 @@ int journal_recover(struct journal *j)
 
 		map = mmap(NULL, j->cfg.segment_size, PROT_READ, MAP_SHARED, s->fd, 0);
 		if (map == MAP_FAILED)
-			return -errno;
+			return log_error_errno(errno, "Journal '%s': cannot map segment %u to read it: %m", j->cfg.name,
+					       order[k]);
 		memcpy(&h, map, sizeof(h));
-		if (k > 0 && h.first_lsn != expected) {
-			munmap(map, j->cfg.segment_size);
-			snprintf(j->st.recovery, sizeof(j->st.recovery),
-				 "records %" PRIu64 "..%" PRIu64 " are missing before segment %u", expected,
-				 h.first_lsn - 1, order[k]);
-			log_error("Journal '%s': %s; refusing to append to a journal with a hole", j->cfg.name,
-				  j->st.recovery);
-			return -EUCLEAN;
-		}
 		jformat_scan_segment(map, j->cfg.segment_size, &h, NULL, NULL, &scan);
 		munmap(map, j->cfg.segment_size);
+		if (k > 0 && h.first_lsn != expected) {
+			if (!unacknowledged_split(j, &h, &scan, &last_scan, k == n - 1)) {
+				snprintf(j->st.recovery, sizeof(j->st.recovery),
+					 "records %" PRIu64 "..%" PRIu64 " are missing before segment %u", expected,
+					 h.first_lsn - 1, order[k]);
+				log_error("Journal '%s': %s; refusing to append to a journal with a hole", j->cfg.name,
+					  j->st.recovery);
+				return -EUCLEAN;
+			}
+			/* never acknowledged, all of it: zeroed, so that no later recovery finds it */
+			r = segment_zero_tail(j, order[k], 0);
+			if (r < 0)
+				return log_error_errno(r, "Journal '%s': cannot zero segment %u: %m", j->cfg.name,
+						       order[k]);
+			snprintf(split, sizeof(split),
+				 "; cut an unacknowledged tail split across a segment switch: records %" PRIu64
+				 "..%" PRIu64 " never reached the disk, the %" PRIu64 " after them in segment %u dropped",
+				 expected, h.first_lsn - 1, scan.records, order[k]);
+			*s = (struct segment){ .fd = s->fd, .ro_fd = s->ro_fd };
+			n--;
+			break;
+		}
 		s->end_lsn = scan.next_lsn;
 		expected = scan.next_lsn;
 		records += scan.records;
-		if (k == n - 1) {
-			j->cur = order[k];
-			j->cur_off = scan.end;
-			/* zeros, a record of an earlier use of the file, or the end a clean stop recorded
-			 * end a segment normally */
-			bool clean_end = clean && clean_seg == order[k] && clean_off == scan.end &&
-					 clean_lsn == scan.next_lsn;
+		last = order[k];
+		last_scan = scan;
+	}
+	{
+		/* after a clean stop, only zeros or records of an earlier use of the file follow */
+		bool clean_end = clean && clean_seg == last && clean_off == last_scan.end &&
+				 clean_lsn == last_scan.next_lsn;
 
-			if (scan.stop_err == -EINVAL && !clean_end) {
-				cut_reason = scan.stop_reason;
-				cut_off = scan.end;
-			}
-		}
+		j->cur = last;
+		j->cur_off = last_scan.end;
+		/*
+		 * After a crash, whatever stopped the walk (zeros, a record of an earlier use, a torn
+		 * one), a later batch may have reached the disk while an earlier one did not: its
+		 * records lie further on, never acknowledged, and would be taken for a later life's
+		 * own once that life's records line up with them. Zero them all.
+		 */
+		zero_tail = last_scan.stop_err && !clean_end;
+		if (last_scan.stop_err == -EINVAL && !clean_end)
+			cut_reason = last_scan.stop_reason;
+		cut_off = last_scan.end;
 	}
 	j->next_lsn = expected;
-	if (cut_reason) {
+	if (zero_tail) {
 		r = segment_zero_tail(j, j->cur, cut_off);
 		if (r < 0)
-			return r;
+			return log_error_errno(r, "Journal '%s': cannot zero segment %u after offset %" PRIu64 ": %m",
+					       j->cfg.name, j->cur, cut_off);
 	}
 	if (j->cfg.direct && j->cur_off % JFORMAT_BLOCK) {
 		r = segment_pad_block(j, j->cur, j->cur_off, j->next_lsn);
 		if (r < 0)
-			return r;
+			return log_error_errno(r, "Journal '%s': cannot pad the block at offset %" PRIu64 " of segment %u: %m",
+					       j->cfg.name, j->cur_off, j->cur);
 	}
 	snprintf(j->st.recovery, sizeof(j->st.recovery),
 		 "%" PRIu64 " records (LSN %" PRIu64 "..%" PRIu64 ") in %u segments%s%s%s", records,
 		 j->segs[order[0]].first_lsn, j->next_lsn - 1, n, cut_reason ? "; cut a torn tail: " : "; clean end",
-		 cut_reason ? cut_reason : "", "");
-	if (cut_reason)
+		 cut_reason ? cut_reason : "", split);
+	if (cut_reason || split[0])
 		log_warning("Journal '%s': recovered %s at segment %u offset %" PRIu64, j->cfg.name, j->st.recovery,
 			    j->cur, cut_off);
 done:

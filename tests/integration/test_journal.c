@@ -13,7 +13,8 @@
  *      journal fails, writers opening while it fails;
  *   5. io_uring forbidden by a seccomp filter (the noiouring wrapper);
  *   6. a client killed in the middle of appending;
- *   7. hostile writers: a ring rewritten while the daemon reads it, a doorbell drained and made
+ *   7. status and journal opens answered while the flusher's sync is held up (sync, libaio);
+ *   8. hostile writers: a ring rewritten while the daemon reads it, a doorbell drained and made
  *      blocking and wake words zeroed by another client, symlinks and loose modes in the
  *      journal directory, a writer flooding batches with large records.
  *
@@ -54,6 +55,7 @@
 #include "hugepool.h"
 #include "jformat.h"
 #include "jring.h"
+#include "pattern.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -299,33 +301,6 @@ static struct hp_status *wait_state(hp_conn *c, int state)
 }
 
 /* --- record contents ---------------------------------------------------------------------- */
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-/* The content of a record: len bytes determined by seed (the seed itself first, if room). */
-static void pattern(void *buf, size_t len, uint64_t seed)
-{
-	uint8_t *p = buf;
-	uint64_t s = mix(seed ^ 0x9e3779b97f4a7c15ull);
-	size_t i = 0;
-
-	if (len >= 8) {
-		memcpy(p, &seed, 8);
-		i = 8;
-	}
-	for (; i < len; i += 8) {
-		s = mix(s + i);
-		memcpy(p + i, &s, MIN(len - i, (size_t)8));
-	}
-}
 
 static bool pattern_ok(const void *data, size_t len, uint64_t seed)
 {
@@ -2642,6 +2617,81 @@ static void flood_join(void)
 	flood.started = false;
 }
 
+/*
+ * The event loop never waits for a disk: with the sync and libaio backends (which sync on the
+ * flusher's thread) a sync is held up by HUGEPOOLD_FAULT_INJECT=j:stall:N:FIFO until the test
+ * lets it go, and meanwhile status and a journal open must be answered. Not a timing check:
+ * the sync is held for as long as the test likes, and an answer comes or never does (the
+ * watchdog turns "never" into a failure).
+ */
+static void stalled_sync(const char *backend)
+{
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
+	char env[512], fifo[300], journals[512];
+	struct harness_opts o = { .env = { env, NULL } };
+	struct pollfd p;
+	struct hp_status *st;
+	hp_conn *c, *c2;
+	hp_journal *w1, *w2, *j3;
+	uint8_t buf[200];
+	uint64_t ticket = 0;
+	int rfd;
+
+	watchdog_arm("status while a sync is held up", 30);
+	/* the daemon's directory exists only once it started: the FIFO lives beside it */
+	snprintf(fifo, sizeof(fifo), "/tmp/hugepool-stall.%d", (int)getpid());
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	rfd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	assert_true(rfd >= 0);
+	/* the 4th sync: the header's is the 1st, then batches of two writers at once */
+	snprintf(env, sizeof(env), "HUGEPOOLD_FAULT_INJECT=%s:stall:4:%s", JNAME, fifo);
+	snprintf(journals, sizeof(journals), JOURNAL "backend = %s\n", backend);
+	start_opts(&d, journals, &o);
+	c = conn(&d);
+	c2 = conn(&d);
+	w1 = jopen(c);
+	w2 = jopen(c);
+	pattern(buf, sizeof(buf), 1);
+	p = (struct pollfd){ .fd = rfd, .events = POLLIN };
+	/* two writers keep the flusher busy until it holds the sync */
+	for (unsigned i = 0; i < 2000 && poll(&p, 1, 0) == 0; i++) {
+		assert_int_equal(hp_journal_append(w1, buf, sizeof(buf), &ticket), 0);
+		assert_int_equal(hp_journal_append(w2, buf, sizeof(buf), NULL), 0);
+		if (i % 16 == 15)
+			sleep_ms(1);
+	}
+	assert_int_equal(poll(&p, 1, LIVENESS_MS), 1);
+	/* held: the event loop answers all the same */
+	st = status(c2);
+	assert_non_null(st);
+	assert_string_equal(jst(st)->backend, backend);
+	hp_status_free(st);
+	assert_int_equal(hp_journal_open(c2, JNAME, &j3), 0);
+	hp_journal_close(j3);
+	/* let it go: everything becomes durable */
+	close(rfd);
+	assert_int_equal(hp_journal_wait(w1, ticket, LIVENESS_MS), 0);
+	hp_journal_close(w1);
+	hp_journal_close(w2);
+	hp_disconnect(c2);
+	hp_disconnect(c);
+	unlink(fifo);
+	stop(&d);
+}
+
+static void test_stalled_sync_sync(void **state)
+{
+	(void)state;
+	stalled_sync("sync");
+}
+
+static void test_stalled_sync_libaio(void **state)
+{
+	(void)state;
+	stalled_sync("libaio");
+}
+
 static void test_fair_batches(void **state)
 {
 	struct daemon d;
@@ -2729,6 +2779,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_journal_dir_checks, teardown),
 		cmocka_unit_test_teardown(test_hostile_symlink, teardown),
 		cmocka_unit_test_teardown(test_fair_batches, teardown),
+		cmocka_unit_test_teardown(test_stalled_sync_sync, teardown),
+		cmocka_unit_test_teardown(test_stalled_sync_libaio, teardown),
 	};
 
 	/* HP_TEST_FILTER=test_crash* runs some tests only (for debugging) */

@@ -2,7 +2,7 @@
 /*
  * Unit tests of the journal I/O layer (jio.h), run for each backend (io_uring, libaio, sync):
  * writes land where asked, buffered and O_DIRECT; the depth limit; injected write and sync
- * faults; real errors (EBADF, a short write under RLIMIT_FSIZE) including io_uring's cancelled
+ * faults; a request's sync waiting for the writes of earlier ones; real errors (EBADF, a short write under RLIMIT_FSIZE) including io_uring's cancelled
  * fsync; close with requests in flight; and JIO_AUTO falling back when a seccomp filter forbids
  * io_uring_setup, then io_setup too. Checks that need a process of their own (rlimit, seccomp)
  * run in a forked child that reports through its exit status.
@@ -32,6 +32,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <libaio.h>
 
 #include "jio.h"
 
@@ -365,6 +367,107 @@ static void test_bad_spec(void **state)
 	jio_close(io);
 }
 
+/*
+ * A write that does not finish until the test lets it: for libaio, io_submit below (it takes
+ * the place of libaio's in this program) keeps a one-iocb submission on the held fd to itself
+ * until release_held_write() hands it to the kernel; for io_uring the write goes to a full
+ * pipe, and reading the pipe lets it through.
+ */
+static struct {
+	int fd; /* -1: none */
+	io_context_t ctx;
+	struct iocb *cb;
+} held = { .fd = -1 };
+
+int io_submit(io_context_t ctx, long nr, struct iocb **ios)
+{
+	long r;
+
+	if (held.fd >= 0 && nr == 1 && ios[0]->aio_fildes == held.fd && !held.cb) {
+		held.ctx = ctx;
+		held.cb = ios[0];
+		return 1;
+	}
+	r = syscall(SYS_io_submit, ctx, nr, ios);
+	return r < 0 ? -errno : (int)r;
+}
+
+static void release_held_write(enum jio_kind kind, int pipe_rd)
+{
+	char buf[1 << 16];
+
+	if (kind == JIO_AIO) {
+		assert_non_null(held.cb);
+		assert_int_equal(syscall(SYS_io_submit, held.ctx, 1, &held.cb), 1);
+		held.cb = NULL;
+		held.fd = -1;
+	} else {
+		assert_true(read(pipe_rd, buf, sizeof(buf)) > 0);
+	}
+}
+
+/*
+ * A request's sync starts only once the writes of every earlier request are done (jio.h), so
+ * that on their file it covers them: the device may finish writes in any order. Request a's
+ * write is held up; request b's write goes through at once, but b must not come back (synced)
+ * before a's write is done. (Not for the sync backend: it runs each request to its end inside
+ * submit, so there is nothing to hold up.)
+ */
+static void test_sync_waits_for_earlier_writes(void **state)
+{
+	enum jio_kind kind = kind_of(state);
+	struct treq a = { 0 }, b = { 0 };
+	struct jio_req *done[2];
+	struct tfile f, slow;
+	int p[2] = { -1, -1 };
+	struct jio *io;
+
+	io = open_kind(kind, false);
+	tfile_open(&f, false);
+	if (kind == JIO_AIO) {
+		tfile_open(&slow, false);
+		held.fd = slow.wfd;
+		treq_add(&a, slow.wfd, 0, BLK, 'a');
+	} else {
+		char fill[BLK];
+
+		memset(fill, 'x', sizeof(fill));
+		assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+		while (write(p[1], fill, sizeof(fill)) > 0)
+			;
+		assert_int_equal(fcntl(p[1], F_SETFL, 0), 0);
+		treq_add(&a, p[1], 0, BLK, 'a');
+	}
+	treq_add(&b, f.wfd, 0, BLK, 'b');
+	assert_int_equal(jio_submit(io, &a.req), 0);
+	assert_int_equal(jio_submit(io, &b.req), 0);
+	/* b's write is in the file soon; b itself stays out while a's write is held up */
+	for (int i = 0; i < 50; i++) {
+		struct pollfd pl = { .fd = io->efd, .events = POLLIN };
+		struct jio_req *req = jio_reap(io);
+
+		if (req)
+			fail_msg("request %c came back while the write of request a was held up",
+				 req == &a.req ? 'a' : 'b');
+		poll(&pl, 1, 2);
+	}
+	assert_range(&f, 0, BLK, 'b');
+	release_held_write(kind, p[0]);
+	reap_n(io, 2, done);
+	assert_int_equal(a.req.res, kind == JIO_AIO ? 0 : -EINVAL); /* fsync of a pipe: EINVAL */
+	assert_int_equal(b.req.res, 0);
+	treq_free(&a);
+	treq_free(&b);
+	jio_close(io);
+	tfile_close(&f);
+	if (kind == JIO_AIO)
+		tfile_close(&slow);
+	else {
+		close(p[0]);
+		close(p[1]);
+	}
+}
+
 /* A real error, not an injected one: writing through a read-only fd. For io_uring the fsync
  * linked after the write comes back -ECANCELED, which must not be what is reported. */
 static void test_ebadf(void **state)
@@ -681,6 +784,8 @@ int main(void)
 		PER_BACKEND(test_write_read_direct),
 		PER_BACKEND(test_fault_write),
 		PER_BACKEND(test_fault_sync),
+		{ "test_sync_waits_for_earlier_writes/io_uring", test_sync_waits_for_earlier_writes, NULL, NULL, &k_uring },
+		{ "test_sync_waits_for_earlier_writes/libaio", test_sync_waits_for_earlier_writes, NULL, NULL, &k_aio },
 		PER_BACKEND(test_bad_spec),
 		PER_BACKEND(test_ebadf),
 		PER_BACKEND(test_short_write),
