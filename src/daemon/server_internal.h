@@ -6,6 +6,8 @@
  * per request type.
  *
  *   server.c       the listening socket, accept, the event loop, a connection's birth and end
+ *   server_warm.c  warm restart: connections kept in the fd store, stopping for a next life,
+ *                  taking over what a previous life left, the restart request
  *   peer.c         a connection's transport: framing, the out-queue that owns fds, dispatch
  *   svc_lease.c    acquire and release, and the lease table's callbacks
  *   svc_journal.c  journal writers, readers and truncation
@@ -30,6 +32,7 @@
 #include "lease.h"
 #include "pool.h"
 #include "proto.h"
+#include "server.h"
 #include "recycler.h"
 #include "spill.h"
 #include "warm.h"
@@ -171,6 +174,26 @@ void peer_drop_queue(struct peer *p);
  */
 void peer_note(struct peer *p, bool force);
 void peer_note_busy(struct peer *p);
+
+/* --- server.c ------------------------------------------------------------------------------ */
+
+/*
+ * A peer for connection fd of cred: counted, polled, attached to the lease table within the
+ * limits. NULL when it could not be set up (fd closed) or was refused (it is told why and
+ * closed once that is sent).
+ */
+struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt);
+
+/* --- server_warm.c: warm restart ------------------------------------------------------------ */
+
+/* Keep p's socket in the fd store and give it a record: a restart goes on serving it. */
+void peer_keep(struct server *s, struct peer *p);
+/* The listening socket fd a previous life left if it is still the configured one, else -1 (closed). */
+int warm_socket_adopt(const struct config *cfg, gid_t gid, int fd);
+/* Serve on the connections h's state describes, give their leases back, queue their acquires. */
+void warm_adopt_conns(struct server *s, struct server_handover *h);
+/* Stopping for a next life: send what is queued, write every record, then change nothing more. */
+void warm_quiesce(struct server *s);
 
 /* --- the services: one handler per request type ------------------------------------------ */
 

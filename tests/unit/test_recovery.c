@@ -891,7 +891,7 @@ static void cp_check_content(struct journal *j, const struct cp_expect *e, uint6
 
 static bool jrecs_equal(const struct jrecs *a, const struct jrecs *b)
 {
-	return a->n == b->n && a->next_lsn == b->next_lsn && !memcmp(a->v, b->v, a->n * sizeof(*a->v));
+	return a->n == b->n && a->next_lsn == b->next_lsn && (a->n == 0 || !memcmp(a->v, b->v, a->n * sizeof(*a->v)));
 }
 
 /* Check one crash state (the files are in dir). Returns whether recovery cut anything. */

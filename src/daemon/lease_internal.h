@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lease_internal.h - what the lease table's two files share: its structs (a slot per buffer, a
+ * request, a class's lists, a uid's account) and the helpers both call.
+ *
+ *   lease.c          the table, owners and slots: attach, release, detach, adoption after a
+ *                    restart, retired classes, the accessors and statistics
+ *   lease_acquire.c  requests: acquire, reservation (all or nothing), grant, the per-class
+ *                    FIFO queue, deadlines, and renewals coming back
+ *
+ * Event-loop thread only, as lease.h says.
+ */
+#ifndef HP_LEASE_INTERNAL_H
+#define HP_LEASE_INTERNAL_H
+
+#include "lease.h"
+
+#define BROKEN_UID ((uid_t)-1)
+
+#ifndef TAILQ_FOREACH_SAFE /* BSD has it, glibc's sys/queue.h does not */
+#define TAILQ_FOREACH_SAFE(var, head, field, tvar) \
+	for ((var) = TAILQ_FIRST(head); (var) && ((tvar) = TAILQ_NEXT(var, field), 1); (var) = (tvar))
+#endif
+
+enum slot_state { SLOT_FREE, SLOT_RESERVED, SLOT_RENEWING, SLOT_LEASED, SLOT_GONE };
+
+struct lease_slot {
+	struct pool_buffer *pb;
+	enum slot_state state;
+	bool clean; /* FREE/RESERVED: fresh pages, nobody wrote them */
+	uid_t dirty_uid; /* !clean: who wrote them last (BROKEN_UID: no pages at all) */
+	uint64_t lease_id; /* LEASED; kept after, so that the next id differs */
+	bool delivered; /* LEASED: its GRANT has left the daemon */
+	uint64_t since_rt; /* LEASED */
+	struct lease_owner *owner; /* LEASED */
+	struct lease_req *req; /* RESERVED, RENEWING */
+	TAILQ_ENTRY(lease_slot) link; /* class clean/dirty list (FREE) or owner->leases (LEASED) */
+};
+
+TAILQ_HEAD(slot_list, lease_slot);
+
+struct lease_req {
+	struct lease_owner *owner;
+	unsigned class_index;
+	unsigned count;
+	uint64_t deadline; /* CLOCK_MONOTONIC ns; UINT64_MAX = none */
+	bool queued;
+	bool charged; /* its bytes are charged to the uid */
+	unsigned held; /* slots in slots[] */
+	unsigned renewing; /* of which still with the recycler */
+	TAILQ_ENTRY(lease_req) link;
+	struct lease_slot *slots[];
+};
+
+struct lease_class {
+	struct slot_list clean, dirty;
+	uint32_t nclean, ndirty, nleased, nrenewing, ngone;
+	TAILQ_HEAD(, lease_req) waiters;
+	uint32_t nwaiters;
+};
+
+struct lease_uid {
+	uid_t uid;
+	uint32_t connections;
+	uint64_t charged; /* leased + reserved bytes */
+	LIST_ENTRY(lease_uid) link;
+};
+
+struct lease_table {
+	struct pool *pool;
+	struct lease_limits limits;
+	struct lease_ops ops;
+	void *ud;
+	struct lease_slot *slots; /* one per pool buffer, same index */
+	struct lease_class *classes;
+	LIST_HEAD(, lease_uid) uids; /* uids with a connection; few, so a list */
+	struct lease_counters counters;
+};
+
+/* lease.c */
+struct lease_class *lt_class_of(struct lease_table *lt, const struct lease_slot *s);
+void lt_slot_note(struct lease_table *lt, const struct lease_slot *s);
+void lt_slot_free(struct lease_table *lt, struct lease_slot *s);
+void lt_slot_unlist(struct lease_table *lt, struct lease_slot *s);
+const char *lt_class_name(const struct lease_table *lt, unsigned c);
+uint64_t lt_class_size(const struct lease_table *lt, unsigned c);
+bool lt_over_byte_limit(const struct lease_table *lt, const struct lease_owner *o, uint64_t bytes, char *err,
+			size_t errlen);
+
+/* lease_acquire.c */
+void lt_class_pump(struct lease_table *lt, unsigned c);
+void lt_req_unreserve(struct lease_table *lt, struct lease_req *r);
+void lt_req_finish(struct lease_table *lt, struct lease_req *r);
+
+#endif
