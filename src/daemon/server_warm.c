@@ -114,6 +114,7 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 	socklen_t il = sizeof(type);
 	struct peer *p;
 	bool ok = true;
+	int64_t held = 0; /* the previous life's leases of this connection, less those given back */
 
 	warm_conn_name(c->conn_id, name);
 	fd = fdstore_take(h->fds, h->nfds, name);
@@ -147,25 +148,21 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 	p->welcomed = c->version != 0;
 	p->version = c->version ? c->version : PROTO_VERSION;
 	snprintf(p->name, sizeof(p->name), "%s", c->name);
-	/* its leases: every buffer the previous life had leased to it, adopted by the pool */
+	/* its leases: every buffer the previous life had leased to it, adopted by the pool; all of
+	 * them, or the connection is closed (the pool could not take one: more retired classes than
+	 * there is room for) */
 	for (uint32_t i = 0; i < s->pool->nbuffers && ok; i++) {
 		struct pool_buffer *b = &s->pool->buffers[i];
 		const struct warm_buf *wb = b->adopted ? &h->prev->bufs[b->prev_record] : NULL;
 
-		if (wb && wb->state == WARM_BUF_LEASED && wb->conn_id == c->conn_id)
+		if (wb && wb->state == WARM_BUF_LEASED && wb->conn_id == c->conn_id) {
 			ok = lease_adopt(s->leases, &p->owner, b, wb->lease_id, wb->since_rt) == 0;
+			held--;
+		}
 	}
-	/* and one it held that the pool did not take (more retired classes than there is room for) */
-	for (uint32_t r = 0; r < h->prev->nbuffers && ok; r++) {
-		const struct warm_buf *wb = &h->prev->bufs[r];
-		bool found = false;
-
-		if (wb->state != WARM_BUF_LEASED || wb->conn_id != c->conn_id)
-			continue;
-		for (uint32_t i = 0; i < s->pool->nbuffers && !found; i++)
-			found = s->pool->buffers[i].adopted && s->pool->buffers[i].prev_record == r;
-		ok = found;
-	}
+	for (uint32_t r = 0; r < h->prev->nbuffers; r++)
+		held += h->prev->bufs[r].state == WARM_BUF_LEASED && h->prev->bufs[r].conn_id == c->conn_id;
+	ok = ok && held == 0;
 	if (!ok) {
 		peer_kill(p, "its leases could not all be given back after the restart");
 		fdstore_remove(name);
