@@ -46,6 +46,15 @@
 
 static const struct harness_opts with_store = { .fdstore_max = 4096 };
 
+/*
+ * warm.c's layout, which the tests that read or tear the state memfd rely on: a 64-byte header
+ * (nbuffers at byte 20, conn_record_size at 24, nconns at 28), then 96-byte buffer records, then
+ * the connection records (state at byte 8 of a record; 3 = BUSY).
+ */
+#define STATE_HEADER 64
+#define STATE_BUF_RECORD 96
+#define STATE_CONN_BUSY 3
+
 static void start_store(struct daemon *d, const char *classes)
 {
 	int r = harness_start_opts(d, NULL, classes, &with_store);
@@ -58,9 +67,7 @@ static void start_store(struct daemon *d, const char *classes)
 
 /*
  * Before a SIGKILL: wait until the daemon has noted every connection as not in the middle of a
- * request (it does so right after it sent a reply), reading its state memfd as the next life
- * will (warm.c's layout: nbuffers at 20, conn_record_size at 24, nconns at 28, records after a
- * 64-byte header and nbuffers records of 96 bytes; a record's state at 8; 3 = BUSY).
+ * request (it does so right after it sent a reply), reading its state memfd as the next life will.
  */
 static void wait_settled(const struct daemon *d)
 {
@@ -74,8 +81,9 @@ static void wait_settled(const struct daemon *d)
 		for (uint32_t i = 0; i < h[7]; i++) {
 			uint32_t st;
 
-			assert_int_equal(pread(fd, &st, 4, 64 + (off_t)h[5] * 96 + (off_t)i * h[6] + 8), 4);
-			busy += st == 3;
+			assert_int_equal(pread(fd, &st, 4, STATE_HEADER + (off_t)h[5] * STATE_BUF_RECORD + (off_t)i * h[6] + 8),
+					 4);
+			busy += st == STATE_CONN_BUSY;
 		}
 		if (busy)
 			usleep(1000);
@@ -257,6 +265,18 @@ static void test_other_uid_after_restart(void **state)
 	stop(&d);
 }
 
+/* A daemon with a store whose class-one buffers are filled and free, and its state memfd. */
+static int start_with_state(struct daemon *d)
+{
+	int fd;
+
+	start_store(d, ONE);
+	fill_and_release(d);
+	fd = manager_dup(d->mgr, "state.");
+	assert_true(fd >= 0);
+	return fd;
+}
+
 /* A state the daemon cannot read means a cold start, said once, with nothing adopted. */
 static void test_corrupt_state_is_cold(void **state)
 {
@@ -264,10 +284,7 @@ static void test_corrupt_state_is_cold(void **state)
 	int fd;
 
 	(void)state;
-	start_store(&d, ONE);
-	fill_and_release(&d);
-	fd = manager_dup(d.mgr, "state.");
-	assert_true(fd >= 0);
+	fd = start_with_state(&d);
 	assert_int_equal(pwrite(fd, "garbage!", 8, 0), 8);
 	close(fd);
 	restart(&d, true);
@@ -283,20 +300,17 @@ static void test_corrupt_state_is_cold(void **state)
 /* One record torn by a crash (odd sequence number): that buffer alone is not trusted. */
 static void test_torn_record(void **state)
 {
-	const off_t header = 64, record = 96; /* warm.c's layout */
+	const off_t at = STATE_HEADER + 2 * STATE_BUF_RECORD; /* buffer record 2's seq */
 	uint32_t seq = 0;
 	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	unsigned seen;
 	int fd;
 
 	(void)state;
-	start_store(&d, ONE);
-	fill_and_release(&d);
-	fd = manager_dup(d.mgr, "state.");
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, &seq, 4, header + 2 * record), 4);
+	fd = start_with_state(&d);
+	assert_int_equal(pread(fd, &seq, 4, at), 4);
 	seq |= 1;
-	assert_int_equal(pwrite(fd, &seq, 4, header + 2 * record), 4);
+	assert_int_equal(pwrite(fd, &seq, 4, at), 4);
 	close(fd);
 	restart(&d, true);
 	check_warm(&d, "Warm start (life 2): adopted 3 buffers (6.0 MiB), faulted 1, dropped 1");
