@@ -36,6 +36,13 @@ check "only hp_ symbols exported" sh -c \
 	"! nm -D --defined-only '$dest/usr/lib/libhugepool.so.0' | awk '{print \$3}' | grep -v '^hp_' | grep -v '^HUGEPOOL_' | grep ."
 check "soname" sh -c "objdump -p '$dest/usr/lib/libhugepool.so.0' | grep -q 'SONAME *libhugepool.so.0'"
 check "installed config is valid" "$dest/usr/sbin/hugepoold" --check-config -c "$dest/etc/hugepool/hugepoold.conf"
+# --print-hugepages: what hugepool-hugepages.service reserves, the pool over the page size
+printf 'socket = %s/sock\n[class a]\nsize = 2M\ncount = 3\n[class b]\nsize = 4M\ncount = 2\n' "$dest" > "$dest/pages.conf"
+check "--print-hugepages counts the pool's pages" sh -c \
+	"[ \"\$('$dest/usr/sbin/hugepoold' --print-hugepages -c '$dest/pages.conf')\" = '7 2097152' ]"
+sed -i '1a hugepages = off' "$dest/pages.conf"
+check "--print-hugepages with hugepages = off" sh -c \
+	"[ \"\$('$dest/usr/sbin/hugepoold' --print-hugepages -c '$dest/pages.conf')\" = '0 2097152' ]"
 # hugepoold --help lists the exit statuses hugepoold(8) lists under EXIT STATUS, no more, no fewer
 man_statuses=$(sed -n '/^\.SH EXIT STATUS/,/^\.SH [^E]/p' "$dest/usr/share/man/man8/hugepoold.8" |
 	awk 'prev == ".TP" && $1 == ".B" { print $2 } { prev = $0 }' | xargs)
