@@ -26,7 +26,9 @@ check "make install DESTDIR" make -s install DESTDIR="$dest" PREFIX=/usr SYSCONF
 for f in usr/sbin/hugepoold usr/bin/hugepoolctl usr/lib/libhugepool.so.0 usr/lib/libhugepool.a \
 	 usr/include/hugepool.h usr/lib/pkgconfig/hugepool.pc usr/share/man/man8/hugepoold.8 \
 	 usr/share/man/man5/hugepoold.conf.5 usr/share/man/man1/hugepoolctl.1 usr/share/man/man3/libhugepool.3 \
-	 usr/lib/systemd/system/hugepoold.service usr/lib/sysctl.d/60-hugepool.conf etc/hugepool/hugepoold.conf; do
+	 usr/lib/systemd/system/hugepoold.service usr/lib/systemd/system/hugepool-hugepages.service \
+	 usr/libexec/hugepool/hugepool-hugepages usr/lib/sysusers.d/hugepool.conf \
+	 usr/share/doc/hugepool/examples/60-hugepool.conf etc/hugepool/hugepoold.conf; do
 	check "installed $f" test -e "$dest/$f"
 done
 export PKG_CONFIG_PATH="$dest/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest"
@@ -108,7 +110,9 @@ if command -v mandoc >/dev/null; then
 	done
 fi
 if command -v systemd-analyze >/dev/null; then
-	check "systemd-analyze verify" sh -c "cd '$dest' && systemd-analyze verify --root='$dest' usr/lib/systemd/system/hugepoold.service 2>&1 | grep -v -e 'Cannot add dependency job' -e 'Failed to load' -e 'Unit hugepoold.service not found' -e '^\$' | { ! grep -i -e error -e invalid -e unknown; }"
+	for u in hugepoold hugepool-hugepages; do
+		check "systemd-analyze verify $u.service" sh -c "cd '$dest' && systemd-analyze verify --root='$dest' usr/lib/systemd/system/$u.service 2>&1 | grep -v -e 'Cannot add dependency job' -e 'Failed to load' -e 'Unit .*\.service not found' -e '^\$' | { ! grep -i -e error -e invalid -e unknown; }"
+	done
 fi
 echo "install: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
