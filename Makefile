@@ -79,19 +79,40 @@ TESTLIB_OBJ := $(call obj,tests/integration/harness.c)
 
 all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc
 
+# Before the first compile: the Debian packages the build needs, each found by a header it
+# provides (a header the compiler cannot preprocess counts as missing), named in one line with
+# what to do, instead of the compiler's "liburing.h: No such file or directory". The tests,
+# benchmarks and fuzz targets need cmocka too. Checked once per build directory.
+BUILD_DEPS := liburing.h:liburing-dev libaio.h:libaio-dev
+TEST_DEPS := $(BUILD_DEPS) cmocka.h:libcmocka-dev
+define check_deps
+	@command -v $(firstword $(CC)) >/dev/null || \
+		{ echo "hugepool: no C compiler '$(firstword $(CC))': install the Debian package gcc, or run ./dev.sh, which installs everything the build needs" >&2; exit 1; }
+	@missing=""; for d in $(1); do \
+		printf '#include <stdarg.h>\n#include <stddef.h>\n#include <%s>\n' "$${d%%:*}" | \
+			$(CC) $(CFLAGS) -E -x c - >/dev/null 2>&1 || missing="$$missing $${d#*:}"; \
+	done; \
+	[ -z "$$missing" ] || { echo "hugepool: missing Debian packages:$$missing (sudo apt-get install$$missing), or run ./dev.sh, which installs everything the build needs" >&2; exit 1; }
+	@mkdir -p $(dir $@) && touch $@
+endef
+$(BUILD)/.build-deps:
+	$(call check_deps,$(BUILD_DEPS))
+$(BUILD)/.test-deps:
+	$(call check_deps,$(TEST_DEPS))
+
 # The layers (docs/ARCHITECTURE.md, "Layers"), enforced by the include path: a source file in
 # src/common, src/lib, src/daemon or src/cli sees the public header, src/common and its own
 # directory (the compiler looks there first), nothing else; tests, benchmarks and fuzz targets
 # see everything.
 define layer_rule
-$$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c
+$$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c | $$(BUILD)/.build-deps
 	@mkdir -p $$(dir $$@)
 	$$(say) CC $$@
 	$$(Q)$$(CC) $$(CFLAGS) -c -o $$@ $$<
 endef
 $(foreach layer,common lib daemon cli,$(eval $(call layer_rule,$(layer))))
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | $(BUILD)/.test-deps
 	@mkdir -p $(dir $@)
 	$(say) CC $@
 	$(Q)$(CC) $(CFLAGS) -Isrc/daemon -Isrc/lib -c -o $@ $<

@@ -31,6 +31,16 @@ for f in usr/sbin/hugepoold usr/bin/hugepoolctl usr/lib/libhugepool.so.0 usr/lib
 	 usr/share/doc/hugepool/examples/60-hugepool.conf etc/hugepool/hugepoold.conf; do
 	check "installed $f" test -e "$dest/$f"
 done
+# plain make on a machine without the build dependencies: headers that do not preprocess stand in
+# for missing ones; make names the Debian packages in one line and points to ./dev.sh
+mkdir -p "$dest/noinc" && for h in liburing.h libaio.h; do echo '#error missing' > "$dest/noinc/$h"; done
+missing_deps() {
+	local out; out=$(make -s BUILD="$dest/nodeps" CC="cc -I$dest/noinc" 2>&1)
+	echo "$out"
+	[ "$(grep -c '^hugepool: missing Debian packages: liburing-dev libaio-dev (.*), or run ./dev.sh' <<<"$out")" = 1 ] &&
+		! grep -q -e 'error:' -e 'No such file' <<<"$out"
+}
+check "make without the build dependencies names the packages" missing_deps
 export PKG_CONFIG_PATH="$dest/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest"
 check "compile example via pkg-config" sh -c \
 	"cc -Wall -Werror -o '$dest/acquire' examples/acquire.c \$(pkg-config --cflags --libs hugepool)"
