@@ -90,7 +90,7 @@ define check_deps
 		{ echo "hugepool: no C compiler '$(firstword $(CC))': install the Debian package gcc, or run ./dev.sh, which installs everything the build needs" >&2; exit 1; }
 	@missing=""; for d in $(1); do \
 		printf '#include <stdarg.h>\n#include <stddef.h>\n#include <%s>\n' "$${d%%:*}" | \
-			$(CC) $(CFLAGS) -E -x c - >/dev/null 2>&1 || missing="$$missing $${d#*:}"; \
+			$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -E -x c - >/dev/null 2>&1 || missing="$$missing $${d#*:}"; \
 	done; \
 	[ -z "$$missing" ] || { echo "hugepool: missing Debian packages:$$missing (sudo apt-get install$$missing), or run ./dev.sh, which installs everything the build needs" >&2; exit 1; }
 	@mkdir -p $(dir $@) && touch $@
@@ -149,6 +149,7 @@ PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUD
 	-e 's|@VERSION@|$(VERSION)|' hugepool.pc.in
 
 $(BUILD)/hugepool.pc: hugepool.pc.in Makefile
+	@mkdir -p $(dir $@)
 	$(Q)$(PC_SED) > $@
 
 $(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
