@@ -6,7 +6,9 @@
 #                            build, and an install into a DESTDIR with a pkg-config example
 #   make bench               benchmarks, each figure beside its baseline from the same run
 #   make fuzz                libFuzzer on each tests/fuzz target (FUZZ_SECONDS=60 each)
-#   make install             PREFIX=/usr/local DESTDIR= (binaries, library, header, .pc, man, units)
+#   make install             PREFIX=/usr/local DESTDIR= (binaries, library, header, .pc, man, units,
+#                            sysusers.d, the hugepage reservation helper)
+#   dpkg-buildpackage -b     the Debian packages (debian/), which use make install
 #   make SANITIZE=address,undefined check    a sanitizer build in its own build directory
 #   V=1                      show the commands
 
@@ -20,13 +22,16 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
+LIBEXECDIR ?= $(PREFIX)/libexec/hugepool
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-SYSCTLDIR ?= $(PREFIX)/lib/sysctl.d
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+DOCDIR ?= $(PREFIX)/share/doc/hugepool
 
 CC ?= cc
 CFLAGS ?= -O2 -g
 WERROR ?=
-override CFLAGS += -std=gnu11 -fPIC -pthread -MMD -MP \
+CPPFLAGS ?=
+override CFLAGS += $(CPPFLAGS) -std=gnu11 -fPIC -pthread -MMD -MP \
 	-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wpointer-arith \
 	-Wcast-qual -Wformat=2 -Wno-format-nonliteral $(WERROR) \
 	-DHUGEPOOL_VERSION='"$(VERSION)"' -Iinclude -Isrc/common
@@ -74,19 +79,40 @@ TESTLIB_OBJ := $(call obj,tests/integration/harness.c) $(call obj,tests/integrat
 
 all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc
 
+# Before the first compile: the Debian packages the build needs, each found by a header it
+# provides (a header the compiler cannot preprocess counts as missing), named in one line with
+# what to do, instead of the compiler's "liburing.h: No such file or directory". The tests,
+# benchmarks and fuzz targets need cmocka too. Checked once per build directory.
+BUILD_DEPS := liburing.h:liburing-dev libaio.h:libaio-dev
+TEST_DEPS := $(BUILD_DEPS) cmocka.h:libcmocka-dev
+define check_deps
+	@command -v $(firstword $(CC)) >/dev/null || \
+		{ echo "hugepool: no C compiler '$(firstword $(CC))': install the Debian package gcc, or run ./dev.sh, which installs everything the build needs" >&2; exit 1; }
+	@missing=""; for d in $(1); do \
+		printf '#include <stdarg.h>\n#include <stddef.h>\n#include <%s>\n' "$${d%%:*}" | \
+			$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -E -x c - >/dev/null 2>&1 || missing="$$missing $${d#*:}"; \
+	done; \
+	[ -z "$$missing" ] || { echo "hugepool: missing Debian packages:$$missing (sudo apt-get install$$missing), or run ./dev.sh, which installs everything the build needs" >&2; exit 1; }
+	@mkdir -p $(dir $@) && touch $@
+endef
+$(BUILD)/.build-deps:
+	$(call check_deps,$(BUILD_DEPS))
+$(BUILD)/.test-deps:
+	$(call check_deps,$(TEST_DEPS))
+
 # The layers (docs/ARCHITECTURE.md, "Layers"), enforced by the include path: a source file in
 # src/common, src/lib, src/daemon or src/cli sees the public header, src/common and its own
 # directory (the compiler looks there first), nothing else; tests, benchmarks and fuzz targets
 # see everything.
 define layer_rule
-$$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c
+$$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c | $$(BUILD)/.build-deps
 	@mkdir -p $$(dir $$@)
 	$$(say) CC $$@
 	$$(Q)$$(CC) $$(CFLAGS) -c -o $$@ $$<
 endef
 $(foreach layer,common lib daemon cli,$(eval $(call layer_rule,$(layer))))
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | $(BUILD)/.test-deps
 	@mkdir -p $(dir $@)
 	$(say) CC $@
 	$(Q)$(CC) $(CFLAGS) -Isrc/daemon -Isrc/lib -c -o $@ $<
@@ -123,6 +149,7 @@ PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUD
 	-e 's|@VERSION@|$(VERSION)|' hugepool.pc.in
 
 $(BUILD)/hugepool.pc: hugepool.pc.in Makefile
+	@mkdir -p $(dir $@)
 	$(Q)$(PC_SED) > $@
 
 $(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
@@ -172,6 +199,9 @@ fuzz:
 bench: all $(BENCH_BIN)
 	$(Q)bench/run-bench.sh $(BUILD)
 
+# the units and the reservation helper name install paths
+UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g'
+
 # man3 holds libhugepool.3 and a link to it for every function the header declares ("int
 # hp_acquire(" at the start of a line), so that `man hp_acquire` works; links, not .so pages,
 # which mandoc calls fragile. libhugepool(3)'s NAME lists the same functions: install-test.sh
@@ -180,7 +210,8 @@ install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \
-		$(DESTDIR)$(SYSCTLDIR) $(DESTDIR)$(SYSCONFDIR)/hugepool
+		$(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(DOCDIR)/examples \
+		$(DESTDIR)$(SYSCONFDIR)/hugepool
 	install -m 0755 $(BUILD)/hugepoold $(DESTDIR)$(SBINDIR)/hugepoold
 	install -m 0755 $(BUILD)/hugepoolctl $(DESTDIR)$(BINDIR)/hugepoolctl
 	install -m 0755 $(LIBSO) $(DESTDIR)$(LIBDIR)/
@@ -196,9 +227,17 @@ install: all
 	done
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
-	sed 's|@SBINDIR@|$(SBINDIR)|' systemd/hugepoold.service.in > $(DESTDIR)$(UNITDIR)/hugepoold.service
-	chmod 0644 $(DESTDIR)$(UNITDIR)/hugepoold.service
-	install -m 0644 systemd/60-hugepool.conf $(DESTDIR)$(SYSCTLDIR)/60-hugepool.conf
+	for u in hugepoold hugepool-hugepages; do \
+		$(UNIT_SED) systemd/$$u.service.in > $(DESTDIR)$(UNITDIR)/$$u.service && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service || exit; \
+	done
+	$(UNIT_SED) systemd/hugepool-hugepages > $(DESTDIR)$(LIBEXECDIR)/hugepool-hugepages
+	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/hugepool-hugepages
+	install -m 0644 systemd/hugepool.sysusers $(DESTDIR)$(SYSUSERSDIR)/hugepool.conf
+	install -m 0644 systemd/60-hugepool.conf $(DESTDIR)$(DOCDIR)/examples/60-hugepool.conf
+	@# the user the unit runs as: made now on a live system, at boot or package install otherwise
+	[ -n "$(DESTDIR)" ] || ! command -v systemd-sysusers >/dev/null || \
+		systemd-sysusers $(SYSUSERSDIR)/hugepool.conf
 	[ -e $(DESTDIR)$(SYSCONFDIR)/hugepool/hugepoold.conf ] || \
 		install -m 0644 conf/hugepoold.conf $(DESTDIR)$(SYSCONFDIR)/hugepool/hugepoold.conf
 

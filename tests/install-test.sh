@@ -26,9 +26,21 @@ check "make install DESTDIR" make -s install DESTDIR="$dest" PREFIX=/usr SYSCONF
 for f in usr/sbin/hugepoold usr/bin/hugepoolctl usr/lib/libhugepool.so.0 usr/lib/libhugepool.a \
 	 usr/include/hugepool.h usr/lib/pkgconfig/hugepool.pc usr/share/man/man8/hugepoold.8 \
 	 usr/share/man/man5/hugepoold.conf.5 usr/share/man/man1/hugepoolctl.1 usr/share/man/man3/libhugepool.3 \
-	 usr/lib/systemd/system/hugepoold.service usr/lib/sysctl.d/60-hugepool.conf etc/hugepool/hugepoold.conf; do
+	 usr/lib/systemd/system/hugepoold.service usr/lib/systemd/system/hugepool-hugepages.service \
+	 usr/libexec/hugepool/hugepool-hugepages usr/lib/sysusers.d/hugepool.conf \
+	 usr/share/doc/hugepool/examples/60-hugepool.conf etc/hugepool/hugepoold.conf; do
 	check "installed $f" test -e "$dest/$f"
 done
+# plain make on a machine without the build dependencies: headers that do not preprocess stand in
+# for missing ones; make names the Debian packages in one line and points to ./dev.sh
+mkdir -p "$dest/noinc" && for h in liburing.h libaio.h; do echo '#error missing' > "$dest/noinc/$h"; done
+missing_deps() {
+	local out; out=$(make -s BUILD="$dest/nodeps" CC="cc -I$dest/noinc" 2>&1)
+	echo "$out"
+	[ "$(grep -c '^hugepool: missing Debian packages: liburing-dev libaio-dev (.*), or run ./dev.sh' <<<"$out")" = 1 ] &&
+		! grep -q -e 'error:' -e 'No such file' <<<"$out"
+}
+check "make without the build dependencies names the packages" missing_deps
 export PKG_CONFIG_PATH="$dest/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest"
 check "compile example via pkg-config" sh -c \
 	"cc -Wall -Werror -o '$dest/acquire' examples/acquire.c \$(pkg-config --cflags --libs hugepool)"
@@ -36,6 +48,13 @@ check "only hp_ symbols exported" sh -c \
 	"! nm -D --defined-only '$dest/usr/lib/libhugepool.so.0' | awk '{print \$3}' | grep -v '^hp_' | grep -v '^HUGEPOOL_' | grep ."
 check "soname" sh -c "objdump -p '$dest/usr/lib/libhugepool.so.0' | grep -q 'SONAME *libhugepool.so.0'"
 check "installed config is valid" "$dest/usr/sbin/hugepoold" --check-config -c "$dest/etc/hugepool/hugepoold.conf"
+# --print-hugepages: what hugepool-hugepages.service reserves, the pool over the page size
+printf 'socket = %s/sock\n[class a]\nsize = 2M\ncount = 3\n[class b]\nsize = 4M\ncount = 2\n' "$dest" > "$dest/pages.conf"
+check "--print-hugepages counts the pool's pages" sh -c \
+	"[ \"\$('$dest/usr/sbin/hugepoold' --print-hugepages -c '$dest/pages.conf')\" = '7 2097152' ]"
+sed -i '1a hugepages = off' "$dest/pages.conf"
+check "--print-hugepages with hugepages = off" sh -c \
+	"[ \"\$('$dest/usr/sbin/hugepoold' --print-hugepages -c '$dest/pages.conf')\" = '0 2097152' ]"
 # hugepoold --help lists the exit statuses hugepoold(8) lists under EXIT STATUS, no more, no fewer
 man_statuses=$(sed -n '/^\.SH EXIT STATUS/,/^\.SH [^E]/p' "$dest/usr/share/man/man8/hugepoold.8" |
 	awk 'prev == ".TP" && $1 == ".B" { print $2 } { prev = $0 }' | xargs)
@@ -101,7 +120,9 @@ if command -v mandoc >/dev/null; then
 	done
 fi
 if command -v systemd-analyze >/dev/null; then
-	check "systemd-analyze verify" sh -c "cd '$dest' && systemd-analyze verify --root='$dest' usr/lib/systemd/system/hugepoold.service 2>&1 | grep -v -e 'Cannot add dependency job' -e 'Failed to load' -e 'Unit hugepoold.service not found' -e '^\$' | { ! grep -i -e error -e invalid -e unknown; }"
+	for u in hugepoold hugepool-hugepages; do
+		check "systemd-analyze verify $u.service" sh -c "cd '$dest' && systemd-analyze verify --root='$dest' usr/lib/systemd/system/$u.service 2>&1 | grep -v -e 'Cannot add dependency job' -e 'Failed to load' -e 'Unit .*\.service not found' -e '^\$' | { ! grep -i -e error -e invalid -e unknown; }"
+	done
 fi
 echo "install: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

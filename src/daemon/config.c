@@ -238,33 +238,42 @@ static bool same_directory(const char *a, const char *b)
 	}
 }
 
-static int set_journal_directory(struct parser *p, const struct key *k, const char *value)
+/*
+ * Check and store the directory of journal j (the last of the array: the journals before it
+ * are complete), written on the given line or, for the default, its section's.
+ */
+static int store_journal_directory(struct parser *p, struct config_journal *j, const char *value, unsigned line)
 {
 	struct config *cfg = p->global;
-	struct config_journal *j = p->obj;
 	size_t n = strlen(value);
 	unsigned i;
 
-	(void)k;
 	if (value[0] != '/')
-		return ini_fail(p, "directory \"%.*s%s\" of journal \"%s\" is not absolute", CLIP(value),
-				j->name);
+		return ini_fail_at(p, line, "directory \"%.*s%s\" of journal \"%s\" is not absolute", CLIP(value),
+				   j->name);
 	if (n >= sizeof(j->directory))
-		return ini_fail(p, "directory of journal \"%s\" is too long: %zu bytes, at most %zu",
-				j->name, n, sizeof(j->directory) - 1);
-	/* The journals before this one are complete: this one is the last of the array. */
+		return ini_fail_at(p, line, "directory of journal \"%s\" is too long: %zu bytes, at most %zu",
+				   j->name, n, sizeof(j->directory) - 1);
 	for (i = 0; i + 1 < cfg->njournals; i++)
 		if (same_directory(cfg->journals[i].directory, value))
-			return ini_fail(p, "journals \"%s\" and \"%s\" share the directory \"%.*s%s\" "
+			return ini_fail_at(p, line,
+					   "journals \"%s\" and \"%s\" share the directory \"%.*s%s\" "
 					   "(journal \"%s\" is defined on line %u): each needs its own",
-					cfg->journals[i].name, j->name, CLIP(value),
-					cfg->journals[i].name, cfg->journals[i].line);
+					   cfg->journals[i].name, j->name, CLIP(value), cfg->journals[i].name,
+					   cfg->journals[i].line);
 	if (same_directory(cfg->spill_directory, value))
-		return ini_fail(p, "journal \"%s\" would share the directory \"%.*s%s\" with spill_directory: "
+		return ini_fail_at(p, line,
+				   "journal \"%s\" would share the directory \"%.*s%s\" with spill_directory: "
 				   "each needs its own",
-				j->name, CLIP(value));
+				   j->name, CLIP(value));
 	memcpy(j->directory, value, n + 1);
 	return 0;
+}
+
+static int set_journal_directory(struct parser *p, const struct key *k, const char *value)
+{
+	(void)k;
+	return store_journal_directory(p, p->obj, value, p->line);
 }
 
 static int set_journal_segment_size(struct parser *p, const struct key *k, const char *value)
@@ -536,15 +545,24 @@ static int begin_journal(struct parser *p, const char *name)
 	return 0;
 }
 
-/* A journal is complete once its section ends: a directory, and a batch that fits a segment. */
+/* A journal is complete once its section ends: a directory (given or the default), and a batch
+ * that fits a segment. */
 static int finish_journal(struct parser *p)
 {
 	struct config_journal *j = p->obj;
 	char a[24], b[24];
 	uint64_t bytes;
 
-	if (!p->section_lines[JKEY_DIRECTORY])
-		return ini_fail_at(p, j->line, "journal \"%s\" has no \"directory\" key", j->name);
+	/* no directory: one of its own under the service's state directory */
+	if (!p->section_lines[JKEY_DIRECTORY]) {
+		char dir[sizeof(j->directory)];
+		int r;
+
+		snprintf(dir, sizeof(dir), "%s/%s", CONFIG_DEFAULT_STATE_DIR, j->name);
+		r = store_journal_directory(p, j, dir, j->line);
+		if (r < 0)
+			return r;
+	}
 	/* a batch is written after the segment's header block, and never spans two segments; a
 	 * default that does not fit a small segment shrinks to fit, an explicit value is an error */
 	if (!p->section_lines[JKEY_MAX_BATCH_BYTES] && j->max_batch_bytes > j->segment_size - JOURNAL_BLOCK)

@@ -21,6 +21,8 @@
 #define CONFIG_DEFAULT_PATH "/etc/hugepool/hugepoold.conf"
 #define CONFIG_DEFAULT_SOCKET "/run/hugepool/hugepoold.sock"
 #define CONFIG_DEFAULT_SPILL_DIR "/var/tmp/hugepool"
+/* a journal without a directory key gets CONFIG_DEFAULT_STATE_DIR/NAME: the unit's StateDirectory= */
+#define CONFIG_DEFAULT_STATE_DIR "/var/lib/hugepool"
 #define CONFIG_CLASS_NAME_MAX 31 /* bytes, without the NUL; [A-Za-z0-9_.-] */
 #define CONFIG_CLASSES_MAX 64
 #define CONFIG_JOURNALS_MAX 16
@@ -66,7 +68,7 @@ enum journal_op { JOURNAL_APPEND, JOURNAL_READ, JOURNAL_TRUNCATE, JOURNAL_OPS };
 
 struct config_journal {
 	char name[CONFIG_JOURNAL_NAME_MAX + 1];
-	char directory[256]; /* absolute; created (0700) if missing */
+	char directory[256]; /* absolute; created (0700) if missing; default /var/lib/hugepool/NAME */
 	uint64_t segment_size; /* bytes per segment file; multiple of 4096, >= 1 MiB; default 64M */
 	uint32_t segments; /* files preallocated and reused in turn; 2..1024, default 4 */
 	enum journal_backend backend; /* default auto */

@@ -54,6 +54,9 @@ static void usage(FILE *f)
 		"\n"
 		"  -c, --config=FILE   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
 		"  -t, --check-config  check the configuration, print a summary and exit\n"
+		"      --print-hugepages\n"
+		"                      check the configuration, print the hugepages the pool\n"
+		"                      needs as \"COUNT PAGE_SIZE_BYTES\" and exit\n"
 		"  -f, --foreground    accepted for compatibility: hugepoold never forks\n"
 		"  -v, --verbose       log debug messages too\n"
 		"  -h, --help          show this help and exit\n"
@@ -94,6 +97,18 @@ static void print_summary(const struct config *cfg, const char *path)
 	printf("warm restart keeps up to %" PRIu64 " fds (buffers + max_connections + 2): "
 	       "FileDescriptorStoreMax= must be at least that\n",
 	       config_buffers(cfg) + cfg->max_connections + 2);
+}
+
+/*
+ * --print-hugepages: what the pool needs reserved, for the unit that reserves it with hugeadm
+ * before the daemon starts (hugepool-hugepages.service): "COUNT PAGE_SIZE_BYTES", COUNT 0 when
+ * the pool uses no hugepages. Class sizes are multiples of the page size (config.c checks).
+ */
+static void print_hugepages(const struct config *cfg)
+{
+	uint64_t pages = cfg->hugepages == HUGEPAGES_OFF ? 0 : config_pool_bytes(cfg) / cfg->page_size;
+
+	printf("%" PRIu64 " %" PRIu64 "\n", pages, cfg->page_size);
 }
 
 /*
@@ -257,14 +272,16 @@ static int reexec(struct parts *d, char **argv)
 
 int main(int argc, char **argv)
 {
+	enum { OPT_PRINT_HUGEPAGES = 0x100 };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' }, { "check-config", no_argument, NULL, 't' },
+		{ "print-hugepages", no_argument, NULL, OPT_PRINT_HUGEPAGES },
 		{ "foreground", no_argument, NULL, 'f' },   { "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },	    { "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = CONFIG_DEFAULT_PATH;
-	bool check = false;
+	bool check = false, hugepages = false;
 	static struct config cfg;
 	char err[512], why[256], b1[32];
 	static struct parts d;
@@ -283,6 +300,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			check = true;
+			break;
+		case OPT_PRINT_HUGEPAGES:
+			check = hugepages = true;
 			break;
 		case 'f':
 			break;
@@ -314,6 +334,10 @@ int main(int argc, char **argv)
 		else
 			log_error("Invalid configuration: %s", err);
 		return EXIT_CONFIG;
+	}
+	if (hugepages) {
+		print_hugepages(&cfg);
+		return EXIT_OK;
 	}
 	if (check) {
 		print_summary(&cfg, path);

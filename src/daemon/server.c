@@ -257,8 +257,10 @@ static int socket_bind(const struct config *cfg, gid_t gid)
 		return log_error_errno(e, "Failed to bind '%s': %m", cfg->socket_path);
 	}
 	umask(old);
-	/* AT_SYMLINK_NOFOLLOW: if the name is no longer our socket, change no other file */
-	if (gid != (gid_t)-1 && fchownat(AT_FDCWD, cfg->socket_path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+	/* AT_SYMLINK_NOFOLLOW: if the name is no longer our socket, change no other file. The
+	 * socket already has our own group: no chown then, which the unit's system call filter
+	 * (~@privileged) would refuse. */
+	if (gid != (gid_t)-1 && gid != getegid() && fchownat(AT_FDCWD, cfg->socket_path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0) {
 		log_error("Failed to give socket '%s' to group '%s': %m", cfg->socket_path, cfg->socket_group);
 		unlink(cfg->socket_path);
 		return -EINVAL;

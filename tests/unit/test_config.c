@@ -740,6 +740,12 @@ static void test_journal_defaults(void **state)
 	assert_string_equal(cfg.socket_path, CONFIG_DEFAULT_SOCKET);
 	assert_int_equal(cfg.max_connections, 1024);
 
+	/* without a directory key, a journal gets one of its own under the state directory
+	 * (StateDirectory= of the unit), wherever its section ends */
+	parse_ok(ONE_CLASS "\n[journal orders]\nsegments = 4\n" ONE_CLASS_B "[journal j]\n", &cfg);
+	assert_string_equal(cfg.journals[0].directory, "/var/lib/hugepool/orders");
+	assert_string_equal(cfg.journals[1].directory, "/var/lib/hugepool/j");
+
 	/* a default batch larger than a small segment allows shrinks to fit; an explicit one does
 	 * not (journal_batch_vs_segment_set in the bad cases) */
 	parse_ok("[journal j]\ndirectory = /j\nsegment_size = 1M\n" ONE_CLASS, &cfg);
@@ -1178,9 +1184,10 @@ static struct bad_case bad_cases[] = {
 	{ "journal_empty_value", ONE_JOURNAL "backend =\n", L(3), "empty value for \"backend\"" },
 
 	/* directory */
-	{ "journal_missing_directory", ONE_CLASS "\n[journal j]\nsegments = 4\n" ONE_CLASS_B, L(5),
-	  "journal \"j\" has no \"directory\" key" },
-	{ "journal_empty_at_end", ONE_CLASS "[journal j]\n", L(4), "journal \"j\" has no \"directory\" key" },
+	{ "journal_default_directory_shared", "[journal a]\ndirectory = /var/lib/hugepool/b\n" ONE_CLASS "[journal b]\n",
+	  L(6), "journals \"a\" and \"b\" share the directory \"/var/lib/hugepool/b\" (journal \"a\" is defined on line 1)" },
+	{ "journal_default_directory_spill", "spill_directory = /var/lib/hugepool/s\n[journal s]\nsegments = 4\n",
+	  L(2), "journal \"s\" would share the directory \"/var/lib/hugepool/s\" with spill_directory" },
 	{ "journal_directory_relative", "[journal j]\ndirectory = var/lib/j\n", L(2),
 	  "directory \"var/lib/j\" of journal \"j\" is not absolute" },
 	{ "journal_directory_too_long",

@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# container-test.sh - the Debian packages under a real systemd, used as a user would: build them
+# with dpkg-buildpackage, lint them, boot a minimal Debian 12 tree with systemd-nspawn (systemd
+# as PID 1), install the packages there with apt from the local files, and drive the service
+# with systemctl: READY only after the pre-fault, the daemon as the user hugepool, hugepoolctl
+# for a member of the socket's group and not for anyone else, leases, a journal under the state
+# directory that survives a restart, spill files under the private /var/tmp, hugepages reserved
+# by hugepool-hugepages.service and given back on stop, prefer and require when they are short,
+# Restart=on-failure after SIGSEGV, systemd-analyze verify and security, journalctl.
+# Part of `make check-all`; prints "container: N passed, N failed". Exits 77 (skipped, with the
+# reason) when not root, when a tool is missing, when the tree cannot be built or cannot boot.
+# The Debian tree (debootstrap --variant=minbase, ~80 s) is built once and kept as a tarball in
+# $HUGEPOOL_TEST_CACHE (default /var/cache/hugepool-test). It takes the test suite's hugepages
+# lock for the whole run, takes the free hugepages out of the kernel's pool so that the
+# service's own reservation is what the daemon gets, and puts the counts back as they were.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cache=${HUGEPOOL_TEST_CACHE:-/var/cache/hugepool-test}
+# the packages the tree holds beyond minbase: systemd to boot, the daemon's libraries (the
+# container has no network: apt installs the .debs from local files only), hugeadm
+tree_include=systemd,systemd-sysv,dbus,liburing2,libaio1,libhugetlbfs-bin
+tarball=$cache/bookworm-$(echo "$tree_include" | md5sum | cut -c1-8).tar.gz
+hp=/sys/kernel/mm/hugepages/hugepages-2048kB
+passed=0 failed=0
+work="" npid="" cpid="" cg="" pages_before="" overcommit_before=""
+
+say() { echo "container: $*"; }
+skip() { say "skipped: $*"; say "0 passed, 0 failed, 1 skipped"; exit 77; }
+# stop_here WHY: what follows cannot run; a failure
+stop_here() { failed=$((failed + 1)); say "cannot go on: $*"; say "$passed passed, $failed failed"; exit 1; }
+check() { # check NAME COMMAND...: one test
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		passed=$((passed + 1)); echo "ok   $name"
+	else
+		failed=$((failed + 1)); echo "FAIL $name"; echo "$out" | tail -25 | sed 's/^/     /'
+	fi
+}
+# c COMMAND...: run in the container (all its namespaces, as its root)
+c() { nsenter -t "$cpid" -a "$@"; }
+# as USER COMMAND...: run in the container as USER, with a login environment
+as() { local u=$1; shift; c runuser -u "$u" -- "$@"; }
+
+cleanup() {
+	if [ -n "$cpid" ]; then
+		c systemctl poweroff >/dev/null 2>&1
+	fi
+	if [ -n "$npid" ]; then
+		for _ in $(seq 150); do kill -0 "$npid" 2>/dev/null || break; sleep 0.2; done
+		kill -KILL "$npid" 2>/dev/null
+		wait "$npid" 2>/dev/null
+	fi
+	if [ -n "$cg" ]; then
+		for h in systemd unified; do
+			[ -d "/sys/fs/cgroup/$h/$cg" ] && find "/sys/fs/cgroup/$h/$cg" -depth -type d -exec rmdir {} + 2>/dev/null
+		done
+	fi
+	# whatever the container did to the kernel's hugepages, the count is put back
+	if [ -n "$pages_before" ]; then
+		echo "$overcommit_before" > "$hp/nr_overcommit_hugepages" 2>/dev/null
+		echo "$pages_before" > "$hp/nr_hugepages" 2>/dev/null
+	fi
+	[ -n "$work" ] && rm -rf "$work"
+}
+trap cleanup EXIT
+
+[ "$(id -u)" -eq 0 ] || skip "not root: booting a container needs root"
+for t in systemd-nspawn debootstrap dpkg-buildpackage lintian nsenter flock cc; do
+	command -v "$t" >/dev/null || skip "$t is missing (./dev.sh installs what the tests need)"
+done
+[ -d /sys/fs/cgroup/systemd ] && [ -d /sys/fs/cgroup/unified ] ||
+	skip "no /sys/fs/cgroup/systemd and /sys/fs/cgroup/unified to give the container a cgroup of its own"
+[ -d "$hp" ] || skip "no 2 MiB hugepage support in this kernel ($hp missing)"
+work=$(mktemp -d /tmp/hugepool-container.XXXXXX)
+
+# --- the packages, built from a copy of the tree (dpkg-buildpackage writes beside it) -------------
+src=$work/src/hugepool-0.1.0
+mkdir -p "$src"
+(cd "$top" && git ls-files -co --exclude-standard 2>/dev/null || find . -path ./build -prune -o -type f -print) |
+	grep -v -e '^build' -e '^\./build' | (cd "$top" && tar -cf - -T -) | tar -C "$src" -xf -
+say "building the Debian packages (dpkg-buildpackage -b -us -uc)"
+if ! (cd "$src" && dpkg-buildpackage -b -us -uc >"$work/build.log" 2>&1); then
+	tail -30 "$work/build.log"
+	check "dpkg-buildpackage -b -us -uc" false
+	say "$passed passed, $failed failed"
+	exit 1
+fi
+check "dpkg-buildpackage -b -us -uc" true
+debs=$(cd "$work/src" && ls hugepool_*.deb libhugepool0_*.deb libhugepool-dev_*.deb)
+# lintian: nothing but the tags debian/*.lintian-overrides explains
+lintian_clean() { local out; out=$(lintian --fail-on error,warning,info,pedantic -I --pedantic "$work"/src/*.changes 2>&1 | grep -v 'running with root privileges'); [ -z "$out" ] || { echo "$out"; false; }; }
+check "lintian clean (overrides explained in debian/)" lintian_clean
+# the client, linked against the package build's libhugepool.so.0: the packaged one runs it
+cc -O2 -o "$work/hpclient" "$top/tests/container/hpclient.c" -I"$src/include" -L"$src/build" -lhugepool ||
+	{ check "build the test client" false; say "$passed passed, $failed failed"; exit 1; }
+
+# --- the Debian tree, from the cache or built once -----------------------------------------------
+mkdir -p "$cache"
+exec 8>"$cache/.lock"
+flock 8
+if [ ! -s "$tarball" ]; then
+	mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p; s/^deb  *\(http[^ ]*\)  *bookworm .*/\1/p' \
+		/etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | grep -m1 -v security)
+	[ -n "$mirror" ] || skip "no Debian mirror in /etc/apt/sources.list* to build the tree from"
+	say "building the Debian tree once (debootstrap from $mirror, about 80 s) into $tarball"
+	mkdir -p "$work/bootstrap"
+	if ! debootstrap --variant=minbase --include="$tree_include" bookworm "$work/bootstrap" "$mirror" \
+		>"$work/debootstrap.log" 2>&1; then
+		tail -5 "$work/debootstrap.log"
+		skip "debootstrap could not build the tree (log above)"
+	fi
+	tar -C "$work/bootstrap" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball" ||
+		skip "cannot write $tarball"
+	rm -rf "$work/bootstrap"
+fi
+flock -u 8
+mkdir "$work/root"
+tar -C "$work/root" -xzf "$tarball" || skip "cannot unpack $tarball"
+mkdir "$work/root/root/hp"
+(cd "$work/src" && cp $debs "$work/root/root/hp/")
+install -m 0755 "$work/hpclient" "$work/root/usr/local/bin/hpclient"
+
+# --- boot: the hugepages lock first, then systemd-nspawn with systemd as PID 1 --------------------
+exec 9>/tmp/hugepool-hugepages.lock
+flock 9
+pages_before=$(cat "$hp/nr_hugepages")
+overcommit_before=$(cat "$hp/nr_overcommit_hugepages")
+free_pages() { echo $(($(cat "$hp/free_hugepages") - $(cat "$hp/resv_hugepages"))); }
+# no free pages for the run (the lock keeps other suites away; pages in use stay): what the
+# daemon gets, hugepool-hugepages.service must reserve; put back at exit
+echo $((pages_before - $(free_pages))) > "$hp/nr_hugepages"
+pages_base=$(cat "$hp/nr_hugepages")
+# without a host systemd nspawn must not register or make a scope (--register=no --keep-unit),
+# so it gets a cgroup of its own here, removed afterwards; SYSTEMD_NSPAWN_API_VFS_WRITABLE lets
+# hugepool-hugepages.service in the container change the (host's) hugepage pool, as it would
+# on a machine of its own
+cg=hugepool-container-$$
+for h in systemd unified; do mkdir -p "/sys/fs/cgroup/$h/$cg" || skip "cannot make cgroup $h/$cg"; done
+(
+	for h in systemd unified; do echo "$BASHPID" > "/sys/fs/cgroup/$h/$cg/cgroup.procs"; done
+	SYSTEMD_NSPAWN_API_VFS_WRITABLE=1 exec systemd-nspawn -q -D "$work/root" -M "$cg" -b --register=no \
+		--keep-unit --volatile=overlay --console=pipe
+) >"$work/console.log" 2>&1 </dev/null &
+npid=$!
+# the container's PID 1: nspawn's child in another pid namespace (a short-lived helper comes first)
+for _ in $(seq 100); do
+	for p in $(pgrep -P "$npid"); do
+		[ "$(readlink "/proc/$p/ns/pid")" != "$(readlink /proc/self/ns/pid)" ] && cpid=$p
+	done
+	[ -n "$cpid" ] && break
+	kill -0 "$npid" 2>/dev/null || break
+	sleep 0.1
+done
+[ -n "$cpid" ] || { tail -20 "$work/console.log"; npid=""; skip "systemd-nspawn could not boot the tree (console above)"; }
+state=""
+for _ in $(seq 300); do
+	state=$(c systemctl is-system-running 2>/dev/null)
+	case "$state" in running | degraded) break ;; esac
+	sleep 0.1
+done
+case "$state" in running | degraded) ;; *) tail -20 "$work/console.log"; skip "systemd in the container did not come up ($state)" ;; esac
+say "booted: systemd is PID 1 in the container ($state)"
+[ "$state" = running ] || c systemctl --failed --no-legend
+
+# --- the package ----------------------------------------------------------------------------------
+check "apt install the packages from local files" c env DEBIAN_FRONTEND=noninteractive \
+	apt-get install -y -q $(printf '/root/hp/%s ' $debs)
+c dpkg-query -W hugepool >/dev/null 2>&1 || stop_here "the packages are not installed"
+system_user() { c getent passwd hugepool | grep '^hugepool:x:[0-9]\{1,3\}:'; }
+check "the system user hugepool exists (sysusers.d)" system_user
+not_started() { [ "$(c systemctl is-enabled hugepoold)" = disabled ] && ! c systemctl -q is-active hugepoold hugepool-hugepages; }
+check "installing neither enables nor starts hugepoold" not_started
+conffile() { c dpkg-query -W -f='${Conffiles}' hugepool | grep -q /etc/hugepool/hugepoold.conf && c hugepoold --check-config; }
+check "the shipped configuration is a conffile and valid" conffile
+# the tree has no man-db, so the units' Documentation=man:... cannot be looked up there
+verify() {
+	local out
+	out=$(c systemd-analyze verify hugepoold.service hugepool-hugepages.service 2>&1 | grep -v "Command 'man .*' failed with code 1")
+	[ -z "$out" ] || { echo "$out"; false; }
+}
+check "systemd-analyze verify is silent on both units" verify
+exposure=$(c systemd-analyze security hugepoold.service 2>/dev/null | sed -n 's/.*Overall exposure level for hugepoold.service: *\([0-9.]*\).*/\1/p')
+say "systemd-analyze security hugepoold.service: exposure ${exposure:-unknown}"
+check "systemd-analyze security: exposure ${exposure:-unknown} <= 2.0" awk -v e="${exposure:-99}" 'BEGIN { exit !(e <= 2.0) }'
+
+# a small pool for the test: 8 x 2 MiB + 2 x 8 MiB = 16 pages of 2 MiB; a journal in its default
+# directory (under StateDirectory=)
+need=16
+c sh -c 'cat > /etc/hugepool/hugepoold.conf' <<'CONF'
+# hugepoold.conf of tests/container-test.sh
+hugepages = prefer
+[class small]
+size = 2M
+count = 8
+[class large]
+size = 8M
+count = 2
+[journal orders]
+segment_size = 1M
+segments = 2
+CONF
+print_hugepages() { local out; out=$(c hugepoold --print-hugepages); echo "$out"; [ "$out" = "$need 2097152" ]; }
+check "--print-hugepages of the test configuration" print_hugepages
+c useradd -m -G hugepool alice
+c useradd -m bob
+
+# --- start: hugepages reserved first, READY only after the pre-fault ------------------------------
+free0=$(free_pages)
+check "systemctl start hugepoold" c systemctl start hugepoold
+mainpid=$(c systemctl show -P MainPID hugepoold)
+[ "$mainpid" -gt 1 ] 2>/dev/null || stop_here "hugepoold did not start: $(c journalctl -b -u hugepoold -u hugepool-hugepages -o cat | tail -5)"
+check "hugepool-hugepages.service ran first and stays active" c systemctl -q is-active hugepool-hugepages
+pages_started=$(cat "$hp/nr_hugepages")
+reserved_ok() { # the oneshot added what was missing, or said the kernel was short
+	local short=$((need - free0)) added=$((pages_started - pages_base))
+	[ "$short" -lt 0 ] && short=0
+	if [ "$added" -eq "$short" ]; then return 0; fi
+	c journalctl -b -u hugepool-hugepages -o cat | grep 'could add only' || { echo "free $free0, need $need, added $added"; false; }
+}
+check "the shortfall was reserved with hugeadm (nr_hugepages $pages_base -> $pages_started, $free0 were free)" reserved_ok
+backing_ok() { # hugetlb when the pages were there; otherwise the daemon fell back and says why
+	local st; st=$(as alice hugepoolctl status)
+	if [ $((free0 + pages_started - pages_base)) -ge "$need" ]; then
+		grep -q 'Backing: *hugetlb pages' <<<"$st" || { echo "$st"; false; }
+	else
+		grep -q 'fallback' <<<"$st" || { echo "$st"; false; }
+	fi
+}
+check "the pool is backed by hugetlb pages when they could be reserved" backing_ok
+ready_after_prefault() { # active from READY=1 on: no sooner after the start than the pre-fault took
+	local start active prefault
+	start=$(c systemctl show -P ExecMainStartTimestampMonotonic hugepoold)
+	active=$(c systemctl show -P ActiveEnterTimestampMonotonic hugepoold)
+	prefault=$(as alice hugepoolctl status --json | sed -n 's/.*"prefault_s":\([0-9.e+-]*\).*/\1/p')
+	echo "started at $start us, active at $active us, pre-fault took $prefault s;" \
+	     "status: $(c systemctl show -P StatusText hugepoold)"
+	c systemctl show -P StatusText hugepoold | grep -q '^Serving ' &&
+		awk -v s="$start" -v a="$active" -v p="$prefault" 'BEGIN { exit !(p > 0 && a - s >= p * 1e6) }'
+}
+check "active (READY=1) only after the pre-fault (Type=notify)" ready_after_prefault
+unprivileged() { # (MainPID is a pid of the container's namespace: look from inside)
+	local st; st=$(c cat "/proc/$mainpid/status")
+	grep -e '^Uid:' -e '^CapEff:' <<<"$st" &&
+		grep -q "^Uid:[[:space:]]*$(c id -u hugepool)[[:space:]]" <<<"$st" && grep -q '^CapEff:[[:space:]]*0*$' <<<"$st"
+}
+check "the daemon runs as hugepool, with no capabilities" unprivileged
+check "hugepoolctl status as alice, a member of the socket's group" as alice hugepoolctl status
+check "hugepoolctl status refused to bob, who is not" sh -c "! nsenter -t $cpid -a runuser -u bob -- hugepoolctl status"
+check "a client of alice leases buffers" as alice hpclient lease small 3
+check "and large ones" as alice hpclient lease large 2
+check "journal appends as alice, durable" as alice hpclient append orders 5
+journal_dir_ok() {
+	c sh -c 'stat -c "%U %a %n" /var/lib/hugepool /var/lib/hugepool/orders /var/lib/hugepool/orders/*' | tee /dev/stderr |
+		awk '$1 != "hugepool" { bad = 1 } $2 !~ /^[67]00$/ { bad = 1 } END { exit bad || NR < 3 }'
+}
+check "the journal lives in the state directory, the daemon's, 0700/0600" journal_dir_ok
+spill_ok() { # while a client holds a spill file, it is in the daemon's private /var/tmp
+	local line out
+	coproc SPILL { nsenter -t "$cpid" -a runuser -u alice -- hpclient spill 3000000; }
+	read -r line <&"${SPILL[0]}"
+	echo "client: $line"
+	out=$(c ls -l "/proc/$mainpid/fd" | grep '/var/tmp/hugepool/')
+	echo "daemon's fds: $out"
+	c nsenter -t "$mainpid" -m test -d /var/tmp/hugepool && ! c test -e /var/tmp/hugepool &&
+		[ -n "$out" ] && as alice hugepoolctl spill | grep -q 'Directory: */var/tmp/hugepool' || { exec {SPILL[1]}>&-; wait; false; return; }
+	exec {SPILL[1]}>&-
+	read -r line <&"${SPILL[0]}"
+	echo "client: $line"
+	wait "$SPILL_PID" && [ "$line" = "read back 3000000 bytes" ]
+}
+check "spill files live in the service's private /var/tmp" spill_ok
+
+# --- restart: the journal keeps its records; the pages are reserved once -------------------------
+check "systemctl restart hugepoold" c systemctl restart hugepoold
+journal_kept() { as alice hugepoolctl journal verify orders && [ "$(as alice hugepoolctl journal dump orders | grep -c 'record [1-5]')" = 5 ]; }
+check "the journal survived the restart with its 5 records" journal_kept
+check "and takes more" as alice hpclient append orders 2
+check "a restart reserves again, not twice (nr_hugepages $pages_started)" sh -c "[ \"\$(cat $hp/nr_hugepages)\" = $pages_started ]"
+
+# --- SIGSEGV: Restart=on-failure brings it back ----------------------------------------------------
+mainpid=$(c systemctl show -P MainPID hugepoold)
+[ "$mainpid" -gt 1 ] 2>/dev/null || stop_here "hugepoold is not running after the restart"
+c sh -c "kill -SEGV $mainpid"
+restarted() {
+	local pid st
+	for _ in $(seq 300); do
+		pid=$(c systemctl show -P MainPID hugepoold)
+		st=$(c systemctl show -P ActiveState hugepoold)
+		[ "$pid" != 0 ] && [ "$pid" != "$mainpid" ] && [ "$st" = active ] && break
+		sleep 0.1
+	done
+	echo "MainPID $mainpid -> $pid, $st, NRestarts $(c systemctl show -P NRestarts hugepoold)"
+	[ "$st" = active ] && [ "$pid" != "$mainpid" ] && [ "$(c systemctl show -P NRestarts hugepoold)" = 1 ] &&
+		c journalctl -b -u hugepoold -o cat | grep -q 'status=11/SEGV'
+}
+check "kill -SEGV: Restart=on-failure brings the daemon back" restarted
+check "after which alice leases again" as alice hpclient lease small 8
+boot_lines() { # three starts so far: the first, the restart, the one after SIGSEGV
+	local log; log=$(c journalctl -b -u hugepoold -o cat)
+	[ "$(grep -c 'hugepoold 0.1.0 starting' <<<"$log")" -ge 3 ] && grep 'Pre-faulted' <<<"$log" || { echo "$log" | tail; false; }
+}
+check "journalctl -u hugepoold shows the boot lines" boot_lines
+
+# --- stop: the pages go back ------------------------------------------------------------------------
+check "systemctl stop hugepoold" c systemctl stop hugepoold
+# the stop PartOf= propagates is a job of its own: systemctl returns when hugepoold's is done
+oneshot_stopped() {
+	local st
+	for _ in $(seq 100); do
+		st=$(c systemctl show -P ActiveState hugepool-hugepages)
+		[ "$st" = inactive ] && return 0
+		sleep 0.1
+	done
+	echo "hugepool-hugepages: $st"; false
+}
+check "stop also stopped hugepool-hugepages (PartOf=)" oneshot_stopped
+pages_back() {
+	local now; now="$(cat $hp/nr_hugepages) $(cat $hp/nr_overcommit_hugepages)"
+	[ "$now" = "$pages_base $overcommit_before" ] || { echo "now $now"; c journalctl -b -u hugepool-hugepages -o cat; false; }
+}
+check "stop gave the hugepages back (nr_hugepages $pages_base, overcommit $overcommit_before)" pages_back
+
+# --- too few hugepages: prefer falls back, require refuses (the reservation masked) ----------------
+c systemctl mask -q hugepool-hugepages
+short=$(($(free_pages) + 1))
+c sed -i -e "s/^count = 8/count = $short/" -e '/^\[class large\]/,/^count/d' /etc/hugepool/hugepoold.conf
+fallback_ok() { c systemctl start hugepoold && as alice hugepoolctl status | grep 'fallback: '; }
+check "hugepages = prefer with $short pages short of free ones: starts on regular memory" fallback_ok
+c systemctl stop hugepoold
+c sed -i 's/^hugepages = prefer/hugepages = require/' /etc/hugepool/hugepoold.conf
+require_ok() {
+	! c systemctl start hugepoold &&
+		[ "$(c systemctl show -P ExecMainStatus hugepoold)" = 3 ] &&
+		c journalctl -b -u hugepoold -o cat | grep 'Not enough hugepages (hugepages = require)'
+}
+check "hugepages = require with too few: refuses to start, exit status 3" require_ok
+c systemctl unmask -q hugepool-hugepages
+
+say "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpclient.c - the client tests/container-test.sh runs inside the container as a non-root user,
+ * against the packaged daemon and the packaged libhugepool.so.0 (built on the host against the
+ * package build's library; the container has no compiler). One verb per run:
+ *   hpclient lease CLASS N        lease N buffers of CLASS, fill them, check, release
+ *   hpclient append JOURNAL N     append records "record 1".."record N", each waited for
+ *   hpclient spill BYTES          a spill stream that always uses a file: write BYTES, finish,
+ *                                 print "spilled BYTES in a file", then hold it until standard
+ *                                 input ends, read it back and check it
+ * Prints what it did on standard output; a failure says what failed and exits 1.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hugepool.h>
+
+static hp_conn *conn;
+
+static int fail(const char *what, int r)
+{
+	fprintf(stderr, "hpclient: %s: %s (%s)\n", what, hp_strerror(r), conn ? hp_last_error(conn) : "");
+	return 1;
+}
+
+static int lease(const char *class_name, unsigned n)
+{
+	struct hp_buffer bufs[64];
+	int r;
+
+	if (n == 0 || n > 64)
+		return fail("lease: 1 to 64 buffers", -22);
+	r = hp_acquire(conn, class_name, n, 5000, bufs);
+	if (r < 0)
+		return fail("acquire", r);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned char *p = bufs[i].addr;
+
+		memset(p, 0x5a, bufs[i].size);
+		if (p[0] != 0x5a || p[bufs[i].size - 1] != 0x5a)
+			return fail("buffer content", -5);
+	}
+	printf("leased %u buffers of class %s, %zu bytes each\n", n, class_name, bufs[0].size);
+	r = hp_release(conn, bufs, n);
+	if (r < 0)
+		return fail("release", r);
+	return 0;
+}
+
+static int append(const char *journal, unsigned n)
+{
+	hp_journal *j;
+	uint64_t lsn = 0;
+	char rec[64];
+	int r;
+
+	r = hp_journal_open(conn, journal, &j);
+	if (r < 0)
+		return fail("journal open", r);
+	for (unsigned i = 1; i <= n; i++) {
+		int len = snprintf(rec, sizeof(rec), "record %u", i);
+
+		r = hp_journal_append_wait(j, rec, (size_t)len, &lsn);
+		if (r < 0)
+			return fail("journal append", r);
+	}
+	hp_journal_close(j);
+	printf("appended %u records to %s, last LSN %llu\n", n, journal, (unsigned long long)lsn);
+	return 0;
+}
+
+static int spill(size_t bytes)
+{
+	struct hp_spill_opts opts = { .threshold = HP_SPILL_ALWAYS_FILE };
+	unsigned char buf[65536];
+	hp_spill *s;
+	size_t done;
+	int r;
+
+	r = hp_spill_open(conn, &opts, &s);
+	if (r < 0)
+		return fail("spill open", r);
+	for (done = 0; done < bytes; done += sizeof(buf)) {
+		size_t n = bytes - done < sizeof(buf) ? bytes - done : sizeof(buf);
+
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (unsigned char)((done + i) * 7);
+		r = hp_spill_write(s, buf, n);
+		if (r < 0)
+			return fail("spill write", r);
+	}
+	r = hp_spill_finish(s);
+	if (r < 0)
+		return fail("spill finish", r);
+	if (hp_spill_state(s) != HP_SPILL_FILE)
+		return fail("the stream is not in a file", -5);
+	printf("spilled %zu bytes in a file\n", bytes);
+	fflush(stdout);
+	while (getchar() != EOF)
+		;
+	for (done = 0;;) {
+		ssize_t n = hp_spill_read(s, buf, sizeof(buf));
+
+		if (n < 0)
+			return fail("spill read", (int)n);
+		if (n == 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != (unsigned char)((done + (size_t)i) * 7))
+				return fail("spill content", -5);
+		done += (size_t)n;
+	}
+	if (done != bytes)
+		return fail("spill length", -5);
+	hp_spill_close(s);
+	printf("read back %zu bytes\n", done);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int r;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: hpclient lease CLASS N | append JOURNAL N | spill BYTES\n");
+		return 2;
+	}
+	r = hp_connect(NULL, &conn);
+	if (r < 0)
+		return fail("connect", r);
+	if (!strcmp(argv[1], "lease") && argc == 4)
+		r = lease(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
+	else if (!strcmp(argv[1], "append") && argc == 4)
+		r = append(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
+	else if (!strcmp(argv[1], "spill") && argc == 3)
+		r = spill(strtoull(argv[2], NULL, 10));
+	else
+		r = fail("unknown verb", -22);
+	hp_disconnect(conn);
+	return r;
+}
