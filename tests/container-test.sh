@@ -271,12 +271,38 @@ spill_ok() { # while a client holds a spill file, it is in the daemon's private 
 }
 check "spill files live in the service's private /var/tmp" spill_ok
 
-# --- restart: the journal keeps its records; the pages are reserved once -------------------------
+# --- restart: warm (the pool, the leases and the connection live on), the journal keeps its records,
+# and the pages are taken back, not reserved twice ---------------------------------------------------
+# warm_life N: the journal says the daemon's life N started warm
+warm_life() { c journalctl -b -u hugepoold -o cat | grep "Warm start (life $1)" || { c journalctl -b -u hugepoold -o cat | tail -5; false; }; }
+coproc HOLD { nsenter -t "$cpid" -a runuser -u alice -- hpclient hold small 2; }
+hold_pid=$HOLD_PID # (bash unsets HOLD_PID when the client ends)
+read -r held <&"${HOLD[0]}"
+echo "client: $held"
 check "systemctl restart hugepoold" c systemctl restart hugepoold
+check "the restart was warm (life 2: the pool adopted from the fd store)" warm_life 2
+exec {HOLD[1]}>&- # (here: check runs its command in a subshell) the client goes on
+held_on() { # the client sees a pause, not a disconnect: same connection, same leases, same bytes
+	local line out=""
+	while read -r line <&"${HOLD[0]}"; do out+="$line"$'\n'; done
+	echo "$out"
+	grep -q 'released 2 buffers on the same connection' <<<"$out" # (printed only when all went well)
+}
+check "a client holding leases kept its connection and its buffers across the restart" held_on
+wait "$hold_pid"
 journal_kept() { as alice hugepoolctl journal verify orders && [ "$(as alice hugepoolctl journal dump orders | grep -c 'record [1-5]')" = 5 ]; }
 check "the journal survived the restart with its 5 records" journal_kept
 check "and takes more" as alice hpclient append orders 2
-check "a restart reserves again, not twice (nr_hugepages $pages_started)" sh -c "[ \"\$(cat $hp/nr_hugepages)\" = $pages_started ]"
+pages_kept() { # the oneshot gave its pages back and reserved again: the same ones, now in use
+	local now; now="$(cat $hp/nr_hugepages) $(cat $hp/surplus_hugepages)"
+	[ "$now" = "$pages_started 0" ] || { echo "nr_hugepages, surplus: $now"; c journalctl -b -u hugepool-hugepages -o cat | tail -4; false; }
+}
+check "a restart takes back the pages the pool kept, not twice (nr_hugepages $pages_started, surplus 0)" pages_kept
+
+# --- reload: the daemon re-executes itself, same process -----------------------------------------
+mainpid=$(c systemctl show -P MainPID hugepoold)
+reloaded() { c systemctl reload hugepoold && [ "$(c systemctl show -P MainPID hugepoold)" = "$mainpid" ] && warm_life 3; }
+check "systemctl reload: re-executed in place (same MainPID), warm (life 3)" reloaded
 
 # --- SIGSEGV: Restart=on-failure brings it back ----------------------------------------------------
 mainpid=$(c systemctl show -P MainPID hugepoold)
@@ -295,8 +321,10 @@ restarted() {
 		c journalctl -b -u hugepoold -o cat | grep -q 'status=11/SEGV'
 }
 check "kill -SEGV: Restart=on-failure brings the daemon back" restarted
+check "warm (life 4): the pool outlived the crash in the fd store" warm_life 4
+check "and no page was reserved twice (nr_hugepages $pages_started, surplus 0)" pages_kept
 check "after which alice leases again" as alice hpclient lease small 8
-boot_lines() { # three starts so far: the first, the restart, the one after SIGSEGV
+boot_lines() { # three processes so far: the first, the restart, the one after SIGSEGV
 	local log; log=$(c journalctl -b -u hugepoold -o cat)
 	[ "$(grep -c 'hugepoold 0.1.0 starting' <<<"$log")" -ge 3 ] && grep 'Pre-faulted' <<<"$log" || { echo "$log" | tail; false; }
 }
@@ -315,9 +343,14 @@ oneshot_stopped() {
 	echo "hugepool-hugepages: $st"; false
 }
 check "stop also stopped hugepool-hugepages (PartOf=)" oneshot_stopped
-pages_back() {
-	local now; now="$(cat $hp/nr_hugepages) $(cat $hp/nr_overcommit_hugepages)"
-	[ "$now" = "$pages_base $overcommit_before" ] || { echo "now $now"; c journalctl -b -u hugepool-hugepages -o cat; false; }
+pages_back() { # systemd lets go of the fd store (the pool's buffers) after the stop, on its own time
+	local now
+	for _ in $(seq 100); do
+		now="$(cat $hp/nr_hugepages) $(cat $hp/nr_overcommit_hugepages)"
+		[ "$now" = "$pages_base $overcommit_before" ] && return 0
+		sleep 0.1
+	done
+	echo "nr_hugepages, overcommit: $now"; c journalctl -b -u hugepool-hugepages -o cat | tail -6; false
 }
 check "stop gave the hugepages back (nr_hugepages $pages_base, overcommit $overcommit_before)" pages_back
 

@@ -5,6 +5,11 @@
  * package build's library; the container has no compiler). One verb per run:
  *   hpclient lease CLASS N        lease N buffers of CLASS, fill them, check, release
  *   hpclient append JOURNAL N     append records "record 1".."record N", each waited for
+ *   hpclient hold CLASS N         lease N buffers of CLASS and fill them, print "holding N
+ *                                 buffers", wait until standard input ends (the test restarts
+ *                                 the daemon meanwhile), then check the contents, ask for the
+ *                                 status on the same connection and release: the connection and
+ *                                 the leases lived through the daemon's restart
  *   hpclient spill BYTES          a spill stream that always uses a file: write BYTES, finish,
  *                                 print "spilled BYTES in a file", then hold it until standard
  *                                 input ends, read it back and check it
@@ -46,6 +51,42 @@ static int lease(const char *class_name, unsigned n)
 	r = hp_release(conn, bufs, n);
 	if (r < 0)
 		return fail("release", r);
+	return 0;
+}
+
+static int hold(const char *class_name, unsigned n)
+{
+	struct hp_buffer bufs[64];
+	struct hp_status *st;
+	int r;
+
+	if (n == 0 || n > 64)
+		return fail("hold: 1 to 64 buffers", -22);
+	r = hp_acquire(conn, class_name, n, 5000, bufs);
+	if (r < 0)
+		return fail("acquire", r);
+	for (unsigned i = 0; i < n; i++)
+		memset(bufs[i].addr, (int)(0x30 + i), bufs[i].size);
+	printf("holding %u buffers\n", n);
+	fflush(stdout);
+	while (getchar() != EOF)
+		;
+	for (unsigned i = 0; i < n; i++) {
+		const unsigned char *p = bufs[i].addr;
+
+		for (size_t k = 0; k < bufs[i].size; k += 4096)
+			if (p[k] != 0x30 + i)
+				return fail("held buffer content", -5);
+	}
+	r = hp_status(conn, &st);
+	if (r < 0)
+		return fail("status on the held connection", r);
+	printf("daemon life %u\n", (unsigned)st->start.lives);
+	hp_status_free(st);
+	r = hp_release(conn, bufs, n);
+	if (r < 0)
+		return fail("release after the restart", r);
+	printf("released %u buffers on the same connection\n", n);
 	return 0;
 }
 
@@ -124,7 +165,7 @@ int main(int argc, char **argv)
 	int r;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: hpclient lease CLASS N | append JOURNAL N | spill BYTES\n");
+		fprintf(stderr, "usage: hpclient lease CLASS N | hold CLASS N | append JOURNAL N | spill BYTES\n");
 		return 2;
 	}
 	r = hp_connect(NULL, &conn);
@@ -132,6 +173,8 @@ int main(int argc, char **argv)
 		return fail("connect", r);
 	if (!strcmp(argv[1], "lease") && argc == 4)
 		r = lease(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
+	else if (!strcmp(argv[1], "hold") && argc == 4)
+		r = hold(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
 	else if (!strcmp(argv[1], "append") && argc == 4)
 		r = append(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
 	else if (!strcmp(argv[1], "spill") && argc == 3)
