@@ -109,6 +109,14 @@ int fdstore_take(struct fdstore_fd *fds, unsigned n, const char *name)
 	return -1;
 }
 
+bool fdstore_has(const struct fdstore_fd *fds, unsigned n, const char *name)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (fds[i].fd >= 0 && strcmp(fds[i].name, name) == 0)
+			return true;
+	return false;
+}
+
 void fdstore_received_free(struct fdstore_fd *fds, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {

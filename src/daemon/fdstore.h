@@ -33,6 +33,8 @@ struct fdstore_fd {
 int fdstore_receive(struct fdstore_fd **ret, unsigned *n);
 /* Take the fd named name out of the array (-1 if none): the caller owns it now. */
 int fdstore_take(struct fdstore_fd *fds, unsigned n, const char *name);
+/* Is the fd named name still in the array (not taken)? */
+bool fdstore_has(const struct fdstore_fd *fds, unsigned n, const char *name);
 /* Close the fds nobody took, and have the service manager drop them too; free the array. */
 void fdstore_received_free(struct fdstore_fd *fds, unsigned n);
 

@@ -69,6 +69,16 @@ static void usage(FILE *f)
 	fprintf(f, "See hugepoold(8) and hugepoold.conf(5).\n");
 }
 
+/*
+ * The warm state's spill records: one per spill file (spill_max_files; "unlimited" keeps the
+ * first 65536) and one per connection's spill page. A file past them is simply not kept: its
+ * connection is closed by a next life.
+ */
+static uint32_t spill_records(const struct config *cfg)
+{
+	return (cfg->spill_max_files ? cfg->spill_max_files : 65536) + cfg->max_connections;
+}
+
 static void print_summary(const struct config *cfg, const char *path)
 {
 	char b[32];
@@ -94,9 +104,9 @@ static void print_summary(const struct config *cfg, const char *path)
 	else
 		printf(" in any number of files\n");
 	printf("pool total %s\n", size_format(config_pool_bytes(cfg), b, sizeof(b)));
-	printf("warm restart keeps up to %" PRIu64 " fds (buffers + max_connections + 2): "
+	printf("warm restart keeps up to %" PRIu64 " fds (buffers + 2 x max_connections + spill files + 2): "
 	       "FileDescriptorStoreMax= must be at least that\n",
-	       config_buffers(cfg) + cfg->max_connections + 2);
+	       config_buffers(cfg) + spill_records(cfg) + cfg->max_connections + 2);
 }
 
 /*
@@ -373,8 +383,8 @@ int main(int argc, char **argv)
 	r = pool_prefault(d.pool, cfg.prefault_threads, boot_progress, &last_report);
 	if (r < 0) /* stopped on request: a clean exit, not a failure */
 		return boot_failed(&d, r == -ECANCELED ? EXIT_OK : EXIT_POOL);
-	r = warm_create(d.pool->nbuffers, cfg.max_connections, d.prev ? d.prev->lives + 1 : 1, d.pool->page_size, d.pool->hugetlb,
-			&d.warm);
+	r = warm_create(d.pool->nbuffers, cfg.max_connections, spill_records(&cfg), d.prev ? d.prev->lives + 1 : 1,
+			d.pool->page_size, d.pool->hugetlb, &d.warm);
 	if (r < 0) {
 		log_error_errno(r, "Failed to create the warm state memfd: %m");
 		return boot_failed(&d, EXIT_POOL);

@@ -256,8 +256,8 @@ void send_result(struct peer *p, int err, const char *text)
 
 static enum warm_conn_state peer_warm_state(const struct peer *p)
 {
-	if (p->nwriters || p->spill.page || p->spill.nfiles)
-		return WARM_CONN_OTHER; /* state the record does not hold */
+	if (p->nwriters || !spill_owner_kept(&p->spill))
+		return WARM_CONN_OTHER; /* state the records do not hold */
 	if (p->in_got || p->out_len > p->out_off || p->nofds || p->closing || p->dead)
 		return WARM_CONN_BUSY;
 	if (p->busy)

@@ -359,6 +359,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	s->njournals = njournals;
 	s->spill = spill;
 	s->warm = warm;
+	spill_set_warm(spill, warm);
 	s->listen_fd = s->epoll_fd = s->signal_fd = s->reserve_fd = -1;
 	s->started_rt = realtime_ns();
 	TAILQ_INIT(&s->peers);

@@ -56,6 +56,7 @@ void peer_keep(struct server *s, struct peer *p)
 	p->warm_slot = s->warm ? warm_conn_take(s->warm) : -1;
 	if (p->warm_slot < 0)
 		return;
+	p->spill.conn_id = p->conn_id;
 	warm_conn_name(p->conn_id, name);
 	if (fdstore_add(name, p->fd, true) < 0) {
 		warm_conn_release(s->warm, p->warm_slot);
@@ -126,7 +127,7 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 		h->closed++;
 		log_info("Closing connection of pid %d (uid %u, \"%s\"): the previous life of the daemon %s",
 			 (int)c->pid, (unsigned)c->uid, c->name,
-			 c->state == WARM_CONN_OTHER ? "held its journal writers or spill streams"
+			 c->state == WARM_CONN_OTHER ? "held journal writers, or spill files it could not keep"
 						     : "ended in the middle of one of its requests");
 		return false;
 	}
@@ -163,6 +164,13 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 	for (uint32_t r = 0; r < h->prev->nbuffers; r++)
 		held += h->prev->bufs[r].state == WARM_BUF_LEASED && h->prev->bufs[r].conn_id == c->conn_id;
 	ok = ok && held == 0;
+	/* and its spill files (with their charges) and page */
+	if (ok && spill_adopt_owner(s->spill, &p->spill, c->conn_id, h->prev, h->fds, h->nfds) < 0) {
+		peer_kill(p, "its spill files could not all be given back after the restart");
+		fdstore_remove(name);
+		h->closed++;
+		return false;
+	}
 	if (!ok) {
 		peer_kill(p, "its leases could not all be given back after the restart");
 		fdstore_remove(name);
@@ -203,8 +211,9 @@ void warm_adopt_conns(struct server *s, struct server_handover *h)
 	for (uint32_t i = 0; h->prev && i < h->prev->nconns; i++)
 		if (h->prev->conns[i].state != WARM_CONN_FREE)
 			adopt_conn(s, h, &h->prev->conns[i]);
-	/* retired buffers whose holders did not come back go now */
+	/* retired buffers whose holders did not come back go now, and so do their spill files */
 	lease_retire_unheld(s->leases);
+	spill_adopt_rest(s->spill, h->prev, h->fds, h->nfds);
 	/* only now: a waiter must not be given what an adopted connection still holds */
 	TAILQ_FOREACH(p, &s->peers, link)
 		if (p->busy && !p->dead)
@@ -239,6 +248,7 @@ void warm_quiesce(struct server *s)
 	TAILQ_FOREACH(p, &s->peers, link)
 		peer_note(p, true);
 	s->sealed = true;
+	spill_seal(s->spill);
 }
 
 void server_set_start(struct server *s, const char *self_path, const struct proto_status_start *start)

@@ -42,7 +42,7 @@
 #include "log.h"
 #include "memfd.h"
 #include "size.h"
-#include "spill.h"
+#include "spill_internal.h"
 #include "util.h"
 
 #define AUDIT_INTERVAL_NS 1000000000ull
@@ -52,38 +52,6 @@
 #define LEFTOVER_PREFIX "spill-"
 
 _Static_assert(sizeof(struct proto_spill_page) <= SPILL_PAGE_BYTES, "spill page fits");
-
-struct spill_uid {
-	uid_t uid;
-	uint64_t bytes;
-	uint32_t files; /* open and lingering */
-	unsigned refs; /* owners and lingering files pointing here */
-	struct spill_uid *next;
-};
-
-/* A file whose stream or connection closed while some other process still holds it open. */
-struct spill_linger {
-	int fd; /* the daemon's own */
-	struct spill_uid *acct;
-	pid_t pid; /* who created it, for the log */
-};
-
-struct spill {
-	int dirfd;
-	char dir[256];
-	bool tmpfile; /* O_TMPFILE works in dir; else create and unlink */
-	bool leases; /* the read-lease probe works in dir; else files are forgotten at close */
-	uint64_t threshold, max_bytes, max_bytes_per_uid;
-	uint32_t max_files, max_files_per_uid;
-	uint64_t bytes, files;
-	uint64_t next_id, next_name;
-	uint64_t files_created, bytes_charged_total, refusals, truncated;
-	uint64_t next_audit;
-	struct spill_uid *uids;
-	struct spill_linger *linger;
-	unsigned nlinger, linger_cap;
-	TAILQ_HEAD(, spill_owner) owners; /* owners with a page or files */
-};
 
 /* Create an empty unnamed read-write file in the spill directory. */
 static int file_create(struct spill *sp)
@@ -287,9 +255,11 @@ void spill_owner_init(struct spill *sp, struct spill_owner *o, uid_t uid, pid_t 
 	memset(o, 0, sizeof(*o));
 	o->uid = uid;
 	o->pid = pid;
+	o->page_fd = -1;
+	o->page_kept.slot = -1;
 }
 
-static void owner_link(struct spill *sp, struct spill_owner *o)
+void spill_owner_link(struct spill *sp, struct spill_owner *o)
 {
 	if (!o->linked) {
 		TAILQ_INSERT_TAIL(&sp->owners, o, link);
@@ -297,7 +267,7 @@ static void owner_link(struct spill *sp, struct spill_owner *o)
 	}
 }
 
-static struct spill_uid *uid_get(struct spill *sp, uid_t uid)
+struct spill_uid *spill_uid_get(struct spill *sp, uid_t uid)
 {
 	struct spill_uid *u;
 
@@ -316,7 +286,7 @@ static struct spill_uid *uid_get(struct spill *sp, uid_t uid)
 	return u;
 }
 
-static void uid_put(struct spill *sp, struct spill_uid *u)
+void spill_uid_put(struct spill *sp, struct spill_uid *u)
 {
 	struct spill_uid **pp;
 
@@ -328,7 +298,7 @@ static void uid_put(struct spill *sp, struct spill_uid *u)
 	free(u);
 }
 
-static void charge_add(struct spill *sp, struct spill_owner *o, struct spill_file *f, uint64_t n)
+void spill_charge_add(struct spill *sp, struct spill_owner *o, struct spill_file *f, uint64_t n)
 {
 	f->charged += n;
 	o->bytes += n;
@@ -346,8 +316,9 @@ static void charge_sub(struct spill *sp, struct spill_owner *o, struct spill_fil
 }
 
 /* The end of a file: the daemon lets go of it; it is no longer one of its uid's files. */
-static void file_forget(struct spill *sp, struct spill_uid *acct, int fd)
+static void file_forget(struct spill *sp, struct spill_uid *acct, int fd, struct spill_kept *kept)
 {
+	spill_keep_forget(sp, kept, false);
 	close(fd);
 	acct->files--;
 	sp->files--;
@@ -358,9 +329,26 @@ static void linger_drop(struct spill *sp, unsigned i)
 	struct spill_linger *l = &sp->linger[i];
 	struct spill_uid *acct = l->acct;
 
-	file_forget(sp, acct, l->fd);
+	file_forget(sp, acct, l->fd, &l->kept);
 	sp->linger[i] = sp->linger[--sp->nlinger];
-	uid_put(sp, acct);
+	spill_uid_put(sp, acct);
+}
+
+bool spill_linger_add(struct spill *sp, int fd, struct spill_uid *acct, pid_t pid, const struct spill_kept *kept)
+{
+	if (sp->nlinger == sp->linger_cap) {
+		unsigned cap = sp->linger_cap ? sp->linger_cap * 2 : 8;
+		void *n = realloc(sp->linger, cap * sizeof(*sp->linger));
+
+		if (!n)
+			return false;
+		sp->linger = n;
+		sp->linger_cap = cap;
+	}
+	sp->linger[sp->nlinger++] = (struct spill_linger){ .fd = fd, .acct = acct, .pid = pid, .kept = *kept };
+	acct->refs++;
+	spill_keep_linger(sp, &sp->linger[sp->nlinger - 1]);
+	return true;
 }
 
 /*
@@ -378,23 +366,14 @@ static void file_drop(struct spill *sp, struct spill_owner *o, unsigned i)
 	if ((r = file_cut(f.fd, 0)) < 0)
 		log_warning_errno(r, "Failed to truncate a spill file of pid %d: %m", (int)o->pid);
 	if (!sp->leases || file_has_holders(f.fd) <= 0) {
-		file_forget(sp, o->acct, f.fd);
+		file_forget(sp, o->acct, f.fd, &f.kept);
 		return;
 	}
-	if (sp->nlinger == sp->linger_cap) {
-		unsigned cap = sp->linger_cap ? sp->linger_cap * 2 : 8;
-		void *n = realloc(sp->linger, cap * sizeof(*sp->linger));
-
-		if (!n) {
-			log_warning("Spill: no memory to keep track of a file pid %d still writes to", (int)o->pid);
-			file_forget(sp, o->acct, f.fd);
-			return;
-		}
-		sp->linger = n;
-		sp->linger_cap = cap;
+	if (!spill_linger_add(sp, f.fd, o->acct, o->pid, &f.kept)) {
+		log_warning("Spill: no memory to keep track of a file pid %d still writes to", (int)o->pid);
+		file_forget(sp, o->acct, f.fd, &f.kept);
+		return;
 	}
-	sp->linger[sp->nlinger++] = (struct spill_linger){ .fd = f.fd, .acct = o->acct, .pid = o->pid };
-	o->acct->refs++;
 	log_msg_ratelimited(&rl, LOG_NOTICE,
 			    "Spill: a file of pid %d (uid %u) is still open in some process after its stream closed; "
 			    "it counts as one of uid %u's files, and is kept empty, until the last holder closes it",
@@ -406,19 +385,25 @@ void spill_owner_release(struct spill *sp, struct spill_owner *o)
 	uint64_t bytes = o->bytes;
 	unsigned n = o->nfiles;
 
+	if (sp->sealed) /* the files are the next life's: as they are, and still counted there */
+		for (; o->nfiles; o->nfiles--)
+			close(o->files[o->nfiles - 1].fd);
 	while (o->nfiles)
 		file_drop(sp, o, o->nfiles - 1);
-	if (n)
+	if (n && !sp->sealed)
 		log_info("Spill: closed the %u files (%" PRIu64 " bytes) of pid %d (uid %u)", n, bytes, (int)o->pid,
 			 (unsigned)o->uid);
 	free(o->files);
 	o->files = NULL;
 	o->cap = 0;
 	if (o->acct)
-		uid_put(sp, o->acct);
+		spill_uid_put(sp, o->acct);
 	o->acct = NULL;
-	if (o->page)
+	if (o->page) {
+		spill_keep_forget(sp, &o->page_kept, true);
 		munmap((void *)(uintptr_t)o->page, SPILL_PAGE_BYTES);
+		close(o->page_fd);
+	}
 	o->page = NULL;
 	if (o->linked)
 		TAILQ_REMOVE(&sp->owners, o, link);
@@ -435,9 +420,19 @@ int spill_attach(struct spill *sp, struct spill_owner *o, int *ret_fd, uint64_t 
 	fd = sealed_memfd("hugepool-spill-page", 0, SPILL_PAGE_BYTES, PROT_READ, &p);
 	if (fd < 0)
 		return fd;
+	/* the daemon keeps one fd (for the fd store), the client gets the other */
+	*ret_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (*ret_fd < 0) {
+		int r = -errno;
+
+		munmap(p, SPILL_PAGE_BYTES);
+		close(fd);
+		return r;
+	}
 	o->page = p;
-	owner_link(sp, o);
-	*ret_fd = fd;
+	o->page_fd = fd;
+	spill_owner_link(sp, o);
+	spill_keep_page(sp, o, fd);
 	*ret_threshold = sp->threshold;
 	return 0;
 }
@@ -472,7 +467,7 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 	struct spill_file *f;
 	int fd, cfd, r;
 
-	if (!o->acct && !(o->acct = uid_get(sp, o->uid)))
+	if (!o->acct && !(o->acct = spill_uid_get(sp, o->uid)))
 		return -ENOMEM;
 	if (sp->max_files && sp->files >= sp->max_files) {
 		snprintf(err, errlen, "spill_max_files reached: the machine has %" PRIu64 " of %u spill files open",
@@ -524,8 +519,9 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 	o->acct->files++;
 	sp->files++;
 	sp->files_created++;
-	charge_add(sp, o, f, charge);
-	owner_link(sp, o);
+	spill_charge_add(sp, o, f, charge);
+	spill_owner_link(sp, o);
+	spill_keep_file(sp, o, f);
 	*ret_id = f->id;
 	*ret_fd = cfd;
 	return 0;
@@ -588,13 +584,15 @@ int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t 
 		if ((r = file_cut(f->fd, total)) < 0)
 			log_warning_errno(r, "Spill: failed to truncate a file of pid %d: %m", (int)o->pid);
 		charge_sub(sp, o, f, f->charged - total);
+		spill_keep_update(sp, o, f);
 		return 0;
 	}
 	file_audit(sp, o->pid, o->uid, f->fd, f->charged);
 	more = total - f->charged;
 	if ((r = bytes_allowed(sp, o, more, err, errlen)) < 0)
 		return r;
-	charge_add(sp, o, f, more);
+	spill_charge_add(sp, o, f, more);
+	spill_keep_update(sp, o, f);
 	return 0;
 }
 

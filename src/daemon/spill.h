@@ -30,21 +30,34 @@
 
 struct spill;
 struct spill_uid;
+struct warm;
+struct warm_prev;
+struct fdstore_fd;
+
+/* Where a file or page is kept for the daemon's next life (spill_warm.c). */
+struct spill_kept {
+	int slot; /* its record in the warm state; -1: not kept */
+	uint64_t fd_id; /* its name in the fd store */
+};
 
 struct spill_file {
 	uint64_t id;
 	int fd; /* the daemon's own fd of the file: its own open file description, never the client's */
 	uint64_t charged; /* bytes the client may have written */
+	struct spill_kept kept;
 };
 
 struct spill_owner {
 	uid_t uid;
 	pid_t pid;
+	uint64_t conn_id; /* its connection's id across the daemon's lives (warm.h) */
 	struct spill_uid *acct; /* the uid's totals; NULL until the first file */
 	struct spill_file *files;
 	unsigned nfiles, cap;
 	uint64_t bytes; /* charged to this owner's files */
 	const struct proto_spill_page *page; /* the client's counters (read-only mapping) or NULL */
+	int page_fd; /* the daemon's fd of the page, kept for a next life */
+	struct spill_kept page_kept;
 	uint64_t seen_streams, seen_bytes; /* what spill_get_status last read from the page */
 	TAILQ_ENTRY(spill_owner) link;
 	int linked;
@@ -60,8 +73,35 @@ void spill_free(struct spill *sp);
 
 void spill_owner_init(struct spill *sp, struct spill_owner *o, uid_t uid, pid_t pid);
 
-/* Close every file of the owner (truncated first), give its bytes back, unmap its page. */
+/*
+ * Close every file of the owner (truncated first), give its bytes back, unmap its page. Once
+ * sealed (spill_seal), only the daemon's fds and mapping go: the files stay as they are for the
+ * next life.
+ */
 void spill_owner_release(struct spill *sp, struct spill_owner *o);
+
+/*
+ * Warm restart (spill_warm.c). spill_set_warm: from now on every file and page is kept in the fd
+ * store with a record in w, kept current. spill_seal: stopping for a next life: change neither
+ * the records nor the store, and cut no file. spill_owner_kept: is everything o holds kept (else
+ * its connection cannot be served on by a next life)?
+ */
+void spill_set_warm(struct spill *sp, struct warm *w);
+void spill_seal(struct spill *sp);
+bool spill_owner_kept(const struct spill_owner *o);
+/*
+ * Take over what the previous life recorded for connection conn_id into o (files with their
+ * ids and charges, its page), each fd checked (a file of the spill directory with no name, a
+ * sealed page-sized memfd). -EBADF: one is missing or is not what its record says; whatever was
+ * taken is then o's, and the caller closes the connection, releasing it.
+ */
+int spill_adopt_owner(struct spill *sp, struct spill_owner *o, uint64_t conn_id, const struct warm_prev *prev,
+		      struct fdstore_fd *fds, unsigned nfds);
+/*
+ * After the connections: take over the lingering files, and release (cut, or keep lingering)
+ * the files of connections that were not served on. Logs what it took over.
+ */
+void spill_adopt_rest(struct spill *sp, const struct warm_prev *prev, struct fdstore_fd *fds, unsigned nfds);
 
 /*
  * Give the owner its spill page: *ret_fd is a sealed memfd (the caller's to send and close)

@@ -7,6 +7,8 @@
  *   buffers  nbuffers x struct warm_record: seq (odd while being written), CRC-32C of the rest,
  *            state, uid, index in class, size, fd id, class name, connection and lease id
  *   conns    nconns x struct warm_conn_record: seq, CRC, state, credentials, name, the acquire
+ *   spills   nspills x struct warm_spill_record: seq, CRC, state, uid, pid, connection, file id,
+ *            charge, fd id
  *
  * Nothing in it is a pointer or an fd number: a record names its buffer's memfd by the name the
  * fd store keeps it under, so it means the same thing in the next process.
@@ -39,6 +41,8 @@ struct warm_header {
 	uint32_t nbuffers;
 	uint32_t conn_record_size;
 	uint32_t nconns;
+	uint32_t spill_record_size;
+	uint32_t nspills;
 	uint64_t id;
 	uint64_t lives;
 	uint64_t page_size;
@@ -75,20 +79,38 @@ struct warm_conn_record {
 	char wait_class[WARM_CLASS_NAME_MAX];
 };
 
+struct warm_spill_record {
+	uint32_t seq;
+	uint32_t crc; /* of everything after it */
+	uint32_t state;
+	uint32_t uid, pid;
+	uint32_t reserved;
+	uint64_t conn_id;
+	uint64_t file_id;
+	uint64_t charged;
+	uint64_t fd_id;
+};
+
+/* the FREE records of one kind, as a stack of their slots */
+struct slots {
+	int *free;
+	uint32_t n;
+};
+
 struct warm {
 	int fd;
 	size_t size;
 	struct warm_header *hdr;
 	struct warm_record *recs;
 	struct warm_conn_record *conns;
-	uint32_t nconns;
-	int *free_conns; /* a stack of FREE connection slots */
-	uint32_t nfree;
+	struct warm_spill_record *spills;
+	struct slots free_conns, free_spills;
 };
 
-/* both kinds of record: seq, crc, then what the crc covers */
+/* every kind of record: seq, crc, then what the crc covers */
 #define RECORD_CRC(r) crc32c(0, &(r)->state, sizeof(*(r)) - offsetof(struct warm_record, state))
 _Static_assert(offsetof(struct warm_record, state) == offsetof(struct warm_conn_record, state), "record heads");
+_Static_assert(offsetof(struct warm_record, state) == offsetof(struct warm_spill_record, state), "record heads");
 
 uint64_t warm_new_id(void)
 {
@@ -112,6 +134,11 @@ void warm_state_name(uint64_t id, char name[WARM_NAME_MAX])
 void warm_conn_name(uint64_t id, char name[WARM_NAME_MAX])
 {
 	snprintf(name, WARM_NAME_MAX, "conn.%016" PRIx64, id);
+}
+
+void warm_spill_name(bool page, uint64_t id, char name[WARM_NAME_MAX])
+{
+	snprintf(name, WARM_NAME_MAX, "%s.%016" PRIx64, page ? "spage" : "spill", id);
 }
 
 bool warm_parse_name(const char *name, const char *prefix, uint64_t *id)
@@ -168,15 +195,17 @@ int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 	}
 	if (h.header_size != sizeof(h) || h.record_size != sizeof(struct warm_record) ||
 	    h.conn_record_size != sizeof(struct warm_conn_record) ||
+	    h.spill_record_size != sizeof(struct warm_spill_record) ||
 	    (uint64_t)h.nbuffers * sizeof(struct warm_record) + (uint64_t)h.nconns * sizeof(struct warm_conn_record) +
-			    sizeof(h) > (uint64_t)st.st_size) {
+			    (uint64_t)h.nspills * sizeof(struct warm_spill_record) + sizeof(h) > (uint64_t)st.st_size) {
 		snprintf(err, errlen, "state sizes do not add up (%" PRIu32 " records of %" PRIu32 " bytes in %jd)",
 			 h.nbuffers, h.record_size, (intmax_t)st.st_size);
 		return -EBADMSG;
 	}
 	prev = calloc(1, sizeof(*prev));
 	if (!prev || !(prev->bufs = calloc(h.nbuffers ? h.nbuffers : 1, sizeof(*prev->bufs))) ||
-	    !(prev->conns = calloc(h.nconns ? h.nconns : 1, sizeof(*prev->conns)))) {
+	    !(prev->conns = calloc(h.nconns ? h.nconns : 1, sizeof(*prev->conns))) ||
+	    !(prev->spills = calloc(h.nspills ? h.nspills : 1, sizeof(*prev->spills)))) {
 		warm_prev_free(prev);
 		return -ENOMEM;
 	}
@@ -226,6 +255,25 @@ int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 		memcpy(c->wait_class, r.wait_class, sizeof(c->wait_class));
 		c->wait_count = r.wait_count;
 		c->wait_deadline = r.wait_deadline;
+	}
+	prev->nspills = h.nspills;
+	for (uint32_t i = 0; i < h.nspills; i++) {
+		struct warm_spill_record r;
+		struct warm_spill *sp = &prev->spills[i];
+
+		memcpy(&r, buf + sizeof(h) + (size_t)h.nbuffers * sizeof(struct warm_record) +
+				   (size_t)h.nconns * sizeof(struct warm_conn_record) + (size_t)i * sizeof(r),
+		       sizeof(r));
+		/* torn, corrupt or never used: FREE, its file (if kept) closed as nobody's */
+		if ((r.seq & 1) || r.crc != RECORD_CRC(&r) || r.state > WARM_SPILL_PAGE)
+			continue;
+		sp->state = (enum warm_spill_state)r.state;
+		sp->uid = (uid_t)r.uid;
+		sp->pid = (pid_t)r.pid;
+		sp->conn_id = r.conn_id;
+		sp->file_id = r.file_id;
+		sp->charged = r.charged;
+		sp->fd_id = r.fd_id;
 	}
 	*ret = prev;
 	return 0;
@@ -284,25 +332,40 @@ void warm_prev_free(struct warm_prev *prev)
 		return;
 	free(prev->bufs);
 	free(prev->conns);
+	free(prev->spills);
 	free(prev);
 }
 
-int warm_create(uint32_t nbuffers, uint32_t nconns, uint64_t lives, uint64_t page_size, bool hugetlb,
-		struct warm **ret)
+static int slots_init(struct slots *sl, uint32_t n)
+{
+	sl->free = calloc(n ? n : 1, sizeof(int));
+	if (!sl->free)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		sl->free[sl->n++] = (int)(n - 1 - i); /* slot 0 first */
+	return 0;
+}
+
+int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t lives, uint64_t page_size,
+		bool hugetlb, struct warm **ret)
 {
 	struct warm *w = calloc(1, sizeof(*w));
 	void *map;
 	int fd;
 
-	if (!w || !(w->free_conns = calloc(nconns ? nconns : 1, sizeof(int)))) {
-		free(w);
+	if (!w || slots_init(&w->free_conns, nconns) < 0 || slots_init(&w->free_spills, nspills) < 0) {
+		if (w) {
+			free(w->free_conns.free);
+			free(w);
+		}
 		return -ENOMEM;
 	}
 	w->size = sizeof(struct warm_header) + (size_t)nbuffers * sizeof(struct warm_record) +
-		  (size_t)nconns * sizeof(struct warm_conn_record);
+		  (size_t)nconns * sizeof(struct warm_conn_record) + (size_t)nspills * sizeof(struct warm_spill_record);
 	fd = sealed_memfd("hugepool:state", 0, w->size, PROT_READ | PROT_WRITE, &map);
 	if (fd < 0) {
-		free(w->free_conns);
+		free(w->free_conns.free);
+		free(w->free_spills.free);
 		free(w);
 		return fd;
 	}
@@ -310,12 +373,11 @@ int warm_create(uint32_t nbuffers, uint32_t nconns, uint64_t lives, uint64_t pag
 	w->hdr = map;
 	w->recs = (struct warm_record *)(w->hdr + 1);
 	w->conns = (struct warm_conn_record *)(w->recs + nbuffers);
-	w->nconns = nconns;
-	for (uint32_t i = 0; i < nconns; i++)
-		w->free_conns[w->nfree++] = (int)(nconns - 1 - i); /* slot 0 first */
+	w->spills = (struct warm_spill_record *)(w->conns + nconns);
 	*w->hdr = (struct warm_header){ .version = WARM_VERSION, .header_size = sizeof(struct warm_header),
 					.record_size = sizeof(struct warm_record), .nbuffers = nbuffers,
 					.conn_record_size = sizeof(struct warm_conn_record), .nconns = nconns,
+					.spill_record_size = sizeof(struct warm_spill_record), .nspills = nspills,
 					.id = warm_new_id(), .lives = lives, .page_size = page_size,
 					.hugetlb = hugetlb };
 	memcpy(w->hdr->magic, magic, sizeof(magic));
@@ -371,7 +433,7 @@ void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b)
 
 int warm_conn_take(struct warm *w)
 {
-	return w->nfree ? w->free_conns[--w->nfree] : -1;
+	return w->free_conns.n ? w->free_conns.free[--w->free_conns.n] : -1;
 }
 
 void warm_conn_set(struct warm *w, int slot, const struct warm_conn *c)
@@ -403,7 +465,38 @@ void warm_conn_release(struct warm *w, int slot)
 	record_begin(r);
 	r->state = WARM_CONN_FREE;
 	record_end(r);
-	w->free_conns[w->nfree++] = slot;
+	w->free_conns.free[w->free_conns.n++] = slot;
+}
+
+int warm_spill_take(struct warm *w)
+{
+	return w->free_spills.n ? w->free_spills.free[--w->free_spills.n] : -1;
+}
+
+void warm_spill_set(struct warm *w, int slot, const struct warm_spill *sp)
+{
+	struct warm_spill_record *r = &w->spills[slot];
+
+	record_begin(r);
+	r->state = sp->state;
+	r->uid = (uint32_t)sp->uid;
+	r->pid = (uint32_t)sp->pid;
+	r->reserved = 0;
+	r->conn_id = sp->state == WARM_SPILL_LINGER ? 0 : sp->conn_id;
+	r->file_id = sp->state == WARM_SPILL_FILE ? sp->file_id : 0;
+	r->charged = sp->state == WARM_SPILL_FILE ? sp->charged : 0;
+	r->fd_id = sp->fd_id;
+	record_end(r);
+}
+
+void warm_spill_release(struct warm *w, int slot)
+{
+	struct warm_spill_record *r = &w->spills[slot];
+
+	record_begin(r);
+	r->state = WARM_SPILL_FREE;
+	record_end(r);
+	w->free_spills.free[w->free_spills.n++] = slot;
 }
 
 void warm_free(struct warm *w)
@@ -412,6 +505,7 @@ void warm_free(struct warm *w)
 		return;
 	munmap(w->hdr, w->size);
 	close(w->fd);
-	free(w->free_conns);
+	free(w->free_conns.free);
+	free(w->free_spills.free);
 	free(w);
 }

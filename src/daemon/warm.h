@@ -8,8 +8,9 @@
  * written by a uid (DIRTY), are held by a connection (LEASED: which, under which lease id) or
  * must be renewed before anyone gets them (BROKEN); then one record per connection slot
  * (max_connections of them): its socket's name in the store ("conn.<id>"), its credentials and
- * name, whether the next life can serve on it (struct warm_conn), and the acquire it waits in. The
- * records are kept current as the lease table changes (plain stores into shared memory, so
+ * name, whether the next life can serve on it (struct warm_conn), and the acquire it waits in; then
+ * one record per spill file or spill page the daemon keeps (struct warm_spill: whose, under which
+ * id and charge, kept as "spill.<id>" or "spage.<id>"). The records are kept current as the lease table changes (plain stores into shared memory, so
  * they survive a SIGKILL as they are), and the memfd itself is kept in the fd store as
  * "state.<id>". Each record carries a sequence number that is odd while it is being written
  * and a CRC, so that a record torn by a crash, or garbage, is seen as such: its buffer is then
@@ -27,7 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define WARM_VERSION 1
+#define WARM_VERSION 2 /* 2: spill records */
 #define WARM_CLASS_NAME_MAX 32 /* with the NUL */
 
 enum warm_buf_state {
@@ -55,8 +56,9 @@ struct warm_buf {
  * A connection's record. Only an IDLE connection (no request half read, no reply unsent) or a
  * WAITING one (an acquire queued, nothing granted yet) can be served on by the next life: a
  * crash in the middle of a request (BUSY) leaves the stream in a state nobody knows, and a
- * connection with journal writers or spill streams (OTHER) has state the record does not hold;
- * the next life closes those (their leases end as at any disconnect).
+ * connection with journal writers, or with a spill file or page the store could not keep (OTHER),
+ * has state the records do not hold; the next life closes those (their leases and spill files
+ * end as at any disconnect).
  */
 enum warm_conn_state {
 	WARM_CONN_FREE = 0,
@@ -83,6 +85,28 @@ struct warm_conn {
 	uint64_t wait_deadline; /* CLOCK_MONOTONIC ns (one clock for the whole machine); UINT64_MAX: none */
 };
 
+/*
+ * A spill file or spill page the daemon holds (spill.h), kept in the fd store so that a client's
+ * files and their charges live on with its connection. A LINGER file's stream has closed while
+ * some process still holds it: it still counts as a file of uid.
+ */
+enum warm_spill_state {
+	WARM_SPILL_FREE = 0,
+	WARM_SPILL_FILE, /* kept as "spill.<fd_id>" */
+	WARM_SPILL_LINGER, /* kept as "spill.<fd_id>" */
+	WARM_SPILL_PAGE, /* a connection's spill page, kept as "spage.<fd_id>" */
+};
+
+struct warm_spill {
+	enum warm_spill_state state;
+	uid_t uid;
+	pid_t pid; /* who made it, for the log */
+	uint64_t conn_id; /* FILE, PAGE: the connection it belongs to */
+	uint64_t file_id; /* FILE: the id the client knows it by */
+	uint64_t charged; /* FILE: the bytes it may hold */
+	uint64_t fd_id;
+};
+
 /* What a predecessor left, as read and checked by warm_read. */
 struct warm_prev {
 	uint64_t id; /* its memfd was kept as "state.<id in hex>" */
@@ -93,6 +117,8 @@ struct warm_prev {
 	struct warm_buf *bufs;
 	uint32_t nconns;
 	struct warm_conn *conns; /* FREE ones included */
+	uint32_t nspills;
+	struct warm_spill *spills; /* FREE ones included */
 };
 
 /*
@@ -109,10 +135,10 @@ void warm_choose(struct fdstore_fd *fds, unsigned n, struct warm_prev **ret, cha
 int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen);
 void warm_prev_free(struct warm_prev *prev);
 
-/* This life's state: a new memfd with nbuffers UNKNOWN records and nconns FREE ones. */
+/* This life's state: a new memfd with nbuffers UNKNOWN records, nconns and nspills FREE ones. */
 struct warm;
-int warm_create(uint32_t nbuffers, uint32_t nconns, uint64_t lives, uint64_t page_size, bool hugetlb,
-		struct warm **ret);
+int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t lives, uint64_t page_size,
+		bool hugetlb, struct warm **ret);
 int warm_fd(const struct warm *w);
 uint64_t warm_id(const struct warm *w);
 /* Write record i (its old content is replaced; the sequence number brackets the write). */
@@ -121,16 +147,24 @@ void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b);
 int warm_conn_take(struct warm *w);
 void warm_conn_set(struct warm *w, int slot, const struct warm_conn *c);
 void warm_conn_release(struct warm *w, int slot);
+/* The same for spill records. */
+int warm_spill_take(struct warm *w);
+void warm_spill_set(struct warm *w, int slot, const struct warm_spill *sp);
+void warm_spill_release(struct warm *w, int slot);
 void warm_free(struct warm *w);
 
 /* A fresh random id for a buffer's memfd name. */
 uint64_t warm_new_id(void);
 
-/* The fd store's names: "buf.<id>", "state.<id>", "conn.<id>"; and the id back from a name (false: not one). */
+/*
+ * The fd store's names: "buf.<id>", "state.<id>", "conn.<id>", "spill.<id>" (a spill file),
+ * "spage.<id>" (a spill page); and the id back from a name (false: not one).
+ */
 #define WARM_NAME_MAX 32
 void warm_buf_name(uint64_t id, char name[WARM_NAME_MAX]);
 void warm_state_name(uint64_t id, char name[WARM_NAME_MAX]);
 void warm_conn_name(uint64_t id, char name[WARM_NAME_MAX]);
+void warm_spill_name(bool page, uint64_t id, char name[WARM_NAME_MAX]);
 bool warm_parse_name(const char *name, const char *prefix, uint64_t *id);
 
 #endif

@@ -47,11 +47,10 @@
 static const struct harness_opts with_store = { .fdstore_max = 4096 };
 
 /*
- * warm.c's layout, which the tests that read or tear the state memfd rely on: a 64-byte header
- * (nbuffers at byte 20, conn_record_size at 24, nconns at 28), then 96-byte buffer records, then
- * the connection records (state at byte 8 of a record; 3 = BUSY).
+ * warm.c's layout, which the tests that read or tear the state memfd rely on: a header (its size
+ * at byte 12, nbuffers at 20, conn_record_size at 24, nconns at 28), then 96-byte buffer records,
+ * then the connection records (state at byte 8 of a record; 3 = BUSY).
  */
-#define STATE_HEADER 64
 #define STATE_BUF_RECORD 96
 #define STATE_CONN_BUSY 3
 
@@ -81,7 +80,7 @@ static void wait_settled(const struct daemon *d)
 		for (uint32_t i = 0; i < h[7]; i++) {
 			uint32_t st;
 
-			assert_int_equal(pread(fd, &st, 4, STATE_HEADER + (off_t)h[5] * STATE_BUF_RECORD + (off_t)i * h[6] + 8),
+			assert_int_equal(pread(fd, &st, 4, h[3] + (off_t)h[5] * STATE_BUF_RECORD + (off_t)i * h[6] + 8),
 					 4);
 			busy += st == STATE_CONN_BUSY;
 		}
@@ -300,14 +299,16 @@ static void test_corrupt_state_is_cold(void **state)
 /* One record torn by a crash (odd sequence number): that buffer alone is not trusted. */
 static void test_torn_record(void **state)
 {
-	const off_t at = STATE_HEADER + 2 * STATE_BUF_RECORD; /* buffer record 2's seq */
-	uint32_t seq = 0;
+	uint32_t seq = 0, header = 0;
+	off_t at;
 	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	unsigned seen;
 	int fd;
 
 	(void)state;
 	fd = start_with_state(&d);
+	assert_int_equal(pread(fd, &header, 4, 12), 4);
+	at = header + 2 * STATE_BUF_RECORD; /* buffer record 2's seq */
 	assert_int_equal(pread(fd, &seq, 4, at), 4);
 	seq |= 1;
 	assert_int_equal(pwrite(fd, &seq, 4, at), 4);
@@ -560,6 +561,102 @@ static void test_client_left_while_down(void **state)
 	hp_status_free(st);
 	assert_int_equal(hp_acquire(c, "one", NBUF, 0, b), 0);
 	hp_disconnect(c);
+	stop(&d);
+}
+
+/* A client in another process that opens a spill file, writes one chunk, says so on fd ready and waits to die. */
+static pid_t spill_child(const struct daemon *d, const uint8_t *chunk, size_t len)
+{
+	struct hp_spill_opts o = { .threshold = HP_SPILL_ALWAYS_FILE };
+	int p[2];
+	pid_t pid;
+	char x;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		hp_conn *c;
+		hp_spill *sp;
+
+		close(p[0]);
+		if (hp_connect(d->socket, &c) < 0 || hp_spill_open(c, &o, &sp) < 0 || hp_spill_write(sp, chunk, len) < 0)
+			_exit(1);
+		if (write(p[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &x, 1), 1);
+	close(p[0]);
+	return pid;
+}
+
+/*
+ * A client's spill files, their charges and its spill page live on with its connection across a
+ * restart (SIGTERM, then SIGKILL): it goes on writing, charged as before, reads everything back
+ * and gets every byte back on close. A client that died while the daemon was down has its file
+ * released by the next life.
+ */
+static void test_spill_survives(void **state)
+{
+	static struct daemon d;
+	static uint8_t chunk[256 * 1024], back[256 * 1024];
+	struct hp_spill_opts o = { .threshold = HP_SPILL_ALWAYS_FILE };
+	struct hp_status *st;
+	uint64_t bytes, files;
+	hp_spill *sp;
+	hp_conn *c;
+	pid_t child;
+	int status_;
+
+	(void)state;
+	start_store(&d, ONE);
+	for (int round = 0; round < 2; round++) {
+		c = conn(&d);
+		assert_int_equal(hp_spill_open(c, &o, &sp), 0);
+		for (unsigned k = 0; k < 4; k++) {
+			memset(chunk, (int)(0x10 * round + k + 1), sizeof(chunk));
+			assert_int_equal(hp_spill_write(sp, chunk, sizeof(chunk)), 0);
+		}
+		st = status(c);
+		bytes = st->spill.bytes;
+		files = st->spill.files;
+		assert_int_equal(files, 1);
+		hp_status_free(st);
+		child = spill_child(&d, chunk, sizeof(chunk));
+		if (round == 1)
+			wait_settled(&d);
+		assert_int_equal(round == 1 ? harness_kill(&d) : harness_terminate(&d), round == 1 ? 128 + SIGKILL : 0);
+		running = NULL;
+		kill(child, SIGKILL);
+		assert_int_equal(waitpid(child, &status_, 0), child);
+		assert_int_equal(harness_restart(&d), 0);
+		running = &d;
+		/* the same connection, its file and charge; the dead client's file is gone */
+		st = status(c);
+		assert_int_equal(st->spill.files, files);
+		assert_int_equal(st->spill.bytes, bytes);
+		hp_status_free(st);
+		for (unsigned k = 4; k < 8; k++) {
+			memset(chunk, (int)(0x10 * round + k + 1), sizeof(chunk));
+			assert_int_equal(hp_spill_write(sp, chunk, sizeof(chunk)), 0);
+		}
+		assert_int_equal(hp_spill_finish(sp), 0);
+		assert_int_equal(hp_spill_size(sp), 8 * sizeof(chunk));
+		for (unsigned k = 0; k < 8; k++) {
+			assert_int_equal(hp_spill_read(sp, back, sizeof(back)), (ssize_t)sizeof(back));
+			memset(chunk, (int)(0x10 * round + k + 1), sizeof(chunk));
+			assert_memory_equal(back, chunk, sizeof(chunk));
+		}
+		hp_spill_close(sp);
+		st = status(c);
+		assert_int_equal(st->spill.files, 0);
+		assert_int_equal(st->spill.bytes, 0);
+		hp_status_free(st);
+		hp_disconnect(c);
+	}
 	stop(&d);
 }
 
@@ -896,6 +993,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_client_keeps_connection, teardown),
 		cmocka_unit_test_teardown(test_waiting_acquire_served, teardown),
 		cmocka_unit_test_teardown(test_client_left_while_down, teardown),
+		cmocka_unit_test_teardown(test_spill_survives, teardown),
 		cmocka_unit_test_teardown(test_mid_request_closed, teardown),
 		cmocka_unit_test_teardown(test_reexec, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spill_warm.c - spill files and pages across a warm restart (hugepoold(8), WARM RESTART): each
+ * file the daemon holds (its own fd of it) and each connection's spill page is kept in the fd
+ * store, with a record in the warm state (warm.h: whose, which id the client knows it by, its
+ * charge) kept current as charges change; the next life takes them over with the connection, so
+ * a client's files, their charges and its page live on, and releases the files of connections it
+ * does not serve on as at any disconnect. The accounting itself is spill.c's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fdstore.h"
+#include "log.h"
+#include "spill_internal.h"
+#include "util.h"
+#include "warm.h"
+
+#define SPILL_PAGE_BYTES 4096u
+#define PAGE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+void spill_set_warm(struct spill *sp, struct warm *w)
+{
+	sp->warm = w;
+}
+
+void spill_seal(struct spill *sp)
+{
+	sp->sealed = true;
+}
+
+bool spill_owner_kept(const struct spill_owner *o)
+{
+	if (o->page && o->page_kept.slot < 0)
+		return false;
+	for (unsigned i = 0; i < o->nfiles; i++)
+		if (o->files[i].kept.slot < 0)
+			return false;
+	return true;
+}
+
+/* Keep fd in the store under its name and take a record for it; kept->slot -1 if either fails. */
+static void keep_fd(struct spill *sp, struct spill_kept *kept, bool page, int fd)
+{
+	char name[WARM_NAME_MAX];
+
+	kept->slot = -1;
+	if (!sp->warm || sp->sealed)
+		return;
+	warm_spill_name(page, kept->fd_id, name);
+	if (fdstore_add(name, fd, false) < 0)
+		return;
+	kept->slot = warm_spill_take(sp->warm);
+	if (kept->slot < 0)
+		fdstore_remove(name);
+}
+
+static void record(struct spill *sp, const struct spill_kept *kept, const struct warm_spill *ws)
+{
+	if (kept->slot >= 0 && sp->warm && !sp->sealed)
+		warm_spill_set(sp->warm, kept->slot, ws);
+}
+
+void spill_keep_update(struct spill *sp, const struct spill_owner *o, const struct spill_file *f)
+{
+	struct warm_spill ws = { .state = WARM_SPILL_FILE, .uid = o->uid, .pid = o->pid, .conn_id = o->conn_id,
+				 .file_id = f->id, .charged = f->charged, .fd_id = f->kept.fd_id };
+
+	record(sp, &f->kept, &ws);
+}
+
+void spill_keep_file(struct spill *sp, const struct spill_owner *o, struct spill_file *f)
+{
+	f->kept.fd_id = warm_new_id();
+	keep_fd(sp, &f->kept, false, f->fd);
+	spill_keep_update(sp, o, f);
+}
+
+void spill_keep_page(struct spill *sp, struct spill_owner *o, int fd)
+{
+	struct warm_spill ws = { .state = WARM_SPILL_PAGE, .uid = o->uid, .pid = o->pid, .conn_id = o->conn_id };
+
+	o->page_kept.fd_id = ws.fd_id = warm_new_id();
+	keep_fd(sp, &o->page_kept, true, fd);
+	record(sp, &o->page_kept, &ws);
+}
+
+void spill_keep_linger(struct spill *sp, const struct spill_linger *l)
+{
+	struct warm_spill ws = { .state = WARM_SPILL_LINGER, .uid = l->acct->uid, .pid = l->pid,
+				 .fd_id = l->kept.fd_id };
+
+	record(sp, &l->kept, &ws);
+}
+
+void spill_keep_forget(struct spill *sp, struct spill_kept *kept, bool page)
+{
+	char name[WARM_NAME_MAX];
+
+	if (kept->slot < 0 || !sp->warm || sp->sealed)
+		return;
+	warm_spill_name(page, kept->fd_id, name);
+	fdstore_remove(name);
+	warm_spill_release(sp->warm, kept->slot);
+	kept->slot = -1;
+}
+
+/* --- taking over what a previous life kept ------------------------------------------------ */
+
+/* Is fd a spill file of this daemon's: a nameless regular file of the spill directory, open read-write? */
+static bool is_spill_file(const struct spill *sp, int fd)
+{
+	struct stat st, dir;
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_ACCMODE) == O_RDWR && fstat(fd, &st) == 0 && fstat(sp->dirfd, &dir) == 0 &&
+	       S_ISREG(st.st_mode) && st.st_nlink == 0 && st.st_dev == dir.st_dev;
+}
+
+/* Map fd read-only if it is a spill page: a sealed memfd of one page. NULL if not. */
+static const struct proto_spill_page *map_page(int fd)
+{
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS);
+	void *p;
+
+	if (seals < 0 || (seals & PAGE_SEALS) != PAGE_SEALS || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size != SPILL_PAGE_BYTES)
+		return NULL;
+	p = mmap(NULL, SPILL_PAGE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Take the fd of record ws out of the hand-over, or -1. */
+static int take(const struct warm_spill *ws, struct fdstore_fd *fds, unsigned nfds)
+{
+	char name[WARM_NAME_MAX];
+
+	warm_spill_name(ws->state == WARM_SPILL_PAGE, ws->fd_id, name);
+	return fdstore_take(fds, nfds, name);
+}
+
+/* A file fd of o's as record ws says: counted, charged, kept. */
+static int adopt_file(struct spill *sp, struct spill_owner *o, const struct warm_spill *ws, int fd)
+{
+	struct spill_file *f;
+
+	if (!o->acct && !(o->acct = spill_uid_get(sp, o->uid)))
+		return -ENOMEM;
+	if (o->nfiles == o->cap) {
+		unsigned cap = o->cap ? o->cap * 2 : 8;
+		void *n = realloc(o->files, cap * sizeof(*o->files));
+
+		if (!n)
+			return -ENOMEM;
+		o->files = n;
+		o->cap = cap;
+	}
+	f = &o->files[o->nfiles++];
+	*f = (struct spill_file){ .id = ws->file_id, .fd = fd, .kept = { .slot = -1, .fd_id = ws->fd_id } };
+	o->acct->files++;
+	sp->files++;
+	spill_charge_add(sp, o, f, ws->charged);
+	spill_owner_link(sp, o);
+	/* ids stay unique on the connection: new ones come after every id handed out before */
+	if (ws->file_id > sp->next_id)
+		sp->next_id = ws->file_id;
+	keep_fd(sp, &f->kept, false, fd);
+	spill_keep_update(sp, o, f);
+	return 0;
+}
+
+int spill_adopt_owner(struct spill *sp, struct spill_owner *o, uint64_t conn_id, const struct warm_prev *prev,
+		      struct fdstore_fd *fds, unsigned nfds)
+{
+	int ret = 0;
+
+	o->conn_id = conn_id;
+	for (uint32_t i = 0; prev && i < prev->nspills; i++) {
+		const struct warm_spill *ws = &prev->spills[i];
+		int fd;
+
+		if ((ws->state != WARM_SPILL_FILE && ws->state != WARM_SPILL_PAGE) || ws->conn_id != conn_id)
+			continue;
+		fd = take(ws, fds, nfds);
+		if (fd < 0) {
+			ret = -EBADF;
+			continue;
+		}
+		if (ws->state == WARM_SPILL_PAGE && ws->uid == o->uid && !o->page && (o->page = map_page(fd))) {
+			o->page_fd = fd;
+			o->page_kept = (struct spill_kept){ .slot = -1, .fd_id = ws->fd_id };
+			spill_owner_link(sp, o);
+			keep_fd(sp, &o->page_kept, true, fd);
+			record(sp, &o->page_kept, ws);
+			continue;
+		}
+		if (ws->state == WARM_SPILL_FILE && ws->uid == o->uid && is_spill_file(sp, fd)) {
+			int r = adopt_file(sp, o, ws, fd);
+
+			if (r == 0)
+				continue;
+			ret = r;
+		} else {
+			ret = -EBADF;
+		}
+		close(fd);
+	}
+	return ret;
+}
+
+void spill_adopt_rest(struct spill *sp, const struct warm_prev *prev, struct fdstore_fd *fds, unsigned nfds)
+{
+	unsigned lingering = 0, released = 0;
+
+	for (uint32_t i = 0; prev && i < prev->nspills; i++) {
+		const struct warm_spill *ws = &prev->spills[i];
+		struct spill_kept kept = { .slot = -1, .fd_id = ws->fd_id };
+		struct spill_uid *acct;
+		int fd;
+
+		if (ws->state == WARM_SPILL_LINGER) {
+			fd = take(ws, fds, nfds);
+			if (fd < 0 || !is_spill_file(sp, fd) || !(acct = spill_uid_get(sp, ws->uid))) {
+				if (fd >= 0)
+					close(fd);
+				continue;
+			}
+			keep_fd(sp, &kept, false, fd);
+			acct->files++;
+			sp->files++;
+			if (spill_linger_add(sp, fd, acct, ws->pid, &kept)) {
+				lingering++;
+			} else {
+				spill_keep_forget(sp, &kept, false);
+				close(fd);
+				acct->files--;
+				sp->files--;
+			}
+			spill_uid_put(sp, acct);
+		} else if (ws->state == WARM_SPILL_FILE || ws->state == WARM_SPILL_PAGE) {
+			/* a connection the new life does not serve on: its files end as at a disconnect */
+			struct spill_owner o;
+			char name[WARM_NAME_MAX];
+
+			warm_spill_name(ws->state == WARM_SPILL_PAGE, ws->fd_id, name);
+			if (!fdstore_has(fds, nfds, name))
+				continue; /* taken with its connection, or gone */
+			spill_owner_init(sp, &o, ws->uid, ws->pid);
+			(void)spill_adopt_owner(sp, &o, ws->conn_id, prev, fds, nfds);
+			released += o.nfiles;
+			spill_owner_release(sp, &o);
+		}
+	}
+	if (lingering || released)
+		log_info("Spill: took over %u lingering files; released %u files of connections not served on",
+			 lingering, released);
+	spill_audit(sp, now_ns(), true);
+}
