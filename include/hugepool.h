@@ -192,7 +192,11 @@ void hp_journal_close(hp_journal *j);
  * Append one record (len bytes, 0..1 MiB) without waiting for it to be durable. Blocks only
  * while the ring is full. *ret_ticket (may be NULL) names the append for hp_journal_wait.
  * Errors: -EMSGSIZE too large, -EIO (or the journal's error) when the journal failed and is
- * read-only, -ECONNRESET the daemon went away.
+ * read-only, -ECONNRESET the daemon went away (stopped, or restarted: a restart recovers the
+ * journal and closes its writers' connections; hp_last_error names the LSN up to which the
+ * journal is durable; later records of this writer were not acknowledged and may or may not be
+ * on disk: open the journal again on a new connection, read on from there, append what is
+ * missing).
  */
 int hp_journal_append(hp_journal *j, const void *data, size_t len, uint64_t *ret_ticket);
 

@@ -56,6 +56,23 @@ static bool connection_gone(void *arg)
 	return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR));
 }
 
+/*
+ * A wait or append ended because the daemon went away (it stopped, crashed or restarted: a
+ * restarted daemon recovers the journal from disk and closes its writers' connections). Say
+ * what the writer can know: up to which LSN it is durable, and what to do about the rest.
+ */
+static int writer_result(hp_journal *j, int r)
+{
+	if (r == -ECONNRESET)
+		client_set_error(j->c,
+				 "hugepoold went away (stopped or restarted): this journal is durable up to LSN %llu; "
+				 "records appended after it may or may not be on disk: open the journal again on a new "
+				 "connection, read from LSN %llu on, and append what is missing",
+				 (unsigned long long)hp_journal_durable_lsn(j),
+				 (unsigned long long)hp_journal_durable_lsn(j) + 1);
+	return r;
+}
+
 int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 {
 	struct proto_journal_open req = { 0 };
@@ -143,7 +160,7 @@ static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uin
 	}
 	r = jring_append(&j->ring, recs, n, ret_start);
 	if (r < 0)
-		return r;
+		return writer_result(j, r);
 	*ret_end = j->ring.tail;
 	return 0;
 }
@@ -172,7 +189,7 @@ int hp_journal_wait(hp_journal *j, uint64_t ticket, int64_t timeout_ms)
 {
 	if (!j || ticket > j->ring.tail)
 		return -EINVAL;
-	return jring_wait(&j->ring, jring_durable_past, ticket, deadline_of(timeout_ms));
+	return writer_result(j, jring_wait(&j->ring, jring_durable_past, ticket, deadline_of(timeout_ms)));
 }
 
 int hp_journal_appendv_wait(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_first_lsn)
@@ -185,7 +202,7 @@ int hp_journal_appendv_wait(hp_journal *j, const struct iovec *recs, unsigned n,
 		return r;
 	r = jring_wait(&j->ring, jring_durable_past, end, UINT64_MAX);
 	if (r < 0)
-		return r;
+		return writer_result(j, r);
 	if (ret_first_lsn)
 		*ret_first_lsn = jring_entry_lsn(&j->ring, start);
 	return 0;
@@ -204,7 +221,7 @@ int hp_journal_wait_lsn(hp_journal *j, uint64_t lsn, int64_t timeout_ms)
 {
 	if (!j)
 		return -EINVAL;
-	return jring_wait(&j->ring, jring_lsn_durable, lsn, deadline_of(timeout_ms));
+	return writer_result(j, jring_wait(&j->ring, jring_lsn_durable, lsn, deadline_of(timeout_ms)));
 }
 
 int hp_journal_truncate(hp_conn *c, const char *name, uint64_t lsn)

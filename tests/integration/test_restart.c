@@ -860,6 +860,7 @@ struct jwriter {
 	uint32_t nacked;
 	uint32_t *acked; /* the seqs acknowledged */
 	unsigned reopens;
+	unsigned resets, unexplained; /* appends that failed with -ECONNRESET; those without the LSN said */
 };
 
 static atomic_bool jstop;
@@ -875,6 +876,7 @@ static void *jwriter_main(void *arg)
 	while (!atomic_load(&jstop)) {
 		uint32_t rec[25] = { w->id, w->next_seq }; /* 100 bytes */
 		uint64_t lsn;
+		int rc;
 
 		if (!j) {
 			if (hp_connect(w->socket, &c) < 0 || hp_journal_open(c, "j", &j) < 0) {
@@ -886,11 +888,16 @@ static void *jwriter_main(void *arg)
 			}
 		}
 		w->next_seq++; /* an append that fails is never sent again under its seq */
-		if (hp_journal_append_wait(j, rec, sizeof(rec), &lsn) == 0) {
+		rc = hp_journal_append_wait(j, rec, sizeof(rec), &lsn);
+		if (rc == 0) {
 			if (w->nacked < JMAX_ACKS)
 				w->acked[w->nacked++] = rec[1];
 			atomic_fetch_add(&jacks, 1);
 			continue;
+		}
+		if (rc == -ECONNRESET) {
+			w->resets++;
+			w->unexplained += strstr(hp_last_error(c), "durable up to LSN") == NULL;
 		}
 		hp_journal_close(j);
 		hp_disconnect(c);
@@ -915,6 +922,7 @@ static void test_journal_across_restarts(void **state)
 	static struct daemon d;
 	static struct jwriter w[JWRITERS];
 	hp_journal_reader *r = NULL;
+	unsigned resets = 0;
 	uint8_t *seen[JWRITERS];
 	const void *data;
 	uint64_t lsn;
@@ -966,6 +974,12 @@ static void test_journal_across_restarts(void **state)
 	}
 	assert_int_equal(rc, 0);
 	hp_journal_reader_close(r);
+	/* a writer cut off by a restart is told up to which LSN the journal is durable */
+	for (unsigned i = 0; i < JWRITERS; i++) {
+		resets += w[i].resets;
+		assert_int_equal(w[i].unexplained, 0);
+	}
+	assert_true(resets > 0);
 	for (unsigned i = 0; i < JWRITERS; i++) {
 		for (uint32_t k = 0; k < w[i].nacked; k++)
 			if (!seen[i][w[i].acked[k]])
@@ -973,7 +987,8 @@ static void test_journal_across_restarts(void **state)
 		free(seen[i]);
 		free(w[i].acked);
 	}
-	print_message("%lu acknowledged appends over %d restarts\n", atomic_load(&jacks), JRESTARTS);
+	print_message("%lu acknowledged appends over %d restarts, %u writers cut off\n", atomic_load(&jacks), JRESTARTS,
+		      resets);
 	hp_disconnect(c);
 	stop(&d);
 }
