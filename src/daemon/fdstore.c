@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fdstore.h"
@@ -23,6 +24,66 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fdstore_fd *kept; /* the fds kept now, under lock */
 static unsigned nkept, capkept;
+
+/*
+ * What the service manager already holds: the fds handed to this life, by name, sorted, with
+ * the file each one is. Adding one of them again (the same file under the same name) sends
+ * nothing: systemd would drop the copy as a duplicate after comparing it with every fd in the
+ * store, which for a pool of thousands of buffers is most of a warm start.
+ */
+struct stored {
+	char name[FDSTORE_NAME_MAX + 1];
+	dev_t dev;
+	ino_t ino;
+	bool gone; /* removed since: adding it again must send it */
+};
+static struct stored *stored; /* under lock */
+static unsigned nstored;
+
+static int stored_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct stored *)a)->name, ((const struct stored *)b)->name);
+}
+
+static struct stored *stored_find(const char *name)
+{
+	struct stored key;
+
+	snprintf(key.name, sizeof(key.name), "%s", name);
+	return nstored ? bsearch(&key, stored, nstored, sizeof(*stored), stored_cmp) : NULL;
+}
+
+/* Remember what the service manager holds of fds (n of them, named). */
+static void stored_set(const struct fdstore_fd *fds, unsigned n)
+{
+	struct stored *st = calloc(n ? n : 1, sizeof(*st));
+	unsigned k = 0;
+
+	for (unsigned i = 0; st && i < n; i++) {
+		struct stat sb;
+
+		if (fds[i].fd < 0 || !fds[i].name[0] || fstat(fds[i].fd, &sb) < 0)
+			continue;
+		snprintf(st[k].name, sizeof(st[k].name), "%s", fds[i].name);
+		st[k].dev = sb.st_dev;
+		st[k++].ino = sb.st_ino;
+	}
+	qsort(st, k, sizeof(*st), stored_cmp);
+	pthread_mutex_lock(&lock);
+	free(stored);
+	stored = st;
+	nstored = st ? k : 0;
+	pthread_mutex_unlock(&lock);
+}
+
+/* Does the service manager hold fd under name already? Under lock. */
+static bool stored_has(const char *name, int fd)
+{
+	const struct stored *s = stored_find(name);
+	struct stat sb;
+
+	return s && !s->gone && fstat(fd, &sb) == 0 && sb.st_dev == s->dev && sb.st_ino == s->ino;
+}
 
 /* systemd's fdname_is_valid(): printable ASCII except ':' */
 static bool name_valid(const char *name)
@@ -92,6 +153,7 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 		if (end)
 			names = *end ? end + 1 : NULL;
 	}
+	stored_set(fds, (unsigned)nfds);
 	*ret = fds;
 	*n = (unsigned)nfds;
 	return 0;
@@ -154,7 +216,7 @@ int fdstore_add(const char *name, int fd, bool poll)
 		kept = k;
 		capkept = cap;
 	}
-	r = notify_send_fds(state, &fd, 1);
+	r = stored_has(name, fd) ? 0 : notify_send_fds(state, &fd, 1);
 	if (r < 0)
 		goto out;
 	snprintf(kept[nkept].name, sizeof(kept[nkept].name), "%s", name);
@@ -168,6 +230,7 @@ out:
 void fdstore_remove(const char *name)
 {
 	char state[FDSTORE_NAME_MAX + 40];
+	struct stored *gone;
 
 	if (!name_valid(name))
 		return;
@@ -177,6 +240,9 @@ void fdstore_remove(const char *name)
 			kept[i] = kept[--nkept];
 			break;
 		}
+	gone = stored_find(name);
+	if (gone)
+		gone->gone = true;
 	/* also when not kept here: a name a previous life left */
 	snprintf(state, sizeof(state), "FDSTOREREMOVE=1\nFDNAME=%s", name);
 	(void)notify_send(state);

@@ -42,7 +42,8 @@ void fdstore_received_free(struct fdstore_fd *fds, unsigned n);
  * Keep fd under name (the caller keeps owning fd and calls fdstore_remove before it closes it).
  * poll: let the service manager drop it when it hangs up (a client's connection); memfds and
  * the listening socket are kept unpolled. Returns 0, or a negative errno (logged by the caller:
- * the fd is then not kept across a restart, nothing else changes).
+ * the fd is then not kept across a restart, nothing else changes). A fd handed to this life
+ * under the same name (the same file) is only recorded: the service manager holds it already.
  */
 int fdstore_add(const char *name, int fd, bool poll);
 /* Forget the fd named name, here and in the service manager (also one only a previous life kept). */

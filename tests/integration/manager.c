@@ -36,6 +36,7 @@ struct manager {
 	pthread_mutex_t lock;
 	pthread_cond_t ready_cond;
 	bool ready;
+	unsigned stores; /* FDSTORE=1 datagrams since the last manager_reset_ready */
 	struct kept *kept;
 	unsigned nkept, capkept;
 };
@@ -96,6 +97,7 @@ static void handle(struct manager *m, const char *msg, int *fds, unsigned nfds)
 	if (field(msg, "FDSTORE", v, sizeof(v)) && strcmp(v, "1") == 0 && m->store_max) {
 		bool poll = !(field(msg, "FDPOLL", v, sizeof(v)) && strcmp(v, "0") == 0);
 
+		m->stores++;
 		if (!field(msg, "FDNAME", name, sizeof(name)))
 			snprintf(name, sizeof(name), "stored");
 		for (unsigned i = 0; i < nfds; i++) {
@@ -240,6 +242,7 @@ void manager_reset_ready(struct manager *m)
 {
 	pthread_mutex_lock(&m->lock);
 	m->ready = false;
+	m->stores = 0;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -258,6 +261,16 @@ bool manager_wait_ready(struct manager *m, int timeout_ms)
 	r = m->ready;
 	pthread_mutex_unlock(&m->lock);
 	return r;
+}
+
+unsigned manager_stores(struct manager *m)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->stores;
+	pthread_mutex_unlock(&m->lock);
+	return n;
 }
 
 unsigned manager_count(struct manager *m, const char *name_prefix)

@@ -29,6 +29,8 @@ void manager_free(struct manager *m);
 void manager_reset_ready(struct manager *m);
 bool manager_wait_ready(struct manager *m, int timeout_ms);
 
+/* FDSTORE=1 datagrams received since the last manager_reset_ready (this life's), duplicates too. */
+unsigned manager_stores(struct manager *m);
 /* Fds kept now; with a name, those of that name. */
 unsigned manager_count(struct manager *m, const char *name_prefix);
 
