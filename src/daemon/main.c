@@ -8,8 +8,10 @@
  * blocked before any thread starts so that only the event loop's signalfd sees them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +137,28 @@ static void raise_nofile(void)
 			log_warning("Failed to raise the open files limit to %llu: %m",
 				    (unsigned long long)rl.rlim_max);
 	}
+}
+
+/*
+ * Make the fd table hold n fds now, while the daemon has one thread: the kernel grows it by
+ * doubling, and growing the table of a process with threads waits for an RCU grace period each
+ * time (milliseconds in a VM). A re-execution copies every kept fd above the kept ones
+ * (fdstore_exec_prepare) with the recycler running: about 10 ms of a 16 GiB pool's pause, now
+ * paid here once, before anything is served. Tables never shrink; n is capped by the limit.
+ */
+static void grow_fd_table(uint64_t n)
+{
+	struct rlimit rl;
+	int fd, big;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && n >= rl.rlim_cur)
+		n = rl.rlim_cur - 1;
+	if (n > INT_MAX || (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	big = fcntl(fd, F_DUPFD_CLOEXEC, (int)n);
+	if (big >= 0)
+		close(big);
+	close(fd);
 }
 
 /* What the daemon builds at boot, in order; parts_free takes down whatever exists, in reverse. */
@@ -369,6 +393,8 @@ int main(int argc, char **argv)
 	/* what a previous life of the daemon left in the fd store (or handed over re-executing) */
 	if (fdstore_receive(&d.handed, &d.nhanded) < 0)
 		return boot_failed(&d, EXIT_POOL);
+	/* what it will hold, twice over for a re-execution's copies */
+	grow_fd_table(2 * ((uint64_t)config_buffers(&cfg) + cfg.max_connections + d.nhanded) + 64);
 	warm_choose(d.handed, d.nhanded, &d.prev, why, sizeof(why));
 	if (!d.prev && why[0]) {
 		log_warning("The state the previous life left cannot be used (%s): starting cold", why);
