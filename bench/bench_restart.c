@@ -15,16 +15,20 @@
  *    served again when a status request it sent on its old connection is answered;
  *  - ours (re-execution, hugepoolctl restart, no service manager): the same, from the restart
  *    request to the answer of the status sent right after it (the pause a connected client sees).
- * Also counts the clients that lost their connection (cold: all of them; warm: none).
- * Best of 3 runs; a fresh daemon for each.
+ * Also counts the clients that lost their connection (cold: all of them; warm: none). The
+ * clients are a process of their own (clients_main), as in production, and the bench holds no
+ * mapping of the pool when it starts the next daemon. Best of 3 runs; a fresh daemon for each.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../tests/integration/harness.h"
 #include "benchutil.h"
@@ -54,32 +58,33 @@ static int acquire_all(hp_conn **c, struct hp_buffer *b, unsigned n)
 	return 0;
 }
 
-static int one_run(enum mode m, const char *globals, unsigned n, struct run *ret)
+/*
+ * The clients' process: CLIENTS connections that acquire the n buffers (cold: and release them),
+ * then say 'R' on out; on 'g' (the daemon was restarted by the bench) or 'x' (restart it
+ * through the first connection: re-execution) each client asks for status on its connection,
+ * reconnects and acquires again where the connection died, and the process answers with a
+ * struct client_report. A process of their own, as in production: the bench, which starts the
+ * daemon, then maps none of the pool, so its fork of the next daemon copies no page tables of
+ * it (hugetlb mappings are copied at fork even when shared).
+ */
+struct client_report {
+	int r;
+	unsigned disconnected;
+	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC: one clock for both processes */
+};
+
+static void clients_main(enum mode m, const char *socket, unsigned n, int in, int out)
 {
-	const struct harness_opts store = { .fdstore_max = 65536 };
-	char classes[128];
+	struct client_report rep = { 0 };
 	struct hp_buffer *b = calloc(n, sizeof(*b));
 	hp_conn *c[CLIENTS] = { 0 };
-	struct daemon d;
-	uint64_t t0;
-	int r;
+	char cmd = 0;
+	int r = b ? 0 : -ENOMEM;
 
-	if (!b)
-		return -ENOMEM;
-	snprintf(classes, sizeof(classes), "[class bench]\nsize = 64M\ncount = %u\n", n);
-	r = harness_start_opts(&d, globals, classes, m == WARM ? &store : NULL);
-	if (r < 0) {
-		printf("   hugepoold did not start: %s\n", strerror(-r));
-		harness_dump_log(&d);
-		free(b);
-		return r;
-	}
 	for (unsigned i = 0; i < CLIENTS && r == 0; i++)
-		r = hp_connect(d.socket, &c[i]);
+		r = hp_connect(socket, &c[i]);
 	if (r == 0)
 		r = acquire_all(c, b, n);
-	if (r < 0)
-		goto out;
 	/* cold: the clients let go first, or the new daemon would not find the hugepages their
 	 * mappings still hold (the double count warm restart exists to avoid) */
 	for (unsigned i = 0; m == COLD && i < CLIENTS && r == 0; i++) {
@@ -87,19 +92,12 @@ static int one_run(enum mode m, const char *globals, unsigned n, struct run *ret
 
 		r = k ? hp_release(c[i], b + first, k) : 0;
 	}
-	if (r < 0)
-		goto out;
-	bench_settle();
-	ret->disconnected = 0;
-	t0 = bench_now_ns();
-	if (m == REEXEC) {
+	if (r == 0 && (write(out, "R", 1) != 1 || read(in, &cmd, 1) != 1))
+		r = -EIO;
+	rep.start_ns = bench_now_ns();
+	if (r == 0 && cmd == 'x')
 		r = hp_daemon_restart(c[0]);
-	} else {
-		r = harness_terminate(&d) == 0 ? harness_restart(&d) : -EIO;
-	}
-	if (r < 0)
-		goto out;
-	for (unsigned i = 0; i < CLIENTS; i++) {
+	for (unsigned i = 0; i < CLIENTS && r == 0; i++) {
 		struct hp_status *st;
 
 		if (hp_status(c[i], &st) == 0) {
@@ -107,24 +105,80 @@ static int one_run(enum mode m, const char *globals, unsigned n, struct run *ret
 			continue;
 		}
 		/* its connection died with the daemon: connect again and take its buffers again */
-		ret->disconnected++;
+		rep.disconnected++;
 		hp_disconnect(c[i]);
 		c[i] = NULL;
-		r = hp_connect(d.socket, &c[i]);
-		if (r < 0)
-			goto out;
+		r = hp_connect(socket, &c[i]);
 	}
-	if (ret->disconnected)
+	if (r == 0 && rep.disconnected)
 		r = acquire_all(c, b, n);
-	ret->ns = bench_now_ns() - t0;
+	rep.end_ns = bench_now_ns();
+	rep.r = r;
+	if (write(out, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+		_exit(1);
+	(void)!read(in, &cmd, 1); /* hold everything until the bench has what it needs */
+	for (unsigned i = 0; i < CLIENTS; i++)
+		hp_disconnect(c[i]);
+	_exit(0);
+}
+
+static int one_run(enum mode m, const char *globals, unsigned n, struct run *ret)
+{
+	const struct harness_opts store = { .fdstore_max = 65536 };
+	struct client_report rep = { .r = -EIO };
+	char classes[128], ready = 0;
+	int to[2] = { -1, -1 }, from[2] = { -1, -1 };
+	struct daemon d;
+	pid_t pid = -1;
+	uint64_t t0;
+	int r;
+
+	snprintf(classes, sizeof(classes), "[class bench]\nsize = 64M\ncount = %u\n", n);
+	r = harness_start_opts(&d, globals, classes, m == WARM ? &store : NULL);
+	if (r < 0) {
+		printf("   hugepoold did not start: %s\n", strerror(-r));
+		harness_dump_log(&d);
+		return r;
+	}
+	if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (pid == 0) {
+		/* only the bench's ends stay open here, or no read would ever see end-of-file */
+		close(to[1]);
+		close(from[0]);
+		clients_main(m, d.socket, n, to[0], from[1]);
+	}
+	r = read(from[0], &ready, 1) == 1 && ready == 'R' ? 0 : -EIO;
+	if (r < 0)
+		goto out;
+	bench_settle();
+	t0 = bench_now_ns();
+	if (m != REEXEC)
+		r = harness_terminate(&d) == 0 ? harness_restart(&d) : -EIO;
+	if (r == 0 && (write(to[1], m == REEXEC ? "x" : "g", 1) != 1 ||
+		       read(from[0], &rep, sizeof(rep)) != (ssize_t)sizeof(rep)))
+		r = -EIO;
+	if (r == 0)
+		r = rep.r;
+	ret->disconnected = rep.disconnected;
+	/* re-execution: from the client's restart request on */
+	ret->ns = rep.end_ns - (m == REEXEC ? rep.start_ns : t0);
 out:
 	if (r < 0)
 		printf("   %s run failed: %s\n", m == COLD ? "cold" : m == WARM ? "warm" : "re-execution", hp_strerror(r));
-	for (unsigned i = 0; i < CLIENTS; i++)
-		hp_disconnect(c[i]);
+	if (to[1] >= 0)
+		close(to[1]); /* the clients let go and exit */
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	if (to[0] >= 0)
+		close(to[0]);
+	for (int i = 0; i < 2; i++)
+		if (from[i] >= 0)
+			close(from[i]);
 	if (harness_stop(&d) != 0)
 		printf("   hugepoold did not exit cleanly (its log is above)\n");
-	free(b);
 	return r;
 }
 
