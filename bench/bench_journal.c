@@ -10,14 +10,21 @@
  *   timer      a fixed-timer batch: appends gather in a shared buffer that a flusher thread
  *              writes and syncs every T, T = the device's measured sync latency (what a tuning
  *              step would pick; the classic TimedBuffer);
+ *   limit      the best any group commit can do for W writers of S bytes each waiting for its
+ *              own record: one thread writes W records of S bytes in the journal's own format
+ *              (24-byte headers, 8-byte alignment, padded to a block under O_DIRECT) at the
+ *              next offset of a preallocated segment and calls fdatasync, in a loop; its
+ *              appends/s are W x loops/s;
  *   device     the disk's own limits: fdatasync rate of single small overwrites, and sequential
  *              write bandwidth with one sync per MiB.
- * Prints appends/s, MB/s, p50 and p99 latency for each, and the ratios. Then the event loop
+ * Prints appends/s, MB/s, p50 and p99 latency for each, and the ratios; for ours also the
+ * records per batch and syncs per second of that cell (from the daemon's counters). Then the event loop
  * under that load: hp_status round trips while 32 writers append, for the libaio and sync
  * backends beside io_uring's (measured in the same run), p99 ratio and max difference; set
  * $HP_BENCH_NO_STATUS to leave it out. Never asserts.
  * $HP_BENCH_WRITERS and $HP_BENCH_SIZES (comma lists) pick cells; $HP_BENCH_CELL_SECONDS their
- * length (default 0.6).
+ * length (default 0.6); $HP_BENCH_BACKEND (io_uring, libaio, sync; default auto) and
+ * $HP_BENCH_DIRECT=1 (O_DIRECT, for ours and the limit) the journal's configuration.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,6 +40,7 @@
 #include "../tests/integration/harness.h"
 #include "hist.h"
 #include "hugepool.h"
+#include "jformat.h"
 
 #define FILE_SIZE (256ull << 20)
 
@@ -40,6 +48,7 @@ static const unsigned writer_counts[] = { 1, 2, 8, 16, 32, 64, 128 };
 static const unsigned record_sizes[] = { 100, 1000, 4000, 10000 };
 static double cell_seconds = 0.6;
 static char workdir[128];
+static bool direct; /* $HP_BENCH_DIRECT: the journal and the limit use O_DIRECT */
 
 struct result {
 	uint64_t appends, bytes, ns;
@@ -185,6 +194,73 @@ static void *timer_main(void *arg)
 		w->r.bytes += w->size;
 	}
 	return NULL;
+}
+
+/* --- limit: one thread, W records per write, one fdatasync per loop ------------------------- */
+
+#define LIMIT_FILE (64ull << 20) /* the journal's segment_size below */
+
+/*
+ * The device's limit for n writers of size bytes: n records in the journal's format written at
+ * the next offset of a preallocated segment, then fdatasync, for the cell's length. Under
+ * O_DIRECT the batch is padded to a block with a PAD record, as the journal pads it.
+ */
+static int run_limit(int fd, unsigned n, unsigned size, struct result *ret)
+{
+	uint64_t rec = jformat_rec_size(size), len = rec * n, off = JFORMAT_BLOCK, stop;
+	void *buf = NULL;
+	int r = 0;
+
+	memset(ret, 0, sizeof(*ret));
+	if (fd < 0)
+		return fd;
+	if (direct && len % JFORMAT_BLOCK) {
+		uint64_t pad = JFORMAT_BLOCK - len % JFORMAT_BLOCK;
+
+		len += pad < JFORMAT_REC_HDR ? pad + JFORMAT_BLOCK : pad;
+	}
+	if (posix_memalign(&buf, JFORMAT_BLOCK, len) != 0)
+		return -ENOMEM;
+	memset(buf, 'l', len);
+	for (unsigned i = 0; i < n; i++)
+		jformat_rec_write((char *)buf + i * rec, i + 1, 1, JREC_DATA, (char *)buf + i * rec + JFORMAT_REC_HDR, size);
+	if (len > rec * n)
+		jformat_rec_write((char *)buf + rec * n, 0, 1, JREC_PAD, NULL,
+				  (uint32_t)(len - rec * n - JFORMAT_REC_HDR));
+	stop = end_time();
+	ret->ns = bench_now_ns();
+	while (bench_now_ns() < stop) {
+		uint64_t t0 = bench_now_ns();
+
+		if (off + len > LIMIT_FILE)
+			off = JFORMAT_BLOCK; /* the next use of the segment */
+		if (pwrite(fd, buf, len, (off_t)off) != (ssize_t)len || fdatasync(fd) < 0) {
+			r = -errno;
+			break;
+		}
+		off += len;
+		for (unsigned i = 0; i < n; i++) /* each writer waited for this loop */
+			hist_add(&ret->lat, bench_now_ns() - t0);
+		ret->appends += n;
+		ret->bytes += (uint64_t)size * n;
+	}
+	ret->ns = bench_now_ns() - ret->ns;
+	free(buf);
+	return r;
+}
+
+/* The limit's segment: preallocated, opened as the journal opens its own. */
+static int open_limit_file(void)
+{
+	char path[256];
+	int fd = prealloc_file("limit");
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	snprintf(path, sizeof(path), "%s/limit", workdir);
+	fd = open(path, O_RDWR | O_CLOEXEC | (direct ? O_DIRECT : 0));
+	return fd < 0 ? -errno : fd;
 }
 
 /* --- ours ------------------------------------------------------------------------------------- */
@@ -403,17 +479,39 @@ static void device_limits(uint64_t *ret_sync_p50)
 	close(fd);
 }
 
+/* The journal's counters now (all zero when status fails). */
+struct jcounters {
+	uint64_t appends, batches, syncs;
+};
+
+static struct jcounters journal_counters(hp_conn *c)
+{
+	struct jcounters k = { 0 };
+	struct hp_status *st;
+
+	if (c && hp_status(c, &st) == 0) {
+		if (st->njournals)
+			k = (struct jcounters){ st->journals[0].appends, st->journals[0].batches, st->journals[0].syncs };
+		hp_status_free(st);
+	}
+	return k;
+}
+
 int main(void)
 {
 	struct daemon d;
 	char globals[128], journal[512];
-	const char *secs = getenv("HP_BENCH_CELL_SECONDS");
+	const char *secs = getenv("HP_BENCH_CELL_SECONDS"), *backend = getenv("HP_BENCH_BACKEND");
 	uint64_t sync_p50;
 	pthread_t flusher;
-	int fd_append, fd_timer, r;
+	hp_conn *counters = NULL;
+	int fd_append, fd_timer, fd_limit, r;
 
 	if (secs && atof(secs) > 0)
 		cell_seconds = atof(secs);
+	if (!backend || !*backend)
+		backend = "auto";
+	direct = getenv("HP_BENCH_DIRECT") && strcmp(getenv("HP_BENCH_DIRECT"), "1") == 0;
 	snprintf(workdir, sizeof(workdir), "/var/tmp/hugepool-bench.XXXXXX");
 	if (!mkdtemp(workdir)) {
 		perror("mkdtemp");
@@ -424,13 +522,16 @@ int main(void)
 	printf("  ours       = hugepoold journal, backend auto, adaptive group commit\n");
 	printf("  per-append = one pwrite + fdatasync per append (all writers, one preallocated file)\n");
 	printf("  timer      = fixed-timer batch: a flusher writes and syncs what gathered every T\n");
+	printf("  limit      = one thread: W records of S bytes in the journal's format + fdatasync per loop\n");
+	printf("  journal    = backend %s, direct %s; batch = records per batch of ours in the cell\n", backend,
+	       direct ? "on" : "off");
 	device_limits(&sync_p50);
 	printf("  timer T    = the device's fdatasync p50 above, %.0f us\n\n", us(sync_p50));
 
 	snprintf(journal, sizeof(journal),
 		 "[journal bench]\ndirectory = %s/journal\nsegment_size = 64M\nsegments = 8\n"
-		 "when_full = recycle\nring_size = 256K\n",
-		 workdir);
+		 "when_full = recycle\nring_size = 256K\nbackend = %s\ndirect = %s\n",
+		 workdir, backend, direct ? "on" : "off");
 	snprintf(globals, sizeof(globals), "max_connections_per_uid = 0\nhugepages = off\n");
 	r = harness_start(&d, globals, journal);
 	if (r < 0) {
@@ -440,6 +541,9 @@ int main(void)
 	}
 	fd_append = prealloc_file("per-append");
 	fd_timer = prealloc_file("timer");
+	fd_limit = open_limit_file();
+	if (hp_connect(d.socket, &counters) < 0)
+		counters = NULL;
 	tb.fd = fd_timer;
 	tb.cap = 16u << 20;
 	tb.buf = malloc(tb.cap);
@@ -449,30 +553,41 @@ int main(void)
 	pthread_cond_init(&tb.done, NULL);
 	pthread_create(&flusher, NULL, timer_flusher, NULL);
 
-	printf("%7s %6s | %-31s | %-22s | %-22s | %-9s %-9s\n", "writers", "size", "ours: appends/s MB/s p50 p99 us",
-	       "per-append: /s p50 p99", "timer: /s p50 p99", "ours/app", "ours/timer");
+	printf("%7s %6s | %-31s | %-12s %-7s | %-20s | %-20s | %-20s | %-8s %-8s %-8s\n", "writers", "size",
+	       "ours: appends/s MB/s p50 p99 us", "batch", "syncs/s", "limit: /s p50 p99", "per-append: /s p50 p99",
+	       "timer: /s p50 p99", "ours/lim", "ours/app", "ours/tim");
 	for (size_t s = 0; s < sizeof(record_sizes) / sizeof(record_sizes[0]); s++) {
 		for (size_t w = 0; w < sizeof(writer_counts) / sizeof(writer_counts[0]); w++) {
 			unsigned n = writer_counts[w], size = record_sizes[s];
-			struct result ours, app, tim;
-			int e1, e2, e3;
+			struct result ours, lim, app, tim;
+			struct jcounters k0, k1;
+			int e1, e2, e3, e4;
 
 			if (!selected("HP_BENCH_WRITERS", n) || !selected("HP_BENCH_SIZES", size))
 				continue;
+			k0 = journal_counters(counters);
 			e1 = run_cell(ours_main, n, size, d.socket, -1, &ours);
+			k1 = journal_counters(counters);
+			e4 = run_limit(fd_limit, n, size, &lim);
 			e2 = run_cell(per_append_main, n, size, NULL, fd_append, &app);
 			e3 = run_cell(timer_main, n, size, NULL, -1, &tim);
-			printf("%7u %6u | %8.0f %6.1f %6.0f %7.0f | %7.0f %6.0f %7.0f | %7.0f %6.0f %7.0f | %8.2fx %8.2fx%s\n",
+			printf("%7u %6u | %8.0f %6.1f %6.0f %7.0f | %12.1f %7.0f | %7.0f %5.0f %6.0f | %7.0f %5.0f %6.0f | "
+			       "%7.0f %5.0f %6.0f | %7.2fx %7.2fx %7.2fx%s\n",
 			       n, size, per_sec(&ours), mb_per_sec(&ours), us(hist_quantile(&ours.lat, 0.5)),
-			       us(hist_quantile(&ours.lat, 0.99)), per_sec(&app), us(hist_quantile(&app.lat, 0.5)),
-			       us(hist_quantile(&app.lat, 0.99)), per_sec(&tim), us(hist_quantile(&tim.lat, 0.5)),
-			       us(hist_quantile(&tim.lat, 0.99)), per_sec(&app) ? per_sec(&ours) / per_sec(&app) : 0,
+			       us(hist_quantile(&ours.lat, 0.99)),
+			       k1.batches > k0.batches ? (double)(k1.appends - k0.appends) / (double)(k1.batches - k0.batches) : 0,
+			       ours.ns ? (double)(k1.syncs - k0.syncs) * 1e9 / (double)ours.ns : 0, per_sec(&lim),
+			       us(hist_quantile(&lim.lat, 0.5)), us(hist_quantile(&lim.lat, 0.99)), per_sec(&app),
+			       us(hist_quantile(&app.lat, 0.5)), us(hist_quantile(&app.lat, 0.99)), per_sec(&tim),
+			       us(hist_quantile(&tim.lat, 0.5)), us(hist_quantile(&tim.lat, 0.99)),
+			       per_sec(&lim) ? per_sec(&ours) / per_sec(&lim) : 0,
+			       per_sec(&app) ? per_sec(&ours) / per_sec(&app) : 0,
 			       per_sec(&tim) ? per_sec(&ours) / per_sec(&tim) : 0,
-			       e1 || e2 || e3 ? "  (errors: see below)" : "");
+			       e1 || e2 || e3 || e4 ? "  (errors: see below)" : "");
 			if (e1)
 				printf("        ours: %s\n", hp_strerror(e1));
-			if (e2 || e3)
-				printf("        baseline: %s\n", strerror(-(e2 ? e2 : e3)));
+			if (e2 || e3 || e4)
+				printf("        baseline: %s\n", strerror(-(e2 ? e2 : e3 ? e3 : e4)));
 			if (n == 1 && size == record_sizes[0])
 				printf("        lone writer: ours p50 %.0f us against a bare write+fdatasync p50 %.0f us: "
 				       "%+.0f%%\n",
@@ -501,11 +616,14 @@ int main(void)
 			hp_disconnect(c);
 		}
 	}
+	hp_disconnect(counters);
 	harness_stop(&d);
 	if (!getenv("HP_BENCH_NO_STATUS"))
 		status_latency();
 	close(fd_append);
 	close(fd_timer);
+	if (fd_limit >= 0)
+		close(fd_limit);
 	{
 		char cmd[200];
 
