@@ -139,6 +139,16 @@ struct hp_start_status {
 	uint64_t ready_ns; /* from the start of this life to ready */
 };
 
+/*
+ * How many batches (one write and the sync that covers it) a journal wrote, by the records in
+ * them: by_size[0] at most 1 record, by_size[k] more than 2^(k-1) and at most 2^k, the last
+ * more than 2^(HP_BATCH_BUCKETS - 2) (1024).
+ */
+#define HP_BATCH_BUCKETS 12
+struct hp_journal_batches {
+	uint64_t by_size[HP_BATCH_BUCKETS];
+};
+
 struct hp_status {
 	char daemon_version[16];
 	pid_t daemon_pid;
@@ -159,6 +169,7 @@ struct hp_status {
 	struct hp_journal_status *journals;
 	struct hp_spill_status spill;
 	struct hp_start_status start;
+	struct hp_journal_batches *journal_batches; /* njournals, in the order of journals */
 };
 
 /* The daemon's state. Free the result with hp_status_free. */

@@ -167,7 +167,7 @@ static int run_journal_stat(const struct command *cmd, struct invocation *inv)
 	(void)cmd;
 	if (r)
 		return r;
-	journal_stat_print(js, inv->json);
+	journal_stat_print(js, &st->journal_batches[js - st->journals], inv->json);
 	hp_status_free(st);
 	return 0;
 }

@@ -39,7 +39,7 @@ void journals_text(const struct hp_status *st);
 void journals_json(struct json *j, const struct hp_status *st);
 
 /* Everything the daemon reports about one journal. */
-void journal_stat_print(const struct hp_journal_status *js, bool json);
+void journal_stat_print(const struct hp_journal_status *js, const struct hp_journal_batches *batches, bool json);
 
 /* What journal verify found. */
 struct journal_check {

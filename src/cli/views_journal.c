@@ -50,8 +50,24 @@ void journals_text(const struct hp_status *st)
 	}
 }
 
-/* Every member of struct hp_journal_status, under its own name (state as a word). */
-static void journal_json_members(struct json *j, const struct hp_journal_status *src)
+/* "1", "2", "3-4", ..., "1025+": the records of a batch in bucket k of hp_journal_batches. */
+static const char *batch_bucket_name(unsigned k, char *buf, size_t len)
+{
+	if (k == 0)
+		snprintf(buf, len, "1");
+	else if (k == HP_BATCH_BUCKETS - 1)
+		snprintf(buf, len, "%llu+", (1ull << (k - 1)) + 1);
+	else if (k == 1)
+		snprintf(buf, len, "2");
+	else
+		snprintf(buf, len, "%llu-%llu", (1ull << (k - 1)) + 1, 1ull << k);
+	return buf;
+}
+
+/* Every member of struct hp_journal_status, under its own name (state as a word), and the
+ * batches by size as an array of HP_BATCH_BUCKETS counts. */
+static void journal_json_members(struct json *j, const struct hp_journal_status *src,
+				 const struct hp_journal_batches *batches)
 {
 	json_str(j, "name", src->name);
 	json_str(j, "state", journal_state_name(src->state));
@@ -63,6 +79,10 @@ static void journal_json_members(struct json *j, const struct hp_journal_status 
 	json_double(j, "mean_batch", src->mean_batch);
 	json_str(j, "note", src->note);
 	json_str(j, "recovery", src->recovery);
+	json_open(j, "batch_sizes", '[');
+	for (unsigned k = 0; k < HP_BATCH_BUCKETS; k++)
+		json_u64(j, NULL, batches->by_size[k]);
+	json_close(j, ']');
 }
 
 void journals_json(struct json *j, const struct hp_status *st)
@@ -70,15 +90,16 @@ void journals_json(struct json *j, const struct hp_status *st)
 	json_open(j, "journals", '[');
 	for (uint32_t i = 0; i < st->njournals; i++) {
 		json_open(j, NULL, '{');
-		journal_json_members(j, &st->journals[i]);
+		journal_json_members(j, &st->journals[i], &st->journal_batches[i]);
 		json_close(j, '}');
 	}
 	json_close(j, ']');
 }
 
-static void journal_stat_text(const struct hp_journal_status *js)
+static void journal_stat_text(const struct hp_journal_status *js, const struct hp_journal_batches *batches)
 {
 	char b[32];
+	bool any = false;
 
 	printf("Journal:      %s\n", js->name);
 	if (js->state == 1)
@@ -103,22 +124,29 @@ static void journal_stat_text(const struct hp_journal_status *js)
 	       size_format(js->bytes, b, sizeof(b)));
 	printf("Batches:      %" PRIu64 ", %.2f records each on average; %" PRIu64 " syncs\n", js->batches,
 	       js->mean_batch, js->syncs);
+	printf("Batch sizes: ");
+	for (unsigned k = 0; k < HP_BATCH_BUCKETS; k++)
+		if (batches->by_size[k]) {
+			printf("%s %s: %" PRIu64, any ? "," : "", batch_bucket_name(k, b, sizeof(b)), batches->by_size[k]);
+			any = true;
+		}
+	printf("%s\n", any ? " (records: batches)" : " none yet");
 	printf("Sync latency: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us\n", us_of(js->sync_p50_ns),
 	       us_of(js->sync_p99_ns), us_of(js->sync_p999_ns), us_of(js->sync_max_ns));
 	printf("Recovery:     %s (%" PRIu64 " records)\n", js->recovery[0] ? js->recovery : "-",
 	       js->recovered_records);
 }
 
-void journal_stat_print(const struct hp_journal_status *js, bool json)
+void journal_stat_print(const struct hp_journal_status *js, const struct hp_journal_batches *batches, bool json)
 {
 	if (json) {
 		struct json j;
 
 		json_line_begin(&j);
-		journal_json_members(&j, js);
+		journal_json_members(&j, js, batches);
 		json_line_end(&j);
 	} else {
-		journal_stat_text(js);
+		journal_stat_text(js, batches);
 	}
 }
 

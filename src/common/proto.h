@@ -27,9 +27,9 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is 
  * connections of older versions) and sections at the end of a reply (not sent to them). So a
  * daemon upgraded under running clients (a warm restart) goes on serving them as they expect.
  * 2: journals (open sends 3 fds), njournals in status; 3: spill streams; 4: restart request,
- * the start section of status.
+ * the start section of status; 5: records per batch of each journal at the end of status.
  */
-#define PROTO_VERSION 4
+#define PROTO_VERSION 5
 #define PROTO_VERSION_MIN 3
 #define PROTO_NAME_MAX 32 /* class and client names on the wire, NUL-padded */
 #define PROTO_MAX_FDS 32 /* fds in one message; grants larger than this are split */
@@ -288,6 +288,26 @@ struct proto_status_start {
 	PROTO_STATUS_START_FIELDS(PROTO_FIELD)
 };
 
+/*
+ * Version 5 on: after the start section, one per journal (in the journals' order): how many
+ * batches it wrote of each size in records. by_size[0]: at most 1 record; by_size[k], k from 1:
+ * more than 2^(k-1) and at most 2^k; the last: more than 2^(PROTO_BATCH_BUCKETS - 2).
+ */
+#define PROTO_BATCH_BUCKETS 12
+struct proto_status_batches {
+	uint64_t by_size[PROTO_BATCH_BUCKETS];
+};
+
+/* The by_size index of a batch of n records. */
+static inline unsigned proto_batch_bucket(uint64_t n)
+{
+	unsigned k = 0;
+
+	while (k < PROTO_BATCH_BUCKETS - 1 && (1ull << k) < n)
+		k++;
+	return k;
+}
+
 #define PROTO_POOL_HUGETLB 1u /* pages are hugetlb pages of page_size */
 #define PROTO_POOL_FALLBACK 2u /* hugetlb was wanted (prefer) but the pool fell back */
 
@@ -306,7 +326,8 @@ struct proto_status {
 	char fallback_reason[128];
 	/* followed by nclasses struct proto_status_class, nclients struct proto_status_client,
 	 * nleases struct proto_status_lease, njournals struct proto_status_journal, nspill struct
-	 * proto_status_spill, and (version 4 on) one struct proto_status_start */
+	 * proto_status_spill, (version 4 on) one struct proto_status_start, and (version 5 on) one
+	 * struct proto_status_batches per journal */
 };
 
 #define PROTO_STATUS_CLASS_FIELDS(X)                                                          \

@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "hist.h"
+#include "proto.h"
 
 struct journal;
 struct journal_writer;
@@ -45,7 +46,7 @@ struct journal_stats {
 	uint32_t writers, segments, segments_used;
 	uint64_t segment_size;
 	struct hist sync_ns; /* latency of each batch's write+sync */
-	struct hist batch_records;
+	uint64_t batch_sizes[PROTO_BATCH_BUCKETS]; /* batches by records, proto_batch_bucket */
 	/* what recovery found at start */
 	uint64_t recovered_records;
 	char recovery[200];

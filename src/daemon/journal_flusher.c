@@ -264,7 +264,7 @@ static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 	j->cur_off += b->len;
 	j->order[j->norder++] = j->fill;
 	j->st.batches++;
-	hist_add(&j->st.batch_records, b->end_lsn - b->first_lsn);
+	j->st.batch_sizes[proto_batch_bucket(b->end_lsn - b->first_lsn)]++;
 	/* arrival rate: what this batch gathered since the previous submission */
 	if (j->last_submit_ns && now > j->last_submit_ns) {
 		double rate = (double)b->len / (double)(now - j->last_submit_ns);

@@ -36,6 +36,7 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 	struct peer *q;
 	size_t nleases = 0, size;
 	_cleanup_free_ uint8_t *buf = NULL;
+	static struct proto_status_batches batches[CONFIG_JOURNALS_MAX]; /* event loop only */
 	uint8_t *w;
 
 	(void)req;
@@ -45,7 +46,7 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 	size = s->pool->nclasses * sizeof(struct proto_status_class) +
 	       s->npeers * sizeof(struct proto_status_client) + nleases * sizeof(struct proto_status_lease) +
 	       s->njournals * sizeof(struct proto_status_journal) + sizeof(struct proto_status_spill) +
-	       sizeof(struct proto_status_start);
+	       sizeof(struct proto_status_start) + s->njournals * sizeof(struct proto_status_batches);
 	if (size + sizeof(st) > PROTO_REPLY_MAX) {
 		send_result(p, -EMSGSIZE, "status is larger than a reply may be");
 		return 0;
@@ -144,6 +145,7 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		pj.sync_p999_ns = hist_quantile(&js.sync_ns, 0.999);
 		pj.sync_max_ns = js.sync_ns.max;
 		pj.mean_batch_milli = js.batches ? js.appends * 1000 / js.batches : 0;
+		memcpy(batches[i].by_size, js.batch_sizes, sizeof(batches[i].by_size));
 		proto_set_name(pj.note, sizeof(pj.note), js.note);
 		proto_set_name(pj.recovery, sizeof(pj.recovery), js.recovery);
 		memcpy(w, &pj, sizeof(pj));
@@ -156,6 +158,10 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 	if (p->version >= 4) {
 		memcpy(w, &s->start, sizeof(s->start));
 		w += sizeof(s->start);
+	}
+	for (unsigned i = 0; p->version >= 5 && i < s->njournals; i++) {
+		memcpy(w, &batches[i], sizeof(batches[i]));
+		w += sizeof(batches[i]);
 	}
 	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf));
 	return 0;

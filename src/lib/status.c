@@ -30,6 +30,8 @@ static void copy_name(char *dst, size_t dstlen, const char *src, size_t srclen)
 	_Static_assert(sizeof(dst->name) >= sizeof(type), "public field " #name " holds the wire's"); \
 	dst->name = src.name;
 
+_Static_assert(HP_BATCH_BUCKETS == PROTO_BATCH_BUCKETS, "the public batch buckets are the wire's");
+
 int status_decode(const void *buf, size_t len, struct hp_status **ret)
 {
 	const uint8_t *p = buf;
@@ -44,7 +46,8 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	       (size_t)w.nclients * sizeof(struct proto_status_client) +
 	       (size_t)w.nleases * sizeof(struct proto_status_lease) +
 	       (size_t)w.njournals * sizeof(struct proto_status_journal) +
-	       (size_t)w.nspill * sizeof(struct proto_status_spill) + sizeof(struct proto_status_start);
+	       (size_t)w.nspill * sizeof(struct proto_status_spill) + sizeof(struct proto_status_start) +
+	       (size_t)w.njournals * sizeof(struct proto_status_batches);
 	if (need != len || w.nclasses > 65536 || w.njournals > 65536 || w.nspill > 1)
 		return -EPROTO;
 	st = calloc(1, sizeof(*st));
@@ -54,7 +57,8 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	st->clients = calloc(w.nclients + 1, sizeof(*st->clients));
 	st->leases = calloc(w.nleases + 1, sizeof(*st->leases));
 	st->journals = calloc(w.njournals + 1, sizeof(*st->journals));
-	if (!st->classes || !st->clients || !st->leases || !st->journals) {
+	st->journal_batches = calloc(w.njournals + 1, sizeof(*st->journal_batches));
+	if (!st->classes || !st->clients || !st->leases || !st->journals || !st->journal_batches) {
 		hp_status_free(st);
 		return -ENOMEM;
 	}
@@ -147,6 +151,14 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 
 		memcpy(&src, p, sizeof(src));
 		PROTO_STATUS_START_FIELDS(COPY_FIELD)
+		p += sizeof(src);
+	}
+	for (uint32_t i = 0; i < w.njournals; i++) {
+		struct proto_status_batches src;
+
+		memcpy(&src, p, sizeof(src));
+		memcpy(st->journal_batches[i].by_size, src.by_size, sizeof(src.by_size));
+		p += sizeof(src);
 	}
 	*ret = st;
 	return 0;
@@ -192,5 +204,6 @@ void hp_status_free(struct hp_status *st)
 	free(st->clients);
 	free(st->leases);
 	free(st->journals);
+	free(st->journal_batches);
 	free(st);
 }

@@ -2737,6 +2737,53 @@ static void test_fair_batches(void **state)
 	stop(&d);
 }
 
+/* Records per batch in status: each bucket holds what it says, and they add up to the batches. */
+static void check_batch_sizes(hp_conn *c, bool all_single)
+{
+	struct hp_status *st = status(c);
+	const struct hp_journal_status *js = jst(st);
+	const struct hp_journal_batches *b = &st->journal_batches[js - st->journals];
+	uint64_t batches = 0, least = 0, most = 0;
+
+	for (unsigned k = 0; k < HP_BATCH_BUCKETS; k++) {
+		batches += b->by_size[k];
+		least += b->by_size[k] * (k == 0 ? 0 : (1ull << (k - 1)) + 1);
+		most += b->by_size[k] * (k == HP_BATCH_BUCKETS - 1 ? UINT32_MAX : 1ull << k);
+	}
+	assert_int_equal(batches, js->batches);
+	if (js->appends < least || js->appends > most)
+		fail_msg("%" PRIu64 " appends in batches of %" PRIu64 " to %" PRIu64 " records", js->appends, least, most);
+	if (all_single)
+		assert_int_equal(b->by_size[0], js->batches);
+	hp_status_free(st);
+}
+
+static void test_batch_sizes(void **state)
+{
+	struct daemon d;
+	struct recs e = { 0 };
+	hp_conn *c;
+	hp_journal *j;
+	uint64_t lsn = 0;
+
+	(void)state;
+	start(&d, JOURNAL);
+	c = conn(&d);
+	j = jopen(c);
+	/* one writer waiting for each record: a batch each */
+	for (unsigned i = 0; i < 20; i++)
+		lsn = append_wait(j, i, 100);
+	check_batch_sizes(c, true);
+	/* pipelined: batches of several records */
+	lsn = append_run(j, &e, lsn + 1, 500, 100);
+	assert_true(lsn >= 520);
+	check_batch_sizes(c, false);
+	free(e.v);
+	hp_journal_close(j);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 /*
  * A failed test leaves what it held (records, connections, handles) behind: LeakSanitizer then
  * only repeats the failure. It still checks a run in which every test passed.
@@ -2752,6 +2799,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_roundtrip_io_uring, teardown),
+		cmocka_unit_test_teardown(test_batch_sizes, teardown),
 		cmocka_unit_test_teardown(test_roundtrip_libaio, teardown),
 		cmocka_unit_test_teardown(test_roundtrip_sync, teardown),
 		cmocka_unit_test_teardown(test_roundtrip_direct, teardown),

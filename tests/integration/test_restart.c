@@ -817,17 +817,20 @@ static void test_old_protocol_client(void **state)
 	struct proto_status_req sreq = { 0 };
 	struct proto_restart rreq = { 0 };
 	struct proto_hdr h;
-	uint32_t len3, len4;
-	int v3, v4, v2;
+	uint32_t len3, len4, len5;
+	int v3, v4, v5, v2;
 
 	(void)state;
-	start(&d, NULL, ONE);
+	/* two journals: version 5 adds a section per journal */
+	start(&d, NULL, ONE "[journal a]\ndirectory = @DIR@/a\n[journal b]\ndirectory = @DIR@/b\n");
 	v3 = connect_version(&d, 3, &h, buf, sizeof(buf));
 	assert_int_equal(h.type, PROTO_WELCOME);
 	assert_int_equal(h.version, 3);
 	assert_int_equal(((struct proto_welcome *)buf)->version, 3);
 	v4 = connect_version(&d, 4, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 4);
+	v5 = connect_version(&d, 5, &h, buf, sizeof(buf)); /* all three connected: the same clients */
+	assert_int_equal(h.version, 5);
 	raw_send(v3, 3, PROTO_STATUS, &sreq, sizeof(sreq));
 	len3 = raw_recv(v3, &h, buf, sizeof(buf));
 	assert_int_equal(h.type, PROTO_STATUS_REPLY);
@@ -836,6 +839,11 @@ static void test_old_protocol_client(void **state)
 	len4 = raw_recv(v4, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 4);
 	assert_int_equal(len4 - len3, sizeof(struct proto_status_start));
+	raw_send(v5, 5, PROTO_STATUS, &sreq, sizeof(sreq));
+	len5 = raw_recv(v5, &h, buf, sizeof(buf));
+	assert_int_equal(h.version, 5);
+	assert_int_equal(len5 - len4, 2 * sizeof(struct proto_status_batches));
+	close(v5);
 	/* a request of another version than its hello's, and one its version does not have */
 	raw_send(v4, 3, PROTO_STATUS, &sreq, sizeof(sreq));
 	assert_true(recv(v4, buf, 1, 0) <= 0); /* closed (reset: its payload was left unread) */
@@ -847,7 +855,7 @@ static void test_old_protocol_client(void **state)
 	v2 = connect_version(&d, 2, &h, buf, sizeof(buf) - 1);
 	assert_int_equal(h.type, PROTO_RESULT);
 	buf[h.len] = '\0';
-	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 4)", 58));
+	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 5)", 58));
 	close(v2);
 	stop(&d);
 }
