@@ -482,6 +482,7 @@ static void device_limits(uint64_t *ret_sync_p50)
 /* The journal's counters now (all zero when status fails). */
 struct jcounters {
 	uint64_t appends, batches, syncs;
+	uint64_t by_size[HP_BATCH_BUCKETS]; /* batches by records, as hp_journal_batches */
 };
 
 static struct jcounters journal_counters(hp_conn *c)
@@ -490,11 +491,38 @@ static struct jcounters journal_counters(hp_conn *c)
 	struct hp_status *st;
 
 	if (c && hp_status(c, &st) == 0) {
-		if (st->njournals)
-			k = (struct jcounters){ st->journals[0].appends, st->journals[0].batches, st->journals[0].syncs };
+		if (st->njournals) {
+			k.appends = st->journals[0].appends;
+			k.batches = st->journals[0].batches;
+			k.syncs = st->journals[0].syncs;
+			memcpy(k.by_size, st->journal_batches[0].by_size, sizeof(k.by_size));
+		}
 		hp_status_free(st);
 	}
 	return k;
+}
+
+/* "batches by records: 1: 40%, 2: 20%, 3-4: ..." between two counter snapshots. */
+static void print_batch_sizes(const struct jcounters *k0, const struct jcounters *k1)
+{
+	uint64_t total = k1->batches - k0->batches;
+
+	if (!total)
+		return;
+	printf("        batches by records:");
+	for (unsigned k = 0; k < HP_BATCH_BUCKETS; k++) {
+		uint64_t n = k1->by_size[k] - k0->by_size[k];
+
+		if (!n)
+			continue;
+		if (k <= 1)
+			printf(" %u: %.0f%%", k + 1, 100.0 * (double)n / (double)total);
+		else if (k == HP_BATCH_BUCKETS - 1)
+			printf(" >%u: %.0f%%", 1u << (k - 1), 100.0 * (double)n / (double)total);
+		else
+			printf(" %u-%u: %.0f%%", (1u << (k - 1)) + 1, 1u << k, 100.0 * (double)n / (double)total);
+	}
+	printf("\n");
 }
 
 int main(void)
@@ -584,6 +612,7 @@ int main(void)
 			       per_sec(&app) ? per_sec(&ours) / per_sec(&app) : 0,
 			       per_sec(&tim) ? per_sec(&ours) / per_sec(&tim) : 0,
 			       e1 || e2 || e3 || e4 ? "  (errors: see below)" : "");
+			print_batch_sizes(&k0, &k1);
 			if (e1)
 				printf("        ours: %s\n", hp_strerror(e1));
 			if (e2 || e3 || e4)
