@@ -24,7 +24,8 @@
  * $HP_BENCH_NO_STATUS to leave it out. Never asserts.
  * $HP_BENCH_WRITERS and $HP_BENCH_SIZES (comma lists) pick cells; $HP_BENCH_CELL_SECONDS their
  * length (default 0.6); $HP_BENCH_BACKEND (io_uring, libaio, sync; default auto) and
- * $HP_BENCH_DIRECT=1 (O_DIRECT, for ours and the limit) the journal's configuration.
+ * $HP_BENCH_DIRECT=1 (O_DIRECT, for ours and the limit) the journal's configuration;
+ * $HP_BENCH_ONLY=ours (or limit, per-append, timer; a comma list) runs only those, for profiles.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -392,6 +393,20 @@ static bool selected(const char *name, unsigned v)
 	return false;
 }
 
+/* Is method (ours, limit, per-append, timer) to run: in $HP_BENCH_ONLY, or that is unset? */
+static bool method_on(const char *method)
+{
+	const char *only = getenv("HP_BENCH_ONLY");
+	size_t n = strlen(method);
+
+	if (!only || !*only)
+		return true;
+	for (const char *p = only; (p = strstr(p, method)); p += n)
+		if ((p == only || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
 /* Run n workers of main for one cell and add up their results. */
 static int run_cell(void *(*fn)(void *), unsigned n, unsigned size, const char *socket, int fd, struct result *ret)
 {
@@ -593,12 +608,21 @@ int main(void)
 
 			if (!selected("HP_BENCH_WRITERS", n) || !selected("HP_BENCH_SIZES", size))
 				continue;
+			memset(&ours, 0, sizeof(ours));
+			memset(&lim, 0, sizeof(lim));
+			memset(&app, 0, sizeof(app));
+			memset(&tim, 0, sizeof(tim));
+			e1 = e2 = e3 = e4 = 0;
 			k0 = journal_counters(counters);
-			e1 = run_cell(ours_main, n, size, d.socket, -1, &ours);
+			if (method_on("ours"))
+				e1 = run_cell(ours_main, n, size, d.socket, -1, &ours);
 			k1 = journal_counters(counters);
-			e4 = run_limit(fd_limit, n, size, &lim);
-			e2 = run_cell(per_append_main, n, size, NULL, fd_append, &app);
-			e3 = run_cell(timer_main, n, size, NULL, -1, &tim);
+			if (method_on("limit"))
+				e4 = run_limit(fd_limit, n, size, &lim);
+			if (method_on("per-append"))
+				e2 = run_cell(per_append_main, n, size, NULL, fd_append, &app);
+			if (method_on("timer"))
+				e3 = run_cell(timer_main, n, size, NULL, -1, &tim);
 			printf("%7u %6u | %8.0f %6.1f %6.0f %7.0f | %12.1f %7.0f | %7.0f %5.0f %6.0f | %7.0f %5.0f %6.0f | "
 			       "%7.0f %5.0f %6.0f | %7.2fx %7.2fx %7.2fx%s\n",
 			       n, size, per_sec(&ours), mb_per_sec(&ours), us(hist_quantile(&ours.lat, 0.5)),
