@@ -57,6 +57,7 @@ endif
 COMMON_SRC := $(wildcard src/common/*.c)
 DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
 LIB_SRC := $(wildcard src/lib/*.c)
+HEAP_SRC := $(wildcard src/heap/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 INTEG_SRC := $(wildcard tests/integration/test_*.c)
@@ -71,19 +72,25 @@ LIBDAEMON := $(BUILD)/obj/libdaemon.a
 DAEMON_LIBS := -luring -laio
 LIBSO := $(BUILD)/libhugepool.so.$(VERSION)
 LIBA := $(BUILD)/libhugepool.a
+# the heap library (hugepool-heap.h): its own .so/.a/.pc, the only part that links jemalloc, so
+# that libhugepool stays dlopen()able (docs/ARCHITECTURE.md, "Hugepage heap")
+HEAP_SO := $(BUILD)/libhugepool-heap.so.$(VERSION)
+HEAP_A := $(BUILD)/libhugepool-heap.a
+HEAP_LIBS := -ljemalloc
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 INTEG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_BIN := $(patsubst tests/fuzz/fuzz_%.c,$(BUILD)/tests/test_fuzz_%,$(FUZZ_SRC))
 TESTLIB_OBJ := $(call obj,tests/integration/harness.c) $(call obj,tests/integration/manager.c)
 
-all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc
+all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc \
+	$(HEAP_SO) $(HEAP_A) $(BUILD)/hugepool-heap.pc
 
 # Before the first compile: the Debian packages the build needs, each found by a header it
 # provides (a header the compiler cannot preprocess counts as missing), named in one line with
 # what to do, instead of the compiler's "liburing.h: No such file or directory". The tests,
 # benchmarks and fuzz targets need cmocka too. Checked once per build directory.
-BUILD_DEPS := liburing.h:liburing-dev libaio.h:libaio-dev
+BUILD_DEPS := liburing.h:liburing-dev libaio.h:libaio-dev jemalloc/jemalloc.h:libjemalloc-dev
 TEST_DEPS := $(BUILD_DEPS) cmocka.h:libcmocka-dev
 define check_deps
 	@command -v $(firstword $(CC)) >/dev/null || \
@@ -101,7 +108,7 @@ $(BUILD)/.test-deps:
 	$(call check_deps,$(TEST_DEPS))
 
 # The layers (docs/ARCHITECTURE.md, "Layers"), enforced by the include path: a source file in
-# src/common, src/lib, src/daemon or src/cli sees the public header, src/common and its own
+# src/common, src/lib, src/heap, src/daemon or src/cli sees the public header, src/common and its own
 # directory (the compiler looks there first), nothing else; tests, benchmarks and fuzz targets
 # see everything.
 define layer_rule
@@ -110,7 +117,7 @@ $$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c | $$(BUILD)/.build-deps
 	$$(say) CC $$@
 	$$(Q)$$(CC) $$(CFLAGS) -c -o $$@ $$<
 endef
-$(foreach layer,common lib daemon cli,$(eval $(call layer_rule,$(layer))))
+$(foreach layer,common lib heap daemon cli,$(eval $(call layer_rule,$(layer))))
 
 $(BUILD)/obj/%.o: %.c | $(BUILD)/.test-deps
 	@mkdir -p $(dir $@)
@@ -140,17 +147,30 @@ $(LIBA): $(call obj,$(LIB_SRC) $(COMMON_SRC))
 	$(say) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# linked against libhugepool.so (its NEEDED), jemalloc and nothing else
+$(HEAP_SO): $(call obj,$(HEAP_SRC)) src/heap/libhugepool-heap.map $(LIBSO)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libhugepool-heap.so.$(SOVERSION) \
+		-Wl,--version-script=src/heap/libhugepool-heap.map -o $@ $(filter %.o,$^) \
+		-L$(BUILD) -lhugepool $(HEAP_LIBS)
+	$(Q)ln -sf libhugepool-heap.so.$(VERSION) $(BUILD)/libhugepool-heap.so.$(SOVERSION)
+	$(Q)ln -sf libhugepool-heap.so.$(SOVERSION) $(BUILD)/libhugepool-heap.so
+
+$(HEAP_A): $(call obj,$(HEAP_SRC))
+	$(say) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/hugepoolctl: $(call obj,$(CLI_SRC)) $(LIBA) $(LIBCOMMON)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^
 
 # the .pc names install paths: install writes it again with the PREFIX it is given
 PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	-e 's|@VERSION@|$(VERSION)|' hugepool.pc.in
+	-e 's|@VERSION@|$(VERSION)|'
 
-$(BUILD)/hugepool.pc: hugepool.pc.in Makefile
+$(BUILD)/%.pc: %.pc.in Makefile
 	@mkdir -p $(dir $@)
-	$(Q)$(PC_SED) > $@
+	$(Q)$(PC_SED) $< > $@
 
 $(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
@@ -219,7 +239,7 @@ install: all
 	ln -sf libhugepool.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libhugepool.so
 	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/hugepool.h $(DESTDIR)$(INCLUDEDIR)/
-	$(PC_SED) > $(DESTDIR)$(LIBDIR)/pkgconfig/hugepool.pc
+	$(PC_SED) hugepool.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hugepool.pc
 	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	for f in $$(sed -n 's/^[a-z].*[ *]\(hp_[a-z0-9_]*\)(.*/\1/p' include/hugepool.h); do \
