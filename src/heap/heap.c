@@ -146,7 +146,7 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
 		r = heap_lease(h);
 		if (r == 0) {
 			p = buffer_carve(&h->bufs[h->nbufs - 1], NULL, size, alignment);
-		} else {
+		} else if (r != -ENOSPC) { /* -ENOSPC: max_bytes reached, the daemon was not asked */
 			h->lease_failures++;
 			h->last_lease_error = r;
 		}
@@ -291,6 +291,10 @@ int hp_heap_create(hp_conn *conn, const char *class_name, size_t max_bytes, unsi
 	r = arena_ctl(h->arena, "dirty_decay_ms", NULL, NULL, &never, sizeof(never));
 	if (r == 0)
 		r = arena_ctl(h->arena, "muzzy_decay_ms", NULL, NULL, &never, sizeof(never));
+	/* jemalloc grows by ever larger extents (2 MiB, 2.5, 3...): no larger than a buffer, so
+	 * once grown that far each growth takes one whole buffer and leaves no tail behind */
+	if (r == 0)
+		r = arena_ctl(h->arena, "retain_grow_limit", NULL, NULL, &h->buffer_size, sizeof(h->buffer_size));
 	if (r < 0) {
 		(void)arena_ctl(h->arena, "destroy", NULL, NULL, NULL, 0);
 		goto out_free;
