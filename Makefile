@@ -177,10 +177,25 @@ $(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBA) $(LIBDAEMON) $(LI
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(DAEMON_LIBS)
 
-$(INTEG_BIN): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ) $(LIBA) $(LIBCOMMON)
+$(filter-out $(BUILD)/tests/test_heap,$(INTEG_BIN)): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ) $(LIBA) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
+
+# the heap's tests link the shared libraries as `pkg-config --libs hugepool-heap` does: jemalloc
+# only as libhugepool-heap.so's dependency, so the process's malloc stays glibc's (a program
+# naming -ljemalloc itself gets jemalloc's malloc: it comes before libc in the lookup order)
+$(BUILD)/tests/test_heap: $(call obj,tests/integration/test_heap.c) $(TESTLIB_OBJ) $(HEAP_SO) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) -L$(BUILD) -Wl,-rpath,'$$ORIGIN/..' \
+		-lhugepool-heap -lhugepool -lcmocka
+
+# links neither library: it dlopen()s them, as JNI or ctypes would
+$(BUILD)/tests/test_dlopen: $(call obj,tests/unit/test_dlopen.c) | $(LIBSO) $(HEAP_SO)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -ldl
 
 # the wrapper test_journal and test_hostile run hugepoold under (io_uring_setup or, by its
 # other name nopassrights, setsockopt SO_PASSRIGHTS denied); not named test_*, so
