@@ -213,7 +213,14 @@ $(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuz
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(DAEMON_LIBS)
 
-$(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
+# as test_heap: the shared heap library, so jemalloc does not become the process's malloc
+$(BUILD)/bench/bench_heap: $(call obj,bench/bench_heap.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(HEAP_SO) $(LIBDAEMON) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) -L$(BUILD) -Wl,-rpath,'$$ORIGIN/..' \
+		-lhugepool-heap -lhugepool -ldl $(DAEMON_LIBS)
+
+$(filter-out $(BUILD)/bench/bench_heap,$(BENCH_BIN)): $(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
