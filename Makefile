@@ -225,7 +225,17 @@ $(filter-out $(BUILD)/bench/bench_heap,$(BENCH_BIN)): $(BUILD)/bench/%: $(call o
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-tests: all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_BIN)
+# the C++ allocator example of hugepool-heap(3), built when there is a C++ compiler (test_heap
+# runs it, and skips that case otherwise)
+CXX_FOUND := $(shell command -v $(firstword $(CXX)) 2>/dev/null)
+HEAP_EXAMPLE := $(if $(CXX_FOUND),$(BUILD)/examples/heap_allocator)
+$(BUILD)/examples/heap_allocator: examples/heap_allocator.cpp include/hugepool-heap.h $(HEAP_SO)
+	@mkdir -p $(dir $@)
+	$(say) CXX $@
+	$(Q)$(CXX) -std=c++11 -O2 -Wall -Wextra $(WERROR) $(filter -fsanitize=%,$(CFLAGS)) -Iinclude -o $@ $< \
+		$(LDFLAGS) -L$(BUILD) -Wl,-rpath,'$$ORIGIN/..' -lhugepool-heap -lhugepool
+
+tests: all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_BIN) $(HEAP_EXAMPLE)
 
 check: tests
 	$(Q)tests/run-tests.sh $(BUILD)

@@ -651,6 +651,33 @@ static void test_create_errors(void **state)
 	stop(&d);
 }
 
+/* examples/heap_allocator.cpp, built by make tests when there is a C++ compiler, runs. */
+static void test_cxx_example(void **state)
+{
+	static struct daemon d; /* static: teardown reads it after a failed assertion left the frame */
+	char path[512];
+	pid_t pid;
+	int st;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/examples/heap_allocator", harness_build());
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "no %s (no C++ compiler when the tests were built): skipped\n", path);
+		skip();
+	}
+	start(&d, "", CLASSES);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl(path, path, d.socket, "heap", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -665,6 +692,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_calloc_reused_buffer, teardown),
 		cmocka_unit_test_teardown(test_process_malloc_untouched, teardown),
 		cmocka_unit_test_teardown(test_create_errors, teardown),
+		cmocka_unit_test_teardown(test_cxx_example, teardown),
 	};
 
 	return cmocka_run_group_tests_name("heap", tests, NULL, NULL);
