@@ -6,7 +6,7 @@
 #                            build, and an install into a DESTDIR with a pkg-config example
 #   make bench               benchmarks, each figure beside its baseline from the same run
 #   make fuzz                libFuzzer on each tests/fuzz target (FUZZ_SECONDS=60 each)
-#   make install             PREFIX=/usr/local DESTDIR= (binaries, library, header, .pc, man, units,
+#   make install             PREFIX=/usr/local DESTDIR= (binaries, libraries, headers, .pc, man, units,
 #                            sysusers.d, the hugepage reservation helper)
 #   dpkg-buildpackage -b     the Debian packages (debian/), which use make install
 #   make SANITIZE=address,undefined check    a sanitizer build in its own build directory
@@ -255,7 +255,8 @@ bench: all $(BENCH_BIN)
 UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g'
 
 # man3 holds libhugepool.3 and a link to it for every function the header declares ("int
-# hp_acquire(" at the start of a line), so that `man hp_acquire` works; links, not .so pages,
+# hp_acquire(" at the start of a line), so that `man hp_acquire` works, and the same for
+# hugepool-heap.3 and hugepool-heap.h; links, not .so pages,
 # which mandoc calls fragile. libhugepool(3)'s NAME lists the same functions: install-test.sh
 # checks that it does and that each page renders.
 install: all
@@ -272,10 +273,19 @@ install: all
 	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/hugepool.h $(DESTDIR)$(INCLUDEDIR)/
 	$(PC_SED) hugepool.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hugepool.pc
+	install -m 0755 $(HEAP_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libhugepool-heap.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhugepool-heap.so.$(SOVERSION)
+	ln -sf libhugepool-heap.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libhugepool-heap.so
+	install -m 0644 $(HEAP_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 include/hugepool-heap.h $(DESTDIR)$(INCLUDEDIR)/
+	$(PC_SED) hugepool-heap.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hugepool-heap.pc
 	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	for f in $$(sed -n 's/^[a-z].*[ *]\(hp_[a-z0-9_]*\)(.*/\1/p' include/hugepool.h); do \
 		ln -sf libhugepool.3 $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit; \
+	done
+	for f in $$(sed -n 's/^[a-z].*[ *]\(hp_[a-z0-9_]*\)(.*/\1/p' include/hugepool-heap.h); do \
+		ln -sf hugepool-heap.3 $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit; \
 	done
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
