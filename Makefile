@@ -6,7 +6,7 @@
 #                            build, and an install into a DESTDIR with a pkg-config example
 #   make bench               benchmarks, each figure beside its baseline from the same run
 #   make fuzz                libFuzzer on each tests/fuzz target (FUZZ_SECONDS=60 each)
-#   make install             PREFIX=/usr/local DESTDIR= (binaries, library, header, .pc, man, units,
+#   make install             PREFIX=/usr/local DESTDIR= (binaries, libraries, headers, .pc, man, units,
 #                            sysusers.d, the hugepage reservation helper)
 #   dpkg-buildpackage -b     the Debian packages (debian/), which use make install
 #   make SANITIZE=address,undefined check    a sanitizer build in its own build directory
@@ -57,6 +57,7 @@ endif
 COMMON_SRC := $(wildcard src/common/*.c)
 DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
 LIB_SRC := $(wildcard src/lib/*.c)
+HEAP_SRC := $(wildcard src/heap/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 INTEG_SRC := $(wildcard tests/integration/test_*.c)
@@ -71,19 +72,25 @@ LIBDAEMON := $(BUILD)/obj/libdaemon.a
 DAEMON_LIBS := -luring -laio
 LIBSO := $(BUILD)/libhugepool.so.$(VERSION)
 LIBA := $(BUILD)/libhugepool.a
+# the heap library (hugepool-heap.h): its own .so/.a/.pc, the only part that links jemalloc, so
+# that libhugepool stays dlopen()able (docs/ARCHITECTURE.md, "Hugepage heap")
+HEAP_SO := $(BUILD)/libhugepool-heap.so.$(VERSION)
+HEAP_A := $(BUILD)/libhugepool-heap.a
+HEAP_LIBS := -ljemalloc
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 INTEG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_BIN := $(patsubst tests/fuzz/fuzz_%.c,$(BUILD)/tests/test_fuzz_%,$(FUZZ_SRC))
 TESTLIB_OBJ := $(call obj,tests/integration/harness.c) $(call obj,tests/integration/manager.c)
 
-all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc
+all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc \
+	$(HEAP_SO) $(HEAP_A) $(BUILD)/hugepool-heap.pc
 
 # Before the first compile: the Debian packages the build needs, each found by a header it
 # provides (a header the compiler cannot preprocess counts as missing), named in one line with
 # what to do, instead of the compiler's "liburing.h: No such file or directory". The tests,
 # benchmarks and fuzz targets need cmocka too. Checked once per build directory.
-BUILD_DEPS := liburing.h:liburing-dev libaio.h:libaio-dev
+BUILD_DEPS := liburing.h:liburing-dev libaio.h:libaio-dev jemalloc/jemalloc.h:libjemalloc-dev
 TEST_DEPS := $(BUILD_DEPS) cmocka.h:libcmocka-dev
 define check_deps
 	@command -v $(firstword $(CC)) >/dev/null || \
@@ -101,7 +108,7 @@ $(BUILD)/.test-deps:
 	$(call check_deps,$(TEST_DEPS))
 
 # The layers (docs/ARCHITECTURE.md, "Layers"), enforced by the include path: a source file in
-# src/common, src/lib, src/daemon or src/cli sees the public header, src/common and its own
+# src/common, src/lib, src/heap, src/daemon or src/cli sees the public header, src/common and its own
 # directory (the compiler looks there first), nothing else; tests, benchmarks and fuzz targets
 # see everything.
 define layer_rule
@@ -110,7 +117,7 @@ $$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c | $$(BUILD)/.build-deps
 	$$(say) CC $$@
 	$$(Q)$$(CC) $$(CFLAGS) -c -o $$@ $$<
 endef
-$(foreach layer,common lib daemon cli,$(eval $(call layer_rule,$(layer))))
+$(foreach layer,common lib heap daemon cli,$(eval $(call layer_rule,$(layer))))
 
 $(BUILD)/obj/%.o: %.c | $(BUILD)/.test-deps
 	@mkdir -p $(dir $@)
@@ -140,27 +147,55 @@ $(LIBA): $(call obj,$(LIB_SRC) $(COMMON_SRC))
 	$(say) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# linked against libhugepool.so (its NEEDED), jemalloc and nothing else
+$(HEAP_SO): $(call obj,$(HEAP_SRC)) src/heap/libhugepool-heap.map $(LIBSO)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libhugepool-heap.so.$(SOVERSION) \
+		-Wl,--version-script=src/heap/libhugepool-heap.map -o $@ $(filter %.o,$^) \
+		-L$(BUILD) -lhugepool $(HEAP_LIBS)
+	$(Q)ln -sf libhugepool-heap.so.$(VERSION) $(BUILD)/libhugepool-heap.so.$(SOVERSION)
+	$(Q)ln -sf libhugepool-heap.so.$(SOVERSION) $(BUILD)/libhugepool-heap.so
+
+$(HEAP_A): $(call obj,$(HEAP_SRC))
+	$(say) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/hugepoolctl: $(call obj,$(CLI_SRC)) $(LIBA) $(LIBCOMMON)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^
 
 # the .pc names install paths: install writes it again with the PREFIX it is given
 PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-	-e 's|@VERSION@|$(VERSION)|' hugepool.pc.in
+	-e 's|@VERSION@|$(VERSION)|'
 
-$(BUILD)/hugepool.pc: hugepool.pc.in Makefile
+$(BUILD)/%.pc: %.pc.in Makefile
 	@mkdir -p $(dir $@)
-	$(Q)$(PC_SED) > $@
+	$(Q)$(PC_SED) $< > $@
 
 $(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(DAEMON_LIBS)
 
-$(INTEG_BIN): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ) $(LIBA) $(LIBCOMMON)
+$(filter-out $(BUILD)/tests/test_heap,$(INTEG_BIN)): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ) $(LIBA) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
+
+# the heap's tests link the shared libraries as `pkg-config --libs hugepool-heap` does: jemalloc
+# only as libhugepool-heap.so's dependency, so the process's malloc stays glibc's (a program
+# naming -ljemalloc itself gets jemalloc's malloc: it comes before libc in the lookup order)
+$(BUILD)/tests/test_heap: $(call obj,tests/integration/test_heap.c) $(TESTLIB_OBJ) $(HEAP_SO) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) -L$(BUILD) -Wl,-rpath,'$$ORIGIN/..' \
+		-lhugepool-heap -lhugepool -lcmocka
+
+# links neither library: it dlopen()s them, as JNI or ctypes would
+$(BUILD)/tests/test_dlopen: $(call obj,tests/unit/test_dlopen.c) | $(LIBSO) $(HEAP_SO)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -ldl
 
 # the wrapper test_journal and test_hostile run hugepoold under (io_uring_setup or, by its
 # other name nopassrights, setsockopt SO_PASSRIGHTS denied); not named test_*, so
@@ -178,12 +213,29 @@ $(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuz
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(DAEMON_LIBS)
 
-$(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
+# as test_heap: the shared heap library, so jemalloc does not become the process's malloc
+$(BUILD)/bench/bench_heap: $(call obj,bench/bench_heap.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(HEAP_SO) $(LIBDAEMON) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o %.a,$^) -L$(BUILD) -Wl,-rpath,'$$ORIGIN/..' \
+		-lhugepool-heap -lhugepool -ldl $(DAEMON_LIBS)
+
+$(filter-out $(BUILD)/bench/bench_heap,$(BENCH_BIN)): $(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
-tests: all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_BIN)
+# the C++ allocator example of hugepool-heap(3), built when there is a C++ compiler (test_heap
+# runs it, and skips that case otherwise)
+CXX_FOUND := $(shell command -v $(firstword $(CXX)) 2>/dev/null)
+HEAP_EXAMPLE := $(if $(CXX_FOUND),$(BUILD)/examples/heap_allocator)
+$(BUILD)/examples/heap_allocator: examples/heap_allocator.cpp include/hugepool-heap.h $(HEAP_SO)
+	@mkdir -p $(dir $@)
+	$(say) CXX $@
+	$(Q)$(CXX) -std=c++11 -O2 -Wall -Wextra $(WERROR) $(filter -fsanitize=%,$(CFLAGS)) -Iinclude -o $@ $< \
+		$(LDFLAGS) -L$(BUILD) -Wl,-rpath,'$$ORIGIN/..' -lhugepool-heap -lhugepool
+
+tests: all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_BIN) $(HEAP_EXAMPLE)
 
 check: tests
 	$(Q)tests/run-tests.sh $(BUILD)
@@ -203,7 +255,8 @@ bench: all $(BENCH_BIN)
 UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g'
 
 # man3 holds libhugepool.3 and a link to it for every function the header declares ("int
-# hp_acquire(" at the start of a line), so that `man hp_acquire` works; links, not .so pages,
+# hp_acquire(" at the start of a line), so that `man hp_acquire` works, and the same for
+# hugepool-heap.3 and hugepool-heap.h; links, not .so pages,
 # which mandoc calls fragile. libhugepool(3)'s NAME lists the same functions: install-test.sh
 # checks that it does and that each page renders.
 install: all
@@ -219,11 +272,20 @@ install: all
 	ln -sf libhugepool.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libhugepool.so
 	install -m 0644 $(LIBA) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/hugepool.h $(DESTDIR)$(INCLUDEDIR)/
-	$(PC_SED) > $(DESTDIR)$(LIBDIR)/pkgconfig/hugepool.pc
+	$(PC_SED) hugepool.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hugepool.pc
+	install -m 0755 $(HEAP_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libhugepool-heap.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libhugepool-heap.so.$(SOVERSION)
+	ln -sf libhugepool-heap.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libhugepool-heap.so
+	install -m 0644 $(HEAP_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 include/hugepool-heap.h $(DESTDIR)$(INCLUDEDIR)/
+	$(PC_SED) hugepool-heap.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hugepool-heap.pc
 	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	for f in $$(sed -n 's/^[a-z].*[ *]\(hp_[a-z0-9_]*\)(.*/\1/p' include/hugepool.h); do \
 		ln -sf libhugepool.3 $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit; \
+	done
+	for f in $$(sed -n 's/^[a-z].*[ *]\(hp_[a-z0-9_]*\)(.*/\1/p' include/hugepool-heap.h); do \
+		ln -sf hugepool-heap.3 $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit; \
 	done
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/

@@ -9,12 +9,13 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# Debian packages the build and the tests need (clang for the second compiler in check-all,
+# Debian packages the build and the tests need (libjemalloc-dev for libhugepool-heap, g++ for
+# its C++ allocator example, clang for the second compiler in check-all,
 # mandoc for the man page lint, systemd for systemd-analyze verify of the unit; for the Debian
 # packages and the container test that runs them under a real systemd: debhelper, dpkg-dev and
 # lintian to build and check them, debootstrap for the Debian tree, systemd-container for
 # systemd-nspawn, libhugetlbfs-bin for hugeadm, which the packaged units use).
-PACKAGES=(gcc make pkg-config libcmocka-dev liburing-dev libaio-dev clang mandoc systemd
+PACKAGES=(gcc make pkg-config libcmocka-dev liburing-dev libaio-dev libjemalloc-dev clang g++ mandoc systemd
 	debhelper dpkg-dev lintian debootstrap systemd-container libhugetlbfs-bin)
 
 say() { printf 'dev.sh: %s\n' "$*" >&2; }

@@ -5,19 +5,28 @@
 # the memory bandwidth ceiling), bench_acquire (a client getting that much memory from a
 # real hugepoold against allocating and zeroing it itself), bench_restart (a restart under
 # clients holding the whole pool: warm through the fd store and by re-execution against cold),
-# bench_journal, bench_merge and
+# bench_journal, bench_merge, bench_heap (a cold process building a hash table of
+# $HP_BENCH_HEAP_GIB GiB, default 1, on the hugepage heap against glibc malloc and jemalloc) and
 # bench_spill (spill streams of 6 KiB, 200 KiB and 4 MiB runs against a classic temp file per
 # run, with the syscalls of each counted under ptrace). Every figure is printed beside its
 # baseline from the same run, with the ratio; nothing is asserted. As root it reserves the
 # 2 MiB hugepages the run needs and restores the previous count on exit; as a normal user the
 # hugetlb figures are skipped unless enough are already free, and it says why. Always exits 0.
-# Usage: bench/run-bench.sh BUILD_DIR
+# Usage: bench/run-bench.sh BUILD_DIR [BENCH...]   (all of them unless named, e.g. bench_heap)
 set -u
 build=${1:-build}
+shift
+benches=("$@")
+[ ${#benches[@]} -gt 0 ] || benches=(bench_prefault bench_acquire bench_restart bench_journal bench_merge bench_heap bench_spill)
 gib=${HP_BENCH_GIB:-4}
 case $gib in '' | *[!0-9]*) gib=4 ;; esac
 export HP_BENCH_GIB=$gib
+heap_gib=${HP_BENCH_HEAP_GIB:-1}
+case $heap_gib in '' | *[!0-9]*) heap_gib=1 ;; esac
+export HP_BENCH_HEAP_GIB=$heap_gib
 need=$((gib * 512 + 32))   # 2 MiB pages for one pool of $gib GiB, plus headroom
+heap_need=$((heap_gib * 768 + 32))   # bench_heap's pool: 1.5 x its table
+[ "$heap_need" -le "$need" ] || need=$heap_need
 . "$(dirname "$0")/../scripts/hugepages.sh"
 trap hugepages_restore EXIT
 trap 'exit 130' INT TERM
@@ -27,11 +36,11 @@ cpu_model=$(awk -F': *' '/^model name/ {m = $2} /^cpu family/ {f = $2} /^model\t
 echo "hugepool benchmarks, $(date '+%Y-%m-%d %H:%M:%S %Z')"
 echo "kernel $(uname -r), CPU ${cpu_model:-unknown} x $(nproc), RAM $(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)," \
      "load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "build dir $build, HP_BENCH_GIB=$gib"
+echo "build dir $build, HP_BENCH_GIB=$gib, HP_BENCH_HEAP_GIB=$heap_gib"
 
 hugepages_reserve bench "$need" || echo "bench: hugetlb figures are skipped"
 
-for b in bench_prefault bench_acquire bench_restart bench_journal bench_merge bench_spill; do
+for b in "${benches[@]}"; do
 	echo
 	if [ ! -x "$build/bench/$b" ]; then
 		echo "bench: $build/bench/$b is missing (make bench builds it)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-test.sh - install into a DESTDIR and use the result as a user would: compile the
 # README example against the installed header and library through pkg-config, run it against
-# the installed daemon, lint the installed man pages, check that `man FUNCTION` opens a page
+# the installed daemon (and the heap library's C and C++ examples through pkg-config hugepool-heap),
+# lint the installed man pages, check that `man FUNCTION` opens a page
 # for every library function and that hugepoold --help lists the exit statuses of hugepoold(8),
 # and verify the unit file. Part of `make check-all`; prints "N passed, N failed".
 set -u
@@ -25,6 +26,8 @@ cd "$top"
 check "make install DESTDIR" make -s install DESTDIR="$dest" PREFIX=/usr SYSCONFDIR=/etc
 for f in usr/sbin/hugepoold usr/bin/hugepoolctl usr/lib/libhugepool.so.0 usr/lib/libhugepool.a \
 	 usr/include/hugepool.h usr/lib/pkgconfig/hugepool.pc usr/share/man/man8/hugepoold.8 \
+	 usr/lib/libhugepool-heap.so.0 usr/lib/libhugepool-heap.a usr/include/hugepool-heap.h \
+	 usr/lib/pkgconfig/hugepool-heap.pc usr/share/man/man3/hugepool-heap.3 \
 	 usr/share/man/man5/hugepoold.conf.5 usr/share/man/man1/hugepoolctl.1 usr/share/man/man3/libhugepool.3 \
 	 usr/lib/systemd/system/hugepoold.service usr/lib/systemd/system/hugepool-hugepages.service \
 	 usr/libexec/hugepool/hugepool-hugepages usr/lib/sysusers.d/hugepool.conf \
@@ -46,6 +49,41 @@ check "compile example via pkg-config" sh -c \
 	"cc -Wall -Werror -o '$dest/acquire' examples/acquire.c \$(pkg-config --cflags --libs hugepool)"
 check "only hp_ symbols exported" sh -c \
 	"! nm -D --defined-only '$dest/usr/lib/libhugepool.so.0' | awk '{print \$3}' | grep -v '^hp_' | grep -v '^HUGEPOOL_' | grep ."
+# the heap: a C program through pkg-config (jemalloc stays private: not on the command line),
+# the C++ allocator example, only hp_heap_ exported, and libhugepool itself free of jemalloc
+cat > "$dest/heap.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+#include <hugepool-heap.h>
+int main(int argc, char **argv)
+{
+	hp_conn *c;
+	hp_heap *h;
+	int r = hp_connect(argc > 1 ? argv[1] : NULL, &c);
+	if (r == 0 && (r = hp_heap_create(c, "small", 4u << 20, 0, &h)) == 0) {
+		char *p = hp_heap_alloc(h, 100);
+		r = p ? 0 : -1;
+		if (p)
+			strcpy(p, "ok");
+		hp_heap_free(h, p);
+		hp_heap_destroy(h);
+	}
+	hp_disconnect(c);
+	printf("%s\n", r == 0 ? "heap ok" : hp_strerror(r));
+	return r != 0;
+}
+C
+check "pkg-config hugepool-heap keeps jemalloc private" sh -c \
+	"pkg-config --libs hugepool-heap | grep -q -- '-lhugepool-heap' && ! pkg-config --libs hugepool-heap | grep -q jemalloc && pkg-config --static --libs hugepool-heap | grep -q -- -ljemalloc"
+check "compile a heap program via pkg-config" sh -c \
+	"cc -Wall -Werror -o '$dest/heap' '$dest/heap.c' \$(pkg-config --cflags --libs hugepool-heap)"
+if command -v c++ >/dev/null; then
+	check "compile the C++ heap allocator example via pkg-config" sh -c \
+		"c++ -std=c++11 -Wall -Werror -o '$dest/heap_allocator' examples/heap_allocator.cpp \$(pkg-config --cflags --libs hugepool-heap)"
+fi
+check "only hp_heap_ symbols exported by the heap library" sh -c \
+	"! nm -D --defined-only '$dest/usr/lib/libhugepool-heap.so.0' | awk '{print \$3}' | grep -v '^hp_heap_' | grep -v '^HUGEPOOL_HEAP_' | grep ."
+check "libhugepool does not depend on jemalloc" sh -c "! objdump -p '$dest/usr/lib/libhugepool.so.0' | grep -q jemalloc"
 check "soname" sh -c "objdump -p '$dest/usr/lib/libhugepool.so.0' | grep -q 'SONAME *libhugepool.so.0'"
 check "installed config is valid" "$dest/usr/sbin/hugepoold" --check-config -c "$dest/etc/hugepool/hugepoold.conf"
 # --print-hugepages: what hugepool-hugepages.service reserves, the pool over the page size
@@ -80,6 +118,10 @@ pid=$!
 for _ in $(seq 100); do [ -S "$dest/sock" ] && break; sleep 0.1; done
 check "example runs against the installed daemon" env LD_LIBRARY_PATH="$dest/usr/lib" "$dest/acquire" "$dest/sock" small
 check "hugepoolctl status" "$dest/usr/bin/hugepoolctl" -s "$dest/sock" status
+check "heap program runs against the installed daemon" env LD_LIBRARY_PATH="$dest/usr/lib" "$dest/heap" "$dest/sock"
+if [ -x "$dest/heap_allocator" ]; then
+	check "C++ heap allocator example runs" env LD_LIBRARY_PATH="$dest/usr/lib" "$dest/heap_allocator" "$dest/sock" small
+fi
 check "spill directory created 0700" sh -c "[ \"\$(stat -c %a '$dest/spill')\" = 700 ]"
 check "hugepoolctl spill" sh -c "'$dest/usr/bin/hugepoolctl' -s '$dest/sock' spill | grep -q '^Directory: *$dest/spill '"
 check "hugepoolctl spill --json" sh -c "'$dest/usr/bin/hugepoolctl' -s '$dest/sock' spill --json | grep -q '^{\"directory\":\"$dest/spill\",'"
@@ -92,8 +134,9 @@ kill "$pid"; wait "$pid" 2>/dev/null; pid=""
 # header, not the list the Makefile made -- has its page: `man FUNCTION` finds libhugepool(3) in
 # the DESTDIR, the page renders without a warning and its NAME section lists the function
 man3="$dest/usr/share/man/man3"
-funcs=$( { nm -D --defined-only "$dest/usr/lib/libhugepool.so.0" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }'
-	grep -o '\bhp_[a-z0-9_]*(' "$dest/usr/include/hugepool.h" | tr -d '('; } | sort -u)
+funcs=$( { nm -D --defined-only "$dest/usr/lib/libhugepool.so.0" "$dest/usr/lib/libhugepool-heap.so.0" |
+		awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }'
+	grep -ho '\bhp_[a-z0-9_]*(' "$dest/usr/include/hugepool.h" "$dest/usr/include/hugepool-heap.h" | tr -d '('; } | sort -u)
 check "public functions found" test -n "$funcs"
 man_page() { # man_page FUNCTION
 	local page="$man3/$1.3" out
