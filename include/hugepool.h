@@ -149,6 +149,13 @@ struct hp_journal_batches {
 	uint64_t by_size[HP_BATCH_BUCKETS];
 };
 
+/* A client's hugepage heaps (libhugepool-heap), as its library reports them to the daemon. */
+struct hp_client_heaps {
+	uint64_t heaps; /* open */
+	uint64_t buffers; /* leased buffers they hold (part of the client's leases) */
+	uint64_t bytes; /* of those buffers' bytes, given to the heaps' allocator */
+};
+
 struct hp_status {
 	char daemon_version[16];
 	pid_t daemon_pid;
@@ -170,6 +177,7 @@ struct hp_status {
 	struct hp_spill_status spill;
 	struct hp_start_status start;
 	struct hp_journal_batches *journal_batches; /* njournals, in the order of journals */
+	struct hp_client_heaps *client_heaps; /* nclients, in the order of clients */
 };
 
 /* The daemon's state. Free the result with hp_status_free. */
@@ -182,6 +190,13 @@ void hp_status_free(struct hp_status *st);
  * Returns 0 once the daemon has accepted: this connection goes on with the next life (the next
  * request waits until it is ready). -EPERM unless root, the daemon's user or in admin_group.
  */
+/*
+ * For libhugepool-heap: add to the heaps this connection reports in status (hp_client_heaps;
+ * deltas, negative to give back). The first call sets up the connection's shared counters page
+ * (as hp_spill_open does). Returns 0 or a negative errno.
+ */
+int hp_conn_report_heaps(hp_conn *c, int64_t heaps, int64_t buffers, int64_t bytes);
+
 int hp_daemon_restart(hp_conn *c);
 
 /*

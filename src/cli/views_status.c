@@ -202,13 +202,17 @@ void leases_text(const struct hp_status *st)
 			       (int)l->pid, (unsigned)l->uid, time_format(l->since_ns, b, sizeof(b)));
 		}
 	}
-	printf("\n%8s %8s %-16s %8s %12s %s\n", "PID", "UID", "NAME", "LEASES", "LEASED", "WAITING");
+	printf("\n%8s %8s %-16s %8s %12s %7s %5s %9s %12s\n", "PID", "UID", "NAME", "LEASES", "LEASED", "WAITING",
+	       "HEAPS", "HEAP-BUFS", "HEAP-CARVED");
 	for (uint32_t i = 0; i < st->nclients; i++) {
 		const struct hp_client_status *c = &st->clients[i];
+		const struct hp_client_heaps *h = &st->client_heaps[i];
+		char hb[32];
 
-		printf("%8d %8u %-16s %8" PRIu32 " %12s %s\n", (int)c->pid, (unsigned)c->uid,
-		       c->name[0] ? c->name : "-", c->leases, size_format(c->leased_bytes, b, sizeof(b)),
-		       c->waiting ? "yes" : "no");
+		printf("%8d %8u %-16s %8" PRIu32 " %12s %7s %5" PRIu64 " %9" PRIu64 " %12s\n", (int)c->pid,
+		       (unsigned)c->uid, c->name[0] ? c->name : "-", c->leases,
+		       size_format(c->leased_bytes, b, sizeof(b)), c->waiting ? "yes" : "no", h->heaps, h->buffers,
+		       size_format(h->bytes, hb, sizeof(hb)));
 	}
 }
 
@@ -245,6 +249,9 @@ void leases_json(struct json *j, const struct hp_status *st)
 		json_u64(j, "leased_bytes", c->leased_bytes);
 		json_bool(j, "waiting", c->waiting);
 		json_str(j, "connected", time_format(c->connected_ns, b, sizeof(b)));
+		json_u64(j, "heaps", st->client_heaps[i].heaps);
+		json_u64(j, "heap_buffers", st->client_heaps[i].buffers);
+		json_u64(j, "heap_bytes", st->client_heaps[i].bytes);
 		json_close(j, '}');
 	}
 	json_close(j, ']');

@@ -27,7 +27,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is 
  * connections of older versions) and sections at the end of a reply (not sent to them). So a
  * daemon upgraded under running clients (a warm restart) goes on serving them as they expect.
  * 2: journals (open sends 3 fds), njournals in status; 3: spill streams; 4: restart request,
- * the start section of status; 5: records per batch of each journal at the end of status.
+ * the start section of status; 5: records per batch of each journal, and each client's heaps
+ * (from its spill page) at the end of status.
  */
 #define PROTO_VERSION 5
 #define PROTO_VERSION_MIN 3
@@ -213,11 +214,18 @@ struct proto_spill_attached {
 	uint64_t page_size; /* bytes of the spill page memfd sent with this message */
 };
 
-/* The connection's spill page: written by the client (atomics), read by the daemon for status. */
+/*
+ * The connection's spill page: written by the client (atomics), read by the daemon for status
+ * only. Its streams in memory, and (version 5 on; zero before) its hugepage heaps
+ * (libhugepool-heap), which the daemon cannot tell from other leases.
+ */
 struct proto_spill_page {
 	uint64_t streams_memory; /* open streams that are still in memory */
 	uint64_t bytes_memory; /* bytes those streams hold */
-	uint64_t reserved[6];
+	uint64_t heaps; /* heaps open */
+	uint64_t heap_buffers; /* leased buffers they hold */
+	uint64_t heap_bytes; /* bytes of those buffers given to the heaps' allocator */
+	uint64_t reserved[3];
 };
 
 struct proto_spill_create {
@@ -298,6 +306,11 @@ struct proto_status_batches {
 	uint64_t by_size[PROTO_BATCH_BUCKETS];
 };
 
+/* Version 5 on: after the journals' batches, one per client record, in the same order. */
+struct proto_status_heaps {
+	uint64_t heaps, heap_buffers, heap_bytes; /* as the client's spill page says */
+};
+
 /* The by_size index of a batch of n records. */
 static inline unsigned proto_batch_bucket(uint64_t n)
 {
@@ -327,7 +340,7 @@ struct proto_status {
 	/* followed by nclasses struct proto_status_class, nclients struct proto_status_client,
 	 * nleases struct proto_status_lease, njournals struct proto_status_journal, nspill struct
 	 * proto_status_spill, (version 4 on) one struct proto_status_start, and (version 5 on) one
-	 * struct proto_status_batches per journal */
+	 * struct proto_status_batches per journal and one struct proto_status_heaps per client */
 };
 
 #define PROTO_STATUS_CLASS_FIELDS(X)                                                          \

@@ -648,6 +648,9 @@ static void page_read(struct spill_owner *o)
 	o->seen_bytes = o->page ? __atomic_load_n(&o->page->bytes_memory, __ATOMIC_RELAXED) : 0;
 	if (spill_page_hook)
 		spill_page_hook(o->page);
+	o->seen_heaps.heaps = o->page ? __atomic_load_n(&o->page->heaps, __ATOMIC_RELAXED) : 0;
+	o->seen_heaps.heap_buffers = o->page ? __atomic_load_n(&o->page->heap_buffers, __ATOMIC_RELAXED) : 0;
+	o->seen_heaps.heap_bytes = o->page ? __atomic_load_n(&o->page->heap_bytes, __ATOMIC_RELAXED) : 0;
 }
 
 void spill_get_status(struct spill *sp, struct proto_status_spill *st)
@@ -674,6 +677,11 @@ void spill_get_status(struct spill *sp, struct proto_status_spill *st)
 	st->bytes_charged_total = sp->bytes_charged_total;
 	st->refusals = sp->refusals;
 	st->truncated = sp->truncated;
+}
+
+void spill_owner_heaps(const struct spill_owner *o, struct proto_status_heaps *ret)
+{
+	*ret = o->seen_heaps;
 }
 
 void spill_owner_status(const struct spill_owner *o, uint32_t *files, uint64_t *bytes,

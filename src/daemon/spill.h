@@ -59,6 +59,7 @@ struct spill_owner {
 	int page_fd; /* the daemon's fd of the page, kept for a next life */
 	struct spill_kept page_kept;
 	uint64_t seen_streams, seen_bytes; /* what spill_get_status last read from the page */
+	struct proto_status_heaps seen_heaps; /* and of the client's heaps */
 	TAILQ_ENTRY(spill_owner) link;
 	int linked;
 };
@@ -152,5 +153,7 @@ void spill_page_hook(const struct proto_spill_page *page) __attribute__((weak));
 /* One owner's numbers for a status reply, its page as spill_get_status last read it. */
 void spill_owner_status(const struct spill_owner *o, uint32_t *files, uint64_t *bytes,
 			uint64_t *streams_memory, uint64_t *bytes_memory);
+/* What the owner's page said of its heaps at the last spill_get_status (zeros without a page). */
+void spill_owner_heaps(const struct spill_owner *o, struct proto_status_heaps *ret);
 
 #endif

@@ -37,6 +37,7 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 	size_t nleases = 0, size;
 	_cleanup_free_ uint8_t *buf = NULL;
 	static struct proto_status_batches batches[CONFIG_JOURNALS_MAX]; /* event loop only */
+	uint32_t nclients = 0;
 	uint8_t *w;
 
 	(void)req;
@@ -46,7 +47,8 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 	size = s->pool->nclasses * sizeof(struct proto_status_class) +
 	       s->npeers * sizeof(struct proto_status_client) + nleases * sizeof(struct proto_status_lease) +
 	       s->njournals * sizeof(struct proto_status_journal) + sizeof(struct proto_status_spill) +
-	       sizeof(struct proto_status_start) + s->njournals * sizeof(struct proto_status_batches);
+	       sizeof(struct proto_status_start) + s->njournals * sizeof(struct proto_status_batches) +
+	       s->npeers * sizeof(struct proto_status_heaps);
 	if (size + sizeof(st) > PROTO_REPLY_MAX) {
 		send_result(p, -EMSGSIZE, "status is larger than a reply may be");
 		return 0;
@@ -162,6 +164,19 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 	for (unsigned i = 0; p->version >= 5 && i < s->njournals; i++) {
 		memcpy(w, &batches[i], sizeof(batches[i]));
 		w += sizeof(batches[i]);
+	}
+	/* the clients' heaps, in the order of their records (the same walk, the pages as read above) */
+	TAILQ_FOREACH(q, &s->peers, link) {
+		struct proto_status_heaps ph;
+
+		if (p->version < 5 || nclients == st.nclients)
+			break;
+		if (!q->attached || !status_shows(p, q))
+			continue;
+		spill_owner_heaps(&q->spill, &ph);
+		memcpy(w, &ph, sizeof(ph));
+		w += sizeof(ph);
+		nclients++;
 	}
 	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf));
 	return 0;

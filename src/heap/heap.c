@@ -23,6 +23,10 @@
  * to be adjacent in the address space. Zeroes: a buffer holds what its previous holder of the
  * same uid left, so alloc zeroes only when jemalloc asks (*zero) and says so.
  *
+ * Status: the heap's count, buffers and carved bytes go to the connection's shared counters
+ * (hp_conn_report_heaps) where they change (create, lease, carve, destroy), never per
+ * allocation; hugepoolctl leases shows them per client.
+ *
  * Locking: h->lock guards the buffer table and the counters; the hooks take it (jemalloc may
  * call them from any thread, with its own arena locks held), and so does every use of h->conn.
  * hp_acquire under h->lock may call the process's malloc: that is glibc's (or jemalloc's
@@ -112,6 +116,7 @@ static int heap_lease(struct hp_heap *h)
 	if (r < 0)
 		return r;
 	h->bufs[h->nbufs++] = (struct heap_buffer){ .buf = b };
+	(void)hp_conn_report_heaps(h->conn, 0, 1, 0); /* for status only: a failure changes nothing */
 	return 0;
 }
 
@@ -151,8 +156,10 @@ static void *hook_alloc(extent_hooks_t *hooks, void *new_addr, size_t size, size
 			h->last_lease_error = r;
 		}
 	}
-	if (p)
+	if (p) {
 		h->carved += size;
+		(void)hp_conn_report_heaps(h->conn, 0, 0, (int64_t)size);
+	}
 	pthread_mutex_unlock(&h->lock);
 	if (!p)
 		return NULL;
@@ -239,7 +246,9 @@ static void heap_release_all(struct hp_heap *h)
 			n = 0;
 		}
 	}
+	(void)hp_conn_report_heaps(h->conn, 0, -(int64_t)h->nbufs, -(int64_t)h->carved);
 	h->nbufs = 0;
+	h->carved = 0;
 }
 
 static void heap_free(struct hp_heap *h)
@@ -300,6 +309,7 @@ int hp_heap_create(hp_conn *conn, const char *class_name, size_t max_bytes, unsi
 		goto out_free;
 	}
 	h->mallocx_flags = MALLOCX_ARENA(h->arena) | MALLOCX_TCACHE_NONE;
+	(void)hp_conn_report_heaps(conn, 1, 0, 0);
 	*ret = h;
 	return 0;
 
@@ -315,6 +325,7 @@ void hp_heap_destroy(hp_heap *h)
 	/* ends every allocation, gives the extents to hook_destroy and the metadata back to the
 	 * kernel; only then may the buffers go */
 	(void)arena_ctl(h->arena, "destroy", NULL, NULL, NULL, 0);
+	(void)hp_conn_report_heaps(h->conn, -1, 0, 0);
 	heap_free(h);
 }
 

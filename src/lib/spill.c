@@ -83,6 +83,23 @@ static int attach(hp_conn *c)
 	return 0;
 }
 
+int hp_conn_report_heaps(hp_conn *c, int64_t heaps, int64_t buffers, int64_t bytes)
+{
+	int r;
+
+	if (!c)
+		return -EINVAL;
+	if (!c->spill_page && (r = attach(c)) < 0)
+		return r;
+	if (heaps)
+		__atomic_fetch_add(&c->spill_page->heaps, (uint64_t)heaps, __ATOMIC_RELAXED);
+	if (buffers)
+		__atomic_fetch_add(&c->spill_page->heap_buffers, (uint64_t)buffers, __ATOMIC_RELAXED);
+	if (bytes)
+		__atomic_fetch_add(&c->spill_page->heap_bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
+	return 0;
+}
+
 int hp_spill_open(hp_conn *c, const struct hp_spill_opts *opts, hp_spill **ret)
 {
 	uint64_t threshold = opts ? opts->threshold : 0;

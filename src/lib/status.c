@@ -47,7 +47,8 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	       (size_t)w.nleases * sizeof(struct proto_status_lease) +
 	       (size_t)w.njournals * sizeof(struct proto_status_journal) +
 	       (size_t)w.nspill * sizeof(struct proto_status_spill) + sizeof(struct proto_status_start) +
-	       (size_t)w.njournals * sizeof(struct proto_status_batches);
+	       (size_t)w.njournals * sizeof(struct proto_status_batches) +
+	       (size_t)w.nclients * sizeof(struct proto_status_heaps);
 	if (need != len || w.nclasses > 65536 || w.njournals > 65536 || w.nspill > 1)
 		return -EPROTO;
 	st = calloc(1, sizeof(*st));
@@ -58,7 +59,9 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	st->leases = calloc(w.nleases + 1, sizeof(*st->leases));
 	st->journals = calloc(w.njournals + 1, sizeof(*st->journals));
 	st->journal_batches = calloc(w.njournals + 1, sizeof(*st->journal_batches));
-	if (!st->classes || !st->clients || !st->leases || !st->journals || !st->journal_batches) {
+	st->client_heaps = calloc(w.nclients + 1, sizeof(*st->client_heaps));
+	if (!st->classes || !st->clients || !st->leases || !st->journals || !st->journal_batches ||
+	    !st->client_heaps) {
 		hp_status_free(st);
 		return -ENOMEM;
 	}
@@ -160,6 +163,13 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 		memcpy(st->journal_batches[i].by_size, src.by_size, sizeof(src.by_size));
 		p += sizeof(src);
 	}
+	for (uint32_t i = 0; i < w.nclients; i++) {
+		struct proto_status_heaps src;
+
+		memcpy(&src, p, sizeof(src));
+		st->client_heaps[i] = (struct hp_client_heaps){ src.heaps, src.heap_buffers, src.heap_bytes };
+		p += sizeof(src);
+	}
 	*ret = st;
 	return 0;
 }
@@ -205,5 +215,6 @@ void hp_status_free(struct hp_status *st)
 	free(st->leases);
 	free(st->journals);
 	free(st->journal_batches);
+	free(st->client_heaps);
 	free(st);
 }

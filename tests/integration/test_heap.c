@@ -389,6 +389,69 @@ static void test_two_heaps(void **state)
 	stop(&d);
 }
 
+/* The heaps a client of pid pid reports, as another connection's status shows them. */
+static struct hp_client_heaps heaps_of(hp_conn *watcher, pid_t pid, unsigned nth)
+{
+	struct hp_client_heaps ret = { 0 };
+	struct hp_status *st;
+	unsigned seen = 0;
+
+	assert_int_equal(hp_status(watcher, &st), 0);
+	for (uint32_t i = 0; i < st->nclients; i++)
+		if (st->clients[i].pid == pid && seen++ == nth)
+			ret = st->client_heaps[i];
+	hp_status_free(st);
+	return ret;
+}
+
+/* hugepoolctl's view of a client's heaps: open, buffers held, bytes carved; zeros after destroy. */
+static void test_status_shows_heaps(void **state)
+{
+	static struct daemon d;
+	hp_conn *c, *watcher;
+	hp_heap *h[2];
+	struct hp_client_heaps seen;
+	void *p;
+	struct hp_heap_stats s0, s1;
+
+	(void)state;
+	start(&d, "", CLASSES);
+	c = conn(&d);
+	watcher = conn(&d);
+	seen = heaps_of(watcher, getpid(), 0);
+	assert_int_equal(seen.heaps, 0);
+	h[0] = heap(c, 32 * MIB);
+	h[1] = heap(c, 32 * MIB);
+	for (int i = 0; i < 3; i++) { /* objects of 5 MiB: a buffer each */
+		p = hp_heap_alloc(h[0], 5 * MIB);
+		assert_non_null(p);
+	}
+	assert_non_null(hp_heap_alloc(h[1], 100));
+	s0 = stats(h[0]);
+	s1 = stats(h[1]);
+	seen = heaps_of(watcher, getpid(), 0);
+	assert_int_equal(seen.heaps, 2);
+	assert_int_equal(seen.buffers, s0.buffers + s1.buffers);
+	assert_true(seen.buffers >= 4);
+	assert_int_equal(seen.bytes, s0.carved_bytes + s1.carved_bytes);
+	assert_true(seen.bytes >= 15 * MIB);
+	/* the watcher holds none */
+	assert_int_equal(heaps_of(watcher, getpid(), 1).heaps, 0);
+	hp_heap_destroy(h[1]);
+	seen = heaps_of(watcher, getpid(), 0);
+	assert_int_equal(seen.heaps, 1);
+	assert_int_equal(seen.buffers, s0.buffers);
+	assert_int_equal(seen.bytes, s0.carved_bytes);
+	hp_heap_destroy(h[0]);
+	seen = heaps_of(watcher, getpid(), 0);
+	assert_int_equal(seen.heaps, 0);
+	assert_int_equal(seen.buffers, 0);
+	assert_int_equal(seen.bytes, 0);
+	hp_disconnect(watcher);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 struct worker {
 	hp_heap *h;
 	unsigned seed;
@@ -699,6 +762,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_max_bytes, teardown),
 		cmocka_unit_test_teardown(test_uid_limit, teardown),
 		cmocka_unit_test_teardown(test_two_heaps, teardown),
+		cmocka_unit_test_teardown(test_status_shows_heaps, teardown),
 		cmocka_unit_test_teardown(test_threads, teardown),
 		cmocka_unit_test_teardown(test_killed_client, teardown),
 		cmocka_unit_test_teardown(test_calloc_reused_buffer, teardown),
