@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_heap.c - "A cold process building a hash table of N GiB": libhugepool-heap against glibc
- * malloc and against jemalloc's default arena, in the same run.
+ * bench_heap.c - "A cold process building a hash table or a vector of N GiB": libhugepool-heap
+ * against glibc malloc and against jemalloc's default arena, in the same run.
  *
  * The parent starts $HP_BUILD/hugepoold (tests/integration/harness.c) with a class of 128 MiB
  * buffers (the bucket array, 64 MiB per GiB, must fit in one) holding the table with room to spare, on 2 MiB hugetlb pages when enough are free
  * (hugepages = require), else on 4 KiB pages (said so). Each measurement runs in a process of
  * its own, freshly exec'd (bench_heap --child ALLOCATOR SOCKET), so every allocator starts
- * cold, as an engine after its start: the child builds a chained hash table of
- * $HP_BENCH_HEAP_GIB GiB (default 1) of nodes of 32-288 bytes (key, next, a value of mixed
- * length written in full: several million allocations, and the bucket array from the same
- * allocator), then looks up as many random keys. For the heap the build includes hp_connect
+ * cold, as an engine after its start: the child builds $HP_BENCH_HEAP_GIB GiB (default 1) of
+ * nodes of 40-295 bytes (key, next, a value of mixed length written in full: several million
+ * allocations), held either in a chained hash table (the bucket array from the same
+ * allocator; each insert writes a random bucket) or in a vector (chunks of 1 Mi pointers from
+ * the same allocator, filled in order: the build is allocation and first touch only), then
+ * looks up as many random keys (table) or random indexes (vector). For the heap the build includes hp_connect
  * and hp_heap_create. The child reports build and lookup times, its page faults (getrusage,
  * minor + major) and, where the CPU's PMU is visible (not in most VMs), dTLB read misses
  * (perf_event_open); the parent prints them against glibc (and jemalloc), best of 3 runs.
@@ -39,6 +41,10 @@
 #include "hugepool.h"
 
 enum alloc_kind { HEAP, GLIBC, JEMALLOC, NKINDS };
+enum shape { TABLE, VECTOR, NSHAPES };
+static const char *const shape_names[NSHAPES] = { "table", "vector" };
+static const char *const shape_titles[NSHAPES] = { "a hash table", "a vector" };
+#define CHUNK_PTRS (1u << 20) /* pointers per chunk of the vector (8 MiB) */
 static const char *const kind_names[NKINDS] = { "heap", "glibc", "jemalloc" };
 static const char *const kind_titles[NKINDS] = { "hugepage heap", "glibc malloc", "jemalloc default arena" };
 
@@ -146,8 +152,61 @@ static int64_t tlb_stop(int fd)
 	return read(fd, &v, sizeof(v)) == sizeof(v) ? (int64_t)v : -1;
 }
 
+/* The vector's build: nodes in order, their pointers in chunks; random indexes looked up. */
+static void vector_child(uint64_t bytes, struct result *res, int tfd)
+{
+	uint64_t seed = 42, t0, f0, used = 0, sum = 0, nchunks = bytes / 40 / CHUNK_PTRS + 1;
+	struct node ***chunks;
+
+	t0 = bench_now_ns();
+	f0 = faults();
+	tlb_start(tfd);
+	chunks = xcalloc(nchunks, sizeof(*chunks));
+	if (!chunks) {
+		res->error = -ENOMEM;
+		return;
+	}
+	while (used < bytes) {
+		uint64_t r = splitmix(&seed), i = res->nodes;
+		uint32_t len = 16 + (uint32_t)(r >> 56); /* 16..271 */
+		struct node *n = xalloc(sizeof(*n) + len);
+
+		if (i % CHUNK_PTRS == 0)
+			chunks[i / CHUNK_PTRS] = xalloc(CHUNK_PTRS * sizeof(**chunks));
+		if (!n || !chunks[i / CHUNK_PTRS]) {
+			res->error = -ENOMEM;
+			return;
+		}
+		n->key = r;
+		n->len = len;
+		n->next = NULL;
+		memset(n->val, (int)(r & 0xff), len);
+		chunks[i / CHUNK_PTRS][i % CHUNK_PTRS] = n;
+		used += sizeof(*n) + len;
+		res->nodes++;
+	}
+	res->build_tlb = tlb_stop(tfd);
+	res->build_faults = faults() - f0;
+	res->build_ns = bench_now_ns() - t0;
+
+	t0 = bench_now_ns();
+	f0 = faults();
+	tlb_start(tfd);
+	for (uint64_t i = 0; i < res->nodes; i++) {
+		uint64_t k = (i * UINT64_C(0x9e3779b97f4a7c15)) % res->nodes;
+		const struct node *n = chunks[k / CHUNK_PTRS][k % CHUNK_PTRS];
+
+		sum += n->val[n->len - 1];
+		res->found += n->len >= 16;
+	}
+	res->lookup_tlb = tlb_stop(tfd);
+	res->lookup_faults = faults() - f0;
+	res->lookup_ns = bench_now_ns() - t0;
+	bench_clobber(&sum);
+}
+
 /* The child: build, look up, report on fd 1. */
-static int child(const char *which, const char *socket_path, uint64_t bytes)
+static int child(const char *which, const char *shape, const char *socket_path, uint64_t bytes)
 {
 	struct result res = { .build_tlb = -1, .lookup_tlb = -1 };
 	uint64_t nbuckets = 1, seed = 42, t0, f0, used = 0, sum = 0;
@@ -157,7 +216,7 @@ static int child(const char *which, const char *socket_path, uint64_t bytes)
 
 	for (kind = 0; kind < NKINDS && strcmp(kind_names[kind], which) != 0; kind++)
 		;
-	if (kind == NKINDS)
+	if (kind == NKINDS || (strcmp(shape, "table") && strcmp(shape, "vector")))
 		return 2;
 	je_mallocx = (void *(*)(size_t, int))dlsym(RTLD_DEFAULT, "mallocx");
 	if (!je_mallocx)
@@ -176,6 +235,15 @@ static int child(const char *which, const char *socket_path, uint64_t bytes)
 			res.error = hp_heap_create(c, "bench", bytes + bytes / 2, 0, &heap); /* the whole pool */
 		if (res.error < 0)
 			goto out;
+	}
+	if (strcmp(shape, "vector") == 0) {
+		uint64_t connect_ns = bench_now_ns() - t0, connect_faults = faults() - f0;
+
+		/* the heap's connect and create count in its build, as for the table */
+		vector_child(bytes, &res, tfd);
+		res.build_ns += connect_ns;
+		res.build_faults += connect_faults;
+		goto out;
 	}
 	buckets = xcalloc(nbuckets, sizeof(*buckets));
 	if (!buckets) {
@@ -230,7 +298,7 @@ out:
 }
 
 /* Run one child for kind k; 0 and its result, or a negative errno. */
-static int run_child(enum alloc_kind k, const char *socket_path, struct result *res)
+static int run_child(enum alloc_kind k, enum shape sh, const char *socket_path, struct result *res)
 {
 	int p[2], st;
 	pid_t pid;
@@ -243,7 +311,8 @@ static int run_child(enum alloc_kind k, const char *socket_path, struct result *
 		return -errno;
 	if (pid == 0) {
 		dup2(p[1], 1);
-		execl("/proc/self/exe", "bench_heap", "--child", kind_names[k], socket_path, (char *)NULL);
+		execl("/proc/self/exe", "bench_heap", "--child", kind_names[k], shape_names[sh], socket_path,
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -261,52 +330,26 @@ static double best_ms(const struct bench_series *s)
 	return (double)bench_series_best(s) / 1e6;
 }
 
-int main(int argc, char **argv)
+/* Every allocator building shape sh, best of BENCH_REPS runs each: printed against the heap. */
+static int measure(enum shape sh, const char *socket_path)
 {
-	const char *gib_env = getenv("HP_BENCH_HEAP_GIB");
-	unsigned gib = gib_env && atoi(gib_env) > 0 ? (unsigned)atoi(gib_env) : 1;
-	uint64_t bytes = (uint64_t)gib * BENCH_GIB, pool = bytes + bytes / 2;
-	unsigned nbufs = (unsigned)(pool / (128 * BENCH_MIB));
 	struct bench_series build[NKINDS] = { 0 }, lookup[NKINDS] = { 0 };
 	uint64_t fb[NKINDS] = { 0 }, fl[NKINDS] = { 0 };
 	int64_t tb[NKINDS], tl[NKINDS];
 	struct result res;
-	char classes[128], why[256], buf[3][96];
-	struct daemon d;
-	bool huge;
+	char buf[2][96];
 	int r;
 
-	if (argc == 4 && strcmp(argv[1], "--child") == 0)
-		return child(argv[2], argv[3], bytes);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("bench_heap: a cold process building a hash table of %u GiB ($HP_BENCH_HEAP_GIB) of 32-288 byte nodes, "
-	       "then as many random lookups; a fresh process per run\n", gib);
-	bench_settle_init();
-	huge = bench_hugetlb_ok(pool, BENCH_HUGE_2M, why, sizeof(why));
-	bench_title("hugepage heap on %s (a pool of %u x 128 MiB), best of %d runs", huge ? "2 MiB hugetlb pages" : "4 KiB pages",
-		    nbufs, BENCH_REPS);
-	if (!huge)
-		bench_note("no hugetlb: %s", why);
-	snprintf(classes, sizeof(classes), "[class bench]\nsize = 128M\ncount = %u\n", nbufs);
-	r = harness_start(&d, huge ? "hugepages = require\n" : "hugepages = off\n", classes);
-	if (r < 0) {
-		bench_note("could not start hugepoold: %s", strerror(-r));
-		if (r == -ECHILD) {
-			harness_dump_log(&d);
-			harness_cleanup(&d);
-		}
-		return 0;
-	}
+	printf("\n   -- %s --\n", shape_titles[sh]);
 	for (int k = 0; k < NKINDS; k++)
 		tb[k] = tl[k] = -1;
 	for (unsigned rep = 0; rep < BENCH_REPS; rep++)
 		for (int k = 0; k < NKINDS; k++) {
 			bench_settle();
-			r = run_child(k, d.socket, &res);
+			r = run_child(k, sh, socket_path, &res);
 			if (r < 0) {
 				bench_note("%s: run failed: %s", kind_titles[k], strerror(-r));
-				harness_stop(&d);
-				return 0;
+				return r;
 			}
 			bench_series_add(&build[k], res.build_ns);
 			bench_series_add(&lookup[k], res.lookup_ns);
@@ -321,7 +364,6 @@ int main(int argc, char **argv)
 				bench_note("%" PRIu64 " nodes, all %" PRIu64 " found; dTLB: %s", res.nodes, res.found,
 					   res.build_tlb >= 0 ? "counted" : res.tlb_why);
 		}
-	harness_stop(&d);
 	for (int k = GLIBC; k < NKINDS; k++) {
 		bench_row("build, hugepage heap", best_ms(&build[HEAP]) / 1e3, kind_titles[k], best_ms(&build[k]) / 1e3,
 			  "s", "baseline/ours", best_ms(&build[k]) / best_ms(&build[HEAP]));
@@ -342,6 +384,45 @@ int main(int argc, char **argv)
 		bench_note("all runs, s: %s build %s | lookups %s", kind_titles[k],
 			   bench_series_str(&build[k], false, buf[0], sizeof(buf[0])),
 			   bench_series_str(&lookup[k], false, buf[1], sizeof(buf[1])));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *gib_env = getenv("HP_BENCH_HEAP_GIB");
+	unsigned gib = gib_env && atoi(gib_env) > 0 ? (unsigned)atoi(gib_env) : 1;
+	uint64_t bytes = (uint64_t)gib * BENCH_GIB, pool = bytes + bytes / 2;
+	unsigned nbufs = (unsigned)(pool / (128 * BENCH_MIB));
+	char classes[128], why[256];
+	struct daemon d;
+	bool huge;
+	int r;
+
+	if (argc == 5 && strcmp(argv[1], "--child") == 0)
+		return child(argv[2], argv[3], argv[4], bytes);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("bench_heap: a cold process building a hash table, then a vector, of %u GiB ($HP_BENCH_HEAP_GIB) of "
+	       "40-295 byte nodes, then as many random lookups; a fresh process per run\n", gib);
+	bench_settle_init();
+	huge = bench_hugetlb_ok(pool, BENCH_HUGE_2M, why, sizeof(why));
+	bench_title("hugepage heap on %s (a pool of %u x 128 MiB), best of %d runs", huge ? "2 MiB hugetlb pages" : "4 KiB pages",
+		    nbufs, BENCH_REPS);
+	if (!huge)
+		bench_note("no hugetlb: %s", why);
+	snprintf(classes, sizeof(classes), "[class bench]\nsize = 128M\ncount = %u\n", nbufs);
+	r = harness_start(&d, huge ? "hugepages = require\n" : "hugepages = off\n", classes);
+	if (r < 0) {
+		bench_note("could not start hugepoold: %s", strerror(-r));
+		if (r == -ECHILD) {
+			harness_dump_log(&d);
+			harness_cleanup(&d);
+		}
+		return 0;
+	}
+	for (int sh = 0; sh < NSHAPES; sh++)
+		if (measure((enum shape)sh, d.socket) < 0)
+			break;
+	harness_stop(&d);
 	printf("\n");
 	return 0;
 }
