@@ -7,8 +7,11 @@
  * through libhugepool: pre-faulted hugepage memory, so the hash tables, dictionaries and small
  * objects an engine builds after its start neither fault page after page nor miss the TLB all
  * day. The process's own malloc is neither replaced nor mixed with the heap: every call names
- * the heap's arena and bypasses jemalloc's thread caches, and only pointers of a heap may be
- * given to that heap's functions.
+ * the heap's arena and a thread cache of the heap's own (one per thread that uses the heap,
+ * made on its first call, ended by hp_heap_destroy or the thread's exit), and only pointers of
+ * a heap may be given to that heap's functions. Memory a thread frees stays in its cache for
+ * that thread's next allocations of the size; an allocation refused empties the calling
+ * thread's cache and tries once more.
  *
  * Memory: hp_heap_create leases one buffer of the class; when jemalloc needs more room the
  * heap leases further whole buffers, one at a time, as long as the buffers held stay within

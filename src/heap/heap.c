@@ -7,9 +7,9 @@
  * for the objects, jemalloc's default hooks for its metadata (metadata_use_hooks = false), so
  * the arena, extent and bin descriptors live in jemalloc's private anonymous memory and the
  * buffers hold objects only (safe across fork for jemalloc itself, and no 2 MiB base block
- * taken from the first buffer). Allocations name the arena and no tcache
- * (MALLOCX_ARENA | MALLOCX_TCACHE_NONE), so the process's malloc and jemalloc's automatic
- * arenas never see them.
+ * taken from the first buffer). Allocations name the arena and the calling thread's cache of
+ * this heap (MALLOCX_ARENA | MALLOCX_TCACHE, "Thread caches" below), so the process's malloc
+ * and jemalloc's automatic arenas never see them.
  *
  * The hooks. alloc carves from the heap's buffers with a bump offset per buffer (first buffer
  * with room for the aligned size, else a new lease while within max_bytes; a refused lease is
@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 
 #include <jemalloc/jemalloc.h>
@@ -68,8 +69,126 @@ struct hp_heap {
 	uint64_t carved, lease_failures;
 	int last_lease_error;
 	unsigned arena;
-	int mallocx_flags;
+	int mallocx_flags; /* this arena, no thread cache: what a thread without one of its own uses */
+	/* thread caches (below), under registry_lock */
+	uint64_t gen; /* unique, never reused: names the heap in threads' slots */
+	unsigned *tcs; /* the explicit tcaches made for this heap, one per thread that used it */
+	unsigned ntcs, tcs_cap;
+	TAILQ_ENTRY(hp_heap) live;
 };
+
+/*
+ * Thread caches. Each thread that allocates from a heap gets an explicit jemalloc tcache
+ * (tcache.create) for that heap, found through a few slots of its own, so that small
+ * allocations and frees take no arena lock (MALLOCX_TCACHE_NONE costs every call the lock).
+ * An explicit tcache may be used by one thread at a time: the slot is the thread's, and only
+ * hp_heap_destroy (which may not race with other calls on the heap) or the thread's own exit
+ * destroys it. A slot names its heap by gen, so a slot of a destroyed heap never matches a
+ * new one at the same address. A thread with all slots taken allocates without a cache.
+ */
+#define TC_SLOTS 8
+struct tc_slot {
+	uint64_t gen; /* 0: empty */
+	unsigned tc;
+};
+static __thread struct tc_slot tc_slots[TC_SLOTS];
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static TAILQ_HEAD(, hp_heap) live_heaps = TAILQ_HEAD_INITIALIZER(live_heaps); /* under registry_lock */
+static uint64_t next_gen = 1; /* under registry_lock */
+static pthread_key_t tc_key;
+static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
+
+/* The live heap of generation gen, or NULL. Under registry_lock. */
+static struct hp_heap *live_heap(uint64_t gen)
+{
+	struct hp_heap *h;
+
+	TAILQ_FOREACH(h, &live_heaps, live)
+		if (h->gen == gen)
+			return h;
+	return NULL;
+}
+
+static void tcache_destroy(unsigned tc)
+{
+	(void)mallctl("tcache.destroy", NULL, NULL, &tc, sizeof(tc));
+}
+
+/* A thread exits: its caches of heaps still alive go (a destroyed heap's went with it). */
+static void tc_thread_exit(void *unused)
+{
+	(void)unused;
+	pthread_mutex_lock(&registry_lock);
+	for (unsigned i = 0; i < TC_SLOTS; i++) {
+		struct hp_heap *h = tc_slots[i].gen ? live_heap(tc_slots[i].gen) : NULL;
+
+		for (unsigned k = 0; h && k < h->ntcs; k++)
+			if (h->tcs[k] == tc_slots[i].tc) {
+				h->tcs[k] = h->tcs[--h->ntcs];
+				tcache_destroy(tc_slots[i].tc);
+				break;
+			}
+		tc_slots[i].gen = 0;
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+static void tc_init(void)
+{
+	(void)pthread_key_create(&tc_key, tc_thread_exit);
+}
+
+/* The flags for h in this thread: its own cache, made on first use (no cache if none can be). */
+static int __attribute__((noinline)) heap_flags_slow(struct hp_heap *h)
+{
+	size_t sz = sizeof(unsigned);
+	unsigned tc, slot = TC_SLOTS;
+	int flags = h->mallocx_flags;
+
+	pthread_once(&tc_once, tc_init);
+	pthread_mutex_lock(&registry_lock);
+	for (unsigned i = 0; i < TC_SLOTS && slot == TC_SLOTS; i++)
+		if (!tc_slots[i].gen || !live_heap(tc_slots[i].gen))
+			slot = i; /* empty, or of a heap destroyed since */
+	if (slot < TC_SLOTS && h->ntcs == h->tcs_cap) {
+		unsigned cap = h->tcs_cap * 2 + 4;
+		unsigned *n = realloc(h->tcs, cap * sizeof(*n));
+
+		if (n) {
+			h->tcs = n;
+			h->tcs_cap = cap;
+		}
+	}
+	if (slot < TC_SLOTS && h->ntcs < h->tcs_cap) {
+		if (mallctl("tcache.create", &tc, &sz, NULL, 0) == 0) {
+			h->tcs[h->ntcs++] = tc;
+			tc_slots[slot] = (struct tc_slot){ h->gen, tc };
+			(void)pthread_setspecific(tc_key, tc_slots); /* non-NULL: tc_thread_exit runs */
+			flags = MALLOCX_ARENA(h->arena) | MALLOCX_TCACHE(tc);
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return flags;
+}
+
+static inline int heap_flags(struct hp_heap *h)
+{
+	for (unsigned i = 0; i < TC_SLOTS; i++)
+		if (tc_slots[i].gen == h->gen)
+			return MALLOCX_ARENA(h->arena) | MALLOCX_TCACHE(tc_slots[i].tc);
+	return heap_flags_slow(h);
+}
+
+/*
+ * After a refusal: what this thread's cache of h holds goes back to the arena, so that memory
+ * it freed serves the next request of any size (the retry uses no cache).
+ */
+static void heap_flush_mine(struct hp_heap *h)
+{
+	for (unsigned i = 0; i < TC_SLOTS; i++)
+		if (tc_slots[i].gen == h->gen)
+			(void)mallctl("tcache.flush", NULL, NULL, &tc_slots[i].tc, sizeof(tc_slots[i].tc));
+}
 
 static struct hp_heap *heap_of(extent_hooks_t *hooks)
 {
@@ -309,6 +428,10 @@ int hp_heap_create(hp_conn *conn, const char *class_name, size_t max_bytes, unsi
 		goto out_free;
 	}
 	h->mallocx_flags = MALLOCX_ARENA(h->arena) | MALLOCX_TCACHE_NONE;
+	pthread_mutex_lock(&registry_lock);
+	h->gen = next_gen++;
+	TAILQ_INSERT_TAIL(&live_heaps, h, live);
+	pthread_mutex_unlock(&registry_lock);
 	(void)hp_conn_report_heaps(conn, 1, 0, 0);
 	*ret = h;
 	return 0;
@@ -322,6 +445,13 @@ void hp_heap_destroy(hp_heap *h)
 {
 	if (!h)
 		return;
+	/* every thread's cache of it first: jemalloc requires them flushed before the arena goes */
+	pthread_mutex_lock(&registry_lock);
+	TAILQ_REMOVE(&live_heaps, h, live);
+	for (unsigned i = 0; i < h->ntcs; i++)
+		tcache_destroy(h->tcs[i]);
+	pthread_mutex_unlock(&registry_lock);
+	free(h->tcs);
 	/* ends every allocation, gives the extents to hook_destroy and the metadata back to the
 	 * kernel; only then may the buffers go */
 	(void)arena_ctl(h->arena, "destroy", NULL, NULL, NULL, 0);
@@ -335,22 +465,30 @@ static void *nomem(void)
 	return NULL;
 }
 
+/* mallocx with h's flags for this thread; after a refusal, once more with its cache flushed */
+static void *heap_mallocx(hp_heap *h, size_t size, int extra)
+{
+	void *p = mallocx(size ? size : 1, heap_flags(h) | extra);
+
+	if (!p) {
+		heap_flush_mine(h);
+		p = mallocx(size ? size : 1, h->mallocx_flags | extra);
+	}
+	return p ? p : nomem();
+}
+
 void *hp_heap_alloc(hp_heap *h, size_t size)
 {
-	void *p = mallocx(size ? size : 1, h->mallocx_flags);
-
-	return p ? p : nomem();
+	return heap_mallocx(h, size, 0);
 }
 
 void *hp_heap_calloc(hp_heap *h, size_t n, size_t size)
 {
 	size_t total;
-	void *p;
 
 	if (__builtin_mul_overflow(n, size, &total))
 		return nomem();
-	p = mallocx(total ? total : 1, h->mallocx_flags | MALLOCX_ZERO);
-	return p ? p : nomem();
+	return heap_mallocx(h, total, MALLOCX_ZERO);
 }
 
 void *hp_heap_realloc(hp_heap *h, void *p, size_t size)
@@ -360,29 +498,30 @@ void *hp_heap_realloc(hp_heap *h, void *p, size_t size)
 	if (!p)
 		return hp_heap_alloc(h, size);
 	if (size == 0) {
-		dallocx(p, h->mallocx_flags);
+		dallocx(p, heap_flags(h));
 		return NULL;
 	}
-	q = rallocx(p, size, h->mallocx_flags);
+	q = rallocx(p, size, heap_flags(h));
+	if (!q) {
+		heap_flush_mine(h);
+		q = rallocx(p, size, h->mallocx_flags);
+	}
 	return q ? q : nomem();
 }
 
 void *hp_heap_aligned_alloc(hp_heap *h, size_t alignment, size_t size)
 {
-	void *p;
-
 	if (alignment == 0 || (alignment & (alignment - 1))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	p = mallocx(size ? size : 1, h->mallocx_flags | MALLOCX_ALIGN(alignment));
-	return p ? p : nomem();
+	return heap_mallocx(h, size, MALLOCX_ALIGN(alignment));
 }
 
 void hp_heap_free(hp_heap *h, void *p)
 {
 	if (p)
-		dallocx(p, h->mallocx_flags);
+		dallocx(p, heap_flags(h));
 }
 
 size_t hp_heap_usable_size(hp_heap *h, const void *p)
@@ -399,6 +538,9 @@ int hp_heap_stats(hp_heap *h, struct hp_heap_stats *ret)
 
 	if (!h || !ret)
 		return -EINVAL;
+	/* what this thread freed into its cache is free, not allocated (other threads' caches
+	 * count as allocated until they flush) */
+	heap_flush_mine(h);
 	/* jemalloc's statistics are a snapshot taken at the last epoch: take a new one */
 	r = -mallctl("epoch", &epoch, &sz, &epoch, sz);
 	sz = sizeof(size_t);

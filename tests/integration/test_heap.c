@@ -539,6 +539,105 @@ static void test_threads(void **state)
 	stop(&d);
 }
 
+/*
+ * Thread caches across heaps that come and go: threads that outlive the heaps they used (their
+ * caches destroyed with each heap) use the next heaps, which may sit at the same address, and a
+ * thread uses more heaps than it has cache slots. Every object must come from its own heap.
+ */
+enum { CT = 3, CROUNDS = 6, CHEAPS = 2, COBJ = 100 };
+static hp_heap *cache_heaps[CHEAPS];
+static pthread_barrier_t cache_barrier;
+
+static void *cache_worker(void *arg)
+{
+	int *failed = arg;
+
+	for (unsigned r = 0; r < CROUNDS; r++) {
+		uintptr_t map[CHEAPS][COBJ];
+		void *p[CHEAPS][COBJ];
+
+		pthread_barrier_wait(&cache_barrier); /* the round's heaps exist */
+		for (unsigned k = 0; k < CHEAPS; k++)
+			for (unsigned i = 0; i < COBJ; i++) {
+				p[k][i] = hp_heap_alloc(cache_heaps[k], 24 + (i % 7) * 40);
+				if (!p[k][i] || !leased_mapping(p[k][i], 24, &map[k][i]))
+					(*failed)++;
+			}
+		for (unsigned i = 0; i < COBJ; i++)
+			for (unsigned j = 0; j < COBJ; j++)
+				*failed += map[0][i] == map[1][j]; /* the two heaps never share a buffer */
+		for (unsigned k = 0; k < CHEAPS; k++)
+			for (unsigned i = 0; i < COBJ; i++)
+				hp_heap_free(cache_heaps[k], p[k][i]);
+		pthread_barrier_wait(&cache_barrier); /* done with them: the main thread destroys them */
+	}
+	return NULL;
+}
+
+/* Leases the daemon counts now (this test's only client holds them all). */
+static uint32_t stats_leases(hp_conn *c)
+{
+	struct hp_status *st;
+	uint32_t n;
+
+	assert_int_equal(hp_status(c, &st), 0);
+	n = st->nleases;
+	hp_status_free(st);
+	return n;
+}
+
+static void test_thread_caches(void **state)
+{
+	enum { MANY = 11 };
+	static struct daemon d;
+	hp_conn *c;
+	hp_heap *many[MANY];
+	pthread_t th[CT];
+	int failed[CT] = { 0 };
+
+	(void)state;
+	start(&d, "", "[class heap]\nsize = 2M\ncount = 16\n");
+	c = conn(&d);
+	pthread_barrier_init(&cache_barrier, NULL, CT + 1);
+	for (unsigned i = 0; i < CT; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, cache_worker, &failed[i]), 0);
+	for (unsigned r = 0; r < CROUNDS; r++) {
+		for (unsigned k = 0; k < CHEAPS; k++) {
+			void *p;
+
+			cache_heaps[k] = heap(c, 4 * MIB); /* often where the last round's was */
+			p = hp_heap_alloc(cache_heaps[k], 64); /* this thread's cache of it, too */
+			assert_non_null(p);
+			hp_heap_free(cache_heaps[k], p);
+		}
+		pthread_barrier_wait(&cache_barrier);
+		pthread_barrier_wait(&cache_barrier);
+		for (unsigned k = 0; k < CHEAPS; k++)
+			hp_heap_destroy(cache_heaps[k]);
+		assert_int_equal(stats_leases(c), 0);
+	}
+	for (unsigned i = 0; i < CT; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(failed[i], 0);
+	}
+	pthread_barrier_destroy(&cache_barrier);
+	/* more heaps at once than a thread has cache slots: each still serves its own */
+	for (unsigned k = 0; k < MANY; k++) {
+		void *p;
+
+		many[k] = heap(c, 2 * MIB);
+		p = hp_heap_alloc(many[k], 100);
+		assert_non_null(p);
+		assert_true(leased_mapping(p, 100, NULL));
+		hp_heap_free(many[k], p);
+		assert_int_equal(stats(many[k]).allocated_bytes, 0);
+	}
+	for (unsigned k = 0; k < MANY; k++)
+		hp_heap_destroy(many[k]);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 static void sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -677,6 +776,9 @@ static void test_process_malloc_untouched(void **state)
 	start(&d, "", CLASSES);
 	c = conn(&d);
 	h = heap(c, 64 * MIB);
+	/* this thread's first use makes its jemalloc thread cache for the heap: metadata that
+	 * jemalloc keeps in its arena 0 (hugepool-heap(3)); the allocations after it take nothing */
+	hp_heap_free(h, hp_heap_alloc(h, 8));
 	je_before = arena_allocated(0);
 	before = mallinfo2();
 	for (unsigned i = 0; i < N; i++) {
@@ -764,6 +866,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_two_heaps, teardown),
 		cmocka_unit_test_teardown(test_status_shows_heaps, teardown),
 		cmocka_unit_test_teardown(test_threads, teardown),
+		cmocka_unit_test_teardown(test_thread_caches, teardown),
 		cmocka_unit_test_teardown(test_killed_client, teardown),
 		cmocka_unit_test_teardown(test_calloc_reused_buffer, teardown),
 		cmocka_unit_test_teardown(test_process_malloc_untouched, teardown),
