@@ -152,8 +152,8 @@ struct hp_journal_batches {
 /* A client's hugepage heaps (libhugepool-heap), as its library reports them to the daemon. */
 struct hp_client_heaps {
 	uint64_t heaps; /* open */
-	uint64_t buffers; /* leased buffers they hold (part of the client's leases) */
-	uint64_t bytes; /* of those buffers' bytes, given to the heaps' allocator */
+	uint64_t heap_buffers; /* leased buffers they hold (part of the client's leases) */
+	uint64_t heap_bytes; /* of those buffers' bytes, given to the heaps' allocator */
 };
 
 struct hp_status {

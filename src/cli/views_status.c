@@ -211,8 +211,8 @@ void leases_text(const struct hp_status *st)
 
 		printf("%8d %8u %-16s %8" PRIu32 " %12s %7s %5" PRIu64 " %9" PRIu64 " %12s\n", (int)c->pid,
 		       (unsigned)c->uid, c->name[0] ? c->name : "-", c->leases,
-		       size_format(c->leased_bytes, b, sizeof(b)), c->waiting ? "yes" : "no", h->heaps, h->buffers,
-		       size_format(h->bytes, hb, sizeof(hb)));
+		       size_format(c->leased_bytes, b, sizeof(b)), c->waiting ? "yes" : "no", h->heaps, h->heap_buffers,
+		       size_format(h->heap_bytes, hb, sizeof(hb)));
 	}
 }
 
@@ -249,9 +249,11 @@ void leases_json(struct json *j, const struct hp_status *st)
 		json_u64(j, "leased_bytes", c->leased_bytes);
 		json_bool(j, "waiting", c->waiting);
 		json_str(j, "connected", time_format(c->connected_ns, b, sizeof(b)));
-		json_u64(j, "heaps", st->client_heaps[i].heaps);
-		json_u64(j, "heap_buffers", st->client_heaps[i].buffers);
-		json_u64(j, "heap_bytes", st->client_heaps[i].bytes);
+		{
+			const struct hp_client_heaps *src = &st->client_heaps[i];
+
+			PROTO_STATUS_HEAPS_FIELDS(JSON_FIELD)
+		}
 		json_close(j, '}');
 	}
 	json_close(j, ']');

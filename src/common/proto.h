@@ -214,6 +214,19 @@ struct proto_spill_attached {
 	uint64_t page_size; /* bytes of the spill page memfd sent with this message */
 };
 
+/* A field of the status lists below (and of the spill page): declared as it is named. */
+#define PROTO_FIELD(kind, type, name) type name;
+
+/*
+ * A client's hugepage heaps: words of its spill page (struct proto_spill_page), and from version
+ * 5 on one struct proto_status_heaps per client record, in the same order, after the journals'
+ * batches; the same names in struct hp_client_heaps.
+ */
+#define PROTO_STATUS_HEAPS_FIELDS(X)                                                          \
+	X(NUM, uint64_t, heaps) /* heaps open */                                              \
+	X(NUM, uint64_t, heap_buffers) /* leased buffers they hold */                         \
+	X(NUM, uint64_t, heap_bytes) /* bytes of those buffers given to the heaps' allocator */
+
 /*
  * The connection's spill page: written by the client (atomics), read by the daemon for status
  * only. Its streams in memory, and (version 5 on; zero before) its hugepage heaps
@@ -222,11 +235,10 @@ struct proto_spill_attached {
 struct proto_spill_page {
 	uint64_t streams_memory; /* open streams that are still in memory */
 	uint64_t bytes_memory; /* bytes those streams hold */
-	uint64_t heaps; /* heaps open */
-	uint64_t heap_buffers; /* leased buffers they hold */
-	uint64_t heap_bytes; /* bytes of those buffers given to the heaps' allocator */
+	PROTO_STATUS_HEAPS_FIELDS(PROTO_FIELD)
 	uint64_t reserved[3];
 };
+_Static_assert(sizeof(struct proto_spill_page) == 64, "the spill page's layout is the wire's");
 
 struct proto_spill_create {
 	uint32_t flags; /* must be 0 */
@@ -256,9 +268,8 @@ struct proto_spill_close {
  * computes (a percentile); an OWN field is on the wire like the others, but filled, decoded and
  * shown by hand (a state name, a bool, a scaled value).
  * A new counter: one line here, its line in hugepool.h, and the daemon code that counts it.
+ * (PROTO_FIELD, which declares them, stands above struct proto_spill_page, its first user.)
  */
-#define PROTO_FIELD(kind, type, name) type name;
-
 #define PROTO_STATUS_SPILL_FIELDS(X)                                                          \
 	X(NUM, uint64_t, threshold)                                                           \
 	X(NUM, uint64_t, max_bytes) /* 0 = unlimited, as every limit here */                  \
@@ -306,9 +317,8 @@ struct proto_status_batches {
 	uint64_t by_size[PROTO_BATCH_BUCKETS];
 };
 
-/* Version 5 on: after the journals' batches, one per client record, in the same order. */
 struct proto_status_heaps {
-	uint64_t heaps, heap_buffers, heap_bytes; /* as the client's spill page says */
+	PROTO_STATUS_HEAPS_FIELDS(PROTO_FIELD)
 };
 
 /* The by_size index of a batch of n records. */

@@ -648,9 +648,9 @@ static void page_read(struct spill_owner *o)
 	o->seen_bytes = o->page ? __atomic_load_n(&o->page->bytes_memory, __ATOMIC_RELAXED) : 0;
 	if (spill_page_hook)
 		spill_page_hook(o->page);
-	o->seen_heaps.heaps = o->page ? __atomic_load_n(&o->page->heaps, __ATOMIC_RELAXED) : 0;
-	o->seen_heaps.heap_buffers = o->page ? __atomic_load_n(&o->page->heap_buffers, __ATOMIC_RELAXED) : 0;
-	o->seen_heaps.heap_bytes = o->page ? __atomic_load_n(&o->page->heap_bytes, __ATOMIC_RELAXED) : 0;
+#define READ_HEAPS(kind, type, name) o->seen_heaps.name = o->page ? __atomic_load_n(&o->page->name, __ATOMIC_RELAXED) : 0;
+	PROTO_STATUS_HEAPS_FIELDS(READ_HEAPS)
+#undef READ_HEAPS
 }
 
 void spill_get_status(struct spill *sp, struct proto_status_spill *st)

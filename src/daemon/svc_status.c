@@ -37,7 +37,7 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 	size_t nleases = 0, size;
 	_cleanup_free_ uint8_t *buf = NULL;
 	static struct proto_status_batches batches[CONFIG_JOURNALS_MAX]; /* event loop only */
-	uint32_t nclients = 0;
+	_cleanup_free_ struct proto_status_heaps *heaps = NULL; /* one per client record */
 	uint8_t *w;
 
 	(void)req;
@@ -54,7 +54,8 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		return 0;
 	}
 	buf = malloc(size ? size : 1);
-	if (!buf) {
+	heaps = calloc(s->npeers ? s->npeers : 1, sizeof(*heaps));
+	if (!buf || !heaps) {
 		send_result(p, -ENOMEM, "out of memory");
 		return 0;
 	}
@@ -110,6 +111,7 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		pc.waiting = q->owner.req != NULL;
 		spill_owner_status(&q->spill, &pc.spill_files, &pc.spill_bytes, &pc.spill_streams_memory,
 				   &pc.spill_bytes_memory);
+		spill_owner_heaps(&q->spill, &heaps[st.nclients]);
 		memcpy(w, &pc, sizeof(pc));
 		w += sizeof(pc);
 		st.nclients++;
@@ -165,18 +167,9 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		memcpy(w, &batches[i], sizeof(batches[i]));
 		w += sizeof(batches[i]);
 	}
-	/* the clients' heaps, in the order of their records (the same walk, the pages as read above) */
-	TAILQ_FOREACH(q, &s->peers, link) {
-		struct proto_status_heaps ph;
-
-		if (p->version < 5 || nclients == st.nclients)
-			break;
-		if (!q->attached || !status_shows(p, q))
-			continue;
-		spill_owner_heaps(&q->spill, &ph);
-		memcpy(w, &ph, sizeof(ph));
-		w += sizeof(ph);
-		nclients++;
+	if (p->version >= 5) {
+		memcpy(w, heaps, st.nclients * sizeof(*heaps));
+		w += st.nclients * sizeof(*heaps);
 	}
 	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf));
 	return 0;

@@ -48,12 +48,17 @@ struct hp_spill {
 	uint64_t rb_off;
 };
 
+/* Add v to one word of the connection's page (the daemon reads it, atomically, for status). */
+static void page_word_add(uint64_t *word, int64_t v)
+{
+	if (v)
+		__atomic_fetch_add(word, (uint64_t)v, __ATOMIC_RELAXED);
+}
+
 static void page_add(hp_conn *c, int64_t streams, int64_t bytes)
 {
-	if (streams)
-		__atomic_fetch_add(&c->spill_page->streams_memory, (uint64_t)streams, __ATOMIC_RELAXED);
-	if (bytes)
-		__atomic_fetch_add(&c->spill_page->bytes_memory, (uint64_t)bytes, __ATOMIC_RELAXED);
+	page_word_add(&c->spill_page->streams_memory, streams);
+	page_word_add(&c->spill_page->bytes_memory, bytes);
 }
 
 /* Once per connection: the daemon's threshold and the counters page. */
@@ -91,12 +96,9 @@ int hp_conn_report_heaps(hp_conn *c, int64_t heaps, int64_t buffers, int64_t byt
 		return -EINVAL;
 	if (!c->spill_page && (r = attach(c)) < 0)
 		return r;
-	if (heaps)
-		__atomic_fetch_add(&c->spill_page->heaps, (uint64_t)heaps, __ATOMIC_RELAXED);
-	if (buffers)
-		__atomic_fetch_add(&c->spill_page->heap_buffers, (uint64_t)buffers, __ATOMIC_RELAXED);
-	if (bytes)
-		__atomic_fetch_add(&c->spill_page->heap_bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
+	page_word_add(&c->spill_page->heaps, heaps);
+	page_word_add(&c->spill_page->heap_buffers, buffers);
+	page_word_add(&c->spill_page->heap_bytes, bytes);
 	return 0;
 }
 

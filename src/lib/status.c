@@ -165,9 +165,10 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	}
 	for (uint32_t i = 0; i < w.nclients; i++) {
 		struct proto_status_heaps src;
+		struct hp_client_heaps *dst = &st->client_heaps[i];
 
 		memcpy(&src, p, sizeof(src));
-		st->client_heaps[i] = (struct hp_client_heaps){ src.heaps, src.heap_buffers, src.heap_bytes };
+		PROTO_STATUS_HEAPS_FIELDS(COPY_FIELD)
 		p += sizeof(src);
 	}
 	*ret = st;
