@@ -581,6 +581,8 @@ static int peek_main(void *arg)
 	for (uint32_t i = 0; i < st->nclients; i++) {
 		own |= st->clients[i].uid == getuid() && st->clients[i].pid == getpid();
 		foreign |= st->clients[i].uid != getuid();
+		/* uid 0's client reports heaps; none of its figures may show here */
+		foreign |= st->client_heaps[i].heaps != 0 || st->client_heaps[i].heap_bytes != 0;
 	}
 	for (uint32_t i = 0; i < st->nleases; i++)
 		foreign |= st->leases[i].uid != getuid();
@@ -605,11 +607,17 @@ static void test_status_hides_other_uids(void **state)
 	start(&d, NULL, "[class one]\nsize = 2M\ncount = 2\n");
 	c = conn(&d);
 	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	assert_int_equal(hp_conn_report_heaps(c, 7, 1, 12345), 0);
 	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, peek_main, d.socket), 0);
-	/* root still sees everyone */
+	/* root still sees everyone, and its client's heaps */
 	st = status(c);
 	assert_int_equal(st->nleases, 1);
 	assert_true(st->nclients >= 1);
+	for (uint32_t i = 0; i < st->nclients; i++)
+		if (st->clients[i].pid == getpid()) {
+			assert_int_equal(st->client_heaps[i].heaps, 7);
+			assert_int_equal(st->client_heaps[i].heap_bytes, 12345);
+		}
 	hp_status_free(st);
 	hp_release(c, &b, 1);
 	hp_disconnect(c);

@@ -227,6 +227,7 @@ static void test_page_and_leftovers(void **state)
 	struct spill *sp = open_spill(0, 0, 0, 0);
 	struct proto_status_spill st;
 	struct proto_spill_page *page;
+	struct proto_status_heaps heaps;
 	struct spill_owner a;
 	uint64_t threshold = 0, b, m;
 	uint32_t files;
@@ -243,9 +244,19 @@ static void test_page_and_leftovers(void **state)
 	close(fd);
 	page->streams_memory = 3;
 	page->bytes_memory = 777;
+	page->heaps = 2;
+	page->heap_buffers = 5;
+	page->heap_bytes = 999;
 	spill_get_status(sp, &st);
 	assert_int_equal(st.streams_memory, 3);
 	assert_int_equal(st.bytes_memory, 777);
+	/* the heaps' words as read for this status: a rewrite afterwards changes nothing reported */
+	page->heaps = 1000000;
+	page->heap_bytes = UINT64_MAX;
+	spill_owner_heaps(&a, &heaps);
+	assert_int_equal(heaps.heaps, 2);
+	assert_int_equal(heaps.heap_buffers, 5);
+	assert_int_equal(heaps.heap_bytes, 999);
 	spill_owner_status(&a, &files, &b, &m, &threshold);
 	assert_int_equal(files, 0);
 	assert_int_equal(m, 3);
