@@ -42,6 +42,7 @@
 #include "hist.h"
 #include "hugepool.h"
 #include "jformat.h"
+#include "proto.h"
 
 #define FILE_SIZE (256ull << 20)
 
@@ -527,15 +528,10 @@ static void print_batch_sizes(const struct jcounters *k0, const struct jcounters
 	printf("        batches by records:");
 	for (unsigned k = 0; k < HP_BATCH_BUCKETS; k++) {
 		uint64_t n = k1->by_size[k] - k0->by_size[k];
+		char name[32];
 
-		if (!n)
-			continue;
-		if (k <= 1)
-			printf(" %u: %.0f%%", k + 1, 100.0 * (double)n / (double)total);
-		else if (k == HP_BATCH_BUCKETS - 1)
-			printf(" >%u: %.0f%%", 1u << (k - 1), 100.0 * (double)n / (double)total);
-		else
-			printf(" %u-%u: %.0f%%", (1u << (k - 1)) + 1, 1u << k, 100.0 * (double)n / (double)total);
+		if (n)
+			printf(" %s: %.0f%%", proto_batch_bucket_name(k, name, sizeof(name)), 100.0 * (double)n / (double)total);
 	}
 	printf("\n");
 }

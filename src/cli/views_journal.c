@@ -50,20 +50,6 @@ void journals_text(const struct hp_status *st)
 	}
 }
 
-/* "1", "2", "3-4", ..., "1025+": the records of a batch in bucket k of hp_journal_batches. */
-static const char *batch_bucket_name(unsigned k, char *buf, size_t len)
-{
-	if (k == 0)
-		snprintf(buf, len, "1");
-	else if (k == HP_BATCH_BUCKETS - 1)
-		snprintf(buf, len, "%llu+", (1ull << (k - 1)) + 1);
-	else if (k == 1)
-		snprintf(buf, len, "2");
-	else
-		snprintf(buf, len, "%llu-%llu", (1ull << (k - 1)) + 1, 1ull << k);
-	return buf;
-}
-
 /* Every member of struct hp_journal_status, under its own name (state as a word), and the
  * batches by size as an array of HP_BATCH_BUCKETS counts. */
 static void journal_json_members(struct json *j, const struct hp_journal_status *src,
@@ -127,7 +113,7 @@ static void journal_stat_text(const struct hp_journal_status *js, const struct h
 	printf("Batch sizes: ");
 	for (unsigned k = 0; k < HP_BATCH_BUCKETS; k++)
 		if (batches->by_size[k]) {
-			printf("%s %s: %" PRIu64, any ? "," : "", batch_bucket_name(k, b, sizeof(b)), batches->by_size[k]);
+			printf("%s %s: %" PRIu64, any ? "," : "", proto_batch_bucket_name(k, b, sizeof(b)), batches->by_size[k]);
 			any = true;
 		}
 	printf("%s\n", any ? " (records: batches)" : " none yet");

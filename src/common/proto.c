@@ -9,6 +9,7 @@
  * the blocking helpers are for libhugepool and the tests. Nothing here keeps state.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -362,4 +363,15 @@ int proto_recv(int fd, struct proto_hdr *ret_hdr, void **ret_payload, int *ret_f
 fail:
 	close_all(fds, nfds);
 	return r;
+}
+
+const char *proto_batch_bucket_name(unsigned k, char *buf, size_t len)
+{
+	if (k <= 1)
+		snprintf(buf, len, "%u", k + 1);
+	else if (k == PROTO_BATCH_BUCKETS - 1)
+		snprintf(buf, len, "%llu+", (1ull << (k - 1)) + 1);
+	else
+		snprintf(buf, len, "%llu-%llu", (1ull << (k - 1)) + 1, 1ull << k);
+	return buf;
 }

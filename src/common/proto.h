@@ -321,6 +321,9 @@ struct proto_status_heaps {
 	PROTO_STATUS_HEAPS_FIELDS(PROTO_FIELD)
 };
 
+/* "1", "2", "3-4", ..., "1025+": the records of a batch in by_size[k]; returns buf. */
+const char *proto_batch_bucket_name(unsigned k, char *buf, size_t len);
+
 /* The by_size index of a batch of n records. */
 static inline unsigned proto_batch_bucket(uint64_t n)
 {
