@@ -176,8 +176,9 @@ void jring_fetch_hook(const void *src, size_t n) __attribute__((weak));
 /* The client's tail, read once (acquire: the entries before it are visible). */
 uint64_t jring_load_tail(const struct jring_hdr *h);
 /*
- * Before the flusher sleeps (want) or while it cannot act on appends (!want): set need_wakeup.
- * With want, true when the ring has nothing past head, so sleeping is safe.
+ * need_wakeup = want: raised before the flusher sleeps, lowered once it is awake (or while it
+ * cannot act on appends). With want, true when the ring has nothing past head, so sleeping is
+ * safe.
  */
 bool jring_arm(struct jring_hdr *h, bool want, uint64_t head);
 
