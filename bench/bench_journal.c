@@ -317,7 +317,7 @@ static int status_under_load(const char *backend, unsigned n, struct status_lat 
 		 "[journal bench]\ndirectory = %s/status-%s\nsegment_size = 64M\nsegments = 4\n"
 		 "when_full = recycle\nring_size = 256K\nbackend = %s\n",
 		 workdir, backend, backend);
-	r = harness_start(&d, "max_connections_per_uid = 0\nhugepages = off\n", journal);
+	r = harness_start(&d, "max_connections_per_uid = 0\nmax_journal_writers_per_uid = 0\nhugepages = off\n", journal);
 	if (r < 0) {
 		free(w);
 		return r;
@@ -571,7 +571,7 @@ int main(void)
 		 "[journal bench]\ndirectory = %s/journal\nsegment_size = 64M\nsegments = 8\n"
 		 "when_full = recycle\nring_size = 256K\nbackend = %s\ndirect = %s\n",
 		 workdir, backend, direct ? "on" : "off");
-	snprintf(globals, sizeof(globals), "max_connections_per_uid = 0\nhugepages = off\n");
+	snprintf(globals, sizeof(globals), "max_connections_per_uid = 0\nmax_journal_writers_per_uid = 0\nhugepages = off\n");
 	r = harness_start(&d, globals, journal);
 	if (r < 0) {
 		printf("bench_journal: cannot start hugepoold (%s)\n", strerror(-r));
