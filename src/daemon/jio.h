@@ -97,9 +97,9 @@ int jio_submit(struct jio *io, struct jio_req *req);
 
 /*
  * Write and sync a request on the calling thread, now, whatever the backend (pwrite and
- * fdatasync), with the same fault injection as jio_submit. For a journal with a lone writer:
- * a request that nothing else could join gains nothing from a queue and would pay its thread
- * hops. Returns req->res.
+ * fdatasync), with the same fault injection as jio_submit. For a journal with few writers (no
+ * more than the CPUs): a request that nothing else could join gains nothing from a queue and
+ * would pay its thread hops. Returns req->res.
  */
 int jio_run(struct jio *io, struct jio_req *req);
 

@@ -118,7 +118,7 @@ struct journal {
 	double ewma_sync_ns, ewma_rate; /* bytes per ns */
 	uint64_t last_submit_ns;
 	bool wake_pending; /* published since the last wake_writers (flusher only) */
-	bool lone_recent; /* the last batch served a lone writer (flusher only) */
+	bool few_recent; /* the last batch served no more writers than CPUs (flusher only) */
 	/* under lock */
 	bool stop;
 	uint64_t retain_lsn;
