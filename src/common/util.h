@@ -19,6 +19,27 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
 
+/*
+ * Room for one more element in a growing array arr of n used and cap allocated elements: when
+ * full, cap doubles (from first). 0, or -ENOMEM with arr and cap unchanged. (systemd's
+ * GREEDY_REALLOC, for the one growth rule every array here uses.)
+ */
+#define ARRAY_RESERVE_ONE(arr, n, cap, first)                                              \
+	({                                                                                 \
+		int _r = 0;                                                                \
+		if ((n) >= (cap)) {                                                        \
+			__typeof__(cap) _cap = (cap) ? (cap) * 2 : (first);                \
+			void *_p = realloc((arr), (size_t)_cap * sizeof(*(arr)));          \
+			if (_p) {                                                          \
+				(arr) = _p;                                                \
+				(cap) = _cap;                                              \
+			} else {                                                           \
+				_r = -ENOMEM;                                              \
+			}                                                                  \
+		}                                                                          \
+		_r;                                                                        \
+	})
+
 static inline void freep(void *p)
 {
 	free(*(void **)p);

@@ -86,15 +86,8 @@ static int batch_add_ref(struct batch *b, struct journal_writer *w, uint64_t end
 		b->refs[b->nrefs - 1].end = end;
 		return 0;
 	}
-	if (b->nrefs == b->refs_cap) {
-		unsigned cap = b->refs_cap ? b->refs_cap * 2 : 16;
-		struct batch_ref *n = realloc(b->refs, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		b->refs = n;
-		b->refs_cap = cap;
-	}
+	if (ARRAY_RESERVE_ONE(b->refs, b->nrefs, b->refs_cap, 16) < 0)
+		return -ENOMEM;
 	b->refs[b->nrefs++] = (struct batch_ref){ w, end };
 	w->refs++;
 	return 0;

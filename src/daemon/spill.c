@@ -336,15 +336,8 @@ static void linger_drop(struct spill *sp, unsigned i)
 
 bool spill_linger_add(struct spill *sp, int fd, struct spill_uid *acct, pid_t pid, const struct spill_kept *kept)
 {
-	if (sp->nlinger == sp->linger_cap) {
-		unsigned cap = sp->linger_cap ? sp->linger_cap * 2 : 8;
-		void *n = realloc(sp->linger, cap * sizeof(*sp->linger));
-
-		if (!n)
-			return false;
-		sp->linger = n;
-		sp->linger_cap = cap;
-	}
+	if (ARRAY_RESERVE_ONE(sp->linger, sp->nlinger, sp->linger_cap, 8) < 0)
+		return false;
 	sp->linger[sp->nlinger++] = (struct spill_linger){ .fd = fd, .acct = acct, .pid = pid, .kept = *kept };
 	acct->refs++;
 	spill_keep_linger(sp, &sp->linger[sp->nlinger - 1]);
@@ -483,15 +476,8 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 	}
 	if ((r = bytes_allowed(sp, o, charge, err, errlen)) < 0)
 		return r;
-	if (o->nfiles == o->cap) {
-		unsigned cap = o->cap ? o->cap * 2 : 8;
-		void *n = realloc(o->files, cap * sizeof(*o->files));
-
-		if (!n)
-			return -ENOMEM;
-		o->files = n;
-		o->cap = cap;
-	}
+	if (ARRAY_RESERVE_ONE(o->files, o->nfiles, o->cap, 8) < 0)
+		return -ENOMEM;
 	cfd = file_create(sp);
 	if (cfd < 0) {
 		snprintf(err, errlen, "cannot create a spill file in '%s': %s", sp->dir, strerror(-cfd));

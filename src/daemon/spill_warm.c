@@ -154,15 +154,8 @@ static int adopt_file(struct spill *sp, struct spill_owner *o, const struct warm
 
 	if (!o->acct && !(o->acct = spill_uid_get(sp, o->uid)))
 		return -ENOMEM;
-	if (o->nfiles == o->cap) {
-		unsigned cap = o->cap ? o->cap * 2 : 8;
-		void *n = realloc(o->files, cap * sizeof(*o->files));
-
-		if (!n)
-			return -ENOMEM;
-		o->files = n;
-		o->cap = cap;
-	}
+	if (ARRAY_RESERVE_ONE(o->files, o->nfiles, o->cap, 8) < 0)
+		return -ENOMEM;
 	f = &o->files[o->nfiles++];
 	*f = (struct spill_file){ .id = ws->file_id, .fd = fd, .kept = { .slot = -1, .fd_id = ws->fd_id } };
 	o->acct->files++;

@@ -45,6 +45,7 @@
 #include <jemalloc/jemalloc.h>
 
 #include "hugepool-heap.h"
+#include "util.h"
 
 /* jemalloc 5.3's argument of experimental.arenas_create_ext (arena_config_t, not in its header) */
 struct heap_arena_config {
@@ -150,16 +151,7 @@ static int __attribute__((noinline)) heap_flags_slow(struct hp_heap *h)
 	for (unsigned i = 0; i < TC_SLOTS && slot == TC_SLOTS; i++)
 		if (!tc_slots[i].gen || !live_heap(tc_slots[i].gen))
 			slot = i; /* empty, or of a heap destroyed since */
-	if (slot < TC_SLOTS && h->ntcs == h->tcs_cap) {
-		unsigned cap = h->tcs_cap * 2 + 4;
-		unsigned *n = realloc(h->tcs, cap * sizeof(*n));
-
-		if (n) {
-			h->tcs = n;
-			h->tcs_cap = cap;
-		}
-	}
-	if (slot < TC_SLOTS && h->ntcs < h->tcs_cap) {
+	if (slot < TC_SLOTS && ARRAY_RESERVE_ONE(h->tcs, h->ntcs, h->tcs_cap, 4) == 0) {
 		if (mallctl("tcache.create", &tc, &sz, NULL, 0) == 0) {
 			h->tcs[h->ntcs++] = tc;
 			tc_slots[slot] = (struct tc_slot){ h->gen, tc };
@@ -222,15 +214,8 @@ static int heap_lease(struct hp_heap *h)
 
 	if (h->buffer_size && (size_t)(h->nbufs + 1) * h->buffer_size > h->max_bytes)
 		return -ENOSPC;
-	if (h->nbufs == h->bufs_cap) {
-		unsigned cap = h->bufs_cap ? h->bufs_cap * 2 : 8;
-		struct heap_buffer *n = realloc(h->bufs, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		h->bufs = n;
-		h->bufs_cap = cap;
-	}
+	if (ARRAY_RESERVE_ONE(h->bufs, h->nbufs, h->bufs_cap, 8) < 0)
+		return -ENOMEM;
 	r = hp_acquire(h->conn, h->class_name, 1, h->timeout_ms, &b);
 	if (r < 0)
 		return r;

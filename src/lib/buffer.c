@@ -21,15 +21,8 @@
 
 static int maps_add(hp_conn *c, uint64_t id, void *addr, size_t size)
 {
-	if (c->nmaps == c->maps_cap) {
-		size_t cap = c->maps_cap ? c->maps_cap * 2 : 16;
-		struct hp_mapping *n = realloc(c->maps, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		c->maps = n;
-		c->maps_cap = cap;
-	}
+	if (ARRAY_RESERVE_ONE(c->maps, c->nmaps, c->maps_cap, 16) < 0)
+		return -ENOMEM;
 	c->maps[c->nmaps++] = (struct hp_mapping){ id, addr, size };
 	return 0;
 }
