@@ -634,7 +634,10 @@ static void page_read(struct spill_owner *o)
 	o->seen_bytes = o->page ? __atomic_load_n(&o->page->bytes_memory, __ATOMIC_RELAXED) : 0;
 	if (spill_page_hook)
 		spill_page_hook(o->page);
-#define READ_HEAPS(kind, type, name) o->seen_heaps.name = o->page ? __atomic_load_n(&o->page->name, __ATOMIC_RELAXED) : 0;
+#define READ_HEAPS(kind, type, name)                                                           \
+	o->seen_heaps.name = o->page ? __atomic_load_n(&o->page->name, __ATOMIC_RELAXED) : 0; \
+	if (spill_page_hook)                                                                  \
+		spill_page_hook(o->page);
 	PROTO_STATUS_HEAPS_FIELDS(READ_HEAPS)
 #undef READ_HEAPS
 }

@@ -5,15 +5,18 @@
  * the pages rewritten between the daemon's reads as a hostile client would.
  *
  * Input: one byte of owners (1..8, and which of them have a page), 16 bytes of initial counters
- * per owner with a page, then a rewrite script of 10-byte steps (owner, word, 8 value bytes).
+ * per owner with a page (its streams' words; the heaps' start at zero), then a rewrite script of
+ * 10-byte steps (owner, word, 8 value bytes). The page's words are its first NWORDS uint64s, in
+ * the order the daemon reads them: streams_memory, bytes_memory, then the heaps' fields.
  * spill_page_hook runs after every read the daemon makes of a page and applies the next step
  * to a page (any page: clients share nothing, but a rewrite anywhere must change nothing
  * already read). What must hold: the machine's figures are exactly the sum of the owners'
  * (each page is read once per status, and the owners report that read), and each owner
- * reports what its page held at that read. The pages are real (spill_attach's sealed memfd,
- * mapped read-write here as a client maps it).
+ * reports what its page held at that read, its heaps too. The pages are real (spill_attach's
+ * sealed memfd, mapped read-write here as a client maps it).
  */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +28,19 @@
 #include "spill.h"
 
 #define MAX_OWNERS 8
+#define NWORDS 5 /* streams_memory, bytes_memory, heaps, heap_buffers, heap_bytes */
+_Static_assert(offsetof(struct proto_spill_page, heap_bytes) == (NWORDS - 1) * sizeof(uint64_t),
+	       "the words the daemon reads are the page's first NWORDS");
+
+static uint64_t *words(struct proto_spill_page *page)
+{
+	return (uint64_t *)page;
+}
 
 static struct {
 	struct proto_spill_page *page[MAX_OWNERS]; /* the client's writable mappings */
 	const struct proto_spill_page *daemon[MAX_OWNERS]; /* the daemon's mappings, to know whose */
-	uint64_t at_read[MAX_OWNERS][2]; /* what each page held when the daemon read each word */
+	uint64_t at_read[MAX_OWNERS][NWORDS]; /* what each page held when the daemon read each word */
 	unsigned nreads[MAX_OWNERS], n;
 	const uint8_t *script, *end;
 } cur;
@@ -39,9 +50,9 @@ void spill_page_hook(const struct proto_spill_page *page)
 	unsigned i, w;
 
 	for (i = 0; i < cur.n; i++)
-		if (cur.daemon[i] == page && cur.nreads[i] < 2) {
+		if (cur.daemon[i] == page && cur.nreads[i] < NWORDS) {
 			w = cur.nreads[i]++;
-			cur.at_read[i][w] = w == 0 ? cur.page[i]->streams_memory : cur.page[i]->bytes_memory;
+			cur.at_read[i][w] = words(cur.page[i])[w];
 		}
 	if (cur.end - cur.script < 10)
 		return;
@@ -50,10 +61,7 @@ void spill_page_hook(const struct proto_spill_page *page)
 		uint64_t v;
 
 		memcpy(&v, cur.script + 2, sizeof(v));
-		if (cur.script[1] & 1)
-			cur.page[i]->bytes_memory = v;
-		else
-			cur.page[i]->streams_memory = v;
+		words(cur.page[i])[cur.script[1] % NWORDS] = v;
 	}
 	cur.script += 10;
 }
@@ -123,15 +131,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	spill_get_status(sp, &st);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t b, mem_streams, mem_bytes;
+		struct proto_status_heaps heaps;
 		uint32_t files;
 
 		spill_owner_status(&owners[i], &files, &b, &mem_streams, &mem_bytes);
+		spill_owner_heaps(&owners[i], &heaps);
 		if (files != 0 || b != 0)
 			abort();
-		if (cur.page[i] && (cur.nreads[i] != 2 || mem_streams != cur.at_read[i][0] ||
-				    mem_bytes != cur.at_read[i][1]))
+		if (cur.page[i] && (cur.nreads[i] != NWORDS || mem_streams != cur.at_read[i][0] ||
+				    mem_bytes != cur.at_read[i][1] || heaps.heaps != cur.at_read[i][2] ||
+				    heaps.heap_buffers != cur.at_read[i][3] || heaps.heap_bytes != cur.at_read[i][4]))
 			abort(); /* not what the page held when the daemon read it */
-		if (!cur.page[i] && (mem_streams || mem_bytes))
+		if (!cur.page[i] && (mem_streams || mem_bytes || heaps.heaps || heaps.heap_buffers || heaps.heap_bytes))
 			abort();
 		streams += mem_streams;
 		bytes += mem_bytes;
