@@ -173,6 +173,18 @@ static struct lease_uid *uid_find(struct lease_table *lt, uid_t uid)
 	return NULL;
 }
 
+int lease_owner_admit(struct lease_table *lt, uid_t uid, char *err, size_t errlen)
+{
+	const struct lease_uid *u = uid_find(lt, uid);
+
+	if (!u || !lt->limits.max_connections_per_uid || u->connections < lt->limits.max_connections_per_uid)
+		return 0;
+	snprintf(err, errlen, "uid %u already has %" PRIu32 " connections (max_connections_per_uid)", (unsigned)uid,
+		 u->connections);
+	lt->counters.denials++;
+	return -EUSERS;
+}
+
 int lease_owner_attach(struct lease_table *lt, struct lease_owner *o, uid_t uid, gid_t gid, pid_t pid,
 		       char *err, size_t errlen)
 {

@@ -102,6 +102,11 @@ int lease_table_new(struct pool *pool, const struct lease_limits *limits, const 
 		    void *userdata, struct lease_table **ret);
 void lease_table_free(struct lease_table *lt);
 
+/*
+ * Would a new connection of uid be within its limit? 0, or -EUSERS with why in err (counted as
+ * a denial). Nothing is allocated or held: a connection refused here costs nothing that counts.
+ */
+int lease_owner_admit(struct lease_table *lt, uid_t uid, char *err, size_t errlen);
 /* A new connection of (uid, gid, pid); -EUSERS when the uid is at its connection limit. */
 int lease_owner_attach(struct lease_table *lt, struct lease_owner *o, uid_t uid, gid_t gid, pid_t pid,
 		       char *err, size_t errlen);

@@ -91,14 +91,41 @@ static void peer_destroy(struct server *s, struct peer *p)
 	free(p);
 }
 
+int server_admit(struct server *s, const struct ucred *cred, char *text, size_t len)
+{
+	if (s->npeers >= s->cfg->max_connections) {
+		snprintf(text, len, "the daemon already serves %u connections (max_connections)", s->cfg->max_connections);
+		return -EUSERS;
+	}
+	return lease_owner_admit(s->leases, cred->uid, text, len);
+}
+
 /*
- * A peer for connection fd of cred: counted, polled, attached to the lease table within the
- * limits. NULL when it could not be set up (fd closed) or was refused: then it is told why and
- * closed once that is sent.
+ * Tell a connection that is not admitted why (the client reads it as the answer to its hello)
+ * and close it: one non-blocking send into its empty socket buffer, no peer, nothing counted.
+ */
+static void refuse(int fd, int err, const char *text)
+{
+	struct {
+		struct proto_hdr h;
+		struct proto_result r;
+		char text[PROTO_TEXT_MAX];
+	} m;
+	size_t n = strnlen(text, PROTO_TEXT_MAX);
+
+	m.r = (struct proto_result){ .err = err, .text_len = (uint32_t)n };
+	memcpy(m.text, text, n);
+	proto_hdr_init(&m.h, PROTO_RESULT, (uint32_t)(sizeof(m.r) + n), 0);
+	(void)send(fd, &m, sizeof(m.h) + sizeof(m.r) + n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	close(fd);
+}
+
+/*
+ * A peer for connection fd of cred, admitted (server_admit): counted, polled, attached to the
+ * lease table. NULL when it could not be set up (it is closed then).
  */
 struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt)
 {
-	static struct log_ratelimit rl = LOG_RATELIMIT(5, 10);
 	struct peer *p = calloc(1, sizeof(*p));
 	char text[PROTO_TEXT_MAX];
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
@@ -128,19 +155,9 @@ struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64
 		peer_kill(p, "epoll_ctl failed: %m");
 		return NULL;
 	}
-	if (s->npeers > s->cfg->max_connections) {
-		snprintf(text, sizeof(text), "the daemon already serves %u connections (max_connections)",
-			 s->cfg->max_connections);
-		r = -EUSERS;
-	} else {
-		r = lease_owner_attach(s->leases, &p->owner, cred->uid, cred->gid, cred->pid, text, sizeof(text));
-	}
+	r = lease_owner_attach(s->leases, &p->owner, cred->uid, cred->gid, cred->pid, text, sizeof(text));
 	if (r < 0) {
-		log_msg_ratelimited(&rl, LOG_NOTICE, "Refusing connection of pid %d (uid %u): %s", (int)cred->pid,
-				    (unsigned)cred->uid, text);
-		/* say why, then close: the client reads it as the answer to its hello */
-		p->closing = true;
-		send_result(p, r, text);
+		peer_kill(p, "%s", text);
 		return NULL;
 	}
 	p->attached = true;
@@ -149,13 +166,23 @@ struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64
 
 static void accept_one(struct server *s, int fd)
 {
+	static struct log_ratelimit rl = LOG_RATELIMIT(5, 10);
+	char text[PROTO_TEXT_MAX];
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct peer *p;
+	int r;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 		log_error_errno(errno, "Failed to set up a new connection: %m");
 		close(fd);
+		return;
+	}
+	r = server_admit(s, &cred, text, sizeof(text));
+	if (r < 0) {
+		log_msg_ratelimited(&rl, LOG_NOTICE, "Refusing connection of pid %d (uid %u): %s", (int)cred.pid,
+				    (unsigned)cred.uid, text);
+		refuse(fd, r, text);
 		return;
 	}
 	p = peer_new(s, fd, &cred, realtime_ns());
@@ -194,11 +221,18 @@ static bool accept_out_of_fds(struct server *s, int err)
 	return false;
 }
 
-static void accept_all(struct server *s)
+/*
+ * At most this many connections are accepted per turn of the event loop: a uid that connects in
+ * a loop must not keep the loop from its clients' requests (the listener stays readable, so the
+ * rest come on the next turn).
+ */
+#define ACCEPTS_PER_TURN 64
+
+static void accept_some(struct server *s)
 {
 	static struct log_ratelimit rl = LOG_RATELIMIT(10, 3);
 
-	for (;;) {
+	for (unsigned n = 0; n < ACCEPTS_PER_TURN; n++) {
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
@@ -461,7 +495,7 @@ int server_run(struct server *s)
 			void *tag = evs[i].data.ptr;
 
 			if (tag == &tag_listen) {
-				accept_all(s);
+				accept_some(s);
 			} else if (tag == &tag_signal) {
 				struct signalfd_siginfo si;
 

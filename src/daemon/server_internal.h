@@ -178,9 +178,14 @@ void peer_note_busy(struct peer *p);
 /* --- server.c ------------------------------------------------------------------------------ */
 
 /*
- * A peer for connection fd of cred: counted, polled, attached to the lease table within the
- * limits. NULL when it could not be set up (fd closed) or was refused (it is told why and
- * closed once that is sent).
+ * May a connection of cred be served: within max_connections and its uid's limit? 0, or
+ * -EUSERS with why in text. Only admitted connections become peers, so a refused one is never
+ * counted against anyone's limit.
+ */
+int server_admit(struct server *s, const struct ucred *cred, char *text, size_t len);
+/*
+ * A peer for connection fd of cred, admitted: counted, polled, attached to the lease table.
+ * NULL when it could not be set up (fd closed).
  */
 struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt);
 

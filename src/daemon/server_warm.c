@@ -108,7 +108,7 @@ int warm_socket_adopt(const struct config *cfg, gid_t gid, int fd)
  */
 static bool adopt_conn(struct server *s, struct server_handover *h, const struct warm_conn *c)
 {
-	char name[WARM_NAME_MAX];
+	char name[WARM_NAME_MAX], text[PROTO_TEXT_MAX];
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	int type = 0, fd;
@@ -134,6 +134,14 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &il) < 0 || type != SOCK_STREAM ||
 	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != c->uid || cred.gid != c->gid ||
 	    cred.pid != c->pid || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+		fdstore_remove(name);
+		close(fd);
+		h->closed++;
+		return false;
+	}
+	if (server_admit(s, &cred, text, sizeof(text)) < 0) { /* the limits were lowered meanwhile */
+		log_info("Closing connection of pid %d (uid %u, \"%s\"): %s", (int)c->pid, (unsigned)c->uid, c->name,
+			 text);
 		fdstore_remove(name);
 		close(fd);
 		h->closed++;

@@ -56,10 +56,9 @@ bool harness_two_uids(void)
 	return false;
 }
 
-int harness_as_uid(uid_t uid, int (*fn)(void *arg), void *arg)
+pid_t harness_as_uid_start(uid_t uid, int (*fn)(void *arg), void *arg)
 {
 	pid_t pid = fork();
-	int status;
 
 	if (pid < 0)
 		return -errno;
@@ -70,10 +69,24 @@ int harness_as_uid(uid_t uid, int (*fn)(void *arg), void *arg)
 			_exit(126);
 		_exit(fn(arg) & 0xff);
 	}
+	return pid;
+}
+
+int harness_as_uid_wait(pid_t pid)
+{
+	int status;
+
+	if (pid < 0)
+		return pid;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int harness_as_uid(uid_t uid, int (*fn)(void *arg), void *arg)
+{
+	return harness_as_uid_wait(harness_as_uid_start(uid, fn, arg));
 }
 
 /* Copy src to dst replacing every "@DIR@" by dir; -ENAMETOOLONG when it does not fit. */

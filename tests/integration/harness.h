@@ -108,6 +108,9 @@ int harness_log_count(const struct daemon *d, const char *s);
 #define HARNESS_OTHER_UID 65534
 bool harness_two_uids(void);
 int harness_as_uid(uid_t uid, int (*fn)(void *arg), void *arg);
+/* The same in two steps, for an attacker that runs while the test goes on: the child's pid. */
+pid_t harness_as_uid_start(uid_t uid, int (*fn)(void *arg), void *arg);
+int harness_as_uid_wait(pid_t pid);
 
 /* The build directory under test: $HP_BUILD, default "build". */
 const char *harness_build(void);

@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -852,6 +853,110 @@ static void test_journal_access(void **state)
 	start_refused(&d, NULL, JOURNAL "read = no-such-user-here\n", 4, "no user \"no-such-user-here\"");
 }
 
+/* --- second audit, finding 2: one uid's connect loop takes no slot from another ---------- */
+
+#define FLOODERS 32
+
+struct flood {
+	const char *socket;
+	int ready[2], done[2]; /* flooder -> test: "flooding"; test -> flooder: "stop" */
+};
+
+static atomic_bool flood_stop;
+
+static void *flood_thread(void *arg)
+{
+	const struct flood *f = arg;
+
+	while (!atomic_load(&flood_stop)) {
+		hp_conn *c;
+
+		if (hp_connect(f->socket, &c) == 0)
+			hp_disconnect(c);
+	}
+	return NULL;
+}
+
+/*
+ * As the other uid: hold max_connections_per_uid connections, then reconnect in a loop from 32
+ * threads (each attempt refused: the uid is at its limit) until told to stop. 0, or 20+.
+ */
+static int flooder_main(void *arg)
+{
+	struct flood *f = arg;
+	static hp_conn *held[64];
+	pthread_t t[FLOODERS];
+	char x = 'r';
+
+	for (int i = 0; i < 64; i++)
+		if (hp_connect(f->socket, &held[i]) < 0)
+			return 20;
+	for (int i = 0; i < FLOODERS; i++)
+		if (pthread_create(&t[i], NULL, flood_thread, f) != 0)
+			return 21;
+	if (write(f->ready[1], &x, 1) != 1 || read(f->done[0], &x, 1) != 1)
+		return 22;
+	atomic_store(&flood_stop, true);
+	for (int i = 0; i < FLOODERS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 64; i++)
+		hp_disconnect(held[i]);
+	return 0;
+}
+
+/*
+ * The daemon accepted every waiting connection in one turn and counted the refused ones against
+ * max_connections until the turn ended, so a uid at its limit, reconnecting in a loop, made
+ * another uid's connections fail with EUSERS ("already serves 100 connections") while ~65
+ * connections were alive. Now a refused connection is never counted (it is answered and closed
+ * at once) and the loop accepts a bounded number per turn: every one of the victim's
+ * connect+hello+status is served.
+ */
+static void test_connect_flood_takes_no_slot(void **state)
+{
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
+	struct flood f;
+	pid_t flooder;
+	int failed = 0;
+	char x;
+
+	(void)state;
+	if (!harness_two_uids())
+		skip();
+	start(&d, "max_connections = 100\n", "[class one]\nsize = 2M\ncount = 1\n");
+	f.socket = d.socket;
+	assert_int_equal(pipe(f.ready), 0);
+	assert_int_equal(pipe(f.done), 0);
+	flooder = harness_as_uid_start(HARNESS_OTHER_UID, flooder_main, &f);
+	assert_true(flooder > 0);
+	close(f.ready[1]);
+	close(f.done[0]);
+	assert_int_equal(read(f.ready[0], &x, 1), 1);
+	for (int i = 0; i < 200; i++) {
+		struct hp_status *st = NULL;
+		hp_conn *c;
+		int r = hp_connect(d.socket, &c);
+
+		if (r == 0) {
+			r = hp_status(c, &st);
+			if (r == 0 && st->nclients > 100)
+				r = -EOVERFLOW; /* more connections than allowed are alive */
+			hp_status_free(st);
+			hp_disconnect(c);
+		}
+		if (r < 0 && failed++ == 0)
+			fprintf(stderr, "victim's connection %d: %s: %s\n", i, hp_strerror(r), hp_last_error(NULL));
+	}
+	if (failed)
+		fprintf(stderr, "%d of the victim's 200 connections failed\n", failed);
+	assert_int_equal(write(f.done[1], "s", 1), 1);
+	assert_int_equal(harness_as_uid_wait(flooder), 0);
+	close(f.ready[0]);
+	close(f.done[1]);
+	assert_int_equal(failed, 0);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -867,6 +972,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_acquire_wait_capped, teardown),
 		cmocka_unit_test_teardown(test_open_socket_without_uid_limits, teardown),
 		cmocka_unit_test_teardown(test_journal_access, teardown),
+		cmocka_unit_test_teardown(test_connect_flood_takes_no_slot, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
