@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fdstore.c - see fdstore.h. The in-process table mirrors what was sent to the service
- * manager, so that a re-execution hands over exactly what systemd would have handed back.
+ * manager, so that a re-execution hands over exactly what systemd would have handed back; it
+ * also counts what the manager could hand back (the names' bytes, the entries) and refuses
+ * what would not fit. `lock` guards the table, the stored list and `prepared`.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,10 +24,30 @@
 #include "util.h"
 
 #define FIRST_FD 3 /* SD_LISTEN_FDS_START */
+#define NAMES_FD_ENV "HUGEPOOLD_FDNAMES_FD"
+#define NAMES_FILE_MAX (64u << 20) /* a names memfd larger than this is not ours */
+/* what FDSTORE_HEADROOM entries of the daemon's own take in LISTEN_FDNAMES, at most */
+#define HEADROOM_BYTES (FDSTORE_HEADROOM * 32u)
+#define FLUSH_INTERVAL_NS 1000000000ull
+
+struct kept {
+	char name[FDSTORE_NAME_MAX + 1];
+	int fd; /* the caller's */
+	int own; /* the table's copy once prepared for a re-execution, else -1 */
+	bool sent; /* to the service manager */
+	bool client; /* FDSTORE_CLIENT: sent by fdstore_flush once kept FDSTORE_CLIENT_DELAY_NS */
+	uint64_t since; /* CLOCK_MONOTONIC ns it was kept at */
+	char state[FDSTORE_NAME_MAX + 40]; /* its FDSTORE=1 datagram */
+};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fdstore_fd *kept; /* the fds kept now, under lock */
+static struct kept *kept; /* the fds kept now, under lock */
 static unsigned nkept, capkept;
+static unsigned nsent; /* of them, sent to the service manager */
+static size_t sent_bytes; /* their names with a separator each: what LISTEN_FDNAMES will hold */
+static bool prepared; /* fdstore_exec_prepare ran: the table owns a copy of every fd */
+static unsigned entries_max = FDSTORE_ENTRIES_DEFAULT; /* set once at boot ($FDSTORE) */
+static uint64_t due = UINT64_MAX; /* when fdstore_flush has something to send */
 
 /*
  * What the service manager already holds: the fds handed to this life, by name, sorted, with
@@ -36,6 +60,7 @@ struct stored {
 	dev_t dev;
 	ino_t ino;
 	bool gone; /* removed since: adding it again must send it */
+	bool claimed; /* kept again by this life, under the same name */
 };
 static struct stored *stored; /* under lock */
 static unsigned nstored;
@@ -109,15 +134,54 @@ static int parse_uint(const char *s, unsigned long *ret)
 	return errno || *end || *s == '-' ? -EINVAL : 0;
 }
 
+/* Is a service manager keeping what we send? */
+static bool under_manager(void)
+{
+	return getenv("NOTIFY_SOCKET") != NULL;
+}
+
+/*
+ * The names a re-execution left in the memfd at fd (NAMES_FD_ENV), as one string joined by ':';
+ * NULL if it cannot be read. The fd is closed.
+ */
+static char *names_from_memfd(int fd)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > NAMES_FILE_MAX ||
+	    !(buf = malloc((size_t)st.st_size + 1)))
+		goto out;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+
+		if (n <= 0) {
+			free(buf);
+			buf = NULL;
+			goto out;
+		}
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+out:
+	close(fd);
+	return buf;
+}
+
 int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 {
-	unsigned long pid, nfds;
+	unsigned long pid, nfds, v;
+	_cleanup_free_ char *owned = NULL;
 	const char *names = getenv("LISTEN_FDNAMES");
 	struct fdstore_fd *fds;
 	int r;
 
 	*ret = NULL;
 	*n = 0;
+	/* systemd 254+ says how many fds its store keeps (FileDescriptorStoreMax=) */
+	if (parse_uint(getenv("FDSTORE"), &v) == 0 && v > 0 && v <= 1u << 20)
+		entries_max = (unsigned)v;
 	r = parse_uint(getenv("LISTEN_PID"), &pid);
 	if (r == 0)
 		r = parse_uint(getenv("LISTEN_FDS"), &nfds);
@@ -126,9 +190,18 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 	if (r == -EINVAL)
 		log_warning("Ignoring LISTEN_PID=%s LISTEN_FDS=%s: not numbers", getenv("LISTEN_PID"),
 			    getenv("LISTEN_FDS"));
+	/* a re-execution's names, in a memfd after the fds (fdstore_exec) */
+	if (r == 0 && parse_uint(getenv(NAMES_FD_ENV), &v) == 0 && v >= FIRST_FD + nfds && v <= INT32_MAX) {
+		owned = names_from_memfd((int)v);
+		names = owned;
+		if (!owned)
+			log_warning("Cannot read the names of the fds handed over (%s=%lu): %m; they are closed",
+				    NAMES_FD_ENV, v);
+	}
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
+	unsetenv(NAMES_FD_ENV);
 	if (r < 0 || nfds == 0)
 		return 0;
 	if (nfds > 1u << 20)
@@ -181,24 +254,68 @@ bool fdstore_has(const struct fdstore_fd *fds, unsigned n, const char *name)
 
 void fdstore_received_free(struct fdstore_fd *fds, unsigned n)
 {
-	for (unsigned i = 0; i < n; i++) {
-		if (fds[i].fd < 0)
-			continue;
-		/* nobody wanted it: the service manager must not keep it for the next life either */
-		fdstore_remove(fds[i].name);
-		close(fds[i].fd);
-	}
+	for (unsigned i = 0; i < n; i++)
+		if (fds[i].fd >= 0)
+			close(fds[i].fd);
 	free(fds);
+	/* what nobody kept again (not taken, or taken under another name): the service manager
+	 * must not keep it for the next life either */
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < nstored; i++)
+		if (!stored[i].claimed && !stored[i].gone) {
+			stored[i].gone = true;
+			(void)notify_sendf("FDSTOREREMOVE=1\nFDNAME=%s", stored[i].name);
+		}
+	pthread_mutex_unlock(&lock);
 }
 
-int fdstore_add(const char *name, int fd, bool poll)
+/* Would one more entry of len bytes (with its separator) still come back from the manager? */
+static bool fits(size_t len, unsigned flags)
 {
-	char state[FDSTORE_NAME_MAX + 40];
+	unsigned room = flags & FDSTORE_CLIENT ? FDSTORE_HEADROOM : 0;
+	size_t room_bytes = flags & FDSTORE_CLIENT ? HEADROOM_BYTES : 0;
+
+	return nsent + 1 + room <= entries_max && sent_bytes + len + room_bytes <= FDSTORE_NAMES_MAX;
+}
+
+/* Send kept[i] to the manager if it fits (else say so, once a minute); under lock. */
+static int send_one(struct kept *k, int msg_flags)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT(1, 60);
+	size_t len = strlen(k->name) + 1;
+	struct stored *st = stored_find(k->name);
 	int r = 0;
+
+	if (!fits(len, k->client ? FDSTORE_CLIENT : 0)) {
+		log_msg_ratelimited(&rl, LOG_WARNING,
+				    "The service manager's file descriptor store is full (%u fds, %zu bytes of names, of "
+				    "%u and %u): '%s' and what follows will survive a re-execution but not a restart by "
+				    "the service manager",
+				    nsent, sent_bytes, entries_max, FDSTORE_NAMES_MAX, k->name);
+		if (st && !st->gone) { /* a previous life's, beyond what comes back now */
+			st->gone = true;
+			(void)notify_sendf("FDSTOREREMOVE=1\nFDNAME=%s", k->name);
+		}
+		return -ENOSPC;
+	}
+	if (!stored_has(k->name, k->fd))
+		r = notify_send_fds(k->state, &k->fd, 1, msg_flags);
+	if (r < 0)
+		return r;
+	k->sent = true;
+	nsent++;
+	sent_bytes += len;
+	return 0;
+}
+
+int fdstore_add(const char *name, int fd, unsigned flags)
+{
+	struct kept *k;
+	struct stored *st;
+	int own = -1, r = 0;
 
 	if (!name_valid(name) || fd < 0)
 		return -EINVAL;
-	snprintf(state, sizeof(state), "FDSTORE=1\nFDNAME=%s%s", name, poll ? "" : "\nFDPOLL=0");
 	pthread_mutex_lock(&lock);
 	for (unsigned i = 0; i < nkept; i++)
 		if (strcmp(kept[i].name, name) == 0) {
@@ -207,45 +324,110 @@ int fdstore_add(const char *name, int fd, bool poll)
 		}
 	if (nkept == capkept) {
 		unsigned cap = capkept ? 2 * capkept : 64;
-		struct fdstore_fd *k = realloc(kept, cap * sizeof(*k));
+		struct kept *n = realloc(kept, cap * sizeof(*n));
 
-		if (!k) {
+		if (!n) {
 			r = -ENOMEM;
 			goto out;
 		}
-		kept = k;
+		kept = n;
 		capkept = cap;
 	}
-	r = stored_has(name, fd) ? 0 : notify_send_fds(state, &fd, 1);
-	if (r < 0)
+	/* kept after fdstore_exec_prepare: the table needs its own copy too */
+	if (prepared && (own = fcntl(fd, F_DUPFD_CLOEXEC, FIRST_FD)) < 0) {
+		r = -errno;
 		goto out;
-	snprintf(kept[nkept].name, sizeof(kept[nkept].name), "%s", name);
-	kept[nkept++].fd = fd;
+	}
+	k = &kept[nkept];
+	*k = (struct kept){ .fd = fd, .own = own, .client = flags & FDSTORE_CLIENT, .since = now_ns() };
+	snprintf(k->name, sizeof(k->name), "%s", name);
+	snprintf(k->state, sizeof(k->state), "FDSTORE=1\nFDNAME=%s%s", name, flags & FDSTORE_POLL ? "" : "\nFDPOLL=0");
+	if ((st = stored_find(name)))
+		st->claimed = true;
+	/* the daemon's own go now (waiting: the manager must have them); a client's wait for
+	 * fdstore_flush, and so does one that found no room */
+	if (under_manager() && !k->client && (r = send_one(k, 0)) < 0 && r != -ENOSPC) {
+		if (own >= 0)
+			close(own);
+		goto out;
+	}
+	if (under_manager() && !k->sent)
+		due = MIN(due, k->since + FDSTORE_CLIENT_DELAY_NS);
+	nkept++;
 	r = 0;
 out:
 	pthread_mutex_unlock(&lock);
 	return r;
 }
 
+uint64_t fdstore_due(void)
+{
+	uint64_t d;
+
+	pthread_mutex_lock(&lock);
+	d = due;
+	pthread_mutex_unlock(&lock);
+	return d;
+}
+
+void fdstore_flush(uint64_t now, bool all)
+{
+	unsigned n = 0;
+
+	if (!under_manager())
+		return;
+	pthread_mutex_lock(&lock);
+	due = UINT64_MAX;
+	for (unsigned i = 0; i < nkept; i++) {
+		struct kept *k = &kept[i];
+		int r;
+
+		if (k->sent)
+			continue;
+		if (!all && now < k->since + FDSTORE_CLIENT_DELAY_NS) {
+			due = MIN(due, k->since + FDSTORE_CLIENT_DELAY_NS);
+			continue;
+		}
+		/* a stop waits for the manager; the event loop never does, and sends a few a second */
+		r = all || n < FDSTORE_FLUSH_MAX ? send_one(k, all ? 0 : MSG_DONTWAIT) : -EAGAIN;
+		n++;
+		if (r < 0) /* busy, or no room now (one may be made): again later */
+			due = MIN(due, now + FLUSH_INTERVAL_NS);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 void fdstore_remove(const char *name)
 {
 	char state[FDSTORE_NAME_MAX + 40];
 	struct stored *gone;
+	bool found = false, sent = false;
 
 	if (!name_valid(name))
 		return;
 	pthread_mutex_lock(&lock);
 	for (unsigned i = 0; i < nkept; i++)
 		if (strcmp(kept[i].name, name) == 0) {
+			if (kept[i].own >= 0)
+				close(kept[i].own);
+			found = true;
+			sent = kept[i].sent;
+			if (sent) {
+				nsent--;
+				sent_bytes -= strlen(kept[i].name) + 1;
+			}
 			kept[i] = kept[--nkept];
 			break;
 		}
 	gone = stored_find(name);
 	if (gone)
 		gone->gone = true;
-	/* also when not kept here: a name a previous life left */
-	snprintf(state, sizeof(state), "FDSTOREREMOVE=1\nFDNAME=%s", name);
-	(void)notify_send(state);
+	/* also when not kept here: a name a previous life left; not for one never sent (a client
+	 * that came and went within FDSTORE_CLIENT_DELAY_NS costs the manager nothing) */
+	if (sent || gone || !found) {
+		snprintf(state, sizeof(state), "FDSTOREREMOVE=1\nFDNAME=%s", name);
+		(void)notify_send(state);
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -254,13 +436,13 @@ int fdstore_barrier(int timeout_ms)
 	int p[2], r;
 	struct pollfd pfd;
 
-	if (!getenv("NOTIFY_SOCKET"))
+	if (!under_manager())
 		return 0;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	/* the manager closes its copy of the write end once it has read this datagram, and it
 	 * reads the socket in order: a hangup on the read end means all before it was processed */
-	r = notify_send_fds("BARRIER=1", &p[1], 1);
+	r = notify_send_fds("BARRIER=1", &p[1], 1, 0);
 	close(p[1]);
 	if (r < 0) {
 		close(p[0]);
@@ -284,56 +466,118 @@ unsigned fdstore_count(void)
 	return n;
 }
 
+void fdstore_usage(struct fdstore_usage *ret)
+{
+	pthread_mutex_lock(&lock);
+	*ret = (struct fdstore_usage){ .kept = nkept, .sent = nsent, .sent_bytes = sent_bytes,
+				       .entries_max = entries_max, .names_max = FDSTORE_NAMES_MAX };
+	pthread_mutex_unlock(&lock);
+}
+
 int fdstore_exec_prepare(void)
 {
+	unsigned i;
 	int r = 0;
 
 	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < nkept && r == 0; i++) {
-		int fd = fcntl(kept[i].fd, F_DUPFD_CLOEXEC, FIRST_FD + (int)nkept);
-
-		if (fd < 0)
+	for (i = 0; i < nkept && !prepared; i++) {
+		kept[i].own = fcntl(kept[i].fd, F_DUPFD_CLOEXEC, FIRST_FD);
+		if (kept[i].own < 0) {
 			r = -errno;
-		else
-			kept[i].fd = fd; /* the table's own now; the original may be closed */
+			break;
+		}
 	}
+	if (r < 0) /* as it was: the daemon goes on serving */
+		while (i--) {
+			close(kept[i].own);
+			kept[i].own = -1;
+		}
+	else
+		prepared = true;
 	pthread_mutex_unlock(&lock);
 	return r;
 }
 
-int fdstore_exec(const char *path, char *const argv[])
+/* The names joined by ':' (LISTEN_FDNAMES's format) in a sealed memfd; -errno on failure. */
+static int names_memfd(void)
 {
-	_cleanup_free_ char *names = NULL;
-	char num[32];
-	size_t len = 1;
+	_cleanup_close_ int fd = memfd_create("hugepoold-fdnames", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
-	if (access(path, X_OK) < 0)
+	if (fd < 0)
 		return -errno;
-	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < nkept; i++)
-		len += strlen(kept[i].name) + 1;
-	names = calloc(1, len);
-	if (!names) {
-		pthread_mutex_unlock(&lock);
-		return -ENOMEM;
-	}
 	for (unsigned i = 0; i < nkept; i++) {
-		strcat(names, kept[i].name);
-		if (i + 1 < nkept)
-			strcat(names, ":");
+		size_t len = strlen(kept[i].name);
+
+		if (write(fd, kept[i].name, len) != (ssize_t)len ||
+		    (i + 1 < nkept && write(fd, ":", 1) != 1))
+			return errno ? -errno : -EIO;
 	}
-	/* fdstore_exec_prepare put them all above 3 + nkept: moving one never overwrites another */
-	for (unsigned i = 0; i < nkept; i++)
-		if (dup2(kept[i].fd, FIRST_FD + (int)i) < 0) { /* dup2 clears FD_CLOEXEC on the copy */
-			pthread_mutex_unlock(&lock);
-			return -errno;
-		}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		return -errno;
+	return TAKE_FD(fd);
+}
+
+/* Move *fd (ours) to a number at or above min, unless it is there already. */
+static int move_above(int *fd, int min)
+{
+	int to;
+
+	if (*fd < 0 || *fd >= min)
+		return 0;
+	to = fcntl(*fd, F_DUPFD_CLOEXEC, min);
+	if (to < 0)
+		return -errno;
+	close(*fd);
+	*fd = to;
+	return 0;
+}
+
+int fdstore_exec(int exe_fd, int fallback_fd, char *const argv[])
+{
+	extern char **environ;
+	char num[32];
+	int names, top, r = 0;
+
+	pthread_mutex_lock(&lock);
+	if (!prepared) {
+		pthread_mutex_unlock(&lock);
+		return -EINVAL;
+	}
+	names = names_memfd();
+	if (names < 0) {
+		pthread_mutex_unlock(&lock);
+		return names;
+	}
+	/* fds 3 .. 3 + nkept - 1 get the kept ones, 3 + nkept the names: first move every fd of
+	 * ours out of that range, so that placing one never overwrites another */
+	top = FIRST_FD + (int)nkept + 1;
+	for (unsigned i = 0; i < nkept && r == 0; i++)
+		r = move_above(&kept[i].own, top);
+	if (r == 0 && (r = move_above(&names, top)) == 0 && (r = move_above(&exe_fd, top)) == 0)
+		r = move_above(&fallback_fd, top);
+	for (unsigned i = 0; i < nkept && r == 0; i++)
+		if (dup2(kept[i].own, FIRST_FD + (int)i) < 0) /* dup2 clears FD_CLOEXEC on the copy */
+			r = -errno;
+	if (r == 0 && dup2(names, FIRST_FD + (int)nkept) < 0)
+		r = -errno;
+	if (r < 0) {
+		pthread_mutex_unlock(&lock);
+		return r;
+	}
 	snprintf(num, sizeof(num), "%d", (int)getpid());
 	setenv("LISTEN_PID", num, 1);
 	snprintf(num, sizeof(num), "%u", nkept);
 	setenv("LISTEN_FDS", num, 1);
-	setenv("LISTEN_FDNAMES", names, 1);
+	snprintf(num, sizeof(num), "%d", FIRST_FD + (int)nkept);
+	setenv(NAMES_FD_ENV, num, 1);
+	unsetenv("LISTEN_FDNAMES");
 	pthread_mutex_unlock(&lock);
-	execv(path, argv);
-	return -errno;
+	fexecve(exe_fd, argv, environ);
+	r = -errno;
+	if (fallback_fd >= 0) {
+		log_error_errno(r, "Failed to execute the daemon's binary: %m; running this life's binary again");
+		fexecve(fallback_fd, argv, environ);
+		log_error_errno(errno, "Failed to execute this life's binary again: %m");
+	}
+	return r;
 }

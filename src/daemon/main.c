@@ -25,6 +25,7 @@
 #include "log.h"
 #include "notify.h"
 #include "pool.h"
+#include "reexec.h"
 #include "server.h"
 #include "size.h"
 #include "spill.h"
@@ -191,29 +192,35 @@ static void parts_free(struct parts *d)
 }
 
 /*
- * The pool and the listening socket are kept; the state that says what they are replaces the
- * previous life's, which is dropped only once the new one is kept. What nobody took is closed
- * and dropped from the store.
+ * The state and the pool are kept (the listening socket and the connections were, by
+ * server_open): the state first, so that it is among what the service manager can hand back
+ * however large the pool. What nobody took is closed, and what the service manager still holds
+ * of the previous life and this one does not keep (the previous state, names of an older
+ * daemon) is dropped from it.
  */
 static void keep_for_next_life(struct parts *d)
 {
 	char name[WARM_NAME_MAX];
-	unsigned failed = pool_store_fds(d->pool);
+	struct fdstore_usage u;
+	unsigned failed;
 	int r;
 
-	warm_state_name(warm_id(d->warm), name);
-	r = fdstore_add(name, warm_fd(d->warm), false);
+	warm_name(WARM_NAME_STATE, warm_id(d->warm), name);
+	r = fdstore_add(name, warm_fd(d->warm), 0);
+	failed = pool_store_fds(d->pool);
 	if (r < 0 || failed)
 		log_warning("The pool will not survive a restart of the daemon: %u buffers and %s could not be "
 			    "kept in the file descriptor store",
 			    failed, r < 0 ? "the state" : "not the state");
-	if (d->prev) {
-		warm_state_name(d->prev->id, name);
-		fdstore_remove(name);
-	}
 	fdstore_received_free(d->handed, d->nhanded);
 	d->handed = NULL;
 	d->nhanded = 0;
+	fdstore_usage(&u);
+	if (getenv("NOTIFY_SOCKET") && u.sent < u.kept)
+		log_warning("The service manager's file descriptor store holds %u of the %u fds kept (at most %u fds "
+			    "and %zu bytes of names): after a restart by the service manager the rest is made "
+			    "anew; a re-execution (systemctl reload, hugepoolctl restart) keeps everything",
+			    u.sent, u.kept, u.entries_max, u.names_max);
 }
 
 /* One line: how this life started. */
@@ -263,44 +270,20 @@ static bool boot_progress(uint64_t done, uint64_t total, void *ud)
 }
 
 /*
- * The daemon's executable as it was started, resolved once at start: after an upgrade the path
- * names the new binary (/proc/self/exe would name the old, deleted one).
+ * A restart without a service manager (or within one), checked and prepared by reexec_prepare
+ * while the daemon still served: tear the daemon down as a stop for the next life does
+ * (journals closed clean, the warm state left as it is), and become the daemon's binary again
+ * with everything handed over (reexec.h).
  */
-static const char *self_path(void)
+static int reexec(struct parts *d)
 {
-	static char path[4096];
+	int r;
 
-	if (!path[0]) {
-		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-
-		path[n > 0 ? n : 0] = '\0';
-		/* "/usr/sbin/hugepoold (deleted)" when replaced before we looked: the path it had */
-		if (n > 10 && strcmp(path + n - 10, " (deleted)") == 0)
-			path[n - 10] = '\0';
-	}
-	return path[0] ? path : NULL;
-}
-
-/*
- * A restart without a service manager (or within one): take copies of everything kept, tear the
- * daemon down as a stop for the next life does (journals closed clean, the warm state left as it
- * is), and become the daemon's binary again with the copies at 3.. (fdstore.h).
- */
-static int reexec(struct parts *d, char **argv)
-{
-	const char *path = self_path();
-	int r = fdstore_exec_prepare();
-
-	if (r < 0) {
-		log_error_errno(r, "Failed to keep the daemon's fds for the re-execution: %m; stopping instead");
-		parts_free(d);
-		return EXIT_USAGE;
-	}
 	notify_send("RELOADING=1\nSTATUS=Restarting");
 	parts_free(d);
-	log_info("Re-executing '%s'", path);
-	r = fdstore_exec(path, argv);
-	log_error_errno(r, "Failed to re-execute '%s': %m", path);
+	log_info("Re-executing '%s'", reexec_path());
+	r = reexec_run();
+	log_error_errno(r, "Failed to re-execute '%s': %m", reexec_path());
 	return EXIT_USAGE;
 }
 
@@ -360,7 +343,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	log_open();
-	(void)self_path(); /* before anything can replace the binary */
+	reexec_init(argv); /* before anything can replace the binary */
 	r = config_load(path, &cfg, err, sizeof(err));
 	if (r < 0) {
 		if (check)
@@ -393,6 +376,7 @@ int main(int argc, char **argv)
 	/* what a previous life of the daemon left in the fd store (or handed over re-executing) */
 	if (fdstore_receive(&d.handed, &d.nhanded) < 0)
 		return boot_failed(&d, EXIT_POOL);
+	warm_upgrade_names(d.handed, d.nhanded);
 	/* what it will hold, twice over for a re-execution's copies */
 	grow_fd_table(2 * ((uint64_t)config_buffers(&cfg) + cfg.max_connections + d.nhanded) + 64);
 	warm_choose(d.handed, d.nhanded, &d.prev, why, sizeof(why));
@@ -437,13 +421,13 @@ int main(int argc, char **argv)
 					     .dropped_buffers = adopt.dropped, .adopted_connections = handover.adopted,
 					     .closed_connections = handover.closed,
 					     .lives = d.prev ? d.prev->lives + 1 : 1, .ready_ns = now_ns() - t0 };
-	server_set_start(d.srv, self_path(), &start);
+	server_set_start(d.srv, &start);
 	log_start(&d, &adopt, &handover, why, t0);
 	notify_sendf("READY=1\nSTATUS=Serving %s in %u buffers (%s pages)", size_format(d.pool->bytes, b1, sizeof(b1)),
 		     d.pool->nbuffers, d.pool->hugetlb ? "hugetlb" : "regular");
 	r = server_run(d.srv);
 	if (r == SERVER_REEXEC)
-		return reexec(&d, argv);
+		return reexec(&d);
 	notify_send("STOPPING=1");
 	parts_free(&d);
 	log_info("Stopped");

@@ -21,10 +21,10 @@
 
 int notify_send(const char *state)
 {
-	return notify_send_fds(state, NULL, 0);
+	return notify_send_fds(state, NULL, 0, 0);
 }
 
-int notify_send_fds(const char *state, const int *fds, unsigned nfds)
+int notify_send_fds(const char *state, const int *fds, unsigned nfds, int flags)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -51,7 +51,7 @@ int notify_send_fds(const char *state, const int *fds, unsigned nfds)
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL | flags) < 0)
 		return -errno;
 	return 1;
 }

@@ -176,7 +176,7 @@ static void drop_fd(struct pool_adopt *a, int fd, uint64_t fd_id)
 {
 	char name[WARM_NAME_MAX];
 
-	warm_buf_name(fd_id, name);
+	warm_name(WARM_NAME_BUF, fd_id, name);
 	fdstore_remove(name);
 	close(fd);
 	a->dropped++;
@@ -243,7 +243,7 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 
 		if (wb->state == WARM_BUF_UNKNOWN)
 			continue;
-		warm_buf_name(wb->fd_id, name);
+		warm_name(WARM_NAME_BUF, wb->fd_id, name);
 		fd = fdstore_take(a->fds, a->nfds, name);
 		if (fd < 0)
 			continue;
@@ -272,7 +272,7 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 	for (unsigned i = 0; i < a->nfds; i++) {
 		uint64_t id;
 
-		if (a->fds[i].fd >= 0 && warm_parse_name(a->fds[i].name, "buf", &id)) {
+		if (a->fds[i].fd >= 0 && warm_parse_name(a->fds[i].name, WARM_NAME_BUF, &id)) {
 			drop_fd(a, a->fds[i].fd, id);
 			a->fds[i].fd = -1;
 		}
@@ -414,8 +414,8 @@ unsigned pool_store_fds(struct pool *p)
 
 		if (p->buffers[i].fd < 0)
 			continue;
-		warm_buf_name(p->buffers[i].fd_id, name);
-		failed += fdstore_add(name, p->buffers[i].fd, false) < 0;
+		warm_name(WARM_NAME_BUF, p->buffers[i].fd_id, name);
+		failed += fdstore_add(name, p->buffers[i].fd, 0) < 0;
 	}
 	return failed;
 }
@@ -470,7 +470,7 @@ int pool_buffer_renew(struct pool *p, struct pool_buffer *b)
 	/* release the old pages first: with hugetlb the new ones may need exactly those, so the
 	 * service manager must have let go of its copy of the old memfd too */
 	if (b->fd >= 0) {
-		warm_buf_name(b->fd_id, name);
+		warm_name(WARM_NAME_BUF, b->fd_id, name);
 		fdstore_remove(name);
 		(void)fdstore_barrier(5000);
 	}
@@ -484,8 +484,8 @@ int pool_buffer_renew(struct pool *p, struct pool_buffer *b)
 		return r;
 	}
 	buffer_unmap(b);
-	warm_buf_name(b->fd_id, name);
-	if ((r = fdstore_add(name, b->fd, false)) < 0)
+	warm_name(WARM_NAME_BUF, b->fd_id, name);
+	if ((r = fdstore_add(name, b->fd, 0)) < 0)
 		log_warning_errno(r, "Buffer %u will not survive a restart of the daemon: cannot keep its memfd: %m",
 				  b->index);
 	return 0;

@@ -26,6 +26,7 @@
 #include "closer.h"
 #include "fdstore.h"
 #include "log.h"
+#include "reexec.h"
 #include "server.h"
 #include "server_internal.h"
 #include "util.h"
@@ -64,7 +65,7 @@ static void peer_destroy(struct server *s, struct peer *p)
 		char name[WARM_NAME_MAX];
 
 		/* the service manager's copy would keep the connection open for the client */
-		warm_conn_name(p->conn_id, name);
+		warm_name(WARM_NAME_CONN, p->conn_id, name);
 		fdstore_remove(name);
 		warm_conn_release(s->warm, p->warm_slot);
 	}
@@ -428,7 +429,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	}
 	/* kept across a restart only where a service manager keeps it (re-execution needs no
 	 * manager: the same process holds it) */
-	s->listen_kept = fdstore_add("listen", s->listen_fd, false) == 0 && getenv("NOTIFY_SOCKET");
+	s->listen_kept = fdstore_add("listen", s->listen_fd, 0) == 0 && getenv("NOTIFY_SOCKET");
 	refuse_passed_fds(s->listen_fd);
 	s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if ((r = epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen)) < 0 ||
@@ -475,6 +476,10 @@ int server_run(struct server *s)
 		uint64_t deadline = MIN(lease_next_deadline(s->leases), spill_audit(s->spill, now, false));
 		int timeout = -1, n;
 
+		if (now >= fdstore_due())
+			fdstore_flush(now, false);
+		deadline = MIN(deadline, fdstore_due());
+
 		if (s->listen_paused_until && now >= s->listen_paused_until) {
 			s->listen_paused_until = 0;
 			if (epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen) < 0)
@@ -501,14 +506,21 @@ int server_run(struct server *s)
 
 				if (read(s->signal_fd, &si, sizeof(si)) != sizeof(si))
 					continue;
-				s->stop = true;
-				if (si.ssi_signo == SIGUSR2 && s->self_path) {
+				if (si.ssi_signo == SIGUSR2) {
+					char why[PROTO_TEXT_MAX];
+
+					if (reexec_prepare(why, sizeof(why)) < 0) {
+						log_error("Received %s, not re-executing: %s", strsignal((int)si.ssi_signo),
+							  why);
+						continue;
+					}
 					log_info("Received %s: re-executing '%s'", strsignal((int)si.ssi_signo),
-						 s->self_path);
+						 reexec_path());
 					s->reexec = true;
 				} else {
 					log_info("Received %s, shutting down", strsignal((int)si.ssi_signo));
 				}
+				s->stop = true;
 			} else if (tag == &tag_recycler) {
 				recycler_collect(s->recycler, svc_lease_renewed, s);
 			} else {

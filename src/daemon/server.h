@@ -46,8 +46,8 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 /* 0 after SIGTERM/SIGINT; SERVER_REEXEC when a restart was asked: main re-executes the daemon. */
 #define SERVER_REEXEC 1
 int server_run(struct server *s);
-/* For status, and for restart: how this life started, and the executable to run again. */
-void server_set_start(struct server *s, const char *self_path, const struct proto_status_start *start);
+/* For status: how this life started. */
+void server_set_start(struct server *s, const struct proto_status_start *start);
 void server_free(struct server *s);
 
 #endif

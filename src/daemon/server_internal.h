@@ -137,7 +137,6 @@ struct server {
 	bool stop;
 	bool sealed; /* shutting down: the warm state and the fd store stay as they are for the next life */
 	bool reexec; /* ... and main re-executes the daemon (restart request, SIGUSR2) */
-	const char *self_path; /* the daemon's executable, as it was started; NULL: unknown */
 	struct proto_status_start start; /* how this life started, for status */
 };
 

@@ -19,16 +19,21 @@
 
 #include "fdstore.h"
 #include "log.h"
+#include "reexec.h"
 #include "server_internal.h"
 #include "util.h"
 
 /*
- * Restart: answer, then stop the way a restart for the next life stops, and have main
- * re-execute the daemon's binary with everything handed over (fdstore_exec). Admins only: it
- * pauses every client.
+ * Restart: check that it can happen (reexec_prepare: the binary runs and accepts the
+ * configuration, the fds can be copied) and refuse with the reason if not, the daemon serving
+ * on; else answer, stop the way a restart for the next life stops, and have main re-execute the
+ * daemon's binary with everything handed over. Admins only: it pauses every client.
  */
 int handle_restart(struct server *s, struct peer *p, const union proto_request *req)
 {
+	char text[PROTO_TEXT_MAX];
+	int r;
+
 	(void)req;
 	if (p->version < 4)
 		return -EPROTO; /* not a request of its protocol version */
@@ -36,12 +41,15 @@ int handle_restart(struct server *s, struct peer *p, const union proto_request *
 		send_result(p, -EPERM, "restarting the daemon is for root, the daemon's user and admin_group");
 		return 0;
 	}
-	if (!s->self_path || access(s->self_path, X_OK) < 0) {
-		send_result(p, -ENOEXEC, "the daemon cannot find its own executable to run again");
+	r = reexec_prepare(text, sizeof(text));
+	if (r < 0) {
+		log_error("Refusing the restart asked by pid %d (uid %u): %s", (int)p->owner.pid,
+			  (unsigned)p->owner.uid, text);
+		send_result(p, r, text);
 		return 0;
 	}
 	log_info("Restart asked by pid %d (uid %u): re-executing '%s'", (int)p->owner.pid, (unsigned)p->owner.uid,
-		 s->self_path);
+		 reexec_path());
 	send_result(p, 0, NULL);
 	s->stop = true;
 	s->reexec = true;
@@ -57,8 +65,8 @@ void peer_keep(struct server *s, struct peer *p)
 	if (p->warm_slot < 0)
 		return;
 	p->spill.conn_id = p->conn_id;
-	warm_conn_name(p->conn_id, name);
-	if (fdstore_add(name, p->fd, true) < 0) {
+	warm_name(WARM_NAME_CONN, p->conn_id, name);
+	if (fdstore_add(name, p->fd, FDSTORE_POLL | FDSTORE_CLIENT) < 0) {
 		warm_conn_release(s->warm, p->warm_slot);
 		p->warm_slot = -1;
 		return;
@@ -117,7 +125,7 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 	bool ok = true;
 	int64_t held = 0; /* the previous life's leases of this connection, less those given back */
 
-	warm_conn_name(c->conn_id, name);
+	warm_name(WARM_NAME_CONN, c->conn_id, name);
 	fd = fdstore_take(h->fds, h->nfds, name);
 	if (fd < 0)
 		return false; /* the client left while the daemon was down */
@@ -255,12 +263,15 @@ void warm_quiesce(struct server *s)
 	}
 	TAILQ_FOREACH(p, &s->peers, link)
 		peer_note(p, true);
+	/* a stop leaves the next life what the service manager holds: all of it (a re-execution
+	 * hands the whole table over itself) */
+	if (!s->reexec)
+		fdstore_flush(now_ns(), true);
 	s->sealed = true;
 	spill_seal(s->spill);
 }
 
-void server_set_start(struct server *s, const char *self_path, const struct proto_status_start *start)
+void server_set_start(struct server *s, const struct proto_status_start *start)
 {
-	s->self_path = self_path;
 	s->start = *start;
 }

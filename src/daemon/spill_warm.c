@@ -54,8 +54,8 @@ static void keep_fd(struct spill *sp, struct spill_kept *kept, bool page, int fd
 	kept->slot = -1;
 	if (!sp->warm || sp->sealed)
 		return;
-	warm_spill_name(page, kept->fd_id, name);
-	if (fdstore_add(name, fd, false) < 0)
+	warm_name(page ? WARM_NAME_SPAGE : WARM_NAME_SPILL, kept->fd_id, name);
+	if (fdstore_add(name, fd, FDSTORE_CLIENT) < 0)
 		return;
 	kept->slot = warm_spill_take(sp->warm);
 	if (kept->slot < 0)
@@ -106,7 +106,7 @@ void spill_keep_forget(struct spill *sp, struct spill_kept *kept, bool page)
 
 	if (kept->slot < 0 || !sp->warm || sp->sealed)
 		return;
-	warm_spill_name(page, kept->fd_id, name);
+	warm_name(page ? WARM_NAME_SPAGE : WARM_NAME_SPILL, kept->fd_id, name);
 	fdstore_remove(name);
 	warm_spill_release(sp->warm, kept->slot);
 	kept->slot = -1;
@@ -143,7 +143,7 @@ static int take(const struct warm_spill *ws, struct fdstore_fd *fds, unsigned nf
 {
 	char name[WARM_NAME_MAX];
 
-	warm_spill_name(ws->state == WARM_SPILL_PAGE, ws->fd_id, name);
+	warm_name(ws->state == WARM_SPILL_PAGE ? WARM_NAME_SPAGE : WARM_NAME_SPILL, ws->fd_id, name);
 	return fdstore_take(fds, nfds, name);
 }
 
@@ -243,7 +243,7 @@ void spill_adopt_rest(struct spill *sp, const struct warm_prev *prev, struct fds
 			struct spill_owner o;
 			char name[WARM_NAME_MAX];
 
-			warm_spill_name(ws->state == WARM_SPILL_PAGE, ws->fd_id, name);
+			warm_name(ws->state == WARM_SPILL_PAGE ? WARM_NAME_SPAGE : WARM_NAME_SPILL, ws->fd_id, name);
 			if (!fdstore_has(fds, nfds, name))
 				continue; /* taken with its connection, or gone */
 			spill_owner_init(sp, &o, ws->uid, ws->pid);

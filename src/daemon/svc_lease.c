@@ -102,7 +102,7 @@ static void on_retire(struct pool_buffer *b, void *ud)
 	log_debug("Buffer %u of retired class \"%s\" let go: closing it", b->index,
 		  s->pool->classes[b->class_index].name);
 	if (b->fd >= 0) {
-		warm_buf_name(b->fd_id, name);
+		warm_name(WARM_NAME_BUF, b->fd_id, name);
 		fdstore_remove(name);
 		close(b->fd);
 		b->fd = -1;

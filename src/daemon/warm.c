@@ -121,27 +121,32 @@ uint64_t warm_new_id(void)
 	return id;
 }
 
-void warm_buf_name(uint64_t id, char name[WARM_NAME_MAX])
+/*
+ * The kinds of fds kept, one row each: the letter a name starts with, and the prefix names had
+ * before (a daemon upgraded by a warm restart gets its predecessor's fds under those).
+ */
+static const struct {
+	char tag;
+	const char *legacy;
+} kinds[] = {
+	[WARM_NAME_BUF] = { 'b', "buf" },     [WARM_NAME_STATE] = { 's', "state" },
+	[WARM_NAME_CONN] = { 'c', "conn" },   [WARM_NAME_SPILL] = { 'f', "spill" },
+	[WARM_NAME_SPAGE] = { 'p', "spage" },
+};
+
+/* 64 digits for 6 bits each, none of them ':' (systemd's fd names are printable ASCII but ':') */
+static const char digits[64] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
+#define ID_DIGITS 11 /* 64 bits */
+
+void warm_name(enum warm_name_kind k, uint64_t id, char name[WARM_NAME_MAX])
 {
-	snprintf(name, WARM_NAME_MAX, "buf.%016" PRIx64, id);
+	name[0] = kinds[k].tag;
+	for (int i = ID_DIGITS; i >= 1; i--, id >>= 6)
+		name[i] = digits[id & 63];
+	name[ID_DIGITS + 1] = '\0';
 }
 
-void warm_state_name(uint64_t id, char name[WARM_NAME_MAX])
-{
-	snprintf(name, WARM_NAME_MAX, "state.%016" PRIx64, id);
-}
-
-void warm_conn_name(uint64_t id, char name[WARM_NAME_MAX])
-{
-	snprintf(name, WARM_NAME_MAX, "conn.%016" PRIx64, id);
-}
-
-void warm_spill_name(bool page, uint64_t id, char name[WARM_NAME_MAX])
-{
-	snprintf(name, WARM_NAME_MAX, "%s.%016" PRIx64, page ? "spage" : "spill", id);
-}
-
-bool warm_parse_name(const char *name, const char *prefix, uint64_t *id)
+static bool parse_legacy(const char *name, const char *prefix, uint64_t *id)
 {
 	size_t n = strlen(prefix);
 	char *end;
@@ -151,6 +156,37 @@ bool warm_parse_name(const char *name, const char *prefix, uint64_t *id)
 	errno = 0;
 	*id = strtoull(name + n + 1, &end, 16);
 	return !errno && !*end;
+}
+
+bool warm_parse_name(const char *name, enum warm_name_kind k, uint64_t *id)
+{
+	uint64_t v = 0;
+
+	if (name[0] != kinds[k].tag || strlen(name) != ID_DIGITS + 1)
+		return parse_legacy(name, kinds[k].legacy, id);
+	for (int i = 1; i <= ID_DIGITS; i++) {
+		const char *d = memchr(digits, name[i], sizeof(digits));
+
+		/* the first digit holds the top 4 bits only */
+		if (!d || !name[i] || (i == 1 && d - digits >= 16))
+			return false;
+		v = v << 6 | (uint64_t)(d - digits);
+	}
+	*id = v;
+	return true;
+}
+
+void warm_upgrade_names(struct fdstore_fd *fds, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned k = 0; k < ARRAY_SIZE(kinds); k++) {
+			uint64_t id;
+
+			if (parse_legacy(fds[i].name, kinds[k].legacy, &id)) {
+				warm_name((enum warm_name_kind)k, id, fds[i].name);
+				break;
+			}
+		}
 }
 
 int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
@@ -289,7 +325,7 @@ void warm_choose(struct fdstore_fd *fds, unsigned n, struct warm_prev **ret, cha
 		uint64_t id;
 		int r;
 
-		if (fds[i].fd < 0 || !warm_parse_name(fds[i].name, "state", &id))
+		if (fds[i].fd < 0 || !warm_parse_name(fds[i].name, WARM_NAME_STATE, &id))
 			continue;
 		r = warm_read(fds[i].fd, &prev, err, errlen);
 		if (r == -ENOMEM)
@@ -315,7 +351,7 @@ void warm_choose(struct fdstore_fd *fds, unsigned n, struct warm_prev **ret, cha
 		if (best) {
 			char name[WARM_NAME_MAX];
 
-			warm_state_name(best->id, name);
+			warm_name(WARM_NAME_STATE, best->id, name);
 			fdstore_remove(name);
 			warm_prev_free(best);
 		}

@@ -4,17 +4,17 @@
  *
  * The daemon keeps one memfd, mapped, that it never gives to a client: a header and one
  * fixed-size record per pool buffer saying which class and index it is, the name its memfd is
- * kept under in the fd store ("buf.<id>"), and whether its pages are fresh (CLEAN), were last
+ * kept under in the fd store (warm_name), and whether its pages are fresh (CLEAN), were last
  * written by a uid (DIRTY), are held by a connection (LEASED: which, under which lease id) or
  * must be renewed before anyone gets them (BROKEN); then one record per connection slot
- * (max_connections of them): its socket's name in the store ("conn.<id>"), its credentials and
- * name, whether the next life can serve on it (struct warm_conn), and the acquire it waits in; then
- * one record per spill file or spill page the daemon keeps (struct warm_spill: whose, under which
- * id and charge, kept as "spill.<id>" or "spage.<id>"). The records are kept current as the lease table changes (plain stores into shared memory, so
- * they survive a SIGKILL as they are), and the memfd itself is kept in the fd store as
- * "state.<id>". Each record carries a sequence number that is odd while it is being written
- * and a CRC, so that a record torn by a crash, or garbage, is seen as such: its buffer is then
- * not trusted (renewed or dropped), never handed to a second holder.
+ * (max_connections of them): its socket's name in the store, its credentials and name, whether
+ * the next life can serve on it (struct warm_conn), and the acquire it waits in; then one record
+ * per spill file or spill page the daemon keeps (struct warm_spill: whose, under which id and
+ * charge, and the name of its fd in the store). The records are kept current as the lease table
+ * changes (plain stores into shared memory, so they survive a SIGKILL as they are), and the
+ * memfd itself is kept in the fd store too. Each record carries a sequence number that is odd
+ * while it is being written and a CRC, so that a record torn by a crash, or garbage, is seen as
+ * such: its buffer is then not trusted (renewed or dropped), never handed to a second holder.
  *
  * warm_read() copies a predecessor's memfd into private memory once and checks it; anything it
  * cannot understand (other magic or version, a bad header CRC, sizes that do not add up) is an
@@ -44,7 +44,7 @@ struct warm_buf {
 	uid_t uid; /* DIRTY, LEASED */
 	uint32_t index; /* in its class */
 	uint64_t size;
-	uint64_t fd_id; /* its memfd is kept as "buf.<fd_id in hex>" */
+	uint64_t fd_id; /* its memfd is kept as warm_name(WARM_NAME_BUF, fd_id) */
 	char class_name[WARM_CLASS_NAME_MAX];
 	/* LEASED: to which connection, under which lease id, since when */
 	uint64_t conn_id;
@@ -72,7 +72,7 @@ enum warm_conn_state {
 
 struct warm_conn {
 	enum warm_conn_state state;
-	uint64_t conn_id; /* its socket is kept as "conn.<conn_id in hex>" */
+	uint64_t conn_id; /* its socket is kept as warm_name(WARM_NAME_CONN, conn_id) */
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;
@@ -92,9 +92,9 @@ struct warm_conn {
  */
 enum warm_spill_state {
 	WARM_SPILL_FREE = 0,
-	WARM_SPILL_FILE, /* kept as "spill.<fd_id>" */
-	WARM_SPILL_LINGER, /* kept as "spill.<fd_id>" */
-	WARM_SPILL_PAGE, /* a connection's spill page, kept as "spage.<fd_id>" */
+	WARM_SPILL_FILE, /* kept as warm_name(WARM_NAME_SPILL, fd_id) */
+	WARM_SPILL_LINGER, /* kept as warm_name(WARM_NAME_SPILL, fd_id) */
+	WARM_SPILL_PAGE, /* a connection's spill page, kept as WARM_NAME_SPAGE */
 };
 
 struct warm_spill {
@@ -109,7 +109,7 @@ struct warm_spill {
 
 /* What a predecessor left, as read and checked by warm_read. */
 struct warm_prev {
-	uint64_t id; /* its memfd was kept as "state.<id in hex>" */
+	uint64_t id; /* its memfd was kept as warm_name(WARM_NAME_STATE, id) */
 	uint64_t lives; /* daemon lives that handed this pool over, this one's predecessor included */
 	uint64_t page_size;
 	bool hugetlb;
@@ -122,7 +122,7 @@ struct warm_prev {
 };
 
 /*
- * Among the fds a previous life left (fdstore.h), take the "state.*" memfds, read them, and keep
+ * Among the fds a previous life left (fdstore.h), take the state memfds, read them, and keep
  * the newest one that reads (the most lives; a life that died while replacing its state may
  * leave two). *ret NULL: none usable, why in err ("" when there was none at all). The chosen
  * memfd is closed too: the caller removes its name from the store (*ret)->id once its own state
@@ -157,14 +157,16 @@ void warm_free(struct warm *w);
 uint64_t warm_new_id(void);
 
 /*
- * The fd store's names: "buf.<id>", "state.<id>", "conn.<id>", "spill.<id>" (a spill file),
- * "spage.<id>" (a spill page); and the id back from a name (false: not one).
+ * The fd store's names: a letter for the kind and the id in 11 digits of 6 bits ("bAZ09-_..."),
+ * 12 bytes, so that the most a configuration keeps still fits in LISTEN_FDNAMES (fdstore.h).
+ * warm_parse_name takes the id back from a name of kind k (false: not one), also from the names
+ * of daemons before this form ("buf.<16 hex digits>"); warm_upgrade_names rewrites those among
+ * fds into this form, so that they are taken by the names this life looks for.
  */
+enum warm_name_kind { WARM_NAME_BUF, WARM_NAME_STATE, WARM_NAME_CONN, WARM_NAME_SPILL, WARM_NAME_SPAGE };
 #define WARM_NAME_MAX 32
-void warm_buf_name(uint64_t id, char name[WARM_NAME_MAX]);
-void warm_state_name(uint64_t id, char name[WARM_NAME_MAX]);
-void warm_conn_name(uint64_t id, char name[WARM_NAME_MAX]);
-void warm_spill_name(bool page, uint64_t id, char name[WARM_NAME_MAX]);
-bool warm_parse_name(const char *name, const char *prefix, uint64_t *id);
+void warm_name(enum warm_name_kind k, uint64_t id, char name[WARM_NAME_MAX]);
+bool warm_parse_name(const char *name, enum warm_name_kind k, uint64_t *id);
+void warm_upgrade_names(struct fdstore_fd *fds, unsigned n);
 
 #endif

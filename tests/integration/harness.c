@@ -114,13 +114,16 @@ static int subst_dir(char *dst, size_t len, const char *src, const char *dir)
 	return 0;
 }
 
-/* Remember how to run the daemon: o's environment and wrapper (o NULL: none). */
+/* Remember how to run the daemon: o's environment, wrapper and binary (o NULL: none, the built one). */
 static int set_opts(struct daemon *d, const struct harness_opts *o)
 {
 	d->nenv = 0;
 	d->wrapper[0] = '\0';
+	snprintf(d->binary, sizeof(d->binary), "%s/hugepoold", harness_build());
 	if (!o)
 		return 0;
+	if (o->binary && (size_t)snprintf(d->binary, sizeof(d->binary), "%s", o->binary) >= sizeof(d->binary))
+		return -ENAMETOOLONG;
 	for (unsigned i = 0; i < HARNESS_ENV_MAX && o->env[i]; i++) {
 		if (!strchr(o->env[i], '=') || strlen(o->env[i]) >= sizeof(d->env[0]))
 			return -EINVAL;
@@ -140,7 +143,7 @@ static int set_opts(struct daemon *d, const struct harness_opts *o)
 static int spawn(struct daemon *d)
 {
 	extern char **environ;
-	char notify_env[128], bin[256], ready_env[8][256];
+	char notify_env[128], fdstore_env[32], ready_env[8][256];
 	char **env;
 	unsigned nenv = 0, nenviron = 0;
 	struct manager_layout *layout = NULL;
@@ -169,14 +172,18 @@ static int spawn(struct daemon *d)
 	}
 	snprintf(notify_env, sizeof(notify_env), "NOTIFY_SOCKET=%s/notify", d->dir);
 	for (unsigned i = 0; i < nenviron; i++)
-		if (strncmp(environ[i], "NOTIFY_SOCKET=", 14) && strncmp(environ[i], "LISTEN_", 7))
+		if (strncmp(environ[i], "NOTIFY_SOCKET=", 14) && strncmp(environ[i], "LISTEN_", 7) &&
+		    strncmp(environ[i], "FDSTORE=", 8))
 			env[nenv++] = environ[i];
 	env[nenv++] = notify_env;
+	/* as systemd 254+ says FileDescriptorStoreMax= */
+	snprintf(fdstore_env, sizeof(fdstore_env), "FDSTORE=%u", d->fdstore_max);
+	if (d->fdstore_max)
+		env[nenv++] = fdstore_env;
 	for (unsigned i = 0; i < d->nenv; i++) {
 		snprintf(ready_env[i], sizeof(ready_env[i]), "%s", d->env[i]);
 		env[nenv++] = ready_env[i];
 	}
-	snprintf(bin, sizeof(bin), "%s/hugepoold", harness_build());
 	d->starts++;
 	d->exit_status = 0;
 	d->pid = fork();
@@ -206,9 +213,9 @@ static int spawn(struct daemon *d)
 		manager_layout_child(layout, env, &nenv);
 		env[nenv] = NULL;
 		if (d->wrapper[0])
-			execve(d->wrapper, (char *[]){ d->wrapper, bin, "-v", "-c", d->conf, NULL }, env);
+			execve(d->wrapper, (char *[]){ d->wrapper, d->binary, "-v", "-c", d->conf, NULL }, env);
 		else
-			execve(bin, (char *[]){ "hugepoold", "-v", "-c", d->conf, NULL }, env);
+			execve(d->binary, (char *[]){ "hugepoold", "-v", "-c", d->conf, NULL }, env);
 		_exit(127);
 	}
 	free(env);

@@ -42,6 +42,7 @@ struct daemon {
 	char env[HARNESS_ENV_MAX][256];
 	unsigned nenv;
 	char wrapper[256]; /* "" = none */
+	char binary[256]; /* the daemon's executable */
 	unsigned starts; /* times a daemon was started on this directory */
 	/* the service manager (manager.h): $NOTIFY_SOCKET, and the fd store when fdstore_max > 0;
 	 * it outlives each daemon, as systemd does, until harness_cleanup */
@@ -56,8 +57,11 @@ struct harness_opts {
 	 * with '/' (e.g. "tests/noiouring"); NULL = none */
 	const char *wrapper;
 	/* FileDescriptorStoreMax=: > 0 keeps the fds the daemon stores and hands them to the next
-	 * start (harness_restart) from fd 3 with LISTEN_* set, as systemd does */
+	 * start (harness_restart) from fd 3 with LISTEN_* set, as systemd does, and sets $FDSTORE
+	 * as systemd 254+ does */
 	unsigned fdstore_max;
+	/* the daemon's executable (NULL: $HP_BUILD/hugepoold), e.g. a copy a test replaces */
+	const char *binary;
 };
 
 /*

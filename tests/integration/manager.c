@@ -26,6 +26,8 @@ struct kept {
 	char name[NAME_MAX_ + 1];
 	int fd;
 	bool poll;
+	dev_t dev; /* the file it is, to find a duplicate without a system call per kept fd */
+	ino_t ino;
 };
 
 struct manager {
@@ -53,13 +55,6 @@ static void kept_drop(struct manager *m, unsigned i)
 {
 	close(m->kept[i].fd);
 	m->kept[i] = m->kept[--m->nkept];
-}
-
-static bool same_file(int a, int b)
-{
-	struct stat sa, sb;
-
-	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 static const char *field(const char *msg, const char *key, char *val, size_t len)
@@ -101,10 +96,11 @@ static void handle(struct manager *m, const char *msg, int *fds, unsigned nfds)
 		if (!field(msg, "FDNAME", name, sizeof(name)))
 			snprintf(name, sizeof(name), "stored");
 		for (unsigned i = 0; i < nfds; i++) {
-			bool dup = false;
+			struct stat st;
+			bool dup = fstat(fds[i], &st) < 0;
 
 			for (unsigned k = 0; k < m->nkept && !dup; k++)
-				dup = same_file(m->kept[k].fd, fds[i]);
+				dup = m->kept[k].dev == st.st_dev && m->kept[k].ino == st.st_ino;
 			if (dup || m->nkept >= m->store_max || m->nkept >= KEPT_MAX)
 				continue;
 			if (m->nkept == m->capkept) {
@@ -116,7 +112,7 @@ static void handle(struct manager *m, const char *msg, int *fds, unsigned nfds)
 				m->kept = k;
 				m->capkept = cap;
 			}
-			m->kept[m->nkept++] = (struct kept){ .fd = fds[i], .poll = poll };
+			m->kept[m->nkept++] = (struct kept){ .fd = fds[i], .poll = poll, .dev = st.st_dev, .ino = st.st_ino };
 			snprintf(m->kept[m->nkept - 1].name, sizeof(name), "%s", name);
 			fds[i] = -1;
 		}

@@ -48,8 +48,9 @@ static const struct harness_opts with_store = { .fdstore_max = 4096 };
 
 /*
  * warm.c's layout, which the tests that read or tear the state memfd rely on: a header (its size
- * at byte 12, nbuffers at 20, conn_record_size at 24, nconns at 28), then 96-byte buffer records,
- * then the connection records (state at byte 8 of a record; 3 = BUSY).
+ * at byte 12, nbuffers at 20, conn_record_size at 24, nconns at 28, spill_record_size at 32,
+ * nspills at 36), then 96-byte buffer records, then the connection records, then the spill
+ * records (state at byte 8 of a record, 0 = FREE; 3 = BUSY for a connection).
  */
 #define STATE_BUF_RECORD 96
 #define STATE_CONN_BUSY 3
@@ -66,29 +67,44 @@ static void start_store(struct daemon *d, const char *classes)
 
 /*
  * Before a SIGKILL: wait until the daemon has noted every connection as not in the middle of a
- * request (it does so right after it sent a reply), reading its state memfd as the next life will.
+ * request (it does so right after it sent a reply), reading its state memfd as the next life will,
+ * and until the service manager holds every connection and spill file it recorded (the daemon
+ * sends those once they have lived a second: fdstore.h).
  */
 static void wait_settled(const struct daemon *d)
 {
-	uint32_t h[8];
-	int fd = manager_dup(d->mgr, "state."), busy = 1;
+	uint32_t h[10];
+	int fd = manager_dup(d->mgr, "s"), busy = 1;
+	unsigned conns = 0, spills = 0, held = 0;
 
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
-	for (int tries = 0; tries < 5000 && busy; tries++) {
+	for (int tries = 0; tries < 5000 && (busy || held < conns + spills); tries++) {
+		off_t at = h[3] + (off_t)h[5] * STATE_BUF_RECORD;
+
 		busy = 0;
+		conns = spills = 0;
 		for (uint32_t i = 0; i < h[7]; i++) {
 			uint32_t st;
 
-			assert_int_equal(pread(fd, &st, 4, h[3] + (off_t)h[5] * STATE_BUF_RECORD + (off_t)i * h[6] + 8),
-					 4);
+			assert_int_equal(pread(fd, &st, 4, at + (off_t)i * h[6] + 8), 4);
 			busy += st == STATE_CONN_BUSY;
+			conns += st != 0;
 		}
-		if (busy)
+		at += (off_t)h[7] * h[6];
+		for (uint32_t i = 0; i < h[9]; i++) {
+			uint32_t st;
+
+			assert_int_equal(pread(fd, &st, 4, at + (off_t)i * h[8] + 8), 4);
+			spills += st != 0;
+		}
+		held = manager_count(d->mgr, "c") + manager_count(d->mgr, "f") + manager_count(d->mgr, "p");
+		if (busy || held < conns + spills)
 			usleep(1000);
 	}
 	close(fd);
 	assert_int_equal(busy, 0);
+	assert_true(held >= conns + spills);
 }
 
 static void restart(struct daemon *d, bool kill_it)
@@ -172,8 +188,8 @@ static void test_pool_survives(void **state)
 	(void)state;
 	start_store(&d, ONE);
 	/* what the daemon keeps: each buffer, its state, its listening socket */
-	assert_int_equal(manager_count(d.mgr, "buf."), NBUF);
-	assert_int_equal(manager_count(d.mgr, "state."), 1);
+	assert_int_equal(manager_count(d.mgr, "b"), NBUF);
+	assert_int_equal(manager_count(d.mgr, "s"), 1);
 	assert_int_equal(manager_count(d.mgr, "listen"), 1);
 	fill_and_release(&d);
 	restart(&d, false);
@@ -183,8 +199,8 @@ static void test_pool_survives(void **state)
 	assert_int_equal(manager_stores(d.mgr), 1);
 	assert_int_equal(contents_now(&d), ALL_KEPT);
 	/* the old state is gone from the store, the new one is there */
-	assert_int_equal(manager_count(d.mgr, "state."), 1);
-	assert_int_equal(manager_count(d.mgr, "buf."), NBUF);
+	assert_int_equal(manager_count(d.mgr, "s"), 1);
+	assert_int_equal(manager_count(d.mgr, "b"), NBUF);
 
 	restart(&d, true);
 	check_warm(&d, "Warm start (life 3): adopted 4 buffers (8.0 MiB), faulted 0, dropped 0");
@@ -274,7 +290,7 @@ static int start_with_state(struct daemon *d)
 
 	start_store(d, ONE);
 	fill_and_release(d);
-	fd = manager_dup(d->mgr, "state.");
+	fd = manager_dup(d->mgr, "s");
 	assert_true(fd >= 0);
 	return fd;
 }
@@ -294,8 +310,8 @@ static void test_corrupt_state_is_cold(void **state)
 	check_warm(&d, "Cold start: the state could not be used; faulted 4 buffers, dropped 4");
 	assert_int_equal(contents_now(&d) & ~(1u << 31), 1u);
 	/* the dropped buffers are gone from the store, the new ones in it */
-	assert_int_equal(manager_count(d.mgr, "buf."), NBUF);
-	assert_int_equal(manager_count(d.mgr, "state."), 1);
+	assert_int_equal(manager_count(d.mgr, "b"), NBUF);
+	assert_int_equal(manager_count(d.mgr, "s"), 1);
 	stop(&d);
 }
 
@@ -339,13 +355,13 @@ static void test_config_changes(void **state)
 			 0);
 	restart(&d, false);
 	check_warm(&d, "adopted 4 buffers (8.0 MiB), faulted 3, dropped 1");
-	assert_int_equal(manager_count(d.mgr, "buf."), 7);
+	assert_int_equal(manager_count(d.mgr, "b"), 7);
 	/* the class's size changes: nothing of it can be adopted */
 	assert_int_equal(harness_reconfigure(&d, NULL, "[class one]\nsize = 4M\ncount = 4\n"), 0);
 	restart(&d, false);
 	check_warm(&d, "Cold start: nothing the previous life left fits the configuration; faulted 4 buffers, "
 		       "dropped 7");
-	assert_int_equal(manager_count(d.mgr, "buf."), 4);
+	assert_int_equal(manager_count(d.mgr, "b"), 4);
 	assert_int_equal(contents_now(&d) & ~(1u << 31), 1u);
 	stop(&d);
 }
@@ -401,7 +417,7 @@ static void test_retired_until_released(void **state)
 	/* "two" is gone and "one" changed size: the 2 held buffers are taken over, the 3 free
 	 * ones of the old "one" dropped, the 4 of the new "one" made */
 	check_warm(&d, "adopted 2 buffers (6.0 MiB), faulted 4, dropped 3; 1 connections served on, 0 closed");
-	assert_int_equal(manager_count(d.mgr, "buf."), 6);
+	assert_int_equal(manager_count(d.mgr, "b"), 6);
 	st = status(c);
 	assert_int_equal(st->nclasses, 3);
 	assert_int_equal(st->nleases, 2);
@@ -422,9 +438,9 @@ static void test_retired_until_released(void **state)
 	assert_int_equal(st->classes[1].total + st->classes[2].total, 0);
 	hp_status_free(st);
 	/* gone from the store too (the manager reads its notify socket in a thread of its own) */
-	for (int i = 0; i < 5000 && manager_count(d.mgr, "buf.") != 4; i++)
+	for (int i = 0; i < 5000 && manager_count(d.mgr, "b") != 4; i++)
 		usleep(1000);
-	assert_int_equal(manager_count(d.mgr, "buf."), 4);
+	assert_int_equal(manager_count(d.mgr, "b"), 4);
 	/* and the next life knows nothing of them */
 	restart(&d, true);
 	check_warm(&d, "Warm start (life 3): adopted 4 buffers (16.0 MiB), faulted 0, dropped 0");
@@ -683,6 +699,10 @@ static void test_mid_request_closed(void **state)
 			usleep(1000);
 	}
 	assert_int_equal(unread, 0);
+	/* the service manager holds the connection once it lived a second (fdstore.h) */
+	for (int i = 0; i < 5000 && manager_count(d.mgr, "c") < 1; i++)
+		usleep(1000);
+	assert_int_equal(manager_count(d.mgr, "c"), 1);
 	assert_int_equal(harness_kill(&d), 128 + SIGKILL);
 	running = NULL;
 	assert_int_equal(harness_restart(&d), 0);

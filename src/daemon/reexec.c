@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reexec.c - see reexec.h. The check runs the binary as posix_spawn(3) does (the child shares
+ * our memory until it executes, so a large pool costs it no page-table copy), through
+ * /proc/self/fd so that the file checked is the file opened, with stdout discarded and stderr
+ * read back for the refusal.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fdstore.h"
+#include "reexec.h"
+#include "util.h"
+
+#define CHECK_MS 10000 /* how long the next binary may take to check the configuration */
+
+static char **args; /* the daemon's argv, as main got it */
+static char path[4096]; /* "" when unknown */
+static int self_fd = -1; /* this life's binary */
+static int exe_fd = -1; /* the binary to become, once prepared */
+
+void reexec_init(char **argv)
+{
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+	args = argv;
+	path[n > 0 ? n : 0] = '\0';
+	/* "/usr/sbin/hugepoold (deleted)" when replaced before we looked: the path it had */
+	if (n > 10 && strcmp(path + n - 10, " (deleted)") == 0)
+		path[n - 10] = '\0';
+	self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+}
+
+const char *reexec_path(void)
+{
+	return path[0] ? path : NULL;
+}
+
+/* The first line of text, without its newline, for a reply. */
+static void first_line(char *text)
+{
+	text[strcspn(text, "\n")] = '\0';
+}
+
+/* Run the binary open at fd as `ARGS --check-config`: 0 if it exits 0, else why in err. */
+static int check(int fd, char *err, size_t errlen)
+{
+	char exe[64], out[512] = "";
+	size_t nargs = 0, got = 0;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	_cleanup_free_ char **argv = NULL;
+	uint64_t deadline = now_ns() + CHECK_MS * 1000000ull;
+	sigset_t none, dfl;
+	int p[2], status = 0, r;
+	bool timed_out = false;
+	pid_t pid;
+
+	while (args[nargs])
+		nargs++;
+	argv = calloc(nargs + 2, sizeof(*argv));
+	if (!argv || pipe2(p, O_CLOEXEC) < 0)
+		return argv ? -errno : -ENOMEM;
+	memcpy(argv, args, nargs * sizeof(*argv));
+	argv[nargs] = (char *)"--check-config";
+	snprintf(exe, sizeof(exe), "/proc/self/fd/%d", fd);
+	sigemptyset(&none);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	sigaddset(&dfl, SIGIO);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDERR_FILENO);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &dfl);
+	r = -posix_spawn(&pid, exe, &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(p[1]);
+	if (r < 0) {
+		close(p[0]);
+		snprintf(err, errlen, "cannot run '%s': %s", path, strerror(-r));
+		return r;
+	}
+	/* its stderr until it closes it (exits), at most CHECK_MS */
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		uint64_t now = now_ns();
+		char scratch[256], *to;
+		ssize_t n;
+
+		if (now >= deadline) {
+			timed_out = true;
+			kill(pid, SIGKILL);
+			break;
+		}
+		r = poll(&pfd, 1, (int)((deadline - now) / 1000000 + 1));
+		if (r < 0 && errno != EINTR) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		if (r <= 0)
+			continue;
+		/* past what a reply can say, drain it anyway: a child blocked on its stderr never exits */
+		to = got < sizeof(out) - 1 ? out + got : scratch;
+		n = read(p[0], to, to == scratch ? sizeof(scratch) : sizeof(out) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* end of file: it exited (or closed its stderr) */
+		if (to != scratch)
+			got += (size_t)n;
+	}
+	out[got] = '\0';
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	first_line(out);
+	if (timed_out)
+		snprintf(err, errlen, "'%s --check-config' did not finish in %d s", path, CHECK_MS / 1000);
+	else if (WIFEXITED(status))
+		snprintf(err, errlen, "'%s --check-config' exited with status %d%s%s", path, WEXITSTATUS(status),
+			 out[0] ? ": " : "", out);
+	else
+		snprintf(err, errlen, "'%s --check-config' was killed by signal %d", path, WTERMSIG(status));
+	return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? -EINVAL : -ENOEXEC;
+}
+
+int reexec_prepare(char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int r;
+
+	if (!path[0]) {
+		snprintf(err, errlen, "the daemon cannot find its own executable to run again");
+		return -ENOEXEC;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot open '%s': %s", path, strerror(-r));
+		return r;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 0111)) {
+		snprintf(err, errlen, "'%s' is not an executable file", path);
+		return -EACCES;
+	}
+	r = check(fd, err, errlen);
+	if (r < 0)
+		return r;
+	r = fdstore_exec_prepare();
+	if (r < 0) {
+		snprintf(err, errlen, "cannot keep copies of the %u fds to hand over: %s", fdstore_count(),
+			 strerror(-r));
+		return r;
+	}
+	if (exe_fd >= 0)
+		close(exe_fd);
+	exe_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int reexec_run(void)
+{
+	return fdstore_exec(exe_fd, self_fd, args);
+}

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_restart_hostile.c - warm restart against large pools and hostile clients (the second
+ * audit, finding 1): what a restart hands over never passes through a channel that cannot hold
+ * it; a restart that cannot happen is refused before anything stops, and the daemon goes on
+ * serving.
+ *
+ * The attacker is a client of another uid (HARNESS_OTHER_UID, the test runs as root; without
+ * root those cases are skipped) that stays within every per-uid limit. Pools are many small
+ * buffers of regular shared memory (hugepages = off), so that thousands of fds cost little.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "hugepool.h"
+#include "manager.h"
+#include "proto.h"
+#include "case.h"
+
+/* Run hugepoolctl with args against d; its exit status, its stdout and stderr in out. */
+static int ctl(const struct daemon *d, const char *args, char *out, size_t outlen)
+{
+	char cmd[512];
+	FILE *f;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/hugepoolctl -s %s %s 2>&1", harness_build(), d->socket, args);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(out, 1, outlen - 1, f);
+	out[n] = '\0';
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void check_log(const struct daemon *d, const char *line, int times)
+{
+	if (harness_log_count(d, line) != times) {
+		harness_dump_log(d);
+		fail_msg("the daemon did not say \"%s\" %d times", line, times);
+	}
+}
+
+/* --- finding 1: names that no environment string holds ------------------------------------ */
+
+#define CONNS 64 /* max_connections_per_uid's default */
+#define STREAMS_PER_CONN 16 /* 1024 spill files */
+
+struct attacker {
+	const char *socket;
+	int ready[2], go[2]; /* attacker -> test: "holding everything"; test -> attacker: "restarted" */
+};
+
+/*
+ * As the other uid, within its limits: 64 connections, each with a spill page and 16 spill
+ * files. Once the daemon restarted, every connection must still be served and every file
+ * still readable. 0 when so, 20+ on a setup error, 13 when something was lost.
+ */
+static int hoarder_main(void *arg)
+{
+	const struct attacker *a = arg;
+	static hp_conn *c[CONNS];
+	static hp_spill *sp[CONNS][STREAMS_PER_CONN];
+	struct hp_spill_opts o = { .threshold = HP_SPILL_ALWAYS_FILE };
+	char x = 'r', buf[8];
+	int lost = 0;
+
+	for (int i = 0; i < CONNS; i++) {
+		if (hp_connect(a->socket, &c[i]) < 0)
+			return 20;
+		for (int k = 0; k < STREAMS_PER_CONN; k++)
+			if (hp_spill_open(c[i], &o, &sp[i][k]) < 0 || hp_spill_write(sp[i][k], "attacker", 8) < 0)
+				return 21;
+	}
+	if (write(a->ready[1], &x, 1) != 1 || read(a->go[0], &x, 1) != 1)
+		return 22;
+	for (int i = 0; i < CONNS; i++) {
+		struct hp_status *st = NULL;
+
+		lost += hp_status(c[i], &st) < 0;
+		hp_status_free(st);
+		for (int k = 0; k < STREAMS_PER_CONN; k++) {
+			lost += hp_spill_finish(sp[i][k]) < 0 || hp_spill_read(sp[i][k], buf, 8) != 8 ||
+				memcmp(buf, "attacker", 8) != 0;
+			hp_spill_close(sp[i][k]);
+		}
+		hp_disconnect(c[i]);
+	}
+	return lost ? 13 : 0;
+}
+
+/*
+ * The re-execution passed every fd's name in one LISTEN_FDNAMES string; past 128 KiB execve
+ * failed with E2BIG after the daemon had torn itself down, and it exited: pool, leases, every
+ * client gone. A pool of 5000 buffers and one uid within its limits (64 connections, 1024 spill
+ * files) made it so. Now the names travel in a memfd: everything comes back.
+ */
+static void test_reexec_hands_over_everything(void **state)
+{
+	static struct daemon d;
+	struct attacker a;
+	struct hp_status *st;
+	char out[2048], x;
+	pid_t pid, attacker;
+	hp_conn *c;
+
+	(void)state;
+	if (!harness_two_uids())
+		skip();
+	start(&d, "hugepages = off\n", "[class many]\nsize = 4K\ncount = 5000\n");
+	pid = d.pid;
+	a.socket = d.socket;
+	assert_int_equal(pipe(a.ready), 0);
+	assert_int_equal(pipe(a.go), 0);
+	attacker = harness_as_uid_start(HARNESS_OTHER_UID, hoarder_main, &a);
+	assert_true(attacker > 0);
+	close(a.ready[1]);
+	close(a.go[0]);
+	assert_int_equal(read(a.ready[0], &x, 1), 1);
+	c = conn(&d);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	st = status(c);
+	assert_int_equal(st->daemon_pid, pid);
+	assert_int_equal(st->start.lives, 2);
+	assert_int_equal(st->start.adopted_buffers, 5000);
+	assert_int_equal(st->start.adopted_connections, CONNS + 2);
+	assert_int_equal(st->start.closed_connections, 0);
+	assert_int_equal(st->spill.files, CONNS * STREAMS_PER_CONN);
+	hp_status_free(st);
+	assert_int_equal(write(a.go[1], "g", 1), 1);
+	assert_int_equal(harness_as_uid_wait(attacker), 0);
+	close(a.ready[0]);
+	close(a.go[1]);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
+ * Under a service manager the names come back in LISTEN_FDNAMES, which systemd fills however
+ * long (execve then fails, 203/EXEC, and the store is lost at the start limit). The daemon now
+ * sends it only what fits, and says so: a crash with a pool of 11000 buffers (more names than
+ * 128 KiB holds even at 12 bytes each) comes back warm, the rest of the pool made anew.
+ */
+static void test_store_within_what_comes_back(void **state)
+{
+	static struct daemon d;
+	static const struct harness_opts o = { .fdstore_max = 20000 };
+	struct hp_status *st;
+	hp_conn *c;
+	int r;
+
+	(void)state;
+	r = harness_start_opts(&d, "hugepages = off\n", "[class many]\nsize = 4K\ncount = 11000\n", &o);
+	running = r == 0 ? &d : NULL;
+	assert_int_equal(r, 0);
+	assert_int_equal(harness_kill(&d), 128 + SIGKILL);
+	running = NULL;
+	r = harness_restart(&d);
+	if (r < 0)
+		harness_dump_log(&d);
+	assert_int_equal(r, 0); /* before: the manager's execve failed with E2BIG, exit status 127 */
+	running = &d;
+	check_log(&d, "The service manager's file descriptor store holds", 2);
+	assert_true(manager_count(d.mgr, NULL) < 11000);
+	c = conn(&d);
+	st = status(c);
+	assert_int_equal(st->start.warm, 1);
+	assert_true(st->start.adopted_buffers > 9000);
+	assert_int_equal(st->start.adopted_buffers + st->start.faulted_buffers, 11000);
+	hp_status_free(st);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/* --- a restart that cannot happen is refused, and the daemon goes on ---------------------- */
+
+#define ONE "[class one]\nsize = 4K\ncount = 4\n"
+
+/* The daemon's binary copied into its directory, for a test that replaces it. */
+static void copy_binary(const char *dir, char *path, size_t len)
+{
+	char cmd[512];
+
+	snprintf(path, len, "%s/hugepoold", dir);
+	snprintf(cmd, sizeof(cmd), "cp %s/hugepoold %s", harness_build(), path);
+	assert_int_equal(system(cmd), 0);
+}
+
+/*
+ * An administrator breaks the configuration, or the binary, and asks for a restart (systemctl
+ * reload runs hugepoolctl restart): the daemon used to tear itself down first and its next life
+ * refused to start, or never ran. Now the restart is refused with the reason, the same daemon
+ * serves on with its pool and clients, and a restart with the mistake undone works.
+ */
+static void test_impossible_restart_refused(void **state)
+{
+	static struct daemon d;
+	static char dir[64], bin[128];
+	struct harness_opts o = { 0 };
+	struct hp_buffer b;
+	struct hp_status *st;
+	char out[2048];
+	pid_t pid;
+	hp_conn *c;
+	int r;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/hugepool-bin.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	copy_binary(dir, bin, sizeof(bin));
+	o.binary = bin;
+	r = harness_start_opts(&d, "hugepages = off\n", ONE, &o);
+	running = r == 0 ? &d : NULL;
+	assert_int_equal(r, 0);
+	pid = d.pid;
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	memset(b.addr, 0x5a, b.size);
+
+	/* a configuration the next life would refuse */
+	assert_int_equal(harness_reconfigure(&d, "hugepages = off\nno_such_key = 1\n", ONE), 0);
+	assert_int_not_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "exited with status 2"));
+	assert_non_null(strstr(out, "no_such_key"));
+	check_log(&d, "Refusing the restart asked by pid", 1);
+
+	/* a binary that does not run */
+	assert_int_equal(harness_reconfigure(&d, "hugepages = off\n", ONE), 0);
+	assert_int_equal(rename(bin, "/tmp/hugepool-bin-saved"), 0);
+	{
+		FILE *f = fopen(bin, "w");
+
+		assert_non_null(f);
+		fputs("not an executable\n", f);
+		fclose(f);
+		assert_int_equal(chmod(bin, 0755), 0);
+	}
+	assert_int_not_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "cannot run"));
+	/* SIGUSR2 is refused the same way */
+	kill(pid, SIGUSR2);
+	for (int i = 0; i < 5000 && harness_log_count(&d, "not re-executing") == 0; i++)
+		usleep(1000);
+	check_log(&d, "not re-executing", 1);
+	check_log(&d, "Re-executing '", 0);
+
+	/* the same life served on throughout: its lease and the buffer's bytes are there */
+	st = status(c);
+	assert_int_equal(st->daemon_pid, pid);
+	assert_int_equal(st->start.lives, 1);
+	assert_int_equal(st->nleases, 1);
+	hp_status_free(st);
+	assert_int_equal(((uint8_t *)b.addr)[0], 0x5a);
+
+	/* undone: the restart happens, warm */
+	assert_int_equal(rename("/tmp/hugepool-bin-saved", bin), 0);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	st = status(c);
+	assert_int_equal(st->daemon_pid, pid);
+	assert_int_equal(st->start.lives, 2);
+	assert_int_equal(st->nleases, 1);
+	hp_status_free(st);
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	hp_disconnect(c);
+	stop(&d);
+	unlink(bin);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_reexec_hands_over_everything, teardown),
+		cmocka_unit_test_teardown(test_store_within_what_comes_back, teardown),
+		cmocka_unit_test_teardown(test_impossible_restart_refused, teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
