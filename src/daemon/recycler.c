@@ -32,6 +32,7 @@ struct recycler {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stop;
+	bool joined; /* the thread has ended (recycler_halt) */
 	struct pool_buffer **todo; /* ring: todo_head, ntodo */
 	size_t todo_head, ntodo;
 	struct done_entry *done; /* array: ndone */
@@ -151,15 +152,23 @@ unsigned recycler_collect(struct recycler *r, void (*fn)(struct pool_buffer *b, 
 	return n;
 }
 
-void recycler_stop(struct recycler *r)
+void recycler_halt(struct recycler *r)
 {
-	if (!r)
+	if (!r || r->joined)
 		return;
 	pthread_mutex_lock(&r->lock);
 	r->stop = true;
 	pthread_cond_signal(&r->cond);
 	pthread_mutex_unlock(&r->lock);
 	pthread_join(r->thread, NULL);
+	r->joined = true;
+}
+
+void recycler_stop(struct recycler *r)
+{
+	if (!r)
+		return;
+	recycler_halt(r);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
 	close(r->efd);

@@ -21,7 +21,11 @@ int recycler_fd(const struct recycler *r);
 void recycler_submit(struct recycler *r, struct pool_buffer *b);
 /* Hand every finished buffer to fn (err: 0 or the renewal's negative errno); returns how many. */
 unsigned recycler_collect(struct recycler *r, void (*fn)(struct pool_buffer *b, int err, void *ud), void *ud);
-/* Stop the thread after the buffer in hand; buffers still queued are left as they are. */
+/*
+ * Stop the thread after the buffer in hand (its result can still be collected); buffers still
+ * queued are left as they are. recycler_stop does the same and frees everything.
+ */
+void recycler_halt(struct recycler *r);
 void recycler_stop(struct recycler *r);
 
 #endif

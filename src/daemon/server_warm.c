@@ -249,6 +249,11 @@ void warm_quiesce(struct server *s)
 	uint64_t deadline = now_ns() + QUIESCE_NS;
 	struct peer *p;
 
+	/* a renewal in flight would keep its new memfd after the records are final: let it end and
+	 * record what it did, before the replies go (it may grant the buffer to a waiter); a buffer
+	 * still queued stays BROKEN: the next life renews it */
+	recycler_halt(s->recycler);
+	recycler_collect(s->recycler, svc_lease_renewed, s);
 	for (;;) {
 		bool pending = false;
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_restart_hostile.c - warm restart against large pools and hostile clients (the second
- * audit, finding 1): what a restart hands over never passes through a channel that cannot hold
- * it; a restart that cannot happen is refused before anything stops, and the daemon goes on
- * serving.
+ * audit, finding 1 and the renewal race): what a restart hands over never passes through a
+ * channel that cannot hold it; a restart that cannot happen is refused before anything stops,
+ * and the daemon goes on serving; a buffer renewed while the daemon re-executes is not lost.
  *
  * The attacker is a client of another uid (HARNESS_OTHER_UID, the test runs as root; without
  * root those cases are skipped) that stays within every per-uid limit. Pools are many small
@@ -18,7 +18,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,12 +286,97 @@ static void test_impossible_restart_refused(void **state)
 	rmdir(dir);
 }
 
+/* --- the renewal race: a buffer renewed during the hand-over is not dropped --------------- */
+
+struct churn {
+	const char *socket;
+	atomic_bool stop;
+};
+
+/* Acquire and release the whole class in a loop: each grant to the other uid needs a renewal. */
+static int churn_main(void *arg)
+{
+	struct churn *ch = arg;
+	struct hp_buffer b[4];
+	hp_conn *c = NULL;
+
+	while (!atomic_load(&ch->stop)) {
+		if (!c && hp_connect(ch->socket, &c) < 0) {
+			c = NULL;
+			usleep(1000);
+			continue;
+		}
+		if (hp_acquire(c, "one", 4, 1000, b) == 0)
+			hp_release(c, b, 4);
+		else {
+			hp_disconnect(c); /* restarted under it: a new connection */
+			c = NULL;
+		}
+	}
+	if (c)
+		hp_disconnect(c);
+	return 0;
+}
+
+static void *root_churn(void *arg)
+{
+	churn_main(arg);
+	return NULL;
+}
+
+/*
+ * Two uids take turns with the same buffers, so that the recycler renews one after another,
+ * while the daemon re-executes again and again. A renewal still running when the fds were
+ * copied for the hand-over kept its new memfd after the copy: the next life had no fd for that
+ * buffer and dropped it ("dropped 1" in most warm starts). Now the renewal ends and is recorded
+ * before the hand-over: no warm start drops anything.
+ */
+static void test_renewal_during_reexec(void **state)
+{
+	static struct daemon d;
+	static struct churn ch;
+	pthread_t t;
+	pid_t other;
+	char out[2048];
+
+	(void)state;
+	if (!harness_two_uids())
+		skip();
+	start(&d, "hugepages = off\n", "[class one]\nsize = 8M\ncount = 4\n");
+	ch.socket = d.socket;
+	atomic_store(&ch.stop, false);
+	other = fork(); /* the other uid's churner, stopped by a signal */
+	assert_true(other >= 0);
+	if (other == 0) {
+		gid_t g = HARNESS_OTHER_UID;
+
+		if (setgroups(1, &g) < 0 || setresgid(g, g, g) < 0 || setresuid(HARNESS_OTHER_UID, HARNESS_OTHER_UID,
+										HARNESS_OTHER_UID) < 0)
+			_exit(126);
+		churn_main(&ch);
+		_exit(0);
+	}
+	assert_int_equal(pthread_create(&t, NULL, root_churn, &ch), 0);
+	for (int i = 0; i < 20; i++) {
+		usleep(20000);
+		assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	}
+	atomic_store(&ch.stop, true);
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+	pthread_join(t, NULL);
+	check_log(&d, "Warm start (life ", 20);
+	check_log(&d, ", dropped 0;", 20);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_reexec_hands_over_everything, teardown),
 		cmocka_unit_test_teardown(test_store_within_what_comes_back, teardown),
 		cmocka_unit_test_teardown(test_impossible_restart_refused, teardown),
+		cmocka_unit_test_teardown(test_renewal_during_reexec, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
