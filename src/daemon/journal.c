@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include "journal_internal.h"
 #include "jring.h"
 #include "log.h"
+#include "safedir.h"
 #include "memfd.h"
 #include "size.h"
 #include "util.h"
@@ -224,7 +226,7 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 {
 	struct journal *j = calloc(1, sizeof(*j));
 	const char *fault = getenv("HUGEPOOLD_FAULT_INJECT");
-	char note[160] = "";
+	char note[160] = "", why[PATH_MAX + 160];
 	struct stat st;
 	int r;
 
@@ -242,22 +244,17 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	}
 	for (unsigned i = 0; i < cfg->segments; i++)
 		j->segs[i].fd = j->segs[i].ro_fd = -1;
-	if (mkdir(cfg->directory, 0700) < 0 && errno != EEXIST) {
-		r = -errno;
-		log_error("Journal '%s': cannot create directory '%s': %m", cfg->name, cfg->directory);
+	/* whoever may write the directory, or one on the way, may plant names in it: only the
+	 * daemon's uid (safedir.h) */
+	j->dirfd = safedir_open(cfg->directory, SAFEDIR_CREATE | SAFEDIR_OWN, why, sizeof(why));
+	if (j->dirfd < 0) {
+		r = j->dirfd;
+		log_error("Journal '%s': cannot use directory '%s': %s; refusing it", cfg->name, cfg->directory, why);
 		goto fail;
 	}
-	j->dirfd = open(cfg->directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (j->dirfd < 0 || fstat(j->dirfd, &st) < 0) {
+	if (fstat(j->dirfd, &st) < 0) {
 		r = -errno;
 		log_error("Journal '%s': cannot open directory '%s': %m", cfg->name, cfg->directory);
-		goto fail;
-	}
-	/* whoever may write the directory may plant names in it: only the daemon's uid */
-	if (st.st_uid != geteuid()) {
-		r = -EPERM;
-		log_error("Journal '%s': directory '%s' belongs to uid %u, not to the daemon (uid %u); refusing it",
-			  cfg->name, cfg->directory, (unsigned)st.st_uid, (unsigned)geteuid());
 		goto fail;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -27,6 +28,7 @@
 #include "fdstore.h"
 #include "log.h"
 #include "reexec.h"
+#include "safedir.h"
 #include "server.h"
 #include "server_internal.h"
 #include "util.h"
@@ -251,16 +253,29 @@ static void accept_some(struct server *s)
 
 /* --- socket and loop -------------------------------------------------------------------- */
 
-/* gid: the socket's group (resolve_access looked socket_group up), (gid_t)-1 = leave it */
+/*
+ * gid: the socket's group (resolve_access looked socket_group up), (gid_t)-1 = leave it. The
+ * socket's directory is checked first (safedir.h): nobody else may replace it or one on the way,
+ * so the path leads where it says while the daemon replaces a stale socket there, binds and
+ * gives the socket its group, as root too.
+ */
 static int socket_bind(const struct config *cfg, gid_t gid)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int fd = -1, dir = -1;
+	char dirpath[sizeof(cfg->socket_path)], why[PATH_MAX + 160];
+	const char *name = strrchr(cfg->socket_path, '/') + 1; /* config.c: absolute */
 	struct stat st;
 	mode_t old;
 
+	snprintf(dirpath, sizeof(dirpath), "%.*s", (int)(name - cfg->socket_path), cfg->socket_path);
+	dir = safedir_open(dirpath, 0, why, sizeof(why));
+	if (dir < 0) {
+		log_error("Refusing the socket path '%s': %s", cfg->socket_path, why);
+		return dir;
+	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", cfg->socket_path);
-	if (lstat(cfg->socket_path, &st) == 0) {
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		_cleanup_close_ int probe = -1;
 
 		if (!S_ISSOCK(st.st_mode)) {
@@ -274,15 +289,14 @@ static int socket_bind(const struct config *cfg, gid_t gid)
 			return -EADDRINUSE;
 		}
 		/* a stale socket from a daemon that died */
-		unlink(cfg->socket_path);
+		unlinkat(dir, name, 0);
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return log_error_errno(errno, "Failed to create a Unix socket: %m");
 	/*
 	 * Bind under the umask that gives the socket exactly socket_mode: it is created with its
-	 * final permissions, and never chmod-ed by path afterwards (a path can be swapped for a
-	 * symlink by whoever may write the directory).
+	 * final permissions, and never chmod-ed by path afterwards.
 	 */
 	old = umask(~cfg->socket_mode & 0777);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -295,15 +309,15 @@ static int socket_bind(const struct config *cfg, gid_t gid)
 	/* AT_SYMLINK_NOFOLLOW: if the name is no longer our socket, change no other file. The
 	 * socket already has our own group: no chown then, which the unit's system call filter
 	 * (~@privileged) would refuse. */
-	if (gid != (gid_t)-1 && gid != getegid() && fchownat(AT_FDCWD, cfg->socket_path, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (gid != (gid_t)-1 && gid != getegid() && fchownat(dir, name, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0) {
 		log_error("Failed to give socket '%s' to group '%s': %m", cfg->socket_path, cfg->socket_group);
-		unlink(cfg->socket_path);
+		unlinkat(dir, name, 0);
 		return -EINVAL;
 	}
 	if (listen(fd, 512) < 0) {
 		int e = errno;
 
-		unlink(cfg->socket_path);
+		unlinkat(dir, name, 0);
 		return log_error_errno(e, "Failed to set up socket '%s': %m", cfg->socket_path);
 	}
 	return TAKE_FD(fd);

@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -42,6 +43,7 @@
 #include "log.h"
 #include "memfd.h"
 #include "size.h"
+#include "safedir.h"
 #include "spill_internal.h"
 #include "util.h"
 
@@ -151,10 +153,15 @@ static void remove_leftovers(struct spill *sp)
 			close(fd);
 		return;
 	}
-	while ((de = readdir(d)))
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		/* only what the daemon itself made: a regular file of its own uid */
 		if (!strncmp(de->d_name, LEFTOVER_PREFIX, strlen(LEFTOVER_PREFIX)) &&
-		    unlinkat(sp->dirfd, de->d_name, 0) == 0)
+		    fstatat(sp->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_uid == geteuid() && unlinkat(sp->dirfd, de->d_name, 0) == 0)
 			n++;
+	}
 	closedir(d);
 	if (n)
 		log_notice("Removed %u spill files left in '%s' by an earlier run", n, sp->dir);
@@ -163,6 +170,7 @@ static void remove_leftovers(struct spill *sp)
 int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t errlen)
 {
 	struct spill *sp = calloc(1, sizeof(*sp));
+	char why[PATH_MAX + 160];
 	struct stat st;
 	int fd, r;
 
@@ -176,21 +184,11 @@ int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t e
 	sp->max_files = cfg->spill_max_files;
 	sp->max_files_per_uid = cfg->spill_max_files_per_uid;
 	TAILQ_INIT(&sp->owners);
-	if (mkdir(sp->dir, 0700) < 0 && errno != EEXIST) {
-		r = -errno;
-		snprintf(err, errlen, "cannot create spill_directory '%s': %s", sp->dir, strerror(-r));
-		goto fail;
-	}
-	sp->dirfd = open(sp->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* the default sits in /var/tmp: never where another user's symlink or directory leads */
+	sp->dirfd = safedir_open(sp->dir, SAFEDIR_CREATE | SAFEDIR_OWN, why, sizeof(why));
 	if (sp->dirfd < 0 || fstat(sp->dirfd, &st) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot open spill_directory '%s': %s", sp->dir, strerror(-r));
-		goto fail;
-	}
-	if (st.st_uid != geteuid()) {
-		r = -EPERM;
-		snprintf(err, errlen, "spill_directory '%s' belongs to uid %u, not to the daemon (uid %u)", sp->dir,
-			 (unsigned)st.st_uid, (unsigned)geteuid());
+		r = sp->dirfd < 0 ? sp->dirfd : -errno;
+		snprintf(err, errlen, "cannot use spill_directory '%s': %s", sp->dir, sp->dirfd < 0 ? why : strerror(-r));
 		goto fail;
 	}
 	if (st.st_mode & 0077)

@@ -247,10 +247,12 @@ static int write_conf(struct daemon *d, const char *globals, const char *classes
 
 	if (subst_dir(g, sizeof(g), globals, d->dir) < 0 || subst_dir(c, sizeof(c), classes, d->dir) < 0)
 		return -ENAMETOOLONG;
-	/* a test that sets hugepages itself overrides $HP_TEST_HUGEPAGES; spill files stay in the
-	 * test's directory unless the test says where; the socket is open to every user (clients
-	 * of another uid) unless the test sets its mode */
-	snprintf(conf, sizeof(conf), "socket = %s\n", d->socket);
+	/* a test that sets hugepages itself overrides $HP_TEST_HUGEPAGES; spill files and the
+	 * socket stay in the test's directory unless the test says where; the socket is open to
+	 * every user (clients of another uid) unless the test sets its mode */
+	conf[0] = '\0';
+	if (!globals || !strstr(globals, "socket ="))
+		snprintf(conf, sizeof(conf), "socket = %s\n", d->socket);
 	if (!globals || !strstr(globals, "socket_mode ="))
 		snprintf(conf + strlen(conf), sizeof(conf) - strlen(conf), "socket_mode = 0666\n");
 	if (!globals || !strstr(globals, "hugepages ="))

@@ -964,7 +964,7 @@ static void test_boot_errors(void **state)
 	(void)state;
 	/* a spill directory the daemon cannot create: exit 6, said in the log */
 	start_refused(&d, "spill_directory = /proc/hugepool-no", CLASSES, 6,
-		      "Spill streams unavailable: cannot create spill_directory");
+		      "Spill streams unavailable: cannot use spill_directory '/proc/hugepool-no': cannot create");
 }
 
 int main(void)
