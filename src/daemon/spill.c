@@ -302,7 +302,8 @@ void spill_charge_add(struct spill *sp, struct spill_owner *o, struct spill_file
 	o->bytes += n;
 	o->acct->bytes += n;
 	sp->bytes += n;
-	sp->bytes_charged_total += n;
+	sp->counted.bytes_charged_total += n;
+	o->acct->counted.bytes_charged_total += n;
 }
 
 static void charge_sub(struct spill *sp, struct spill_owner *o, struct spill_file *f, uint64_t n)
@@ -438,7 +439,8 @@ static int bytes_allowed(struct spill *sp, const struct spill_owner *o, uint64_t
 			 "spill_max_bytes (%s) would be exceeded: the machine's spill files hold %s, %s more asked",
 			 size_format(sp->max_bytes, a, sizeof(a)), size_format(sp->bytes, b, sizeof(b)),
 			 size_format(more, c, sizeof(c)));
-		sp->refusals++;
+		sp->counted.refusals++;
+		o->acct->counted.refusals++;
 		return -EDQUOT;
 	}
 	if (sp->max_bytes_per_uid && (more > sp->max_bytes_per_uid || o->acct->bytes > sp->max_bytes_per_uid - more)) {
@@ -446,7 +448,8 @@ static int bytes_allowed(struct spill *sp, const struct spill_owner *o, uint64_t
 			 "spill_max_bytes_per_uid (%s) would be exceeded: uid %u's spill files hold %s, %s more asked",
 			 size_format(sp->max_bytes_per_uid, a, sizeof(a)), (unsigned)o->uid,
 			 size_format(o->acct->bytes, b, sizeof(b)), size_format(more, c, sizeof(c)));
-		sp->refusals++;
+		sp->counted.refusals++;
+		o->acct->counted.refusals++;
 		return -EDQUOT;
 	}
 	return 0;
@@ -463,13 +466,15 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 	if (sp->max_files && sp->files >= sp->max_files) {
 		snprintf(err, errlen, "spill_max_files reached: the machine has %" PRIu64 " of %u spill files open",
 			 sp->files, sp->max_files);
-		sp->refusals++;
+		sp->counted.refusals++;
+		o->acct->counted.refusals++;
 		return -EDQUOT;
 	}
 	if (sp->max_files_per_uid && o->acct->files >= sp->max_files_per_uid) {
 		snprintf(err, errlen, "spill_max_files_per_uid reached: uid %u has %u of %u spill files open",
 			 (unsigned)o->uid, o->acct->files, sp->max_files_per_uid);
-		sp->refusals++;
+		sp->counted.refusals++;
+		o->acct->counted.refusals++;
 		return -EDQUOT;
 	}
 	if ((r = bytes_allowed(sp, o, charge, err, errlen)) < 0)
@@ -502,7 +507,8 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 	*f = (struct spill_file){ .id = ++sp->next_id, .fd = fd, .charged = 0 };
 	o->acct->files++;
 	sp->files++;
-	sp->files_created++;
+	sp->counted.files_created++;
+	o->acct->counted.files_created++;
 	spill_charge_add(sp, o, f, charge);
 	spill_owner_link(sp, o);
 	spill_keep_file(sp, o, f);
@@ -526,7 +532,7 @@ static struct spill_file *file_find(struct spill_owner *o, uint64_t id, unsigned
  * Cut the file behind fd if it holds more than `charged` bytes allow: past its end, or in blocks
  * (fallocate with FALLOC_FL_KEEP_SIZE allocates without growing the size). True if it did.
  */
-static bool file_audit(struct spill *sp, pid_t pid, uid_t uid, int fd, uint64_t charged)
+static bool file_audit(struct spill *sp, pid_t pid, struct spill_uid *acct, int fd, uint64_t charged)
 {
 	static struct log_ratelimit written = LOG_RATELIMIT(10, 5), allocated = LOG_RATELIMIT(10, 5);
 	struct stat st;
@@ -542,14 +548,15 @@ static bool file_audit(struct spill *sp, pid_t pid, uid_t uid, int fd, uint64_t 
 	if ((uint64_t)st.st_size > charged)
 		log_msg_ratelimited(&written, LOG_WARNING,
 				    "Spill: pid %d (uid %u) wrote %" PRIu64 " bytes to a file charged %" PRIu64 "; %s",
-				    (int)pid, (unsigned)uid, (uint64_t)st.st_size, charged,
+				    (int)pid, (unsigned)acct->uid, (uint64_t)st.st_size, charged,
 				    r < 0 ? "failed to cut it to its charge" : "cut to its charge");
 	else /* fallocate past the end, or the file system's own preallocation (XFS) */
 		log_msg_ratelimited(&allocated, LOG_NOTICE,
 				    "Spill: a file of pid %d (uid %u) charged %" PRIu64 " bytes held %" PRIu64
 				    " bytes of disk; %s the blocks past its end",
-				    (int)pid, (unsigned)uid, charged, used, r < 0 ? "failed to free" : "freed");
-	sp->truncated++;
+				    (int)pid, (unsigned)acct->uid, charged, used, r < 0 ? "failed to free" : "freed");
+	sp->counted.truncated++;
+	acct->counted.truncated++;
 	return true;
 }
 
@@ -571,7 +578,7 @@ int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t 
 		spill_keep_update(sp, o, f);
 		return 0;
 	}
-	file_audit(sp, o->pid, o->uid, f->fd, f->charged);
+	file_audit(sp, o->pid, o->acct, f->fd, f->charged);
 	more = total - f->charged;
 	if ((r = bytes_allowed(sp, o, more, err, errlen)) < 0)
 		return r;
@@ -605,12 +612,12 @@ uint64_t spill_audit(struct spill *sp, uint64_t now, bool force)
 		return sp->next_audit;
 	TAILQ_FOREACH(o, &sp->owners, link)
 		for (unsigned i = 0; i < o->nfiles; i++)
-			file_audit(sp, o->pid, o->uid, o->files[i].fd, o->files[i].charged);
+			file_audit(sp, o->pid, o->acct, o->files[i].fd, o->files[i].charged);
 	for (unsigned i = sp->nlinger; i-- > 0;) {
 		struct spill_linger *l = &sp->linger[i];
 
 		if (file_has_holders(l->fd) > 0)
-			file_audit(sp, l->pid, l->acct->uid, l->fd, 0);
+			file_audit(sp, l->pid, l->acct, l->fd, 0);
 		else
 			linger_drop(sp, i);
 	}
@@ -640,8 +647,16 @@ static void page_read(struct spill_owner *o)
 #undef READ_HEAPS
 }
 
-void spill_get_status(struct spill *sp, struct proto_status_spill *st)
+/* a + b, or UINT64_MAX: the clients' own words must not wrap what the daemon reports */
+static uint64_t add_sat(uint64_t a, uint64_t b)
 {
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+void spill_get_status(struct spill *sp, const uid_t *only, struct proto_status_spill *st)
+{
+	static const struct spill_counters none;
+	const struct spill_counters *counted = only ? &none : &sp->counted;
 	struct spill_owner *o;
 
 	memset(st, 0, sizeof(*st));
@@ -652,18 +667,33 @@ void spill_get_status(struct spill *sp, struct proto_status_spill *st)
 	st->max_bytes_per_uid = sp->max_bytes_per_uid;
 	st->max_files = sp->max_files;
 	st->max_files_per_uid = sp->max_files_per_uid;
-	st->bytes = sp->bytes;
-	st->files = sp->files;
-	st->lingering = sp->nlinger;
+	/* every page is read, so that each owner's numbers are current for the client records */
 	TAILQ_FOREACH(o, &sp->owners, link) {
 		page_read(o);
-		st->streams_memory += o->seen_streams;
-		st->bytes_memory += o->seen_bytes;
+		if (only && o->uid != *only)
+			continue;
+		st->streams_memory = add_sat(st->streams_memory, o->seen_streams);
+		st->bytes_memory = add_sat(st->bytes_memory, o->seen_bytes);
 	}
-	st->files_created = sp->files_created;
-	st->bytes_charged_total = sp->bytes_charged_total;
-	st->refusals = sp->refusals;
-	st->truncated = sp->truncated;
+	if (only) {
+		/* the uid's own: what others spill is not its business */
+		for (const struct spill_uid *u = sp->uids; u; u = u->next)
+			if (u->uid == *only) {
+				st->bytes = u->bytes;
+				st->files = u->files;
+				counted = &u->counted;
+			}
+		for (unsigned i = 0; i < sp->nlinger; i++)
+			st->lingering += sp->linger[i].acct->uid == *only;
+	} else {
+		st->bytes = sp->bytes;
+		st->files = sp->files;
+		st->lingering = sp->nlinger;
+	}
+	st->files_created = counted->files_created;
+	st->bytes_charged_total = counted->bytes_charged_total;
+	st->refusals = counted->refusals;
+	st->truncated = counted->truncated;
 }
 
 void spill_owner_heaps(const struct spill_owner *o, struct proto_status_heaps *ret)

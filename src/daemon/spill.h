@@ -142,10 +142,12 @@ int spill_close_file(struct spill *sp, struct spill_owner *o, uint64_t id);
 uint64_t spill_audit(struct spill *sp, uint64_t now, bool force);
 
 /*
- * The machine's state for a status reply. Reads each owner's page once (the only place that
- * reads a page); call it before spill_owner_status, which reports what it read.
+ * The machine's state for a status reply (only non-NULL: for a client who is no administrator,
+ * the figures of that uid alone, its counters since it last had no stream or file). Reads each owner's page
+ * once (the only place that reads a page); call it before spill_owner_status, which reports
+ * what it read. Sums of the pages' words saturate at UINT64_MAX.
  */
-void spill_get_status(struct spill *sp, struct proto_status_spill *st);
+void spill_get_status(struct spill *sp, const uid_t *only, struct proto_status_spill *st);
 
 /* Tests only: called after every read of a client's page, to change the page between reads. */
 void spill_page_hook(const struct proto_spill_page *page) __attribute__((weak));

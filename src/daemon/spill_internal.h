@@ -8,11 +8,17 @@
 
 #include "spill.h"
 
+/* What a status reports since start: for the machine, and for each uid (while it has an account). */
+struct spill_counters {
+	uint64_t files_created, bytes_charged_total, refusals, truncated;
+};
+
 struct spill_uid {
 	uid_t uid;
 	uint64_t bytes;
 	uint32_t files; /* open and lingering */
 	unsigned refs; /* owners and lingering files pointing here */
+	struct spill_counters counted; /* since the account was made */
 	struct spill_uid *next;
 };
 
@@ -33,7 +39,7 @@ struct spill {
 	uint32_t max_files, max_files_per_uid;
 	uint64_t bytes, files;
 	uint64_t next_id, next_name;
-	uint64_t files_created, bytes_charged_total, refusals, truncated;
+	struct spill_counters counted; /* since start */
 	uint64_t next_audit;
 	struct spill_uid *uids;
 	struct spill_linger *linger;

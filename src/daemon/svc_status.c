@@ -20,8 +20,9 @@
 
 /*
  * Which clients a status shows to whom: an administrator (root, the daemon's own uid, a member
- * of admin_group) sees every client and lease; anyone else only those of its own uid. Pool,
- * journal and spill figures are for everyone: they name nobody.
+ * of admin_group) sees every client and lease; anyone else only those of its own uid, and the
+ * spill figures of its own uid (another uid's streams would show in the totals). Pool and
+ * journal figures are for everyone: they name nobody.
  */
 static bool status_shows(const struct peer *to, const struct peer *q)
 {
@@ -95,7 +96,8 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		memcpy(w, &pc, sizeof(pc));
 		w += sizeof(pc);
 	}
-	spill_get_status(s->spill, &spill); /* reads each client's spill page, once */
+	/* reads each client's spill page, once; to a non-administrator, its uid's figures only */
+	spill_get_status(s->spill, p->admin ? NULL : &p->owner.uid, &spill);
 	TAILQ_FOREACH(q, &s->peers, link) {
 		struct proto_status_client pc = { 0 };
 

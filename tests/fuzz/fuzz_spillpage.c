@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cur.script = data;
 	cur.end = data + size;
 
-	spill_get_status(sp, &st);
+	spill_get_status(sp, NULL, &st);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t b, mem_streams, mem_bytes;
 		struct proto_status_heaps heaps;

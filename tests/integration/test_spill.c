@@ -27,6 +27,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -957,6 +959,100 @@ static void test_bad_arguments(void **state)
 	stop(&d);
 }
 
+/* --- second audit, finding 6: the totals show no other uid's spill activity --------------- */
+
+/* As the other uid: its status's spill totals; 0 when they show nothing of root's streams. */
+static int totals_main(void *arg)
+{
+	const char *socket = arg;
+	struct hp_status *st = NULL;
+	hp_conn *c;
+	int r;
+
+	if (hp_connect(socket, &c) < 0 || hp_status(c, &st) < 0)
+		return 20;
+	r = st->spill.streams_memory == 0 && st->spill.bytes_memory == 0 && st->spill.files == 0 &&
+			    st->spill.bytes == 0 && st->spill.files_created == 0
+		    ? 0
+		    : 13;
+	if (r)
+		fprintf(stderr, "the other uid sees %" PRIu64 " streams, %" PRIu64 " bytes in memory, %" PRIu64
+				" files\n",
+			st->spill.streams_memory, st->spill.bytes_memory, st->spill.files);
+	hp_status_free(st);
+	hp_disconnect(c);
+	return r;
+}
+
+/* A raw connection's spill page, mapped writable, as a client that lies in it. */
+static struct proto_spill_page *raw_page(int fd)
+{
+	struct proto_spill_attach at = { 0 };
+	struct proto_spill_page *page;
+	struct proto_hdr h;
+	void *payload = NULL;
+	int pfd[1] = { -1 };
+
+	assert_int_equal(proto_send(fd, PROTO_SPILL_ATTACH, &at, sizeof(at), NULL, 0), 0);
+	assert_int_equal(proto_recv(fd, &h, &payload, pfd, 1), 0);
+	assert_int_equal(h.type, PROTO_SPILL_ATTACHED);
+	free(payload);
+	page = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE, MAP_SHARED, pfd[0], 0);
+	assert_true(page != MAP_FAILED);
+	close(pfd[0]);
+	return page;
+}
+
+/*
+ * Another uid's status counted root's in-memory streams in its spill totals (they sum every
+ * connection's page), although root's client record was hidden from it. Now a non-administrator
+ * sees its own uid's figures only. And two clients that each write half of 2^64 into their page
+ * no longer wrap the administrator's total to a small number: it saturates.
+ */
+static void test_totals_hide_other_uids(void **state)
+{
+	static uint8_t chunk[4096];
+	struct hp_spill_opts o = { .threshold = 1 << 20 };
+	struct proto_spill_page *p1, *p2;
+	struct hp_status *st;
+	hp_spill *sp[3];
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
+	hp_conn *c;
+	int f1, f2;
+
+	(void)state;
+	if (!harness_two_uids())
+		skip();
+	start(&d, "", CLASSES);
+	c = conn(&d);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(hp_spill_open(c, &o, &sp[i]), 0);
+		assert_int_equal(hp_spill_write(sp[i], chunk, sizeof(chunk)), 0);
+	}
+	st = status(c);
+	assert_int_equal(st->spill.streams_memory, 3);
+	hp_status_free(st);
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, totals_main, d.socket), 0);
+	for (int i = 0; i < 3; i++)
+		hp_spill_close(sp[i]);
+	f1 = raw_connect(&d);
+	f2 = raw_connect(&d);
+	p1 = raw_page(f1);
+	p2 = raw_page(f2);
+	p1->streams_memory = p2->streams_memory = 1ull << 63;
+	p1->bytes_memory = p2->bytes_memory = (1ull << 63) + 5;
+	st = status(c);
+	assert_true(st->spill.streams_memory == UINT64_MAX);
+	assert_true(st->spill.bytes_memory == UINT64_MAX);
+	hp_status_free(st);
+	munmap(p1, sizeof(*p1));
+	munmap(p2, sizeof(*p2));
+	close(f1);
+	close(f2);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 static void test_boot_errors(void **state)
 {
 	struct daemon d;
@@ -983,6 +1079,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_daemon_dies, teardown),
 		cmocka_unit_test_teardown(test_bad_arguments, teardown),
 		cmocka_unit_test_teardown(test_boot_errors, teardown),
+		cmocka_unit_test_teardown(test_totals_hide_other_uids, teardown),
 	};
 
 	/* HP_TEST_FILTER=test_quota* runs some tests only (for debugging) */

@@ -106,7 +106,7 @@ static void test_byte_limits(void **state)
 	assert_int_equal(spill_charge(sp, &other, fo, 40 * KiB + 1, text, sizeof(text)), -EDQUOT);
 	assert_non_null(strstr(text, "spill_max_bytes ("));
 	assert_int_equal(spill_charge(sp, &other, fo, 40 * KiB, text, sizeof(text)), 0);
-	spill_get_status(sp, &st);
+	spill_get_status(sp, NULL, &st);
 	assert_int_equal(st.bytes, 100 * KiB);
 	assert_int_equal(st.files, 3);
 	assert_int_equal(st.refusals, 2);
@@ -117,14 +117,14 @@ static void test_byte_limits(void **state)
 	assert_int_equal(spill_close_file(sp, &b, fb), 0);
 	assert_int_equal(spill_close_file(sp, &b, fb), -ENOENT);
 	assert_int_equal(spill_charge(sp, &a, fb, 1, text, sizeof(text)), -ENOENT); /* not a's */
-	spill_get_status(sp, &st);
+	spill_get_status(sp, NULL, &st);
 	assert_int_equal(st.bytes, 50 * KiB);
 	assert_int_equal(st.files, 2);
 	/* release: everything of that owner */
 	spill_owner_release(sp, &a);
 	spill_owner_release(sp, &b);
 	spill_owner_release(sp, &other);
-	spill_get_status(sp, &st);
+	spill_get_status(sp, NULL, &st);
 	assert_int_equal(st.bytes, 0);
 	assert_int_equal(st.files, 0);
 	assert_int_equal(st.bytes_charged_total, 40 * KiB + 20 * KiB + 40 * KiB + 30 * KiB); /* raises only */
@@ -163,7 +163,7 @@ static void test_file_limits(void **state)
 	{
 		struct proto_status_spill st;
 
-		spill_get_status(sp, &st);
+		spill_get_status(sp, NULL, &st);
 		assert_int_equal(st.files, 1);
 		assert_int_equal(st.bytes, 60 * KiB);
 	}
@@ -191,7 +191,7 @@ static void test_truncation(void **state)
 	assert_int_equal(spill_audit(sp, 1, true), 1 + 1000000000ull);
 	assert_int_equal(fstat(fd, &sb), 0);
 	assert_int_equal(sb.st_size, 1000);
-	spill_get_status(sp, &st);
+	spill_get_status(sp, NULL, &st);
 	assert_int_equal(st.truncated, 1);
 	/* a cut truncates, and so does a close, though the client keeps its fd */
 	assert_int_equal(spill_charge(sp, &a, id, 10, text, sizeof(text)), 0);
@@ -201,7 +201,7 @@ static void test_truncation(void **state)
 	assert_int_equal(fstat(fd, &sb), 0);
 	assert_int_equal(sb.st_size, 0);
 	/* ... and since we still hold it open, it lingers: a file, kept empty */
-	spill_get_status(sp, &st);
+	spill_get_status(sp, NULL, &st);
 	assert_int_equal(st.files, 1);
 	assert_int_equal(st.lingering, 1);
 	assert_int_equal(st.bytes, 0);
@@ -210,12 +210,12 @@ static void test_truncation(void **state)
 	assert_int_equal(spill_audit(sp, 2, true), 2 + 1000000000ull);
 	assert_int_equal(fstat(fd, &sb), 0);
 	assert_int_equal(sb.st_blocks, 0);
-	spill_get_status(sp, &st);
+	spill_get_status(sp, NULL, &st);
 	assert_int_equal(st.truncated, 2);
 	/* our fd closed, the next audit lets it go */
 	close(fd);
 	assert_int_equal(spill_audit(sp, 3, true), UINT64_MAX); /* no files: no audits */
-	spill_get_status(sp, &st);
+	spill_get_status(sp, NULL, &st);
 	assert_int_equal(st.files, 0);
 	assert_int_equal(st.lingering, 0);
 	spill_owner_release(sp, &a);
@@ -247,7 +247,7 @@ static void test_page_and_leftovers(void **state)
 	page->heaps = 2;
 	page->heap_buffers = 5;
 	page->heap_bytes = 999;
-	spill_get_status(sp, &st);
+	spill_get_status(sp, NULL, &st);
 	assert_int_equal(st.streams_memory, 3);
 	assert_int_equal(st.bytes_memory, 777);
 	/* the heaps' words as read for this status: a rewrite afterwards changes nothing reported */
@@ -262,7 +262,7 @@ static void test_page_and_leftovers(void **state)
 	assert_int_equal(m, 3);
 	assert_int_equal(threshold, 777);
 	spill_owner_release(sp, &a);
-	spill_get_status(sp, &st);
+	spill_get_status(sp, NULL, &st);
 	assert_int_equal(st.streams_memory, 0);
 	munmap(page, sizeof(*page));
 	spill_free(sp);
