@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_lying_daemon.c - libhugepool and hugepoolctl against a daemon that lies (finding 5 of
+ * the second hostile-clients audit): whatever answers on the socket a client is pointed at
+ * ($HUGEPOOL_SOCKET, -s) may be another user's program.
+ *
+ * The liar is a thread of this test on a private socket. It says hello as hugepoold does, then
+ * answers each request with the case's lie: fds of the wrong type or shorter than announced,
+ * counts and error codes out of range, strings full of terminal escapes. Each case first shows
+ * that the liar's honest answer passes (so the checks refuse the lie, not the daemon), then that
+ * the lie gets an error that says what was wrong: the library returns -EPROTO, leaks no fd and
+ * no mapping, and never crashes its caller; hugepoolctl prints nothing of the daemon's raw and
+ * exits non-zero with a message, never by a signal.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "hugepool.h"
+#include "jformat.h"
+#include "jring.h"
+#include "proto.h"
+
+#define MIB (1024ull * 1024)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Terminal escapes that set the title, clear the screen and forge a line; invalid UTF-8, a C1 CSI. */
+#define EVIL "\x1b]0;pwned\x07\x1b[2J\rhugepool OK\n\xff\xc2\x9b"
+#define EVIL_ESCAPED "\\x1b]0;pwned\\x07\\x1b[2J\\rhugepool OK\\n\\xff\\xc2\\x9b"
+
+extern char **environ;
+
+/* --- the liar ------------------------------------------------------------------------------ */
+
+/* Answer one request (h, its payload) on fd, with the lie of the case (or the truth). */
+typedef void (*answer_fn)(int fd, const struct proto_hdr *h, const void *req);
+
+static struct {
+	char dir[64], socket[96];
+	int listen_fd;
+	int conn_fd; /* the connection being served, or -1 */
+	pthread_mutex_t lock; /* conn_fd against liar_stop */
+	pthread_t thread;
+	bool running;
+	answer_fn answer;
+	int lie; /* which lie of the case: 0 = the honest answer */
+	int32_t hello_err; /* answer the hello with this error instead of WELCOME */
+} liar;
+
+static void reply(int fd, enum proto_type type, const void *payload, uint32_t len, int *fds, unsigned nfds)
+{
+	/* the client may have hung up already (it refused an earlier answer) */
+	(void)proto_send(fd, type, payload, len, fds, nfds);
+	for (unsigned i = 0; i < nfds; i++)
+		close(fds[i]);
+}
+
+static void reply_result(int fd, int32_t err, const char *text)
+{
+	struct {
+		struct proto_result r;
+		char text[PROTO_TEXT_MAX];
+	} m = { .r = { .err = err, .text_len = (uint32_t)strlen(text) } };
+
+	memcpy(m.text, text, m.r.text_len);
+	reply(fd, PROTO_RESULT, &m, (uint32_t)(sizeof(m.r) + m.r.text_len), NULL, 0);
+}
+
+static bool read_exact(int fd, void *buf, size_t len)
+{
+	for (size_t got = 0; got < len;) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+	}
+	return true;
+}
+
+static void serve(int fd)
+{
+	union proto_request req;
+	struct proto_hdr h;
+
+	while (read_exact(fd, &h, sizeof(h)) && h.magic == PROTO_MAGIC && h.len <= sizeof(req) &&
+	       read_exact(fd, &req, h.len)) {
+		if (h.type == PROTO_HELLO && liar.hello_err) {
+			reply_result(fd, liar.hello_err, EVIL);
+			return;
+		}
+		if (h.type == PROTO_HELLO) {
+			struct proto_welcome w = { .version = PROTO_VERSION, .nclasses = 1, .page_size = 4096 };
+
+			proto_set_name(w.daemon_version, sizeof(w.daemon_version), "0.1.0");
+			reply(fd, PROTO_WELCOME, &w, sizeof(w), NULL, 0);
+		} else if (liar.answer) {
+			liar.answer(fd, &h, &req);
+		} else {
+			reply_result(fd, -EINVAL, "the liar has no answer to this");
+		}
+	}
+}
+
+static void *liar_main(void *arg)
+{
+	int fd;
+
+	(void)arg;
+	/* one connection at a time: every client here is sequential */
+	while ((fd = accept4(liar.listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		pthread_mutex_lock(&liar.lock);
+		liar.conn_fd = fd;
+		pthread_mutex_unlock(&liar.lock);
+		serve(fd);
+		pthread_mutex_lock(&liar.lock);
+		liar.conn_fd = -1;
+		close(fd);
+		pthread_mutex_unlock(&liar.lock);
+	}
+	return NULL;
+}
+
+static void liar_start(answer_fn answer, int lie)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	liar.answer = answer;
+	liar.lie = lie;
+	liar.hello_err = 0;
+	if (liar.running)
+		return; /* the same socket serves the next lie of the case */
+	snprintf(liar.dir, sizeof(liar.dir), "/tmp/hp-liar-XXXXXX");
+	assert_non_null(mkdtemp(liar.dir));
+	snprintf(liar.socket, sizeof(liar.socket), "%s/sock", liar.dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", liar.socket);
+	liar.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(liar.listen_fd >= 0);
+	assert_int_equal(bind(liar.listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(liar.listen_fd, 8), 0);
+	liar.conn_fd = -1;
+	pthread_mutex_init(&liar.lock, NULL);
+	assert_int_equal(pthread_create(&liar.thread, NULL, liar_main, NULL), 0);
+	liar.running = true;
+}
+
+static int liar_stop(void **state)
+{
+	(void)state;
+	if (!liar.running)
+		return 0;
+	/* accept returns, and so does a read on a connection a failed case left open: the thread ends */
+	shutdown(liar.listen_fd, SHUT_RDWR);
+	pthread_mutex_lock(&liar.lock);
+	if (liar.conn_fd >= 0)
+		shutdown(liar.conn_fd, SHUT_RDWR);
+	pthread_mutex_unlock(&liar.lock);
+	pthread_join(liar.thread, NULL);
+	close(liar.listen_fd);
+	unlink(liar.socket);
+	rmdir(liar.dir);
+	liar.running = false;
+	return 0;
+}
+
+static hp_conn *liar_conn(void)
+{
+	hp_conn *c = NULL;
+
+	assert_int_equal(hp_connect(liar.socket, &c), 0);
+	return c;
+}
+
+/* --- what a lie may not leave behind ------------------------------------------------------- */
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own fd */
+}
+
+/* Mappings of the liar's memfds this process still holds. */
+static int liar_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	int n = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "memfd:liar") != NULL;
+	fclose(f);
+	return n;
+}
+
+/*
+ * The call on c failed as a lie must: -EPROTO, hp_last_error saying why, nothing kept of what
+ * came with the lie (the liar's memfds mapped: only the maps the connection held before).
+ */
+static void assert_refused_keeping(hp_conn *c, int r, const char *why, int maps)
+{
+	if (r != -EPROTO || !strstr(hp_last_error(c), why))
+		fprintf(stderr, "lie %d: returned %d (%s), hp_last_error '%s', expected '%s'\n", liar.lie, r,
+			hp_strerror(r), hp_last_error(c), why);
+	assert_int_equal(r, -EPROTO);
+	assert_non_null(strstr(hp_last_error(c), why));
+	assert_int_equal(liar_mappings(), maps);
+}
+
+static void assert_refused(hp_conn *c, int r, const char *why)
+{
+	assert_refused_keeping(c, r, why, 0);
+}
+
+/* --- fds to lie with ---------------------------------------------------------------------- */
+
+static int memfd(uint64_t size, bool sealed)
+{
+	int fd = memfd_create("liar", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	if (sealed)
+		assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
+	return fd;
+}
+
+/* The read end of a pipe: no file, no size, not mappable. */
+static int pipe_fd(void)
+{
+	int p[2];
+
+	assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	close(p[1]);
+	return p[0];
+}
+
+/* A file in the liar's directory, size bytes, opened with flags. */
+static int file_fd(uint64_t size, int flags)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/file", liar.dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	close(fd);
+	fd = open(path, flags | O_CLOEXEC);
+	assert_true(fd >= 0);
+	unlink(path);
+	return fd;
+}
+
+/* --- buffers ------------------------------------------------------------------------------- */
+
+#define BUF_SIZE (2 * MIB)
+
+/* One buffer of BUF_SIZE, the lie in its fd. */
+static void answer_buffer(int fd, const struct proto_hdr *h, const void *req)
+{
+	struct {
+		struct proto_grant g;
+		struct proto_grant_entry e;
+	} m = { { .total = 1, .n = 1 }, { .lease_id = 7, .size = BUF_SIZE } };
+	int buf;
+
+	if (h->type != PROTO_ACQUIRE) {
+		reply_result(fd, 0, ""); /* the release of what was refused */
+		return;
+	}
+	(void)req;
+	switch (liar.lie) {
+	case 0:
+		buf = memfd(BUF_SIZE, true);
+		break;
+	case 1: /* shorter than the grant says: the first touch past its end is SIGBUS */
+		buf = memfd(4096, true);
+		break;
+	case 2: /* the right size, not sealed: the daemon can cut it under the client */
+		buf = memfd(BUF_SIZE, false);
+		break;
+	case 3: /* no memory at all */
+		buf = pipe_fd();
+		m.e.size = 0;
+		break;
+	default: /* a regular file of the right size: not a memfd */
+		buf = file_fd(BUF_SIZE, O_RDWR);
+		break;
+	}
+	reply(fd, PROTO_GRANT, &m, sizeof(m), &buf, 1);
+}
+
+static void test_buffer_lies(void **state)
+{
+	static const char *const why[] = {
+		NULL,
+		"the daemon sent a buffer of 4096 bytes where it announced 2097152",
+		"the daemon sent a buffer that is not a memfd sealed against shrinking",
+		"the daemon sent a buffer of 0 bytes",
+		"the daemon sent a buffer that is not a memfd sealed against shrinking",
+	};
+	int fds = open_fds();
+	struct hp_buffer b;
+	hp_conn *c;
+
+	(void)state;
+	liar_start(answer_buffer, 0);
+	c = liar_conn();
+	assert_int_equal(hp_acquire(c, "one", 1, 0, &b), 0);
+	memset(b.addr, 0x5a, b.size);
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
+		liar.lie = lie;
+		assert_refused(c, hp_acquire(c, "one", 1, 0, &b), why[lie]);
+	}
+	hp_disconnect(c);
+	liar_stop(NULL);
+	assert_int_equal(open_fds(), fds);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_buffer_lies, liar_stop),
+	};
+
+	alarm(60); /* a client the liar left waiting must not hang the suite */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
