@@ -82,9 +82,22 @@ static void jring_publish(struct jring_client *c)
 		ring_doorbell(c);
 }
 
-void jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct jring_wake *wake, int doorbell,
-		       bool (*gone)(void *arg), void *gone_arg)
+int jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct jring_wake *wake, int doorbell,
+		      bool (*gone)(void *arg), void *gone_arg, const char **ret_why)
 {
+	const struct jring_hdr *h = ring;
+	/* the daemon's words, read once: every position the client writes at follows from tail */
+	uint64_t tail = __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE);
+
+	if (h->magic != JRING_MAGIC || h->size != size) {
+		*ret_why = "a header that is not its own";
+		return -EPROTO;
+	}
+	if (tail % 16) {
+		/* entries are 16-aligned: from elsewhere, the next one's header could end past the data */
+		*ret_why = "a tail that is not an entry's start";
+		return -EPROTO;
+	}
 	*c = (struct jring_client){
 		.hdr = ring,
 		.data = (uint8_t *)ring + JRING_HDR_SIZE,
@@ -95,7 +108,8 @@ void jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct
 		.gone_arg = gone_arg,
 	};
 	c->max_entry = c->hdr->max_entry;
-	c->tail = __atomic_load_n(&c->hdr->tail, __ATOMIC_ACQUIRE);
+	c->tail = tail;
+	return 0;
 }
 
 uint64_t jring_durable_lsn(const struct jring_client *c)

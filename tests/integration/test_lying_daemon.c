@@ -347,10 +347,87 @@ static void test_buffer_lies(void **state)
 	assert_int_equal(open_fds(), fds);
 }
 
+/* --- journal writers: the ring, the doorbell, the wake page -------------------------------- */
+
+#define RING_SIZE JRING_MIN_SIZE
+
+/* A ring memfd of size bytes whose header says ring_size data bytes and tail. */
+static int ring_fd(uint64_t size, bool sealed, uint64_t ring_size, uint64_t tail, int32_t error)
+{
+	int fd = memfd(size, false);
+	struct jring_hdr *h = mmap(NULL, JRING_HDR_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	assert_true(h != MAP_FAILED);
+	jring_init(h, ring_size, JFORMAT_RECORD_MAX);
+	h->tail = tail;
+	h->error = error;
+	munmap(h, JRING_HDR_SIZE);
+	if (sealed)
+		assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
+	return fd;
+}
+
+static void answer_writer(int fd, const struct proto_hdr *h, const void *req)
+{
+	struct proto_journal_opened o = { .writer_id = 1, .ring_size = RING_SIZE };
+	uint64_t full = JRING_HDR_SIZE + RING_SIZE;
+	int fds[3];
+
+	(void)req;
+	if (h->type != PROTO_JOURNAL_OPEN) {
+		reply_result(fd, 0, ""); /* the close */
+		return;
+	}
+	fds[0] = liar.lie == 1 ? ring_fd(JRING_HDR_SIZE + 4096, true, RING_SIZE, 0, 0)
+		 : liar.lie == 2 ? ring_fd(full, false, RING_SIZE, 0, 0)
+		 : liar.lie == 6 ? ring_fd(full, true, RING_SIZE, RING_SIZE - 8, 0)
+		 : liar.lie == 8 ? ring_fd(full, true, 2 * RING_SIZE, 0, 0)
+				 : ring_fd(full, true, RING_SIZE, 0, 0);
+	fds[1] = liar.lie == 3 ? pipe_fd() : eventfd(0, EFD_CLOEXEC | (liar.lie == 4 ? 0 : EFD_NONBLOCK));
+	fds[2] = memfd(liar.lie == 5 ? 0 : JRING_WAKE_SIZE, true);
+	if (liar.lie == 7)
+		o.ring_size = RING_SIZE + 4096;
+	reply(fd, PROTO_JOURNAL_OPENED, &o, sizeof(o), fds, 3);
+}
+
+static void test_writer_lies(void **state)
+{
+	static const char *const why[] = {
+		NULL,
+		"the daemon sent a journal ring of 8192 bytes where it announced 69632",
+		"the daemon sent a journal ring that is not a memfd sealed against shrinking",
+		"the daemon sent a journal doorbell that is not a non-blocking eventfd",
+		"the daemon sent a journal doorbell that is not a non-blocking eventfd",
+		"the daemon sent a journal wake page of 0 bytes where it announced 4096",
+		"the daemon sent a journal ring with a tail that is not an entry's start",
+		"the daemon announced a journal ring of 69632 bytes",
+		"the daemon sent a journal ring with a header that is not its own",
+	};
+	int fds = open_fds();
+	uint64_t ticket;
+	hp_journal *j;
+	hp_conn *c;
+
+	(void)state;
+	liar_start(answer_writer, 0);
+	c = liar_conn();
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	assert_int_equal(hp_journal_append(j, "x", 1, &ticket), 0);
+	hp_journal_close(j);
+	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
+		liar.lie = lie;
+		assert_refused(c, hp_journal_open(c, "j", &j), why[lie]);
+	}
+	hp_disconnect(c);
+	liar_stop(NULL);
+	assert_int_equal(open_fds(), fds);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_buffer_lies, liar_stop),
+		cmocka_unit_test_teardown(test_writer_lies, liar_stop),
 	};
 
 	alarm(60); /* a client the liar left waiting must not hang the suite */
