@@ -16,7 +16,8 @@
  * A reader gets the segment files from the daemon (read-only fds), maps them and checks every
  * record (jformat.h) itself; the daemon's durable LSN bounds what it returns. Every fd from the
  * daemon is checked before it is mapped (client_check_fd): a ring and a wake page must be
- * sealed memfds of their sizes, a doorbell a non-blocking eventfd.
+ * sealed memfds of their sizes, a doorbell a non-blocking eventfd, a segment a regular file at
+ * least as long as announced, so no mapping starts out reaching past its file's end.
  *
  * Neither is thread-safe; both belong to the connection that opened them.
  */
@@ -304,20 +305,27 @@ static int reader_load(hp_journal_reader *r)
 	if (h.type != PROTO_JOURNAL_SEGMENTS || s->n != h.nfds || h.len != sizeof(*s) + s->n * sizeof(*e)) {
 		for (unsigned i = 0; i < h.nfds; i++)
 			close(fds[i]);
+		client_set_error(r->c, "malformed journal segments from the daemon");
 		return -EPROTO;
 	}
 	ret = 0;
 	for (unsigned i = 0; i < s->n; i++) {
 		void *map = MAP_FAILED;
 
-		if (ret == 0 && e[i].size >= 2 * JFORMAT_BLOCK && e[i].size <= (1ull << 40))
-			map = mmap(NULL, e[i].size, PROT_READ, MAP_SHARED, fds[i], 0);
-		close(fds[i]);
-		if (map == MAP_FAILED) {
-			ret = ret ? ret : -EPROTO;
-			continue;
+		if (ret == 0 && (e[i].size < 2 * JFORMAT_BLOCK || e[i].size > (1ull << 40))) {
+			client_set_error(r->c, "the daemon announced a journal segment of %" PRIu64 " bytes", e[i].size);
+			ret = -EPROTO;
 		}
-		r->segs[r->nsegs++] = (struct reader_segment){ map, e[i].size, e[i].generation, e[i].first_lsn };
+		/* a file may be longer than announced (never read past it), never shorter (SIGBUS) */
+		if (ret == 0)
+			ret = client_check_fd(r->c, fds[i], CLIENT_FD_FILE, e[i].size, "a journal segment");
+		if (ret == 0 && (map = mmap(NULL, e[i].size, PROT_READ, MAP_SHARED, fds[i], 0)) == MAP_FAILED) {
+			ret = -errno;
+			client_set_error(r->c, "mapping a journal segment failed: %s", strerror(-ret));
+		}
+		close(fds[i]);
+		if (map != MAP_FAILED)
+			r->segs[r->nsegs++] = (struct reader_segment){ map, e[i].size, e[i].generation, e[i].first_lsn };
 	}
 	if (ret < 0) {
 		reader_unmap(r);

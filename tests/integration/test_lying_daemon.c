@@ -423,11 +423,257 @@ static void test_writer_lies(void **state)
 	assert_int_equal(open_fds(), fds);
 }
 
+/* --- journal readers: the segments ---------------------------------------------------------- */
+
+#define SEG_SIZE (64 * 1024)
+#define SEG_RECORDS 3
+
+/* A segment of journal "j" holding records 1..SEG_RECORDS, cut to size bytes. */
+static int segment_fd(uint64_t size)
+{
+	uint8_t *seg = calloc(1, SEG_SIZE);
+	struct jformat_seg_hdr h;
+	uint64_t off = JFORMAT_BLOCK;
+	int fd = file_fd(0, O_RDWR);
+
+	assert_non_null(seg);
+	jformat_seg_hdr_init(&h, "j", 1, 1, SEG_SIZE, 0, JFORMAT_SEG_ORDERED);
+	memcpy(seg, &h, sizeof(h));
+	for (uint64_t lsn = 1; lsn <= SEG_RECORDS; lsn++) {
+		jformat_rec_write(seg + off, lsn, 1, JREC_DATA, "record", 6);
+		off += jformat_rec_size(6);
+	}
+	assert_int_equal(pwrite(fd, seg, size, 0), (ssize_t)size);
+	free(seg);
+	return fd;
+}
+
+static void answer_reader(int fd, const struct proto_hdr *h, const void *req)
+{
+	struct {
+		struct proto_journal_segments s;
+		struct proto_journal_segment e;
+	} m = { { .n = 1, .durable_lsn = SEG_RECORDS }, { .generation = 1, .first_lsn = 1, .size = SEG_SIZE } };
+	int seg;
+
+	(void)req;
+	if (h->type != PROTO_JOURNAL_READ) {
+		reply_result(fd, -EINVAL, "not a read");
+		return;
+	}
+	switch (liar.lie) {
+	case 1: /* the header only: the first record lies past the end of the file */
+		seg = segment_fd(JFORMAT_BLOCK);
+		break;
+	case 2:
+		seg = pipe_fd();
+		break;
+	case 3:
+		seg = segment_fd(SEG_SIZE);
+		m.e.size = 100;
+		break;
+	case 4: /* two entries announced, one sent */
+		seg = segment_fd(SEG_SIZE);
+		m.s.n = 2;
+		break;
+	default:
+		seg = segment_fd(SEG_SIZE);
+		break;
+	}
+	reply(fd, PROTO_JOURNAL_SEGMENTS, &m, sizeof(m), &seg, 1);
+}
+
+static void test_reader_lies(void **state)
+{
+	static const char *const why[] = {
+		NULL,
+		"the daemon sent a journal segment of 4096 bytes where it announced 65536",
+		"the daemon sent a journal segment that is not a regular file",
+		"the daemon announced a journal segment of 100 bytes",
+		"malformed journal segments from the daemon",
+	};
+	int fds = open_fds();
+	hp_journal_reader *r;
+	const void *data;
+	uint64_t lsn;
+	size_t len;
+	hp_conn *c;
+
+	(void)state;
+	liar_start(answer_reader, 0);
+	c = liar_conn();
+	assert_int_equal(hp_journal_reader_open(c, "j", 1, &r), 0);
+	for (uint64_t want = 1; want <= SEG_RECORDS; want++) {
+		assert_int_equal(hp_journal_reader_next(r, &lsn, &data, &len), 1);
+		assert_int_equal(lsn, want);
+		assert_memory_equal(data, "record", 6);
+	}
+	assert_int_equal(hp_journal_reader_next(r, &lsn, &data, &len), 0);
+	hp_journal_reader_close(r);
+	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
+		liar.lie = lie;
+		r = NULL;
+		assert_refused(c, hp_journal_reader_open(c, "j", 1, &r), why[lie]);
+		assert_null(r);
+	}
+	hp_disconnect(c);
+	liar_stop(NULL);
+	assert_int_equal(open_fds(), fds);
+}
+
+/* --- status replies ---------------------------------------------------------------------------- */
+
+/* A whole status reply: one class, client, lease and journal, the spill and start sections. */
+struct status_reply {
+	uint8_t bytes[sizeof(struct proto_status) + sizeof(struct proto_status_class) +
+		      sizeof(struct proto_status_client) + sizeof(struct proto_status_lease) +
+		      2 * sizeof(struct proto_status_journal) + sizeof(struct proto_status_spill) +
+		      sizeof(struct proto_status_start) + 2 * sizeof(struct proto_status_batches) +
+		      sizeof(struct proto_status_heaps)];
+	size_t len;
+	struct proto_status *s;
+	struct proto_status_class *cls;
+	struct proto_status_client *client;
+	struct proto_status_lease *lease;
+	struct proto_status_journal *journal; /* two: "j" and another */
+	struct proto_status_spill *spill;
+};
+
+static void *status_put(struct status_reply *m, size_t size)
+{
+	void *p = m->bytes + m->len;
+
+	m->len += size;
+	assert_true(m->len <= sizeof(m->bytes));
+	return p;
+}
+
+/* Every string the daemon sends is set to text (cut to its field, NUL-ended); journal 0 is "j". */
+static void status_build(struct status_reply *m, const char *text)
+{
+	memset(m, 0, sizeof(*m));
+	m->s = status_put(m, sizeof(*m->s));
+	m->cls = status_put(m, sizeof(*m->cls));
+	m->client = status_put(m, sizeof(*m->client));
+	m->lease = status_put(m, sizeof(*m->lease));
+	m->journal = status_put(m, 2 * sizeof(*m->journal));
+	m->spill = status_put(m, sizeof(*m->spill));
+	status_put(m, sizeof(struct proto_status_start) + 2 * sizeof(struct proto_status_batches) +
+			      sizeof(struct proto_status_heaps));
+	*m->s = (struct proto_status){ .nclasses = 1, .nclients = 1, .nleases = 1, .njournals = 2, .nspill = 1,
+				       .pool_flags = PROTO_POOL_FALLBACK, .page_size = 4096, .pool_bytes = 2 * MIB,
+				       .pid = 1 };
+	proto_set_name(m->s->daemon_version, sizeof(m->s->daemon_version), text);
+	proto_set_name(m->s->fallback_reason, sizeof(m->s->fallback_reason), text);
+	proto_set_name(m->cls->name, sizeof(m->cls->name), text);
+	m->cls->size = 2 * MIB;
+	m->cls->total = 1;
+	proto_set_name(m->client->name, sizeof(m->client->name), text);
+	m->client->pid = 1;
+	m->client->spill_files = 1;
+	m->lease->class_index = 0;
+	for (int i = 0; i < 2; i++) {
+		proto_set_name(m->journal[i].name, sizeof(m->journal[i].name), i == 0 ? "j" : text);
+		proto_set_name(m->journal[i].backend, sizeof(m->journal[i].backend), text);
+		proto_set_name(m->journal[i].note, sizeof(m->journal[i].note), text);
+		proto_set_name(m->journal[i].recovery, sizeof(m->journal[i].recovery), text);
+		m->journal[i].durable_lsn = SEG_RECORDS;
+		m->journal[i].next_lsn = SEG_RECORDS + 1;
+	}
+	proto_set_name(m->spill->directory, sizeof(m->spill->directory), text);
+	proto_set_name(m->spill->method, sizeof(m->spill->method), text);
+}
+
+/* --- hugepoolctl ----------------------------------------------------------------------------- */
+
+/*
+ * Run hugepoolctl -s <the liar> with args (one string, split at spaces), stdout and stderr in
+ * out; returns its exit status, after asserting that no signal ended it and that it printed
+ * nothing a terminal would obey: every byte printable ASCII or a newline, but for the "é" the
+ * liar sends in one place (valid UTF-8 is printed as it is).
+ */
+static int ctl(const char *args, char *out, size_t outlen)
+{
+	char bin[256], words[256], *argv[16] = { bin, "-s", liar.socket };
+	posix_spawn_file_actions_t fa;
+	size_t n = 0;
+	int p[2], argc = 3, st;
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s/hugepoolctl", harness_build());
+	snprintf(words, sizeof(words), "%s", args);
+	for (char *w = strtok(words, " "); w && argc < 15; w = strtok(NULL, " "))
+		argv[argc++] = w;
+	argv[argc] = NULL;
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+	assert_int_equal(posix_spawn(&pid, bin, &fa, NULL, argv, environ), 0);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	for (ssize_t k; n < outlen - 1 && (k = read(p[0], out + n, outlen - 1 - n)) > 0;)
+		n += (size_t)k;
+	out[n] = '\0';
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "hugepoolctl %s: killed by signal %d after printing:\n%s\n", args, WTERMSIG(st), out);
+	assert_false(WIFSIGNALED(st));
+	for (size_t i = 0; i < n; i++) {
+		bool ok = (out[i] >= 0x20 && out[i] < 0x7f) || out[i] == '\n';
+
+		if (memcmp(out + i, "é", 2) == 0) {
+			i++;
+			continue;
+		}
+		if (!ok)
+			fprintf(stderr, "hugepoolctl %s: byte 0x%02x at %zu of:\n%s\n", args, (unsigned char)out[i], i, out);
+		assert_true(ok);
+	}
+	/* nothing passes for a line of hugepoolctl's own */
+	assert_null(strstr(out, "\nhugepool OK"));
+	assert_true(strncmp(out, "hugepool OK", 11) != 0);
+	return WEXITSTATUS(st);
+}
+
+/* A status naming journal "j", and its segments as answer_reader lies about them. */
+static void answer_journal(int fd, const struct proto_hdr *h, const void *req)
+{
+	struct status_reply m;
+
+	if (h->type != PROTO_STATUS) {
+		answer_reader(fd, h, req);
+		return;
+	}
+	status_build(&m, "ok");
+	reply(fd, PROTO_STATUS_REPLY, m.bytes, (uint32_t)m.len, NULL, 0);
+}
+
+static void test_ctl_short_segment(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	liar_start(answer_journal, 0);
+	assert_int_equal(ctl("journal dump j", out, sizeof(out)), 0);
+	assert_string_equal(out, "1 6 \"record\"\n2 6 \"record\"\n3 6 \"record\"\n");
+	assert_int_equal(ctl("journal verify j", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "Result:   intact"));
+	liar.lie = 1; /* a segment cut short: mapped as announced, its records would be SIGBUS */
+	assert_int_equal(ctl("journal dump j", out, sizeof(out)), 3);
+	assert_non_null(strstr(out, "the daemon sent a journal segment of 4096 bytes where it announced 65536"));
+	assert_int_equal(ctl("journal verify j", out, sizeof(out)), 3);
+	assert_non_null(strstr(out, "the daemon sent a journal segment of 4096 bytes where it announced 65536"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_buffer_lies, liar_stop),
 		cmocka_unit_test_teardown(test_writer_lies, liar_stop),
+		cmocka_unit_test_teardown(test_reader_lies, liar_stop),
+		cmocka_unit_test_teardown(test_ctl_short_segment, liar_stop),
 	};
 
 	alarm(60); /* a client the liar left waiting must not hang the suite */
