@@ -521,6 +521,77 @@ static void test_reader_lies(void **state)
 	assert_int_equal(open_fds(), fds);
 }
 
+/* --- spill streams: the counters page and the files ---------------------------------------- */
+
+static void answer_spill(int fd, const struct proto_hdr *h, const void *req)
+{
+	(void)req;
+	if (h->type == PROTO_SPILL_ATTACH) {
+		struct proto_spill_attached a = { .threshold = 4096, .page_size = 4096 };
+		int page = memfd(liar.lie == 1 ? 0 : 4096, liar.lie != 2);
+
+		if (liar.lie == 3)
+			a.page_size = 1ull << 40;
+		reply(fd, PROTO_SPILL_ATTACHED, &a, sizeof(a), &page, 1);
+	} else if (h->type == PROTO_SPILL_CREATE) {
+		struct proto_spill_created cr = { .file_id = 1 };
+		int file = liar.lie == 4 ? pipe_fd()
+			   : liar.lie == 5 ? file_fd(0, O_RDONLY)
+			   : liar.lie == 6 ? file_fd(0, O_RDWR | O_APPEND)
+					   : file_fd(0, O_RDWR);
+
+		reply(fd, PROTO_SPILL_CREATED, &cr, sizeof(cr), &file, 1);
+	} else {
+		reply_result(fd, 0, ""); /* charges and closes */
+	}
+}
+
+static void test_spill_lies(void **state)
+{
+	static const char *const why[] = {
+		NULL,
+		"the daemon sent a spill page of 0 bytes where it announced 4096",
+		"the daemon sent a spill page that is not a memfd sealed against shrinking",
+		"the daemon sent a spill page of 4096 bytes where it announced 1099511627776",
+		"the daemon sent a spill file that is not a regular file",
+		"the daemon sent a spill file that is not open read-write",
+		"the daemon sent a spill file that is not open read-write",
+	};
+	char in[3 * 4096], out[sizeof(in)];
+	int fds = open_fds();
+	hp_spill *s;
+	hp_conn *c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (char)(i * 7);
+	liar_start(answer_spill, 0);
+	c = liar_conn();
+	assert_int_equal(hp_spill_open(c, NULL, &s), 0);
+	assert_int_equal(hp_spill_write(s, in, sizeof(in)), 0);
+	assert_int_equal(hp_spill_state(s), HP_SPILL_FILE);
+	assert_int_equal(hp_spill_finish(s), 0);
+	assert_int_equal(hp_spill_read(s, out, sizeof(out)), (ssize_t)sizeof(out));
+	assert_memory_equal(in, out, sizeof(in));
+	hp_spill_close(s);
+	hp_disconnect(c);
+	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
+		liar.lie = lie;
+		c = liar_conn(); /* the page comes once per connection */
+		if (lie <= 3) {
+			assert_refused(c, hp_spill_open(c, NULL, &s), why[lie]);
+		} else {
+			assert_int_equal(hp_spill_open(c, NULL, &s), 0);
+			/* the connection's page stays mapped, as it should */
+			assert_refused_keeping(c, hp_spill_write(s, in, sizeof(in)), why[lie], 1);
+			hp_spill_close(s);
+		}
+		hp_disconnect(c);
+	}
+	liar_stop(NULL);
+	assert_int_equal(open_fds(), fds);
+}
+
 /* --- status replies ---------------------------------------------------------------------------- */
 
 /* A whole status reply: one class, client, lease and journal, the spill and start sections. */
@@ -673,6 +744,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_buffer_lies, liar_stop),
 		cmocka_unit_test_teardown(test_writer_lies, liar_stop),
 		cmocka_unit_test_teardown(test_reader_lies, liar_stop),
+		cmocka_unit_test_teardown(test_spill_lies, liar_stop),
 		cmocka_unit_test_teardown(test_ctl_short_segment, liar_stop),
 	};
 
