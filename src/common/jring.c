@@ -112,6 +112,14 @@ int jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct 
 	return 0;
 }
 
+/* The ring's error, 0 or a negative errno (anything else the daemon wrote there is -EPROTO). */
+static int32_t ring_error(const struct jring_client *c)
+{
+	int32_t err = __atomic_load_n(&c->hdr->error, __ATOMIC_ACQUIRE);
+
+	return ERRNO_VALID(err) ? err : -EPROTO;
+}
+
 uint64_t jring_durable_lsn(const struct jring_client *c)
 {
 	return __atomic_load_n(&c->hdr->durable_lsn, __ATOMIC_ACQUIRE);
@@ -152,7 +160,7 @@ int jring_wait(struct jring_client *c, bool (*done)(const struct jring_client *c
 
 		if (done(c, arg))
 			return 0;
-		err = __atomic_load_n(&c->hdr->error, __ATOMIC_ACQUIRE);
+		err = ring_error(c);
 		if (err < 0)
 			return err;
 		now = now_ns();
@@ -185,7 +193,7 @@ int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, u
 	total = jring_entry_size(recs, n, &disk);
 	if (disk > c->max_entry || total > c->size / 2)
 		return -EMSGSIZE;
-	err = __atomic_load_n(&c->hdr->error, __ATOMIC_ACQUIRE);
+	err = ring_error(c);
 	if (err < 0)
 		return err;
 	off = c->tail & (c->size - 1);

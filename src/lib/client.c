@@ -106,7 +106,8 @@ int client_recv(hp_conn *c, struct proto_hdr *ret_hdr, void **ret_payload, int *
 	if (ret_hdr->type == PROTO_RESULT) {
 		const struct proto_result *res = payload;
 
-		if (res->text_len > ret_hdr->len - sizeof(*res) || res->err > 0) {
+		if (res->text_len > ret_hdr->len - sizeof(*res) || !ERRNO_VALID(res->err)) {
+			client_set_error(c, "malformed result from the daemon (error %" PRId32 ")", res->err);
 			free(payload);
 			return -EPROTO;
 		}
@@ -274,5 +275,5 @@ const char *hp_strerror(int err)
 		if (texts[i].err == err)
 			return texts[i].text;
 	/* strerror's buffer is static but its texts for errno values are constant in glibc */
-	return err < 0 ? strerror(-err) : "unknown error";
+	return err < 0 && ERRNO_VALID(err) ? strerror(-err) : "unknown error";
 }

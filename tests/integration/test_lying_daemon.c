@@ -382,6 +382,7 @@ static void answer_writer(int fd, const struct proto_hdr *h, const void *req)
 		 : liar.lie == 2 ? ring_fd(full, false, RING_SIZE, 0, 0)
 		 : liar.lie == 6 ? ring_fd(full, true, RING_SIZE, RING_SIZE - 8, 0)
 		 : liar.lie == 8 ? ring_fd(full, true, 2 * RING_SIZE, 0, 0)
+		 : liar.lie == 9 ? ring_fd(full, true, RING_SIZE, 0, INT32_MIN)
 				 : ring_fd(full, true, RING_SIZE, 0, 0);
 	fds[1] = liar.lie == 3 ? pipe_fd() : eventfd(0, EFD_CLOEXEC | (liar.lie == 4 ? 0 : EFD_NONBLOCK));
 	fds[2] = memfd(liar.lie == 5 ? 0 : JRING_WAKE_SIZE, true);
@@ -418,6 +419,11 @@ static void test_writer_lies(void **state)
 		liar.lie = lie;
 		assert_refused(c, hp_journal_open(c, "j", &j), why[lie]);
 	}
+	/* an error in the ring that is no errno: the append's error is a protocol error, not INT_MIN */
+	liar.lie = 9;
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	assert_int_equal(hp_journal_append(j, "x", 1, &ticket), -EPROTO);
+	hp_journal_close(j);
 	hp_disconnect(c);
 	liar_stop(NULL);
 	assert_int_equal(open_fds(), fds);
@@ -592,7 +598,7 @@ static void test_spill_lies(void **state)
 	assert_int_equal(open_fds(), fds);
 }
 
-/* --- status replies ---------------------------------------------------------------------------- */
+/* --- status replies and error codes ---------------------------------------------------------- */
 
 /* A whole status reply: one class, client, lease and journal, the spill and start sections. */
 struct status_reply {
@@ -653,6 +659,81 @@ static void status_build(struct status_reply *m, const char *text)
 	}
 	proto_set_name(m->spill->directory, sizeof(m->spill->directory), text);
 	proto_set_name(m->spill->method, sizeof(m->spill->method), text);
+}
+
+static void answer_status(int fd, const struct proto_hdr *h, const void *req)
+{
+	struct status_reply m;
+
+	(void)req;
+	if (h->type != PROTO_STATUS) {
+		reply_result(fd, INT32_MIN, ""); /* no errno */
+		return;
+	}
+	status_build(&m, "ok");
+	switch (liar.lie) {
+	case 1:
+		m.s->nclasses = UINT32_MAX;
+		break;
+	case 2:
+		m.lease->class_index = 5;
+		break;
+	case 3:
+		m.journal[0].error = INT32_MIN;
+		break;
+	case 4:
+		m.journal[0].error = 5;
+		break;
+	case 5:
+		m.s->nspill = 2;
+		break;
+	case 6:
+		reply_result(fd, 0, "");
+		return;
+	case 7: /* no string ends within its field */
+		memset(m.cls->name, 'A', sizeof(m.cls->name));
+		memset(m.s->fallback_reason, 'B', sizeof(m.s->fallback_reason));
+		memset(m.spill->directory, 'C', sizeof(m.spill->directory));
+		break;
+	}
+	reply(fd, PROTO_STATUS_REPLY, m.bytes, (uint32_t)m.len, NULL, 0);
+}
+
+static void test_status_lies(void **state)
+{
+	static const char *const why[] = {
+		NULL,
+		"malformed status reply from the daemon",
+		"malformed status reply from the daemon",
+		"malformed status reply from the daemon",
+		"malformed status reply from the daemon",
+		"malformed status reply from the daemon",
+		"the daemon answered a status request with a result",
+	};
+	struct hp_status *st;
+	hp_conn *c;
+
+	(void)state;
+	liar_start(answer_status, 0);
+	c = liar_conn();
+	assert_int_equal(hp_status(c, &st), 0);
+	assert_string_equal(st->classes[0].name, "ok");
+	hp_status_free(st);
+	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
+		liar.lie = lie;
+		assert_refused(c, hp_status(c, &st), why[lie]);
+	}
+	/* strings without their NUL end within their public fields */
+	liar.lie = 7;
+	assert_int_equal(hp_status(c, &st), 0);
+	assert_int_equal(strlen(st->classes[0].name), sizeof(st->classes[0].name) - 1);
+	assert_int_equal(strlen(st->fallback_reason), sizeof(st->fallback_reason) - 1);
+	assert_int_equal(strlen(st->spill.directory), sizeof(st->spill.directory) - 1);
+	hp_status_free(st);
+	/* a result whose error is no errno */
+	assert_refused(c, hp_journal_truncate(c, "j", 1), "malformed result from the daemon");
+	assert_string_equal(hp_strerror(INT32_MIN), "unknown error");
+	hp_disconnect(c);
 }
 
 /* --- hugepoolctl ----------------------------------------------------------------------------- */
@@ -745,6 +826,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_writer_lies, liar_stop),
 		cmocka_unit_test_teardown(test_reader_lies, liar_stop),
 		cmocka_unit_test_teardown(test_spill_lies, liar_stop),
+		cmocka_unit_test_teardown(test_status_lies, liar_stop),
 		cmocka_unit_test_teardown(test_ctl_short_segment, liar_stop),
 	};
 
