@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * format.c - how hugepoolctl writes values as text (see format.h): times, durations and record
- * payloads. Byte sizes come from src/common/size.c, shared with the daemon.
+ * format.c - how hugepoolctl writes values as text (see format.h): times, durations, record
+ * payloads and the daemon's strings, both escaped by one rule (escape_next). Byte sizes come
+ * from src/common/size.c, shared with the daemon.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -42,32 +44,108 @@ const char *duration_format(uint64_t s, char *buf, size_t len)
 	return buf;
 }
 
+/* Bytes of the valid UTF-8 character at p (n > 0 bytes left); 0 for none or a C1 control. */
+static size_t utf8_char(const unsigned char *p, size_t n)
+{
+	size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;
+	uint32_t cp = p[0] & (0x7fu >> len);
+
+	/* no character starts with ASCII, a continuation byte, 0xc0 or 0xc1 (overlong), or 0xf5 on */
+	if (p[0] < 0xc2 || p[0] > 0xf4 || n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* overlong, past Unicode, a surrogate; or U+0080..U+009F, which terminals obey as controls */
+	if (cp < (len == 2 ? 0xa0u : len == 3 ? 0x800u : 0x10000u) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/*
+ * The one escaping rule of hugepoolctl's text: the next character of p[0..n) (n > 0) as it is
+ * printed, in out (*ret_len bytes, at most 4); returns the bytes of p it stands for. Printable
+ * ASCII is itself; newline, tab, carriage return and the backslash are \n, \t, \r and \\, the
+ * quote \" when quote is set; with utf8, a valid UTF-8 character that is no control is itself;
+ * every other byte is \xNN.
+ */
+static size_t escape_next(const unsigned char *p, size_t n, bool utf8, bool quote, char *out, size_t *ret_len)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t len = utf8 ? utf8_char(p, n) : 0;
+
+	if (len) {
+		memcpy(out, p, len);
+		*ret_len = len;
+		return len;
+	}
+	*ret_len = 2;
+	out[0] = '\\';
+	switch (p[0]) {
+	case '\n':
+		out[1] = 'n';
+		break;
+	case '\t':
+		out[1] = 't';
+		break;
+	case '\r':
+		out[1] = 'r';
+		break;
+	case '\\':
+		out[1] = '\\';
+		break;
+	case '"':
+		if (quote) {
+			out[1] = '"';
+			break;
+		}
+		/* fall through */
+	default:
+		if (p[0] >= 0x20 && p[0] < 0x7f) {
+			out[0] = (char)p[0];
+			*ret_len = 1;
+		} else {
+			out[1] = 'x';
+			out[2] = digits[p[0] >> 4];
+			out[3] = digits[p[0] & 15];
+			*ret_len = 4;
+		}
+	}
+	return 1;
+}
+
 void print_escaped(FILE *f, const unsigned char *p, size_t n)
 {
 	fputc('"', f);
-	for (size_t i = 0; i < n; i++) {
-		switch (p[i]) {
-		case '"':
-		case '\\':
-			fprintf(f, "\\%c", p[i]);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		default:
-			if (p[i] < 0x20 || p[i] >= 0x7f)
-				fprintf(f, "\\x%02x", p[i]);
-			else
-				fputc(p[i], f);
-		}
+	for (size_t i = 0; i < n;) {
+		char out[4];
+		size_t len;
+
+		i += escape_next(p + i, n - i, false, true, out, &len);
+		fwrite(out, 1, len, f);
 	}
 	fputc('"', f);
+}
+
+const char *text_escape(const char *s, char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), at = 0;
+
+	for (size_t i = 0; i < n;) {
+		char out[4];
+		size_t k, used = escape_next(p + i, n - i, true, false, out, &k);
+
+		if (at + k >= len)
+			break; /* cut on a whole character */
+		memcpy(buf + at, out, k);
+		at += k;
+		i += used;
+	}
+	buf[at] = '\0';
+	return buf;
 }
 
 void print_hex(FILE *f, const unsigned char *p, size_t n)

@@ -27,13 +27,14 @@
 #include <string.h>
 
 #include "cmdline.h"
+#include "format.h"
 #include "hugepool.h"
 #include "util.h"
 #include "views.h"
 
 static void report(int err, const char *detail, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* "hugepoolctl: WHAT: <hp_strerror text> (<detail: the daemon's own words, or a hint>)" */
+/* "hugepoolctl: WHAT: <hp_strerror text> (<detail: the daemon's own words, escaped, or a hint>)" */
 static void report(int err, const char *detail, const char *fmt, ...)
 {
 	va_list ap;
@@ -44,7 +45,7 @@ static void report(int err, const char *detail, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, ": %s", hp_strerror(err));
 	if (detail && *detail)
-		fprintf(stderr, " (%s)", detail);
+		fprintf(stderr, " (%s)", ESCAPED(detail));
 	fputc('\n', stderr);
 }
 
@@ -108,7 +109,7 @@ static int journal_failed(const struct invocation *inv, int err, const char *wha
 	if (err == -ENOENT) {
 		/* the daemon says: no journal "x" */
 		if (*detail)
-			fprintf(stderr, "hugepoolctl: %s\n", detail);
+			fprintf(stderr, "hugepoolctl: %s\n", ESCAPED(detail));
 		else
 			no_journal(inv);
 		return EXIT_DAEMON;
@@ -463,7 +464,7 @@ int main(int argc, char **argv)
 	r = hp_connect(inv.path, &inv.conn);
 	if (r < 0) {
 		/* the library's words: the daemon's reason for a refusal, or the path and system error */
-		fprintf(stderr, "hugepoolctl: %s\n", *hp_last_error(NULL) ? hp_last_error(NULL) : hp_strerror(r));
+		fprintf(stderr, "hugepoolctl: %s\n", *hp_last_error(NULL) ? ESCAPED(hp_last_error(NULL)) : hp_strerror(r));
 		/* a daemon that answered and refused (limits, protocol) is running: that is not 2 */
 		return r == -EUSERS || r == -EPROTONOSUPPORT || r == -EPROTO ? EXIT_DAEMON : EXIT_CONNECT;
 	}

@@ -819,6 +819,66 @@ static void test_ctl_short_segment(void **state)
 	assert_non_null(strstr(out, "the daemon sent a journal segment of 4096 bytes where it announced 65536"));
 }
 
+/* The status of answer_status, every string EVIL; the spill directory also holds an "é". */
+static void answer_evil_status(int fd, const struct proto_hdr *h, const void *req)
+{
+	struct status_reply m;
+
+	(void)req;
+	if (h->type != PROTO_STATUS) {
+		reply_result(fd, -EINVAL, EVIL);
+		return;
+	}
+	status_build(&m, EVIL);
+	proto_set_name(m.spill->directory, sizeof(m.spill->directory), "/var/tmp/é/" EVIL);
+	reply(fd, PROTO_STATUS_REPLY, m.bytes, (uint32_t)m.len, NULL, 0);
+}
+
+static void test_ctl_escapes_strings(void **state)
+{
+	static const char *const views[] = { "status", "classes", "leases", "spill", "journal list", "journal stat j" };
+	char out[16384], args[64];
+
+	(void)state;
+	liar_start(answer_evil_status, 0);
+	for (size_t i = 0; i < ARRAY_SIZE(views); i++) {
+		assert_int_equal(ctl(views[i], out, sizeof(out)), 0);
+		if (!strstr(out, EVIL_ESCAPED))
+			fprintf(stderr, "hugepoolctl %s:\n%s\n", views[i], out);
+		assert_non_null(strstr(out, EVIL_ESCAPED));
+		snprintf(args, sizeof(args), "--json %s", views[i]);
+		assert_int_equal(ctl(args, out, sizeof(out)), 0);
+		assert_non_null(strstr(out, "\\u001b]0;pwned\\u0007"));
+	}
+	assert_int_equal(ctl("spill", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "Directory:   /var/tmp/é/" EVIL_ESCAPED));
+}
+
+/* Every request but the hello refused, with EVIL as the daemon's words. */
+static void answer_refusal(int fd, const struct proto_hdr *h, const void *req)
+{
+	(void)h;
+	(void)req;
+	reply_result(fd, liar.lie == 1 ? -ENOENT : -EPERM, EVIL);
+}
+
+static void test_ctl_escapes_errors(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	liar_start(answer_refusal, 0);
+	liar.hello_err = -EUSERS; /* the daemon's reason for refusing the connection */
+	assert_int_equal(ctl("status", out, sizeof(out)), 3);
+	assert_non_null(strstr(out, "hugepoolctl: " EVIL_ESCAPED));
+	liar.hello_err = 0;
+	assert_int_equal(ctl("status", out, sizeof(out)), 3);
+	assert_non_null(strstr(out, "(" EVIL_ESCAPED ")"));
+	liar.lie = 1; /* "no such journal", in the daemon's words */
+	assert_int_equal(ctl("journal truncate j 5", out, sizeof(out)), 3);
+	assert_non_null(strstr(out, "hugepoolctl: " EVIL_ESCAPED));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -828,6 +888,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_spill_lies, liar_stop),
 		cmocka_unit_test_teardown(test_status_lies, liar_stop),
 		cmocka_unit_test_teardown(test_ctl_short_segment, liar_stop),
+		cmocka_unit_test_teardown(test_ctl_escapes_strings, liar_stop),
+		cmocka_unit_test_teardown(test_ctl_escapes_errors, liar_stop),
 	};
 
 	alarm(60); /* a client the liar left waiting must not hang the suite */
