@@ -44,8 +44,7 @@ const char *duration_format(uint64_t s, char *buf, size_t len)
 	return buf;
 }
 
-/* Bytes of the valid UTF-8 character at p (n > 0 bytes left); 0 for none or a C1 control. */
-static size_t utf8_char(const unsigned char *p, size_t n)
+size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *ret_cp)
 {
 	size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;
 	uint32_t cp = p[0] & (0x7fu >> len);
@@ -58,9 +57,10 @@ static size_t utf8_char(const unsigned char *p, size_t n)
 			return 0;
 		cp = cp << 6 | (p[i] & 0x3f);
 	}
-	/* overlong, past Unicode, a surrogate; or U+0080..U+009F, which terminals obey as controls */
-	if (cp < (len == 2 ? 0xa0u : len == 3 ? 0x800u : 0x10000u) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+	/* overlong, past Unicode, or a surrogate */
+	if (cp < (len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
+	*ret_cp = cp;
 	return len;
 }
 
@@ -74,9 +74,11 @@ static size_t utf8_char(const unsigned char *p, size_t n)
 static size_t escape_next(const unsigned char *p, size_t n, bool utf8, bool quote, char *out, size_t *ret_len)
 {
 	static const char digits[] = "0123456789abcdef";
-	size_t len = utf8 ? utf8_char(p, n) : 0;
+	uint32_t cp = 0;
+	size_t len = utf8 ? utf8_decode(p, n, &cp) : 0;
 
-	if (len) {
+	/* U+0080..U+009F are controls too (C1): terminals obey them */
+	if (len && cp >= 0xa0) {
 		memcpy(out, p, len);
 		*ret_len = len;
 		return len;

@@ -19,6 +19,13 @@ const char *time_format(uint64_t ns, char *buf, size_t len);
 /* "3d 4h 5m 6s", leaving out leading zero units. */
 const char *duration_format(uint64_t s, char *buf, size_t len);
 
+/*
+ * The valid UTF-8 character at p (n > 0 bytes left): its length, and its code point in *ret_cp;
+ * 0 when none starts there (ASCII, a stray continuation byte, an overlong form, a surrogate,
+ * past U+10FFFF, cut short). The one UTF-8 decoder of the text and the JSON hugepoolctl prints.
+ */
+size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *ret_cp);
+
 /* A payload as a quoted string: printable ASCII as is, the rest as \n, \t, \r, \\, \" or \xNN. */
 void print_escaped(FILE *f, const unsigned char *p, size_t n);
 

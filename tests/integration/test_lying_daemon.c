@@ -852,6 +852,9 @@ static void test_ctl_escapes_strings(void **state)
 	}
 	assert_int_equal(ctl("spill", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "Directory:   /var/tmp/é/" EVIL_ESCAPED));
+	assert_int_equal(ctl("--json spill", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "\"directory\":\"/var/tmp/é/\\u001b]0;pwned\\u0007"));
+	assert_non_null(strstr(out, "\\u00ff\\u009b\""));
 }
 
 /* Every request but the hello refused, with EVIL as the daemon's words. */
