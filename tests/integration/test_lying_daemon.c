@@ -66,6 +66,7 @@ static struct {
 	answer_fn answer;
 	int lie; /* which lie of the case: 0 = the honest answer */
 	int32_t hello_err; /* answer the hello with this error instead of WELCOME */
+	int cut_fd; /* the last big segment sent (lie 5 of answer_reader), for the case to cut */
 } liar;
 
 static void reply(int fd, enum proto_type type, const void *payload, uint32_t len, int *fds, unsigned nfds)
@@ -434,21 +435,31 @@ static void test_writer_lies(void **state)
 #define SEG_SIZE (64 * 1024)
 #define SEG_RECORDS 3
 
-/* A segment of journal "j" holding records 1..SEG_RECORDS, cut to size bytes. */
-static int segment_fd(uint64_t size)
+/* A big segment: full of records of BIG_LEN bytes, many more than a pipe holds once printed. */
+#define BIG_SIZE (1024 * 1024)
+#define BIG_LEN 200
+#define BIG_RECORDS ((BIG_SIZE - JFORMAT_BLOCK) / jformat_rec_size(BIG_LEN))
+
+/* A segment of journal "j", seg_size bytes, with records 1..n of len bytes ("recordrecord..."), cut to size bytes. */
+static int segment_fd(uint64_t seg_size, uint64_t n, uint32_t len, uint64_t size)
 {
-	uint8_t *seg = calloc(1, SEG_SIZE);
+	uint8_t *seg = calloc(1, seg_size);
+	char payload[BIG_LEN];
 	struct jformat_seg_hdr h;
 	uint64_t off = JFORMAT_BLOCK;
 	int fd = file_fd(0, O_RDWR);
 
 	assert_non_null(seg);
-	jformat_seg_hdr_init(&h, "j", 1, 1, SEG_SIZE, 0, JFORMAT_SEG_ORDERED);
+	assert_true(len <= sizeof(payload));
+	for (uint32_t i = 0; i < len; i++)
+		payload[i] = "record"[i % 6];
+	jformat_seg_hdr_init(&h, "j", 1, 1, seg_size, 0, JFORMAT_SEG_ORDERED);
 	memcpy(seg, &h, sizeof(h));
-	for (uint64_t lsn = 1; lsn <= SEG_RECORDS; lsn++) {
-		jformat_rec_write(seg + off, lsn, 1, JREC_DATA, "record", 6);
-		off += jformat_rec_size(6);
+	for (uint64_t lsn = 1; lsn <= n; lsn++) {
+		jformat_rec_write(seg + off, lsn, 1, JREC_DATA, payload, len);
+		off += jformat_rec_size(len);
 	}
+	assert_true(off <= seg_size);
 	assert_int_equal(pwrite(fd, seg, size, 0), (ssize_t)size);
 	free(seg);
 	return fd;
@@ -469,21 +480,27 @@ static void answer_reader(int fd, const struct proto_hdr *h, const void *req)
 	}
 	switch (liar.lie) {
 	case 1: /* the header only: the first record lies past the end of the file */
-		seg = segment_fd(JFORMAT_BLOCK);
+		seg = segment_fd(SEG_SIZE, SEG_RECORDS, 6, JFORMAT_BLOCK);
 		break;
 	case 2:
 		seg = pipe_fd();
 		break;
 	case 3:
-		seg = segment_fd(SEG_SIZE);
+		seg = segment_fd(SEG_SIZE, SEG_RECORDS, 6, SEG_SIZE);
 		m.e.size = 100;
 		break;
 	case 4: /* two entries announced, one sent */
-		seg = segment_fd(SEG_SIZE);
+		seg = segment_fd(SEG_SIZE, SEG_RECORDS, 6, SEG_SIZE);
 		m.s.n = 2;
 		break;
+	case 5: /* the truth, in a big segment the case cuts later through liar.cut_fd */
+		seg = segment_fd(BIG_SIZE, BIG_RECORDS, BIG_LEN, BIG_SIZE);
+		m.s.durable_lsn = BIG_RECORDS;
+		m.e.size = BIG_SIZE;
+		liar.cut_fd = dup(seg);
+		break;
 	default:
-		seg = segment_fd(SEG_SIZE);
+		seg = segment_fd(SEG_SIZE, SEG_RECORDS, 6, SEG_SIZE);
 		break;
 	}
 	reply(fd, PROTO_JOURNAL_SEGMENTS, &m, sizeof(m), &seg, 1);
@@ -738,19 +755,19 @@ static void test_status_lies(void **state)
 
 /* --- hugepoolctl ----------------------------------------------------------------------------- */
 
-/*
- * Run hugepoolctl -s <the liar> with args (one string, split at spaces), stdout and stderr in
- * out; returns its exit status, after asserting that no signal ended it and that it printed
- * nothing a terminal would obey: every byte printable ASCII or a newline, but for the "é" the
- * liar sends in one place (valid UTF-8 is printed as it is).
- */
-static int ctl(const char *args, char *out, size_t outlen)
+/* A hugepoolctl running against the liar, its stdout and stderr in one pipe. */
+struct ctl {
+	const char *args;
+	pid_t pid;
+	int out;
+};
+
+/* Start hugepoolctl -s <the liar> with args (one string, split at spaces). */
+static void ctl_start(const char *args, struct ctl *cl)
 {
 	char bin[256], words[256], *argv[16] = { bin, "-s", liar.socket };
 	posix_spawn_file_actions_t fa;
-	size_t n = 0;
-	int p[2], argc = 3, st;
-	pid_t pid;
+	int p[2], argc = 3;
 
 	snprintf(bin, sizeof(bin), "%s/hugepoolctl", harness_build());
 	snprintf(words, sizeof(words), "%s", args);
@@ -761,16 +778,35 @@ static int ctl(const char *args, char *out, size_t outlen)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-	assert_int_equal(posix_spawn(&pid, bin, &fa, NULL, argv, environ), 0);
+	assert_int_equal(posix_spawn(&cl->pid, bin, &fa, NULL, argv, environ), 0);
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
-	for (ssize_t k; n < outlen - 1 && (k = read(p[0], out + n, outlen - 1 - n)) > 0;)
-		n += (size_t)k;
+	cl->args = args;
+	cl->out = p[0];
+}
+
+/*
+ * Read what it prints (the first outlen - 1 bytes into out), wait for it; its exit status, after
+ * asserting that no signal ended it and that it printed nothing a terminal would obey: every
+ * byte printable ASCII or a newline, but for the "é" the liar sends in one place (valid UTF-8 is
+ * printed as it is).
+ */
+static int ctl_finish(struct ctl *cl, char *out, size_t outlen)
+{
+	char rest[4096];
+	size_t n = 0;
+	ssize_t k;
+	int st;
+
+	while ((k = read(cl->out, out + n, outlen - 1 - n)) > 0 && (n += (size_t)k) < outlen - 1)
+		;
+	while (read(cl->out, rest, sizeof(rest)) > 0)
+		; /* what does not fit: it must not block the program */
 	out[n] = '\0';
-	close(p[0]);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
+	close(cl->out);
+	assert_int_equal(waitpid(cl->pid, &st, 0), cl->pid);
 	if (WIFSIGNALED(st))
-		fprintf(stderr, "hugepoolctl %s: killed by signal %d after printing:\n%s\n", args, WTERMSIG(st), out);
+		fprintf(stderr, "hugepoolctl %s: killed by signal %d after printing:\n%.2000s\n", cl->args, WTERMSIG(st), out);
 	assert_false(WIFSIGNALED(st));
 	for (size_t i = 0; i < n; i++) {
 		bool ok = (out[i] >= 0x20 && out[i] < 0x7f) || out[i] == '\n';
@@ -780,13 +816,22 @@ static int ctl(const char *args, char *out, size_t outlen)
 			continue;
 		}
 		if (!ok)
-			fprintf(stderr, "hugepoolctl %s: byte 0x%02x at %zu of:\n%s\n", args, (unsigned char)out[i], i, out);
+			fprintf(stderr, "hugepoolctl %s: byte 0x%02x at %zu of:\n%s\n", cl->args, (unsigned char)out[i], i, out);
 		assert_true(ok);
 	}
 	/* nothing passes for a line of hugepoolctl's own */
 	assert_null(strstr(out, "\nhugepool OK"));
 	assert_true(strncmp(out, "hugepool OK", 11) != 0);
 	return WEXITSTATUS(st);
+}
+
+/* Run hugepoolctl with args to its end (ctl_start, ctl_finish). */
+static int ctl(const char *args, char *out, size_t outlen)
+{
+	struct ctl cl;
+
+	ctl_start(args, &cl);
+	return ctl_finish(&cl, out, outlen);
 }
 
 /* A status naming journal "j", and its segments as answer_reader lies about them. */
@@ -800,6 +845,28 @@ static void answer_journal(int fd, const struct proto_hdr *h, const void *req)
 	}
 	status_build(&m, "ok");
 	reply(fd, PROTO_STATUS_REPLY, m.bytes, (uint32_t)m.len, NULL, 0);
+}
+
+/*
+ * A segment cut short after hugepoolctl had it checked and mapped (by the liar, who keeps the
+ * file): the next record read past the new end must end journal dump with a message, not SIGBUS.
+ */
+static void test_ctl_segment_cut(void **state)
+{
+	static char out[256 * 1024];
+	struct ctl cl;
+	char first;
+
+	(void)state;
+	liar_start(answer_journal, 5);
+	ctl_start("journal dump j", &cl);
+	/* its first output: it is printing records, and cannot finish before we read the rest */
+	assert_int_equal(read(cl.out, &first, 1), 1);
+	assert_int_equal(ftruncate(liar.cut_fd, JFORMAT_BLOCK), 0);
+	close(liar.cut_fd);
+	assert_int_equal(ctl_finish(&cl, out, sizeof(out)), 3);
+	assert_non_null(strstr(out, "hugepoolctl: reading journal \"j\": Bad address (a segment was cut short while it "
+				    "was read, after the daemon had handed it over)"));
 }
 
 static void test_ctl_short_segment(void **state)
@@ -891,6 +958,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_spill_lies, liar_stop),
 		cmocka_unit_test_teardown(test_status_lies, liar_stop),
 		cmocka_unit_test_teardown(test_ctl_short_segment, liar_stop),
+		cmocka_unit_test_teardown(test_ctl_segment_cut, liar_stop),
 		cmocka_unit_test_teardown(test_ctl_escapes_strings, liar_stop),
 		cmocka_unit_test_teardown(test_ctl_escapes_errors, liar_stop),
 	};
