@@ -73,9 +73,10 @@ size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *ret_cp)
  */
 static size_t escape_next(const unsigned char *p, size_t n, bool utf8, bool quote, char *out, size_t *ret_len)
 {
-	static const char digits[] = "0123456789abcdef";
+	static const char digits[] = "0123456789abcdef", short_from[] = "\n\t\r\\\"", short_to[] = "ntr\\\"";
 	uint32_t cp = 0;
 	size_t len = utf8 ? utf8_decode(p, n, &cp) : 0;
+	const char *k;
 
 	/* U+0080..U+009F are controls too (C1): terminals obey them */
 	if (len && cp >= 0xa0) {
@@ -83,37 +84,21 @@ static size_t escape_next(const unsigned char *p, size_t n, bool utf8, bool quot
 		*ret_len = len;
 		return len;
 	}
-	*ret_len = 2;
-	out[0] = '\\';
-	switch (p[0]) {
-	case '\n':
-		out[1] = 'n';
-		break;
-	case '\t':
-		out[1] = 't';
-		break;
-	case '\r':
-		out[1] = 'r';
-		break;
-	case '\\':
-		out[1] = '\\';
-		break;
-	case '"':
-		if (quote) {
-			out[1] = '"';
-			break;
-		}
-		/* fall through */
-	default:
-		if (p[0] >= 0x20 && p[0] < 0x7f) {
-			out[0] = (char)p[0];
-			*ret_len = 1;
-		} else {
-			out[1] = 'x';
-			out[2] = digits[p[0] >> 4];
-			out[3] = digits[p[0] & 15];
-			*ret_len = 4;
-		}
+	/* the short forms; the quote only where the text is quoted */
+	k = memchr(short_from, p[0], quote ? sizeof(short_from) - 1 : sizeof(short_from) - 2);
+	if (k) {
+		out[0] = '\\';
+		out[1] = short_to[k - short_from];
+		*ret_len = 2;
+	} else if (p[0] >= 0x20 && p[0] < 0x7f) {
+		out[0] = (char)p[0];
+		*ret_len = 1;
+	} else {
+		out[0] = '\\';
+		out[1] = 'x';
+		out[2] = digits[p[0] >> 4];
+		out[3] = digits[p[0] & 15];
+		*ret_len = 4;
 	}
 	return 1;
 }
