@@ -19,7 +19,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -36,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fds.h"
 #include "harness.h"
 #include "hugepool.h"
 #include "jformat.h"
@@ -195,17 +195,12 @@ static hp_conn *liar_conn(void)
 
 /* --- what a lie may not leave behind ------------------------------------------------------- */
 
-static int open_fds(void)
+/* A case's end: its connection closed, the liar gone, and no fd left that came with a lie. */
+static void liar_end(hp_conn *c, unsigned fds)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	assert_non_null(d);
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1; /* the directory's own fd */
+	hp_disconnect(c);
+	liar_stop(NULL);
+	assert_int_equal(count_fds(), fds);
 }
 
 /* Mappings of the liar's memfds this process still holds. */
@@ -329,7 +324,7 @@ static void test_buffer_lies(void **state)
 		"the daemon sent a buffer of 0 bytes",
 		"the daemon sent a buffer that is not a memfd sealed against shrinking",
 	};
-	int fds = open_fds();
+	unsigned fds = count_fds();
 	struct hp_buffer b;
 	hp_conn *c;
 
@@ -343,9 +338,7 @@ static void test_buffer_lies(void **state)
 		liar.lie = lie;
 		assert_refused(c, hp_acquire(c, "one", 1, 0, &b), why[lie]);
 	}
-	hp_disconnect(c);
-	liar_stop(NULL);
-	assert_int_equal(open_fds(), fds);
+	liar_end(c, fds);
 }
 
 /* --- journal writers: the ring, the doorbell, the wake page -------------------------------- */
@@ -405,7 +398,7 @@ static void test_writer_lies(void **state)
 		"the daemon announced a journal ring of 69632 bytes",
 		"the daemon sent a journal ring with a header that is not its own",
 	};
-	int fds = open_fds();
+	unsigned fds = count_fds();
 	uint64_t ticket;
 	hp_journal *j;
 	hp_conn *c;
@@ -425,9 +418,7 @@ static void test_writer_lies(void **state)
 	assert_int_equal(hp_journal_open(c, "j", &j), 0);
 	assert_int_equal(hp_journal_append(j, "x", 1, &ticket), -EPROTO);
 	hp_journal_close(j);
-	hp_disconnect(c);
-	liar_stop(NULL);
-	assert_int_equal(open_fds(), fds);
+	liar_end(c, fds);
 }
 
 /* --- journal readers: the segments ---------------------------------------------------------- */
@@ -515,7 +506,7 @@ static void test_reader_lies(void **state)
 		"the daemon announced a journal segment of 100 bytes",
 		"malformed journal segments from the daemon",
 	};
-	int fds = open_fds();
+	unsigned fds = count_fds();
 	hp_journal_reader *r;
 	const void *data;
 	uint64_t lsn;
@@ -539,9 +530,7 @@ static void test_reader_lies(void **state)
 		assert_refused(c, hp_journal_reader_open(c, "j", 1, &r), why[lie]);
 		assert_null(r);
 	}
-	hp_disconnect(c);
-	liar_stop(NULL);
-	assert_int_equal(open_fds(), fds);
+	liar_end(c, fds);
 }
 
 /* --- spill streams: the counters page and the files ---------------------------------------- */
@@ -581,7 +570,7 @@ static void test_spill_lies(void **state)
 		"the daemon sent a spill file that is not open read-write",
 	};
 	char in[3 * 4096], out[sizeof(in)];
-	int fds = open_fds();
+	unsigned fds = count_fds();
 	hp_spill *s;
 	hp_conn *c;
 
@@ -611,8 +600,7 @@ static void test_spill_lies(void **state)
 		}
 		hp_disconnect(c);
 	}
-	liar_stop(NULL);
-	assert_int_equal(open_fds(), fds);
+	liar_end(NULL, fds);
 }
 
 /* --- status replies and error codes ---------------------------------------------------------- */
