@@ -64,9 +64,10 @@ static struct {
 	pthread_t thread;
 	bool running;
 	answer_fn answer;
-	int lie; /* which lie of the case: 0 = the honest answer */
-	int32_t hello_err; /* answer the hello with this error instead of WELCOME */
-	int cut_fd; /* the last big segment sent (lie 5 of answer_reader), for the case to cut */
+	/* set by the case, read by the liar's thread (atomics: what orders them is the socket) */
+	_Atomic int lie; /* which lie of the case: 0 = the honest answer */
+	_Atomic int32_t hello_err; /* answer the hello with this error instead of WELCOME */
+	_Atomic int cut_fd; /* the last big segment sent (lie 5 of answer_reader), for the case to cut */
 } liar;
 
 static void reply(int fd, enum proto_type type, const void *payload, uint32_t len, int *fds, unsigned nfds)
@@ -294,7 +295,7 @@ static void answer_buffer(int fd, const struct proto_hdr *h, const void *req)
 		return;
 	}
 	(void)req;
-	switch (liar.lie) {
+	switch ((int)liar.lie) {
 	case 0:
 		buf = memfd(BUF_SIZE, true);
 		break;
@@ -469,7 +470,7 @@ static void answer_reader(int fd, const struct proto_hdr *h, const void *req)
 		reply_result(fd, -EINVAL, "not a read");
 		return;
 	}
-	switch (liar.lie) {
+	switch ((int)liar.lie) {
 	case 1: /* the header only: the first record lies past the end of the file */
 		seg = segment_fd(SEG_SIZE, SEG_RECORDS, 6, JFORMAT_BLOCK);
 		break;
@@ -676,7 +677,7 @@ static void answer_status(int fd, const struct proto_hdr *h, const void *req)
 		return;
 	}
 	status_build(&m, "ok");
-	switch (liar.lie) {
+	switch ((int)liar.lie) {
 	case 1:
 		m.s->nclasses = UINT32_MAX;
 		break;
