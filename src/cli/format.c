@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * format.c - how hugepoolctl writes values as text (see format.h): times, durations and record
- * payloads. Byte sizes come from src/common/size.c, shared with the daemon.
+ * format.c - how hugepoolctl writes values as text (see format.h): times, durations, record
+ * payloads and the daemon's strings, both escaped by one rule (escape_next). Byte sizes come
+ * from src/common/size.c, shared with the daemon.
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -42,32 +44,95 @@ const char *duration_format(uint64_t s, char *buf, size_t len)
 	return buf;
 }
 
+size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *ret_cp)
+{
+	size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;
+	uint32_t cp = p[0] & (0x7fu >> len);
+
+	/* no character starts with ASCII, a continuation byte, 0xc0 or 0xc1 (overlong), or 0xf5 on */
+	if (p[0] < 0xc2 || p[0] > 0xf4 || n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* overlong, past Unicode, or a surrogate */
+	if (cp < (len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	*ret_cp = cp;
+	return len;
+}
+
+/*
+ * The one escaping rule of hugepoolctl's text: the next character of p[0..n) (n > 0) as it is
+ * printed, in out (*ret_len bytes, at most 4); returns the bytes of p it stands for. Printable
+ * ASCII is itself; newline, tab, carriage return and the backslash are \n, \t, \r and \\, the
+ * quote \" when quote is set; with utf8, a valid UTF-8 character that is no control is itself;
+ * every other byte is \xNN.
+ */
+static size_t escape_next(const unsigned char *p, size_t n, bool utf8, bool quote, char *out, size_t *ret_len)
+{
+	static const char digits[] = "0123456789abcdef", short_from[] = "\n\t\r\\\"", short_to[] = "ntr\\\"";
+	uint32_t cp = 0;
+	size_t len = utf8 ? utf8_decode(p, n, &cp) : 0;
+	const char *k;
+
+	/* U+0080..U+009F are controls too (C1): terminals obey them */
+	if (len && cp >= 0xa0) {
+		memcpy(out, p, len);
+		*ret_len = len;
+		return len;
+	}
+	/* the short forms; the quote only where the text is quoted */
+	k = memchr(short_from, p[0], quote ? sizeof(short_from) - 1 : sizeof(short_from) - 2);
+	if (k) {
+		out[0] = '\\';
+		out[1] = short_to[k - short_from];
+		*ret_len = 2;
+	} else if (p[0] >= 0x20 && p[0] < 0x7f) {
+		out[0] = (char)p[0];
+		*ret_len = 1;
+	} else {
+		out[0] = '\\';
+		out[1] = 'x';
+		out[2] = digits[p[0] >> 4];
+		out[3] = digits[p[0] & 15];
+		*ret_len = 4;
+	}
+	return 1;
+}
+
 void print_escaped(FILE *f, const unsigned char *p, size_t n)
 {
 	fputc('"', f);
-	for (size_t i = 0; i < n; i++) {
-		switch (p[i]) {
-		case '"':
-		case '\\':
-			fprintf(f, "\\%c", p[i]);
-			break;
-		case '\n':
-			fputs("\\n", f);
-			break;
-		case '\t':
-			fputs("\\t", f);
-			break;
-		case '\r':
-			fputs("\\r", f);
-			break;
-		default:
-			if (p[i] < 0x20 || p[i] >= 0x7f)
-				fprintf(f, "\\x%02x", p[i]);
-			else
-				fputc(p[i], f);
-		}
+	for (size_t i = 0; i < n;) {
+		char out[4];
+		size_t len;
+
+		i += escape_next(p + i, n - i, false, true, out, &len);
+		fwrite(out, 1, len, f);
 	}
 	fputc('"', f);
+}
+
+const char *text_escape(const char *s, char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), at = 0;
+
+	for (size_t i = 0; i < n;) {
+		char out[4];
+		size_t k, used = escape_next(p + i, n - i, true, false, out, &k);
+
+		if (at + k >= len)
+			break; /* cut on a whole character */
+		memcpy(buf + at, out, k);
+		at += k;
+		i += used;
+	}
+	buf[at] = '\0';
+	return buf;
 }
 
 void print_hex(FILE *f, const unsigned char *p, size_t n)

@@ -19,6 +19,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,13 +29,14 @@
 #include <string.h>
 
 #include "cmdline.h"
+#include "format.h"
 #include "hugepool.h"
 #include "util.h"
 #include "views.h"
 
 static void report(int err, const char *detail, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* "hugepoolctl: WHAT: <hp_strerror text> (<detail: the daemon's own words, or a hint>)" */
+/* "hugepoolctl: WHAT: <hp_strerror text> (<detail: the daemon's own words, escaped, or a hint>)" */
 static void report(int err, const char *detail, const char *fmt, ...)
 {
 	va_list ap;
@@ -44,7 +47,7 @@ static void report(int err, const char *detail, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, ": %s", hp_strerror(err));
 	if (detail && *detail)
-		fprintf(stderr, " (%s)", detail);
+		fprintf(stderr, " (%s)", ESCAPED(detail));
 	fputc('\n', stderr);
 }
 
@@ -88,10 +91,42 @@ static int get_journal_status(struct invocation *inv, struct hp_status **st, con
 	return 0;
 }
 
+/*
+ * The segments a journal reader maps are files the daemon keeps: libhugepool checked their sizes
+ * when they came, but whatever answers on the socket can cut one short afterwards, and the next
+ * read of the mapping past its new end is SIGBUS. While the verbs read records (and print them
+ * from the mapping), that signal ends the reading with -EFAULT instead of the program.
+ */
+static sigjmp_buf segment_cut;
+
+static void on_segment_cut(int sig)
+{
+	(void)sig;
+	siglongjmp(segment_cut, 1);
+}
+
+/* fn(arg), or -EFAULT when a segment was cut short under it. */
+static int read_guarded(int (*fn)(void *arg), void *arg)
+{
+	struct sigaction sa = { .sa_handler = on_segment_cut }, old;
+	int r;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(segment_cut, 1) == 0)
+		r = fn(arg);
+	else
+		r = -EFAULT; /* out of the reader or a print: neither holds a lock or half an allocation */
+	sigaction(SIGBUS, &old, NULL);
+	return r;
+}
+
 /* What the reader's own errors mean (the daemon gives no text for them). */
 static const char *reader_hint(int err)
 {
 	switch (err) {
+	case -EFAULT: /* read_guarded's */
+		return "a segment was cut short while it was read, after the daemon had handed it over";
 	case -ESTALE:
 		return "the records were recycled while being read";
 	case -EUCLEAN:
@@ -108,7 +143,7 @@ static int journal_failed(const struct invocation *inv, int err, const char *wha
 	if (err == -ENOENT) {
 		/* the daemon says: no journal "x" */
 		if (*detail)
-			fprintf(stderr, "hugepoolctl: %s\n", detail);
+			fprintf(stderr, "hugepoolctl: %s\n", ESCAPED(detail));
 		else
 			no_journal(inv);
 		return EXIT_DAEMON;
@@ -172,6 +207,39 @@ static int run_journal_stat(const struct command *cmd, struct invocation *inv)
 	return 0;
 }
 
+struct verify {
+	hp_journal_reader *rd;
+	struct journal_check *c;
+};
+
+/* journal verify's reading: every record in order, until the end or the first problem. */
+static int verify_records(void *arg)
+{
+	struct verify *v = arg;
+	struct journal_check *c = v->c;
+
+	for (;;) {
+		const void *data;
+		uint64_t lsn;
+		size_t len;
+		int r = hp_journal_reader_next(v->rd, &lsn, &data, &len);
+
+		if (r <= 0)
+			return r;
+		if (c->records && lsn != c->last_lsn + 1) {
+			snprintf(c->problem, sizeof(c->problem),
+				 "LSN %" PRIu64 " follows LSN %" PRIu64 ": records %" PRIu64 "..%" PRIu64 " are missing",
+				 lsn, c->last_lsn, c->last_lsn + 1, lsn - 1);
+			return 0;
+		}
+		if (!c->records)
+			c->first_lsn = lsn;
+		c->last_lsn = lsn;
+		c->records++;
+		c->bytes += len;
+	}
+}
+
 /*
  * Replay every durable record through the reader and check that the LSNs follow each other with
  * no gap and reach what was durable when the check began (the reader checks each record's CRC).
@@ -194,36 +262,16 @@ static int run_journal_verify(const struct command *cmd, struct invocation *inv)
 	r = hp_journal_reader_open(inv->conn, inv->journal, 1, &rd);
 	if (r < 0)
 		return journal_failed(inv, r, "cannot read");
-	for (;;) {
-		const void *data;
-		uint64_t lsn;
-		size_t len;
-
-		r = hp_journal_reader_next(rd, &lsn, &data, &len);
-		if (r < 0) {
-			const char *hint = reader_hint(r);
-
-			c.error = r;
-			c.damaged = r == -EUCLEAN;
-			snprintf(c.problem, sizeof(c.problem), "reading after LSN %" PRIu64 " failed: %s%s%s%s",
-				 c.last_lsn, hp_strerror(r), hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
-			break;
-		}
-		if (r == 0)
-			break;
-		if (c.records && lsn != c.last_lsn + 1) {
-			snprintf(c.problem, sizeof(c.problem),
-				 "LSN %" PRIu64 " follows LSN %" PRIu64 ": records %" PRIu64 "..%" PRIu64 " are missing",
-				 lsn, c.last_lsn, c.last_lsn + 1, lsn - 1);
-			break;
-		}
-		if (!c.records)
-			c.first_lsn = lsn;
-		c.last_lsn = lsn;
-		c.records++;
-		c.bytes += len;
-	}
+	r = read_guarded(verify_records, &(struct verify){ rd, &c });
 	hp_journal_reader_close(rd);
+	if (r < 0) {
+		const char *hint = reader_hint(r);
+
+		c.error = r;
+		c.damaged = r == -EUCLEAN;
+		snprintf(c.problem, sizeof(c.problem), "reading after LSN %" PRIu64 " failed: %s%s%s%s", c.last_lsn,
+			 hp_strerror(r), hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
+	}
 	if (!c.problem[0] && c.last_lsn < c.durable_lsn)
 		snprintf(c.problem, sizeof(c.problem),
 			 "the records end at LSN %" PRIu64 " but the journal was durable up to LSN %" PRIu64
@@ -238,17 +286,19 @@ static int run_journal_verify(const struct command *cmd, struct invocation *inv)
 	return 0;
 }
 
-/* Print records from --from on (default 1), at most --max of them (default all). */
-static int run_journal_dump(const struct command *cmd, struct invocation *inv)
-{
-	uint64_t from = inv->from ? inv->from : 1, n = 0;
+struct dump {
+	const struct invocation *inv;
 	hp_journal_reader *rd;
-	int r;
+};
 
-	(void)cmd;
-	r = hp_journal_reader_open(inv->conn, inv->journal, from, &rd);
-	if (r < 0)
-		return journal_failed(inv, r, "cannot read");
+/* journal dump's reading: print records from --from on, at most --max of them; the reader's last result. */
+static int dump_records(void *arg)
+{
+	const struct dump *d = arg;
+	const struct invocation *inv = d->inv;
+	uint64_t n = 0;
+	int r = 0;
+
 	while (!inv->max || n < inv->max) {
 		const void *data;
 		uint64_t lsn;
@@ -256,7 +306,7 @@ static int run_journal_dump(const struct command *cmd, struct invocation *inv)
 
 		if (ferror(stdout))
 			break; /* main says so */
-		r = hp_journal_reader_next(rd, &lsn, &data, &len);
+		r = hp_journal_reader_next(d->rd, &lsn, &data, &len);
 		if (r <= 0)
 			break;
 		if (n++ == 0 && inv->from && lsn > inv->from)
@@ -264,6 +314,20 @@ static int run_journal_dump(const struct command *cmd, struct invocation *inv)
 				inv->from, lsn - 1, lsn);
 		journal_record_print(lsn, data, len, inv->json, inv->hex);
 	}
+	return r;
+}
+
+/* Print records from --from on (default 1), at most --max of them (default all). */
+static int run_journal_dump(const struct command *cmd, struct invocation *inv)
+{
+	hp_journal_reader *rd;
+	int r;
+
+	(void)cmd;
+	r = hp_journal_reader_open(inv->conn, inv->journal, inv->from ? inv->from : 1, &rd);
+	if (r < 0)
+		return journal_failed(inv, r, "cannot read");
+	r = read_guarded(dump_records, &(struct dump){ inv, rd });
 	hp_journal_reader_close(rd);
 	if (r < 0)
 		return journal_failed(inv, r, "reading");
@@ -463,7 +527,7 @@ int main(int argc, char **argv)
 	r = hp_connect(inv.path, &inv.conn);
 	if (r < 0) {
 		/* the library's words: the daemon's reason for a refusal, or the path and system error */
-		fprintf(stderr, "hugepoolctl: %s\n", *hp_last_error(NULL) ? hp_last_error(NULL) : hp_strerror(r));
+		fprintf(stderr, "hugepoolctl: %s\n", *hp_last_error(NULL) ? ESCAPED(hp_last_error(NULL)) : hp_strerror(r));
 		/* a daemon that answered and refused (limits, protocol) is running: that is not 2 */
 		return r == -EUSERS || r == -EPROTONOSUPPORT || r == -EPROTO ? EXIT_DAEMON : EXIT_CONNECT;
 	}

@@ -4,23 +4,35 @@
  * before every one but the first of its object or array.
  */
 #include <inttypes.h>
+#include <string.h>
 
+#include "format.h"
 #include "json.h"
 
 void json_string(FILE *f, const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p == '\n')
+	for (size_t i = 0, len; i < n; i += len ? len : 1) {
+		uint32_t cp;
+
+		len = utf8_decode(p + i, n - i, &cp);
+		if (len && cp >= 0xa0)
+			fwrite(p + i, 1, len, f); /* JSON is UTF-8: a character as itself */
+		else if (len)
+			fprintf(f, "\\u%04x", cp); /* a C1 control, by its code point */
+		else if (p[i] == '"' || p[i] == '\\')
+			fprintf(f, "\\%c", p[i]);
+		else if (p[i] == '\n')
 			fputs("\\n", f);
-		else if (*p == '\t')
+		else if (p[i] == '\t')
 			fputs("\\t", f);
-		else if (*p < 0x20 || *p >= 0x7f)
-			fprintf(f, "\\u%04x", *p);
+		else if (p[i] < 0x20 || p[i] >= 0x7f)
+			fprintf(f, "\\u%04x", p[i]); /* a control, or a byte of invalid UTF-8 */
 		else
-			fputc(*p, f);
+			fputc(p[i], f);
 	}
 	fputc('"', f);
 }

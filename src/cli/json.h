@@ -17,7 +17,11 @@ struct json {
 	bool comma; /* a value was written at this level: the next one needs a comma */
 };
 
-/* A JSON string. Bytes >= 0x80 are escaped one by one, so the output is valid even for bad UTF-8. */
+/*
+ * A JSON string: valid UTF-8 as itself but C1 controls (\u0080..\u009f); control characters,
+ * and each byte of invalid UTF-8 on its own (as \u00XX), escaped, so the output is valid JSON
+ * whatever bytes s holds.
+ */
 void json_string(FILE *f, const char *s);
 
 /* Start a member ("key":) of an object, or an element of an array when key is NULL. */

@@ -35,7 +35,7 @@ void journals_text(const struct hp_status *st)
 		return;
 	}
 	for (uint32_t i = 0; i < st->njournals; i++)
-		w = MAX(w, (int)strlen(st->journals[i].name));
+		w = MAX(w, (int)strlen(ESCAPED(st->journals[i].name)));
 	printf("%-*s %-6s %-8s %10s %7s %8s %10s %9s %6s %9s %9s %9s\n", w, "JOURNAL", "STATE", "BACKEND",
 	       "DURABLE", "WRITERS", "SEGMENTS", "APPENDS", "BATCHES", "MEAN", "P50(us)", "P99(us)", "P999(us)");
 	for (uint32_t i = 0; i < st->njournals; i++) {
@@ -44,7 +44,7 @@ void journals_text(const struct hp_status *st)
 		snprintf(segs, sizeof(segs), "%" PRIu32 "/%" PRIu32, js->segments_used, js->segments);
 		printf("%-*s %-6s %-8s %10" PRIu64 " %7" PRIu32 " %8s %10" PRIu64 " %9" PRIu64
 		       " %6.1f %9.1f %9.1f %9.1f\n",
-		       w, js->name, journal_state_name(js->state), js->backend, js->durable_lsn, js->writers, segs,
+		       w, ESCAPED(js->name), journal_state_name(js->state), ESCAPED(js->backend), js->durable_lsn, js->writers, segs,
 		       js->appends, js->batches, js->mean_batch, us_of(js->sync_p50_ns), us_of(js->sync_p99_ns),
 		       us_of(js->sync_p999_ns));
 	}
@@ -87,7 +87,7 @@ static void journal_stat_text(const struct hp_journal_status *js, const struct h
 	char b[32];
 	bool any = false;
 
-	printf("Journal:      %s\n", js->name);
+	printf("Journal:      %s\n", ESCAPED(js->name));
 	if (js->state == 1)
 		printf("State:        full (every segment holds records not truncated yet; appends wait)\n");
 	else if (js->state == 2)
@@ -95,8 +95,8 @@ static void journal_stat_text(const struct hp_journal_status *js, const struct h
 		       js->error < 0 ? strerror(-js->error) : "unknown error");
 	else
 		printf("State:        %s\n", journal_state_name(js->state));
-	printf("Backend:      %s, %s\n", js->backend, js->direct ? "O_DIRECT" : "page cache");
-	printf("Note:         %s\n", js->note[0] ? js->note : "-");
+	printf("Backend:      %s, %s\n", ESCAPED(js->backend), js->direct ? "O_DIRECT" : "page cache");
+	printf("Note:         %s\n", js->note[0] ? ESCAPED(js->note) : "-");
 	printf("Segments:     %" PRIu32 " of %" PRIu32 " in use, %s each\n", js->segments_used, js->segments,
 	       size_format(js->segment_size, b, sizeof(b)));
 	printf("LSNs:         next %" PRIu64 ", durable up to %" PRIu64 "%s\n", js->next_lsn, js->durable_lsn,
@@ -119,7 +119,7 @@ static void journal_stat_text(const struct hp_journal_status *js, const struct h
 	printf("%s\n", any ? " (records: batches)" : " none yet");
 	printf("Sync latency: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us\n", us_of(js->sync_p50_ns),
 	       us_of(js->sync_p99_ns), us_of(js->sync_p999_ns), us_of(js->sync_max_ns));
-	printf("Recovery:     %s (%" PRIu64 " records)\n", js->recovery[0] ? js->recovery : "-",
+	printf("Recovery:     %s (%" PRIu64 " records)\n", js->recovery[0] ? ESCAPED(js->recovery) : "-",
 	       js->recovered_records);
 }
 

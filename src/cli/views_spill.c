@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "format.h"
 #include "size.h"
 #include "views.h"
 
@@ -91,7 +92,7 @@ void spill_text(const struct hp_status *st)
 	struct spill_uid u;
 	uint32_t i = 0;
 
-	printf("Directory:   %s (nameless files: %s)\n", sp->directory, sp->method);
+	printf("Directory:   %s (nameless files: %s)\n", ESCAPED(sp->directory), ESCAPED(sp->method));
 	printf("Threshold:   %s in memory per stream, unless the stream sets its own\n",
 	       size_format(sp->threshold, b1, sizeof(b1)));
 	printf("On disk:     %s (spill_max_bytes), %s files (spill_max_files)\n",
@@ -131,7 +132,7 @@ void spill_text(const struct hp_status *st)
 
 		if (!client_spills(c))
 			continue;
-		printf("%8d %-16s %8u %6" PRIu32 " %12s %10" PRIu64 " %12s\n", (int)c->pid, c->name[0] ? c->name : "-",
+		printf("%8d %-16s %8u %6" PRIu32 " %12s %10" PRIu64 " %12s\n", (int)c->pid, c->name[0] ? ESCAPED(c->name) : "-",
 		       (unsigned)c->uid, c->spill_files, size_format(c->spill_bytes, b1, sizeof(b1)),
 		       c->spill_streams_memory, size_format(c->spill_bytes_memory, b2, sizeof(b2)));
 	}

@@ -47,12 +47,13 @@ static const char *lease_class_name(const struct hp_status *st, const struct hp_
 	return l->class_index < st->nclasses ? st->classes[l->class_index].name : "?";
 }
 
+/* The width of the class column: the names as printed (escaped), at least min. */
 static int class_name_width(const struct hp_status *st, int min)
 {
 	int w = min;
 
 	for (uint32_t i = 0; i < st->nclasses; i++)
-		w = MAX(w, (int)strlen(st->classes[i].name));
+		w = MAX(w, (int)strlen(ESCAPED(st->classes[i].name)));
 	return w;
 }
 
@@ -86,7 +87,7 @@ void classes_text(const struct hp_status *st)
 	for (uint32_t i = 0; i < st->nclasses; i++) {
 		const struct hp_class_status *c = &st->classes[i];
 
-		printf("%-*s %10s %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 "%s\n", w, c->name,
+		printf("%-*s %10s %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 "%s\n", w, ESCAPED(c->name),
 		       size_format(c->size, b, sizeof(b)), c->total, c->free, c->leased, c->waiters, c->zeroing,
 		       c->retired ? "  retired" : "");
 	}
@@ -138,7 +139,7 @@ void status_text(const struct hp_status *st)
 
 	for (uint32_t i = 0; i < st->nclasses; i++)
 		buffers += st->classes[i].total;
-	printf("hugepoold %s, pid %d, up %s (since %s)\n", st->daemon_version, (int)st->daemon_pid,
+	printf("hugepoold %s, pid %d, up %s (since %s)\n", ESCAPED(st->daemon_version), (int)st->daemon_pid,
 	       duration_format((uint64_t)uptime_seconds(st), b1, sizeof(b1)),
 	       time_format(st->started_ns, b3, sizeof(b3)));
 	printf("Pool:        %s in %" PRIu64 " buffers, page size %s\n",
@@ -146,7 +147,7 @@ void status_text(const struct hp_status *st)
 	if (st->hugetlb)
 		printf("Backing:     hugetlb pages\n");
 	else if (st->fallback)
-		printf("Backing:     regular shared memory (fallback: %s)\n", st->fallback_reason);
+		printf("Backing:     regular shared memory (fallback: %s)\n", ESCAPED(st->fallback_reason));
 	else
 		printf("Backing:     regular shared memory (hugepages = off)\n");
 	if (st->start.faulted_buffers || !st->start.warm)
@@ -198,7 +199,7 @@ void leases_text(const struct hp_status *st)
 		for (uint32_t i = 0; i < st->nleases; i++) {
 			const struct hp_lease_status *l = &st->leases[i];
 
-			printf("%#-18" PRIx64 " %-*s %8d %8u  %s\n", l->lease_id, w, lease_class_name(st, l),
+			printf("%#-18" PRIx64 " %-*s %8d %8u  %s\n", l->lease_id, w, ESCAPED(lease_class_name(st, l)),
 			       (int)l->pid, (unsigned)l->uid, time_format(l->since_ns, b, sizeof(b)));
 		}
 	}
@@ -210,7 +211,7 @@ void leases_text(const struct hp_status *st)
 		char hb[32];
 
 		printf("%8d %8u %-16s %8" PRIu32 " %12s %7s %5" PRIu64 " %9" PRIu64 " %12s\n", (int)c->pid,
-		       (unsigned)c->uid, c->name[0] ? c->name : "-", c->leases,
+		       (unsigned)c->uid, c->name[0] ? ESCAPED(c->name) : "-", c->leases,
 		       size_format(c->leased_bytes, b, sizeof(b)), c->waiting ? "yes" : "no", h->heaps, h->heap_buffers,
 		       size_format(h->heap_bytes, hb, sizeof(hb)));
 	}

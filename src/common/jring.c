@@ -82,9 +82,22 @@ static void jring_publish(struct jring_client *c)
 		ring_doorbell(c);
 }
 
-void jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct jring_wake *wake, int doorbell,
-		       bool (*gone)(void *arg), void *gone_arg)
+int jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct jring_wake *wake, int doorbell,
+		      bool (*gone)(void *arg), void *gone_arg, const char **ret_why)
 {
+	const struct jring_hdr *h = ring;
+	/* the daemon's words, read once: every position the client writes at follows from tail */
+	uint64_t tail = __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE);
+
+	if (h->magic != JRING_MAGIC || h->size != size) {
+		*ret_why = "a header that is not its own";
+		return -EPROTO;
+	}
+	if (tail % 16) {
+		/* entries are 16-aligned: from elsewhere, the next one's header could end past the data */
+		*ret_why = "a tail that is not an entry's start";
+		return -EPROTO;
+	}
 	*c = (struct jring_client){
 		.hdr = ring,
 		.data = (uint8_t *)ring + JRING_HDR_SIZE,
@@ -95,7 +108,16 @@ void jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct
 		.gone_arg = gone_arg,
 	};
 	c->max_entry = c->hdr->max_entry;
-	c->tail = __atomic_load_n(&c->hdr->tail, __ATOMIC_ACQUIRE);
+	c->tail = tail;
+	return 0;
+}
+
+/* The ring's error, 0 or a negative errno (anything else the daemon wrote there is -EPROTO). */
+static int32_t ring_error(const struct jring_client *c)
+{
+	int32_t err = __atomic_load_n(&c->hdr->error, __ATOMIC_ACQUIRE);
+
+	return ERRNO_VALID(err) ? err : -EPROTO;
 }
 
 uint64_t jring_durable_lsn(const struct jring_client *c)
@@ -138,7 +160,7 @@ int jring_wait(struct jring_client *c, bool (*done)(const struct jring_client *c
 
 		if (done(c, arg))
 			return 0;
-		err = __atomic_load_n(&c->hdr->error, __ATOMIC_ACQUIRE);
+		err = ring_error(c);
 		if (err < 0)
 			return err;
 		now = now_ns();
@@ -171,7 +193,7 @@ int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, u
 	total = jring_entry_size(recs, n, &disk);
 	if (disk > c->max_entry || total > c->size / 2)
 		return -EMSGSIZE;
-	err = __atomic_load_n(&c->hdr->error, __ATOMIC_ACQUIRE);
+	err = ring_error(c);
 	if (err < 0)
 		return err;
 	off = c->tail & (c->size - 1);

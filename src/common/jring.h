@@ -139,9 +139,13 @@ struct jring_client {
 	void *gone_arg;
 };
 
-/* Take a freshly mapped ring (JRING_HDR_SIZE + size bytes) and wake page, and the doorbell. */
-void jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct jring_wake *wake, int doorbell,
-		       bool (*gone)(void *arg), void *gone_arg);
+/*
+ * Take a freshly mapped ring (JRING_HDR_SIZE + size bytes) and wake page, and the doorbell. 0, or
+ * -EPROTO with *ret_why when the header is not one jring_init wrote for size data bytes or its
+ * tail is not on an entry's boundary (a lying daemon: appends would write past the ring).
+ */
+int jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct jring_wake *wake, int doorbell,
+		      bool (*gone)(void *arg), void *gone_arg, const char **ret_why);
 /*
  * Append one entry of n records (each of at most JFORMAT_RECORD_MAX bytes; the caller checks
  * them) and publish it; waits while the ring is full. *ret_start: the entry's position (for

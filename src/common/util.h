@@ -20,6 +20,13 @@
 #define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
 
 /*
+ * 0 or a negative errno, as a peer may send one (a result, a ring's error): errnos end at the
+ * kernel's MAX_ERRNO, 4095. Anything else is no error code (and -INT_MIN is no int).
+ */
+#define ERRNO_MAX 4095
+#define ERRNO_VALID(err) ((err) <= 0 && (err) >= -ERRNO_MAX)
+
+/*
  * Room for one more element in a growing array arr of n used and cap allocated elements: when
  * full, cap doubles (from first). 0, or -ENOMEM with arr and cap unchanged. (systemd's
  * GREEDY_REALLOC, for the one growth rule every array here uses.)

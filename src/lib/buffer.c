@@ -5,15 +5,17 @@
  * only the mappings; hp_release unmaps them and tells the daemon. The connection remembers
  * every mapping so hp_disconnect can undo them. An acquire always reads its whole reply (all
  * grant messages) so the stream stays in step even when a mapping fails; on such a failure the
- * buffers granted are released again before the error is returned.
+ * buffers granted are released again before the error is returned. A granted fd is mapped only
+ * once client_check_fd has seen a sealed memfd of the granted size, so the caller's buffer can
+ * never fault past its end (a daemon that lies about it gets -EPROTO).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -74,18 +76,24 @@ static int send_release(hp_conn *c, const uint64_t *ids, unsigned n)
 	return r;
 }
 
-static int map_one(int fd, uint64_t size, void **ret)
+/* Map a granted buffer: a sealed memfd of (at least) the size the grant names, or a lie. */
+static int map_one(hp_conn *c, int fd, uint64_t size, void **ret)
 {
-	struct stat st;
 	void *a;
+	int r;
 
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if ((uint64_t)st.st_size != size)
+	if (size == 0) {
+		client_set_error(c, "the daemon sent a buffer of %" PRIu64 " bytes", size);
 		return -EPROTO;
+	}
+	if ((r = client_check_fd(c, fd, CLIENT_FD_MEMORY, size, "a buffer")) < 0)
+		return r;
 	a = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-	if (a == MAP_FAILED)
-		return -errno;
+	if (a == MAP_FAILED) {
+		r = -errno;
+		client_set_error(c, "mapping a granted buffer failed: %s", strerror(-r));
+		return r;
+	}
 	*ret = a;
 	return 0;
 }
@@ -138,9 +146,9 @@ int hp_acquire(hp_conn *c, const char *class_name, unsigned n, int64_t timeout_m
 
 			ids[got] = e[i].lease_id;
 			if (!err)
-				err = map_one(fds[i], e[i].size, &addr);
-			if (!err)
-				err = maps_add(c, e[i].lease_id, addr, e[i].size);
+				err = map_one(c, fds[i], e[i].size, &addr);
+			if (!err && (err = maps_add(c, e[i].lease_id, addr, e[i].size)) < 0)
+				client_set_error(c, "mapping a granted buffer failed: %s", strerror(-err));
 			if (err && addr)
 				munmap(addr, e[i].size);
 			close(fds[i]);
@@ -149,10 +157,13 @@ int hp_acquire(hp_conn *c, const char *class_name, unsigned n, int64_t timeout_m
 		}
 	}
 	if (err) {
-		/* give back all of them: the caller asked for n or none */
+		/* give back all of them: the caller asked for n or none (the error says why, not the release) */
+		char why[sizeof(c->last_error)];
+
+		memcpy(why, c->last_error, sizeof(why));
 		unmap_ids(c, ids, n);
 		(void)send_release(c, ids, n);
-		client_set_error(c, "mapping a granted buffer failed: %s", strerror(-err));
+		memcpy(c->last_error, why, sizeof(why));
 		return err;
 	}
 	return 0;

@@ -3,15 +3,21 @@
  * client.c - libhugepool's connection: connect and hello, the blocking request/reply exchange,
  * disconnect, and the error texts. The socket is blocking and close-on-exec; every message
  * goes through proto_send/proto_recv (src/common/proto.c), which check sizes and fd counts.
+ * Whatever answers on the socket may lie (a user's program on a path it was given): every fd it
+ * sends is checked here (client_check_fd) before it is mapped, read or written, and every
+ * count, size and error code before it is used, so a lie is -EPROTO and never a crash.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -28,6 +34,49 @@ void client_set_error(hp_conn *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
 	va_end(ap);
+}
+
+/* An eventfd, as /proc names it (without /proc: an anonymous inode, which has no file type). */
+static bool is_eventfd(int fd, const struct stat *st)
+{
+	static const char want[] = "anon_inode:[eventfd]";
+	char path[40], link[sizeof(want)];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link));
+	if (n < 0)
+		return errno == ENOENT && (st->st_mode & S_IFMT) == 0;
+	return (size_t)n == sizeof(want) - 1 && memcmp(link, want, sizeof(want) - 1) == 0;
+}
+
+int client_check_fd(hp_conn *c, int fd, enum client_fd_kind kind, uint64_t min_size, const char *what)
+{
+	struct stat st;
+	const char *why = NULL;
+	int fl, seals;
+
+	if (fstat(fd, &st) < 0 || (fl = fcntl(fd, F_GETFL)) < 0)
+		why = "that is not an open file";
+	else if (kind == CLIENT_FD_EVENTFD)
+		why = !(fl & O_NONBLOCK) || !is_eventfd(fd, &st) ? "that is not a non-blocking eventfd" : NULL;
+	else if (!S_ISREG(st.st_mode))
+		why = "that is not a regular file";
+	else if (kind == CLIENT_FD_MEMORY && ((seals = fcntl(fd, F_GET_SEALS)) < 0 || !(seals & F_SEAL_SHRINK)))
+		why = "that is not a memfd sealed against shrinking";
+	else if (kind == CLIENT_FD_RW_FILE && ((fl & O_ACCMODE) != O_RDWR || (fl & O_APPEND)))
+		why = "that is not open read-write";
+	else if ((uint64_t)st.st_size < min_size) {
+		/* a mapping past the end of a file faults (SIGBUS) where it is touched */
+		client_set_error(c, "the daemon sent %s of %" PRIu64 " bytes where it announced %" PRIu64, what,
+				 (uint64_t)st.st_size, min_size);
+		return -EPROTO;
+	}
+	if (why) {
+		client_set_error(c, "the daemon sent %s %s", what, why);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 int client_send(hp_conn *c, enum proto_type type, const void *payload, uint32_t len)
@@ -57,7 +106,8 @@ int client_recv(hp_conn *c, struct proto_hdr *ret_hdr, void **ret_payload, int *
 	if (ret_hdr->type == PROTO_RESULT) {
 		const struct proto_result *res = payload;
 
-		if (res->text_len > ret_hdr->len - sizeof(*res) || res->err > 0) {
+		if (res->text_len > ret_hdr->len - sizeof(*res) || !ERRNO_VALID(res->err)) {
+			client_set_error(c, "malformed result from the daemon (error %" PRId32 ")", res->err);
 			free(payload);
 			return -EPROTO;
 		}
@@ -225,5 +275,5 @@ const char *hp_strerror(int err)
 		if (texts[i].err == err)
 			return texts[i].text;
 	/* strerror's buffer is static but its texts for errno values are constant in glibc */
-	return err < 0 ? strerror(-err) : "unknown error";
+	return err < 0 && ERRNO_VALID(err) ? strerror(-err) : "unknown error";
 }

@@ -50,6 +50,25 @@ int client_simple_request(hp_conn *c, enum proto_type type, const void *payload,
 int client_call_fds(hp_conn *c, enum proto_type type, const void *req, uint32_t len, enum proto_type reply,
 		    void **ret_payload, int *fds, unsigned nfds);
 
+/*
+ * What an fd from the daemon must be before it is mapped, read or written (client_check_fd). The
+ * daemon makes every piece of shared memory with one call (sealed_memfd: sealed against
+ * shrinking, so no mapping of it can ever reach past its end and fault), opens journal segments
+ * read-only and spill files read-write, and rings doorbells that never block.
+ */
+enum client_fd_kind {
+	CLIENT_FD_MEMORY, /* a memfd sealed F_SEAL_SHRINK, at least min_size bytes */
+	CLIENT_FD_FILE, /* a regular file, at least min_size bytes (a journal segment) */
+	CLIENT_FD_RW_FILE, /* a regular file open read-write, not O_APPEND (a spill file) */
+	CLIENT_FD_EVENTFD, /* a non-blocking eventfd (min_size unused) */
+};
+
+/*
+ * Check an fd the daemon sent against what it must be (what names it, "a buffer"): 0, or -EPROTO
+ * with last_error saying what was wrong with it. The caller closes it either way.
+ */
+int client_check_fd(hp_conn *c, int fd, enum client_fd_kind kind, uint64_t min_size, const char *what);
+
 /* Decode a status reply payload (untrusted bytes: every count is checked against len). */
 int status_decode(const void *buf, size_t len, struct hp_status **ret);
 

@@ -14,12 +14,16 @@
  * connection check.
  *
  * A reader gets the segment files from the daemon (read-only fds), maps them and checks every
- * record (jformat.h) itself; the daemon's durable LSN bounds what it returns.
+ * record (jformat.h) itself; the daemon's durable LSN bounds what it returns. Every fd from the
+ * daemon is checked before it is mapped (client_check_fd): a ring and a wake page must be
+ * sealed memfds of their sizes, a doorbell a non-blocking eventfd, a segment a regular file at
+ * least as long as announced, so no mapping starts out reaching past its file's end.
  *
  * Neither is thread-safe; both belong to the connection that opened them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +82,7 @@ int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 	struct proto_journal_open req = { 0 };
 	_cleanup_free_ void *payload = NULL;
 	const struct proto_journal_opened *o;
+	const char *why;
 	int fds[3], r;
 	hp_journal *j;
 	void *map, *wake;
@@ -90,30 +95,45 @@ int hp_journal_open(hp_conn *c, const char *name, hp_journal **ret)
 		return r;
 	o = payload;
 	if (o->ring_size < JRING_MIN_SIZE || o->ring_size > JRING_MAX_SIZE || (o->ring_size & (o->ring_size - 1))) {
+		client_set_error(c, "the daemon announced a journal ring of %" PRIu64 " bytes", o->ring_size);
 		r = -EPROTO;
 		goto out_close;
 	}
+	if ((r = client_check_fd(c, fds[0], CLIENT_FD_MEMORY, JRING_HDR_SIZE + o->ring_size, "a journal ring")) < 0 ||
+	    (r = client_check_fd(c, fds[1], CLIENT_FD_EVENTFD, 0, "a journal doorbell")) < 0 ||
+	    (r = client_check_fd(c, fds[2], CLIENT_FD_MEMORY, JRING_WAKE_SIZE, "a journal wake page")) < 0)
+		goto out_close;
 	map = mmap(NULL, JRING_HDR_SIZE + o->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	if (map == MAP_FAILED) {
 		r = -errno;
 		goto out_close;
 	}
 	wake = mmap(NULL, JRING_WAKE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
-	j = wake == MAP_FAILED ? NULL : calloc(1, sizeof(*j));
+	if (wake == MAP_FAILED) {
+		r = -errno;
+		goto out_unmap_ring;
+	}
+	j = calloc(1, sizeof(*j));
 	if (!j) {
-		r = wake == MAP_FAILED ? -errno : -ENOMEM;
-		if (wake != MAP_FAILED)
-			munmap(wake, JRING_WAKE_SIZE);
-		munmap(map, JRING_HDR_SIZE + o->ring_size);
-		goto out_close;
+		r = -ENOMEM;
+		goto out_unmap_wake;
+	}
+	r = jring_client_init(&j->ring, map, o->ring_size, wake, fds[1], connection_gone, c, &why);
+	if (r < 0) {
+		client_set_error(c, "the daemon sent a journal ring with %s", why);
+		free(j);
+		goto out_unmap_wake;
 	}
 	j->c = c;
 	j->writer_id = o->writer_id;
-	jring_client_init(&j->ring, map, o->ring_size, wake, fds[1], connection_gone, c);
 	close(fds[0]);
 	close(fds[2]);
 	*ret = j;
 	return 0;
+out_unmap_wake:
+	munmap(wake, JRING_WAKE_SIZE);
+out_unmap_ring:
+	munmap(map, JRING_HDR_SIZE + o->ring_size);
 out_close:
 	for (int i = 0; i < 3; i++)
 		close(fds[i]);
@@ -285,20 +305,27 @@ static int reader_load(hp_journal_reader *r)
 	if (h.type != PROTO_JOURNAL_SEGMENTS || s->n != h.nfds || h.len != sizeof(*s) + s->n * sizeof(*e)) {
 		for (unsigned i = 0; i < h.nfds; i++)
 			close(fds[i]);
+		client_set_error(r->c, "malformed journal segments from the daemon");
 		return -EPROTO;
 	}
 	ret = 0;
 	for (unsigned i = 0; i < s->n; i++) {
 		void *map = MAP_FAILED;
 
-		if (ret == 0 && e[i].size >= 2 * JFORMAT_BLOCK && e[i].size <= (1ull << 40))
-			map = mmap(NULL, e[i].size, PROT_READ, MAP_SHARED, fds[i], 0);
-		close(fds[i]);
-		if (map == MAP_FAILED) {
-			ret = ret ? ret : -EPROTO;
-			continue;
+		if (ret == 0 && (e[i].size < 2 * JFORMAT_BLOCK || e[i].size > (1ull << 40))) {
+			client_set_error(r->c, "the daemon announced a journal segment of %" PRIu64 " bytes", e[i].size);
+			ret = -EPROTO;
 		}
-		r->segs[r->nsegs++] = (struct reader_segment){ map, e[i].size, e[i].generation, e[i].first_lsn };
+		/* a file may be longer than announced (never read past it), never shorter (SIGBUS) */
+		if (ret == 0)
+			ret = client_check_fd(r->c, fds[i], CLIENT_FD_FILE, e[i].size, "a journal segment");
+		if (ret == 0 && (map = mmap(NULL, e[i].size, PROT_READ, MAP_SHARED, fds[i], 0)) == MAP_FAILED) {
+			ret = -errno;
+			client_set_error(r->c, "mapping a journal segment failed: %s", strerror(-ret));
+		}
+		close(fds[i]);
+		if (map != MAP_FAILED)
+			r->segs[r->nsegs++] = (struct reader_segment){ map, e[i].size, e[i].generation, e[i].first_lsn };
 	}
 	if (ret < 0) {
 		reader_unmap(r);

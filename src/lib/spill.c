@@ -14,9 +14,13 @@
  * (rbuf) that holds a copy of stream bytes [rb_off, rb_off + rb_len), filled with pread (and
  * from the tail when a window straddles the two parts). Large hp_spill_read calls skip the
  * window. The connection's spill page (proto.h) counts in-memory streams for the daemon's status.
+ * Both fds from the daemon are checked first (client_check_fd): the page must be a sealed memfd
+ * of its announced size (the counters are written through a mapping of it), the file a regular
+ * file open read-write without O_APPEND (pwrite would append wherever the offset said).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -75,8 +79,14 @@ static int attach(hp_conn *c)
 		return r;
 	a = payload;
 	if (a->page_size < sizeof(struct proto_spill_page) || a->threshold > HP_SPILL_THRESHOLD_MAX) {
+		client_set_error(c, "the daemon announced a spill page of %" PRIu64 " bytes and a threshold of %" PRIu64,
+				 a->page_size, a->threshold);
 		close(fd);
 		return -EPROTO;
+	}
+	if ((r = client_check_fd(c, fd, CLIENT_FD_MEMORY, a->page_size, "a spill page")) < 0) {
+		close(fd);
+		return r;
 	}
 	p = mmap(NULL, sizeof(struct proto_spill_page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	r = p == MAP_FAILED ? -errno : 0;
@@ -210,6 +220,10 @@ static int to_file(hp_spill *s, uint64_t first)
 	r = client_call_fds(s->c, PROTO_SPILL_CREATE, &req, sizeof(req), PROTO_SPILL_CREATED, &payload, &fd, 1);
 	if (r < 0)
 		return r;
+	if ((r = client_check_fd(s->c, fd, CLIENT_FD_RW_FILE, 0, "a spill file")) < 0) {
+		close(fd);
+		return r;
+	}
 	s->fd = fd;
 	s->file_id = ((const struct proto_spill_created *)payload)->file_id;
 	s->charged = first;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * status.c - hp_status: ask the daemon for its state and decode the wire form (fixed records,
- * see proto.h) into struct hp_status, checking every count against the bytes received.
+ * see proto.h) into struct hp_status, checking every count against the bytes received, every
+ * index against what it indexes, every error code against errno's range, and ending every
+ * string within its field.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -133,6 +135,10 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 		copy_name(dst->note, sizeof(dst->note), src.note, sizeof(src.note));
 		copy_name(dst->recovery, sizeof(dst->recovery), src.recovery, sizeof(src.recovery));
 		PROTO_STATUS_JOURNAL_FIELDS(COPY_FIELD)
+		if (!ERRNO_VALID(src.error)) {
+			hp_status_free(st);
+			return -EPROTO;
+		}
 		dst->state = (int)src.state;
 		dst->error = src.error;
 		dst->direct = !!src.direct;
@@ -197,10 +203,12 @@ int hp_status(hp_conn *c, struct hp_status **ret)
 	if (r < 0)
 		return r;
 	r = client_recv(c, &h, &payload, NULL, 0);
-	if (r <= 0)
-		return r < 0 ? r : -EPROTO;
-	if (h.type != PROTO_STATUS_REPLY)
+	if (r < 0)
+		return r;
+	if (r == 0 || h.type != PROTO_STATUS_REPLY) {
+		client_set_error(c, "the daemon answered a status request with a %s", proto_type_name(h.type));
 		return -EPROTO;
+	}
 	r = status_decode(payload, h.len, ret);
 	if (r == -EPROTO)
 		client_set_error(c, "malformed status reply from the daemon");

@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -24,23 +23,9 @@
 
 #include "proto.h"
 #include "util.h"
+#include "../integration/fds.h"
 
 #define MiB (UINT64_C(1) << 20)
-
-/* Open fds of this process, not counting the one used to list them. */
-static unsigned count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	unsigned n = 0;
-
-	assert_non_null(d);
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
-}
 
 /* A connected pair; reads time out, so a receive that waits for bytes never sent fails, not hangs. */
 static void pair(int sv[2])

@@ -163,6 +163,7 @@ static bool never_gone(void *arg)
 static void twriter_open(struct journal *j, struct twriter *t)
 {
 	int ring_fd, doorbell, wake_fd;
+	const char *why;
 	void *ring, *wake;
 
 	assert_int_equal(journal_writer_new(j, getuid(), getpid(), 0, &t->w, &ring_fd, &doorbell, &wake_fd), 0);
@@ -172,7 +173,7 @@ static void twriter_open(struct journal *j, struct twriter *t)
 	assert_true(ring != MAP_FAILED && wake != MAP_FAILED);
 	close(ring_fd);
 	close(wake_fd);
-	jring_client_init(&t->c, ring, t->ring_size, wake, doorbell, never_gone, NULL);
+	assert_int_equal(jring_client_init(&t->c, ring, t->ring_size, wake, doorbell, never_gone, NULL, &why), 0);
 }
 
 static void twriter_close(struct twriter *t)
