@@ -43,6 +43,7 @@
 #include "log.h"
 #include "memfd.h"
 #include "size.h"
+#include "ofd.h"
 #include "safedir.h"
 #include "spill_internal.h"
 #include "util.h"
@@ -79,17 +80,6 @@ static int file_create(struct spill *sp)
 	return fd;
 }
 
-/* Open the file behind fd again: a new open file description of it, with these flags. */
-static int file_reopen(int fd, int flags)
-{
-	char path[64];
-	int r;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	r = open(path, flags | O_CLOEXEC); /* a magic link: followed, never resolved by name */
-	return r < 0 ? -errno : r;
-}
-
 /*
  * The disk a file of `charged` bytes may take: its size rounded up to whole blocks, plus some
  * for file-system metadata (extent blocks of a large file). A file charged nothing has no data
@@ -123,21 +113,6 @@ static int file_cut(int fd, uint64_t keep)
 			    errno != EFBIG)
 				break;
 	return 0;
-}
-
-/*
- * Does any process other than the daemon hold the file? A write lease on the daemon's own open
- * file description is refused with EAGAIN exactly while another description of the file is
- * open (fcntl(2), F_SETLEASE), for reading or writing, through an fd or a mapping; one granted
- * is dropped at once. > 0: yes, 0: no, < 0: the probe does not work here.
- */
-static int file_has_holders(int fd)
-{
-	if (fcntl(fd, F_SETLEASE, F_WRLCK) == 0) {
-		(void)fcntl(fd, F_SETLEASE, F_UNLCK);
-		return 0;
-	}
-	return errno == EAGAIN ? 1 : -errno;
 }
 
 /* Remove the names the unlinked-file fallback may have left when a daemon died between the two steps. */
@@ -209,7 +184,7 @@ int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t e
 		snprintf(err, errlen, "cannot create a file in spill_directory '%s': %s", sp->dir, strerror(-r));
 		goto fail;
 	}
-	r = file_reopen(fd, O_RDWR);
+	r = ofd_reopen(fd, O_RDWR);
 	close(fd);
 	if (r < 0) {
 		snprintf(err, errlen, "cannot reopen a spill file through /proc/self/fd (is /proc mounted?): %s",
@@ -217,7 +192,7 @@ int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t e
 		goto fail;
 	}
 	fd = r;
-	r = file_has_holders(fd);
+	r = ofd_others(fd);
 	close(fd);
 	sp->leases = r == 0;
 	if (!sp->leases)
@@ -357,7 +332,7 @@ static void file_drop(struct spill *sp, struct spill_owner *o, unsigned i)
 	o->files[i] = o->files[--o->nfiles];
 	if ((r = file_cut(f.fd, 0)) < 0)
 		log_warning_errno(r, "Failed to truncate a spill file of pid %d: %m", (int)o->pid);
-	if (!sp->leases || file_has_holders(f.fd) <= 0) {
+	if (!sp->leases || ofd_others(f.fd) <= 0) {
 		file_forget(sp, o->acct, f.fd, &f.kept);
 		return;
 	}
@@ -486,7 +461,7 @@ int spill_create(struct spill *sp, struct spill_owner *o, uint64_t charge, uint6
 		snprintf(err, errlen, "cannot create a spill file in '%s': %s", sp->dir, strerror(-cfd));
 		return cfd;
 	}
-	fd = file_reopen(cfd, O_RDWR); /* the daemon's own description, never the client's */
+	fd = ofd_reopen(cfd, O_RDWR); /* the daemon's own description, never the client's */
 	if (fd < 0) {
 		close(cfd);
 		snprintf(err, errlen, "cannot create a spill file: %s", strerror(-fd));
@@ -616,7 +591,7 @@ uint64_t spill_audit(struct spill *sp, uint64_t now, bool force)
 	for (unsigned i = sp->nlinger; i-- > 0;) {
 		struct spill_linger *l = &sp->linger[i];
 
-		if (file_has_holders(l->fd) > 0)
+		if (ofd_others(l->fd) > 0)
 			file_audit(sp, l->pid, l->acct, l->fd, 0);
 		else
 			linger_drop(sp, i);
