@@ -29,6 +29,7 @@
 #include "journal_internal.h"
 #include "jring.h"
 #include "log.h"
+#include "ofd.h"
 #include "safedir.h"
 #include "memfd.h"
 #include "size.h"
@@ -243,7 +244,7 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 		goto fail;
 	}
 	for (unsigned i = 0; i < cfg->segments; i++)
-		j->segs[i].fd = j->segs[i].ro_fd = -1;
+		j->segs[i].fd = -1;
 	/* whoever may write the directory, or one on the way, may plant names in it: only the
 	 * daemon's uid (safedir.h) */
 	j->dirfd = safedir_open(cfg->directory, SAFEDIR_CREATE | SAFEDIR_OWN, why, sizeof(why));
@@ -268,6 +269,9 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 	if (r < 0)
 		goto fail;
 	r = journal_recover(j);
+	if (r < 0)
+		goto fail;
+	r = segment_leave_readers(j);
 	if (r < 0)
 		goto fail;
 	r = jio_open((enum jio_kind)cfg->backend, cfg->direct, &j->io, note, sizeof(note));
@@ -357,8 +361,6 @@ void journal_close(struct journal *j)
 	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++) {
 		if (j->segs[i].fd >= 0)
 			close(j->segs[i].fd);
-		if (j->segs[i].ro_fd >= 0)
-			close(j->segs[i].ro_fd);
 	}
 	jio_close(j->io);
 	free(j->hdr_block);
@@ -401,18 +403,20 @@ int journal_read_segments(struct journal *j, uint64_t from_lsn, unsigned max, in
 	pthread_mutex_lock(&j->lock);
 	n = segments_in_order(j, order);
 	for (unsigned x = 0; x < n && k < max; x++) {
-		const struct segment *s = &j->segs[order[x]];
+		struct segment *s = &j->segs[order[x]];
 		uint64_t end = order[x] == j->cur ? j->next_lsn : s->end_lsn;
 		int fd;
 
 		if (end <= from_lsn)
 			continue; /* everything in it is below from_lsn */
-		/* the file opened at start, not whatever its name leads to now */
-		fd = fcntl(s->ro_fd, F_DUPFD_CLOEXEC, 0);
+		/* the file the daemon writes, not whatever its name leads to now, in a description of
+		 * the reader's own: the daemon can tell when every reader has let go of it */
+		fd = ofd_reopen(s->fd, O_RDONLY);
 		if (fd < 0) {
-			r = -errno;
+			r = fd;
 			break;
 		}
+		s->shared = true;
 		fds[k] = fd;
 		infos[k++] = (struct journal_segment_info){ s->generation, s->first_lsn, j->cfg.segment_size };
 	}

@@ -35,8 +35,13 @@
 #define SEGMENTS_MAX 1024 /* the most a journal's `segments` may say (config.c) */
 
 struct segment {
-	int fd;
-	int ro_fd; /* the same file read-only: readers get copies, nothing is reopened by name */
+	int fd; /* the daemon's one description of the file (ofd.h); readers get their own */
+	/*
+	 * A reader was given this file (or someone held it when the daemon started) since it was
+	 * made: it gets a new file before a new generation goes into it, so that nobody reads a
+	 * generation through an fd handed out for an earlier one (segment_start, segment_renew).
+	 */
+	bool shared;
 	uint64_t generation; /* 0: never used */
 	uint64_t first_lsn;
 	uint64_t end_lsn; /* after its last record; for the current segment see j->next_lsn */
@@ -145,10 +150,22 @@ int segment_start(struct journal *j);
 void retain_persist(struct journal *j, uint64_t lsn);
 /* After the flusher stopped: record where the journal ends in NAME.clean. */
 void clean_mark(struct journal *j);
-/* Open (create when missing) every segment file, read-write and read-only. Logs. */
+/* Open (create when missing) every segment file; note those someone else holds open. Logs. */
 int segment_open_all(struct journal *j);
 /* Find where the journal ends; sets the segments, the LSNs and the retention point. Logs. */
 int journal_recover(struct journal *j);
+/*
+ * After recovery: if someone holds the segment the journal goes on in (a reader of a previous
+ * life, whose access may be revoked now), give it a new file with the same records, so that
+ * nothing appended from now on reaches that reader. Logs.
+ */
+int segment_leave_readers(struct journal *j);
+/*
+ * Give segment i a new file under its name: its first keep bytes copied, zeros after them,
+ * durable before it replaces the old one, which whoever holds it keeps as it was. The new fd
+ * in *ret_fd; the caller swaps it in. Without the lock (it writes the whole segment).
+ */
+int segment_renew(struct journal *j, unsigned i, uint64_t keep, int *ret_fd);
 /* The used segments (a generation given), oldest first: fills order (SEGMENTS_MAX), returns
  * how many. */
 unsigned segments_in_order(const struct journal *j, unsigned *order);

@@ -3,8 +3,10 @@
  * journal_segments.c - a journal's files, apart from the batches the flusher writes into them:
  *
  *   segments   NAME-NNN.seg, preallocated with zeros and reused in turn under a new generation
- *              (segment_start: its header durable before its records); opened by name only in the journal's own directory, never
- *              through a symlink, and only as regular files of the daemon's uid;
+ *              (segment_start: its header durable before its records); opened by name only in
+ *              the journal's own directory, never through a symlink, and only as regular files
+ *              of the daemon's uid; one a reader may still hold gets a new file before it is
+ *              reused (segment_renew), so an fd never shows a generation it was not given for;
  *   recovery   at start, where the journal ends (journal_recover): segments in generation
  *              order, their records checked, a torn tail cut off, and after a crash the rest
  *              of the last segment zeroed;
@@ -31,6 +33,7 @@
 #include "jio.h"
 #include "journal_internal.h"
 #include "log.h"
+#include "ofd.h"
 #include "util.h"
 
 /* --- segments --------------------------------------------------------------------------- */
@@ -82,6 +85,25 @@ int segment_start(struct journal *j)
 
 	if (!segment_reusable(j, next))
 		return -ENOSPC;
+	/* probed under the lock: a reader given it from now on gets the new generation, allowed */
+	if (s->shared && ofd_others(s->fd) != 0) {
+		static struct log_ratelimit rl = LOG_RATELIMIT(2, 60);
+		int fd;
+
+		/* without the lock (the event loop must not wait for a disk): until it is replaced,
+		 * readers may still be given the old file, of the old generation */
+		pthread_mutex_unlock(&j->lock);
+		r = segment_renew(j, next, 0, &fd);
+		pthread_mutex_lock(&j->lock);
+		if (r < 0)
+			return r;
+		log_msg_ratelimited(&rl, LOG_INFO,
+				    "Journal '%s': segment %u may still be open in a reader: made anew before its reuse",
+				    j->cfg.name, next);
+		close(s->fd);
+		s->fd = fd;
+	}
+	s->shared = false;
 	j->segs[j->cur].end_lsn = j->next_lsn;
 	j->cur = next;
 	s->generation = ++j->max_gen;
@@ -98,14 +120,18 @@ int segment_start(struct journal *j)
 	return r;
 }
 
-/* Create a segment file of zeros: reused later by overwriting, so fdatasync never needs metadata. */
-static int segment_create(struct journal *j, const char *name, int *ret_fd)
+/*
+ * Create a segment file: the first keep bytes of src (an fd of the file it replaces), zeros after
+ * them, so that it is reused later by overwriting and fdatasync never needs metadata. It appears
+ * under its name only complete and synced, replacing what had the name.
+ */
+static int segment_create(struct journal *j, const char *name, int src, uint64_t keep, int *ret_fd)
 {
 	_cleanup_close_ int fd = -1;
-	_cleanup_free_ uint8_t *zeros = calloc(1, 1u << 20);
+	_cleanup_free_ uint8_t *buf = calloc(1, 1u << 20);
 	char tmp[300];
 
-	if (!zeros)
+	if (!buf)
 		return -ENOMEM;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
 	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
@@ -114,14 +140,21 @@ static int segment_create(struct journal *j, const char *name, int *ret_fd)
 	if (fd < 0)
 		return -errno;
 	for (uint64_t off = 0; off < j->cfg.segment_size; off += 1u << 20) {
-		int r = write_at(fd, zeros, (size_t)MIN((uint64_t)1 << 20, j->cfg.segment_size - off), off);
+		size_t len = (size_t)MIN((uint64_t)1 << 20, j->cfg.segment_size - off);
+		int r;
 
-		if (r < 0)
+		if (off < keep && (r = read_at(src, buf, (size_t)MIN((uint64_t)len, keep - off), off)) < 0)
+			return r;
+		if (off + len > keep && off < keep) /* the last block kept: zeros after it */
+			memset(buf + (keep - off), 0, len - (size_t)(keep - off));
+		else if (off >= keep && off < keep + (1u << 20))
+			memset(buf, 0, len);
+		if ((r = write_at(fd, buf, len, off)) < 0)
 			return r;
 	}
 	if (fdatasync(fd) < 0)
 		return -errno;
-	/* appears under its name only complete; the rename and the new entry reach the disk */
+	/* the rename and the new entry reach the disk */
 	if (renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
 		return -errno;
 	*ret_fd = TAKE_FD(fd);
@@ -151,7 +184,7 @@ int segment_open_all(struct journal *j)
 	for (unsigned i = 0; i < j->cfg.segments; i++) {
 		int direct = j->cfg.direct ? O_DIRECT : 0;
 		char name[64];
-		struct stat st, ro;
+		struct stat st;
 		int fd, r;
 
 		segment_path(j, i, name, sizeof(name));
@@ -164,7 +197,7 @@ int segment_open_all(struct journal *j)
 			return -EINVAL;
 		}
 		if (fd == -ENOENT) {
-			r = segment_create(j, name, &fd);
+			r = segment_create(j, name, -1, 0, &fd);
 			if (r < 0)
 				return log_error_errno(r, "Journal '%s': cannot create segment '%s': %m", j->cfg.name,
 						       name);
@@ -185,11 +218,60 @@ int segment_open_all(struct journal *j)
 			return log_error_errno(fd, "Journal '%s': cannot open segment '%s': %m%s", j->cfg.name, name,
 					       fd == -EINVAL && direct ? " (direct = on: does the file system support O_DIRECT?)" : "");
 		j->segs[i].fd = fd;
-		j->segs[i].ro_fd = segment_open(j, name, O_RDONLY, &st, &ro);
-		if (j->segs[i].ro_fd < 0)
-			return log_error_errno(j->segs[i].ro_fd, "Journal '%s': cannot open segment '%s' again read-only: %m",
-					       j->cfg.name, name);
+		/* a previous life's reader may hold it still (or, leases off, may: nobody can tell) */
+		j->segs[i].shared = ofd_others(fd) != 0;
 	}
+	return 0;
+}
+
+int segment_renew(struct journal *j, unsigned i, uint64_t keep, int *ret_fd)
+{
+	_cleanup_close_ int src = -1;
+	char name[64];
+	struct stat st;
+	int fd, r;
+
+	segment_path(j, i, name, sizeof(name));
+	/* the old file read through a description without O_DIRECT: any length, any buffer */
+	if (keep && (src = ofd_reopen(j->segs[i].fd, O_RDONLY)) < 0)
+		return src;
+	r = segment_create(j, name, src, keep, &fd);
+	if (r < 0)
+		return r;
+	if (j->cfg.direct) {
+		if (fstat(fd, &st) < 0)
+			st = (struct stat){ 0 };
+		close(fd);
+		fd = segment_open(j, name, O_RDWR | O_DIRECT, &st, &st);
+		if (fd < 0)
+			return fd;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+int segment_leave_readers(struct journal *j)
+{
+	struct segment *s = &j->segs[j->cur];
+	int held = ofd_others(s->fd), fd, r;
+
+	if (held < 0)
+		log_notice("Journal '%s': cannot tell whether a process holds its segments (%s; fs.leases-enable?): "
+			   "each one is made anew before it is used again",
+			   j->cfg.name, strerror(-held));
+	if (!s->generation || held == 0) {
+		s->shared = false;
+		return 0;
+	}
+	r = segment_renew(j, j->cur, j->cur_off, &fd);
+	if (r < 0)
+		return log_error_errno(r, "Journal '%s': cannot give segment %u a new file: %m", j->cfg.name, j->cur);
+	log_info("Journal '%s': segment %u %s when the daemon started: made anew, so that what is appended from "
+		 "now on is not read through an fd handed out before",
+		 j->cfg.name, j->cur, held > 0 ? "was open in a process" : "may have been open in a process");
+	close(s->fd);
+	s->fd = fd;
+	s->shared = false;
 	return 0;
 }
 
@@ -485,7 +567,7 @@ int journal_recover(struct journal *j)
 				 "; cut an unacknowledged tail split across a segment switch: records %" PRIu64
 				 "..%" PRIu64 " never reached the disk, the %" PRIu64 " after them in segment %u dropped",
 				 expected, h.first_lsn - 1, scan.records, order[k]);
-			*s = (struct segment){ .fd = s->fd, .ro_fd = s->ro_fd };
+			*s = (struct segment){ .fd = s->fd, .shared = s->shared };
 			n--;
 			break;
 		}

@@ -273,10 +273,18 @@ struct hp_journal_reader {
 	bool more; /* the daemon has further segments after these */
 };
 
+/* Let go of segment i (passed: the record returned from it was valid until this call). */
+static void reader_drop(hp_journal_reader *r, unsigned i)
+{
+	if (r->segs[i].map)
+		munmap((void *)(uintptr_t)r->segs[i].map, r->segs[i].size);
+	r->segs[i].map = NULL;
+}
+
 static void reader_unmap(hp_journal_reader *r)
 {
 	for (unsigned i = 0; i < r->nsegs; i++)
-		munmap((void *)(uintptr_t)r->segs[i].map, r->segs[i].size);
+		reader_drop(r, i);
 	r->nsegs = r->cur = 0;
 	r->off = 0;
 }
@@ -413,7 +421,8 @@ int hp_journal_reader_next(hp_journal_reader *r, uint64_t *ret_lsn, const void *
 			if (!segment_current(s, &h))
 				return -ESTALE;
 			if (r->cur + 1 < r->nsegs && r->segs[r->cur + 1].first_lsn == r->scan_lsn) {
-				r->cur++;
+				/* a segment read to its end is not held: the daemon may reuse it in place */
+				reader_drop(r, r->cur++);
 				r->off = JFORMAT_BLOCK;
 				continue;
 			}

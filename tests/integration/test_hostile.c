@@ -957,6 +957,147 @@ static void test_connect_flood_takes_no_slot(void **state)
 	stop(&d);
 }
 
+/* --- second audit, finding 3: a revoked reader reads nothing written after its revocation -- */
+
+#define RJOURNAL "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nsegments = 3\nwhen_full = recycle\n"
+#define NEW_MARK "new record after the revocation"
+
+struct revoked {
+	const struct daemon *d;
+	int ready[2], go[2]; /* reader -> test: "holding the segments"; test -> reader: "look now" */
+};
+
+/*
+ * As the other uid, allowed to read j: keep the segment fds a JOURNAL_READ gave it, then once
+ * its access is revoked and other records written, look at everything those fds show. 0 when no
+ * record written after the revocation is there and a new read is refused; 13 when the records
+ * leaked, 14 when the read was not refused, 20+ on a setup error.
+ */
+static int revoked_reader_main(void *arg)
+{
+	const struct revoked *rv = arg;
+	struct proto_journal_read jr = { .from_lsn = 1 };
+	int fds[PROTO_MAX_FDS], a = raw_connect(rv->d), leaked = 0, e;
+	hp_journal_reader *r;
+	struct proto_hdr h;
+	void *payload = NULL;
+	hp_conn *c;
+	char x = 'r';
+
+	proto_set_name(jr.name, sizeof(jr.name), "j");
+	if (proto_send(a, PROTO_JOURNAL_READ, &jr, sizeof(jr), NULL, 0) < 0 ||
+	    proto_recv(a, &h, &payload, fds, PROTO_MAX_FDS) < 0 || h.type != PROTO_JOURNAL_SEGMENTS || h.nfds == 0)
+		return 20;
+	free(payload);
+	if (write(rv->ready[1], &x, 1) != 1 || read(rv->go[0], &x, 1) != 1)
+		return 21;
+	for (uint32_t i = 0; i < h.nfds; i++) {
+		struct stat st;
+		char *buf;
+
+		if (fstat(fds[i], &st) < 0 || !(buf = malloc((size_t)st.st_size)) ||
+		    pread(fds[i], buf, (size_t)st.st_size, 0) != st.st_size)
+			return 22;
+		leaked += memmem(buf, (size_t)st.st_size, NEW_MARK, strlen(NEW_MARK)) != NULL;
+		free(buf);
+		close(fds[i]);
+	}
+	close(a);
+	if (hp_connect(rv->d->socket, &c) < 0)
+		return 23;
+	e = hp_journal_reader_open(c, "j", 1, &r);
+	hp_disconnect(c);
+	return leaked ? 13 : e == -EACCES ? 0 : 14;
+}
+
+/* Append n records (with mark) in batches, each batch waited for. */
+static void append_many(hp_conn *c, const char *mark, unsigned n)
+{
+	static char rec[1000];
+	struct iovec iov[50];
+	hp_journal *j;
+	uint64_t lsn;
+
+	snprintf(rec, sizeof(rec), "%s", mark);
+	for (unsigned i = 0; i < 50; i++)
+		iov[i] = (struct iovec){ rec, sizeof(rec) };
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	for (unsigned i = 0; i < n; i += 50)
+		assert_int_equal(hp_journal_appendv_wait(j, iov, 50, &lsn), 0);
+	hp_journal_close(j);
+}
+
+/*
+ * uid A may read journal j and keeps the segment fds JOURNAL_READ gave it. The administrator
+ * takes A out of "read =" and restarts the daemon (a re-execution, or a stop and a start): A's
+ * new requests are refused, but segments were reused in place (the same files), so the records
+ * the victim appended afterwards were readable through A's old fds. Now a segment a reader may
+ * still hold gets a new file before it is used again, and the one the journal goes on in gets
+ * one at the start: the old fds show only what A was allowed to read.
+ */
+static void revoked_reader_case(bool warm)
+{
+	static struct daemon d;
+	struct revoked rv = { .d = &d };
+	char out[1024];
+	pid_t reader;
+	hp_conn *c;
+	char x;
+
+	if (!harness_two_uids())
+		skip();
+	start(&d, NULL, RJOURNAL "read = 65534\n");
+	c = conn(&d);
+	append_many(c, "old record, A may read it", 200);
+	hp_disconnect(c);
+	assert_int_equal(pipe(rv.ready), 0);
+	assert_int_equal(pipe(rv.go), 0);
+	reader = harness_as_uid_start(HARNESS_OTHER_UID, revoked_reader_main, &rv);
+	assert_true(reader > 0);
+	close(rv.ready[1]);
+	close(rv.go[0]);
+	assert_int_equal(read(rv.ready[0], &x, 1), 1);
+	/* A is no reader any more */
+	assert_int_equal(harness_reconfigure(&d, NULL, RJOURNAL), 0);
+	if (warm) {
+		char cmd[256];
+		FILE *f;
+
+		snprintf(cmd, sizeof(cmd), "%s/hugepoolctl -s %s restart", harness_build(), d.socket);
+		f = popen(cmd, "r");
+		assert_non_null(f);
+		while (fgets(out, sizeof(out), f))
+			;
+		assert_int_equal(pclose(f), 0);
+	} else {
+		running = NULL;
+		assert_int_equal(harness_terminate(&d), 0);
+		assert_int_equal(harness_restart(&d), 0);
+		running = &d;
+	}
+	/* the victim's records, over every segment several times */
+	c = conn(&d);
+	append_many(c, NEW_MARK, 5000);
+	hp_disconnect(c);
+	assert_int_equal(write(rv.go[1], "g", 1), 1);
+	assert_int_equal(harness_as_uid_wait(reader), 0);
+	close(rv.ready[0]);
+	close(rv.go[1]);
+	stop(&d);
+}
+
+static void test_revoked_reader_warm(void **state)
+{
+	(void)state;
+	revoked_reader_case(true);
+}
+
+static void test_revoked_reader_cold(void **state)
+{
+	(void)state;
+	revoked_reader_case(false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -973,6 +1114,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_open_socket_without_uid_limits, teardown),
 		cmocka_unit_test_teardown(test_journal_access, teardown),
 		cmocka_unit_test_teardown(test_connect_flood_takes_no_slot, teardown),
+		cmocka_unit_test_teardown(test_revoked_reader_warm, teardown),
+		cmocka_unit_test_teardown(test_revoked_reader_cold, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
