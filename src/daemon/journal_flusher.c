@@ -95,9 +95,12 @@ static int batch_add_ref(struct batch *b, struct journal_writer *w, uint64_t end
 
 static void writer_break(struct journal *j, struct journal_writer *w, const char *why)
 {
-	log_warning("Journal '%s': writer of pid %d (uid %u) broke the ring protocol (%s); ignoring its "
-		    "further records",
-		    j->cfg.name, (int)w->pid, (unsigned)w->uid, why);
+	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
+
+	log_msg_ratelimited(&rl, LOG_WARNING,
+			    "Journal '%s': writer of pid %d (uid %u) broke the ring protocol (%s); ignoring its "
+			    "further records",
+			    j->cfg.name, (int)w->pid, (unsigned)w->uid, why);
 	w->broken = true;
 	jring_set_error(w->hdr, -EPROTO);
 	jring_wake(w->group->wake);

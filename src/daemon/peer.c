@@ -354,11 +354,19 @@ static void close_fds_in(struct msghdr *msg)
 }
 
 /* Read whatever is there; dispatch each complete message. */
+/* reads of one connection's socket per turn of the event loop (a read may hold many requests) */
+#define READS_PER_TURN 16
+
 void peer_read(struct server *s, struct peer *p)
 {
+	static struct log_ratelimit ended_rl = LOG_RATELIMIT(10, 5);
+	unsigned reads = 0;
+
 	/* a paused peer's next request waits until its replies have gone (OUT_PAUSE) */
 	/* once stopping, not another request: what is still unread is the next life's */
-	while (!p->dead && !s->stop && !(p->in_got == 0 && peer_paused(p))) {
+	/* and at most READS_PER_TURN reads a turn: the listener polls it again (level-triggered),
+	 * and the other connections' requests are served in between */
+	while (!p->dead && !s->stop && !(p->in_got == 0 && peer_paused(p)) && reads++ < READS_PER_TURN) {
 		union {
 			/* room for as many fds as one message can carry, so none is cut off (and
 			 * closed by the kernel on this thread) */
@@ -393,8 +401,9 @@ void peer_read(struct server *s, struct peer *p)
 		}
 		if (n == 0) {
 			if (p->in_got)
-				log_info("Connection %u (pid %d) ended in the middle of a message", p->id,
-					 (int)p->owner.pid);
+				log_msg_ratelimited(&ended_rl, LOG_INFO,
+						    "Connection %u (pid %d) ended in the middle of a message", p->id,
+						    (int)p->owner.pid);
 			p->dead = true;
 			return;
 		}

@@ -63,6 +63,8 @@ int handle_hello(struct server *s, struct peer *p, const union proto_request *re
 
 static void peer_destroy(struct server *s, struct peer *p)
 {
+	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
+
 	if (p->warm_slot >= 0 && !s->sealed) {
 		char name[WARM_NAME_MAX];
 
@@ -76,8 +78,8 @@ static void peer_destroy(struct server *s, struct peer *p)
 
 		lease_owner_detach(s->leases, &p->owner);
 		if (held)
-			log_info("Connection %u (pid %d, uid %u, \"%s\") closed; released its %u leases", p->id,
-				 (int)p->owner.pid, (unsigned)p->owner.uid, p->name, held);
+			log_msg_ratelimited(&rl, LOG_INFO, "Connection %u (pid %d, uid %u, \"%s\") closed; released its %u leases",
+					    p->id, (int)p->owner.pid, (unsigned)p->owner.uid, p->name, held);
 	}
 	for (unsigned i = 0; i < p->nwriters; i++)
 		journal_writer_close(p->writers[i].w);

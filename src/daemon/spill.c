@@ -349,6 +349,7 @@ static void file_drop(struct spill *sp, struct spill_owner *o, unsigned i)
 
 void spill_owner_release(struct spill *sp, struct spill_owner *o)
 {
+	static struct log_ratelimit closed_rl = LOG_RATELIMIT(10, 5);
 	uint64_t bytes = o->bytes;
 	unsigned n = o->nfiles;
 
@@ -358,8 +359,8 @@ void spill_owner_release(struct spill *sp, struct spill_owner *o)
 	while (o->nfiles)
 		file_drop(sp, o, o->nfiles - 1);
 	if (n && !sp->sealed)
-		log_info("Spill: closed the %u files (%" PRIu64 " bytes) of pid %d (uid %u)", n, bytes, (int)o->pid,
-			 (unsigned)o->uid);
+		log_msg_ratelimited(&closed_rl, LOG_INFO, "Spill: closed the %u files (%" PRIu64 " bytes) of pid %d (uid %u)",
+				    n, bytes, (int)o->pid, (unsigned)o->uid);
 	free(o->files);
 	o->files = NULL;
 	o->cap = 0;

@@ -113,6 +113,7 @@ const struct lease_ops svc_lease_ops = { on_granted, on_failed, on_renew, on_int
 
 int handle_acquire(struct server *s, struct peer *p, const union proto_request *req)
 {
+	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
 	const struct proto_acquire *a = &req->acquire;
 	int64_t timeout_ms = a->timeout_ms, cap_ms = (int64_t)(s->cfg->max_acquire_wait_ns / 1000000);
 	char text[PROTO_TEXT_MAX];
@@ -133,7 +134,8 @@ int handle_acquire(struct server *s, struct peer *p, const union proto_request *
 	r = lease_acquire(s->leases, &p->owner, a->class_name, a->count, timeout_ms, now_ns(), text, sizeof(text));
 	if (r < 0) {
 		if (r == -EDQUOT)
-			log_notice("Refused pid %d (uid %u): %s", (int)p->owner.pid, (unsigned)p->owner.uid, text);
+			log_msg_ratelimited(&rl, LOG_NOTICE, "Refused pid %d (uid %u): %s", (int)p->owner.pid,
+					    (unsigned)p->owner.uid, text);
 		send_result(p, r, text);
 	}
 	return 0;

@@ -26,6 +26,9 @@ int handle_spill_attach(struct server *s, struct peer *p, const union proto_requ
 	return 0;
 }
 
+/* what a client can make the daemon say, a few lines a minute whatever it asks */
+static struct log_ratelimit refused_rl = LOG_RATELIMIT(10, 5);
+
 int handle_spill_create(struct server *s, struct peer *p, const union proto_request *req)
 {
 	struct proto_spill_created c;
@@ -35,8 +38,8 @@ int handle_spill_create(struct server *s, struct peer *p, const union proto_requ
 	r = spill_create(s->spill, &p->spill, req->spill_create.charge, &c.file_id, &fd, text, sizeof(text));
 	if (r < 0) {
 		if (r == -EDQUOT)
-			log_notice("Refused a spill file to pid %d (uid %u): %s", (int)p->owner.pid,
-				   (unsigned)p->owner.uid, text);
+			log_msg_ratelimited(&refused_rl, LOG_NOTICE, "Refused a spill file to pid %d (uid %u): %s",
+					    (int)p->owner.pid, (unsigned)p->owner.uid, text);
 		send_result(p, r, text);
 		return 0;
 	}
@@ -51,8 +54,8 @@ int handle_spill_charge(struct server *s, struct peer *p, const union proto_requ
 
 	r = spill_charge(s->spill, &p->spill, req->spill_charge.file_id, req->spill_charge.total, text, sizeof(text));
 	if (r == -EDQUOT)
-		log_notice("Refused spill bytes to pid %d (uid %u): %s", (int)p->owner.pid, (unsigned)p->owner.uid,
-			   text);
+		log_msg_ratelimited(&refused_rl, LOG_NOTICE, "Refused spill bytes to pid %d (uid %u): %s",
+				    (int)p->owner.pid, (unsigned)p->owner.uid, text);
 	send_result(p, r, r < 0 ? text : NULL);
 	return 0;
 }
