@@ -209,11 +209,25 @@ void journal_writer_close(struct journal_writer *w)
 
 	pthread_mutex_lock(&j->lock);
 	w->closed = true;
+	/* a client word, read once: gather_ring checks it against the ring like any tail */
+	w->end_tail = jring_load_tail(w->hdr);
 	pthread_mutex_unlock(&j->lock);
 	/* let the flusher take what was committed and free the ring */
 	if (write(j->doorbell, &one, sizeof(one)) < 0) {
 		/* the counter is far from overflowing */
 	}
+}
+
+unsigned journal_writers_of(struct journal *j, uid_t uid)
+{
+	struct journal_writer *w;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&j->lock);
+	TAILQ_FOREACH(w, &j->writers, link)
+		n += w->uid == uid;
+	pthread_mutex_unlock(&j->lock);
+	return n;
 }
 
 uint64_t journal_writer_ring_size(const struct journal_writer *w)

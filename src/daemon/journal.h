@@ -67,8 +67,13 @@ const char *journal_name(const struct journal *j);
  */
 int journal_writer_new(struct journal *j, uid_t uid, pid_t pid, uint64_t ring_size,
 		       struct journal_writer **ret, int *ret_ring_fd, int *ret_doorbell_fd, int *ret_wake_fd);
-/* The writer's connection is gone or it closed: what it committed is still written. */
+/*
+ * The writer's connection is gone or it closed: what it had committed when the flusher first
+ * sees it closed is still written, nothing after; it is freed once that is durable.
+ */
 void journal_writer_close(struct journal_writer *w);
+/* Writers of uid this journal holds: open, and closed ones not yet freed (their rings). */
+unsigned journal_writers_of(struct journal *j, uid_t uid);
 uint64_t journal_writer_ring_size(const struct journal_writer *w);
 
 /* Allow the segments holding only records below lsn to be reused. */

@@ -122,6 +122,10 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 	uint64_t tail = jring_load_tail(w->hdr), pos = w->head, start_len = b->len;
 	enum gather_result res = GATHER_EMPTY;
 
+	/* closed: what it had committed then is taken, nothing it appends afterwards (its client
+	 * may go on writing to the ring, which would keep the writer from ever being freed) */
+	if (w->closed)
+		tail = MIN(tail, w->end_tail);
 	if (tail - pos > w->size || tail < pos) {
 		writer_break(j, w, "tail out of range");
 		return GATHER_EMPTY;
@@ -536,14 +540,16 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 	}
 }
 
-/* Free writers whose client left, once no batch in flight refers to them. */
+/* Free writers whose client left, once what they had committed at their close is taken and no
+ * batch in flight refers to them. */
 static void reap_writers(struct journal *j)
 {
 	struct journal_writer *w, *next;
 
 	for (w = TAILQ_FIRST(&j->writers); w; w = next) {
 		next = TAILQ_NEXT(w, link);
-		if (!w->closed || w->refs || (!w->broken && w->head != jring_load_tail(w->hdr)))
+		/* a failed journal takes nothing more: its closed writers have nothing left to give */
+		if (!w->closed || w->refs || (!w->broken && w->head < w->end_tail && j->st.state != JOURNAL_FAILED))
 			continue;
 		TAILQ_REMOVE(&j->writers, w, link);
 		j->nwriters--;
@@ -592,6 +598,8 @@ void *flusher_main(void *arg)
 			break;
 		deadline = j->stop ? 0 : gather_and_flush(j, now);
 		wake_writers(j);
+		/* a batch written inline has dropped its writers' references by now */
+		reap_writers(j);
 		/* a full or failed journal cannot take what waits in a ring: looking for it would spin */
 		if (!deadline && j->few_recent && j->norder == 0 && !j->stop && j->st.state == JOURNAL_OK &&
 		    spin_for_append(j))

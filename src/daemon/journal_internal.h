@@ -59,6 +59,7 @@ struct journal_writer {
 	uid_t uid;
 	pid_t pid;
 	bool closed; /* under lock: its client is gone; freed once no batch refers to it */
+	uint64_t end_tail; /* closed: the ring's tail then (under lock); nothing past it is taken */
 	bool broken; /* its ring broke the protocol: consumed no further */
 	unsigned refs; /* batches in flight that will publish into it (flusher only) */
 	uint64_t active_ns; /* when it last had something to gather */

@@ -38,15 +38,16 @@ static struct journal *journal_or_answer(struct server *s, struct peer *p, const
 	return s->journals[i];
 }
 
-/* Journal writers open on all connections of uid (a uid has at most max_connections_per_uid). */
+/*
+ * Journal writers uid holds in all journals: open ones, and closed ones whose rings the daemon
+ * still holds (a closed writer is freed only once what it had committed is durable).
+ */
 static unsigned uid_writers(const struct server *s, uid_t uid)
 {
-	const struct peer *q;
 	unsigned n = 0;
 
-	TAILQ_FOREACH(q, &s->peers, link)
-		if (q->owner.uid == uid)
-			n += q->nwriters;
+	for (unsigned i = 0; i < s->njournals; i++)
+		n += journal_writers_of(s->journals[i], uid);
 	return n;
 }
 

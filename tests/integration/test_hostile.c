@@ -37,6 +37,7 @@
 
 #include "harness.h"
 #include "hugepool.h"
+#include "jring.h"
 #include "proto.h"
 #include "case.h"
 
@@ -1098,6 +1099,123 @@ static void test_revoked_reader_cold(void **state)
 	revoked_reader_case(false);
 }
 
+/* --- the second read: a closed journal writer takes no more records, and counts until freed */
+
+static bool never_gone(void *arg)
+{
+	(void)arg;
+	return false;
+}
+
+/* A writer over the raw protocol, its ring mapped as a client keeps it; its writer id. */
+static uint64_t raw_writer(int a, struct jring_client *ring)
+{
+	struct proto_journal_open jo = { 0 };
+	struct proto_hdr h;
+	void *payload = NULL, *map, *wake;
+	const char *why;
+	uint64_t size, id;
+	int fds[3];
+
+	proto_set_name(jo.name, sizeof(jo.name), "j");
+	assert_int_equal(proto_send(a, PROTO_JOURNAL_OPEN, &jo, sizeof(jo), NULL, 0), 0);
+	assert_int_equal(proto_recv(a, &h, &payload, fds, 3), 0);
+	assert_int_equal(h.type, PROTO_JOURNAL_OPENED);
+	id = ((struct proto_journal_opened *)payload)->writer_id;
+	size = ((struct proto_journal_opened *)payload)->ring_size;
+	free(payload);
+	map = mmap(NULL, JRING_HDR_SIZE + size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	wake = mmap(NULL, JRING_WAKE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fds[2], 0);
+	assert_true(map != MAP_FAILED && wake != MAP_FAILED);
+	assert_int_equal(jring_client_init(ring, map, size, wake, fds[1], never_gone, NULL, &why), 0);
+	close(fds[0]);
+	close(fds[2]);
+	return id;
+}
+
+/* A request: the error of the result it is answered with, or 1 for another answer (fds closed). */
+static int raw_result(int a, enum proto_type type, const void *req, uint32_t len)
+{
+	struct proto_hdr h;
+	void *payload = NULL;
+	int fds[PROTO_MAX_FDS], r = 1;
+
+	assert_int_equal(proto_send(a, type, req, len, NULL, 0), 0);
+	assert_int_equal(proto_recv(a, &h, &payload, fds, PROTO_MAX_FDS), 0);
+	if (h.type == PROTO_RESULT)
+		r = ((struct proto_result *)payload)->err;
+	for (uint32_t i = 0; i < h.nfds; i++)
+		close(fds[i]);
+	free(payload);
+	return r;
+}
+
+static const struct hp_journal_status *jstatus(hp_conn *c, struct hp_status **st)
+{
+	hp_status_free(*st);
+	*st = status(c);
+	return &(*st)->journals[0];
+}
+
+/*
+ * A client opened a writer, closed it (JOURNAL_CLOSE) and went on appending to the ring it kept
+ * mapped: the daemon went on taking its records, never freed it while the ring had something in
+ * it, and counted it against no limit: under max_journal_writers_per_uid = 2 a client had tens
+ * of rings appending (and up to 1024, the journal's limit, for everyone). Now a closed writer
+ * gives what it had committed at its close and nothing after, and counts against its uid's
+ * limit until it is freed. Shown on a full journal, where the daemon cannot take anything until
+ * a truncate, so that nothing depends on timing.
+ */
+static void test_closed_writer_takes_nothing(void **state)
+{
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
+	static char rec[1000];
+	struct iovec iov = { rec, sizeof(rec) };
+	struct proto_journal_close jc;
+	struct proto_journal_open jo = { 0 };
+	struct jring_client ring;
+	struct hp_status *st = NULL;
+	uint64_t ticket, pos, lsn;
+	hp_journal *w;
+	hp_conn *c;
+	int a, n;
+
+	(void)state;
+	start(&d, "max_journal_writers_per_uid = 2\n", JOURNAL "segments = 2\n");
+	c = conn(&d);
+	/* fill the journal: its appends then wait for a truncate */
+	assert_int_equal(hp_journal_open(c, "j", &w), 0);
+	for (n = 0; n < 5000 && jstatus(c, &st)->state == 0; n++)
+		assert_int_equal(hp_journal_append(w, rec, sizeof(rec), &ticket), 0);
+	assert_int_equal(jstatus(c, &st)->state, 1);
+	lsn = st->journals[0].next_lsn;
+	/* a raw writer: one record committed, closed, then another one appended to its ring */
+	a = raw_connect(&d);
+	jc.writer_id = raw_writer(a, &ring);
+	assert_int_equal(jring_append(&ring, &iov, 1, &pos), 0);
+	assert_int_equal(raw_result(a, PROTO_JOURNAL_CLOSE, &jc, sizeof(jc)), 0);
+	assert_int_equal(jring_append(&ring, &iov, 1, &pos), 0);
+	/* the library's writer and the closed one are held: a third is over the uid's limit */
+	proto_set_name(jo.name, sizeof(jo.name), "j");
+	assert_int_equal(raw_result(a, PROTO_JOURNAL_OPEN, &jo, sizeof(jo)), -EUSERS);
+	/* room again: everything committed before the close is written, nothing after it */
+	hp_journal_close(w);
+	assert_int_equal(hp_journal_truncate(c, "j", lsn), 0);
+	for (int i = 0; i < 5000 && jstatus(c, &st)->writers > 0; i++)
+		usleep(1000);
+	assert_int_equal(st->journals[0].writers, 0);
+	assert_int_equal(st->journals[0].state, 0);
+	/* LSNs 1..n: the library writer's, all of them; n + 1: the closed one's first, not its second */
+	assert_int_equal(st->journals[0].next_lsn, (uint64_t)n + 2);
+	hp_status_free(st);
+	close(ring.doorbell);
+	munmap(ring.hdr, JRING_HDR_SIZE + ring.size);
+	munmap(ring.wake, JRING_WAKE_SIZE);
+	hp_disconnect(c);
+	close(a);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1116,6 +1234,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_connect_flood_takes_no_slot, teardown),
 		cmocka_unit_test_teardown(test_revoked_reader_warm, teardown),
 		cmocka_unit_test_teardown(test_revoked_reader_cold, teardown),
+		cmocka_unit_test_teardown(test_closed_writer_takes_nothing, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
