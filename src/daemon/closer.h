@@ -6,20 +6,30 @@
  * release in the daemon: a TCP socket with SO_LINGER blocks close() for as long as the client
  * chose, a file on a FUSE mount the client serves blocks it forever. Where the kernel lets the
  * daemon refuse fds at the socket (SO_PASSRIGHTS = 0, Linux 6.16+), nothing ever arrives; on
- * older kernels the event loop hands what arrived to one background thread that closes it.
- * That thread may be stuck by such an fd, but nothing else waits for it; its queue is bounded
- * (CLOSER_QUEUE_MAX) and a connection that sends fds is closed, so a client cannot make it
- * hold more than a bounded number. Past the bound, fds are closed on the caller's thread.
+ * older kernels the event loop hands what arrived to background threads that close it, and so
+ * it does with the socket of every connection (closing a socket releases the fds still in flight
+ * in it, on the thread that closes it).
+ *
+ * Nothing here ever closes on the caller's thread. Each uid's fds wait in a queue of their own,
+ * and a queue is worked on by one thread at a time: an fd that blocks its close forever stops
+ * its own uid's queue and one thread, nobody else's (threads are started as uids need them, up
+ * to CLOSER_THREADS_MAX). A socket's linger is turned off before it is queued (an abortive close
+ * does not wait). What one uid has waiting is bounded by the caller: closer_pending() says how
+ * much, and the server admits no more connections of a uid past CLOSER_PENDING_MAX.
  */
 #ifndef HP_CLOSER_H
 #define HP_CLOSER_H
 
-#define CLOSER_QUEUE_MAX 4096
+#include <sys/types.h>
 
-/* Close these fds soon, on the closer thread (started on first use). Never blocks on them
- * unless the queue is full or the thread cannot start. Any thread. */
-void closer_add(const int *fds, unsigned n);
-/* Stop the thread after it closed what it has (it may be stuck: then it is left behind). */
+#define CLOSER_THREADS_MAX 16
+#define CLOSER_PENDING_MAX 1024
+
+/* Close these fds soon, on a closer thread (started as needed), charged to uid. Any thread. */
+void closer_add(const int *fds, unsigned n, uid_t uid);
+/* How many of uid's fds wait to be closed, or are being closed now. */
+unsigned closer_pending(uid_t uid);
+/* Stop the threads once they closed what they have (one may be stuck: it is left behind). */
 void closer_stop(void);
 
 #endif

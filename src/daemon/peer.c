@@ -339,8 +339,8 @@ static void dispatch(struct server *s, struct peer *p)
 
 /* --- input ------------------------------------------------------------------------------- */
 
-/* Hand every fd a message brought to the closer thread (closer.h says why not close here). */
-static void close_fds_in(struct msghdr *msg)
+/* Hand every fd a message brought to the closer (closer.h says why not close here), as p's uid's. */
+static void close_fds_in(const struct peer *p, struct msghdr *msg)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
@@ -349,7 +349,7 @@ static void close_fds_in(struct msghdr *msg)
 		int fds[IN_FDS_MAX];
 
 		memcpy(fds, CMSG_DATA(c), sizeof(int) * k);
-		closer_add(fds, (unsigned)k);
+		closer_add(fds, (unsigned)k, p->owner.uid);
 	}
 }
 
@@ -393,7 +393,7 @@ void peer_read(struct server *s, struct peer *p)
 			return;
 		}
 		if (msg.msg_controllen || (msg.msg_flags & MSG_CTRUNC)) {
-			close_fds_in(&msg);
+			close_fds_in(p, &msg);
 			s->protocol_errors++;
 			peer_kill(p, "client sent file descriptors%s",
 				  msg.msg_flags & MSG_CTRUNC ? " (truncated)" : "");

@@ -89,7 +89,10 @@ static void peer_destroy(struct server *s, struct peer *p)
 	TAILQ_REMOVE(&s->peers, p, link);
 	s->npeers--;
 	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, p->fd, NULL);
-	close(p->fd);
+	if (s->fds_refused)
+		close(p->fd);
+	else /* fds may be in flight in it: closing it would release them here (closer.h) */
+		closer_add(&p->fd, 1, p->owner.uid);
 	free(p->in_payload);
 	free(p->out);
 	free(p->ofds);
@@ -98,8 +101,15 @@ static void peer_destroy(struct server *s, struct peer *p)
 
 int server_admit(struct server *s, const struct ucred *cred, char *text, size_t len)
 {
+	unsigned pending;
+
 	if (s->npeers >= s->cfg->max_connections) {
 		snprintf(text, len, "the daemon already serves %u connections (max_connections)", s->cfg->max_connections);
+		return -EUSERS;
+	}
+	if (!s->fds_refused && (pending = closer_pending(cred->uid)) > CLOSER_PENDING_MAX) {
+		snprintf(text, len, "uid %u has %u fds it passed (or connections) still waiting to be closed",
+			 (unsigned)cred->uid, pending);
 		return -EUSERS;
 	}
 	return lease_owner_admit(s->leases, cred->uid, text, len);
@@ -331,14 +341,15 @@ static int socket_bind(const struct config *cfg, gid_t gid)
  * SCM_RIGHTS fails with EPERM and nothing reaches the daemon. Elsewhere fds that arrive are
  * closed off the event loop (closer.h).
  */
-static void refuse_passed_fds(int listen_fd)
+static bool refuse_passed_fds(int listen_fd)
 {
 	int zero = 0;
 
 	if (setsockopt(listen_fd, SOL_SOCKET, SO_PASSRIGHTS, &zero, sizeof(zero)) == 0)
-		return;
+		return true;
 	log_notice("This kernel cannot refuse fds at the socket (SO_PASSRIGHTS: %m; Linux 6.16+ can); "
-		   "fds clients send are closed on a background thread");
+		   "fds clients send, and the connections themselves, are closed on background threads");
+	return false;
 }
 
 /*
@@ -446,7 +457,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	/* kept across a restart only where a service manager keeps it (re-execution needs no
 	 * manager: the same process holds it) */
 	s->listen_kept = fdstore_add("listen", s->listen_fd, 0) == 0 && getenv("NOTIFY_SOCKET");
-	refuse_passed_fds(s->listen_fd);
+	s->fds_refused = refuse_passed_fds(s->listen_fd);
 	s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if ((r = epoll_add_tag(s->epoll_fd, s->listen_fd, &tag_listen)) < 0 ||
 	    (r = epoll_add_tag(s->epoll_fd, s->signal_fd, &tag_signal)) < 0 ||

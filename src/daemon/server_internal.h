@@ -124,6 +124,7 @@ struct server {
 	uint64_t next_writer_id;
 	int listen_fd, epoll_fd, signal_fd;
 	bool listen_kept; /* in a service manager's fd store: the next life serves it */
+	bool fds_refused; /* the kernel refuses fds at the socket (SO_PASSRIGHTS); else closer.h */
 	int reserve_fd; /* spent on accept-and-close when the daemon is out of fds */
 	uint64_t listen_paused_until; /* CLOCK_MONOTONIC ns; 0 = the listener is polled */
 	bool have_admin_gid;

@@ -432,6 +432,87 @@ static void test_passed_fd_closed_off_loop(void **state)
 	stop(&d);
 }
 
+/* Pass n fds (at most 253, SCM_MAX_FD) with a status request on a new raw connection of d's. */
+static void pass_fds(const struct daemon *d, const int *fds, unsigned n)
+{
+	struct {
+		struct proto_hdr h;
+		struct proto_status_req req;
+	} m = { .req = { 0 } };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 253)];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+			      .msg_controllen = CMSG_SPACE(sizeof(int) * n) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	int fd = raw_connect(d);
+
+	assert_true(fd >= 0 && n <= 253);
+	proto_hdr_init(&m.h, PROTO_STATUS, sizeof(m.req), 0);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+	assert_int_equal(sendmsg(fd, &msg, MSG_NOSIGNAL), (ssize_t)sizeof(m));
+	close(fd);
+}
+
+/*
+ * The second audit's read found the closer's queue bounded at 4096 and, once full, fds closed
+ * on the event loop ("no better place left"). One uid blocked the closer thread with a socket
+ * lingering for an hour, filled the queue with 17 x 253 copies of /dev/null, and passed a second
+ * lingering socket: the event loop sat in close() for the hour, nobody served. Now nothing is
+ * ever closed on the loop (queues grow, per uid, each worked on by one thread), and a socket's
+ * linger is turned off before its close. A client of the daemon is answered throughout (the
+ * receive timeout only tells a hang from an answer).
+ */
+static void test_closer_never_blocks_loop(void **state)
+{
+	struct harness_opts o = { .wrapper = "tests/nopassrights" };
+	struct timeval tv = { .tv_sec = 30 };
+	static struct daemon d;
+	static int nulls[253];
+	int l1, l2, t;
+
+	(void)state;
+	assert_int_equal(harness_start_opts(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n", &o), 0);
+	running = &d;
+	t = lingering_socket(&l1, 3600);
+	pass_fds(&d, &t, 1);
+	close(t);
+	for (unsigned i = 0; i < ARRAY_SIZE(nulls); i++)
+		assert_true((nulls[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
+	for (int k = 0; k < 17; k++)
+		pass_fds(&d, nulls, ARRAY_SIZE(nulls));
+	t = lingering_socket(&l2, 3600);
+	pass_fds(&d, &t, 1);
+	close(t);
+	/* a hello answered (a timeout tells a hung loop from an answer) */
+	{
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct proto_hello hello = { .name = "victim" };
+		struct proto_hdr h;
+		void *payload = NULL;
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d.socket);
+		assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+		assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(proto_send(fd, PROTO_HELLO, &hello, sizeof(hello), NULL, 0), 0);
+		assert_int_equal(proto_recv(fd, &h, &payload, NULL, 0), 0);
+		assert_int_equal(h.type, PROTO_WELCOME);
+		free(payload);
+		close(fd);
+	}
+	for (unsigned i = 0; i < ARRAY_SIZE(nulls); i++)
+		close(nulls[i]);
+	close(l1);
+	close(l2);
+	stop(&d);
+}
+
 /* --- finding 4: fds a client makes the daemon queue are bounded ---------------------------- */
 
 #define JOURNAL "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n"
@@ -1222,6 +1303,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_delayed_grant_is_not_another_uids_buffer, teardown),
 		cmocka_unit_test_teardown(test_passed_fd_refused, teardown),
 		cmocka_unit_test_teardown(test_passed_fd_closed_off_loop, teardown),
+		cmocka_unit_test_teardown(test_closer_never_blocks_loop, teardown),
 		cmocka_unit_test_teardown(test_queued_fds_bounded, teardown),
 		cmocka_unit_test_teardown(test_out_of_fds, teardown),
 		cmocka_unit_test_teardown(test_unread_replies_bounded, teardown),
