@@ -82,6 +82,23 @@ static uint32_t spill_records(const struct config *cfg)
 	return (cfg->spill_max_files ? cfg->spill_max_files : 65536) + cfg->max_connections;
 }
 
+/*
+ * What a warm restart keeps at most: every buffer, the state and the listening socket, and for
+ * every connection its socket and spill page, and every spill file; each kept under a 12-byte
+ * name (warm.h, "listen" 6), as systemd hands them back in LISTEN_FDNAMES (fdstore.h).
+ */
+static void print_store_needs(const struct config *cfg)
+{
+	uint64_t n = config_buffers(cfg) + spill_records(cfg) + cfg->max_connections + 2;
+	uint64_t bytes = (n - 1) * (WARM_NAME_LEN + 1) + sizeof("listen");
+
+	printf("warm restart keeps up to %" PRIu64 " fds (buffers + 2 x max_connections + spill files + 2), "
+	       "%" PRIu64 " bytes of names; a re-execution hands all of them over, a restart by systemd %s "
+	       "(FileDescriptorStoreMax= %u in hugepoold.service, %u bytes of LISTEN_FDNAMES)\n",
+	       n, bytes, n <= FDSTORE_ENTRIES_DEFAULT && bytes <= FDSTORE_NAMES_MAX ? "too" : "only what fits",
+	       FDSTORE_ENTRIES_DEFAULT, FDSTORE_NAMES_MAX);
+}
+
 static void print_summary(const struct config *cfg, const char *path)
 {
 	char b[32];
@@ -107,9 +124,7 @@ static void print_summary(const struct config *cfg, const char *path)
 	else
 		printf(" in any number of files\n");
 	printf("pool total %s\n", size_format(config_pool_bytes(cfg), b, sizeof(b)));
-	printf("warm restart keeps up to %" PRIu64 " fds (buffers + 2 x max_connections + spill files + 2): "
-	       "FileDescriptorStoreMax= must be at least that\n",
-	       config_buffers(cfg) + spill_records(cfg) + cfg->max_connections + 2);
+	print_store_needs(cfg);
 }
 
 /*

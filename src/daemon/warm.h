@@ -165,6 +165,7 @@ uint64_t warm_new_id(void);
  */
 enum warm_name_kind { WARM_NAME_BUF, WARM_NAME_STATE, WARM_NAME_CONN, WARM_NAME_SPILL, WARM_NAME_SPAGE };
 #define WARM_NAME_MAX 32
+#define WARM_NAME_LEN 12 /* of a name warm_name makes */
 void warm_name(enum warm_name_kind k, uint64_t id, char name[WARM_NAME_MAX]);
 bool warm_parse_name(const char *name, enum warm_name_kind k, uint64_t *id);
 void warm_upgrade_names(struct fdstore_fd *fds, unsigned n);
