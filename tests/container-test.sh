@@ -303,6 +303,19 @@ check "a restart takes back the pages the pool kept, not twice (nr_hugepages $pa
 mainpid=$(c systemctl show -P MainPID hugepoold)
 reloaded() { c systemctl reload hugepoold && [ "$(c systemctl show -P MainPID hugepoold)" = "$mainpid" ] && warm_life 3; }
 check "systemctl reload: re-executed in place (same MainPID), warm (life 3)" reloaded
+# a reload the next life would not survive (a broken configuration) is refused before anything
+# stops: the same process serves on, its life unchanged, and the log says why
+refused_reload() {
+	c cp /etc/hugepool/hugepoold.conf /etc/hugepool/hugepoold.conf.good
+	echo "no_such_key = 1" | c tee -a /etc/hugepool/hugepoold.conf >/dev/null
+	! c systemctl reload hugepoold; local rc=$?
+	c mv /etc/hugepool/hugepoold.conf.good /etc/hugepool/hugepoold.conf
+	[ "$rc" = 0 ] && [ "$(c systemctl show -P MainPID hugepoold)" = "$mainpid" ] &&
+		[ "$(c systemctl show -P ActiveState hugepoold)" = active ] && as alice hpclient lease small 1 &&
+		c journalctl -b -u hugepoold -o cat | grep "Refusing the restart" | grep -q no_such_key
+}
+check "systemctl reload with a broken configuration: refused, the daemon serves on" refused_reload
+check "and is not re-executed by it (still life 3)" warm_life 3
 
 # --- SIGSEGV: Restart=on-failure brings it back ----------------------------------------------------
 mainpid=$(c systemctl show -P MainPID hugepoold)
