@@ -207,16 +207,13 @@ static void parts_free(struct parts *d)
 }
 
 /*
- * The state and the pool are kept (the listening socket and the connections were, by
- * server_open): the state first, so that it is among what the service manager can hand back
- * however large the pool. What nobody took is closed, and what the service manager still holds
- * of the previous life and this one does not keep (the previous state, names of an older
- * daemon) is dropped from it.
+ * The state and the pool are kept, the state first, so that it is among what the service
+ * manager can hand back however large the pool: before server_open, whose recycler may renew a
+ * buffer (replacing its fd) as soon as it runs.
  */
-static void keep_for_next_life(struct parts *d)
+static void keep_pool(struct parts *d)
 {
 	char name[WARM_NAME_MAX];
-	struct fdstore_usage u;
 	unsigned failed;
 	int r;
 
@@ -227,6 +224,17 @@ static void keep_for_next_life(struct parts *d)
 		log_warning("The pool will not survive a restart of the daemon: %u buffers and %s could not be "
 			    "kept in the file descriptor store",
 			    failed, r < 0 ? "the state" : "not the state");
+}
+
+/*
+ * Once server_open kept the listening socket and the connections: what nobody took is closed,
+ * and what the service manager still holds of the previous life and this one does not keep
+ * (the previous state, names of an older daemon) is dropped from it.
+ */
+static void keep_done(struct parts *d)
+{
+	struct fdstore_usage u;
+
 	fdstore_received_free(d->handed, d->nhanded);
 	d->handed = NULL;
 	d->nhanded = 0;
@@ -428,9 +436,10 @@ int main(int argc, char **argv)
 		 size_format(cfg.spill_threshold, b1, sizeof(b1)));
 	handover = (struct server_handover){ .listen_fd = fdstore_take(d.handed, d.nhanded, "listen"),
 					     .prev = d.prev, .fds = d.handed, .nfds = d.nhanded };
+	keep_pool(&d);
 	if (server_open(&cfg, d.pool, d.journals, d.njournals, d.spill, d.warm, &handover, &d.srv) < 0)
 		return boot_failed(&d, EXIT_SOCKET);
-	keep_for_next_life(&d);
+	keep_done(&d);
 	start = (struct proto_status_start){ .warm = adopt.adopted || handover.adopted, .adopted_buffers = adopt.adopted,
 					     .faulted_buffers = adopt.created,
 					     .dropped_buffers = adopt.dropped, .adopted_connections = handover.adopted,
