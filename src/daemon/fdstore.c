@@ -214,12 +214,10 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 		size_t len = end ? (size_t)(end - names) : 0;
 
 		fds[i].fd = FIRST_FD + (int)i;
-		if (fcntl(fds[i].fd, F_SETFD, FD_CLOEXEC) < 0) {
-			fds[i].fd = -1; /* not open after all */
-			continue;
-		}
+		if (fcntl(fds[i].fd, F_SETFD, FD_CLOEXEC) < 0)
+			fds[i].fd = -1; /* not open after all; its name is still the i-th */
 		/* a missing or bad name makes the fd one nobody takes: it is closed with the rest */
-		if (len <= FDSTORE_NAME_MAX) {
+		if (fds[i].fd >= 0 && len <= FDSTORE_NAME_MAX) {
 			memcpy(fds[i].name, names, len);
 			fds[i].name[len] = '\0';
 		}
@@ -281,7 +279,7 @@ static bool fits(size_t len, unsigned flags)
 /* Send kept[i] to the manager if it fits (else say so, once a minute); under lock. */
 static int send_one(struct kept *k, int msg_flags)
 {
-	static struct log_ratelimit rl = LOG_RATELIMIT(1, 60);
+	static struct log_ratelimit rl = LOG_RATELIMIT(60, 1);
 	size_t len = strlen(k->name) + 1;
 	struct stored *st = stored_find(k->name);
 	int r = 0;
@@ -454,16 +452,6 @@ int fdstore_barrier(int timeout_ms)
 	while (r < 0 && errno == EINTR);
 	close(p[0]);
 	return r < 0 ? -errno : r == 0 ? -ETIMEDOUT : 0;
-}
-
-unsigned fdstore_count(void)
-{
-	unsigned n;
-
-	pthread_mutex_lock(&lock);
-	n = nkept;
-	pthread_mutex_unlock(&lock);
-	return n;
 }
 
 void fdstore_usage(struct fdstore_usage *ret)

@@ -86,8 +86,6 @@ void fdstore_remove(const char *name);
  */
 int fdstore_barrier(int timeout_ms);
 
-/* How many fds are kept now. */
-unsigned fdstore_count(void);
 /* What is kept, what of it the service manager holds, and how much it could. */
 struct fdstore_usage {
 	unsigned kept;

@@ -165,8 +165,10 @@ int reexec_prepare(char *err, size_t errlen)
 		return r;
 	r = fdstore_exec_prepare();
 	if (r < 0) {
-		snprintf(err, errlen, "cannot keep copies of the %u fds to hand over: %s", fdstore_count(),
-			 strerror(-r));
+		struct fdstore_usage u;
+
+		fdstore_usage(&u);
+		snprintf(err, errlen, "cannot keep copies of the %u fds to hand over: %s", u.kept, strerror(-r));
 		return r;
 	}
 	if (exe_fd >= 0)
