@@ -63,6 +63,30 @@ static bool entry_safe(const char *at, const struct stat *dir, const char *name,
 	return true;
 }
 
+/*
+ * Go on with path (then what was still to do, rest): from "/" when from_root (the walk's fd
+ * *dir, its stat *dst and its name at start there again), else from where the walk is. The new
+ * path to do replaces *todo; *rest points into it.
+ */
+static int walk_again(const char *path, const char *rest, bool from_root, char **todo, char **ret_rest, int *dir,
+		      struct stat *dst, char at[PATH_MAX])
+{
+	char *next;
+
+	if (asprintf(&next, "%s/%s", path, rest ? rest : "") < 0)
+		return -ENOMEM;
+	free(*todo);
+	*todo = *ret_rest = next;
+	if (!from_root)
+		return 0;
+	close(*dir);
+	*dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*dir < 0 || fstat(*dir, dst) < 0)
+		return -errno;
+	snprintf(at, PATH_MAX, "/");
+	return 0;
+}
+
 int safedir_open(const char *path, unsigned flags, char *err, size_t errlen)
 {
 	_cleanup_free_ char *todo = NULL;
@@ -71,7 +95,7 @@ int safedir_open(const char *path, unsigned flags, char *err, size_t errlen)
 	struct stat dst, st;
 	unsigned links = 0;
 	char *rest, *name;
-	int fd;
+	int fd, r;
 
 	if (path[0] != '/') {
 		snprintf(err, errlen, "'%s' is not an absolute path", path);
@@ -114,43 +138,24 @@ int safedir_open(const char *path, unsigned flags, char *err, size_t errlen)
 		}
 		if (strcmp(name, "..") == 0) {
 			/* up: walk again from "/" to the parent, then on (each step checked anew) */
-			char *next, *slash = strrchr(at, '/');
-
-			*slash = '\0';
-			if (asprintf(&next, "%s/%s", at, rest ? rest : "") < 0)
-				return -ENOMEM;
-			free(todo);
-			todo = rest = next;
-			close(dir);
-			dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-			if (dir < 0 || fstat(dir, &dst) < 0)
-				return -errno;
-			snprintf(at, sizeof(at), "/");
+			*strrchr(at, '/') = '\0';
+			if ((r = walk_again(at, rest, true, &todo, &rest, &dir, &dst, at)) < 0)
+				return r;
 			continue;
 		}
 		if (!entry_safe(at, &dst, name, &st, err, errlen))
 			return -EPERM;
 		if (S_ISLNK(st.st_mode)) {
 			ssize_t n = readlinkat(dir, name, target, sizeof(target) - 1);
-			char *next;
 
 			if (n <= 0 || ++links > SYMLINKS_MAX) {
 				snprintf(err, errlen, "cannot follow the symlink '%s/%s'", at, name);
 				return n < 0 ? -errno : -ELOOP;
 			}
 			target[n] = '\0';
-			/* what remains after the link's target */
-			if (asprintf(&next, "%s/%s", target, rest ? rest : "") < 0)
-				return -ENOMEM;
-			free(todo);
-			todo = rest = next;
-			if (target[0] == '/') {
-				close(dir);
-				dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-				if (dir < 0 || fstat(dir, &dst) < 0)
-					return -errno;
-				snprintf(at, sizeof(at), "/");
-			}
+			/* what remains after the link's target: from "/", or from the link's directory */
+			if ((r = walk_again(target, rest, target[0] == '/', &todo, &rest, &dir, &dst, at)) < 0)
+				return r;
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode)) {
