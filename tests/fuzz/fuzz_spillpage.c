@@ -144,11 +144,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort(); /* not what the page held when the daemon read it */
 		if (!cur.page[i] && (mem_streams || mem_bytes || heaps.heaps || heaps.heap_buffers || heaps.heap_bytes))
 			abort();
-		streams += mem_streams;
-		bytes += mem_bytes;
+		/* the daemon's sums saturate: the clients' own words must not wrap them */
+		streams = streams + mem_streams < streams ? UINT64_MAX : streams + mem_streams;
+		bytes = bytes + mem_bytes < bytes ? UINT64_MAX : bytes + mem_bytes;
 	}
 	if (st.streams_memory != streams || st.bytes_memory != bytes)
-		abort(); /* the machine's figures are not the sum of what the owners report */
+		abort(); /* the machine's figures are not the (saturated) sum of what the owners report */
 
 	for (unsigned i = 0; i < n; i++) {
 		if (cur.page[i])
