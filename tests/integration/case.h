@@ -3,7 +3,7 @@
  * case.h - cmocka helpers for integration test files that run one daemon per test case
  * (test_pool.c, test_spill.c, test_hostile.c): start and stop it with assertions, stop it in the
  * teardown when a case failed half-way, check that it refuses to start, connect (through libhugepool, or raw to speak the
- * protocol by hand), ask for status. Header-only: include it once per test file, after
+ * protocol by hand), ask for status, run hugepoolctl against it. Header-only: include it once per test file, after
  * cmocka.h, harness.h, hugepool.h and proto.h.
  */
 #ifndef HP_TEST_CASE_H
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct daemon *running; /* stopped by teardown when a test fails half-way */
@@ -95,6 +96,23 @@ static inline struct hp_status *status(hp_conn *c)
 
 	assert_int_equal(hp_status(c, &st), 0);
 	return st;
+}
+
+/* Run hugepoolctl with args against d: its exit status, its standard output and error in out. */
+static inline int ctl(const struct daemon *d, const char *args, char *out, size_t outlen)
+{
+	char cmd[512];
+	FILE *f;
+	size_t n;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/hugepoolctl -s %s %s 2>&1", harness_build(), d->socket, args);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(out, 1, outlen - 1, f);
+	out[n] = '\0';
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 #endif

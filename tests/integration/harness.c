@@ -56,7 +56,8 @@ bool harness_two_uids(void)
 	return false;
 }
 
-pid_t harness_as_uid_start(uid_t uid, int (*fn)(void *arg), void *arg)
+/* harness_as_uid in two steps: the child's pid, then its result */
+static pid_t as_uid_start(uid_t uid, int (*fn)(void *arg), void *arg)
 {
 	pid_t pid = fork();
 
@@ -72,7 +73,7 @@ pid_t harness_as_uid_start(uid_t uid, int (*fn)(void *arg), void *arg)
 	return pid;
 }
 
-int harness_as_uid_wait(pid_t pid)
+static int as_uid_wait(pid_t pid)
 {
 	int status;
 
@@ -86,7 +87,46 @@ int harness_as_uid_wait(pid_t pid)
 
 int harness_as_uid(uid_t uid, int (*fn)(void *arg), void *arg)
 {
-	return harness_as_uid_wait(harness_as_uid_start(uid, fn, arg));
+	return as_uid_wait(as_uid_start(uid, fn, arg));
+}
+
+int harness_other_start(struct harness_other *o, uid_t uid, int (*fn)(void *arg), void *arg)
+{
+	char x;
+
+	if (pipe2(o->ready, O_CLOEXEC) < 0 || pipe2(o->go, O_CLOEXEC) < 0)
+		return -errno;
+	o->pid = as_uid_start(uid, fn, arg);
+	close(o->ready[1]);
+	close(o->go[0]);
+	if (o->pid < 0)
+		return o->pid;
+	return read(o->ready[0], &x, 1) == 1 ? 0 : -EPIPE; /* EOF: it ended before it was ready */
+}
+
+int harness_other_finish(struct harness_other *o)
+{
+	int r;
+
+	close(o->go[1]);
+	r = as_uid_wait(o->pid);
+	close(o->ready[0]);
+	return r;
+}
+
+void harness_other_child(struct harness_other *o)
+{
+	close(o->go[1]);
+	close(o->ready[0]);
+}
+
+int harness_other_ready(struct harness_other *o)
+{
+	char x = 'r';
+
+	if (write(o->ready[1], &x, 1) != 1)
+		return -EPIPE;
+	return read(o->go[0], &x, 1) == 0 ? 0 : -EPROTO;
 }
 
 /* Copy src to dst replacing every "@DIR@" by dir; -ENAMETOOLONG when it does not fit. */

@@ -112,9 +112,22 @@ int harness_log_count(const struct daemon *d, const char *s);
 #define HARNESS_OTHER_UID 65534
 bool harness_two_uids(void);
 int harness_as_uid(uid_t uid, int (*fn)(void *arg), void *arg);
-/* The same in two steps, for an attacker that runs while the test goes on: the child's pid. */
-pid_t harness_as_uid_start(uid_t uid, int (*fn)(void *arg), void *arg);
-int harness_as_uid_wait(pid_t pid);
+
+/*
+ * Another uid in step with the test: harness_other_start runs fn(arg) as uid and returns once fn
+ * said it is ready (holding what it attacks with); the test does its part; harness_other_finish
+ * tells fn to go on and returns fn's result as harness_as_uid does. In fn: harness_other_child
+ * first (before it forks processes of its own), harness_other_ready when ready (it returns when
+ * the test finishes: the pipe's end closes, for every process that waits on it).
+ */
+struct harness_other {
+	pid_t pid;
+	int ready[2], go[2];
+};
+int harness_other_start(struct harness_other *o, uid_t uid, int (*fn)(void *arg), void *arg);
+int harness_other_finish(struct harness_other *o);
+void harness_other_child(struct harness_other *o);
+int harness_other_ready(struct harness_other *o);
 
 /* The build directory under test: $HP_BUILD, default "build". */
 const char *harness_build(void);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -44,8 +45,9 @@ struct manager {
 };
 
 struct manager_layout {
+	struct manager *m; /* whose lock is held from manager_prepare to manager_layout_free */
 	unsigned n;
-	int *fds; /* dups, close-on-exec, to be moved to 3.. in the child */
+	int *fds; /* the kept fds (close-on-exec), to be moved to 3.. in the child */
 	char *names; /* "a:b:c" */
 	char fds_env[32], pid_env[32];
 	char *names_env;
@@ -178,6 +180,23 @@ static void *run(void *arg)
 	return NULL;
 }
 
+/*
+ * A store holds as many fds as a pool has buffers, and the layout for the next start copies all
+ * of them once more: take the whole open files limit, and as root at least 65536 of it (some
+ * machines set 20000), which the daemons started from here inherit as systemd's LimitNOFILE.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (geteuid() == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 65536)
+		rl.rlim_max = 65536;
+	rl.rlim_cur = rl.rlim_max;
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 int manager_new(const char *path, unsigned store_max, struct manager **ret)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -187,6 +206,7 @@ int manager_new(const char *path, unsigned store_max, struct manager **ret)
 	if (!m)
 		return -ENOMEM;
 	m->store_max = store_max;
+	raise_nofile();
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->ready_cond, NULL);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -309,13 +329,14 @@ struct manager_layout *manager_prepare(struct manager *m)
 	l->names = calloc(1, len);
 	l->names_env = calloc(1, len + 32);
 	for (unsigned i = 0; l->fds && l->names && i < l->n; i++) {
-		/* above where they will go, so that moving one never overwrites another */
-		l->fds[i] = fcntl(m->kept[i].fd, F_DUPFD_CLOEXEC, 3 + (int)l->n + 16);
+		/* the kept fd itself, not a copy (the open files limit may not allow one of each):
+		 * the lock stays held until after the fork, so none of them changes meanwhile */
+		l->fds[i] = m->kept[i].fd;
 		strcat(l->names, m->kept[i].name);
 		if (i + 1 < l->n)
 			strcat(l->names, ":");
 	}
-	pthread_mutex_unlock(&m->lock);
+	l->m = m;
 	if (!l->fds || !l->names || !l->names_env) {
 		manager_layout_free(l);
 		return NULL;
@@ -333,6 +354,15 @@ void manager_layout_child(struct manager_layout *l, char **env, unsigned *nenv)
 
 	if (!l || !l->n)
 		return;
+	/* first every kept fd out of 3 .. 3 + n - 1 (dup, close: no more fds at any time), so that
+	 * placing one never overwrites another */
+	for (unsigned i = 0; i < l->n; i++)
+		if (l->fds[i] >= 3 && l->fds[i] < 3 + (int)l->n) {
+			int to = fcntl(l->fds[i], F_DUPFD_CLOEXEC, 3 + (int)l->n);
+
+			close(l->fds[i]);
+			l->fds[i] = to;
+		}
 	for (unsigned i = 0; i < l->n; i++)
 		dup2(l->fds[i], 3 + (int)i); /* the copy is not close-on-exec */
 	memcpy(l->pid_env, "LISTEN_PID=", 11);
@@ -351,9 +381,7 @@ void manager_layout_free(struct manager_layout *l)
 {
 	if (!l)
 		return;
-	for (unsigned i = 0; l->fds && i < l->n; i++)
-		if (l->fds[i] >= 0)
-			close(l->fds[i]);
+	pthread_mutex_unlock(&l->m->lock); /* taken by manager_prepare */
 	free(l->fds);
 	free(l->names);
 	free(l->names_env);

@@ -38,6 +38,8 @@ unsigned manager_count(struct manager *m, const char *name_prefix);
  * For the child of fork(): put the kept fds at 3.., and fill env (at least 3 entries of 64 +
  * the names' length) with LISTEN_PID=pid, LISTEN_FDS, LISTEN_FDNAMES. Uses no malloc and no
  * lock (call it after fork in the child, having called manager_prepare before the fork).
+ * manager_prepare holds the manager's lock until manager_layout_free (in the parent, after the
+ * fork), so that the kept fds the child moves are the ones it names.
  */
 struct manager_layout;
 struct manager_layout *manager_prepare(struct manager *m);

@@ -941,46 +941,55 @@ static void test_journal_access(void **state)
 
 struct flood {
 	const char *socket;
-	int ready[2], done[2]; /* flooder -> test: "flooding"; test -> flooder: "stop" */
+	struct harness_other o;
 };
 
-static atomic_bool flood_stop;
-
-static void *flood_thread(void *arg)
+/* Connect and disconnect in a loop until the pipe fd says stop (its other end closed). */
+static void flood_loop(const char *path, int stop)
 {
-	const struct flood *f = arg;
+	struct pollfd pfd = { .fd = stop, .events = POLLIN };
 
-	while (!atomic_load(&flood_stop)) {
-		hp_conn *c;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
-		if (hp_connect(f->socket, &c) == 0)
-			hp_disconnect(c);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	while (poll(&pfd, 1, 0) == 0) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		/* not even a hello: as fast as connections can be made */
+		(void)connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+		close(fd);
 	}
-	return NULL;
 }
 
 /*
- * As the other uid: hold max_connections_per_uid connections, then reconnect in a loop from 32
- * threads (each attempt refused: the uid is at its limit) until told to stop. 0, or 20+.
+ * As the other uid: hold max_connections_per_uid connections, then connect in a loop from 32
+ * processes (each attempt refused: the uid is at its limit) until told to stop. Processes, not
+ * threads: a thread sanitizer cannot start threads in the child of a process with threads.
+ * 0, or 20+.
  */
 static int flooder_main(void *arg)
 {
 	struct flood *f = arg;
 	static hp_conn *held[64];
-	pthread_t t[FLOODERS];
-	char x = 'r';
+	pid_t kids[FLOODERS];
 
+	harness_other_child(&f->o);
 	for (int i = 0; i < 64; i++)
 		if (hp_connect(f->socket, &held[i]) < 0)
 			return 20;
-	for (int i = 0; i < FLOODERS; i++)
-		if (pthread_create(&t[i], NULL, flood_thread, f) != 0)
+	for (int i = 0; i < FLOODERS; i++) {
+		kids[i] = fork();
+		if (kids[i] < 0)
 			return 21;
-	if (write(f->ready[1], &x, 1) != 1 || read(f->done[0], &x, 1) != 1)
+		if (kids[i] == 0) {
+			flood_loop(f->socket, f->o.go[0]);
+			_exit(0);
+		}
+	}
+	if (harness_other_ready(&f->o) < 0)
 		return 22;
-	atomic_store(&flood_stop, true);
 	for (int i = 0; i < FLOODERS; i++)
-		pthread_join(t[i], NULL);
+		waitpid(kids[i], NULL, 0);
 	for (int i = 0; i < 64; i++)
 		hp_disconnect(held[i]);
 	return 0;
@@ -998,22 +1007,14 @@ static void test_connect_flood_takes_no_slot(void **state)
 {
 	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct flood f;
-	pid_t flooder;
 	int failed = 0;
-	char x;
 
 	(void)state;
 	if (!harness_two_uids())
 		skip();
 	start(&d, "max_connections = 100\n", "[class one]\nsize = 2M\ncount = 1\n");
 	f.socket = d.socket;
-	assert_int_equal(pipe(f.ready), 0);
-	assert_int_equal(pipe(f.done), 0);
-	flooder = harness_as_uid_start(HARNESS_OTHER_UID, flooder_main, &f);
-	assert_true(flooder > 0);
-	close(f.ready[1]);
-	close(f.done[0]);
-	assert_int_equal(read(f.ready[0], &x, 1), 1);
+	assert_int_equal(harness_other_start(&f.o, HARNESS_OTHER_UID, flooder_main, &f), 0);
 	for (int i = 0; i < 200; i++) {
 		struct hp_status *st = NULL;
 		hp_conn *c;
@@ -1031,10 +1032,7 @@ static void test_connect_flood_takes_no_slot(void **state)
 	}
 	if (failed)
 		fprintf(stderr, "%d of the victim's 200 connections failed\n", failed);
-	assert_int_equal(write(f.done[1], "s", 1), 1);
-	assert_int_equal(harness_as_uid_wait(flooder), 0);
-	close(f.ready[0]);
-	close(f.done[1]);
+	assert_int_equal(harness_other_finish(&f.o), 0);
 	assert_int_equal(failed, 0);
 	stop(&d);
 }
@@ -1046,7 +1044,7 @@ static void test_connect_flood_takes_no_slot(void **state)
 
 struct revoked {
 	const struct daemon *d;
-	int ready[2], go[2]; /* reader -> test: "holding the segments"; test -> reader: "look now" */
+	struct harness_other o;
 };
 
 /*
@@ -1064,14 +1062,14 @@ static int revoked_reader_main(void *arg)
 	struct proto_hdr h;
 	void *payload = NULL;
 	hp_conn *c;
-	char x = 'r';
 
+	harness_other_child(&((struct revoked *)arg)->o);
 	proto_set_name(jr.name, sizeof(jr.name), "j");
 	if (proto_send(a, PROTO_JOURNAL_READ, &jr, sizeof(jr), NULL, 0) < 0 ||
 	    proto_recv(a, &h, &payload, fds, PROTO_MAX_FDS) < 0 || h.type != PROTO_JOURNAL_SEGMENTS || h.nfds == 0)
 		return 20;
 	free(payload);
-	if (write(rv->ready[1], &x, 1) != 1 || read(rv->go[0], &x, 1) != 1)
+	if (harness_other_ready(&((struct revoked *)arg)->o) < 0)
 		return 21;
 	for (uint32_t i = 0; i < h.nfds; i++) {
 		struct stat st;
@@ -1122,9 +1120,7 @@ static void revoked_reader_case(bool warm)
 	static struct daemon d;
 	struct revoked rv = { .d = &d };
 	char out[1024];
-	pid_t reader;
 	hp_conn *c;
-	char x;
 
 	if (!harness_two_uids())
 		skip();
@@ -1132,25 +1128,11 @@ static void revoked_reader_case(bool warm)
 	c = conn(&d);
 	append_many(c, "old record, A may read it", 200);
 	hp_disconnect(c);
-	assert_int_equal(pipe(rv.ready), 0);
-	assert_int_equal(pipe(rv.go), 0);
-	reader = harness_as_uid_start(HARNESS_OTHER_UID, revoked_reader_main, &rv);
-	assert_true(reader > 0);
-	close(rv.ready[1]);
-	close(rv.go[0]);
-	assert_int_equal(read(rv.ready[0], &x, 1), 1);
+	assert_int_equal(harness_other_start(&rv.o, HARNESS_OTHER_UID, revoked_reader_main, &rv), 0);
 	/* A is no reader any more */
 	assert_int_equal(harness_reconfigure(&d, NULL, RJOURNAL), 0);
 	if (warm) {
-		char cmd[256];
-		FILE *f;
-
-		snprintf(cmd, sizeof(cmd), "%s/hugepoolctl -s %s restart", harness_build(), d.socket);
-		f = popen(cmd, "r");
-		assert_non_null(f);
-		while (fgets(out, sizeof(out), f))
-			;
-		assert_int_equal(pclose(f), 0);
+		assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	} else {
 		running = NULL;
 		assert_int_equal(harness_terminate(&d), 0);
@@ -1161,10 +1143,7 @@ static void revoked_reader_case(bool warm)
 	c = conn(&d);
 	append_many(c, NEW_MARK, 5000);
 	hp_disconnect(c);
-	assert_int_equal(write(rv.go[1], "g", 1), 1);
-	assert_int_equal(harness_as_uid_wait(reader), 0);
-	close(rv.ready[0]);
-	close(rv.go[1]);
+	assert_int_equal(harness_other_finish(&rv.o), 0);
 	stop(&d);
 }
 

@@ -717,23 +717,6 @@ static void test_mid_request_closed(void **state)
 
 /* --- without systemd: hugepoolctl restart and SIGUSR2 re-execute the daemon ------------------ */
 
-/* Run hugepoolctl with args; its exit status, its stdout in out. */
-static int ctl(const struct daemon *d, const char *args, char *out, size_t outlen)
-{
-	char cmd[512];
-	FILE *f;
-	size_t n;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s/hugepoolctl -s %s %s", harness_build(), d->socket, args);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	n = fread(out, 1, outlen - 1, f);
-	out[n] = '\0';
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static int restart_refused(hp_conn *c)
 {
 	return hp_daemon_restart(c) == -EPERM ? 0 : 11;

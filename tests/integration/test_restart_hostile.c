@@ -35,23 +35,6 @@
 #include "proto.h"
 #include "case.h"
 
-/* Run hugepoolctl with args against d; its exit status, its stdout and stderr in out. */
-static int ctl(const struct daemon *d, const char *args, char *out, size_t outlen)
-{
-	char cmd[512];
-	FILE *f;
-	size_t n;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s/hugepoolctl -s %s %s 2>&1", harness_build(), d->socket, args);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	n = fread(out, 1, outlen - 1, f);
-	out[n] = '\0';
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static void check_log(const struct daemon *d, const char *line, int times)
 {
 	if (harness_log_count(d, line) != times) {
@@ -67,7 +50,7 @@ static void check_log(const struct daemon *d, const char *line, int times)
 
 struct attacker {
 	const char *socket;
-	int ready[2], go[2]; /* attacker -> test: "holding everything"; test -> attacker: "restarted" */
+	struct harness_other o;
 };
 
 /*
@@ -77,13 +60,14 @@ struct attacker {
  */
 static int hoarder_main(void *arg)
 {
-	const struct attacker *a = arg;
+	struct attacker *a = arg;
 	static hp_conn *c[CONNS];
 	static hp_spill *sp[CONNS][STREAMS_PER_CONN];
 	struct hp_spill_opts o = { .threshold = HP_SPILL_ALWAYS_FILE };
-	char x = 'r', buf[8];
+	char buf[8];
 	int lost = 0;
 
+	harness_other_child(&a->o);
 	for (int i = 0; i < CONNS; i++) {
 		if (hp_connect(a->socket, &c[i]) < 0)
 			return 20;
@@ -91,7 +75,7 @@ static int hoarder_main(void *arg)
 			if (hp_spill_open(c[i], &o, &sp[i][k]) < 0 || hp_spill_write(sp[i][k], "attacker", 8) < 0)
 				return 21;
 	}
-	if (write(a->ready[1], &x, 1) != 1 || read(a->go[0], &x, 1) != 1)
+	if (harness_other_ready(&a->o) < 0)
 		return 22;
 	for (int i = 0; i < CONNS; i++) {
 		struct hp_status *st = NULL;
@@ -119,8 +103,8 @@ static void test_reexec_hands_over_everything(void **state)
 	static struct daemon d;
 	struct attacker a;
 	struct hp_status *st;
-	char out[2048], x;
-	pid_t pid, attacker;
+	char out[2048];
+	pid_t pid;
 	hp_conn *c;
 
 	(void)state;
@@ -129,13 +113,7 @@ static void test_reexec_hands_over_everything(void **state)
 	start(&d, "hugepages = off\n", "[class many]\nsize = 4K\ncount = 5000\n");
 	pid = d.pid;
 	a.socket = d.socket;
-	assert_int_equal(pipe(a.ready), 0);
-	assert_int_equal(pipe(a.go), 0);
-	attacker = harness_as_uid_start(HARNESS_OTHER_UID, hoarder_main, &a);
-	assert_true(attacker > 0);
-	close(a.ready[1]);
-	close(a.go[0]);
-	assert_int_equal(read(a.ready[0], &x, 1), 1);
+	assert_int_equal(harness_other_start(&a.o, HARNESS_OTHER_UID, hoarder_main, &a), 0);
 	c = conn(&d);
 	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	st = status(c);
@@ -146,10 +124,7 @@ static void test_reexec_hands_over_everything(void **state)
 	assert_int_equal(st->start.closed_connections, 0);
 	assert_int_equal(st->spill.files, CONNS * STREAMS_PER_CONN);
 	hp_status_free(st);
-	assert_int_equal(write(a.go[1], "g", 1), 1);
-	assert_int_equal(harness_as_uid_wait(attacker), 0);
-	close(a.ready[0]);
-	close(a.go[1]);
+	assert_int_equal(harness_other_finish(&a.o), 0);
 	hp_disconnect(c);
 	stop(&d);
 }

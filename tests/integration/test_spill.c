@@ -489,6 +489,25 @@ static void test_full_filesystem(void **state)
 	free(data);
 }
 
+/* A raw connection's spill page, mapped writable, as a client that lies in it. */
+static struct proto_spill_page *raw_page(int fd)
+{
+	struct proto_spill_attach at = { 0 };
+	struct proto_spill_page *page;
+	struct proto_hdr h;
+	void *payload = NULL;
+	int pfd[1] = { -1 };
+
+	assert_int_equal(proto_send(fd, PROTO_SPILL_ATTACH, &at, sizeof(at), NULL, 0), 0);
+	assert_int_equal(proto_recv(fd, &h, &payload, pfd, 1), 0);
+	assert_int_equal(h.type, PROTO_SPILL_ATTACHED);
+	free(payload);
+	page = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE, MAP_SHARED, pfd[0], 0);
+	assert_true(page != MAP_FAILED);
+	close(pfd[0]);
+	return page;
+}
+
 /* Send a request and receive its answer: the result's error, or 1 with *ret_fd for a file. */
 static int raw_request(int fd, enum proto_type type, const void *req, uint32_t len, uint64_t *ret_id, int *ret_fd)
 {
@@ -594,11 +613,7 @@ static void test_misbehaving_peer(void **state)
 		void *payload = NULL;
 		int pfd[1] = { -1 };
 
-		assert_int_equal(proto_send(fd, PROTO_SPILL_ATTACH, &at, sizeof(at), NULL, 0), 0);
-		assert_int_equal(proto_recv(fd, &h, &payload, pfd, 1), 0);
-		assert_int_equal(h.type, PROTO_SPILL_ATTACHED);
-		close(pfd[0]);
-		free(payload);
+		munmap(raw_page(fd), sizeof(struct proto_spill_page));
 		assert_int_equal(raw_request(fd, PROTO_SPILL_ATTACH, &at, sizeof(at), NULL, NULL), -EEXIST);
 		create.flags = 1;
 		assert_int_equal(proto_send(fd, PROTO_SPILL_CREATE, &create, sizeof(create), NULL, 0), 0);
@@ -982,25 +997,6 @@ static int totals_main(void *arg)
 	hp_status_free(st);
 	hp_disconnect(c);
 	return r;
-}
-
-/* A raw connection's spill page, mapped writable, as a client that lies in it. */
-static struct proto_spill_page *raw_page(int fd)
-{
-	struct proto_spill_attach at = { 0 };
-	struct proto_spill_page *page;
-	struct proto_hdr h;
-	void *payload = NULL;
-	int pfd[1] = { -1 };
-
-	assert_int_equal(proto_send(fd, PROTO_SPILL_ATTACH, &at, sizeof(at), NULL, 0), 0);
-	assert_int_equal(proto_recv(fd, &h, &payload, pfd, 1), 0);
-	assert_int_equal(h.type, PROTO_SPILL_ATTACHED);
-	free(payload);
-	page = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE, MAP_SHARED, pfd[0], 0);
-	assert_true(page != MAP_FAILED);
-	close(pfd[0]);
-	return page;
 }
 
 /*
