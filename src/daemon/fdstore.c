@@ -393,6 +393,11 @@ void fdstore_flush(uint64_t now, bool all)
 			due = MIN(due, now + FLUSH_INTERVAL_NS);
 	}
 	pthread_mutex_unlock(&lock);
+	/* a stop: the manager must have taken them before it sees this process end, or it would
+	 * hand the next life the store without them while it holds the sockets (the clients'
+	 * requests then go unanswered) */
+	if (all && n)
+		(void)fdstore_barrier(5000);
 }
 
 void fdstore_remove(const char *name)

@@ -73,8 +73,9 @@ int fdstore_add(const char *name, int fd, unsigned flags);
 /*
  * Send the service manager the fds that have been kept for FDSTORE_CLIENT_DELAY_NS and not sent
  * (a client's, or one that found no room), at most FDSTORE_FLUSH_MAX a call, without waiting;
- * all: every one not sent yet, waiting (a stop for the next life). fdstore_due: when there is
- * something to send (CLOCK_MONOTONIC ns; UINT64_MAX: nothing).
+ * all: every one not sent yet, waiting, and until the manager has taken them (a stop for the
+ * next life; BARRIER=1). fdstore_due: when there is something to send (CLOCK_MONOTONIC ns;
+ * UINT64_MAX: nothing).
  */
 void fdstore_flush(uint64_t now, bool all);
 uint64_t fdstore_due(void);
