@@ -13,8 +13,10 @@
  *    pool again, the clients, whose connections died, reconnect and acquire again;
  *  - ours (warm, fd store): the new daemon takes the pool and the connections over; a client is
  *    served again when a status request it sent on its old connection is answered;
- *  - ours (re-execution, hugepoolctl restart, no service manager): the same, from the restart
- *    request to the answer of the status sent right after it (the pause a connected client sees).
+ *  - ours (re-execution, hugepoolctl restart, no service manager): the same, from the answer to
+ *    the restart request to the answer of the status sent right after it (the pause a connected
+ *    client sees: the daemon checks the restart, running the next binary's --check-config,
+ *    while it still serves, and stops once it answered).
  * Also counts the clients that lost their connection (cold: all of them; warm: none). The
  * clients are a process of their own (clients_main), as in production, and the bench holds no
  * mapping of the pool when it starts the next daemon. Best of 3 runs; a fresh daemon for each.
@@ -95,8 +97,10 @@ static void clients_main(enum mode m, const char *socket, unsigned n, int in, in
 	if (r == 0 && (write(out, "R", 1) != 1 || read(in, &cmd, 1) != 1))
 		r = -EIO;
 	rep.start_ns = bench_now_ns();
-	if (r == 0 && cmd == 'x')
-		r = hp_daemon_restart(c[0]);
+	/* the daemon checks the restart while it serves, and stops once it answered: the pause its
+	 * clients see starts there */
+	if (r == 0 && cmd == 'x' && (r = hp_daemon_restart(c[0])) == 0)
+		rep.start_ns = bench_now_ns();
 	for (unsigned i = 0; i < CLIENTS && r == 0; i++) {
 		struct hp_status *st;
 

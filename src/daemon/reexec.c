@@ -3,12 +3,11 @@
  * reexec.c - see reexec.h. The check runs the binary as posix_spawn(3) does (the child shares
  * our memory until it executes, so a large pool costs it no page-table copy), through
  * /proc/self/fd so that the file checked is the file opened, with stdout discarded and stderr
- * read back for the refusal.
+ * read back, without blocking, for the refusal. One check at a time (`check`).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -27,7 +26,6 @@
 static char **args; /* the daemon's argv, as main got it */
 static char path[4096]; /* "" when unknown */
 static int self_fd = -1; /* this life's binary */
-static int exe_fd = -1; /* the binary to become, once prepared */
 
 void reexec_init(char **argv)
 {
@@ -52,24 +50,31 @@ static void first_line(char *text)
 	text[strcspn(text, "\n")] = '\0';
 }
 
-/* Run the binary open at fd as `ARGS --check-config`: 0 if it exits 0, else why in err. */
-static int check(int fd, char *err, size_t errlen)
+/* The check running: its process, the read end of its stderr, what it said, the binary. */
+static struct {
+	pid_t pid; /* 0: none runs */
+	int out_fd;
+	int exe_fd;
+	uint64_t deadline;
+	char out[512];
+	size_t got;
+} check = { .out_fd = -1, .exe_fd = -1 };
+
+/* Run the binary open at fd as `ARGS --check-config`, its stderr into a pipe: the pipe's read end. */
+static int check_spawn(int fd, char *err, size_t errlen)
 {
-	char exe[64], out[512] = "";
-	size_t nargs = 0, got = 0;
+	char exe[64];
+	size_t nargs = 0;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	_cleanup_free_ char **argv = NULL;
-	uint64_t deadline = now_ns() + CHECK_MS * 1000000ull;
 	sigset_t none, dfl;
-	int p[2], status = 0, r;
-	bool timed_out = false;
-	pid_t pid;
+	int p[2], r;
 
 	while (args[nargs])
 		nargs++;
 	argv = calloc(nargs + 2, sizeof(*argv));
-	if (!argv || pipe2(p, O_CLOEXEC) < 0)
+	if (!argv || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 		return argv ? -errno : -ENOMEM;
 	memcpy(argv, args, nargs * sizeof(*argv));
 	argv[nargs] = (char *)"--check-config";
@@ -85,67 +90,29 @@ static int check(int fd, char *err, size_t errlen)
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setsigdefault(&attr, &dfl);
-	r = -posix_spawn(&pid, exe, &fa, &attr, argv, environ);
+	r = -posix_spawn(&check.pid, exe, &fa, &attr, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	close(p[1]);
 	if (r < 0) {
+		check.pid = 0;
 		close(p[0]);
 		snprintf(err, errlen, "cannot run '%s': %s", path, strerror(-r));
 		return r;
 	}
-	/* its stderr until it closes it (exits), at most CHECK_MS */
-	for (;;) {
-		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-		uint64_t now = now_ns();
-		char scratch[256], *to;
-		ssize_t n;
-
-		if (now >= deadline) {
-			timed_out = true;
-			kill(pid, SIGKILL);
-			break;
-		}
-		r = poll(&pfd, 1, (int)((deadline - now) / 1000000 + 1));
-		if (r < 0 && errno != EINTR) {
-			kill(pid, SIGKILL);
-			break;
-		}
-		if (r <= 0)
-			continue;
-		/* past what a reply can say, drain it anyway: a child blocked on its stderr never exits */
-		to = got < sizeof(out) - 1 ? out + got : scratch;
-		n = read(p[0], to, to == scratch ? sizeof(scratch) : sizeof(out) - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break; /* end of file: it exited (or closed its stderr) */
-		if (to != scratch)
-			got += (size_t)n;
-	}
-	out[got] = '\0';
-	close(p[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	first_line(out);
-	if (timed_out)
-		snprintf(err, errlen, "'%s --check-config' did not finish in %d s", path, CHECK_MS / 1000);
-	else if (WIFEXITED(status))
-		snprintf(err, errlen, "'%s --check-config' exited with status %d%s%s", path, WEXITSTATUS(status),
-			 out[0] ? ": " : "", out);
-	else
-		snprintf(err, errlen, "'%s --check-config' was killed by signal %d", path, WTERMSIG(status));
-	return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? -EINVAL : -ENOEXEC;
+	return p[0];
 }
 
-int reexec_prepare(char *err, size_t errlen)
+int reexec_check_start(char *err, size_t errlen)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 	int r;
 
+	if (check.pid) {
+		snprintf(err, errlen, "a restart is being checked already");
+		return -EBUSY;
+	}
 	if (!path[0]) {
 		snprintf(err, errlen, "the daemon cannot find its own executable to run again");
 		return -ENOEXEC;
@@ -160,24 +127,91 @@ int reexec_prepare(char *err, size_t errlen)
 		snprintf(err, errlen, "'%s' is not an executable file", path);
 		return -EACCES;
 	}
-	r = check(fd, err, errlen);
+	r = check_spawn(fd, err, errlen);
 	if (r < 0)
 		return r;
-	r = fdstore_exec_prepare();
-	if (r < 0) {
-		struct fdstore_usage u;
+	check.out_fd = r;
+	check.got = 0;
+	check.deadline = now_ns() + CHECK_MS * 1000000ull;
+	if (check.exe_fd >= 0)
+		close(check.exe_fd);
+	check.exe_fd = TAKE_FD(fd);
+	return check.out_fd;
+}
 
-		fdstore_usage(&u);
-		snprintf(err, errlen, "cannot keep copies of the %u fds to hand over: %s", u.kept, strerror(-r));
+uint64_t reexec_check_deadline(void)
+{
+	return check.pid ? check.deadline : UINT64_MAX;
+}
+
+int reexec_check_poll(uint64_t now, char *err, size_t errlen)
+{
+	bool timed_out = false;
+	int status = 0, r;
+
+	if (!check.pid)
+		return -ECHILD;
+	/* its stderr until it closes it (exits); past what a reply can say, drained anyway: a child
+	 * blocked on its stderr never exits */
+	for (;;) {
+		char scratch[256], *to = check.got < sizeof(check.out) - 1 ? check.out + check.got : scratch;
+		ssize_t n = read(check.out_fd, to, to == scratch ? sizeof(scratch) : sizeof(check.out) - 1 - check.got);
+
+		if (n > 0) {
+			if (to != scratch)
+				check.got += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (now < check.deadline)
+				return -EINPROGRESS;
+			timed_out = true;
+			kill(check.pid, SIGKILL);
+		}
+		break; /* end of file: it exited (or closed its stderr), or it is given up */
+	}
+	check.out[check.got] = '\0';
+	close(check.out_fd);
+	check.out_fd = -1;
+	while (waitpid(check.pid, &status, 0) < 0 && errno == EINTR)
+		;
+	check.pid = 0;
+	if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		r = fdstore_exec_prepare();
+		if (r < 0) {
+			struct fdstore_usage u;
+
+			fdstore_usage(&u);
+			snprintf(err, errlen, "cannot keep copies of the %u fds to hand over: %s", u.kept, strerror(-r));
+		}
 		return r;
 	}
-	if (exe_fd >= 0)
-		close(exe_fd);
-	exe_fd = TAKE_FD(fd);
-	return 0;
+	first_line(check.out);
+	if (timed_out)
+		snprintf(err, errlen, "'%s --check-config' did not finish in %d s", path, CHECK_MS / 1000);
+	else if (WIFEXITED(status))
+		snprintf(err, errlen, "'%s --check-config' exited with status %d%s%s", path, WEXITSTATUS(status),
+			 check.out[0] ? ": " : "", check.out);
+	else
+		snprintf(err, errlen, "'%s --check-config' was killed by signal %d", path, WTERMSIG(status));
+	return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? -EINVAL : -ENOEXEC;
+}
+
+void reexec_check_cancel(void)
+{
+	if (!check.pid)
+		return;
+	kill(check.pid, SIGKILL);
+	while (waitpid(check.pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	check.pid = 0;
+	close(check.out_fd);
+	check.out_fd = -1;
 }
 
 int reexec_run(void)
 {
-	return fdstore_exec(exe_fd, self_fd, args);
+	return fdstore_exec(check.exe_fd, self_fd, args);
 }

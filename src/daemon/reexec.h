@@ -5,32 +5,48 @@
  *
  * A re-execution that fails once the daemon has torn itself down loses the pool, the leases and
  * every client, and outside systemd nothing starts the daemon again. So everything that can fail
- * is tried while the daemon still serves (reexec_prepare): the binary at the path the daemon was
- * started from is opened (that file, not whatever the path names later, is what runs), run with
+ * is tried while the daemon still serves: the binary at the path the daemon was started from is
+ * opened (that file, not whatever the path names later, is what runs) and run with
  * --check-config on the daemon's own arguments (a binary that does not run, or a configuration
- * the next life would refuse, is refused here with its own words), and the fd store takes its
- * own copies of every fd it hands over (fdstore_exec_prepare). A refusal changes nothing: the
- * daemon goes on serving. Only then does the daemon stop, and reexec_run replaces it; should even
- * that exec fail, this life's own binary (opened at start, so also after an upgrade removed it)
- * is executed instead, taking over the same way.
+ * the next life would refuse, is refused with its own words), and the fd store takes its own
+ * copies of every fd it hands over (fdstore_exec_prepare). A refusal changes nothing: the daemon
+ * goes on serving. Only then does the daemon stop, and reexec_run replaces it; should even that
+ * exec fail, this life's own binary (opened at start, so also after an upgrade removed it) is
+ * executed instead, taking over the same way.
  *
- * Event loop and main only.
+ * The check runs beside the event loop, which goes on serving the clients meanwhile:
+ * reexec_check_start spawns it and returns the fd to poll (its standard error); each time that
+ * fd is readable, and at reexec_check_deadline, the loop calls reexec_check_poll until it says
+ * how the check ended. Event loop and main only.
  */
 #ifndef HP_REEXEC_H
 #define HP_REEXEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* At start, before anything can replace the binary: keep argv, resolve and open our binary. */
 void reexec_init(char **argv);
 /* The daemon's executable as it was started (the path, which names the new binary after an upgrade). */
 const char *reexec_path(void);
 /*
- * Check that a re-execution can happen (see above) and get ready for it. Returns 0, or a
- * negative errno with why in err (nothing changed then). Waits for the check, at most 10 s.
+ * Start checking that a re-execution can happen. Returns the fd to poll for the check's end (a
+ * pipe: readable when it wrote or exited), or a negative errno with why in err (-EBUSY: a check
+ * runs already).
  */
-int reexec_prepare(char *err, size_t errlen);
-/* After the teardown: become the prepared binary (or this life's). Returns only on failure. */
+int reexec_check_start(char *err, size_t errlen);
+/* When the running check must be given up (CLOCK_MONOTONIC ns; UINT64_MAX: none runs). */
+uint64_t reexec_check_deadline(void);
+/*
+ * Look at the running check (now: the time; past its deadline it is killed): -EINPROGRESS while
+ * it runs; 0 when it passed and the fds are copied (the caller stops and calls reexec_run);
+ * else a negative errno with why in err. The fd reexec_check_start returned is closed once this
+ * returns anything but -EINPROGRESS.
+ */
+int reexec_check_poll(uint64_t now, char *err, size_t errlen);
+/* Give up a running check (the daemon stops instead). */
+void reexec_check_cancel(void);
+/* After the teardown: become the checked binary (or this life's). Returns only on failure. */
 int reexec_run(void);
 
 #endif

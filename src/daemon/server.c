@@ -422,7 +422,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	s->spill = spill;
 	s->warm = warm;
 	spill_set_warm(spill, warm);
-	s->listen_fd = s->epoll_fd = s->signal_fd = s->reserve_fd = -1;
+	s->listen_fd = s->epoll_fd = s->signal_fd = s->reserve_fd = s->restart_fd = -1;
 	s->started_rt = realtime_ns();
 	TAILQ_INIT(&s->peers);
 	r = lease_table_new(pool, &lim, &svc_lease_ops, s, &s->leases);
@@ -506,6 +506,9 @@ int server_run(struct server *s)
 		if (now >= fdstore_due())
 			fdstore_flush(now, false);
 		deadline = MIN(deadline, fdstore_due());
+		if (now >= reexec_check_deadline())
+			server_restart_checked(s, now); /* given up: it took too long */
+		deadline = MIN(deadline, reexec_check_deadline());
 
 		if (s->listen_paused_until && now >= s->listen_paused_until) {
 			s->listen_paused_until = 0;
@@ -536,18 +539,18 @@ int server_run(struct server *s)
 				if (si.ssi_signo == SIGUSR2) {
 					char why[PROTO_TEXT_MAX];
 
-					if (reexec_prepare(why, sizeof(why)) < 0) {
+					if (server_restart_check(s, 0, why, sizeof(why)) < 0)
 						log_error("Received %s, not re-executing: %s", strsignal((int)si.ssi_signo),
 							  why);
-						continue;
-					}
-					log_info("Received %s: re-executing '%s'", strsignal((int)si.ssi_signo),
-						 reexec_path());
-					s->reexec = true;
-				} else {
-					log_info("Received %s, shutting down", strsignal((int)si.ssi_signo));
+					else
+						log_info("Received %s: checking '%s' to re-execute it",
+							 strsignal((int)si.ssi_signo), reexec_path());
+					continue;
 				}
+				log_info("Received %s, shutting down", strsignal((int)si.ssi_signo));
 				s->stop = true;
+			} else if (tag == &s->restart_fd) {
+				server_restart_checked(s, now_ns());
 			} else if (tag == &tag_recycler) {
 				recycler_collect(s->recycler, svc_lease_renewed, s);
 			} else {
@@ -576,6 +579,7 @@ void server_free(struct server *s)
 
 	if (!s)
 		return;
+	reexec_check_cancel(); /* stopped while a restart was checked */
 	while ((p = TAILQ_FIRST(&s->peers)))
 		peer_destroy(s, p);
 	/* stop the recycler before the lease table: it may still hold a buffer */

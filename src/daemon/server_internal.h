@@ -138,6 +138,8 @@ struct server {
 	bool stop;
 	bool sealed; /* shutting down: the warm state and the fd store stay as they are for the next life */
 	bool reexec; /* ... and main re-executes the daemon (restart request, SIGUSR2) */
+	int restart_fd; /* a restart being checked (reexec.h): the fd to poll; -1 if none */
+	unsigned restart_peer; /* the connection that asked for it (its id); 0: SIGUSR2 */
 	struct proto_status_start start; /* how this life started, for status */
 };
 
@@ -191,6 +193,13 @@ struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64
 
 /* --- server_warm.c: warm restart ------------------------------------------------------------ */
 
+/*
+ * Start checking a restart (reexec.h) for the connection peer_id (0: SIGUSR2): 0, or why not in
+ * text. server_restart_checked, when restart_fd is readable or the check's deadline came:
+ * answers the connection once the check ended, and stops the loop for main to re-execute.
+ */
+int server_restart_check(struct server *s, unsigned peer_id, char *text, size_t len);
+void server_restart_checked(struct server *s, uint64_t now);
 /* Keep p's socket in the fd store and give it a record: a restart goes on serving it. */
 void peer_keep(struct server *s, struct peer *p);
 /* The listening socket fd a previous life left if it is still the configured one, else -1 (closed). */

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -24,10 +25,8 @@
 #include "util.h"
 
 /*
- * Restart: check that it can happen (reexec_prepare: the binary runs and accepts the
- * configuration, the fds can be copied) and refuse with the reason if not, the daemon serving
- * on; else answer, stop the way a restart for the next life stops, and have main re-execute the
- * daemon's binary with everything handed over. Admins only: it pauses every client.
+ * Restart: start checking that it can happen (reexec.h) while the daemon goes on serving; the
+ * answer comes when the check ends (server_restart_checked). Admins only: it pauses every client.
  */
 int handle_restart(struct server *s, struct peer *p, const union proto_request *req)
 {
@@ -41,19 +40,59 @@ int handle_restart(struct server *s, struct peer *p, const union proto_request *
 		send_result(p, -EPERM, "restarting the daemon is for root, the daemon's user and admin_group");
 		return 0;
 	}
-	r = reexec_prepare(text, sizeof(text));
+	r = server_restart_check(s, p->id, text, sizeof(text));
 	if (r < 0) {
 		log_error("Refusing the restart asked by pid %d (uid %u): %s", (int)p->owner.pid,
 			  (unsigned)p->owner.uid, text);
 		send_result(p, r, text);
 		return 0;
 	}
-	log_info("Restart asked by pid %d (uid %u): re-executing '%s'", (int)p->owner.pid, (unsigned)p->owner.uid,
+	log_info("Restart asked by pid %d (uid %u): checking '%s'", (int)p->owner.pid, (unsigned)p->owner.uid,
 		 reexec_path());
-	send_result(p, 0, NULL);
+	p->busy = true; /* answered once the check ends */
+	return 0;
+}
+
+int server_restart_check(struct server *s, unsigned peer_id, char *text, size_t len)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->restart_fd };
+	int fd = reexec_check_start(text, len);
+
+	if (fd < 0)
+		return fd;
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		reexec_check_cancel();
+		snprintf(text, len, "cannot wait for the check: %s", strerror(errno));
+		return -EIO;
+	}
+	s->restart_fd = fd;
+	s->restart_peer = peer_id;
+	return 0;
+}
+
+void server_restart_checked(struct server *s, uint64_t now)
+{
+	char text[PROTO_TEXT_MAX];
+	int r = reexec_check_poll(now, text, sizeof(text));
+	struct peer *p;
+
+	if (r == -EINPROGRESS)
+		return;
+	s->restart_fd = -1; /* closed, and so out of the epoll set */
+	TAILQ_FOREACH(p, &s->peers, link)
+		if (s->restart_peer && p->id == s->restart_peer && !p->dead)
+			break;
+	if (r < 0) {
+		log_error("Refusing the restart: %s", text);
+		if (p)
+			send_result(p, r, text);
+		return;
+	}
+	log_info("Restart checked: re-executing '%s'", reexec_path());
+	if (p)
+		send_result(p, 0, NULL);
 	s->stop = true;
 	s->reexec = true;
-	return 0;
 }
 
 /* Keep p's socket in the fd store and give it a record: a restart goes on serving it. */
