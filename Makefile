@@ -239,7 +239,7 @@ $(BUILD)/examples/heap_allocator: examples/heap_allocator.cpp include/hugepool-h
 tests: all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_BIN) $(HEAP_EXAMPLE)
 
 check: tests
-	$(Q)tests/run-tests.sh $(BUILD)
+	$(Q)HP_JAVA_SKIP="$(JAVA_SKIP)" tests/run-tests.sh $(BUILD)
 
 check-all:
 	$(Q)MAKE="$(MAKE)" tests/check-all.sh
@@ -255,8 +255,9 @@ bench: all $(BENCH_BIN)
 # ---- the Java binding (java/, hugepool-java(7)) ----------------------------------------------
 # `make java`: the JNI library, C built here from libhugepool's own objects (so it needs no other
 # library at run time, and the jar finds one file), and the jar, built by Maven (java/pom.xml) into
-# $(BUILD)/java/target. Not in a sanitizer build: its runtime would have to be preloaded into the
-# JVM. Where there is no JDK or no Maven, `make java` says what is missing; ./dev.sh installs both.
+# $(BUILD)/java/target. `make check` runs the Java tests (tests/java-tests.sh) once, in the plain
+# build only: a sanitizer's runtime would have to be preloaded into the JVM. Where there is no JDK
+# or no Maven they are skipped with a line that says what is missing; ./dev.sh installs both.
 JAVAC := $(shell command -v javac 2>/dev/null)
 MVN ?= mvn
 MVN_FOUND := $(shell command -v $(MVN) 2>/dev/null)
@@ -296,7 +297,12 @@ else
 java: $(JNI_SO) $(JAR)
 endif
 
-.PHONY: java
+java-check: all java
+	$(Q)tests/java-tests.sh $(BUILD)
+
+check: $(if $(JAVA_SKIP),,java)
+
+.PHONY: java java-check
 
 # the units and the reservation helper name install paths
 UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g'

@@ -1,0 +1,166 @@
+/*
+ * SPDX-License-Identifier: MIT
+ *
+ * Daemon.java - a real hugepoold for one test class, as tests/integration/harness.c starts one
+ * for the C tests: a fresh temporary directory with the socket, the configuration (hugepages from
+ * $HP_TEST_HUGEPAGES, "prefer" by default, plus the class's own keys and sections) and the spill
+ * directory; the build's hugepoold (system property hugepool.build) run with -v. Its output is
+ * read by a thread of its own into `lines` and daemon.log; start and restart return once the
+ * daemon logged its start line ("Cold start" or "Warm start"), which it writes after its socket
+ * listens and just before READY=1, so no test sleeps waiting for it.
+ */
+package org.hugepool;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+final class Daemon implements AutoCloseable {
+    static final Path BUILD = Paths.get(System.getProperty("hugepool.build", "../build")).toAbsolutePath().normalize();
+    private static final long START_MS = 60_000;
+
+    final Path dir, socket, conf;
+    private Process proc;
+    private final List<String> lines = new ArrayList<>(); // guarded by itself
+    private int starts; // start lines seen
+
+    private Daemon(Path dir) {
+        this.dir = dir;
+        this.socket = dir.resolve("sock");
+        this.conf = dir.resolve("hugepoold.conf");
+    }
+
+    /** Start a daemon: globals are more global keys, sections its [class] and [journal] sections ("@DIR@": the directory). */
+    static Daemon start(String globals, String sections) throws IOException, InterruptedException {
+        Daemon d = new Daemon(Files.createTempDirectory("hugepool-java."));
+        String huge = System.getenv().getOrDefault("HP_TEST_HUGEPAGES", "prefer");
+        String text = "socket = " + d.socket + "\n" + (globals.contains("hugepages =") ? "" : "hugepages = " + huge + "\n")
+                + "spill_directory = " + d.dir.resolve("spill") + "\n" + globals + "\n" + sections;
+        Files.writeString(d.conf, text.replace("@DIR@", d.dir.toString()));
+        d.spawn();
+        return d;
+    }
+
+    private void spawn() throws IOException, InterruptedException {
+        ProcessBuilder pb = new ProcessBuilder(BUILD.resolve("hugepoold").toString(), "-v", "-c", conf.toString());
+        pb.redirectErrorStream(true);
+        pb.environment().remove("NOTIFY_SOCKET");
+        pb.environment().remove("LISTEN_FDS");
+        proc = pb.start();
+        Process p = proc;
+        Thread t = new Thread(() -> pump(p), "hugepoold output");
+        t.setDaemon(true);
+        t.start();
+        awaitStart(starts + 1);
+    }
+
+    private void pump(Process p) {
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+                Writer log = Files.newBufferedWriter(dir.resolve("daemon.log"), StandardCharsets.UTF_8,
+                        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND)) {
+            for (String line; (line = r.readLine()) != null;) {
+                log.write(line + "\n");
+                log.flush();
+                synchronized (lines) {
+                    lines.add(line);
+                    lines.notifyAll();
+                }
+            }
+        } catch (IOException e) {
+            // the daemon is gone; awaitStart sees it
+        }
+        synchronized (lines) {
+            lines.notifyAll();
+        }
+    }
+
+    /* Wait until the n-th start line, or fail when the daemon exits or START_MS passes. */
+    private void awaitStart(int n) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(START_MS);
+        synchronized (lines) {
+            for (;;) {
+                int seen = 0;
+                for (String l : lines)
+                    if (l.contains("Cold start") || l.contains("Warm start"))
+                        seen++;
+                if (seen >= n) {
+                    starts = seen;
+                    return;
+                }
+                long left = deadline - System.nanoTime();
+                if (!proc.isAlive() || left <= 0)
+                    throw new IllegalStateException("hugepoold did not start (" + (proc.isAlive() ? "timeout" : "exit "
+                            + proc.exitValue()) + "):\n" + String.join("\n", lines));
+                lines.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+            }
+        }
+    }
+
+    /** A warm restart by re-execution (hugepoolctl restart): returns once the next life is ready. */
+    void restart() throws IOException, InterruptedException {
+        Process ctl = new ProcessBuilder(BUILD.resolve("hugepoolctl").toString(), "-s", socket.toString(), "restart")
+                .redirectErrorStream(true).start();
+        String out = new String(ctl.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (ctl.waitFor() != 0)
+            throw new IllegalStateException("hugepoolctl restart: " + out);
+        awaitStart(starts + 1);
+    }
+
+    /** How many lines of the log contain s. */
+    int logCount(String s) {
+        synchronized (lines) {
+            return (int) lines.stream().filter(l -> l.contains(s)).count();
+        }
+    }
+
+    String log() {
+        synchronized (lines) {
+            return String.join("\n", lines);
+        }
+    }
+
+    String socketPath() {
+        return socket.toString();
+    }
+
+    /** SIGTERM, wait, and remove the directory. */
+    @Override
+    public void close() throws IOException {
+        if (proc != null && proc.isAlive()) {
+            proc.destroy();
+            try {
+                if (!proc.waitFor(30, TimeUnit.SECONDS))
+                    proc.destroyForcibly().waitFor();
+            } catch (InterruptedException e) {
+                proc.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+        try (Stream<Path> s = Files.walk(dir)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    /** A JVM of the same Java, with the binding on its class path, running mainClass with args. */
+    static ProcessBuilder jvm(String mainClass, String... args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.add("-D" + NativeLibrary.PROPERTY + "=" + System.getProperty(NativeLibrary.PROPERTY));
+        cmd.add("-cp");
+        cmd.add(System.getProperty("hugepool.classpath"));
+        cmd.add(mainClass);
+        cmd.addAll(List.of(args));
+        return new ProcessBuilder(cmd).redirectErrorStream(true);
+    }
+}
