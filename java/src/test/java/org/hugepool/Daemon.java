@@ -151,14 +151,23 @@ final class Daemon implements AutoCloseable {
         }
     }
 
-    /** A JVM of the same Java, with the binding on its class path, running mainClass with args. */
+    /**
+     * A JVM of the same Java, with the binding on its class path, running mainClass with args
+     * ("-cp", PATH first: that class path instead).
+     */
     static ProcessBuilder jvm(String mainClass, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.add("-D" + NativeLibrary.PROPERTY + "=" + System.getProperty(NativeLibrary.PROPERTY));
-        cmd.add("-cp");
-        cmd.add(System.getProperty("hugepool.classpath"));
+        if (!(args.length > 1 && args[0].equals("-cp"))) {
+            cmd.add("-cp");
+            cmd.add(System.getProperty("hugepool.classpath"));
+        } else {
+            cmd.add(args[0]);
+            cmd.add(args[1]);
+            args = java.util.Arrays.copyOfRange(args, 2, args.length);
+        }
         cmd.add(mainClass);
         cmd.addAll(List.of(args));
         return new ProcessBuilder(cmd).redirectErrorStream(true);
