@@ -7,7 +7,8 @@
  * directory; the build's hugepoold (system property hugepool.build) run with -v. Its output is
  * read by a thread of its own into `lines` and daemon.log; start and restart return once the
  * daemon logged its start line ("Cold start" or "Warm start"), which it writes after its socket
- * listens and just before READY=1, so no test sleeps waiting for it.
+ * listens and just before READY=1, so no test sleeps waiting for it. Start and restart from the
+ * test class's thread: the daemon gets SIGTERM when the thread that started it ends.
  */
 package org.hugepool;
 
@@ -52,7 +53,13 @@ final class Daemon implements AutoCloseable {
     }
 
     private void spawn() throws IOException, InterruptedException {
-        ProcessBuilder pb = new ProcessBuilder(BUILD.resolve("hugepoold").toString(), "-v", "-c", conf.toString());
+        List<String> cmd = new ArrayList<>();
+        // a crashed test JVM runs no close(): the daemon gets SIGTERM when its parent ends (as
+        // harness.c's PR_SET_PDEATHSIG), where util-linux's setpriv can say so
+        if (Files.isExecutable(Paths.get("/usr/bin/setpriv")))
+            cmd.addAll(List.of("/usr/bin/setpriv", "--pdeathsig", "TERM", "--"));
+        cmd.addAll(List.of(BUILD.resolve("hugepoold").toString(), "-v", "-c", conf.toString()));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.redirectErrorStream(true);
         pb.environment().remove("NOTIFY_SOCKET");
         pb.environment().remove("LISTEN_FDS");
