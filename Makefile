@@ -8,7 +8,7 @@
 #   make fuzz                libFuzzer on each tests/fuzz target (FUZZ_SECONDS=60 each)
 #   make java                the Java binding: the JNI library and the jar (Maven), in build/java
 #   make install             PREFIX=/usr/local DESTDIR= (binaries, libraries, headers, .pc, man, units,
-#                            sysusers.d, the hugepage reservation helper)
+#                            sysusers.d, the hugepage reservation helper; the jar and the JNI library)
 #   dpkg-buildpackage -b     the Debian packages (debian/), which use make install
 #   make SANITIZE=address,undefined check    a sanitizer build in its own build directory
 #   V=1                      show the commands
@@ -263,6 +263,8 @@ MVN ?= mvn
 MVN_FOUND := $(shell command -v $(MVN) 2>/dev/null)
 MVN_FLAGS ?= -B -q
 JAVA_HOME ?= $(if $(JAVAC),$(patsubst %/bin/javac,%,$(realpath $(JAVAC))))
+JAVADIR ?= $(PREFIX)/share/java
+JNIDIR ?= $(LIBDIR)/jni
 JNI_SO := $(BUILD)/java/libhugepool_jni.so
 JAR := $(BUILD)/java/target/hugepool-$(VERSION).jar
 JAVA_SRC := $(shell find java/src/main/java -name '*.java')
@@ -302,7 +304,18 @@ java-check: all java
 
 check: $(if $(JAVA_SKIP),,java)
 
-.PHONY: java java-check
+install: $(if $(JAVA_SKIP),,install-java)
+
+# Debian's Java policy: the jar versioned in /usr/share/java with an unversioned link, the JNI
+# library in /usr/lib/<multiarch>/jni (JNIDIR: $(LIBDIR)/jni, which the Debian build sets)
+install-java: java
+	install -d $(DESTDIR)$(JAVADIR) $(DESTDIR)$(JNIDIR) $(DESTDIR)$(MANDIR)/man7
+	install -m 0644 $(JAR) $(DESTDIR)$(JAVADIR)/hugepool-$(VERSION).jar
+	ln -sf hugepool-$(VERSION).jar $(DESTDIR)$(JAVADIR)/hugepool.jar
+	install -m 0644 $(JNI_SO) $(DESTDIR)$(JNIDIR)/libhugepool_jni.so
+	install -m 0644 man/hugepool-java.7 $(DESTDIR)$(MANDIR)/man7/
+
+.PHONY: java java-check install-java
 
 # the units and the reservation helper name install paths
 UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g'
