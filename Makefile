@@ -304,6 +304,9 @@ java-check: all java
 
 check: $(if $(JAVA_SKIP),,java)
 
+# the Java benchmarks (bench/bench_java.sh) need the binding
+bench: $(if $(JAVA_SKIP),,java)
+
 install: $(if $(JAVA_SKIP),,install-java)
 
 # Debian's Java policy: the jar versioned in /usr/share/java with an unversioned link, the JNI
