@@ -20,6 +20,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongFunction;
+import java.util.function.LongUnaryOperator;
 
 /**
  * A connection to hugepoold, the pool's daemon: lease buffers ({@link #acquire}), open journal
@@ -163,12 +165,7 @@ public final class HugePool implements AutoCloseable {
      */
     public Status status() throws HugepoolException {
         Object[] out = new Object[2];
-        lock.lock();
-        try {
-            check(Native.status(handle("reading the status"), out), "reading the status");
-        } finally {
-            lock.unlock();
-        }
+        call("reading the status", c -> Native.status(c, out));
         return Status.decode((String[]) out[0], (long[]) out[1]);
     }
 
@@ -211,16 +208,8 @@ public final class HugePool implements AutoCloseable {
      * @throws HugepoolException any other failure
      */
     public JournalReader openJournalReader(String journal, long fromLsn) throws HugepoolException {
-        String what = "opening a reader of journal \"" + journal + "\" from LSN " + fromLsn;
-        lock.lock();
-        try {
-            long r = check(Native.readerOpen(handle(what), journal, fromLsn), what);
-            JournalReader reader = new JournalReader(this, journal, r);
-            children.add(reader);
-            return reader;
-        } finally {
-            lock.unlock();
-        }
+        return child("opening a reader of journal \"" + journal + "\" from LSN " + fromLsn,
+                c -> Native.readerOpen(c, journal, fromLsn), r -> new JournalReader(this, journal, r));
     }
 
     /**
@@ -235,13 +224,7 @@ public final class HugePool implements AutoCloseable {
      * @throws HugepoolException any other failure
      */
     public void truncateJournal(String journal, long lsn) throws HugepoolException {
-        String what = "truncating journal \"" + journal + "\" below LSN " + lsn;
-        lock.lock();
-        try {
-            check(Native.truncate(handle(what), journal, lsn), what);
-        } finally {
-            lock.unlock();
-        }
+        call("truncating journal \"" + journal + "\" below LSN " + lsn, c -> Native.truncate(c, journal, lsn));
     }
 
     /**
@@ -267,13 +250,27 @@ public final class HugePool implements AutoCloseable {
      * @throws HugepoolException any other failure
      */
     public SpillStream openSpill(long threshold) throws HugepoolException {
-        String what = "opening a spill stream";
+        return child("opening a spill stream", c -> Native.spillOpen(c, threshold), s -> new SpillStream(this, s));
+    }
+
+    /* One native call on the connection, under the lock: its result, or the exception. */
+    private long call(String what, LongUnaryOperator op) throws HugepoolException {
         lock.lock();
         try {
-            long s = check(Native.spillOpen(handle(what), threshold), what);
-            SpillStream stream = new SpillStream(this, s);
-            children.add(stream);
-            return stream;
+            return check(op.applyAsLong(handle(what)), what);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /* A handle opened on the connection (open returns it), made a child closed with the pool. */
+    private <T extends PoolHandle> T child(String what, LongUnaryOperator open, LongFunction<T> make)
+            throws HugepoolException {
+        lock.lock();
+        try {
+            T h = make.apply(call(what, open));
+            children.add(h);
+            return h;
         } finally {
             lock.unlock();
         }
@@ -320,12 +317,9 @@ public final class HugePool implements AutoCloseable {
         try {
             if (conn == 0)
                 return;
-            for (AutoCloseable ch : new ArrayList<>(children)) {
-                if (ch instanceof JournalReader)
-                    ((JournalReader) ch).closeLocked();
-                else if (ch instanceof SpillStream)
-                    ((SpillStream) ch).closeLocked();
-            }
+            for (AutoCloseable ch : children)
+                if (ch instanceof PoolHandle)
+                    ((PoolHandle) ch).closeLocked();
             children.clear();
             for (Lease l : new ArrayList<>(leases))
                 release(l);

@@ -6,7 +6,7 @@
  * read-only mapped segments into `window`, a direct buffer this object owns, so a record's view
  * is Java-owned memory: a view kept too long reads later records' bytes but never a segment the
  * library unmapped (which would be SIGSEGV). All calls run under the pool's lock, which also
- * guards `handle`, `window` and the batch fields.
+ * guards `window` and the batch fields (the handle and its close: PoolHandle).
  */
 package org.hugepool;
 
@@ -27,21 +27,18 @@ import java.nio.ByteBuffer;
  * <p><b>Threads.</b> Thread-safe (its calls are serialised on the HugePool's connection), but a
  * replay is one sequence: read it from one thread.
  */
-public final class JournalReader implements AutoCloseable {
+public final class JournalReader extends PoolHandle {
     private static final int EOVERFLOW = HugepoolException.EOVERFLOW;
     private static final int BATCH = 64;
 
-    private final HugePool pool;
     private final String journal;
-    private long handle; // guarded by pool.lock; 0 once closed
     private ByteBuffer window = ByteBuffer.allocateDirect(256 << 10);
     private final long[] meta = new long[3 * BATCH];
     private int have, next; // records in the window, and the next one to hand out
 
     JournalReader(HugePool pool, String journal, long handle) {
-        this.pool = pool;
+        super(pool, handle, "the reader");
         this.journal = journal;
-        this.handle = handle;
     }
 
     /** @return the journal's name */
@@ -81,39 +78,9 @@ public final class JournalReader implements AutoCloseable {
         }
     }
 
-    /** @return false once closed (or its HugePool closed) */
-    public boolean isOpen() {
-        pool.lock.lock();
-        try {
-            return handle != 0;
-        } finally {
-            pool.lock.unlock();
-        }
-    }
-
-    /** Close the reader (its segments are unmapped; record views stay readable). Twice is fine. */
     @Override
-    public void close() {
-        pool.lock.lock();
-        try {
-            closeLocked();
-        } finally {
-            pool.lock.unlock();
-        }
-        pool.forget(this);
-    }
-
-    void closeLocked() {
-        if (handle != 0)
-            Native.readerClose(handle);
-        handle = 0;
-    }
-
-    private long handle(String what) throws ClosedException {
-        if (handle == 0)
-            throw new ClosedException(what, "the reader");
-        pool.handle(what);
-        return handle;
+    void nativeClose(long handle) {
+        Native.readerClose(handle);
     }
 
     /** @return "JournalReader(NAME)" */

@@ -7,8 +7,8 @@
  * file's bytes straight from the kernel, in-memory bytes with one copy), and rows are handed out
  * as read-only views of it. hp_spill_next's own views would point into the library's malloc'd
  * memory, which its close frees (and, for buffers of 128 KiB and more, unmaps): a view kept past
- * that would fault the JVM. All calls run under the pool's lock, which guards `handle`, `pos`
- * and `window`.
+ * that would fault the JVM. All calls run under the pool's lock, which guards `pos` and `window`
+ * (the handle and its close: PoolHandle).
  */
 package org.hugepool;
 
@@ -41,7 +41,7 @@ import java.nio.ByteBuffer;
  * <p><b>Threads.</b> Thread-safe (its calls are serialised on the HugePool's connection); a
  * stream is one sequence of bytes, so write and read it from one thread at a time.
  */
-public final class SpillStream implements AutoCloseable {
+public final class SpillStream extends PoolHandle {
     /** A threshold for {@link HugePool#openSpill(long)}: a file from the first byte. */
     public static final long ALWAYS_FILE = -1;
     /** The largest row {@link #nextRows(int)} takes: 64 KiB. */
@@ -49,15 +49,12 @@ public final class SpillStream implements AutoCloseable {
 
     private static final int WINDOW = 256 << 10;
 
-    private final HugePool pool;
-    private long handle; // guarded by pool.lock; 0 once closed
     private final ByteBuffer window = ByteBuffer.allocateDirect(WINDOW);
     private long pos; // read position, from finish() on
     private boolean finished;
 
     SpillStream(HugePool pool, long handle) {
-        this.pool = pool;
-        this.handle = handle;
+        super(pool, handle, "the spill stream");
     }
 
     /**
@@ -270,22 +267,9 @@ public final class SpillStream implements AutoCloseable {
         }
     }
 
-    /** Free the stream: its file (if any) is cut and its bytes given back. Twice is fine. */
     @Override
-    public void close() {
-        pool.lock.lock();
-        try {
-            closeLocked();
-        } finally {
-            pool.lock.unlock();
-        }
-        pool.forget(this);
-    }
-
-    void closeLocked() {
-        if (handle != 0)
-            Native.spillClose(handle);
-        handle = 0;
+    void nativeClose(long handle) {
+        Native.spillClose(handle);
     }
 
     private long readable(String what) throws HugepoolException {
@@ -294,13 +278,6 @@ public final class SpillStream implements AutoCloseable {
             throw HugepoolException.create(HugepoolException.EINVAL, what, "invalid argument",
                     "the stream is read only after finish()");
         return h;
-    }
-
-    private long handle(String what) throws ClosedException {
-        if (handle == 0)
-            throw new ClosedException(what, "the spill stream");
-        pool.handle(what);
-        return handle;
     }
 
     /** @return "SpillStream" */

@@ -1,14 +1,15 @@
 /*
  * SPDX-License-Identifier: MIT
  *
- * Daemon.java - a real hugepoold for one test class, as tests/integration/harness.c starts one
- * for the C tests: a fresh temporary directory with the socket, the configuration (hugepages from
- * $HP_TEST_HUGEPAGES, "prefer" by default, plus the class's own keys and sections) and the spill
- * directory; the build's hugepoold (system property hugepool.build) run with -v. Its output is
- * read by a thread of its own into `lines` and daemon.log; start and restart return once the
- * daemon logged its start line ("Cold start" or "Warm start"), which it writes after its socket
- * listens and just before READY=1, so no test sleeps waiting for it. Start and restart from the
- * test class's thread: the daemon gets SIGTERM when the thread that started it ends.
+ * Daemon.java - a real hugepoold for one test class (a JUnit extension: perClass), as
+ * tests/integration/harness.c starts one for the C tests: a fresh temporary directory with the
+ * socket, the configuration (hugepages from $HP_TEST_HUGEPAGES, "prefer" by default, plus the
+ * class's own keys and sections) and the spill directory; the build's hugepoold (system property
+ * hugepool.build) run with -v. Its output is read by a thread of its own into `lines` and
+ * daemon.log; the start and restart return once the daemon logged its start line ("Cold start" or
+ * "Warm start"), which it writes after its socket listens and just before READY=1, so no test
+ * sleeps waiting for it. Start and restart from the test class's thread: the daemon gets SIGTERM
+ * when the thread that started it ends.
  */
 package org.hugepool;
 
@@ -26,7 +27,11 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
-final class Daemon implements AutoCloseable {
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback {
     static final Path BUILD = Paths.get(System.getProperty("hugepool.build", "../build")).toAbsolutePath().normalize();
     private static final long START_MS = 60_000;
 
@@ -35,21 +40,37 @@ final class Daemon implements AutoCloseable {
     private final List<String> lines = new ArrayList<>(); // guarded by itself
     private int starts; // start lines seen
 
-    private Daemon(Path dir) {
-        this.dir = dir;
-        this.socket = dir.resolve("sock");
-        this.conf = dir.resolve("hugepoold.conf");
+    private Daemon(String globals, String sections) throws IOException {
+        dir = Files.createTempDirectory("hugepool-java.");
+        socket = dir.resolve("sock");
+        conf = dir.resolve("hugepoold.conf");
+        String huge = System.getenv().getOrDefault("HP_TEST_HUGEPAGES", "prefer");
+        String text = "socket = " + socket + "\n" + (globals.contains("hugepages =") ? "" : "hugepages = " + huge + "\n")
+                + "spill_directory = " + dir.resolve("spill") + "\n" + globals + "\n" + sections;
+        Files.writeString(conf, text.replace("@DIR@", dir.toString()));
     }
 
-    /** Start a daemon: globals are more global keys, sections its [class] and [journal] sections ("@DIR@": the directory). */
-    static Daemon start(String globals, String sections) throws IOException, InterruptedException {
-        Daemon d = new Daemon(Files.createTempDirectory("hugepool-java."));
-        String huge = System.getenv().getOrDefault("HP_TEST_HUGEPAGES", "prefer");
-        String text = "socket = " + d.socket + "\n" + (globals.contains("hugepages =") ? "" : "hugepages = " + huge + "\n")
-                + "spill_directory = " + d.dir.resolve("spill") + "\n" + globals + "\n" + sections;
-        Files.writeString(d.conf, text.replace("@DIR@", d.dir.toString()));
-        d.spawn();
-        return d;
+    /**
+     * A daemon for a test class, as a JUnit extension: started before its tests, stopped after
+     * ({@code @RegisterExtension static final Daemon daemon = Daemon.perClass(...)}). globals are
+     * more global keys, sections its [class] and [journal] sections ("@DIR@": the directory).
+     */
+    static Daemon perClass(String globals, String sections) {
+        try {
+            return new Daemon(globals, sections);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public void beforeAll(ExtensionContext context) throws Exception {
+        spawn();
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws Exception {
+        close();
     }
 
     private void spawn() throws IOException, InterruptedException {

@@ -14,23 +14,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class ErrorTest {
-    private static Daemon daemon;
-
-    @BeforeAll
-    static void start() throws Exception {
-        daemon = Daemon.start("max_bytes_per_uid = 6M\nmax_connections_per_uid = 4\n",
+    @RegisterExtension
+    static final Daemon daemon = Daemon.perClass("max_bytes_per_uid = 6M\nmax_connections_per_uid = 4\n",
                 "[class small]\nsize = 2M\ncount = 4\n[class one]\nsize = 2M\ncount = 1\n[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n");
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        daemon.close();
-    }
 
     private static void says(HugepoolException e, String errno, String words) {
         assertEquals(errno, e.errnoName(), e.getMessage());

@@ -22,24 +22,15 @@ import java.util.regex.Pattern;
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class ExampleTest {
     private static final Path SOURCE = Paths.get(System.getProperty("hugepool.source", ".")).toAbsolutePath();
-    private static Daemon daemon;
-
-    @BeforeAll
-    static void start() throws Exception {
-        daemon = Daemon.start("", "[class small]\nsize = 2M\ncount = 2\n[class processing]\nsize = 4M\ncount = 4\n"
+    @RegisterExtension
+    static final Daemon daemon = Daemon.perClass("",
+            "[class small]\nsize = 2M\ncount = 2\n[class processing]\nsize = 4M\ncount = 4\n"
                 + "[journal orders]\ndirectory = @DIR@/orders\nsegment_size = 1M\n");
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        daemon.close();
-    }
 
     /* Compile source (named for its public class) into a directory of its own; run it with args. */
     private static String compileAndRun(String className, String source, String... args) throws Exception {

@@ -22,24 +22,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class JournalTest {
-    private static Daemon daemon;
-
-    @BeforeAll
-    static void start() throws Exception {
-        daemon = Daemon.start("", "[class small]\nsize = 2M\ncount = 2\n"
+    @RegisterExtension
+    static final Daemon daemon = Daemon.perClass("", "[class small]\nsize = 2M\ncount = 2\n"
                 + "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n"
                 + "[journal r]\ndirectory = @DIR@/r\nsegment_size = 1M\n");
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        daemon.close();
-    }
 
     static byte[] rec(String j, long i, int size) {
         byte[] b = new byte[size];

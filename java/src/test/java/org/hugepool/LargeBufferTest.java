@@ -14,23 +14,13 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class LargeBufferTest {
     private static final long SIZE = (2L << 30) + (2 << 20);
-    private static Daemon daemon;
-
-    @BeforeAll
-    static void start() throws Exception {
-        daemon = Daemon.start("hugepages = off\n", "[class large]\nsize = 2050M\ncount = 1\n");
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        daemon.close();
-    }
+    @RegisterExtension
+    static final Daemon daemon = Daemon.perClass("hugepages = off\n", "[class large]\nsize = 2050M\ncount = 1\n");
 
     @Test
     void slices() throws Exception {

@@ -21,24 +21,15 @@ import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class PoolTest {
     private static final long MIB = 1 << 20;
-    private static Daemon daemon;
-
-    @BeforeAll
-    static void start() throws Exception {
-        daemon = Daemon.start("", "[class small]\nsize = 2M\ncount = 4\n[class one]\nsize = 2M\ncount = 1\n"
+    @RegisterExtension
+    static final Daemon daemon = Daemon.perClass("",
+            "[class small]\nsize = 2M\ncount = 4\n[class one]\nsize = 2M\ncount = 1\n"
                 + "[class kill]\nsize = 4M\ncount = 2\n");
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        daemon.close();
-    }
 
     static boolean all(ByteBuffer b, int v) {
         for (int i = 0; i < b.capacity(); i++)

@@ -18,22 +18,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 class SpillTest {
-    private static Daemon daemon;
-
-    @BeforeAll
-    static void start() throws Exception {
-        daemon = Daemon.start("spill_threshold = 8K\nspill_max_bytes_per_uid = 4M\n", "[class small]\nsize = 2M\ncount = 1\n");
-    }
-
-    @AfterAll
-    static void stop() throws Exception {
-        daemon.close();
-    }
+    @RegisterExtension
+    static final Daemon daemon = Daemon.perClass("spill_threshold = 8K\nspill_max_bytes_per_uid = 4M\n",
+            "[class small]\nsize = 2M\ncount = 1\n");
 
     static byte[] rows(int n) {
         ByteBuffer b = ByteBuffer.allocate(16 * n);
