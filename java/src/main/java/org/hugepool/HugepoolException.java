@@ -28,8 +28,11 @@ public class HugepoolException extends IOException {
             EINVAL = 22, EPIPE = 32, EPROTO = 71, EOVERFLOW = 75, EUSERS = 87, EMSGSIZE = 90, ECONNRESET = 104,
             ENOTCONN = 107, ETIMEDOUT = 110, ECONNREFUSED = 111, EDQUOT = 122;
 
+    /** The errno, positive. */
     private final int errno;
+    /** What failed. */
     private final String operation;
+    /** The daemon's (or the library's) explanation, "" if none. */
     private final String daemonMessage;
 
     /**
