@@ -3,7 +3,7 @@
 # bench_java.sh - the Java binding's benchmarks (run by run-bench.sh, make bench), each figure
 # beside its baseline from the same JVM run (java/bench/src/main/java/org/hugepool/bench):
 #  - BuffersReady: a JVM getting HP_BENCH_GIB GiB (default 4; the issue's figure is 8) of 1 GiB
-#    buffers ready from hugepoold (acquire + a write per 4 KiB page) against
+#    buffers ready from hugepoold (acquire + a write per page) against
 #    ByteBuffer.allocateDirect of 1 GiB buffers + the same writes, serial and on a ForkJoinPool
 #    (Druid's processing buffers before and after its PR 19025); 2 MiB hugetlb pages when enough
 #    are free (run-bench.sh reserves them as root), regular shared memory otherwise, said so;
@@ -11,8 +11,8 @@
 #    journal (NIO and ASYNCIO, the buffer timeout `artemis create` picks), and against a C
 #    writer's appends/s in the same cell (bench_journal's "ours", run just before, the same
 #    journal configuration): what the JNI crossing costs. Default: W in {1, 8, 64} x 1000 B, 1 s
-#    a cell; HP_BENCH_JAVA_FULL=1: W in {1, 8, 64} x S in {100, 1000, 10000}, 2 s a cell
-#    (HP_BENCH_JAVA_WRITERS, _SIZES, _SECONDS pick others).
+#    a cell, once; HP_BENCH_JAVA_FULL=1: W in {1, 8, 64} x S in {100, 1000, 10000}, 2 s a cell,
+#    best of 3 (HP_BENCH_JAVA_WRITERS, _SIZES, _SECONDS, _REPEAT pick others).
 # Each daemon runs on a private socket; the script waits for its start line (logged once it
 # listens), never a fixed time. Artemis comes from Maven Central through java/bench/pom.xml, once.
 # Usage: bench/bench_java.sh BUILD_DIR
@@ -28,9 +28,11 @@ if [ ! -e "$jar" ] || [ ! -e "$jni" ]; then
 fi
 gib=${HP_BENCH_GIB:-4}
 if [ -n "${HP_BENCH_JAVA_FULL:-}" ]; then
-	writers=${HP_BENCH_JAVA_WRITERS:-1,8,64} sizes=${HP_BENCH_JAVA_SIZES:-100,1000,10000} seconds=${HP_BENCH_JAVA_SECONDS:-2}
+	writers=${HP_BENCH_JAVA_WRITERS:-1,8,64} sizes=${HP_BENCH_JAVA_SIZES:-100,1000,10000}
+	seconds=${HP_BENCH_JAVA_SECONDS:-2} repeat=${HP_BENCH_JAVA_REPEAT:-3}
 else
-	writers=${HP_BENCH_JAVA_WRITERS:-1,8,64} sizes=${HP_BENCH_JAVA_SIZES:-1000} seconds=${HP_BENCH_JAVA_SECONDS:-1}
+	writers=${HP_BENCH_JAVA_WRITERS:-1,8,64} sizes=${HP_BENCH_JAVA_SIZES:-1000}
+	seconds=${HP_BENCH_JAVA_SECONDS:-1} repeat=${HP_BENCH_JAVA_REPEAT:-1}
 fi
 work=$(mktemp -d /var/tmp/hugepool-bench-java.XXXXXX)
 dpid=""
@@ -90,10 +92,10 @@ else
 fi
 
 echo
-echo "Durable appends from Java (writers $writers, records $sizes B, $seconds s a cell)"
+echo "Durable appends from Java (writers $writers, records $sizes B, $seconds s a cell, best of $repeat)"
 c_props=()
 out=$(HP_BUILD="$build" HP_BENCH_ONLY=ours HP_BENCH_NO_STATUS=1 HP_BENCH_WRITERS="$writers" HP_BENCH_SIZES="$sizes" \
-	HP_BENCH_CELL_SECONDS="$seconds" "$build/bench/bench_journal" 2>&1)
+	HP_BENCH_CELL_SECONDS="$seconds" HP_BENCH_REPEAT="$repeat" "$build/bench/bench_journal" 2>&1)
 while read -r w s ours; do
 	c_props+=("-Dc.$w.$s=$ours")
 done < <(awk '$3 == "|" && $1 ~ /^[0-9]+$/ { print $1, $2, $4 }' <<<"$out")
@@ -102,7 +104,7 @@ printf 'socket = %s/journal.sock\nhugepages = off\nspill_directory = %s/spill\nm
 	"$work" "$work" "$work" >"$work/journal.conf"
 if start_daemon journal "$work/journal.conf"; then
 	mkdir -p "$work/artemis"
-	run_java "${c_props[@]}" org.hugepool.bench.DurableAppends "$work/journal.sock" bench "$work/artemis" "$writers" "$sizes" "$seconds"
+	run_java "${c_props[@]}" org.hugepool.bench.DurableAppends "$work/journal.sock" bench "$work/artemis" "$writers" "$sizes" "$seconds" "$repeat"
 	stop_daemon
 else
 	echo "bench_java: hugepoold did not start for the journal (log above)"
