@@ -6,8 +6,9 @@
 #                            build, and an install into a DESTDIR with a pkg-config example
 #   make bench               benchmarks, each figure beside its baseline from the same run
 #   make fuzz                libFuzzer on each tests/fuzz target (FUZZ_SECONDS=60 each)
+#   make java                the Java binding: the JNI library and the jar (Maven), in build/java
 #   make install             PREFIX=/usr/local DESTDIR= (binaries, libraries, headers, .pc, man, units,
-#                            sysusers.d, the hugepage reservation helper)
+#                            sysusers.d, the hugepage reservation helper; the jar and the JNI library)
 #   dpkg-buildpackage -b     the Debian packages (debian/), which use make install
 #   make SANITIZE=address,undefined check    a sanitizer build in its own build directory
 #   V=1                      show the commands
@@ -238,7 +239,7 @@ $(BUILD)/examples/heap_allocator: examples/heap_allocator.cpp include/hugepool-h
 tests: all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_BIN) $(HEAP_EXAMPLE)
 
 check: tests
-	$(Q)tests/run-tests.sh $(BUILD)
+	$(Q)HP_JAVA_SKIP="$(JAVA_SKIP)" tests/run-tests.sh $(BUILD)
 
 check-all:
 	$(Q)MAKE="$(MAKE)" tests/check-all.sh
@@ -250,6 +251,74 @@ fuzz:
 
 bench: all $(BENCH_BIN)
 	$(Q)bench/run-bench.sh $(BUILD)
+
+# ---- the Java binding (java/, hugepool-java(7)) ----------------------------------------------
+# `make java`: the JNI library, C built here from libhugepool's own objects (so it needs no other
+# library at run time, and the jar finds one file), and the jar, built by Maven (java/pom.xml) into
+# $(BUILD)/java/target. `make check` runs the Java tests (tests/java-tests.sh) once, in the plain
+# build only: a sanitizer's runtime would have to be preloaded into the JVM. Where there is no JDK
+# or no Maven they are skipped with a line that says what is missing; ./dev.sh installs both.
+JAVAC := $(shell command -v javac 2>/dev/null)
+MVN ?= mvn
+MVN_FOUND := $(shell command -v $(MVN) 2>/dev/null)
+MVN_FLAGS ?= -B -q
+JAVA_HOME ?= $(if $(JAVAC),$(patsubst %/bin/javac,%,$(realpath $(JAVAC))))
+JAVADIR ?= $(PREFIX)/share/java
+JNIDIR ?= $(LIBDIR)/jni
+JNI_SO := $(BUILD)/java/libhugepool_jni.so
+JAR := $(BUILD)/java/target/hugepool-$(VERSION).jar
+JAVA_SRC := $(shell find java/src/main/java -name '*.java')
+# why the Java part is not built and tested here; empty when it is
+JAVA_SKIP := $(if $(SANITIZE),a sanitizer build,$(if $(JAVAC),$(if $(MVN_FOUND),,no Maven: install maven or run ./dev.sh),no JDK: install default-jdk or run ./dev.sh))
+
+# the C side's prototypes, generated from the native methods (javac -h): a signature that differs
+# from Native.java does not compile
+JNI_H := $(BUILD)/java/include/org_hugepool_Native.h
+$(JNI_H): java/src/main/java/org/hugepool/Native.java
+	$(say) JAVAC $@
+	$(Q)$(JAVAC) --release 17 -h $(dir $@) -d $(BUILD)/java/jni-classes -sourcepath java/src/main/java $<
+
+$(BUILD)/obj/java/%.o: java/%.c $(JNI_H) | $(BUILD)/.build-deps
+	@mkdir -p $(dir $@)
+	$(say) CC $@
+	$(Q)$(CC) $(CFLAGS) -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux -I$(dir $(JNI_H)) -c -o $@ $<
+
+$(JNI_SO): $(call obj,java/src/main/native/hugepool_jni.c $(LIB_SRC) $(COMMON_SRC)) java/src/main/native/hugepool_jni.map
+	$(say) LD $@
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,--version-script=java/src/main/native/hugepool_jni.map -o $@ $(filter %.o,$^)
+
+$(JAR): $(JAVA_SRC) java/pom.xml
+	$(say) MVN $@
+	$(Q)cd java && $(MVN) $(MVN_FLAGS) package -DskipTests -DbuildDir=$(abspath $(BUILD))/java/target
+
+java:
+ifneq ($(JAVA_SKIP),)
+	@echo "hugepool: the Java binding is not built: $(JAVA_SKIP)" >&2; exit 1
+else
+java: $(JNI_SO) $(JAR)
+endif
+
+java-check: all java
+	$(Q)tests/java-tests.sh $(BUILD)
+
+check: $(if $(JAVA_SKIP),,java)
+
+# the Java benchmarks (bench/bench_java.sh) need the binding
+bench: $(if $(JAVA_SKIP),,java)
+
+install: $(if $(JAVA_SKIP),,install-java)
+
+# Debian's Java policy: the jar versioned in /usr/share/java with an unversioned link, the JNI
+# library in /usr/lib/<multiarch>/jni (JNIDIR: $(LIBDIR)/jni, which the Debian build sets)
+install-java: java
+	install -d $(DESTDIR)$(JAVADIR) $(DESTDIR)$(JNIDIR) $(DESTDIR)$(MANDIR)/man7
+	install -m 0644 $(JAR) $(DESTDIR)$(JAVADIR)/hugepool-$(VERSION).jar
+	ln -sf hugepool-$(VERSION).jar $(DESTDIR)$(JAVADIR)/hugepool.jar
+	install -m 0644 $(JNI_SO) $(DESTDIR)$(JNIDIR)/libhugepool_jni.so
+	install -m 0644 man/hugepool-java.7 $(DESTDIR)$(MANDIR)/man7/
+
+.PHONY: java java-check install-java
 
 # the units and the reservation helper name install paths
 UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g'

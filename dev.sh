@@ -14,9 +14,10 @@ cd "$(dirname "$0")"
 # mandoc for the man page lint, systemd for systemd-analyze verify of the unit; for the Debian
 # packages and the container test that runs them under a real systemd: debhelper, dpkg-dev and
 # lintian to build and check them, debootstrap for the Debian tree, systemd-container for
-# systemd-nspawn, libhugetlbfs-bin for hugeadm, which the packaged units use).
+# systemd-nspawn, libhugetlbfs-bin for hugeadm, which the packaged units use; default-jdk and
+# maven for the Java binding, java/: Maven fetches its plugins and JUnit once, into ~/.m2).
 PACKAGES=(gcc make pkg-config libcmocka-dev liburing-dev libaio-dev libjemalloc-dev clang g++ mandoc systemd
-	debhelper dpkg-dev lintian debootstrap systemd-container libhugetlbfs-bin)
+	debhelper dpkg-dev lintian debootstrap systemd-container libhugetlbfs-bin default-jdk maven)
 
 say() { printf 'dev.sh: %s\n' "$*" >&2; }
 

@@ -8,7 +8,9 @@
 # bench_journal, bench_merge, bench_heap (a cold process building a hash table of
 # $HP_BENCH_HEAP_GIB GiB, default 1, on the hugepage heap against glibc malloc and jemalloc) and
 # bench_spill (spill streams of 6 KiB, 200 KiB and 4 MiB runs against a classic temp file per
-# run, with the syscalls of each counted under ptrace). Every figure is printed beside its
+# run, with the syscalls of each counted under ptrace), and bench_java.sh (the Java binding: a
+# JVM's buffers from hugepoold against allocateDirect, durable appends against Artemis's journal
+# and against a C writer). Every figure is printed beside its
 # baseline from the same run, with the ratio; nothing is asserted. As root it reserves the
 # 2 MiB hugepages the run needs and restores the previous count on exit; as a normal user the
 # hugetlb figures are skipped unless enough are already free, and it says why. Always exits 0.
@@ -17,7 +19,8 @@ set -u
 build=${1:-build}
 shift
 benches=("$@")
-[ ${#benches[@]} -gt 0 ] || benches=(bench_prefault bench_acquire bench_restart bench_journal bench_merge bench_heap bench_spill)
+[ ${#benches[@]} -gt 0 ] || benches=(bench_prefault bench_acquire bench_restart bench_journal bench_merge bench_heap bench_spill
+	bench_java)
 gib=${HP_BENCH_GIB:-4}
 case $gib in '' | *[!0-9]*) gib=4 ;; esac
 export HP_BENCH_GIB=$gib
@@ -42,6 +45,12 @@ hugepages_reserve bench "$need" || echo "bench: hugetlb figures are skipped"
 
 for b in "${benches[@]}"; do
 	echo
+	if [ -x "$(dirname "$0")/$b.sh" ]; then # a script: the Java benchmarks
+		start=$(date +%s)
+		"$(dirname "$0")/$b.sh" "$build"
+		echo "bench: $b took $(($(date +%s) - start)) s"
+		continue
+	fi
 	if [ ! -x "$build/bench/$b" ]; then
 		echo "bench: $build/bench/$b is missing (make bench builds it)"
 		continue

@@ -68,6 +68,17 @@ int hp_acquire(hp_conn *c, const char *class_name, unsigned n, int64_t timeout_m
 /* Unmap and release n buffers obtained from hp_acquire on this connection. */
 int hp_release(hp_conn *c, struct hp_buffer *bufs, unsigned n);
 
+/*
+ * Release as hp_release, but leave each buffer's address range mapped: before the daemon is
+ * told, the range is replaced in place (mmap MAP_FIXED) by private anonymous memory, so a
+ * reference to it that the caller cannot take back (a language runtime's view of the buffer)
+ * reads zeroes and writes pages of its own, never faults and never reaches the buffer's next
+ * holder. bufs[i].addr stays set; the range is the caller's to munmap(addr, size) once no such
+ * reference is left (hp_disconnect does not touch it). -ENOMEM (the map count limit) when a
+ * replacement fails: nothing is released (the buffers before it already read zeroes).
+ */
+int hp_release_keep_range(hp_conn *c, struct hp_buffer *bufs, unsigned n);
+
 struct hp_class_status {
 	char name[HP_NAME_MAX];
 	uint64_t size; /* bytes per buffer */

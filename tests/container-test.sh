@@ -6,7 +6,8 @@
 # for a member of the socket's group and not for anyone else, leases, a journal under the state
 # directory that survives a restart, spill files under the private /var/tmp, hugepages reserved
 # by hugepool-hugepages.service and given back on stop, prefer and require when they are short,
-# Restart=on-failure after SIGSEGV, systemd-analyze verify and security, journalctl.
+# Restart=on-failure after SIGSEGV, systemd-analyze verify and security, journalctl; the Java
+# packages installed and a Java client run on them (the host's JDK bound into the container).
 # Part of `make check-all`; prints "container: N passed, N failed". Exits 77 (skipped, with the
 # reason) when not root, when a tool is missing, when the tree cannot be built or cannot boot.
 # The Debian tree (debootstrap --variant=minbase, ~80 s) is built once and kept as a tarball in
@@ -87,13 +88,26 @@ if ! (cd "$src" && dpkg-buildpackage -b -us -uc >"$work/build.log" 2>&1); then
 	exit 1
 fi
 check "dpkg-buildpackage -b -us -uc" true
-debs=$(cd "$work/src" && ls hugepool_*.deb libhugepool0_*.deb libhugepool-dev_*.deb)
+debs=$(cd "$work/src" && ls hugepool_*.deb libhugepool0_*.deb libhugepool-dev_*.deb libhugepool-java_*.deb \
+	libhugepool-jni_*.deb)
 # lintian: nothing but the tags debian/*.lintian-overrides explains
 lintian_clean() { local out; out=$(lintian --fail-on error,warning,info,pedantic -I --pedantic "$work"/src/*.changes 2>&1 | grep -v 'running with root privileges'); [ -z "$out" ] || { echo "$out"; false; }; }
 check "lintian clean (overrides explained in debian/)" lintian_clean
 # the client, linked against the package build's libhugepool.so.0: the packaged one runs it
 cc -O2 -o "$work/hpclient" "$top/tests/container/hpclient.c" -I"$src/include" -L"$src/build" -lhugepool ||
 	{ check "build the test client" false; say "$passed passed, $failed failed"; exit 1; }
+
+# the Java client, compiled against the package build's jar; the container runs it on the host's
+# JDK, bound read-only at the same path (the tree has no Java: the packages need none to install)
+java=$(readlink -f "$(command -v java)" 2>/dev/null)
+java_binds=()
+if [ -n "$java" ] && [ "${java#/usr/lib/jvm/}" != "$java" ] && command -v javac >/dev/null; then
+	mkdir -p "$work/hpjava"
+	javac -d "$work/hpjava" -cp "$src/build/java/target/hugepool-0.1.0.jar" "$top/tests/container/HpJava.java" ||
+		{ check "build the Java test client" false; say "$passed passed, $failed failed"; exit 1; }
+	java_binds=(--bind-ro=/usr/lib/jvm)
+	for d in /etc/java-*; do [ -d "$d" ] && java_binds+=("--bind-ro=$d"); done
+fi
 
 # --- the Debian tree, from the cache or built once -----------------------------------------------
 mkdir -p "$cache"
@@ -120,6 +134,7 @@ tar -C "$work/root" -xzf "$tarball" || skip "cannot unpack $tarball"
 mkdir "$work/root/root/hp"
 (cd "$work/src" && cp $debs "$work/root/root/hp/")
 install -m 0755 "$work/hpclient" "$work/root/usr/local/bin/hpclient"
+[ ${#java_binds[@]} -eq 0 ] || cp -r "$work/hpjava" "$work/root/usr/local/share/hpjava"
 
 # --- boot: the hugepages lock first, then systemd-nspawn with systemd as PID 1 --------------------
 exec 9>/tmp/hugepool-hugepages.lock
@@ -140,7 +155,7 @@ for h in systemd unified; do mkdir -p "/sys/fs/cgroup/$h/$cg" || skip "cannot ma
 (
 	for h in systemd unified; do echo "$BASHPID" > "/sys/fs/cgroup/$h/$cg/cgroup.procs"; done
 	SYSTEMD_NSPAWN_API_VFS_WRITABLE=1 exec systemd-nspawn -q -D "$work/root" -M "$cg" -b --register=no \
-		--keep-unit --volatile=overlay --console=pipe
+		--keep-unit --volatile=overlay --console=pipe "${java_binds[@]}"
 ) >"$work/console.log" 2>&1 </dev/null &
 npid=$!
 # the container's PID 1: nspawn's child in another pid namespace (a short-lived helper comes first)
@@ -250,6 +265,15 @@ check "hugepoolctl status refused to bob, who is not" sh -c "! nsenter -t $cpid 
 check "a client of alice leases buffers" as alice hpclient lease small 3
 check "and large ones" as alice hpclient lease large 2
 check "journal appends as alice, durable" as alice hpclient append orders 5
+if [ ${#java_binds[@]} -gt 0 ]; then
+	java_client() {
+		local out; out=$(as alice "$java" -cp /usr/share/java/hugepool.jar:/usr/local/share/hpjava HpJava small 2 orders)
+		echo "$out"; grep -q '^java: 2 buffers of 2097152 bytes, record at LSN [0-9]' <<<"$out"
+	}
+	check "a Java client of alice leases and appends (libhugepool-java, its JNI library found in jni/)" java_client
+else
+	say "no JDK under /usr/lib/jvm: the Java client is not run"
+fi
 journal_dir_ok() {
 	c sh -c 'stat -c "%U %a %n" /var/lib/hugepool /var/lib/hugepool/orders /var/lib/hugepool/orders/*' | tee /dev/stderr |
 		awk '$1 != "hugepool" { bad = 1 } $2 !~ /^[67]00$/ { bad = 1 } END { exit bad || NR < 3 }'

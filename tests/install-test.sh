@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # install-test.sh - install into a DESTDIR and use the result as a user would: compile the
 # README example against the installed header and library through pkg-config, run it against
-# the installed daemon (and the heap library's C and C++ examples through pkg-config hugepool-heap),
-# lint the installed man pages, check that `man FUNCTION` opens a page
-# for every library function and that hugepoold --help lists the exit statuses of hugepoold(8),
+# the installed daemon (and the heap library's C and C++ examples through pkg-config hugepool-heap,
+# and a Java program on the installed jar and JNI library), lint the installed man pages, check
+# that `man FUNCTION` opens a page for every library function and that hugepoold --help lists the
+# exit statuses of hugepoold(8),
 # and verify the unit file. Part of `make check-all`; prints "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +35,20 @@ for f in usr/sbin/hugepoold usr/bin/hugepoolctl usr/lib/libhugepool.so.0 usr/lib
 	 usr/share/doc/hugepool/examples/60-hugepool.conf etc/hugepool/hugepoold.conf; do
 	check "installed $f" test -e "$dest/$f"
 done
+# the Java binding, where make builds it (a JDK and Maven): the jar and the JNI library where
+# Debian's Java policy puts them (LIBDIR/jni), exporting only its JNI entry points
+java_built=""
+command -v javac >/dev/null && command -v "${MVN:-mvn}" >/dev/null && java_built=1
+if [ -n "$java_built" ]; then
+	for f in usr/share/java/hugepool-0.1.0.jar usr/share/java/hugepool.jar usr/lib/jni/libhugepool_jni.so \
+		 usr/share/man/man7/hugepool-java.7; do
+		check "installed $f" test -e "$dest/$f"
+	done
+	check "only JNI entry points exported by the JNI library" sh -c \
+		"! nm -D --defined-only '$dest/usr/lib/jni/libhugepool_jni.so' | awk '{print \$3}' | grep -v -e '^Java_org_hugepool_Native_' -e '^JNI_OnLoad\$' | grep ."
+	check "the JNI library needs no other library than libc" sh -c \
+		"! objdump -p '$dest/usr/lib/jni/libhugepool_jni.so' | awk '\$1 == \"NEEDED\"' | grep -v -e libc.so -e ld-linux"
+fi
 # plain make on a machine without the build dependencies: headers that do not preprocess stand in
 # for missing ones; make names the Debian packages in one line and points to ./dev.sh
 mkdir -p "$dest/noinc" && for h in liburing.h libaio.h; do echo '#error missing' > "$dest/noinc/$h"; done
@@ -121,6 +136,24 @@ check "hugepoolctl status" "$dest/usr/bin/hugepoolctl" -s "$dest/sock" status
 check "heap program runs against the installed daemon" env LD_LIBRARY_PATH="$dest/usr/lib" "$dest/heap" "$dest/sock"
 if [ -x "$dest/heap_allocator" ]; then
 	check "C++ heap allocator example runs" env LD_LIBRARY_PATH="$dest/usr/lib" "$dest/heap_allocator" "$dest/sock" small
+fi
+if [ -n "$java_built" ]; then
+	# a single-file program on the installed jar; the JNI library found on java.library.path
+	cat > "$dest/HpJava.java" <<'JAVA'
+import java.time.Duration;
+import org.hugepool.HugePool;
+import org.hugepool.Lease;
+public class HpJava {
+    public static void main(String[] args) throws Exception {
+        try (HugePool pool = HugePool.connect(args[0]); Lease lease = pool.acquire("small", 2, Duration.ofSeconds(5))) {
+            lease.buffer(0).putLong(0, 7);
+            System.out.println("java ok: " + lease.count() + " buffers");
+        }
+    }
+}
+JAVA
+	check "a Java program runs against the installed daemon with the installed jar and JNI library" sh -c \
+		"java --enable-native-access=ALL-UNNAMED -Djava.library.path='$dest/usr/lib/jni' -cp '$dest/usr/share/java/hugepool.jar' '$dest/HpJava.java' '$dest/sock' | grep -q '^java ok: 2 buffers'"
 fi
 check "spill directory created 0700" sh -c "[ \"\$(stat -c %a '$dest/spill')\" = 700 ]"
 check "hugepoolctl spill" sh -c "'$dest/usr/bin/hugepoolctl' -s '$dest/sock' spill | grep -q '^Directory: *$dest/spill '"

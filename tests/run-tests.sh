@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run hugepool's test suite: every unit test once, every integration test twice (hugepages as
-# reserved, "prefer", and again with hugepages = off). As root it reserves the hugepages the
+# reserved, "prefer", and again with hugepages = off), the Java binding's tests once. As root it reserves the hugepages the
 # suite needs for the run and gives them back afterwards; as a normal user it runs without them
 # (the daemon falls back) and says so. Prints one closing line: "N passed, N failed, N skipped".
 # Usage: tests/run-tests.sh BUILD_DIR
@@ -53,6 +53,25 @@ for t in "$build"/tests/test_*; do
 		run "$t" "$name (hugepages=off)" HP_TEST_HUGEPAGES=off
 	fi
 done
+# the Java binding's tests (tests/java-tests.sh), once, with hugepages as reserved: make check
+# says in HP_JAVA_SKIP why they cannot run here (no JDK or Maven, a sanitizer build); run alone,
+# this script runs them when the binding is built
+java_skip=${HP_JAVA_SKIP-}
+[ -n "${HP_JAVA_SKIP+set}" ] || [ -e "$build/java/libhugepool_jni.so" ] || java_skip="not built (make java)"
+if [ -n "$java_skip" ]; then
+	printf '%-34s skipped: %s\n' "java" "$java_skip"
+	skipped=$((skipped + 1))
+else
+	out=$(tests/java-tests.sh "$build" 2>&1 9>&-)
+	line=$(grep -E '^java: [0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)
+	echo "$out" | grep -v '^java: [0-9]'
+	p=$(sed -nE 's/^java: ([0-9]+) passed.*/\1/p' <<<"$line")
+	f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")
+	s=$(sed -nE 's/.* ([0-9]+) skipped.*/\1/p' <<<"$line")
+	[ -n "$line" ] || { p=0 f=1 s=0; }
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	[ "$f" -eq 0 ] || failures+=("java")
+fi
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

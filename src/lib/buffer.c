@@ -2,8 +2,10 @@
 /*
  * buffer.c - libhugepool's leases: hp_acquire maps the granted memfds (MAP_POPULATE, so page
  * tables are filled before the caller touches anything) and closes the fds at once, keeping
- * only the mappings; hp_release unmaps them and tells the daemon. The connection remembers
- * every mapping so hp_disconnect can undo them. An acquire always reads its whole reply (all
+ * only the mappings; hp_release unmaps them and tells the daemon (hp_release_keep_range instead
+ * replaces each range by private anonymous memory in place, for callers such as a JVM that
+ * cannot take back every reference to it). The connection remembers every mapping so
+ * hp_disconnect can undo them. An acquire always reads its whole reply (all
  * grant messages) so the stream stays in step even when a mapping fails; on such a failure the
  * buffers granted are released again before the error is returned. A granted fd is mapped only
  * once client_check_fd has seen a sealed memfd of the granted size, so the caller's buffer can
@@ -12,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -178,9 +181,22 @@ broken:
 	return err;
 }
 
-int hp_release(hp_conn *c, struct hp_buffer *bufs, unsigned n)
+/*
+ * Make a buffer's range private anonymous memory, in place: MAP_FIXED replaces the shared
+ * mapping in one step, so no thread touching the range ever finds it unmapped.
+ */
+static int replace_range(void *addr, size_t size)
+{
+	if (mmap(addr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+/* hp_release and hp_release_keep_range: keep leaves each range mapped to private memory. */
+static int release(hp_conn *c, struct hp_buffer *bufs, unsigned n, bool keep)
 {
 	_cleanup_free_ uint64_t *ids = NULL;
+	int r;
 
 	if (!c || !bufs || n == 0 || n > HP_ACQUIRE_MAX)
 		return -EINVAL;
@@ -201,13 +217,34 @@ int hp_release(hp_conn *c, struct hp_buffer *bufs, unsigned n)
 			}
 		ids[i] = bufs[i].lease_id;
 	}
-	/* unmap first: once released, the memory may be another process's */
+	/* unmap (or replace) first: once released, the memory may be another process's */
+	for (unsigned i = 0; keep && i < n; i++) {
+		const struct hp_mapping *m = maps_find(c, ids[i]);
+
+		/* the size the library mapped, not the caller's copy of it */
+		if ((r = replace_range(m->addr, m->size)) < 0) {
+			client_set_error(c, "replacing buffer %u by private memory failed: %s", i, strerror(-r));
+			return r; /* nothing released: those before it are private already, still leased */
+		}
+	}
 	for (unsigned i = 0; i < n; i++) {
 		struct hp_mapping *m = maps_find(c, ids[i]);
 
-		munmap(m->addr, m->size);
+		if (!keep) {
+			munmap(m->addr, m->size);
+			bufs[i].addr = NULL;
+		}
 		maps_remove(c, m);
-		bufs[i].addr = NULL;
 	}
 	return send_release(c, ids, n);
+}
+
+int hp_release(hp_conn *c, struct hp_buffer *bufs, unsigned n)
+{
+	return release(c, bufs, n, false);
+}
+
+int hp_release_keep_range(hp_conn *c, struct hp_buffer *bufs, unsigned n)
+{
+	return release(c, bufs, n, true);
 }

@@ -577,6 +577,37 @@ static void test_content_same_uid(void **state)
 	stop(&d);
 }
 
+/*
+ * hp_release_keep_range: the range stays mapped to private zeroes, so a reference kept past the
+ * release reads zeroes and never reaches the next holder (the same uid: warm, so a shared range
+ * would show it every byte); the caller unmaps it, hp_disconnect leaves it alone.
+ */
+static void test_release_keep_range(void **state)
+{
+	struct daemon d;
+	struct hp_buffer b, next;
+	hp_conn *c;
+	unsigned char *stale;
+	(void)state;
+
+	start(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n");
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 0, &b), 0);
+	memset(b.addr, 0x3c, b.size);
+	stale = b.addr;
+	assert_int_equal(hp_release_keep_range(c, &b, 1), 0);
+	assert_ptr_equal(b.addr, stale);
+	assert_true(all_bytes(stale, b.size, 0));
+	memset(stale, 0xee, b.size); /* the stale writer's own pages */
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &next), 0);
+	assert_true(all_bytes(next.addr, next.size, 0x3c));
+	assert_int_equal(hp_release_keep_range(c, &b, 1), -EINVAL); /* released already */
+	hp_disconnect(c); /* unmaps next, not the kept range */
+	assert_true(all_bytes(stale, b.size, 0xee));
+	assert_int_equal(munmap(stale, b.size), 0);
+	stop(&d);
+}
+
 static void test_content_other_uid(void **state)
 {
 	struct daemon d;
@@ -702,6 +733,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_garbage_input, teardown),
 		cmocka_unit_test_teardown(test_many_clients, teardown),
 		cmocka_unit_test_teardown(test_content_same_uid, teardown),
+		cmocka_unit_test_teardown(test_release_keep_range, teardown),
 		cmocka_unit_test_teardown(test_content_other_uid, teardown),
 		cmocka_unit_test_teardown(test_boot_errors, teardown),
 		cmocka_unit_test_teardown(test_status_pool, teardown),

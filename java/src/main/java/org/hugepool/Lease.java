@@ -1,0 +1,220 @@
+/*
+ * SPDX-License-Identifier: MIT
+ *
+ * Lease.java - buffers leased through a HugePool, as direct ByteBuffers over the mapped memory.
+ *
+ * The stale-buffer rule (docs/ARCHITECTURE.md, "Java binding"): a ByteBuffer handed out cannot
+ * be taken back, so the memory under it must stay mapped for as long as the buffer is reachable,
+ * and must stop being the buffer's once the lease ends. Release goes through
+ * hp_release_keep_range: the range is replaced in place by private anonymous memory before the
+ * daemon hears of it, and stays mapped. Each range is covered by "roots", ByteBuffers made once
+ * by JNI; every buffer handed out is a duplicate of a root, and a duplicate keeps its root
+ * reachable (DirectByteBuffer's attachment), so a root becomes unreachable only once no view of
+ * its range is left. Then the Cleaner unmaps the range, and only if it was released (a lease of
+ * a HugePool never closed stays mapped until the JVM exits). `open` is read without the pool's
+ * lock; release and the ranges' `released` flags are written under it.
+ */
+package org.hugepool;
+
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * Buffers leased from hugepoold, all of one class, as direct {@link ByteBuffer}s in native byte
+ * order over the daemon's pre-faulted (hugepage) memory. Close the lease to give them back.
+ *
+ * <p>A buffer of at most {@link Integer#MAX_VALUE} bytes is one ByteBuffer ({@link #buffer(int)});
+ * a larger one is served as consecutive slices of {@link #SLICE_BYTES} (the last one shorter),
+ * {@link #slices(int)}.
+ *
+ * <p><b>After the lease ends</b> (close, or the HugePool's close), a ByteBuffer the program kept
+ * is harmless: its memory was replaced by private zero pages before the daemon took the buffer
+ * back, so it reads zeroes, its writes go to pages of this process only, and neither ever
+ * reaches the buffer's next holder; the JVM never faults on it. Its address range is unmapped
+ * once the garbage collector finds no view of it left.
+ *
+ * <p><b>Threads.</b> The ByteBuffers are ordinary direct buffers: share them between threads as
+ * any memory (a ByteBuffer's position and limit are not thread-safe; each call of
+ * {@link #buffer(int)} returns a new view with its own). The Lease's methods are thread-safe.
+ */
+public final class Lease implements AutoCloseable {
+    /** The size of the slices a buffer larger than {@link Integer#MAX_VALUE} bytes is served in: 1 GiB. */
+    public static final long SLICE_BYTES = 1L << 30;
+
+    private static final Cleaner CLEANER = Cleaner.create();
+
+    private final HugePool pool;
+    private final String className;
+    private final long[] description; // addr, size, lease id of each buffer: what release sends
+    private final ByteBuffer[][] roots; // per buffer, its slices (one when it fits a ByteBuffer)
+    private final List<Range> ranges = new ArrayList<>();
+    private volatile boolean open = true;
+
+    /* The memory under one root; unmapped by the Cleaner once released and unreachable. */
+    private static final class Range implements Runnable {
+        final long address, length;
+        volatile boolean released;
+
+        Range(long address, long length) {
+            this.address = address;
+            this.length = length;
+        }
+
+        @Override
+        public void run() {
+            if (released)
+                Native.unmap(address, length);
+        }
+    }
+
+    Lease(HugePool pool, String className, long[] description) {
+        this.pool = pool;
+        this.className = className;
+        this.description = description;
+        int n = description.length / 3;
+        roots = new ByteBuffer[n][];
+        for (int i = 0; i < n; i++) {
+            long addr = description[3 * i], size = description[3 * i + 1];
+            long step = size <= Integer.MAX_VALUE ? size : SLICE_BYTES;
+            int k = (int) ((size + step - 1) / step);
+            roots[i] = new ByteBuffer[k];
+            for (int j = 0; j < k; j++) {
+                long len = Math.min(step, size - j * step);
+                Range r = new Range(addr + j * step, len);
+                ByteBuffer root = Native.wrap(r.address, len);
+                CLEANER.register(root, r);
+                ranges.add(r);
+                roots[i][j] = root;
+            }
+        }
+    }
+
+    /** @return the buffer class */
+    public String className() {
+        return className;
+    }
+
+    /** @return how many buffers this lease holds */
+    public int count() {
+        return roots.length;
+    }
+
+    /**
+     * @param i which buffer, 0 to {@link #count()} - 1
+     * @return its size in bytes
+     */
+    public long bufferSize(int i) {
+        return description[3 * index(i) + 1];
+    }
+
+    /**
+     * @param i which buffer
+     * @return the daemon's id of its lease, as hugepoolctl leases shows it
+     */
+    public long leaseId(int i) {
+        return description[3 * index(i) + 2];
+    }
+
+    /**
+     * A new view of buffer {@code i}: direct, native order, position 0, limit and capacity the
+     * buffer's size.
+     *
+     * @param i which buffer
+     * @return the view
+     * @throws ClosedException the lease was closed
+     * @throws IllegalStateException the buffer is larger than a ByteBuffer can be: use {@link #slices(int)}
+     */
+    public ByteBuffer buffer(int i) throws ClosedException {
+        checkOpen("buffer(" + i + ")");
+        ByteBuffer[] s = roots[index(i)];
+        if (s.length != 1 || bufferSize(i) > Integer.MAX_VALUE)
+            throw new IllegalStateException("buffer " + i + " of " + this + " has " + bufferSize(i)
+                    + " bytes, more than a ByteBuffer holds: use slices(" + i + ")");
+        return view(s[0]);
+    }
+
+    /**
+     * New views of buffer {@code i} in consecutive slices of {@link #SLICE_BYTES} (the last one
+     * shorter), or one view of it all when it fits a ByteBuffer.
+     *
+     * @param i which buffer
+     * @return the views, in address order
+     * @throws ClosedException the lease was closed
+     */
+    public List<ByteBuffer> slices(int i) throws ClosedException {
+        checkOpen("slices(" + i + ")");
+        List<ByteBuffer> l = new ArrayList<>();
+        for (ByteBuffer root : roots[index(i)])
+            l.add(view(root));
+        return Collections.unmodifiableList(l);
+    }
+
+    /**
+     * A view of every buffer, for buffers of at most {@link Integer#MAX_VALUE} bytes.
+     *
+     * @return {@link #buffer(int)} of each, in order
+     * @throws ClosedException the lease was closed
+     */
+    public List<ByteBuffer> buffers() throws ClosedException {
+        List<ByteBuffer> l = new ArrayList<>();
+        for (int i = 0; i < count(); i++)
+            l.add(buffer(i));
+        return Collections.unmodifiableList(l);
+    }
+
+    /** @return false once the lease was released */
+    public boolean isOpen() {
+        return open;
+    }
+
+    /**
+     * Give the buffers back to the daemon. Views taken from this lease read zeroes from now on
+     * and never reach the next holder. Closing twice is fine.
+     *
+     * @throws HugepoolException the release failed (the map count limit): the lease stays open
+     */
+    @Override
+    public void close() throws HugepoolException {
+        if (open)
+            pool.release(this);
+        Reference.reachabilityFence(this);
+    }
+
+    long[] nativeDescription() {
+        return description;
+    }
+
+    /* With the pool's lock held, once the daemon has them back. */
+    void released() {
+        for (Range r : ranges)
+            r.released = true;
+        open = false;
+    }
+
+    private static ByteBuffer view(ByteBuffer root) {
+        // a duplicate keeps its root reachable; its order is big-endian until set
+        return root.duplicate().order(ByteOrder.nativeOrder());
+    }
+
+    private int index(int i) {
+        if (i < 0 || i >= roots.length)
+            throw new IndexOutOfBoundsException("buffer " + i + " of a lease of " + roots.length);
+        return i;
+    }
+
+    private void checkOpen(String what) throws ClosedException {
+        if (!open)
+            throw new ClosedException(what, "the lease");
+    }
+
+    /** @return "Lease(N x CLASS)" */
+    @Override
+    public String toString() {
+        return "Lease(" + count() + " x " + className + ")";
+    }
+}

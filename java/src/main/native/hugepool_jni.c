@@ -1,0 +1,748 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hugepool_jni.c - the JNI glue of the Java binding (java/, hugepool-java(7)): one C function
+ * per native method of org.hugepool.Native, each a thin call into libhugepool.
+ *
+ * Conventions: handles (hp_conn, writers, readers, spill streams) cross into Java as jlong
+ * pointers; a call that can fail returns a negative errno (a ticket, LSN, count or pointer
+ * otherwise, all below 2^63) and Java builds the exception, reading the daemon's words with
+ * lastError under the same lock. Only the two calls that connect throw here: why a connect
+ * failed is hp_last_error(NULL), the calling thread's, read in the same native call.
+ *
+ * Threads and memory: this file holds no global state besides the class references JNI_OnLoad
+ * caches. Java serialises the calls on each handle (HugePool's lock for a connection and what
+ * belongs to it; a writer's own lock for a writer, which has a connection of its own), so
+ * nothing here locks. Buffers are released with hp_release_keep_range, never hp_release: a
+ * ByteBuffer Java handed out may outlive the lease, and the range it points at must stay
+ * mapped (private zeroes) until Java's Cleaner calls unmap. Java arrays are copied in with
+ * Get*ArrayRegion, never pinned across a call that may block.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <jni.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+
+#include "hugepool.h"
+#include "org_hugepool_Native.h" /* javac -h: the prototypes, checked against Native.java */
+
+#define BATCH_MAX 1024 /* records in one appendBatch; Java splits larger batches */
+
+static jclass exception_class; /* org.hugepool.HugepoolException */
+static jmethodID exception_create; /* static HugepoolException create(int, String, String, String) */
+static jclass byte_array_class;
+static jclass string_class;
+
+/* A journal writer: its own connection (its waits watch the socket) and a copy area for arrays. */
+struct writer {
+	hp_conn *c;
+	hp_journal *j;
+	char *scratch;
+	size_t cap;
+};
+
+/* A journal reader and the record it read but could not yet hand over (it did not fit). */
+struct reader {
+	hp_journal_reader *r;
+	bool pending;
+	uint64_t lsn;
+	const void *data;
+	size_t len;
+	int err; /* an error met after records were handed over: the next call's */
+};
+
+/* A spill stream and where arrays are copied through on their way in. */
+#define SPILL_SCRATCH (64u << 10)
+struct spill {
+	hp_spill *s;
+	char scratch[SPILL_SCRATCH];
+};
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
+{
+	JNIEnv *env;
+	jclass k;
+	(void)reserved;
+
+	if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK)
+		return JNI_ERR;
+	if (!(k = (*env)->FindClass(env, "org/hugepool/HugepoolException")) ||
+	    !(exception_class = (*env)->NewGlobalRef(env, k)) ||
+	    !(exception_create = (*env)->GetStaticMethodID(env, k, "create",
+							   "(ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;)"
+							   "Lorg/hugepool/HugepoolException;")) ||
+	    !(k = (*env)->FindClass(env, "[B")) || !(byte_array_class = (*env)->NewGlobalRef(env, k)) ||
+	    !(k = (*env)->FindClass(env, "java/lang/String")) || !(string_class = (*env)->NewGlobalRef(env, k)))
+		return JNI_ERR;
+	return JNI_VERSION_1_8;
+}
+
+/* A Java string as a C string the caller frees (NULL for null); *ret_err -ENOMEM when it fails. */
+static char *utf(JNIEnv *env, jstring s, int *ret_err)
+{
+	const char *u;
+	char *copy;
+
+	*ret_err = 0;
+	if (!s)
+		return NULL;
+	u = (*env)->GetStringUTFChars(env, s, NULL);
+	if (!u) {
+		*ret_err = -ENOMEM;
+		return NULL;
+	}
+	copy = strdup(u);
+	(*env)->ReleaseStringUTFChars(env, s, u);
+	if (!copy)
+		*ret_err = -ENOMEM;
+	return copy;
+}
+
+/*
+ * A Java string of text from the library or the daemon (an untrusted peer): bytes outside
+ * printable ASCII become '?', so JNI's modified UTF-8 never sees a malformed sequence.
+ */
+static jstring text(JNIEnv *env, const char *s)
+{
+	char buf[1024];
+	size_t i = 0;
+
+	for (; s && s[i] && i < sizeof(buf) - 1; i++)
+		buf[i] = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? s[i] : '?';
+	buf[i] = '\0';
+	return (*env)->NewStringUTF(env, buf);
+}
+
+/* Throw HugepoolException.create(err, what, hp_strerror(err), words). */
+static void throw_hp(JNIEnv *env, int err, const char *what, const char *words)
+{
+	jstring w = text(env, what);
+	jstring m = text(env, hp_strerror(err));
+	jstring d = text(env, words);
+	jobject e;
+
+	if (!w || !m || !d)
+		return; /* OutOfMemoryError pending */
+	e = (*env)->CallStaticObjectMethod(env, exception_class, exception_create, (jint)-err, w, m, d);
+	if (e && !(*env)->ExceptionCheck(env))
+		(*env)->Throw(env, e);
+}
+
+/* The address of a direct buffer's bytes [off, off + len), or NULL (an exception pending). */
+static char *direct(JNIEnv *env, jobject buf, jint off, jint len)
+{
+	char *p = (*env)->GetDirectBufferAddress(env, buf);
+	jlong cap = (*env)->GetDirectBufferCapacity(env, buf);
+
+	if (!p || off < 0 || len < 0 || (jlong)off + len > cap) {
+		jclass k = (*env)->FindClass(env, "java/lang/IllegalArgumentException");
+
+		if (k)
+			(*env)->ThrowNew(env, k, "not a direct buffer, or the range is outside it");
+		return NULL;
+	}
+	return p + off;
+}
+
+/* ---- connection ---- */
+
+JNIEXPORT jlong JNICALL Java_org_hugepool_Native_connect(JNIEnv *env, jclass k, jstring socket)
+{
+	hp_conn *c;
+	char *path;
+	int r;
+	(void)k;
+
+	path = utf(env, socket, &r);
+	if (r < 0)
+		return 0;
+	r = hp_connect(path, &c);
+	if (r < 0) {
+		throw_hp(env, r, "connecting to hugepoold", hp_last_error(NULL));
+		free(path);
+		return 0;
+	}
+	free(path);
+	return (jlong)(uintptr_t)c;
+}
+
+JNIEXPORT void JNICALL Java_org_hugepool_Native_disconnect(JNIEnv *env, jclass k, jlong c)
+{
+	(void)env, (void)k;
+	hp_disconnect((hp_conn *)(uintptr_t)c);
+}
+
+JNIEXPORT jstring JNICALL Java_org_hugepool_Native_lastError(JNIEnv *env, jclass k, jlong c)
+{
+	(void)k;
+	return text(env, hp_last_error((hp_conn *)(uintptr_t)c));
+}
+
+JNIEXPORT jstring JNICALL Java_org_hugepool_Native_strerror(JNIEnv *env, jclass k, jint err)
+{
+	(void)k;
+	return text(env, hp_strerror(-err));
+}
+
+JNIEXPORT jstring JNICALL Java_org_hugepool_Native_errnoName(JNIEnv *env, jclass k, jint err)
+{
+	const char *n = strerrorname_np(err);
+	(void)k;
+
+	return n ? text(env, n) : NULL;
+}
+
+/* ---- buffers ---- */
+
+/* Lease n buffers: out gets addr, size, lease id for each; 0 or -errno. */
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_acquire(JNIEnv *env, jclass k, jlong c, jstring cls, jint n,
+							jlong timeout_ms, jlongArray out)
+{
+	struct hp_buffer *b;
+	jlong *v;
+	char *name;
+	int r;
+	(void)k;
+
+	if (n <= 0 || n > HP_ACQUIRE_MAX || (*env)->GetArrayLength(env, out) < 3 * n)
+		return -EINVAL;
+	name = utf(env, cls, &r);
+	if (r < 0)
+		return r;
+	b = calloc((size_t)n, sizeof(*b));
+	v = calloc((size_t)n * 3, sizeof(*v));
+	if (!b || !v) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = hp_acquire((hp_conn *)(uintptr_t)c, name, (unsigned)n, timeout_ms, b);
+	if (r == 0) {
+		for (jint i = 0; i < n; i++) {
+			v[3 * i] = (jlong)(uintptr_t)b[i].addr;
+			v[3 * i + 1] = (jlong)b[i].size;
+			v[3 * i + 2] = (jlong)b[i].lease_id;
+		}
+		(*env)->SetLongArrayRegion(env, out, 0, 3 * n, v);
+	}
+out:
+	free(name);
+	free(b);
+	free(v);
+	return r;
+}
+
+/* Release the buffers acquire described in lease (addr, size, id each), keeping their ranges. */
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_release(JNIEnv *env, jclass k, jlong c, jlongArray lease)
+{
+	jsize len = (*env)->GetArrayLength(env, lease);
+	unsigned n = (unsigned)len / 3;
+	struct hp_buffer *b;
+	jlong *v;
+	int r;
+	(void)k;
+
+	if (n == 0 || n > HP_ACQUIRE_MAX)
+		return -EINVAL;
+	b = calloc(n, sizeof(*b));
+	v = calloc((size_t)n * 3, sizeof(*v));
+	if (!b || !v) {
+		free(b);
+		free(v);
+		return -ENOMEM;
+	}
+	(*env)->GetLongArrayRegion(env, lease, 0, (jsize)(3 * n), v);
+	for (unsigned i = 0; i < n; i++)
+		b[i] = (struct hp_buffer){ .addr = (void *)(uintptr_t)v[3 * i], .size = (size_t)v[3 * i + 1],
+					   .lease_id = (uint64_t)v[3 * i + 2] };
+	r = hp_release_keep_range((hp_conn *)(uintptr_t)c, b, n);
+	free(b);
+	free(v);
+	return r;
+}
+
+/* A direct ByteBuffer over [addr, addr + len) (len <= Integer.MAX_VALUE). */
+JNIEXPORT jobject JNICALL Java_org_hugepool_Native_wrap(JNIEnv *env, jclass k, jlong addr, jlong len)
+{
+	(void)k;
+	return (*env)->NewDirectByteBuffer(env, (void *)(uintptr_t)addr, len);
+}
+
+/* The end of a released range: Java's Cleaner, once no ByteBuffer over it is reachable. */
+JNIEXPORT void JNICALL Java_org_hugepool_Native_unmap(JNIEnv *env, jclass k, jlong addr, jlong len)
+{
+	(void)env, (void)k;
+	munmap((void *)(uintptr_t)addr, (size_t)len);
+}
+
+/* ---- status ---- */
+
+/*
+ * The daemon's status flattened: strings[] and numbers[] in the order Status.decode reads them
+ * (keep the two in step). Returns 0 with out[0], out[1] set, or -errno.
+ */
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_status(JNIEnv *env, jclass k, jlong c, jobjectArray out)
+{
+	struct hp_status *st;
+	jobjectArray strings;
+	jlongArray numbers;
+	jlong *v;
+	size_t nv, ns, iv = 0, is = 0;
+	int r;
+	(void)k;
+
+	r = hp_status((hp_conn *)(uintptr_t)c, &st);
+	if (r < 0)
+		return r;
+	ns = 2 + st->nclasses + 3 * (size_t)st->njournals;
+	nv = 10 + 6 * (size_t)st->nclasses + 7 * (size_t)st->njournals;
+	v = calloc(nv, sizeof(*v));
+	strings = (*env)->NewObjectArray(env, (jsize)ns, string_class, NULL);
+	numbers = (*env)->NewLongArray(env, (jsize)nv);
+	if (!v || !strings || !numbers) {
+		r = -ENOMEM;
+		goto out;
+	}
+#define STR(s)                                                                      \
+	do {                                                                        \
+		jstring j_ = text(env, (s));                                        \
+		if (!j_) {                                                          \
+			r = -ENOMEM;                                                \
+			goto out;                                                   \
+		}                                                                   \
+		(*env)->SetObjectArrayElement(env, strings, (jsize)is++, j_);       \
+		(*env)->DeleteLocalRef(env, j_);                                    \
+	} while (0)
+	STR(st->daemon_version);
+	STR(st->fallback_reason);
+	v[iv++] = st->daemon_pid;
+	v[iv++] = (jlong)st->page_size;
+	v[iv++] = st->hugetlb;
+	v[iv++] = st->fallback;
+	v[iv++] = (jlong)st->pool_bytes;
+	v[iv++] = st->nclasses;
+	v[iv++] = st->njournals;
+	v[iv++] = st->nclients;
+	v[iv++] = st->nleases;
+	v[iv++] = (jlong)st->spill.files;
+	for (uint32_t i = 0; i < st->nclasses; i++) {
+		const struct hp_class_status *cs = &st->classes[i];
+
+		STR(cs->name);
+		v[iv++] = (jlong)cs->size;
+		v[iv++] = cs->total;
+		v[iv++] = cs->free;
+		v[iv++] = cs->leased;
+		v[iv++] = cs->waiters;
+		v[iv++] = cs->retired;
+	}
+	for (uint32_t i = 0; i < st->njournals; i++) {
+		const struct hp_journal_status *js = &st->journals[i];
+
+		STR(js->name);
+		STR(js->backend);
+		STR(js->note);
+		v[iv++] = js->state;
+		v[iv++] = (jlong)js->next_lsn;
+		v[iv++] = (jlong)js->durable_lsn;
+		v[iv++] = (jlong)js->retain_lsn;
+		v[iv++] = (jlong)js->appends;
+		v[iv++] = (jlong)js->syncs;
+		v[iv++] = js->writers;
+	}
+#undef STR
+	(*env)->SetLongArrayRegion(env, numbers, 0, (jsize)nv, v);
+	(*env)->SetObjectArrayElement(env, out, 0, strings);
+	(*env)->SetObjectArrayElement(env, out, 1, numbers);
+out:
+	free(v);
+	hp_status_free(st);
+	return r;
+}
+
+/* ---- journal writers ---- */
+
+/* Connect and open a writer on the new connection; throws on failure. */
+JNIEXPORT jlong JNICALL Java_org_hugepool_Native_writerOpen(JNIEnv *env, jclass k, jstring socket, jstring journal)
+{
+	struct writer *w;
+	char *path, *name;
+	int r, r2;
+	(void)k;
+
+	path = utf(env, socket, &r);
+	name = utf(env, journal, &r2);
+	w = calloc(1, sizeof(*w));
+	if (r < 0 || r2 < 0 || !w) {
+		throw_hp(env, -ENOMEM, "opening a journal writer", "");
+		goto fail;
+	}
+	r = hp_connect(path, &w->c);
+	if (r < 0) {
+		throw_hp(env, r, "connecting to hugepoold", hp_last_error(NULL));
+		goto fail;
+	}
+	r = hp_journal_open(w->c, name, &w->j);
+	if (r < 0) {
+		char what[PATH_MAX];
+
+		snprintf(what, sizeof(what), "opening a writer of journal \"%s\"", name);
+		throw_hp(env, r, what, hp_last_error(w->c));
+		hp_disconnect(w->c);
+		goto fail;
+	}
+	free(path);
+	free(name);
+	return (jlong)(uintptr_t)w;
+fail:
+	free(path);
+	free(name);
+	free(w);
+	return 0;
+}
+
+JNIEXPORT void JNICALL Java_org_hugepool_Native_writerClose(JNIEnv *env, jclass k, jlong h)
+{
+	struct writer *w = (struct writer *)(uintptr_t)h;
+	(void)env, (void)k;
+
+	hp_journal_close(w->j);
+	hp_disconnect(w->c);
+	free(w->scratch);
+	free(w);
+}
+
+JNIEXPORT jstring JNICALL Java_org_hugepool_Native_writerLastError(JNIEnv *env, jclass k, jlong h)
+{
+	(void)k;
+	return text(env, hp_last_error(((struct writer *)(uintptr_t)h)->c));
+}
+
+/* Room for len bytes in the writer's copy area; NULL when memory is short. */
+static char *scratch(struct writer *w, size_t len)
+{
+	if (len > w->cap) {
+		size_t cap = len < 4096 ? 4096 : len;
+		char *p = realloc(w->scratch, cap);
+
+		if (!p)
+			return NULL;
+		w->scratch = p;
+		w->cap = cap;
+	}
+	return w->scratch;
+}
+
+/*
+ * One record, from a direct buffer (buf, array NULL) or an array: append and return its ticket,
+ * or with wait, append, wait and return its LSN; -errno.
+ */
+static jlong append_one(JNIEnv *env, struct writer *w, jobject buf, jbyteArray array, jint off, jint len, bool wait)
+{
+	uint64_t v;
+	char *p;
+	int r;
+
+	if (array) {
+		if (off < 0 || len < 0 || (jlong)off + len > (*env)->GetArrayLength(env, array))
+			return -EINVAL;
+		if (!(p = scratch(w, (size_t)len)))
+			return -ENOMEM;
+		(*env)->GetByteArrayRegion(env, array, off, len, (jbyte *)p);
+	} else if (!(p = direct(env, buf, off, len))) {
+		return -EINVAL;
+	}
+	r = wait ? hp_journal_append_wait(w->j, p, (size_t)len, &v) : hp_journal_append(w->j, p, (size_t)len, &v);
+	return r < 0 ? r : (jlong)v;
+}
+
+JNIEXPORT jlong JNICALL Java_org_hugepool_Native_append(JNIEnv *env, jclass k, jlong h, jobject buf, jint off,
+							jint len, jboolean wait)
+{
+	(void)k;
+	return append_one(env, (struct writer *)(uintptr_t)h, buf, NULL, off, len, wait);
+}
+
+JNIEXPORT jlong JNICALL Java_org_hugepool_Native_appendArray(JNIEnv *env, jclass k, jlong h, jbyteArray a,
+							     jint off, jint len, jboolean wait)
+{
+	(void)k;
+	return append_one(env, (struct writer *)(uintptr_t)h, NULL, a, off, len, wait);
+}
+
+/*
+ * n records as one group (consecutive LSNs, durable together): each recs[i] a byte[] or a direct
+ * ByteBuffer, its bytes [offs[i], offs[i] + lens[i]). Arrays are copied into the writer's area
+ * first, buffers appended in place. The ticket, or with wait the first LSN; -errno.
+ */
+JNIEXPORT jlong JNICALL Java_org_hugepool_Native_appendBatch(JNIEnv *env, jclass k, jlong h, jobjectArray recs,
+							     jintArray offs, jintArray lens, jboolean wait)
+{
+	struct writer *w = (struct writer *)(uintptr_t)h;
+	jsize n = (*env)->GetArrayLength(env, recs);
+	jint off[BATCH_MAX], len[BATCH_MAX];
+	struct iovec iov[BATCH_MAX];
+	size_t copy = 0, at = 0;
+	uint64_t v;
+	int r;
+	(void)k;
+
+	if (n <= 0 || n > BATCH_MAX)
+		return -EINVAL;
+	(*env)->GetIntArrayRegion(env, offs, 0, n, off);
+	(*env)->GetIntArrayRegion(env, lens, 0, n, len);
+	for (jsize i = 0; i < n; i++) {
+		if (off[i] < 0 || len[i] < 0)
+			return -EINVAL;
+		copy += (size_t)len[i];
+	}
+	if (!scratch(w, copy))
+		return -ENOMEM;
+	for (jsize i = 0; i < n; i++) {
+		jobject o = (*env)->GetObjectArrayElement(env, recs, i);
+
+		if (!o)
+			return -EINVAL;
+		if ((*env)->IsInstanceOf(env, o, byte_array_class)) {
+			if ((jlong)off[i] + len[i] > (*env)->GetArrayLength(env, o))
+				return -EINVAL;
+			(*env)->GetByteArrayRegion(env, o, off[i], len[i], (jbyte *)w->scratch + at);
+			iov[i] = (struct iovec){ w->scratch + at, (size_t)len[i] };
+			at += (size_t)len[i];
+		} else {
+			char *p = direct(env, o, off[i], len[i]);
+
+			if (!p)
+				return -EINVAL;
+			iov[i] = (struct iovec){ p, (size_t)len[i] };
+		}
+		(*env)->DeleteLocalRef(env, o);
+	}
+	r = wait ? hp_journal_appendv_wait(w->j, iov, (unsigned)n, &v) : hp_journal_appendv(w->j, iov, (unsigned)n, &v);
+	return r < 0 ? r : (jlong)v;
+}
+
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_await(JNIEnv *env, jclass k, jlong h, jlong ticket, jlong timeout_ms)
+{
+	(void)env, (void)k;
+	return hp_journal_wait(((struct writer *)(uintptr_t)h)->j, (uint64_t)ticket, timeout_ms);
+}
+
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_awaitLsn(JNIEnv *env, jclass k, jlong h, jlong lsn, jlong timeout_ms)
+{
+	(void)env, (void)k;
+	return hp_journal_wait_lsn(((struct writer *)(uintptr_t)h)->j, (uint64_t)lsn, timeout_ms);
+}
+
+JNIEXPORT jlong JNICALL Java_org_hugepool_Native_durableLsn(JNIEnv *env, jclass k, jlong h)
+{
+	(void)env, (void)k;
+	return (jlong)hp_journal_durable_lsn(((struct writer *)(uintptr_t)h)->j);
+}
+
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_truncate(JNIEnv *env, jclass k, jlong c, jstring journal, jlong lsn)
+{
+	char *name;
+	int r;
+	(void)k;
+
+	name = utf(env, journal, &r);
+	if (r < 0)
+		return r;
+	r = hp_journal_truncate((hp_conn *)(uintptr_t)c, name, (uint64_t)lsn);
+	free(name);
+	return r;
+}
+
+/* ---- journal readers ---- */
+
+JNIEXPORT jlong JNICALL Java_org_hugepool_Native_readerOpen(JNIEnv *env, jclass k, jlong c, jstring journal,
+							    jlong from)
+{
+	struct reader *rd;
+	char *name;
+	int r;
+	(void)k;
+
+	name = utf(env, journal, &r);
+	if (r < 0)
+		return r;
+	rd = calloc(1, sizeof(*rd));
+	if (!rd) {
+		free(name);
+		return -ENOMEM;
+	}
+	r = hp_journal_reader_open((hp_conn *)(uintptr_t)c, name, (uint64_t)from, &rd->r);
+	free(name);
+	if (r < 0) {
+		free(rd);
+		return r;
+	}
+	return (jlong)(uintptr_t)rd;
+}
+
+/*
+ * Copy the next records into dst (a direct buffer of cap bytes), as many whole ones as fit, at
+ * most max: meta gets lsn, offset, length of each; returns how many (0: none durable yet) or
+ * -errno. A first record larger than cap: -EOVERFLOW with its length in meta[0] (grow, call
+ * again: the record waits here).
+ */
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_readerNext(JNIEnv *env, jclass k, jlong h, jobject dst, jint cap,
+							   jlongArray meta, jint max)
+{
+	struct reader *rd = (struct reader *)(uintptr_t)h;
+	char *p = direct(env, dst, 0, cap);
+	jlong m[3 * 64];
+	size_t at = 0;
+	jint n = 0;
+	(void)k;
+
+	if (!p)
+		return -EINVAL;
+	if (max > 64)
+		max = 64;
+	if (rd->err && !rd->pending) {
+		int e = rd->err;
+
+		rd->err = 0;
+		return e;
+	}
+	while (n < max) {
+		if (!rd->pending) {
+			int r = hp_journal_reader_next(rd->r, &rd->lsn, &rd->data, &rd->len);
+
+			if (r < 0 && n == 0)
+				return r;
+			if (r < 0)
+				rd->err = r;
+			if (r <= 0)
+				break;
+			rd->pending = true;
+		}
+		if (rd->len > (size_t)cap - at) {
+			if (n == 0) {
+				jlong need = (jlong)rd->len;
+
+				(*env)->SetLongArrayRegion(env, meta, 0, 1, &need);
+				return -EOVERFLOW;
+			}
+			break;
+		}
+		memcpy(p + at, rd->data, rd->len);
+		m[3 * n] = (jlong)rd->lsn;
+		m[3 * n + 1] = (jlong)at;
+		m[3 * n + 2] = (jlong)rd->len;
+		at += rd->len;
+		n++;
+		rd->pending = false;
+	}
+	if (n > 0)
+		(*env)->SetLongArrayRegion(env, meta, 0, 3 * n, m);
+	return n;
+}
+
+JNIEXPORT void JNICALL Java_org_hugepool_Native_readerClose(JNIEnv *env, jclass k, jlong h)
+{
+	struct reader *rd = (struct reader *)(uintptr_t)h;
+	(void)env, (void)k;
+
+	hp_journal_reader_close(rd->r);
+	free(rd);
+}
+
+/* ---- spill streams ---- */
+
+/* threshold: 0 the daemon's, -1 a file from the first byte, else bytes. */
+JNIEXPORT jlong JNICALL Java_org_hugepool_Native_spillOpen(JNIEnv *env, jclass k, jlong c, jlong threshold)
+{
+	struct hp_spill_opts o = { .threshold = threshold < 0 ? HP_SPILL_ALWAYS_FILE : (uint64_t)threshold };
+	struct spill *s = malloc(sizeof(*s));
+	int r;
+	(void)env, (void)k;
+
+	if (!s)
+		return -ENOMEM;
+	r = hp_spill_open((hp_conn *)(uintptr_t)c, &o, &s->s);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	return (jlong)(uintptr_t)s;
+}
+
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_spillWrite(JNIEnv *env, jclass k, jlong h, jobject buf, jint off,
+							   jint len)
+{
+	char *p = direct(env, buf, off, len);
+	(void)k;
+
+	return p ? hp_spill_write(((struct spill *)(uintptr_t)h)->s, p, (size_t)len) : -EINVAL;
+}
+
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_spillWriteArray(JNIEnv *env, jclass k, jlong h, jbyteArray a,
+								jint off, jint len)
+{
+	struct spill *s = (struct spill *)(uintptr_t)h;
+	(void)k;
+
+	if (off < 0 || len < 0 || (jlong)off + len > (*env)->GetArrayLength(env, a))
+		return -EINVAL;
+	do {
+		jint n = len < (jint)SPILL_SCRATCH ? len : (jint)SPILL_SCRATCH;
+		int r;
+
+		(*env)->GetByteArrayRegion(env, a, off, n, (jbyte *)s->scratch);
+		if ((r = hp_spill_write(s->s, s->scratch, (size_t)n)) < 0)
+			return r;
+		off += n;
+		len -= n;
+	} while (len > 0);
+	return 0;
+}
+
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_spillFinish(JNIEnv *env, jclass k, jlong h)
+{
+	(void)env, (void)k;
+	return hp_spill_finish(((struct spill *)(uintptr_t)h)->s);
+}
+
+/* Read up to len bytes into dst at off (a direct buffer): how many, 0 at the end, or -errno. */
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_spillRead(JNIEnv *env, jclass k, jlong h, jobject dst, jint off,
+							  jint len)
+{
+	char *p = direct(env, dst, off, len);
+	(void)k;
+
+	return p ? (jint)hp_spill_read(((struct spill *)(uintptr_t)h)->s, p, (size_t)len) : -EINVAL;
+}
+
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_spillRewind(JNIEnv *env, jclass k, jlong h)
+{
+	(void)env, (void)k;
+	return hp_spill_rewind(((struct spill *)(uintptr_t)h)->s);
+}
+
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_spillState(JNIEnv *env, jclass k, jlong h)
+{
+	(void)env, (void)k;
+	return hp_spill_state(((struct spill *)(uintptr_t)h)->s);
+}
+
+JNIEXPORT jlong JNICALL Java_org_hugepool_Native_spillSize(JNIEnv *env, jclass k, jlong h)
+{
+	(void)env, (void)k;
+	return (jlong)hp_spill_size(((struct spill *)(uintptr_t)h)->s);
+}
+
+JNIEXPORT void JNICALL Java_org_hugepool_Native_spillClose(JNIEnv *env, jclass k, jlong h)
+{
+	struct spill *s = (struct spill *)(uintptr_t)h;
+	(void)env, (void)k;
+
+	hp_spill_close(s->s);
+	free(s);
+}

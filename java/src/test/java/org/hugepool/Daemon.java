@@ -1,0 +1,203 @@
+/*
+ * SPDX-License-Identifier: MIT
+ *
+ * Daemon.java - a real hugepoold for one test class (a JUnit extension: perClass), as
+ * tests/integration/harness.c starts one for the C tests: a fresh temporary directory with the
+ * socket, the configuration (hugepages from $HP_TEST_HUGEPAGES, "prefer" by default, plus the
+ * class's own keys and sections) and the spill directory; the build's hugepoold (system property
+ * hugepool.build) run with -v. Its output is read by a thread of its own into `lines` and
+ * daemon.log; the start and restart return once the daemon logged its start line ("Cold start" or
+ * "Warm start"), which it writes after its socket listens and just before READY=1, so no test
+ * sleeps waiting for it. Start and restart from the test class's thread: the daemon gets SIGTERM
+ * when the thread that started it ends.
+ */
+package org.hugepool;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.Writer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback {
+    static final Path BUILD = Paths.get(System.getProperty("hugepool.build", "../build")).toAbsolutePath().normalize();
+    private static final long START_MS = 60_000;
+
+    final Path dir, socket, conf;
+    private Process proc;
+    private final List<String> lines = new ArrayList<>(); // guarded by itself
+    private int starts; // start lines seen
+
+    private Daemon(String globals, String sections) throws IOException {
+        dir = Files.createTempDirectory("hugepool-java.");
+        socket = dir.resolve("sock");
+        conf = dir.resolve("hugepoold.conf");
+        String huge = System.getenv().getOrDefault("HP_TEST_HUGEPAGES", "prefer");
+        String text = "socket = " + socket + "\n" + (globals.contains("hugepages =") ? "" : "hugepages = " + huge + "\n")
+                + "spill_directory = " + dir.resolve("spill") + "\n" + globals + "\n" + sections;
+        Files.writeString(conf, text.replace("@DIR@", dir.toString()));
+    }
+
+    /**
+     * A daemon for a test class, as a JUnit extension: started before its tests, stopped after
+     * ({@code @RegisterExtension static final Daemon daemon = Daemon.perClass(...)}). globals are
+     * more global keys, sections its [class] and [journal] sections ("@DIR@": the directory).
+     */
+    static Daemon perClass(String globals, String sections) {
+        try {
+            return new Daemon(globals, sections);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public void beforeAll(ExtensionContext context) throws Exception {
+        spawn();
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) throws Exception {
+        close();
+    }
+
+    private void spawn() throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>();
+        // a crashed test JVM runs no close(): the daemon gets SIGTERM when its parent ends (as
+        // harness.c's PR_SET_PDEATHSIG), where util-linux's setpriv can say so
+        if (Files.isExecutable(Paths.get("/usr/bin/setpriv")))
+            cmd.addAll(List.of("/usr/bin/setpriv", "--pdeathsig", "TERM", "--"));
+        cmd.addAll(List.of(BUILD.resolve("hugepoold").toString(), "-v", "-c", conf.toString()));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        pb.redirectErrorStream(true);
+        pb.environment().remove("NOTIFY_SOCKET");
+        pb.environment().remove("LISTEN_FDS");
+        proc = pb.start();
+        Process p = proc;
+        Thread t = new Thread(() -> pump(p), "hugepoold output");
+        t.setDaemon(true);
+        t.start();
+        awaitStart(starts + 1);
+    }
+
+    private void pump(Process p) {
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+                Writer log = Files.newBufferedWriter(dir.resolve("daemon.log"), StandardCharsets.UTF_8,
+                        java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND)) {
+            for (String line; (line = r.readLine()) != null;) {
+                log.write(line + "\n");
+                log.flush();
+                synchronized (lines) {
+                    lines.add(line);
+                    lines.notifyAll();
+                }
+            }
+        } catch (IOException e) {
+            // the daemon is gone; awaitStart sees it
+        }
+        synchronized (lines) {
+            lines.notifyAll();
+        }
+    }
+
+    /* Wait until the n-th start line, or fail when the daemon exits or START_MS passes. */
+    private void awaitStart(int n) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(START_MS);
+        synchronized (lines) {
+            for (;;) {
+                int seen = 0;
+                for (String l : lines)
+                    if (l.contains("Cold start") || l.contains("Warm start"))
+                        seen++;
+                if (seen >= n) {
+                    starts = seen;
+                    return;
+                }
+                long left = deadline - System.nanoTime();
+                if (!proc.isAlive() || left <= 0)
+                    throw new IllegalStateException("hugepoold did not start (" + (proc.isAlive() ? "timeout" : "exit "
+                            + proc.exitValue()) + "):\n" + String.join("\n", lines));
+                lines.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+            }
+        }
+    }
+
+    /** A warm restart by re-execution (hugepoolctl restart): returns once the next life is ready. */
+    void restart() throws IOException, InterruptedException {
+        Process ctl = new ProcessBuilder(BUILD.resolve("hugepoolctl").toString(), "-s", socket.toString(), "restart")
+                .redirectErrorStream(true).start();
+        String out = new String(ctl.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (ctl.waitFor() != 0)
+            throw new IllegalStateException("hugepoolctl restart: " + out);
+        awaitStart(starts + 1);
+    }
+
+    /** How many lines of the log contain s. */
+    int logCount(String s) {
+        synchronized (lines) {
+            return (int) lines.stream().filter(l -> l.contains(s)).count();
+        }
+    }
+
+    String log() {
+        synchronized (lines) {
+            return String.join("\n", lines);
+        }
+    }
+
+    String socketPath() {
+        return socket.toString();
+    }
+
+    /** SIGTERM, wait, and remove the directory. */
+    @Override
+    public void close() throws IOException {
+        if (proc != null && proc.isAlive()) {
+            proc.destroy();
+            try {
+                if (!proc.waitFor(30, TimeUnit.SECONDS))
+                    proc.destroyForcibly().waitFor();
+            } catch (InterruptedException e) {
+                proc.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+        try (Stream<Path> s = Files.walk(dir)) {
+            s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
+    }
+
+    /**
+     * A JVM of the same Java, with the binding on its class path, running mainClass with args
+     * ("-cp", PATH first: that class path instead).
+     */
+    static ProcessBuilder jvm(String mainClass, String... args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.add("-D" + NativeLibrary.PROPERTY + "=" + System.getProperty(NativeLibrary.PROPERTY));
+        if (!(args.length > 1 && args[0].equals("-cp"))) {
+            cmd.add("-cp");
+            cmd.add(System.getProperty("hugepool.classpath"));
+        } else {
+            cmd.add(args[0]);
+            cmd.add(args[1]);
+            args = java.util.Arrays.copyOfRange(args, 2, args.length);
+        }
+        cmd.add(mainClass);
+        cmd.addAll(List.of(args));
+        return new ProcessBuilder(cmd).redirectErrorStream(true);
+    }
+}

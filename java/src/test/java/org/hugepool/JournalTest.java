@@ -1,0 +1,136 @@
+/*
+ * SPDX-License-Identifier: MIT
+ *
+ * JournalTest.java - journals from Java: appends of arrays, heap and direct buffers and batches,
+ * tickets and waits, append-and-wait's LSNs, the durable LSN, a replay from 1 and from the middle
+ * with each record's LSN and bytes, truncate; and across a warm restart of the daemon
+ * (hugepoolctl restart): the writer is cut off with the LSN the journal is durable to, the
+ * HugePool's connection and its lease live on, a new writer goes on, and the replay holds every
+ * acknowledged record once, in order.
+ */
+package org.hugepool;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+class JournalTest {
+    @RegisterExtension
+    static final Daemon daemon = Daemon.perClass("", "[class small]\nsize = 2M\ncount = 2\n"
+                + "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n"
+                + "[journal r]\ndirectory = @DIR@/r\nsegment_size = 1M\n");
+
+    static byte[] rec(String j, long i, int size) {
+        byte[] b = new byte[size];
+        byte[] tag = (j + ":" + i + ";").getBytes(StandardCharsets.US_ASCII);
+        for (int k = 0; k < size; k++)
+            b[k] = tag[k % tag.length];
+        return b;
+    }
+
+    /* Every record of journal j from `from` on, as arrays, checking LSNs are consecutive. */
+    static List<byte[]> replay(HugePool pool, String j, long from) throws Exception {
+        List<byte[]> out = new ArrayList<>();
+        try (JournalReader r = pool.openJournalReader(j, from)) {
+            for (JournalRecord rec; (rec = r.next()) != null;) {
+                assertEquals(from + out.size(), rec.lsn());
+                assertTrue(rec.data().isReadOnly());
+                out.add(rec.bytes());
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void appendWaitReplay() throws Exception {
+        try (HugePool pool = HugePool.connect(daemon.socketPath()); JournalWriter w = pool.openJournalWriter("j")) {
+            List<byte[]> sent = new ArrayList<>();
+            assertEquals(1, w.appendAndWait(rec("j", 1, 100)));
+            sent.add(rec("j", 1, 100));
+            long t = w.append(rec("j", 2, 1000));
+            sent.add(rec("j", 2, 1000));
+            ByteBuffer direct = ByteBuffer.allocateDirect(3000);
+            direct.put(rec("j", 3, 3000)).flip();
+            w.append(direct);
+            assertEquals(0, direct.remaining(), "an append consumes the buffer");
+            sent.add(rec("j", 3, 3000));
+            ByteBuffer heap = ByteBuffer.wrap(rec("j", 4, 50)).asReadOnlyBuffer();
+            t = w.append(heap);
+            sent.add(rec("j", 4, 50));
+            w.await(t, Duration.ofSeconds(10));
+            assertTrue(w.durableLsn() >= 4);
+            long first = w.appendBatchAndWait(rec("j", 5, 10), rec("j", 6, 0), rec("j", 7, 70000));
+            assertEquals(5, first);
+            sent.add(rec("j", 5, 10));
+            sent.add(rec("j", 6, 0));
+            sent.add(rec("j", 7, 70000));
+            ByteBuffer b8 = ByteBuffer.allocateDirect(8);
+            b8.put(0, (byte) 8);
+            t = w.appendBatch(b8, ByteBuffer.wrap(rec("j", 9, 9)));
+            sent.add(new byte[] { 8, 0, 0, 0, 0, 0, 0, 0 });
+            sent.add(rec("j", 9, 9));
+            w.awaitLsn(9, Duration.ofSeconds(10));
+            assertEquals(10, w.appendAndWait(ByteBuffer.wrap(rec("j", 10, 200_000))));
+            sent.add(rec("j", 10, 200_000));
+            assertEquals("EMSGSIZE", assertThrows(HugepoolException.class, () -> w.append(new byte[(1 << 20) + 1]))
+                    .errnoName());
+
+            List<byte[]> got = replay(pool, "j", 1);
+            assertEquals(sent.size(), got.size());
+            for (int i = 0; i < sent.size(); i++)
+                assertArrayEquals(sent.get(i), got.get(i), "record " + (i + 1));
+            List<byte[]> tail = replay(pool, "j", 7);
+            assertEquals(4, tail.size());
+            assertArrayEquals(sent.get(6), tail.get(0));
+            pool.truncateJournal("j", 5);
+            assertEquals(10, pool.status().journal("j").durableLsn());
+        }
+    }
+
+    @Test
+    void acrossAWarmRestart() throws Exception {
+        try (HugePool pool = HugePool.connect(daemon.socketPath()); Lease lease = pool.acquire("small", 1, Duration.ZERO)) {
+            lease.buffer(0).putLong(0, 0x1234_5678_9abcL);
+            JournalWriter w = pool.openJournalWriter("r");
+            long n = 0;
+            for (; n < 50; n++)
+                w.append(rec("r", n + 1, 200));
+            w.await(w.append(rec("r", ++n, 200)), Duration.ofSeconds(10));
+
+            daemon.restart();
+
+            // a restart recovers the journal and closes its writers' connections
+            DaemonGoneException gone = assertThrows(DaemonGoneException.class, () -> {
+                for (int i = 0; i < 1000; i++)
+                    w.appendAndWait(rec("x", i, 10));
+            });
+            assertTrue(gone.daemonMessage().contains("durable up to LSN " + n), gone.getMessage());
+            w.close();
+            // the pool's connection and its lease live on
+            assertEquals(1, pool.status().leases());
+            assertEquals(0x1234_5678_9abcL, lease.buffer(0).getLong(0));
+            try (JournalWriter again = pool.openJournalWriter("r")) {
+                assertEquals(n + 1, again.appendAndWait(rec("r", n + 1, 200)));
+                n++;
+            }
+            List<byte[]> got = replay(pool, "r", 1);
+            assertEquals(n, got.size());
+            for (int i = 0; i < n; i++)
+                assertArrayEquals(rec("r", i + 1, 200), got.get(i), "record " + (i + 1));
+            try (JournalReader r = pool.openJournalReader("r", n + 1)) {
+                assertNull(r.next());
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# java-tests.sh - the Java binding's tests (java/src/test: JUnit 5 through Maven Surefire, each
+# test class with a hugepoold of its own) against BUILD's daemon, hugepoolctl and JNI library:
+# on the default JDK, then again on every other JDK of 21 or later in /usr/lib/jvm (Surefire's
+# forked JVM; Maven itself runs on the default). Prints one closing line,
+# "java: N passed, N failed, N skipped". Run by tests/run-tests.sh (make check), or alone:
+# tests/java-tests.sh build (after make java).
+# Usage: tests/java-tests.sh BUILD_DIR
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-build}" && pwd)
+mvn=${MVN:-mvn}
+passed=0 failed=0 skipped=0
+
+# the JVMs to run on: the default java, then each other installed JDK of 21 or later
+jvms=("$(readlink -f "$(command -v java)")")
+for j in /usr/lib/jvm/*/bin/java; do
+	[ -x "$j" ] || continue
+	j=$(readlink -f "$j")
+	v=$("$j" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+	[ "${v%%.*}" -ge 21 ] 2>/dev/null || continue
+	[[ " ${jvms[*]} " == *" $j "* ]] || jvms+=("$j")
+done
+
+for jvm in "${jvms[@]}"; do
+	v=$("$jvm" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+	reports="$build/java/target/surefire-reports"
+	rm -rf "$reports"
+	out=$(cd "$top/java" && "$mvn" -B -Dstyle.color=never test -Djvm="$jvm" -DbuildDir="$build/java/target" \
+		-Dhugepool.build="$build" 2>&1)
+	rc=$?
+	p=0 f=0 s=0
+	for x in "$reports"/TEST-*.xml; do
+		[ -f "$x" ] || continue
+		t=$(sed -n 's/.*<testsuite [^>]*tests="\([0-9]*\)".*/\1/p' "$x" | head -1)
+		e=$(sed -n 's/.*<testsuite [^>]*errors="\([0-9]*\)".*/\1/p' "$x" | head -1)
+		u=$(sed -n 's/.*<testsuite [^>]*failures="\([0-9]*\)".*/\1/p' "$x" | head -1)
+		k=$(sed -n 's/.*<testsuite [^>]*skipped="\([0-9]*\)".*/\1/p' "$x" | head -1)
+		f=$((f + e + u)) s=$((s + k)) p=$((p + t - e - u - k))
+	done
+	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1 # Maven failed before or around the tests
+	printf '%-34s %3d passed %3d failed %3d skipped\n' "java (Java $v)" "$p" "$f" "$s"
+	[ "$f" -eq 0 ] || echo "$out" | grep -v '^\[INFO\] \(Download\|Running\)' | tail -80
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+done
+echo "java: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
