@@ -56,7 +56,20 @@ say = @printf '  %-6s %s\n'
 endif
 
 COMMON_SRC := $(wildcard src/common/*.c)
-DAEMON_SRC := $(filter-out src/daemon/main.c,$(wildcard src/daemon/*.c))
+# the daemon's subsystems, a folder each (docs/ARCHITECTURE.md, "Layers"), and the folders each
+# may use (its headers' includes included): its files are compiled with those on the include path
+# and no other, and no file includes another folder's *_internal.h (daemon-includes, below)
+DAEMON_DIRS := base jio config restart pool journal spill server
+DAEMON_USES_base :=
+DAEMON_USES_jio := base
+DAEMON_USES_config := base jio
+DAEMON_USES_restart := base
+DAEMON_USES_pool := base jio config restart
+DAEMON_USES_journal := base jio config
+DAEMON_USES_spill := base jio config restart
+DAEMON_USES_server := base jio config restart pool journal spill
+DAEMON_SRC := $(foreach d,$(DAEMON_DIRS),$(wildcard src/daemon/$(d)/*.c))
+DAEMON_INCLUDES := $(addprefix -Isrc/daemon/,$(DAEMON_DIRS))
 LIB_SRC := $(wildcard src/lib/*.c)
 HEAP_SRC := $(wildcard src/heap/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
@@ -109,21 +122,36 @@ $(BUILD)/.test-deps:
 	$(call check_deps,$(TEST_DEPS))
 
 # The layers (docs/ARCHITECTURE.md, "Layers"), enforced by the include path: a source file in
-# src/common, src/lib, src/heap, src/daemon or src/cli sees the public header, src/common and its own
-# directory (the compiler looks there first), nothing else; tests, benchmarks and fuzz targets
-# see everything.
+# src/common, src/lib, src/heap or src/cli sees the public header, src/common and its own
+# directory (the compiler looks there first), nothing else; one in a folder of src/daemon also
+# the folders DAEMON_USES_<folder> names (main.c: all of them); tests, benchmarks and fuzz
+# targets see everything.
 define layer_rule
-$$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c | $$(BUILD)/.build-deps
+$$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c | $$(BUILD)/.build-deps $(3)
 	@mkdir -p $$(dir $$@)
 	$$(say) CC $$@
-	$$(Q)$$(CC) $$(CFLAGS) -c -o $$@ $$<
+	$$(Q)$$(CC) $$(CFLAGS) $(2) -c -o $$@ $$<
 endef
-$(foreach layer,common lib heap daemon cli,$(eval $(call layer_rule,$(layer))))
+$(foreach layer,common lib heap cli,$(eval $(call layer_rule,$(layer))))
+$(foreach d,$(DAEMON_DIRS),$(eval $(call layer_rule,daemon/$(d),$(addprefix -Isrc/daemon/,$(DAEMON_USES_$(d))),$$(BUILD)/.daemon-includes)))
+$(BUILD)/obj/src/daemon/main.o: src/daemon/main.c | $(BUILD)/.build-deps $(BUILD)/.daemon-includes
+	@mkdir -p $(dir $@)
+	$(say) CC $@
+	$(Q)$(CC) $(CFLAGS) $(DAEMON_INCLUDES) -c -o $@ $<
+
+# A folder's *_internal.h is for that folder's files: none elsewhere includes it (each folder
+# that may use another sees all of it on the include path, so the path alone cannot say this).
+$(BUILD)/.daemon-includes: $(wildcard src/daemon/*/*.[ch] src/daemon/*.c)
+	@bad=$$(for f in $^; do d=$$(dirname $$f); \
+		grep -o '#include "[a-z_]*_internal\.h"' $$f | sed 's/.*"\(.*\)"/\1/' | \
+		while read -r h; do [ -e "$$d/$$h" ] || echo "$$f includes $$h, internal to another folder"; done; done); \
+	[ -z "$$bad" ] || { echo "$$bad" >&2; exit 1; }
+	@mkdir -p $(dir $@) && touch $@
 
 $(BUILD)/obj/%.o: %.c | $(BUILD)/.test-deps
 	@mkdir -p $(dir $@)
 	$(say) CC $@
-	$(Q)$(CC) $(CFLAGS) -Isrc/daemon -Isrc/lib -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS) $(DAEMON_INCLUDES) -Isrc/lib -c -o $@ $<
 
 $(LIBCOMMON): $(call obj,$(COMMON_SRC))
 	$(say) AR $@

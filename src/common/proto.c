@@ -5,7 +5,7 @@
  * The rule table, generated from proto.h's PROTO_REQUESTS and PROTO_REPLIES lists, is the
  * single statement of which message goes which way, how long its payload may be, whether it
  * may carry fds and (for a request) how its payload is checked. The daemon's non-blocking I/O
- * (src/daemon/peer.c) decodes with proto_check_header() and proto_parse_request() from here;
+ * (src/daemon/server/peer.c) decodes with proto_check_header() and proto_parse_request() from here;
  * the blocking helpers are for libhugepool and the tests. Nothing here keeps state.
  */
 #include <errno.h>

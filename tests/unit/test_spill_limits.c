@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the daemon's spill accounting (src/daemon/spill.c) without a socket: limits at
+ * Unit tests of the daemon's spill accounting (src/daemon/spill/spill.c) without a socket: limits at
  * their exact edges (bytes and files, per uid and for the machine), several owners of one uid,
  * refunds on cuts, closes and release, cuts of a file written or allocated past its charge, a
  * closed file still open elsewhere lingering until its last holder closes it, the page,
