@@ -28,7 +28,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is 
  * daemon upgraded under running clients (a warm restart) goes on serving them as they expect.
  * 2: journals (open sends 3 fds), njournals in status; 3: spill streams; 4: restart request,
  * the start section of status; 5: records per batch of each journal, and each client's heaps
- * (from its spill page) at the end of status.
+ * (from its counters page) at the end of status.
  */
 #define PROTO_VERSION 5
 #define PROTO_VERSION_MIN 3
@@ -92,7 +92,7 @@ _Static_assert(sizeof(struct proto_hdr) == 16, "header size");
 	/* + entries, one fd each */                                                                           \
 	Y(JOURNAL_SEGMENTS, 69, "journal-segments", PROTO_MAX_FDS, sizeof(struct proto_journal_segments),      \
 	  sizeof(struct proto_journal_segments) + PROTO_MAX_FDS * sizeof(struct proto_journal_segment))         \
-	/* fd: the connection's spill page */                                                                  \
+	/* fd: the connection's counters page */                                                                  \
 	Y(SPILL_ATTACHED, 70, "spill-attached", 1, PROTO_FIXED(struct proto_spill_attached))                  \
 	/* fd: the spill file, read-write */                                                                   \
 	Y(SPILL_CREATED, 71, "spill-created", 1, PROTO_FIXED(struct proto_spill_created))
@@ -195,9 +195,9 @@ struct proto_journal_segment {
 };
 
 /*
- * Spill streams. A client attaches once per connection and gets the default threshold and a
- * shared page (struct proto_spill_page) where it counts its in-memory streams, which the daemon
- * never sees otherwise. A stream that outgrows memory asks for a file: an unnamed file in the
+ * Spill streams. A client attaches once per connection and gets the default threshold and its
+ * counters page (struct proto_counters_page), where it counts its in-memory streams and its
+ * heaps, which the daemon never sees otherwise. A stream that outgrows memory asks for a file: an unnamed file in the
  * daemon's spill directory, limited in number per uid and for the machine. Before writing
  * past what it was charged, the client asks for the stream's new total (PROTO_SPILL_CHARGE);
  * the daemon charges the difference against the uid's and the machine's byte limits, or
@@ -211,14 +211,14 @@ struct proto_spill_attach {
 
 struct proto_spill_attached {
 	uint64_t threshold; /* spill_threshold: the default in-memory bytes of a stream */
-	uint64_t page_size; /* bytes of the spill page memfd sent with this message */
+	uint64_t page_size; /* bytes of the counters page memfd sent with this message */
 };
 
-/* A field of the status lists below (and of the spill page): declared as it is named. */
+/* A field of the status lists below (and of the counters page): declared as it is named. */
 #define PROTO_FIELD(kind, type, name) type name;
 
 /*
- * A client's hugepage heaps: words of its spill page (struct proto_spill_page), and from version
+ * A client's hugepage heaps: words of its counters page (struct proto_counters_page), and from version
  * 5 on one struct proto_status_heaps per client record, in the same order, after the journals'
  * batches; the same names in struct hp_client_heaps.
  */
@@ -228,17 +228,17 @@ struct proto_spill_attached {
 	X(NUM, uint64_t, heap_bytes) /* bytes of those buffers given to the heaps' allocator */
 
 /*
- * The connection's spill page: written by the client (atomics), read by the daemon for status
- * only. Its streams in memory, and (version 5 on; zero before) its hugepage heaps
+ * The connection's counters page: written by the client (atomics), read by the daemon for status
+ * only. Its spill streams in memory, and (version 5 on; zero before) its hugepage heaps
  * (libhugepool-heap), which the daemon cannot tell from other leases.
  */
-struct proto_spill_page {
+struct proto_counters_page {
 	uint64_t streams_memory; /* open streams that are still in memory */
 	uint64_t bytes_memory; /* bytes those streams hold */
 	PROTO_STATUS_HEAPS_FIELDS(PROTO_FIELD)
 	uint64_t reserved[3];
 };
-_Static_assert(sizeof(struct proto_spill_page) == 64, "the spill page's layout is the wire's");
+_Static_assert(sizeof(struct proto_counters_page) == 64, "the counters page's layout is the wire's");
 
 struct proto_spill_create {
 	uint32_t flags; /* must be 0 */
@@ -268,7 +268,7 @@ struct proto_spill_close {
  * computes (a percentile); an OWN field is on the wire like the others, but filled, decoded and
  * shown by hand (a state name, a bool, a scaled value).
  * A new counter: one line here, its line in hugepool.h, and the daemon code that counts it.
- * (PROTO_FIELD, which declares them, stands above struct proto_spill_page, its first user.)
+ * (PROTO_FIELD, which declares them, stands above struct proto_counters_page, its first user.)
  */
 #define PROTO_STATUS_SPILL_FIELDS(X)                                                          \
 	X(NUM, uint64_t, threshold)                                                           \
@@ -278,7 +278,7 @@ struct proto_spill_close {
 	X(NUM, uint32_t, max_files_per_uid)                                                   \
 	X(NUM, uint64_t, bytes) /* charged now, all clients */                                \
 	X(NUM, uint64_t, files)                                                               \
-	X(NUM, uint64_t, streams_memory) /* as the clients' spill pages say */                \
+	X(NUM, uint64_t, streams_memory) /* as the clients' counters pages say */                \
 	X(NUM, uint64_t, bytes_memory)                                                        \
 	X(NUM, uint64_t, files_created) /* since start */                                     \
 	X(NUM, uint64_t, bytes_charged_total)                                                 \
@@ -383,7 +383,7 @@ struct proto_status_class {
 	X(OWN, uint32_t, waiting) /* 1 while an acquire of this client waits */               \
 	X(NUM, uint32_t, spill_files) /* spill files open */                                  \
 	X(NUM, uint64_t, spill_bytes) /* bytes charged to them */                             \
-	X(NUM, uint64_t, spill_streams_memory) /* from its spill page */                      \
+	X(NUM, uint64_t, spill_streams_memory) /* from its counters page */                      \
 	X(NUM, uint64_t, spill_bytes_memory)
 
 struct proto_status_client {

@@ -74,7 +74,7 @@ static void usage(FILE *f)
 
 /*
  * The warm state's spill records: one per spill file (spill_max_files; "unlimited" keeps the
- * first 65536) and one per connection's spill page. A file past them is simply not kept: its
+ * first 65536) and one per connection's counters page. A file past them is simply not kept: its
  * connection is closed by a next life.
  */
 static uint32_t spill_records(const struct config *cfg)
@@ -84,7 +84,7 @@ static uint32_t spill_records(const struct config *cfg)
 
 /*
  * What a warm restart keeps at most: every buffer, the state and the listening socket, and for
- * every connection its socket and spill page, and every spill file; each kept under a 12-byte
+ * every connection its socket and counters page, and every spill file; each kept under a 12-byte
  * name (warm.h, "listen" 6), as systemd hands them back in LISTEN_FDNAMES (fdstore.h).
  */
 static void print_store_needs(const struct config *cfg)

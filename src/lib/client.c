@@ -231,8 +231,8 @@ void hp_disconnect(hp_conn *c)
 	for (size_t i = 0; i < c->nmaps; i++)
 		munmap(c->maps[i].addr, c->maps[i].size);
 	/* a stream still open would write its counters here: leave the page to it (misuse) */
-	if (c->spill_page && !c->spill_streams)
-		munmap(c->spill_page, sizeof(*c->spill_page));
+	if (c->counters && !c->spill_streams)
+		munmap(c->counters, sizeof(*c->counters));
 	close(c->fd);
 	free(c->maps);
 	free(c);

@@ -22,10 +22,10 @@ struct hp_conn {
 	char last_error[PROTO_TEXT_MAX + 1];
 	struct hp_mapping *maps; /* buffers leased through this connection */
 	size_t nmaps, maps_cap;
-	/* spill streams (spill.c): the daemon's default threshold and the counters page it reads,
-	 * both set by the first hp_spill_open; streams still open on this connection */
+	/* the counters page the daemon reads (counters.c) and the spill threshold, both set at the
+	 * first spill stream or heap report; spill streams still open on this connection */
+	struct proto_counters_page *counters;
 	uint64_t spill_threshold;
-	struct proto_spill_page *spill_page;
 	unsigned spill_streams;
 };
 
@@ -73,5 +73,12 @@ int client_check_fd(hp_conn *c, int fd, enum client_fd_kind kind, uint64_t min_s
 int status_decode(const void *buf, size_t len, struct hp_status **ret);
 
 void client_set_error(hp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * counters.c: take the connection's counters page (and the spill threshold) from the daemon, once;
+ * add to its spill streams' words.
+ */
+int counters_attach(hp_conn *c);
+void counters_add_spill(hp_conn *c, int64_t streams, int64_t bytes);
 
 #endif

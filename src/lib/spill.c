@@ -13,10 +13,9 @@
  * Reading: the memory tail is handed out in place; the file part goes through a read window
  * (rbuf) that holds a copy of stream bytes [rb_off, rb_off + rb_len), filled with pread (and
  * from the tail when a window straddles the two parts). Large hp_spill_read calls skip the
- * window. The connection's spill page (proto.h) counts in-memory streams for the daemon's status.
- * Both fds from the daemon are checked first (client_check_fd): the page must be a sealed memfd
- * of its announced size (the counters are written through a mapping of it), the file a regular
- * file open read-write without O_APPEND (pwrite would append wherever the offset said).
+ * window. The connection's counters page (counters.c) counts in-memory streams for the daemon's
+ * status. A file from the daemon is checked first (client_check_fd): a regular file open
+ * read-write without O_APPEND (pwrite would append wherever the offset said).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,66 +51,6 @@ struct hp_spill {
 	uint64_t rb_off;
 };
 
-/* Add v to one word of the connection's page (the daemon reads it, atomically, for status). */
-static void page_word_add(uint64_t *word, int64_t v)
-{
-	if (v)
-		__atomic_fetch_add(word, (uint64_t)v, __ATOMIC_RELAXED);
-}
-
-static void page_add(hp_conn *c, int64_t streams, int64_t bytes)
-{
-	page_word_add(&c->spill_page->streams_memory, streams);
-	page_word_add(&c->spill_page->bytes_memory, bytes);
-}
-
-/* Once per connection: the daemon's threshold and the counters page. */
-static int attach(hp_conn *c)
-{
-	struct proto_spill_attach req = { 0 };
-	const struct proto_spill_attached *a;
-	_cleanup_free_ void *payload = NULL;
-	int fd, r;
-	void *p;
-
-	r = client_call_fds(c, PROTO_SPILL_ATTACH, &req, sizeof(req), PROTO_SPILL_ATTACHED, &payload, &fd, 1);
-	if (r < 0)
-		return r;
-	a = payload;
-	if (a->page_size < sizeof(struct proto_spill_page) || a->threshold > HP_SPILL_THRESHOLD_MAX) {
-		client_set_error(c, "the daemon announced a spill page of %" PRIu64 " bytes and a threshold of %" PRIu64,
-				 a->page_size, a->threshold);
-		close(fd);
-		return -EPROTO;
-	}
-	if ((r = client_check_fd(c, fd, CLIENT_FD_MEMORY, a->page_size, "a spill page")) < 0) {
-		close(fd);
-		return r;
-	}
-	p = mmap(NULL, sizeof(struct proto_spill_page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	r = p == MAP_FAILED ? -errno : 0;
-	close(fd);
-	if (r < 0)
-		return r;
-	c->spill_page = p;
-	c->spill_threshold = a->threshold;
-	return 0;
-}
-
-int hp_conn_report_heaps(hp_conn *c, int64_t heaps, int64_t buffers, int64_t bytes)
-{
-	int r;
-
-	if (!c)
-		return -EINVAL;
-	if (!c->spill_page && (r = attach(c)) < 0)
-		return r;
-	page_word_add(&c->spill_page->heaps, heaps);
-	page_word_add(&c->spill_page->heap_buffers, buffers);
-	page_word_add(&c->spill_page->heap_bytes, bytes);
-	return 0;
-}
-
 int hp_spill_open(hp_conn *c, const struct hp_spill_opts *opts, hp_spill **ret)
 {
 	uint64_t threshold = opts ? opts->threshold : 0;
@@ -122,7 +61,7 @@ int hp_spill_open(hp_conn *c, const struct hp_spill_opts *opts, hp_spill **ret)
 		*ret = NULL;
 	if (!c || !ret || (threshold > HP_SPILL_THRESHOLD_MAX && threshold != HP_SPILL_ALWAYS_FILE))
 		return -EINVAL;
-	if (!c->spill_page && (r = attach(c)) < 0)
+	if ((r = counters_attach(c)) < 0)
 		return r;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -137,7 +76,7 @@ int hp_spill_open(hp_conn *c, const struct hp_spill_opts *opts, hp_spill **ret)
 		s->chunk = MAX(s->threshold, CHUNK_MIN);
 	}
 	c->spill_streams++;
-	page_add(c, 1, 0);
+	counters_add_spill(c, 1, 0);
 	*ret = s;
 	return 0;
 }
@@ -227,7 +166,7 @@ static int to_file(hp_spill *s, uint64_t first)
 	s->fd = fd;
 	s->file_id = ((const struct proto_spill_created *)payload)->file_id;
 	s->charged = first;
-	page_add(s->c, -1, -(int64_t)s->len);
+	counters_add_spill(s->c, -1, -(int64_t)s->len);
 	return buf_reserve(s, s->chunk, s->chunk);
 }
 
@@ -253,7 +192,7 @@ int hp_spill_write(hp_spill *s, const void *data, size_t len)
 			if (len)
 				memcpy(s->buf + s->len, p, len);
 			s->len += len;
-			page_add(s->c, 0, (int64_t)len);
+			counters_add_spill(s->c, 0, (int64_t)len);
 			return 0;
 		}
 		/* what the loop below writes first: whole chunks straight, or the buffer once full */
@@ -456,7 +395,7 @@ void hp_spill_close(hp_spill *s)
 		close(s->fd);
 		client_simple_request(s->c, PROTO_SPILL_CLOSE, &req, sizeof(req));
 	} else {
-		page_add(s->c, -1, -(int64_t)s->len);
+		counters_add_spill(s->c, -1, -(int64_t)s->len);
 	}
 	s->c->spill_streams--;
 	free(s->buf);

@@ -563,9 +563,9 @@ static void test_spill_lies(void **state)
 {
 	static const char *const why[] = {
 		NULL,
-		"the daemon sent a spill page of 0 bytes where it announced 4096",
-		"the daemon sent a spill page that is not a memfd sealed against shrinking",
-		"the daemon sent a spill page of 4096 bytes where it announced 1099511627776",
+		"the daemon sent a counters page of 0 bytes where it announced 4096",
+		"the daemon sent a counters page that is not a memfd sealed against shrinking",
+		"the daemon sent a counters page of 4096 bytes where it announced 1099511627776",
 		"the daemon sent a spill file that is not a regular file",
 		"the daemon sent a spill file that is not open read-write",
 		"the daemon sent a spill file that is not open read-write",

@@ -613,7 +613,7 @@ static pid_t spill_child(const struct daemon *d, const uint8_t *chunk, size_t le
 }
 
 /*
- * A client's spill files, their charges and its spill page live on with its connection across a
+ * A client's spill files, their charges and its counters page live on with its connection across a
  * restart (SIGTERM, then SIGKILL): it goes on writing, charged as before, reads everything back
  * and gets every byte back on close. A client that died while the daemon was down has its file
  * released by the next life.

@@ -54,7 +54,7 @@ struct attacker {
 };
 
 /*
- * As the other uid, within its limits: 64 connections, each with a spill page and 16 spill
+ * As the other uid, within its limits: 64 connections, each with a counters page and 16 spill
  * files. Once the daemon restarted, every connection must still be served and every file
  * still readable. 0 when so, 20+ on a setup error, 13 when something was lost.
  */

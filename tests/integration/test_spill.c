@@ -489,11 +489,11 @@ static void test_full_filesystem(void **state)
 	free(data);
 }
 
-/* A raw connection's spill page, mapped writable, as a client that lies in it. */
-static struct proto_spill_page *raw_page(int fd)
+/* A raw connection's counters page, mapped writable, as a client that lies in it. */
+static struct proto_counters_page *raw_page(int fd)
 {
 	struct proto_spill_attach at = { 0 };
-	struct proto_spill_page *page;
+	struct proto_counters_page *page;
 	struct proto_hdr h;
 	void *payload = NULL;
 	int pfd[1] = { -1 };
@@ -578,7 +578,7 @@ static void test_misbehaving_peer(void **state)
 	start(&d, "", CLASSES);
 	c = conn(&d);
 	fd = raw_connect(&d);
-	/* a file without a spill page is fine; write 1 MiB without asking for a charge */
+	/* a file without a counters page is fine; write 1 MiB without asking for a charge */
 	assert_int_equal(raw_request(fd, PROTO_SPILL_CREATE, &create, sizeof(create), &id, &file), 1);
 	assert_int_equal(pwrite(file, data, 1 * MIB, 0), (ssize_t)(1 * MIB));
 	/* the audit (once a second) cuts it to its charge: nothing */
@@ -613,7 +613,7 @@ static void test_misbehaving_peer(void **state)
 		void *payload = NULL;
 		int pfd[1] = { -1 };
 
-		munmap(raw_page(fd), sizeof(struct proto_spill_page));
+		munmap(raw_page(fd), sizeof(struct proto_counters_page));
 		assert_int_equal(raw_request(fd, PROTO_SPILL_ATTACH, &at, sizeof(at), NULL, NULL), -EEXIST);
 		create.flags = 1;
 		assert_int_equal(proto_send(fd, PROTO_SPILL_CREATE, &create, sizeof(create), NULL, 0), 0);
@@ -1009,7 +1009,7 @@ static void test_totals_hide_other_uids(void **state)
 {
 	static uint8_t chunk[4096];
 	struct hp_spill_opts o = { .threshold = 1 << 20 };
-	struct proto_spill_page *p1, *p2;
+	struct proto_counters_page *p1, *p2;
 	struct hp_status *st;
 	hp_spill *sp[3];
 	static struct daemon d; /* teardown may use it after a failed assertion left the frame */

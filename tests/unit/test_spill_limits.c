@@ -226,7 +226,7 @@ static void test_page_and_leftovers(void **state)
 {
 	struct spill *sp = open_spill(0, 0, 0, 0);
 	struct proto_status_spill st;
-	struct proto_spill_page *page;
+	struct proto_counters_page *page;
 	struct proto_status_heaps heaps;
 	struct spill_owner a;
 	uint64_t threshold = 0, b, m;

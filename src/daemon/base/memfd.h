@@ -3,7 +3,7 @@
  * memfd.h - the one way hugepoold makes shared memory it hands to clients: a memfd of a fixed
  * size, sealed so that nobody (the client included) can shrink or grow it under the daemon's
  * mapping, nor change the seals, and mapped shared by the daemon. Pool buffers, journal rings
- * and wake pages, and spill pages are all made here.
+ * and wake pages, and counters pages are all made here.
  */
 #ifndef HP_MEMFD_H
 #define HP_MEMFD_H

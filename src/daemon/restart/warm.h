@@ -9,7 +9,7 @@
  * must be renewed before anyone gets them (BROKEN); then one record per connection slot
  * (max_connections of them): its socket's name in the store, its credentials and name, whether
  * the next life can serve on it (struct warm_conn), and the acquire it waits in; then one record
- * per spill file or spill page the daemon keeps (struct warm_spill: whose, under which id and
+ * per spill file or counters page the daemon keeps (struct warm_spill: whose, under which id and
  * charge, and the name of its fd in the store). The records are kept current as the lease table
  * changes (plain stores into shared memory, so they survive a SIGKILL as they are), and the
  * memfd itself is kept in the fd store too. Each record carries a sequence number that is odd
@@ -86,7 +86,7 @@ struct warm_conn {
 };
 
 /*
- * A spill file or spill page the daemon holds (spill.h), kept in the fd store so that a client's
+ * A spill file or counters page the daemon holds (spill.h), kept in the fd store so that a client's
  * files and their charges live on with its connection. A LINGER file's stream has closed while
  * some process still holds it: it still counts as a file of uid.
  */
@@ -94,7 +94,7 @@ enum warm_spill_state {
 	WARM_SPILL_FREE = 0,
 	WARM_SPILL_FILE, /* kept as warm_name(WARM_NAME_SPILL, fd_id) */
 	WARM_SPILL_LINGER, /* kept as warm_name(WARM_NAME_SPILL, fd_id) */
-	WARM_SPILL_PAGE, /* a connection's spill page, kept as WARM_NAME_SPAGE */
+	WARM_SPILL_PAGE, /* a connection's counters page, kept as WARM_NAME_SPAGE */
 };
 
 struct warm_spill {

@@ -11,7 +11,7 @@
  *   peer.c         a connection's transport: framing, the out-queue that owns fds, dispatch
  *   svc_lease.c    acquire and release, and the lease table's callbacks
  *   svc_journal.c  journal writers, readers and truncation
- *   svc_spill.c    spill pages and files
+ *   svc_spill.c    counters pages and spill files
  *   svc_status.c   the status reply
  *
  * The handlers are declared from proto.h's PROTO_REQUESTS list, which is also what peer.c's

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * svc_spill.c - the spill service of hugepoold's server: a connection's spill page, and its
+ * svc_spill.c - the spill service of hugepoold's server: a connection's counters page, and its
  * files' creation, charges and closes (the accounting itself is spill.c's).
  */
 #define _GNU_SOURCE
@@ -19,7 +19,7 @@ int handle_spill_attach(struct server *s, struct peer *p, const union proto_requ
 	(void)req;
 	r = spill_attach(s->spill, &p->spill, &fd, &a.threshold);
 	if (r < 0) {
-		send_result(p, r, r == -EEXIST ? "this connection is attached already" : "cannot create the spill page");
+		send_result(p, r, r == -EEXIST ? "this connection is attached already" : "cannot create the counters page");
 		return 0;
 	}
 	peer_send_fds(p, PROTO_SPILL_ATTACHED, &a, sizeof(a), NULL, 0, &fd, 1, 1u, NULL);

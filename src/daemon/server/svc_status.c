@@ -96,7 +96,7 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		memcpy(w, &pc, sizeof(pc));
 		w += sizeof(pc);
 	}
-	/* reads each client's spill page, once; to a non-administrator, its uid's figures only */
+	/* reads each client's counters page, once; to a non-administrator, its uid's figures only */
 	spill_get_status(s->spill, p->admin ? NULL : &p->owner.uid, &spill);
 	TAILQ_FOREACH(q, &s->peers, link) {
 		struct proto_status_client pc = { 0 };

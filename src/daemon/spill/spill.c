@@ -51,10 +51,7 @@
 #define AUDIT_INTERVAL_NS 1000000000ull
 /* blocks a file may hold past its charge (rounded up to st_blksize): file-system metadata */
 #define USAGE_SLACK (64u * 1024)
-#define SPILL_PAGE_BYTES 4096u
 #define LEFTOVER_PREFIX "spill-"
-
-_Static_assert(sizeof(struct proto_spill_page) <= SPILL_PAGE_BYTES, "spill page fits");
 
 /* Create an empty unnamed read-write file in the spill directory. */
 static int file_create(struct spill *sp)
@@ -228,7 +225,7 @@ void spill_owner_init(struct spill *sp, struct spill_owner *o, uid_t uid, pid_t 
 	memset(o, 0, sizeof(*o));
 	o->uid = uid;
 	o->pid = pid;
-	o->page_fd = -1;
+	counters_init(&o->counters);
 	o->page_kept.slot = -1;
 }
 
@@ -367,12 +364,9 @@ void spill_owner_release(struct spill *sp, struct spill_owner *o)
 	if (o->acct)
 		spill_uid_put(sp, o->acct);
 	o->acct = NULL;
-	if (o->page) {
+	if (o->counters.page)
 		spill_keep_forget(sp, &o->page_kept, true);
-		munmap((void *)(uintptr_t)o->page, SPILL_PAGE_BYTES);
-		close(o->page_fd);
-	}
-	o->page = NULL;
+	counters_free(&o->counters, true);
 	if (o->linked)
 		TAILQ_REMOVE(&sp->owners, o, link);
 	o->linked = 0;
@@ -380,27 +374,15 @@ void spill_owner_release(struct spill *sp, struct spill_owner *o)
 
 int spill_attach(struct spill *sp, struct spill_owner *o, int *ret_fd, uint64_t *ret_threshold)
 {
-	void *p;
-	int fd;
+	int r;
 
-	if (o->page)
+	if (o->counters.page)
 		return -EEXIST;
-	fd = sealed_memfd("hugepool-spill-page", 0, SPILL_PAGE_BYTES, PROT_READ, &p);
-	if (fd < 0)
-		return fd;
-	/* the daemon keeps one fd (for the fd store), the client gets the other */
-	*ret_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (*ret_fd < 0) {
-		int r = -errno;
-
-		munmap(p, SPILL_PAGE_BYTES);
-		close(fd);
+	r = counters_create(&o->counters, ret_fd);
+	if (r < 0)
 		return r;
-	}
-	o->page = p;
-	o->page_fd = fd;
 	spill_owner_link(sp, o);
-	spill_keep_page(sp, o, fd);
+	spill_keep_page(sp, o, o->counters.fd);
 	*ret_threshold = sp->threshold;
 	return 0;
 }
@@ -601,28 +583,6 @@ uint64_t spill_audit(struct spill *sp, uint64_t now, bool force)
 	return sp->files ? sp->next_audit : UINT64_MAX;
 }
 
-/*
- * Read the client's counters from its page, once per status: each word one relaxed load into
- * the owner's copy, which everything after uses. The client's words are informative (status
- * only), never trusted for a decision; a page rewritten while a status is made changes
- * nothing in it, since spill_owner_status reports the copy.
- */
-static void page_read(struct spill_owner *o)
-{
-	o->seen_streams = o->page ? __atomic_load_n(&o->page->streams_memory, __ATOMIC_RELAXED) : 0;
-	if (spill_page_hook)
-		spill_page_hook(o->page);
-	o->seen_bytes = o->page ? __atomic_load_n(&o->page->bytes_memory, __ATOMIC_RELAXED) : 0;
-	if (spill_page_hook)
-		spill_page_hook(o->page);
-#define READ_HEAPS(kind, type, name)                                                           \
-	o->seen_heaps.name = o->page ? __atomic_load_n(&o->page->name, __ATOMIC_RELAXED) : 0; \
-	if (spill_page_hook)                                                                  \
-		spill_page_hook(o->page);
-	PROTO_STATUS_HEAPS_FIELDS(READ_HEAPS)
-#undef READ_HEAPS
-}
-
 /* a + b, or UINT64_MAX: the clients' own words must not wrap what the daemon reports */
 static uint64_t add_sat(uint64_t a, uint64_t b)
 {
@@ -645,11 +605,11 @@ void spill_get_status(struct spill *sp, const uid_t *only, struct proto_status_s
 	st->max_files_per_uid = sp->max_files_per_uid;
 	/* every page is read, so that each owner's numbers are current for the client records */
 	TAILQ_FOREACH(o, &sp->owners, link) {
-		page_read(o);
+		counters_read(&o->counters);
 		if (only && o->uid != *only)
 			continue;
-		st->streams_memory = add_sat(st->streams_memory, o->seen_streams);
-		st->bytes_memory = add_sat(st->bytes_memory, o->seen_bytes);
+		st->streams_memory = add_sat(st->streams_memory, o->counters.seen.streams);
+		st->bytes_memory = add_sat(st->bytes_memory, o->counters.seen.bytes);
 	}
 	if (only) {
 		/* the uid's own: what others spill is not its business */
@@ -674,7 +634,7 @@ void spill_get_status(struct spill *sp, const uid_t *only, struct proto_status_s
 
 void spill_owner_heaps(const struct spill_owner *o, struct proto_status_heaps *ret)
 {
-	*ret = o->seen_heaps;
+	*ret = o->counters.seen.heaps;
 }
 
 void spill_owner_status(const struct spill_owner *o, uint32_t *files, uint64_t *bytes,
@@ -682,6 +642,6 @@ void spill_owner_status(const struct spill_owner *o, uint32_t *files, uint64_t *
 {
 	*files = o->nfiles;
 	*bytes = o->bytes;
-	*streams_memory = o->seen_streams;
-	*bytes_memory = o->seen_bytes;
+	*streams_memory = o->counters.seen.streams;
+	*bytes_memory = o->counters.seen.bytes;
 }

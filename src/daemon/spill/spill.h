@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "counters.h"
 #include "proto.h"
 
 struct spill;
@@ -55,11 +56,8 @@ struct spill_owner {
 	struct spill_file *files;
 	unsigned nfiles, cap;
 	uint64_t bytes; /* charged to this owner's files */
-	const struct proto_spill_page *page; /* the client's counters (read-only mapping) or NULL */
-	int page_fd; /* the daemon's fd of the page, kept for a next life */
-	struct spill_kept page_kept;
-	uint64_t seen_streams, seen_bytes; /* what spill_get_status last read from the page */
-	struct proto_status_heaps seen_heaps; /* and of the client's heaps */
+	struct counters counters; /* its counters page (counters.h), made at spill_attach */
+	struct spill_kept page_kept; /* where that page is kept for a next life */
 	TAILQ_ENTRY(spill_owner) link;
 	int linked;
 };
@@ -105,8 +103,8 @@ int spill_adopt_owner(struct spill *sp, struct spill_owner *o, uint64_t conn_id,
 void spill_adopt_rest(struct spill *sp, const struct warm_prev *prev, struct fdstore_fd *fds, unsigned nfds);
 
 /*
- * Give the owner its spill page: *ret_fd is a sealed memfd (the caller's to send and close)
- * and *ret_threshold the default threshold. -EEXIST if it has one already.
+ * Give the owner its counters page (counters.h): *ret_fd is a sealed memfd (the caller's to
+ * send and close) and *ret_threshold the default threshold. -EEXIST if it has one already.
  */
 int spill_attach(struct spill *sp, struct spill_owner *o, int *ret_fd, uint64_t *ret_threshold);
 
@@ -149,8 +147,6 @@ uint64_t spill_audit(struct spill *sp, uint64_t now, bool force);
  */
 void spill_get_status(struct spill *sp, const uid_t *only, struct proto_status_spill *st);
 
-/* Tests only: called after every read of a client's page, to change the page between reads. */
-void spill_page_hook(const struct proto_spill_page *page) __attribute__((weak));
 
 /* One owner's numbers for a status reply, its page as spill_get_status last read it. */
 void spill_owner_status(const struct spill_owner *o, uint32_t *files, uint64_t *bytes,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * spill_warm.c - spill files and pages across a warm restart (hugepoold(8), WARM RESTART): each
- * file the daemon holds (its own fd of it) and each connection's spill page is kept in the fd
+ * file the daemon holds (its own fd of it) and each connection's counters page is kept in the fd
  * store, with a record in the warm state (warm.h: whose, which id the client knows it by, its
  * charge) kept current as charges change; the next life takes them over with the connection, so
  * a client's files, their charges and its page live on, and releases the files of connections it
@@ -23,8 +23,6 @@
 #include "util.h"
 #include "warm.h"
 
-#define SPILL_PAGE_BYTES 4096u
-#define PAGE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 void spill_set_warm(struct spill *sp, struct warm *w)
 {
@@ -38,7 +36,7 @@ void spill_seal(struct spill *sp)
 
 bool spill_owner_kept(const struct spill_owner *o)
 {
-	if (o->page && o->page_kept.slot < 0)
+	if (o->counters.page && o->page_kept.slot < 0)
 		return false;
 	for (unsigned i = 0; i < o->nfiles; i++)
 		if (o->files[i].kept.slot < 0)
@@ -124,20 +122,6 @@ static bool is_spill_file(const struct spill *sp, int fd)
 	       S_ISREG(st.st_mode) && st.st_nlink == 0 && st.st_dev == dir.st_dev;
 }
 
-/* Map fd read-only if it is a spill page: a sealed memfd of one page. NULL if not. */
-static const struct proto_spill_page *map_page(int fd)
-{
-	struct stat st;
-	int seals = fcntl(fd, F_GET_SEALS);
-	void *p;
-
-	if (seals < 0 || (seals & PAGE_SEALS) != PAGE_SEALS || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size != SPILL_PAGE_BYTES)
-		return NULL;
-	p = mmap(NULL, SPILL_PAGE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
 /* Take the fd of record ws out of the hand-over, or -1. */
 static int take(const struct warm_spill *ws, struct fdstore_fd *fds, unsigned nfds)
 {
@@ -187,8 +171,8 @@ int spill_adopt_owner(struct spill *sp, struct spill_owner *o, uint64_t conn_id,
 			ret = -EBADF;
 			continue;
 		}
-		if (ws->state == WARM_SPILL_PAGE && ws->uid == o->uid && !o->page && (o->page = map_page(fd))) {
-			o->page_fd = fd;
+		if (ws->state == WARM_SPILL_PAGE && ws->uid == o->uid && !o->counters.page &&
+		    counters_adopt(&o->counters, fd)) {
 			o->page_kept = (struct spill_kept){ .slot = -1, .fd_id = ws->fd_id };
 			spill_owner_link(sp, o);
 			keep_fd(sp, &o->page_kept, true, fd);

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: the daemon's reader of the spill pages clients share with it (spill.c's
- * page_read, through spill_get_status and spill_owner_status as a status reply uses them), with
- * the pages rewritten between the daemon's reads as a hostile client would.
+ * Fuzz target: the daemon's reader of the counters pages clients share with it (counters.c's
+ * counters_read, through spill_get_status and spill_owner_status as a status reply uses them),
+ * with the pages rewritten between the daemon's reads as a hostile client would.
  *
  * Input: one byte of owners (1..8, and which of them have a page), 16 bytes of initial counters
  * per owner with a page (its streams' words; the heaps' start at zero), then a rewrite script of
  * 10-byte steps (owner, word, 8 value bytes). The page's words are its first NWORDS uint64s, in
  * the order the daemon reads them: streams_memory, bytes_memory, then the heaps' fields.
- * spill_page_hook runs after every read the daemon makes of a page and applies the next step
+ * counters_read_hook runs after every read the daemon makes of a page and applies the next step
  * to a page (any page: clients share nothing, but a rewrite anywhere must change nothing
  * already read). What must hold: the machine's figures are exactly the sum of the owners'
  * (each page is read once per status, and the owners report that read), and each owner
@@ -29,23 +29,23 @@
 
 #define MAX_OWNERS 8
 #define NWORDS 5 /* streams_memory, bytes_memory, heaps, heap_buffers, heap_bytes */
-_Static_assert(offsetof(struct proto_spill_page, heap_bytes) == (NWORDS - 1) * sizeof(uint64_t),
+_Static_assert(offsetof(struct proto_counters_page, heap_bytes) == (NWORDS - 1) * sizeof(uint64_t),
 	       "the words the daemon reads are the page's first NWORDS");
 
-static uint64_t *words(struct proto_spill_page *page)
+static uint64_t *words(struct proto_counters_page *page)
 {
 	return (uint64_t *)page;
 }
 
 static struct {
-	struct proto_spill_page *page[MAX_OWNERS]; /* the client's writable mappings */
-	const struct proto_spill_page *daemon[MAX_OWNERS]; /* the daemon's mappings, to know whose */
+	struct proto_counters_page *page[MAX_OWNERS]; /* the client's writable mappings */
+	const struct proto_counters_page *daemon[MAX_OWNERS]; /* the daemon's mappings, to know whose */
 	uint64_t at_read[MAX_OWNERS][NWORDS]; /* what each page held when the daemon read each word */
 	unsigned nreads[MAX_OWNERS], n;
 	const uint8_t *script, *end;
 } cur;
 
-void spill_page_hook(const struct proto_spill_page *page)
+void counters_read_hook(const struct proto_counters_page *page)
 {
 	unsigned i, w;
 
@@ -112,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fd);
 		if (cur.page[i] == MAP_FAILED)
 			abort();
-		cur.daemon[i] = owners[i].page;
+		cur.daemon[i] = owners[i].counters.page;
 	}
 	cur.n = n;
 	data++;
