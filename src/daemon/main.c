@@ -206,6 +206,15 @@ static void parts_free(struct parts *d)
 	free(d->handed);
 }
 
+/* For the tests: HUGEPOOLD_FAULT_INJECT=NAME:SPEC arms SPEC (jio_set_fault) in journal NAME. */
+static const char *fault_for(const char *journal)
+{
+	const char *f = getenv("HUGEPOOLD_FAULT_INJECT");
+	size_t n = strlen(journal);
+
+	return f && strncmp(f, journal, n) == 0 && f[n] == ':' ? f + n + 1 : NULL;
+}
+
 /*
  * The state and the pool are kept, the state first, so that it is among what the service
  * manager can hand back however large the pool: before server_open, whose recycler may renew a
@@ -425,7 +434,8 @@ int main(int argc, char **argv)
 	/* journals recover before anyone can connect: clients only ever see a consistent log */
 	for (; d.njournals < cfg.njournals; d.njournals++) {
 		notify_sendf("STATUS=Recovering journal %s", cfg.journals[d.njournals].name);
-		if (journal_open(&cfg.journals[d.njournals], &d.journals[d.njournals]) < 0)
+		if (journal_open(&cfg.journals[d.njournals], fault_for(cfg.journals[d.njournals].name),
+				 &d.journals[d.njournals]) < 0)
 			return boot_failed(&d, EXIT_JOURNAL);
 	}
 	if (spill_open(&cfg, &d.spill, err, sizeof(err)) < 0) {

@@ -132,7 +132,7 @@ static int life_open(const char *dir, const struct jcase *c, const char *extra, 
 
 	config_of(&cfg, dir, c, extra);
 	*ret = NULL;
-	return journal_open(&cfg.journals[0], ret);
+	return journal_open(&cfg.journals[0], NULL, ret);
 }
 
 /* Stop a journal as a power loss right after its last ack would: no clean-stop marker. */

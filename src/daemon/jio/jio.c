@@ -237,70 +237,79 @@ static bool req_valid(const struct jio_req *req)
 	return true;
 }
 
+/*
+ * Fault injection, decided once for a request about to be written (jio_submit and jio_run
+ * alike): FAULT_WRITE, the request holds the write that is to fail (it and what follows it never
+ * happen, as when a real write fails; the writes up to it are counted); FAULT_SYNC, its sync is
+ * the one to fail (written, then -EIO); else FAULT_NONE.
+ */
+enum fault { FAULT_NONE, FAULT_WRITE, FAULT_SYNC };
+
+static enum fault fault_take(struct jio *io, const struct jio_req *req)
+{
+	if (io->fail_write_at > io->writes && io->fail_write_at - io->writes <= req->niov) {
+		io->writes = io->fail_write_at;
+		io->fail_write_at = 0;
+		return FAULT_WRITE;
+	}
+	return io->fail_sync_at && io->fail_sync_at == io->syncs + 1 ? FAULT_SYNC : FAULT_NONE;
+}
+
+/* A request taken by the backend: what it writes and syncs is counted, a sync fault spent. */
+static void counted(struct jio *io, const struct jio_req *req, enum fault f)
+{
+	tap(io, JIO_TAP_SUBMIT, req, 0);
+	io->writes += req->niov;
+	io->syncs++;
+	if (f == FAULT_SYNC)
+		io->fail_sync_at = 0;
+}
+
 int jio_submit(struct jio *io, struct jio_req *req)
 {
 	struct jio_gen *g = gen_of(io);
-	bool fail_sync;
+	enum fault f;
 	int r;
 
 	if (!req_valid(req))
 		return -EINVAL;
 	if (io->inflight >= JIO_DEPTH)
 		return -EBUSY;
-
-	if (io->fail_write_at > io->writes && io->fail_write_at - io->writes <= req->niov) {
-		/* The writes before the failing one are counted and that one too; those after it
-		 * and the sync never happen, as when a real write fails. */
-		io->writes = io->fail_write_at;
-		io->fail_write_at = 0;
+	f = fault_take(io, req);
+	if (f == FAULT_WRITE) {
 		req->res = -EIO;
 		jio_fifo_push(&g->done, req);
 		io->inflight++;
 		jio_signal(io);
 		return 0;
 	}
-
-	fail_sync = io->fail_sync_at && io->fail_sync_at == io->syncs + 1;
 	r = io->ops->submit(io, req);
 	if (r < 0)
-		return r; /* not taken: nothing counted */
-	tap(io, JIO_TAP_SUBMIT, req, 0);
-	io->writes += req->niov;
-	io->syncs++;
-	if (fail_sync) {
-		io->fail_sync_at = 0;
+		return r; /* not taken: nothing counted, a sync fault still armed */
+	counted(io, req, f);
+	if (f == FAULT_SYNC)
 		for (unsigned i = 0; i < JIO_DEPTH; i++)
 			if (!g->fail_sync[i]) {
 				g->fail_sync[i] = req;
 				break;
 			}
-	}
 	io->inflight++;
 	return 0;
 }
 
 int jio_run(struct jio *io, struct jio_req *req)
 {
-	bool fail_sync;
+	enum fault f;
 
 	if (!req_valid(req))
 		return -EINVAL;
-	if (io->fail_write_at > io->writes && io->fail_write_at - io->writes <= req->niov) {
-		/* as in jio_submit: the failing write and everything after it never happen */
-		io->writes = io->fail_write_at;
-		io->fail_write_at = 0;
+	f = fault_take(io, req);
+	if (f == FAULT_WRITE)
 		return req->res = -EIO;
-	}
-	fail_sync = io->fail_sync_at && io->fail_sync_at == io->syncs + 1;
-	tap(io, JIO_TAP_SUBMIT, req, 0);
-	req->res = jio_sync_run(io, req);
-	io->writes += req->niov;
-	io->syncs++;
-	if (fail_sync) {
-		io->fail_sync_at = 0;
-		if (req->res == 0)
-			req->res = -EIO;
-	}
+	counted(io, req, f);
+	req->res = io->ops->run(io, req);
+	if (f == FAULT_SYNC && req->res == 0)
+		req->res = -EIO; /* a real error came first: that one is reported */
 	tap(io, JIO_TAP_COMPLETE, req, 0);
 	return req->res;
 }

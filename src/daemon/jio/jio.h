@@ -63,6 +63,8 @@ typedef void (*jio_tap_fn)(void *arg, enum jio_tap_event ev, const struct jio_re
 struct jio_ops {
 	const char *name;
 	int (*submit)(struct jio *io, struct jio_req *req);
+	/* write and sync on the caller's thread, now: the request's result (jio_run) */
+	int (*run)(struct jio *io, const struct jio_req *req);
 	/* one completed request, or NULL when none is ready (never blocks) */
 	struct jio_req *(*reap)(struct jio *io);
 	void (*close)(struct jio *io);

@@ -237,10 +237,9 @@ uint64_t journal_writer_ring_size(const struct journal_writer *w)
 
 /* --- open, close, truncate, read, stats ------------------------------------------------- */
 
-int journal_open(const struct config_journal *cfg, struct journal **ret)
+int journal_open(const struct config_journal *cfg, const char *fault, struct journal **ret)
 {
 	struct journal *j = calloc(1, sizeof(*j));
-	const char *fault = getenv("HUGEPOOLD_FAULT_INJECT");
 	char note[160] = "", why[PATH_MAX + 160];
 	struct stat st;
 	int r;
@@ -297,11 +296,10 @@ int journal_open(const struct config_journal *cfg, struct journal **ret)
 		log_notice("Journal '%s': %s; using %s", cfg->name, note, j->io->ops->name);
 	snprintf(j->st.backend, sizeof(j->st.backend), "%s", j->io->ops->name);
 	snprintf(j->st.note, sizeof(j->st.note), "%s", note);
-	if (fault && strncmp(fault, cfg->name, strlen(cfg->name)) == 0 && fault[strlen(cfg->name)] == ':') {
-		/* HUGEPOOLD_FAULT_INJECT=NAME:write:N or NAME:sync:N, for the tests */
-		r = jio_set_fault(j->io, fault + strlen(cfg->name) + 1);
+	if (fault) {
+		r = jio_set_fault(j->io, fault);
 		if (r < 0) {
-			log_error("Journal '%s': bad HUGEPOOLD_FAULT_INJECT '%s'", cfg->name, fault);
+			log_error("Journal '%s': bad fault to inject (HUGEPOOLD_FAULT_INJECT): '%s'", cfg->name, fault);
 			goto fail;
 		}
 		log_warning("Journal '%s': fault injection armed: %s", cfg->name, fault);

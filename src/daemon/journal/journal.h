@@ -52,8 +52,11 @@ struct journal_stats {
 	char recovery[200];
 };
 
-/* Open (create, recover) every configured journal's directory and start its flusher. Logs. */
-int journal_open(const struct config_journal *cfg, struct journal **ret);
+/*
+ * Open (create, recover) the journal's directory and start its flusher. fault: for the tests, a
+ * fault to inject in its I/O (jio_set_fault's spec; NULL: none). Logs.
+ */
+int journal_open(const struct config_journal *cfg, const char *fault, struct journal **ret);
 /* Stop the flusher after publishing what completed; close files; free. NULL is fine. */
 void journal_close(struct journal *j);
 const char *journal_name(const struct journal *j);
