@@ -185,6 +185,18 @@ void proto_hdr_init(struct proto_hdr *h, enum proto_type type, uint32_t len, uin
 	proto_hdr_init_version(h, PROTO_VERSION, type, len, nfds);
 }
 
+uint64_t proto_status_size(const struct proto_status *st, uint16_t version)
+{
+	uint64_t n = sizeof(*st);
+
+#define SECTION_SIZE(name, type, count, since)      \
+	if (version >= (since))                         \
+		n += (uint64_t)PROTO_STATUS_COUNT(st, count) * sizeof(type);
+	PROTO_STATUS_SECTIONS(SECTION_SIZE)
+#undef SECTION_SIZE
+	return n;
+}
+
 void proto_set_name(char *dst, size_t dstlen, const char *src)
 {
 	memset(dst, 0, dstlen);

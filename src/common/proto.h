@@ -350,10 +350,7 @@ struct proto_status {
 		recycled_buffers, disconnect_releases;
 	char daemon_version[16];
 	char fallback_reason[128];
-	/* followed by nclasses struct proto_status_class, nclients struct proto_status_client,
-	 * nleases struct proto_status_lease, njournals struct proto_status_journal, nspill struct
-	 * proto_status_spill, (version 4 on) one struct proto_status_start, and (version 5 on) one
-	 * struct proto_status_batches per journal and one struct proto_status_heaps per client */
+	/* followed by the sections of PROTO_STATUS_SECTIONS, in that order */
 };
 
 #define PROTO_STATUS_CLASS_FIELDS(X)                                                          \
@@ -463,6 +460,36 @@ struct proto_status_journal {
 	char note[160];
 	char recovery[200];
 };
+
+/*
+ * The sections of a status reply after struct proto_status, in this order, one row each: its
+ * name, its wire struct, how many there are (a count of struct proto_status, or `one`) and the
+ * first protocol version that has it (a client of an older version gets a reply without it).
+ * The reply's size (proto_status_size), the daemon's encoder and libhugepool's decoder are all
+ * made from this list: a section is added here, and in the one function on each side that
+ * writes or reads one of its records.
+ */
+#define PROTO_STATUS_SECTIONS(X)                                              \
+	X(class, struct proto_status_class, nclasses, 3)                      \
+	X(client, struct proto_status_client, nclients, 3)                    \
+	X(lease, struct proto_status_lease, nleases, 3)                       \
+	X(journal, struct proto_status_journal, njournals, 3)                 \
+	X(spill, struct proto_status_spill, nspill, 3)                        \
+	X(start, struct proto_status_start, one, 4) /* how this life started */ \
+	X(batches, struct proto_status_batches, njournals, 5)                 \
+	X(heaps, struct proto_status_heaps, nclients, 5)
+
+/* How many records a section of PROTO_STATUS_SECTIONS has in the reply st describes. */
+#define PROTO_STATUS_COUNT(st, count) PROTO_STATUS_COUNT_##count(st)
+#define PROTO_STATUS_COUNT_one(st) 1u
+#define PROTO_STATUS_COUNT_nclasses(st) ((st)->nclasses)
+#define PROTO_STATUS_COUNT_nclients(st) ((st)->nclients)
+#define PROTO_STATUS_COUNT_nleases(st) ((st)->nleases)
+#define PROTO_STATUS_COUNT_njournals(st) ((st)->njournals)
+#define PROTO_STATUS_COUNT_nspill(st) ((st)->nspill)
+
+/* The bytes of the reply st describes, in protocol version (all of its sections, header included). */
+uint64_t proto_status_size(const struct proto_status *st, uint16_t version);
 
 /* What a header may announce: returns 0 or a negative errno and a static reason string. */
 int proto_check_header(const struct proto_hdr *h, bool from_client, const char **ret_reason);

@@ -34,24 +34,141 @@ static void copy_name(char *dst, size_t dstlen, const char *src, size_t srclen)
 
 _Static_assert(HP_BATCH_BUCKETS == PROTO_BATCH_BUCKETS, "the public batch buckets are the wire's");
 
+/*
+ * Each get_<section> decodes record i of its section (PROTO_STATUS_SECTIONS) from src into st,
+ * whose arrays are sized by the header's counts: 0, or -EPROTO for a record that lies.
+ */
+static int get_class(struct hp_status *st, uint32_t i, const struct proto_status_class *w)
+{
+	const struct proto_status_class src = *w;
+	struct hp_class_status *dst = &st->classes[i];
+
+	copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
+	PROTO_STATUS_CLASS_FIELDS(COPY_FIELD)
+	dst->retired = !!(src.flags & PROTO_CLASS_RETIRED);
+	return 0;
+}
+
+static int get_client(struct hp_status *st, uint32_t i, const struct proto_status_client *w)
+{
+	const struct proto_status_client src = *w;
+	struct hp_client_status *dst = &st->clients[i];
+
+	copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
+	PROTO_STATUS_CLIENT_FIELDS(COPY_FIELD)
+	dst->pid = (pid_t)src.pid;
+	dst->connected_ns = src.connected_realtime_ns;
+	dst->waiting = !!src.waiting;
+	return 0;
+}
+
+static int get_lease(struct hp_status *st, uint32_t i, const struct proto_status_lease *w)
+{
+	const struct proto_status_lease l = *w;
+
+	if (l.class_index >= st->nclasses)
+		return -EPROTO;
+	st->leases[i] = (struct hp_lease_status){ .lease_id = l.lease_id, .pid = (pid_t)l.pid, .uid = l.uid,
+						  .class_index = l.class_index, .since_ns = l.since_realtime_ns };
+	return 0;
+}
+
+static int get_journal(struct hp_status *st, uint32_t i, const struct proto_status_journal *w)
+{
+	const struct proto_status_journal src = *w;
+	struct hp_journal_status *dst = &st->journals[i];
+
+	if (!ERRNO_VALID(src.error))
+		return -EPROTO;
+	copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
+	copy_name(dst->backend, sizeof(dst->backend), src.backend, sizeof(src.backend));
+	copy_name(dst->note, sizeof(dst->note), src.note, sizeof(src.note));
+	copy_name(dst->recovery, sizeof(dst->recovery), src.recovery, sizeof(src.recovery));
+	PROTO_STATUS_JOURNAL_FIELDS(COPY_FIELD)
+	dst->state = (int)src.state;
+	dst->error = src.error;
+	dst->direct = !!src.direct;
+	dst->mean_batch = (double)src.mean_batch_milli / 1000.0;
+	return 0;
+}
+
+static int get_spill(struct hp_status *st, uint32_t i, const struct proto_status_spill *w)
+{
+	const struct proto_status_spill src = *w;
+	struct hp_spill_status *dst = &st->spill;
+
+	(void)i;
+	copy_name(dst->directory, sizeof(dst->directory), src.directory, sizeof(src.directory));
+	copy_name(dst->method, sizeof(dst->method), src.method, sizeof(src.method));
+	PROTO_STATUS_SPILL_FIELDS(COPY_FIELD)
+	return 0;
+}
+
+static int get_start(struct hp_status *st, uint32_t i, const struct proto_status_start *w)
+{
+	const struct proto_status_start src = *w;
+	struct hp_start_status *dst = &st->start;
+
+	(void)i;
+	PROTO_STATUS_START_FIELDS(COPY_FIELD)
+	return 0;
+}
+
+static int get_batches(struct hp_status *st, uint32_t i, const struct proto_status_batches *w)
+{
+	memcpy(st->journal_batches[i].by_size, w->by_size, sizeof(w->by_size));
+	return 0;
+}
+
+static int get_heaps(struct hp_status *st, uint32_t i, const struct proto_status_heaps *w)
+{
+	const struct proto_status_heaps src = *w;
+	struct hp_client_heaps *dst = &st->client_heaps[i];
+
+	PROTO_STATUS_HEAPS_FIELDS(COPY_FIELD)
+	return 0;
+}
+
+/* The header into st: what it says of the daemon and the pool, and the sections' counts. */
+static void get_header(struct hp_status *st, const struct proto_status *w)
+{
+	copy_name(st->daemon_version, sizeof(st->daemon_version), w->daemon_version, sizeof(w->daemon_version));
+	copy_name(st->fallback_reason, sizeof(st->fallback_reason), w->fallback_reason, sizeof(w->fallback_reason));
+	st->daemon_pid = (pid_t)w->pid;
+	st->started_ns = w->started_realtime_ns;
+	st->page_size = w->page_size;
+	st->hugetlb = !!(w->pool_flags & PROTO_POOL_HUGETLB);
+	st->fallback = !!(w->pool_flags & PROTO_POOL_FALLBACK);
+	st->pool_bytes = w->pool_bytes;
+	st->boot_prefault_ns = w->boot_prefault_ns;
+	st->boot_threads = w->boot_threads;
+	st->connections_total = w->connections_total;
+	st->acquires = w->acquires;
+	st->grants = w->grants;
+	st->releases = w->releases;
+	st->timeouts = w->timeouts;
+	st->denials = w->denials;
+	st->protocol_errors = w->protocol_errors;
+	st->recycled_buffers = w->recycled_buffers;
+	st->disconnect_releases = w->disconnect_releases;
+	st->nclasses = w->nclasses;
+	st->nclients = w->nclients;
+	st->nleases = w->nleases;
+	st->njournals = w->njournals;
+}
+
 int status_decode(const void *buf, size_t len, struct hp_status **ret)
 {
 	const uint8_t *p = buf;
 	struct proto_status w;
 	struct hp_status *st;
-	size_t need;
+	int r = 0;
 
 	if (len < sizeof(w))
 		return -EPROTO;
 	memcpy(&w, p, sizeof(w));
-	need = sizeof(w) + (size_t)w.nclasses * sizeof(struct proto_status_class) +
-	       (size_t)w.nclients * sizeof(struct proto_status_client) +
-	       (size_t)w.nleases * sizeof(struct proto_status_lease) +
-	       (size_t)w.njournals * sizeof(struct proto_status_journal) +
-	       (size_t)w.nspill * sizeof(struct proto_status_spill) + sizeof(struct proto_status_start) +
-	       (size_t)w.njournals * sizeof(struct proto_status_batches) +
-	       (size_t)w.nclients * sizeof(struct proto_status_heaps);
-	if (need != len || w.nclasses > 65536 || w.njournals > 65536 || w.nspill > 1)
+	/* libhugepool speaks PROTO_VERSION: every section is there, and nothing else */
+	if (proto_status_size(&w, PROTO_VERSION) != len || w.nclasses > 65536 || w.njournals > 65536 || w.nspill > 1)
 		return -EPROTO;
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -67,115 +184,22 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 		hp_status_free(st);
 		return -ENOMEM;
 	}
-	copy_name(st->daemon_version, sizeof(st->daemon_version), w.daemon_version, sizeof(w.daemon_version));
-	copy_name(st->fallback_reason, sizeof(st->fallback_reason), w.fallback_reason, sizeof(w.fallback_reason));
-	st->daemon_pid = (pid_t)w.pid;
-	st->started_ns = w.started_realtime_ns;
-	st->page_size = w.page_size;
-	st->hugetlb = !!(w.pool_flags & PROTO_POOL_HUGETLB);
-	st->fallback = !!(w.pool_flags & PROTO_POOL_FALLBACK);
-	st->pool_bytes = w.pool_bytes;
-	st->boot_prefault_ns = w.boot_prefault_ns;
-	st->boot_threads = w.boot_threads;
-	st->connections_total = w.connections_total;
-	st->acquires = w.acquires;
-	st->grants = w.grants;
-	st->releases = w.releases;
-	st->timeouts = w.timeouts;
-	st->denials = w.denials;
-	st->protocol_errors = w.protocol_errors;
-	st->recycled_buffers = w.recycled_buffers;
-	st->disconnect_releases = w.disconnect_releases;
-	st->nclasses = w.nclasses;
-	st->nclients = w.nclients;
-	st->nleases = w.nleases;
-	st->njournals = w.njournals;
+	get_header(st, &w);
 	p += sizeof(w);
-	for (uint32_t i = 0; i < w.nclasses; i++, p += sizeof(struct proto_status_class)) {
-		struct proto_status_class src;
-		struct hp_class_status *dst = &st->classes[i];
-
-		memcpy(&src, p, sizeof(src));
-		copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
-		PROTO_STATUS_CLASS_FIELDS(COPY_FIELD)
-		dst->retired = !!(src.flags & PROTO_CLASS_RETIRED);
+	/* each record copied out of the buffer first: the wire has no alignment */
+#define GET_SECTION(name, type, count, since)                                 \
+	for (uint32_t i = 0; r == 0 && i < PROTO_STATUS_COUNT(&w, count); i++) { \
+		type rec;                                                             \
+                                                                                      \
+		memcpy(&rec, p, sizeof(rec));                                         \
+		p += sizeof(rec);                                                     \
+		r = get_##name(st, i, &rec);                                          \
 	}
-	for (uint32_t i = 0; i < w.nclients; i++, p += sizeof(struct proto_status_client)) {
-		struct proto_status_client src;
-		struct hp_client_status *dst = &st->clients[i];
-
-		memcpy(&src, p, sizeof(src));
-		copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
-		PROTO_STATUS_CLIENT_FIELDS(COPY_FIELD)
-		dst->pid = (pid_t)src.pid;
-		dst->connected_ns = src.connected_realtime_ns;
-		dst->waiting = !!src.waiting;
-	}
-	for (uint32_t i = 0; i < w.nleases; i++, p += sizeof(struct proto_status_lease)) {
-		struct proto_status_lease l;
-
-		memcpy(&l, p, sizeof(l));
-		if (l.class_index >= w.nclasses) {
-			hp_status_free(st);
-			return -EPROTO;
-		}
-		st->leases[i].lease_id = l.lease_id;
-		st->leases[i].pid = (pid_t)l.pid;
-		st->leases[i].uid = l.uid;
-		st->leases[i].class_index = l.class_index;
-		st->leases[i].since_ns = l.since_realtime_ns;
-	}
-	for (uint32_t i = 0; i < w.njournals; i++, p += sizeof(struct proto_status_journal)) {
-		struct proto_status_journal src;
-		struct hp_journal_status *dst = &st->journals[i];
-
-		memcpy(&src, p, sizeof(src));
-		copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
-		copy_name(dst->backend, sizeof(dst->backend), src.backend, sizeof(src.backend));
-		copy_name(dst->note, sizeof(dst->note), src.note, sizeof(src.note));
-		copy_name(dst->recovery, sizeof(dst->recovery), src.recovery, sizeof(src.recovery));
-		PROTO_STATUS_JOURNAL_FIELDS(COPY_FIELD)
-		if (!ERRNO_VALID(src.error)) {
-			hp_status_free(st);
-			return -EPROTO;
-		}
-		dst->state = (int)src.state;
-		dst->error = src.error;
-		dst->direct = !!src.direct;
-		dst->mean_batch = (double)src.mean_batch_milli / 1000.0;
-	}
-	if (w.nspill) {
-		struct proto_status_spill src;
-		struct hp_spill_status *dst = &st->spill;
-
-		memcpy(&src, p, sizeof(src));
-		copy_name(dst->directory, sizeof(dst->directory), src.directory, sizeof(src.directory));
-		copy_name(dst->method, sizeof(dst->method), src.method, sizeof(src.method));
-		PROTO_STATUS_SPILL_FIELDS(COPY_FIELD)
-		p += sizeof(src);
-	}
-	{
-		struct proto_status_start src;
-		struct hp_start_status *dst = &st->start;
-
-		memcpy(&src, p, sizeof(src));
-		PROTO_STATUS_START_FIELDS(COPY_FIELD)
-		p += sizeof(src);
-	}
-	for (uint32_t i = 0; i < w.njournals; i++) {
-		struct proto_status_batches src;
-
-		memcpy(&src, p, sizeof(src));
-		memcpy(st->journal_batches[i].by_size, src.by_size, sizeof(src.by_size));
-		p += sizeof(src);
-	}
-	for (uint32_t i = 0; i < w.nclients; i++) {
-		struct proto_status_heaps src;
-		struct hp_client_heaps *dst = &st->client_heaps[i];
-
-		memcpy(&src, p, sizeof(src));
-		PROTO_STATUS_HEAPS_FIELDS(COPY_FIELD)
-		p += sizeof(src);
+	PROTO_STATUS_SECTIONS(GET_SECTION)
+#undef GET_SECTION
+	if (r < 0) {
+		hp_status_free(st);
+		return r;
 	}
 	*ret = st;
 	return 0;

@@ -2,21 +2,20 @@
 /*
  * svc_status.c - the status service of hugepoold's server: one STATUS_REPLY with the pool,
  * its classes, the clients and leases the asker may see, the journals and the spill figures.
+ * The header counts each section's records; the sections follow in proto.h's
+ * PROTO_STATUS_SECTIONS order, each written by its put_<name>, and the reply's size is that
+ * table's (proto_status_size) for the asker's protocol version.
  */
 #define _GNU_SOURCE
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "hist.h"
+#include "log.h"
 #include "server_internal.h"
 #include "util.h"
-
-/* A NUM field of proto.h's journal list, from struct journal_stats (same name); the rest by hand. */
-#define STATS_FIELD(kind, type, name) STATS_FIELD_##kind(name)
-#define STATS_FIELD_NUM(name) pj.name = js.name;
-#define STATS_FIELD_CALC(name)
-#define STATS_FIELD_OWN(name)
 
 /*
  * Which clients a status shows to whom: an administrator (root, the daemon's own uid, a member
@@ -26,63 +25,62 @@
  */
 static bool status_shows(const struct peer *to, const struct peer *q)
 {
-	return to->admin || q->owner.uid == to->owner.uid;
+	return q->attached && (to->admin || q->owner.uid == to->owner.uid);
 }
 
-int handle_status(struct server *s, struct peer *p, const union proto_request *req)
-{
-	const struct lease_counters *lc = lease_counters(s->leases);
+/* One status being made: for whom, and what the sections share. */
+struct status {
+	struct server *s;
+	const struct peer *to;
 	struct proto_status_spill spill;
-	struct proto_status st = { 0 };
-	struct peer *q;
-	size_t nleases = 0, size;
-	_cleanup_free_ uint8_t *buf = NULL;
-	static struct proto_status_batches batches[CONFIG_JOURNALS_MAX]; /* event loop only */
-	_cleanup_free_ struct proto_status_heaps *heaps = NULL; /* one per client record */
-	uint8_t *w;
+	struct proto_status_batches batches[CONFIG_JOURNALS_MAX]; /* from the journals' stats */
+};
 
-	(void)req;
+/* The header: the pool, the daemon, the counters, and how many records each section has. */
+static void put_header(struct status *ctx, struct proto_status *st)
+{
+	const struct server *s = ctx->s;
+	const struct lease_counters *lc = lease_counters(s->leases);
+	const struct peer *q;
+
+	*st = (struct proto_status){
+		.nclasses = s->pool->nclasses,
+		.pool_flags = (s->pool->hugetlb ? PROTO_POOL_HUGETLB : 0) | (s->pool->fallback ? PROTO_POOL_FALLBACK : 0),
+		.njournals = s->njournals,
+		.nspill = 1,
+		.page_size = s->pool->page_size,
+		.pool_bytes = s->pool->bytes,
+		.boot_prefault_ns = s->pool->boot.ns,
+		.boot_threads = s->pool->boot.threads,
+		.pid = (uint32_t)getpid(),
+		.started_realtime_ns = s->started_rt,
+		.connections_total = s->connections_total,
+		.acquires = lc->acquires,
+		.grants = lc->grants,
+		.releases = lc->releases,
+		.timeouts = lc->timeouts,
+		.denials = lc->denials,
+		.protocol_errors = s->protocol_errors,
+		.recycled_buffers = lc->renewals,
+		.disconnect_releases = lc->disconnect_releases,
+	};
 	TAILQ_FOREACH(q, &s->peers, link)
-		if (q->attached && status_shows(p, q))
-			nleases += q->owner.nleases;
-	size = s->pool->nclasses * sizeof(struct proto_status_class) +
-	       s->npeers * sizeof(struct proto_status_client) + nleases * sizeof(struct proto_status_lease) +
-	       s->njournals * sizeof(struct proto_status_journal) + sizeof(struct proto_status_spill) +
-	       sizeof(struct proto_status_start) + s->njournals * sizeof(struct proto_status_batches) +
-	       s->npeers * sizeof(struct proto_status_heaps);
-	if (size + sizeof(st) > PROTO_REPLY_MAX) {
-		send_result(p, -EMSGSIZE, "status is larger than a reply may be");
-		return 0;
-	}
-	buf = malloc(size ? size : 1);
-	heaps = calloc(s->npeers ? s->npeers : 1, sizeof(*heaps));
-	if (!buf || !heaps) {
-		send_result(p, -ENOMEM, "out of memory");
-		return 0;
-	}
-	w = buf;
-	st.nclasses = s->pool->nclasses;
-	st.pool_flags = (s->pool->hugetlb ? PROTO_POOL_HUGETLB : 0) | (s->pool->fallback ? PROTO_POOL_FALLBACK : 0);
-	st.page_size = s->pool->page_size;
-	st.pool_bytes = s->pool->bytes;
-	st.boot_prefault_ns = s->pool->boot.ns;
-	st.boot_threads = s->pool->boot.threads;
-	st.pid = (uint32_t)getpid();
-	st.started_realtime_ns = s->started_rt;
-	st.connections_total = s->connections_total;
-	st.acquires = lc->acquires;
-	st.grants = lc->grants;
-	st.releases = lc->releases;
-	st.timeouts = lc->timeouts;
-	st.denials = lc->denials;
-	st.protocol_errors = s->protocol_errors;
-	st.recycled_buffers = lc->renewals;
-	st.disconnect_releases = lc->disconnect_releases;
-	proto_set_name(st.daemon_version, sizeof(st.daemon_version), VERSION_STRING);
-	proto_set_name(st.fallback_reason, sizeof(st.fallback_reason), s->pool->fallback_reason);
-	for (unsigned c = 0; c < s->pool->nclasses; c++) {
-		struct lease_class_stats cs;
+		if (status_shows(ctx->to, q)) {
+			st->nclients++;
+			st->nleases += q->owner.nleases;
+		}
+	proto_set_name(st->daemon_version, sizeof(st->daemon_version), VERSION_STRING);
+	proto_set_name(st->fallback_reason, sizeof(st->fallback_reason), s->pool->fallback_reason);
+}
+
+/* Each put_<section> writes every record of its section at w (as many as the header counts). */
+static uint8_t *put_class(struct status *ctx, uint8_t *w)
+{
+	const struct server *s = ctx->s;
+
+	for (unsigned c = 0; c < s->pool->nclasses; c++, w += sizeof(struct proto_status_class)) {
 		struct proto_status_class pc = { 0 };
+		struct lease_class_stats cs;
 
 		lease_class_stats(s->leases, c, &cs);
 		proto_set_name(pc.name, sizeof(pc.name), s->pool->classes[c].name);
@@ -94,14 +92,18 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		pc.waiters = cs.waiters;
 		pc.zeroing = cs.renewing;
 		memcpy(w, &pc, sizeof(pc));
-		w += sizeof(pc);
 	}
-	/* reads each client's counters page, once; to a non-administrator, its uid's figures only */
-	spill_get_status(s->spill, p->admin ? NULL : &p->owner.uid, &spill);
-	TAILQ_FOREACH(q, &s->peers, link) {
+	return w;
+}
+
+static uint8_t *put_client(struct status *ctx, uint8_t *w)
+{
+	const struct peer *q;
+
+	TAILQ_FOREACH(q, &ctx->s->peers, link) {
 		struct proto_status_client pc = { 0 };
 
-		if (!q->attached || !status_shows(p, q))
+		if (!status_shows(ctx->to, q))
 			continue;
 		memcpy(pc.name, q->name, sizeof(pc.name));
 		pc.pid = (uint32_t)q->owner.pid;
@@ -113,15 +115,20 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		pc.waiting = q->owner.req != NULL;
 		spill_owner_status(&q->spill, &pc.spill_files, &pc.spill_bytes, &pc.spill_streams_memory,
 				   &pc.spill_bytes_memory);
-		spill_owner_heaps(&q->spill, &heaps[st.nclients]);
 		memcpy(w, &pc, sizeof(pc));
 		w += sizeof(pc);
-		st.nclients++;
 	}
-	TAILQ_FOREACH(q, &s->peers, link) {
+	return w;
+}
+
+static uint8_t *put_lease(struct status *ctx, uint8_t *w)
+{
+	const struct peer *q;
+
+	TAILQ_FOREACH(q, &ctx->s->peers, link) {
 		struct lease_slot *sl = NULL;
 
-		if (!q->attached || !status_shows(p, q))
+		if (!status_shows(ctx->to, q))
 			continue;
 		while ((sl = lease_owner_next(&q->owner, sl))) {
 			struct proto_status_lease pl = { .lease_id = lease_slot_id(sl),
@@ -132,10 +139,22 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 
 			memcpy(w, &pl, sizeof(pl));
 			w += sizeof(pl);
-			st.nleases++;
 		}
 	}
-	for (unsigned i = 0; i < s->njournals; i++) {
+	return w;
+}
+
+/* A NUM field of proto.h's journal list, from struct journal_stats (same name); the rest by hand. */
+#define STATS_FIELD(kind, type, name) STATS_FIELD_##kind(name)
+#define STATS_FIELD_NUM(name) pj.name = js.name;
+#define STATS_FIELD_CALC(name)
+#define STATS_FIELD_OWN(name)
+
+static uint8_t *put_journal(struct status *ctx, uint8_t *w)
+{
+	const struct server *s = ctx->s;
+
+	for (unsigned i = 0; i < s->njournals; i++, w += sizeof(struct proto_status_journal)) {
 		static struct journal_stats js; /* event loop only; large */
 		struct proto_status_journal pj = { 0 };
 
@@ -151,28 +170,84 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		pj.sync_p999_ns = hist_quantile(&js.sync_ns, 0.999);
 		pj.sync_max_ns = js.sync_ns.max;
 		pj.mean_batch_milli = js.batches ? js.appends * 1000 / js.batches : 0;
-		memcpy(batches[i].by_size, js.batch_sizes, sizeof(batches[i].by_size));
+		memcpy(ctx->batches[i].by_size, js.batch_sizes, sizeof(ctx->batches[i].by_size));
 		proto_set_name(pj.note, sizeof(pj.note), js.note);
 		proto_set_name(pj.recovery, sizeof(pj.recovery), js.recovery);
 		memcpy(w, &pj, sizeof(pj));
-		w += sizeof(pj);
-		st.njournals++;
 	}
-	memcpy(w, &spill, sizeof(spill));
-	w += sizeof(spill);
-	st.nspill = 1;
-	if (p->version >= 4) {
-		memcpy(w, &s->start, sizeof(s->start));
-		w += sizeof(s->start);
+	return w;
+}
+
+static uint8_t *put_spill(struct status *ctx, uint8_t *w)
+{
+	memcpy(w, &ctx->spill, sizeof(ctx->spill));
+	return w + sizeof(ctx->spill);
+}
+
+static uint8_t *put_start(struct status *ctx, uint8_t *w)
+{
+	memcpy(w, &ctx->s->start, sizeof(ctx->s->start));
+	return w + sizeof(ctx->s->start);
+}
+
+/* after the journals': their stats were taken once, for both */
+static uint8_t *put_batches(struct status *ctx, uint8_t *w)
+{
+	memcpy(w, ctx->batches, ctx->s->njournals * sizeof(ctx->batches[0]));
+	return w + ctx->s->njournals * sizeof(ctx->batches[0]);
+}
+
+/* in the order of the client records */
+static uint8_t *put_heaps(struct status *ctx, uint8_t *w)
+{
+	const struct peer *q;
+
+	TAILQ_FOREACH(q, &ctx->s->peers, link)
+		if (status_shows(ctx->to, q)) {
+			struct proto_status_heaps h;
+
+			spill_owner_heaps(&q->spill, &h);
+			memcpy(w, &h, sizeof(h));
+			w += sizeof(h);
+		}
+	return w;
+}
+
+int handle_status(struct server *s, struct peer *p, const union proto_request *req)
+{
+	static struct status ctx; /* event loop only; the journals' batches are large */
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct proto_status st;
+	uint64_t size;
+	uint8_t *w;
+
+	(void)req;
+	ctx.s = s;
+	ctx.to = p;
+	put_header(&ctx, &st);
+	size = proto_status_size(&st, p->version) - sizeof(st);
+	if (size + sizeof(st) > PROTO_REPLY_MAX) {
+		send_result(p, -EMSGSIZE, "status is larger than a reply may be");
+		return 0;
 	}
-	for (unsigned i = 0; p->version >= 5 && i < s->njournals; i++) {
-		memcpy(w, &batches[i], sizeof(batches[i]));
-		w += sizeof(batches[i]);
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		send_result(p, -ENOMEM, "out of memory");
+		return 0;
 	}
-	if (p->version >= 5) {
-		memcpy(w, heaps, st.nclients * sizeof(*heaps));
-		w += st.nclients * sizeof(*heaps);
+	/* reads each client's counters page, once; to a non-administrator, its uid's figures only */
+	spill_get_status(s->spill, p->admin ? NULL : &p->owner.uid, &ctx.spill);
+	w = buf;
+#define PUT_SECTION(name, type, count, since) \
+	if (p->version >= (since))            \
+		w = put_##name(&ctx, w);
+	PROTO_STATUS_SECTIONS(PUT_SECTION)
+#undef PUT_SECTION
+	if ((uint64_t)(w - buf) != size) { /* a section wrote other than its header's count */
+		log_error("Status of %" PRIu64 " bytes came out as %zu; not sent", size, (size_t)(w - buf));
+		send_result(p, -EIO, "the status came out of another size than it said");
+		return 0;
 	}
-	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, (size_t)(w - buf));
+	peer_send(p, PROTO_STATUS_REPLY, &st, sizeof(st), buf, size);
 	return 0;
 }
