@@ -109,10 +109,18 @@ struct hp_lease_status {
 	uint64_t since_ns; /* CLOCK_REALTIME */
 };
 
+/* A journal's state (hp_journal_status.state); hp_journal_state_name names it ("ok", ...). */
+enum hp_journal_state {
+	HP_JOURNAL_OK = 0,
+	HP_JOURNAL_FULL = 1, /* every segment holds records after the truncation point: appends wait */
+	HP_JOURNAL_FAILED = 2, /* a write or sync failed: read-only until the daemon restarts */
+};
+const char *hp_journal_state_name(int state);
+
 struct hp_journal_status {
 	char name[HP_NAME_MAX];
 	char backend[16]; /* "io_uring", "libaio", "sync" */
-	int state; /* 0 ok, 1 full (waits for a truncate), 2 failed (read-only) */
+	int state; /* enum hp_journal_state */
 	int error; /* when failed: the negative errno */
 	uint64_t next_lsn, durable_lsn, retain_lsn;
 	uint64_t appends, bytes, batches, syncs;

@@ -13,13 +13,6 @@
 #include "util.h"
 #include "views.h"
 
-static const char *journal_state_name(int state)
-{
-	static const char *const names[] = { "ok", "full", "failed" };
-
-	return state >= 0 && (size_t)state < ARRAY_SIZE(names) ? names[state] : "unknown";
-}
-
 static double us_of(uint64_t ns)
 {
 	return (double)ns / 1e3;
@@ -44,7 +37,7 @@ void journals_text(const struct hp_status *st)
 		snprintf(segs, sizeof(segs), "%" PRIu32 "/%" PRIu32, js->segments_used, js->segments);
 		printf("%-*s %-6s %-8s %10" PRIu64 " %7" PRIu32 " %8s %10" PRIu64 " %9" PRIu64
 		       " %6.1f %9.1f %9.1f %9.1f\n",
-		       w, ESCAPED(js->name), journal_state_name(js->state), ESCAPED(js->backend), js->durable_lsn, js->writers, segs,
+		       w, ESCAPED(js->name), hp_journal_state_name(js->state), ESCAPED(js->backend), js->durable_lsn, js->writers, segs,
 		       js->appends, js->batches, js->mean_batch, us_of(js->sync_p50_ns), us_of(js->sync_p99_ns),
 		       us_of(js->sync_p999_ns));
 	}
@@ -56,7 +49,7 @@ static void journal_json_members(struct json *j, const struct hp_journal_status 
 				 const struct hp_journal_batches *batches)
 {
 	json_str(j, "name", src->name);
-	json_str(j, "state", journal_state_name(src->state));
+	json_str(j, "state", hp_journal_state_name(src->state));
 	json_int(j, "error", src->error);
 	json_str(j, "error_text", src->error < 0 ? strerror(-src->error) : "");
 	json_str(j, "backend", src->backend);
@@ -94,7 +87,7 @@ static void journal_stat_text(const struct hp_journal_status *js, const struct h
 		printf("State:        failed, read-only until the daemon restarts: %s\n",
 		       js->error < 0 ? strerror(-js->error) : "unknown error");
 	else
-		printf("State:        %s\n", journal_state_name(js->state));
+		printf("State:        %s\n", hp_journal_state_name(js->state));
 	printf("Backend:      %s, %s\n", ESCAPED(js->backend), js->direct ? "O_DIRECT" : "page cache");
 	printf("Note:         %s\n", js->note[0] ? ESCAPED(js->note) : "-");
 	printf("Segments:     %" PRIu32 " of %" PRIu32 " in use, %s each\n", js->segments_used, js->segments,

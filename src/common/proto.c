@@ -185,6 +185,15 @@ void proto_hdr_init(struct proto_hdr *h, enum proto_type type, uint32_t len, uin
 	proto_hdr_init_version(h, PROTO_VERSION, type, len, nfds);
 }
 
+const char *proto_journal_state_name(uint32_t state)
+{
+#define STATE_NAME(state, name) [PROTO_JOURNAL_##state] = name,
+	static const char *const names[] = { PROTO_JOURNAL_STATES(STATE_NAME) };
+#undef STATE_NAME
+
+	return state < ARRAY_SIZE(names) ? names[state] : "unknown";
+}
+
 uint64_t proto_status_size(const struct proto_status *st, uint16_t version)
 {
 	uint64_t n = sizeof(*st);

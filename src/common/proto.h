@@ -431,8 +431,24 @@ union proto_request {
 int proto_parse_request(const struct proto_hdr *h, const void *payload, union proto_request *ret,
 			const char **ret_reason);
 
+/*
+ * A journal's state, one row each: its value on the wire (and in hugepool.h's
+ * enum hp_journal_state) and its name, the one table of both (proto_journal_state_name).
+ */
+#define PROTO_JOURNAL_STATES(X)                                                     \
+	X(OK, "ok")                                                                 \
+	X(FULL, "full") /* every segment holds records not yet truncated (block) */ \
+	X(FAILED, "failed") /* a write or sync failed: read-only */
+
+#define PROTO_JOURNAL_STATE_ENUM(state, name) PROTO_JOURNAL_##state,
+enum proto_journal_state { PROTO_JOURNAL_STATES(PROTO_JOURNAL_STATE_ENUM) };
+#undef PROTO_JOURNAL_STATE_ENUM
+
+/* The state's name, "unknown" for a value not in the table. */
+const char *proto_journal_state_name(uint32_t state);
+
 #define PROTO_STATUS_JOURNAL_FIELDS(X)                                                        \
-	X(OWN, uint32_t, state) /* 0 ok, 1 full, 2 failed */                                  \
+	X(OWN, uint32_t, state) /* enum proto_journal_state */                                \
 	X(OWN, int32_t, error)                                                                \
 	X(NUM, uint64_t, next_lsn)                                                            \
 	X(NUM, uint64_t, durable_lsn)                                                         \

@@ -205,6 +205,15 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	return 0;
 }
 
+_Static_assert((int)HP_JOURNAL_OK == (int)PROTO_JOURNAL_OK && (int)HP_JOURNAL_FULL == (int)PROTO_JOURNAL_FULL &&
+		       (int)HP_JOURNAL_FAILED == (int)PROTO_JOURNAL_FAILED,
+	       "the public journal states are the wire's");
+
+const char *hp_journal_state_name(int state)
+{
+	return state < 0 ? "unknown" : proto_journal_state_name((uint32_t)state);
+}
+
 int hp_daemon_restart(hp_conn *c)
 {
 	struct proto_restart req = { 0 };

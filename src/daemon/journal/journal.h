@@ -30,10 +30,11 @@
 struct journal;
 struct journal_writer;
 
+/* proto.h's journal states, as the journal's code names them */
 enum journal_state {
-	JOURNAL_OK,
-	JOURNAL_FULL, /* every segment holds records not yet truncated (when_full = block) */
-	JOURNAL_FAILED, /* a write or sync failed: read-only */
+	JOURNAL_OK = PROTO_JOURNAL_OK,
+	JOURNAL_FULL = PROTO_JOURNAL_FULL, /* every segment holds records not yet truncated (when_full = block) */
+	JOURNAL_FAILED = PROTO_JOURNAL_FAILED, /* a write or sync failed: read-only */
 };
 
 struct journal_stats {
