@@ -28,6 +28,9 @@ void leases_text(const struct hp_status *st);
 void leases_json(struct json *j, const struct hp_status *st);
 void stats_text(const struct hp_status *st);
 void stats_json(struct json *j, const struct hp_status *st);
+/* One client of st->clients as a JSON object: who it is, then the parts asked for. */
+enum { CLIENT_LEASES = 1 << 0, CLIENT_HEAPS = 1 << 1, CLIENT_SPILL = 1 << 2 };
+void client_json(struct json *j, const struct hp_status *st, uint32_t i, unsigned parts);
 
 /* views_spill.c: spill; st's clients must be in spill_order */
 void spill_order(struct hp_status *st); /* sort the clients by uid, then pid */

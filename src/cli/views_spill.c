@@ -160,20 +160,8 @@ void spill_json(struct json *j, const struct hp_status *st)
 	}
 	json_close(j, ']');
 	json_open(j, "clients", '[');
-	for (i = 0; i < st->nclients; i++) {
-		const struct hp_client_status *c = &st->clients[i];
-
-		if (!client_spills(c))
-			continue;
-		json_open(j, NULL, '{');
-		json_u64(j, "pid", (uint64_t)c->pid);
-		json_str(j, "name", c->name);
-		json_u64(j, "uid", c->uid);
-		json_u64(j, "files", c->spill_files);
-		json_u64(j, "bytes", c->spill_bytes);
-		json_u64(j, "streams_memory", c->spill_streams_memory);
-		json_u64(j, "bytes_memory", c->spill_bytes_memory);
-		json_close(j, '}');
-	}
+	for (i = 0; i < st->nclients; i++)
+		if (client_spills(&st->clients[i]))
+			client_json(j, st, i, CLIENT_SPILL);
 	json_close(j, ']');
 }

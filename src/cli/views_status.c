@@ -238,26 +238,39 @@ void leases_json(struct json *j, const struct hp_status *st)
 	}
 	json_close(j, ']');
 	json_open(j, "clients", '[');
-	for (uint32_t i = 0; i < st->nclients; i++) {
-		const struct hp_client_status *c = &st->clients[i];
+	for (uint32_t i = 0; i < st->nclients; i++)
+		client_json(j, st, i, CLIENT_LEASES | CLIENT_HEAPS);
+	json_close(j, ']');
+}
 
-		json_open(j, NULL, '{');
-		json_u64(j, "pid", (uint64_t)c->pid);
-		json_u64(j, "uid", c->uid);
-		json_u64(j, "gid", c->gid);
-		json_str(j, "name", c->name);
+void client_json(struct json *j, const struct hp_status *st, uint32_t i, unsigned parts)
+{
+	const struct hp_client_status *c = &st->clients[i];
+	char b[64];
+
+	json_open(j, NULL, '{');
+	json_u64(j, "pid", (uint64_t)c->pid);
+	json_u64(j, "uid", c->uid);
+	json_u64(j, "gid", c->gid);
+	json_str(j, "name", c->name);
+	json_str(j, "connected", time_format(c->connected_ns, b, sizeof(b)));
+	if (parts & CLIENT_LEASES) {
 		json_u64(j, "leases", c->leases);
 		json_u64(j, "leased_bytes", c->leased_bytes);
 		json_bool(j, "waiting", c->waiting);
-		json_str(j, "connected", time_format(c->connected_ns, b, sizeof(b)));
-		{
-			const struct hp_client_heaps *src = &st->client_heaps[i];
-
-			PROTO_STATUS_HEAPS_FIELDS(JSON_FIELD)
-		}
-		json_close(j, '}');
 	}
-	json_close(j, ']');
+	if (parts & CLIENT_HEAPS) {
+		const struct hp_client_heaps *src = &st->client_heaps[i];
+
+		PROTO_STATUS_HEAPS_FIELDS(JSON_FIELD)
+	}
+	if (parts & CLIENT_SPILL) {
+		json_u64(j, "files", c->spill_files);
+		json_u64(j, "bytes", c->spill_bytes);
+		json_u64(j, "streams_memory", c->spill_streams_memory);
+		json_u64(j, "bytes_memory", c->spill_bytes_memory);
+	}
+	json_close(j, '}');
 }
 
 void stats_text(const struct hp_status *st)

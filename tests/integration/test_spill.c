@@ -221,6 +221,28 @@ static void test_single_bytes(void **state)
 	stop(&d);
 }
 
+/*
+ * hugepoolctl names a client the same way in every --json view: the members that say who it is,
+ * as leases writes them, open the client's object in spill too.
+ */
+static void same_client_json(const struct daemon *d)
+{
+	static char status_out[65536], spill_out[65536];
+	char *who, *end;
+
+	assert_int_equal(ctl(d, "--json leases", status_out, sizeof(status_out)), 0);
+	assert_int_equal(ctl(d, "--json spill", spill_out, sizeof(spill_out)), 0);
+	who = strstr(status_out, "\"clients\":[{");
+	assert_non_null(who);
+	who += strlen("\"clients\":[");
+	end = strstr(who, "\"connected\":\"");
+	assert_non_null(end);
+	end = strchr(end + strlen("\"connected\":\""), '"');
+	assert_non_null(end);
+	end[1] = '\0';
+	assert_non_null(strstr(spill_out, who));
+}
+
 static void test_large_write_and_status(void **state)
 {
 	const size_t n = 5 * MIB + 3;
@@ -256,6 +278,7 @@ static void test_large_write_and_status(void **state)
 	assert_int_equal(st->clients[0].spill_streams_memory, 3);
 	assert_int_equal(st->clients[0].spill_bytes_memory, 6000);
 	hp_status_free(st);
+	same_client_json(&d);
 	check_stream(big, data, n);
 	hp_spill_close(big);
 	for (int i = 0; i < 3; i++) {
