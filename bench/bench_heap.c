@@ -389,8 +389,7 @@ static int measure(enum shape sh, const char *socket_path)
 
 int main(int argc, char **argv)
 {
-	const char *gib_env = getenv("HP_BENCH_HEAP_GIB");
-	unsigned gib = gib_env && atoi(gib_env) > 0 ? (unsigned)atoi(gib_env) : 1;
+	unsigned gib = bench_env_uint("HP_BENCH_HEAP_GIB", 1, 1, 1024);
 	uint64_t bytes = (uint64_t)gib * BENCH_GIB, pool = bytes + bytes / 2;
 	unsigned nbufs = (unsigned)(pool / (128 * BENCH_MIB));
 	char classes[128], why[256];

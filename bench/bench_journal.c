@@ -49,6 +49,7 @@
 #include "hugepool.h"
 #include "jformat.h"
 #include "proto.h"
+#include "size.h"
 
 #define FILE_SIZE (256ull << 20)
 
@@ -394,14 +395,15 @@ static void status_latency(void)
 static bool selected(const char *name, unsigned v)
 {
 	const char *list = getenv(name);
-	char *end;
+	uint64_t n;
 
 	if (!list || !*list)
 		return true;
-	while (*list) {
-		if (strtoul(list, &end, 10) == v)
+	while (decimal_prefix(list, &list, &n) == 0) {
+		if (n == v)
 			return true;
-		list = *end == ',' ? end + 1 : end + strlen(end);
+		if (*list++ != ',')
+			break;
 	}
 	return false;
 }
@@ -588,8 +590,7 @@ int main(void)
 
 	if (secs && atof(secs) > 0)
 		cell_seconds = atof(secs);
-	if (getenv("HP_BENCH_REPEAT") && atoi(getenv("HP_BENCH_REPEAT")) > 0)
-		repeat = (unsigned)atoi(getenv("HP_BENCH_REPEAT"));
+	repeat = bench_env_uint("HP_BENCH_REPEAT", repeat, 1, 1000);
 	if (!backend || !*backend)
 		backend = "auto";
 	direct = getenv("HP_BENCH_DIRECT") && strcmp(getenv("HP_BENCH_DIRECT"), "1") == 0;

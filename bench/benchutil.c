@@ -24,6 +24,7 @@
 #include "benchutil.h"
 #include "pool.h"
 #include "prefault.h"
+#include "size.h"
 
 uint64_t bench_now_ns(void)
 {
@@ -38,21 +39,23 @@ double bench_gbps(uint64_t bytes, uint64_t ns)
 	return ns ? (double)bytes / (double)ns : 0.0;
 }
 
-unsigned bench_env_gib(unsigned def)
+unsigned bench_env_uint(const char *name, unsigned def, unsigned min, unsigned max)
 {
-	const char *s = getenv("HP_BENCH_GIB");
-	char *end;
-	unsigned long v;
+	const char *s = getenv(name);
+	uint64_t v;
 
 	if (!s || !*s)
 		return def;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v < 1 || v > 1024) {
-		printf("HP_BENCH_GIB=\"%s\" is not a whole number of GiB from 1 to 1024: using %u\n", s, def);
+	if (decimal_parse(s, &v) < 0 || v < min || v > max) {
+		printf("%s=\"%s\" is not a whole number from %u to %u: using %u\n", name, s, min, max, def);
 		return def;
 	}
 	return (unsigned)v;
+}
+
+unsigned bench_env_gib(unsigned def)
+{
+	return bench_env_uint("HP_BENCH_GIB", def, 1, 1024);
 }
 
 unsigned bench_cpus(void)
@@ -115,12 +118,9 @@ static bool free_page_reporting(void)
 
 void bench_settle_init(void)
 {
-	const char *s = getenv("HP_BENCH_SETTLE_MS");
 	bool reporting = free_page_reporting();
 
-	settle_ms = reporting ? 3000 : 0;
-	if (s && *s)
-		settle_ms = (unsigned)strtoul(s, NULL, 10);
+	settle_ms = bench_env_uint("HP_BENCH_SETTLE_MS", reporting ? 3000 : 0, 0, 600000);
 	if (reporting)
 		printf("  note: free page reporting is on (virtio-balloon): memory freed here goes back to the host "
 		       "and costs a host fault when touched again; each timed step that takes 4 KiB pages from "

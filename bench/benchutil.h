@@ -28,7 +28,9 @@ uint64_t bench_now_ns(void);
 /* 10^9 bytes per second. */
 double bench_gbps(uint64_t bytes, uint64_t ns);
 
-/* $HP_BENCH_GIB (a whole number of GiB, at least 1), else def; says so on a bad value. */
+/* $name as a whole number from min to max; def when unset, or (said on stdout) not such a number. */
+unsigned bench_env_uint(const char *name, unsigned def, unsigned min, unsigned max);
+/* $HP_BENCH_GIB (a whole number of GiB, 1 to 1024), else def. */
 unsigned bench_env_gib(unsigned def);
 
 /* Threads "one per CPU" means: the daemon's own default (online CPUs). */

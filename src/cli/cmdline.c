@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmdline.h"
+#include "size.h"
 #include "util.h"
 
 /* --help's column of option names: "  -s, " then "--socket=PATH" padded to this width */
@@ -90,19 +91,7 @@ int usage_error(const char *fmt, ...)
 
 bool parse_positive(const char *s, uint64_t *ret)
 {
-	uint64_t v = 0;
-
-	if (!*s)
-		return false;
-	for (; *s; s++) {
-		unsigned d = (unsigned)(*s - '0');
-
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*ret = v;
-	return v > 0;
+	return decimal_parse(s, ret) == 0 && *ret > 0;
 }
 
 static bool journal_name_valid(const char *s)

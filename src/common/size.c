@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * size.c - byte sizes as people write them ("2M", "1GiB", "4096") and as we print them back.
+ * size.c - numbers as people and files write them ("4096", "2M", "1GiB"), and sizes as we print
+ * them back.
  *
- * The config file, hugepoolctl and the benchmarks all take sizes from humans, so they share one
- * strict parser: a typo such as "2,5G" or "0x1000" is an error, never a silently different
- * number. Suffixes are binary (K = 1024) because every size here ends up as a multiple of a page.
+ * The config file, the environment, the daemon's marker files, hugepoolctl and the benchmarks all
+ * take numbers as text, so they share one strict parser: a typo such as "2,5G", "-1" or "0x1000"
+ * is an error, never a silently different number (strtoul takes "-1" and " 7"). Suffixes are
+ * binary (K = 1024) because every size here ends up as a multiple of a page.
  * Pure functions: no allocation, no state, safe from any thread.
  */
 #include <errno.h>
@@ -34,17 +36,15 @@ static int unit_shift(char c)
 	}
 }
 
-int size_parse(const char *s, uint64_t *ret)
+int decimal_prefix(const char *s, const char **end, uint64_t *ret)
 {
 	const char *p = s;
 	uint64_t v = 0;
 	bool overflow = false;
-	int shift = 0;
 
 	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
-
-	/* Keep scanning after an overflow so that "99999999999999999999X" is still -EINVAL. */
+	/* keep scanning after an overflow so that *end still points past all the digits */
 	for (; *p >= '0' && *p <= '9'; p++) {
 		unsigned d = (unsigned)(*p - '0');
 
@@ -53,6 +53,38 @@ int size_parse(const char *s, uint64_t *ret)
 		else
 			v = v * 10 + d;
 	}
+	*end = p;
+	if (overflow)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+int decimal_parse(const char *s, uint64_t *ret)
+{
+	const char *end;
+	uint64_t v;
+	int r;
+
+	r = decimal_prefix(s, &end, &v);
+	if (r == -EINVAL || *end)
+		return -EINVAL; /* "99999999999999999999X" too: not a number at all, however long its digits */
+	if (r < 0)
+		return r;
+	*ret = v;
+	return 0;
+}
+
+int size_parse(const char *s, uint64_t *ret)
+{
+	const char *p;
+	uint64_t v = 0;
+	int shift = 0, r;
+
+	/* an overflow of the digits is only -ERANGE if the rest is a size: "99999999999999999999X" is -EINVAL */
+	r = decimal_prefix(s, &p, &v);
+	if (r == -EINVAL)
+		return r;
 
 	if (*p && unit_shift(*p) >= 0) {
 		shift = unit_shift(*p++);
@@ -68,7 +100,7 @@ int size_parse(const char *s, uint64_t *ret)
 	if (*p)
 		return -EINVAL;
 
-	if (overflow || (shift && v > (UINT64_MAX >> shift)))
+	if (r == -ERANGE || (shift && v > (UINT64_MAX >> shift)))
 		return -ERANGE;
 
 	*ret = v << shift;

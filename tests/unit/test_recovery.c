@@ -11,6 +11,7 @@
  *   - the crash-point harness (below): every crash state of a recorded workload recovers;
  *   - a segment that cannot be read is reported with the error that stopped it (EINVAL from an
  *     unaligned O_DIRECT read is not "Input/output error") and the segment it concerns;
+ *   - the truncation point's marker file is read strictly: a damaged one is ignored, and said so;
  *
  * Writers are the journal's own rings, driven with jring.c's client half as libhugepool drives
  * them. Every record's content is a function of its seed, so a test checks every byte.
@@ -470,6 +471,55 @@ static void test_read_error_named(void **state)
 
 	/* and the journal is intact once reads work again */
 	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	journal_close(j);
+}
+
+/* Replace dir's file name with text. */
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char p[256];
+	int fd;
+
+	path_of(p, sizeof(p), dir, name);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/*
+ * The truncation point kept in j.retain is the daemon's own text, read back exactly: "5\n" is
+ * LSN 5, but "5 and more\n" (a damaged or foreign file) is no truncation point at all, and the
+ * log says it was ignored, instead of strtoull's silent 5.
+ */
+static void test_retain_marker_strict(void **state)
+{
+	char dir[128], log[4096];
+	struct journal_stats st;
+	struct journal *j;
+	struct twriter t;
+	(void)state;
+
+	fresh_dir(dir, sizeof(dir), "retain");
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	twriter_open(j, &t);
+	for (uint64_t i = 1; i <= 10; i++)
+		assert_int_equal(append_wait(&t, i, 100, NULL), i);
+	twriter_close(&t);
+	journal_close(j);
+
+	put_file(dir, "j.retain", "5\n");
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	journal_get_stats(j, &st);
+	assert_int_equal(st.retain_lsn, 5);
+	journal_close(j);
+
+	put_file(dir, "j.retain", "5 and more\n");
+	assert_int_equal(open_logged(dir, &jc_sync, &j, log, sizeof(log)), 0);
+	journal_get_stats(j, &st);
+	assert_int_equal(st.retain_lsn, 0);
+	if (!strstr(log, "holds no truncation point"))
+		fail_msg("the ignored marker is not in the log:\n%s", log);
 	journal_close(j);
 }
 
@@ -1049,6 +1099,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_orphans_zeroed),
 		cmocka_unit_test(test_read_error_named),
+		cmocka_unit_test(test_retain_marker_strict),
 		cmocka_unit_test(test_split_tail),
 		cmocka_unit_test(test_crash_points),
 	};

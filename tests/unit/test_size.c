@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for size_parse() and size_format(): suffixes, strictness, overflow and rounding. */
+/*
+ * Unit tests for decimal_parse(), decimal_prefix(), size_parse() and size_format(): suffixes,
+ * strictness, overflow and rounding.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -120,6 +123,57 @@ static void test_parse_rejects_syntax(void **state)
 	check_err(NULL, -EINVAL);
 }
 
+static void check_decimal(const char *s, int want, uint64_t want_v)
+{
+	uint64_t v = SENTINEL;
+	int r = decimal_parse(s, &v);
+
+	if (r != want)
+		fail_msg("decimal_parse(\"%s\") = %d, want %d", s, r, want);
+	if (v != (r == 0 ? want_v : SENTINEL))
+		fail_msg("decimal_parse(\"%s\") gave %" PRIu64, s, v);
+}
+
+/* Everything strtoul would take and turn into a different number is refused. */
+static void test_decimal(void **state)
+{
+	(void)state;
+	check_decimal("0", 0, 0);
+	check_decimal("0755", 0, 755);
+	check_decimal("18446744073709551615", 0, UINT64_MAX);
+	check_decimal("18446744073709551616", -ERANGE, 0);
+	check_decimal("99999999999999999999x", -EINVAL, 0);
+	check_decimal("", -EINVAL, 0);
+	check_decimal("-1", -EINVAL, 0);
+	check_decimal("+1", -EINVAL, 0);
+	check_decimal(" 7", -EINVAL, 0);
+	check_decimal("7 ", -EINVAL, 0);
+	check_decimal("0x10", -EINVAL, 0);
+	check_decimal("1M", -EINVAL, 0);
+	check_decimal("12\n", -EINVAL, 0);
+}
+
+static void test_decimal_prefix(void **state)
+{
+	const char *list = "12,345:x", *end = NULL;
+	uint64_t v = SENTINEL;
+
+	(void)state;
+	assert_int_equal(decimal_prefix(list, &end, &v), 0);
+	assert_int_equal(v, 12);
+	assert_ptr_equal(end, list + 2);
+	assert_int_equal(decimal_prefix(end + 1, &end, &v), 0);
+	assert_int_equal(v, 345);
+	assert_ptr_equal(end, list + 6);
+	v = SENTINEL;
+	assert_int_equal(decimal_prefix(end + 1, &end, &v), -EINVAL);
+	assert_true(v == SENTINEL);
+	/* past every digit even when they overflow, so the caller can say what follows */
+	assert_int_equal(decimal_prefix("123456789012345678901234:", &end, &v), -ERANGE);
+	assert_int_equal(*end, ':');
+	assert_true(v == SENTINEL);
+}
+
 static void test_format_bytes(void **state)
 {
 	(void)state;
@@ -194,6 +248,8 @@ int main(void)
 		cmocka_unit_test(test_parse_byte_suffixes),
 		cmocka_unit_test(test_parse_limits),
 		cmocka_unit_test(test_parse_rejects_syntax),
+		cmocka_unit_test(test_decimal),
+		cmocka_unit_test(test_decimal_prefix),
 		cmocka_unit_test(test_format_bytes),
 		cmocka_unit_test(test_format_units),
 		cmocka_unit_test(test_format_rounding),

@@ -112,38 +112,13 @@ static bool is_name_char(char c)
 	       c == '_' || c == '.' || c == '-';
 }
 
-/* Decimal only: a leading "0" must not turn "0755"-style typos into octal, and no sign at all. */
-static int parse_u64(const char *s, uint64_t *ret)
-{
-	uint64_t v = 0;
-	bool overflow = false;
-
-	if (*s == '\0')
-		return -EINVAL;
-	for (; *s; s++) {
-		unsigned d;
-
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		d = (unsigned)(*s - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			overflow = true;
-		else
-			v = v * 10 + d;
-	}
-	if (overflow)
-		return -ERANGE;
-	*ret = v;
-	return 0;
-}
-
 static int get_uint(struct parser *p, const char *key, const char *value, uint64_t min,
 		    uint64_t max, uint64_t *ret)
 {
 	uint64_t v;
 	int r;
 
-	r = parse_u64(value, &v);
+	r = decimal_parse(value, &v); /* a leading "0" is no octal, and no sign at all */
 	if (r == -EINVAL)
 		return ini_fail(p, "bad number \"%.*s%s\" for \"%s\": expected a decimal integer from %" PRIu64
 				   " to %" PRIu64,

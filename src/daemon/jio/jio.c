@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "jio_internal.h"
+#include "size.h"
 #include "util.h"
 
 /* the most one write(2) moves on Linux (MAX_RW_COUNT): a longer buffer would come back short */
@@ -356,12 +357,9 @@ int jio_set_fault(struct jio *io, const char *spec)
 		return -EINVAL;
 	if (!strncmp(spec, "stall:", 6)) {
 		struct jio_gen *g = gen_of(io);
-		const char *path = strchr(spec + 6, ':');
-		char *end;
+		const char *path;
 
-		errno = 0;
-		n = strtoull(spec + 6, &end, 10);
-		if (!path || end != path || n == 0 || errno || spec[6] < '1' || spec[6] > '9' || !path[1] ||
+		if (decimal_prefix(spec + 6, &path, &n) < 0 || *path != ':' || n == 0 || !path[1] ||
 		    strlen(path + 1) >= sizeof(g->stall_path))
 			return -EINVAL;
 		snprintf(g->stall_path, sizeof(g->stall_path), "%s", path + 1);
@@ -380,16 +378,7 @@ int jio_set_fault(struct jio *io, const char *spec)
 	} else {
 		return -EINVAL;
 	}
-	if (!*p)
-		return -EINVAL;
-	for (; *p; p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (d > 9 || n > (UINT64_MAX - d) / 10)
-			return -EINVAL;
-		n = n * 10 + d;
-	}
-	if (n == 0 || n > UINT64_MAX - base)
+	if (decimal_parse(p, &n) < 0 || n == 0 || n > UINT64_MAX - base)
 		return -EINVAL;
 	*at = base + n;
 	return 0;

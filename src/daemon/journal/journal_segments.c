@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 #include "journal_internal.h"
 #include "log.h"
 #include "ofd.h"
+#include "size.h"
 #include "util.h"
 
 /* --- segments --------------------------------------------------------------------------- */
@@ -319,6 +321,19 @@ static int small_file_read(struct journal *j, const char *name, char *buf, size_
 	return 0;
 }
 
+/* A marker's text, as written here: n decimal numbers apart by single spaces, then a newline. */
+static bool marker_parse(const char *text, uint64_t *v, unsigned n)
+{
+	const char *p = text;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (decimal_prefix(p, &p, &v[i]) < 0 || *p != (i + 1 < n ? ' ' : '\n'))
+			return false;
+		p++;
+	}
+	return *p == '\0';
+}
+
 /*
  * Keep the truncation point across restarts, in NAME.retain. Called by the flusher without the
  * lock. Losing the latest value in a crash only keeps segments longer.
@@ -339,8 +354,17 @@ static uint64_t retain_load(struct journal *j)
 {
 	char name[64], text[32];
 
+	uint64_t lsn;
+
 	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
-	return small_file_read(j, name, text, sizeof(text)) == 0 ? strtoull(text, NULL, 10) : 0;
+	if (small_file_read(j, name, text, sizeof(text)) < 0)
+		return 0;
+	if (!marker_parse(text, &lsn, 1)) {
+		log_warning("Journal '%s': ignoring '%s', which holds no truncation point; it has to be set again",
+			    j->cfg.name, name);
+		return 0;
+	}
+	return lsn;
 }
 
 /*
@@ -364,12 +388,18 @@ void clean_mark(struct journal *j)
 static bool clean_take(struct journal *j, unsigned *ret_seg, uint64_t *ret_off, uint64_t *ret_lsn)
 {
 	char name[64], text[80];
+	uint64_t v[3];
 	bool ok;
 
 	snprintf(name, sizeof(name), "%s.clean", j->cfg.name);
 	if (small_file_read(j, name, text, sizeof(text)) < 0)
 		return false;
-	ok = sscanf(text, "%u %" SCNu64 " %" SCNu64, ret_seg, ret_off, ret_lsn) == 3;
+	ok = marker_parse(text, v, 3) && v[0] <= UINT_MAX;
+	if (ok) {
+		*ret_seg = (unsigned)v[0];
+		*ret_off = v[1];
+		*ret_lsn = v[2];
+	}
 	if (unlinkat(j->dirfd, name, 0) < 0 || fsync(j->dirfd) < 0)
 		return false; /* cannot make sure it is gone: do not rely on it */
 	return ok;

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "fdstore.h"
 #include "log.h"
 #include "notify.h"
+#include "size.h"
 #include "util.h"
 
 #define FIRST_FD 3 /* SD_LISTEN_FDS_START */
@@ -123,15 +125,12 @@ static bool name_valid(const char *name)
 	return true;
 }
 
-static int parse_uint(const char *s, unsigned long *ret)
+/* A variable of the environment as a decimal number: -ENOENT when unset or empty. */
+static int parse_uint(const char *s, uint64_t *ret)
 {
-	char *end;
-
 	if (!s || !*s)
 		return -ENOENT;
-	errno = 0;
-	*ret = strtoul(s, &end, 10);
-	return errno || *end || *s == '-' ? -EINVAL : 0;
+	return decimal_parse(s, ret);
 }
 
 /* Is a service manager keeping what we send? */
@@ -171,7 +170,7 @@ out:
 
 int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 {
-	unsigned long pid, nfds, v;
+	uint64_t pid, nfds, v;
 	_cleanup_free_ char *owned = NULL;
 	const char *names = getenv("LISTEN_FDNAMES");
 	struct fdstore_fd *fds;
@@ -185,9 +184,9 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 	r = parse_uint(getenv("LISTEN_PID"), &pid);
 	if (r == 0)
 		r = parse_uint(getenv("LISTEN_FDS"), &nfds);
-	if (r == 0 && pid != (unsigned long)getpid())
+	if (r == 0 && pid != (uint64_t)getpid())
 		r = -ENOENT; /* meant for another process (the variables were inherited) */
-	if (r == -EINVAL)
+	if (r < 0 && r != -ENOENT)
 		log_warning("Ignoring LISTEN_PID=%s LISTEN_FDS=%s: not numbers", getenv("LISTEN_PID"),
 			    getenv("LISTEN_FDS"));
 	/* a re-execution's names, in a memfd after the fds (fdstore_exec) */
@@ -195,7 +194,7 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 		owned = names_from_memfd((int)v);
 		names = owned;
 		if (!owned)
-			log_warning("Cannot read the names of the fds handed over (%s=%lu): %m; they are closed",
+			log_warning("Cannot read the names of the fds handed over (%s=%" PRIu64 "): %m; they are closed",
 				    NAMES_FD_ENV, v);
 	}
 	unsetenv("LISTEN_PID");
@@ -205,11 +204,11 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 	if (r < 0 || nfds == 0)
 		return 0;
 	if (nfds > 1u << 20)
-		return log_error_errno(-E2BIG, "LISTEN_FDS=%lu: more fds than any configuration keeps", nfds);
+		return log_error_errno(-E2BIG, "LISTEN_FDS=%" PRIu64 ": more fds than any configuration keeps", nfds);
 	fds = calloc(nfds, sizeof(*fds));
 	if (!fds)
 		return -ENOMEM;
-	for (unsigned long i = 0; i < nfds; i++) {
+	for (uint64_t i = 0; i < nfds; i++) {
 		const char *end = names ? strchrnul(names, ':') : NULL;
 		size_t len = end ? (size_t)(end - names) : 0;
 

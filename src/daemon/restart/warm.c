@@ -151,7 +151,9 @@ static bool parse_legacy(const char *name, const char *prefix, uint64_t *id)
 	size_t n = strlen(prefix);
 	char *end;
 
-	if (strncmp(name, prefix, n) != 0 || name[n] != '.' || strlen(name + n + 1) != 16)
+	/* exactly 16 hex digits: strtoull alone would also take a sign, spaces or "0x" */
+	if (strncmp(name, prefix, n) != 0 || name[n] != '.' || strlen(name + n + 1) != 16 ||
+	    strspn(name + n + 1, "0123456789abcdefABCDEF") != 16)
 		return false;
 	errno = 0;
 	*id = strtoull(name + n + 1, &end, 16);

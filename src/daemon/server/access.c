@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "size.h"
 
 void access_creds_get(int fd, const struct ucred *cred, struct access_creds *ret)
 {
@@ -64,14 +65,9 @@ bool access_in_group(const struct access_creds *c, gid_t g)
 /* A decimal id, or -1. */
 static long number(const char *s)
 {
-	char *end;
-	long v;
+	uint64_t v;
 
-	if (!*s || strspn(s, "0123456789") != strlen(s))
-		return -1;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	return errno || v > 0x7fffffffL ? -1 : v;
+	return decimal_parse(s, &v) == 0 && v <= INT32_MAX ? (long)v : -1;
 }
 
 int access_list_resolve(const struct config_acl *acl, gid_t dflt, struct access_list *ret, char *err,
