@@ -351,11 +351,10 @@ install-java: java
 # the units and the reservation helper name install paths
 UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g'
 
-# man3 holds libhugepool.3 and a link to it for every function the header declares ("int
-# hp_acquire(" at the start of a line), so that `man hp_acquire` works, and the same for
-# hugepool-heap.3 and hugepool-heap.h; links, not .so pages,
-# which mandoc calls fragile. libhugepool(3)'s NAME lists the same functions: install-test.sh
-# checks that it does and that each page renders.
+# man3 holds every page of man/ and, for each further name a page's NAME section lists
+# (scripts/man-names.sh), a link to that page, so that `man NAME` opens it; links, not .so
+# pages, which mandoc calls fragile. tests/man-pages.sh checks that every function of the
+# public headers is listed by one page, install-test.sh that `man FUNCTION` opens it.
 install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
@@ -378,11 +377,11 @@ install: all
 	$(PC_SED) hugepool-heap.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/hugepool-heap.pc
 	install -m 0644 man/*.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/*.3 $(DESTDIR)$(MANDIR)/man3/
-	for f in $$(sed -n 's/^[a-z].*[ *]\(hp_[a-z0-9_]*\)(.*/\1/p' include/hugepool.h); do \
-		ln -sf libhugepool.3 $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit; \
-	done
-	for f in $$(sed -n 's/^[a-z].*[ *]\(hp_[a-z0-9_]*\)(.*/\1/p' include/hugepool-heap.h); do \
-		ln -sf hugepool-heap.3 $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit; \
+	for p in man/*.3; do \
+		page=$${p#man/}; \
+		for f in $$(scripts/man-names.sh $$p); do \
+			[ "$$f.3" = "$$page" ] || ln -sf $$page $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit; \
+		done; \
 	done
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/

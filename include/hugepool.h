@@ -204,18 +204,19 @@ int hp_status(hp_conn *c, struct hp_status **ret);
 void hp_status_free(struct hp_status *st);
 
 /*
- * Restart the daemon in place: it re-executes its binary (a new version after an upgrade) and
- * takes over the pool, the clients' connections and their leases (hugepoold(8), WARM RESTART).
- * Returns 0 once the daemon has accepted: this connection goes on with the next life (the next
- * request waits until it is ready). -EPERM unless root, the daemon's user or in admin_group.
- */
-/*
  * For libhugepool-heap: add to the heaps this connection reports in status (hp_client_heaps;
  * deltas, negative to give back). The first call sets up the connection's shared counters page
  * (as hp_spill_open does). Returns 0 or a negative errno.
  */
 int hp_conn_report_heaps(hp_conn *c, int64_t heaps, int64_t buffers, int64_t bytes);
 
+/*
+ * Restart the daemon in place: it re-executes its binary (a new version after an upgrade) and
+ * takes over the pool, the clients' connections and their leases (hugepoold(8), WARM RESTART).
+ * Returns 0 once the daemon has accepted: this connection goes on with the next life (the next
+ * request waits until it is ready). -EPERM unless root, the daemon's user or in admin_group;
+ * a restart its check refuses fails with the reason in hp_last_error (hp_daemon_restart(3)).
+ */
 int hp_daemon_restart(hp_conn *c);
 
 /*

@@ -3,8 +3,8 @@
 # README example against the installed header and library through pkg-config, run it against
 # the installed daemon (and the heap library's C and C++ examples through pkg-config hugepool-heap,
 # and a Java program on the installed jar and JNI library), lint the installed man pages, check
-# that `man FUNCTION` opens a page for every library function and that hugepoold --help lists the
-# exit statuses of hugepoold(8),
+# that every page is installed and `man FUNCTION` opens the function's own page for every library
+# function, and that hugepoold --help lists the exit statuses of hugepoold(8),
 # and verify the unit file. Part of `make check-all`; prints "N passed, N failed".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +34,10 @@ for f in usr/sbin/hugepoold usr/bin/hugepoolctl usr/lib/libhugepool.so.0 usr/lib
 	 usr/libexec/hugepool/hugepool-hugepages usr/lib/sysusers.d/hugepool.conf \
 	 usr/share/doc/hugepool/examples/60-hugepool.conf etc/hugepool/hugepoold.conf; do
 	check "installed $f" test -e "$dest/$f"
+done
+# every page of man/, each function's page and the overviews (the links: below)
+for m in man/*.[1-8]; do
+	check "installed $m" test -f "$dest/usr/share/man/man${m##*.}/${m#man/}"
 done
 # the Java binding, where make builds it (a JDK and Maven): the jar and the JNI library where
 # Debian's Java policy puts them (LIBDIR/jni), exporting only its JNI entry points
@@ -164,8 +168,9 @@ fi
 kill "$pid"; wait "$pid" 2>/dev/null; pid=""
 
 # every public function -- exported by the installed library or declared in the installed
-# header, not the list the Makefile made -- has its page: `man FUNCTION` finds libhugepool(3) in
-# the DESTDIR, the page renders without a warning and its NAME section lists the function
+# header, not the list the Makefile made -- has its page: `man FUNCTION` finds the page of that
+# function (or its family; a link to it) in the DESTDIR, not an overview, the page renders without
+# a warning, its NAME section lists the function and its SYNOPSIS shows its prototype
 man3="$dest/usr/share/man/man3"
 funcs=$( { nm -D --defined-only "$dest/usr/lib/libhugepool.so.0" "$dest/usr/lib/libhugepool-heap.so.0" |
 		awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }'
@@ -176,10 +181,17 @@ man_page() { # man_page FUNCTION
 	[ -e "$page" ] || { echo "no $page"; return 1; }
 	sed -n '/^\.SH NAME/,/^\.SH [^N]/p' "$page" | grep -qw -- "$1" ||
 		{ echo "the NAME section of $(readlink -f "$page") does not list $1"; return 1; }
+	case $(basename "$(readlink -f "$page")") in
+	hp_*) ;;
+	*) echo "$page leads to $(readlink -f "$page"), an overview, not the function's page"; return 1 ;;
+	esac
 	if command -v man >/dev/null; then
 		out=$(MANPATH="$dest/usr/share/man" man -w "$1") && [ "${out#"$dest"/}" != "$out" ] ||
 			{ echo "man -w $1: $out"; return 1; }
 		out=$(MANPAGER=cat man -l "$page" 2>&1 >/dev/null) && [ -z "$out" ] || { echo "man -l $page: $out"; return 1; }
+		# what a reader of `man FUNCTION` sees: the function's prototype in the SYNOPSIS
+		out=$(MANPAGER=cat MANWIDTH=300 man -M "$dest/usr/share/man" 3 "$1" 2>&1 | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p')
+		grep -q "[ *]$1(" <<<"$out" || { echo "man $1 shows no prototype of $1 in its SYNOPSIS:"; echo "$out"; return 1; }
 	fi
 	if command -v mandoc >/dev/null; then
 		out=$(mandoc -T utf8 "$page" 2>&1 >/dev/null) && [ -z "$out" ] || { echo "mandoc $page: $out"; return 1; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run hugepool's test suite: every unit test once, every integration test twice (hugepages as
-# reserved, "prefer", and again with hugepages = off), the Java binding's tests once. As root it reserves the hugepages the
+# reserved, "prefer", and again with hugepages = off), the Java binding's tests once, the man
+# pages' test (tests/man-pages.sh) once. As root it reserves the hugepages the
 # suite needs for the run and gives them back afterwards; as a normal user it runs without them
 # (the daemon falls back) and says so. Prints one closing line: "N passed, N failed, N skipped".
 # Usage: tests/run-tests.sh BUILD_DIR
@@ -35,6 +36,22 @@ run() {
 	fi
 }
 
+# run_script LABEL COMMAND...: a test script that ends with "LABEL: N passed, N failed, N
+# skipped" (its own lines before it are shown); add its counts
+run_script() {
+	local label=$1 out line p f s
+	shift
+	out=$("$@" 2>&1 9>&-)
+	line=$(grep -E "^$label: [0-9]+ passed, [0-9]+ failed" <<<"$out" | tail -1)
+	echo "$out" | grep -v "^$label: [0-9]"
+	p=$(sed -nE 's/^[a-z]+: ([0-9]+) passed.*/\1/p' <<<"$line")
+	f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")
+	s=$(sed -nE 's/.* ([0-9]+) skipped.*/\1/p' <<<"$line")
+	[ -n "$line" ] || { p=0 f=1 s=0; }
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	[ "$f" -eq 0 ] || failures+=("$label")
+}
+
 # integration tests that do not depend on hugepages: run once, with hugepages = off (the lying
 # daemon is no hugepoold at all)
 declare -A hugepage_modes=([test_spill]="off" [test_lying_daemon]="off")
@@ -62,16 +79,10 @@ if [ -n "$java_skip" ]; then
 	printf '%-34s skipped: %s\n' "java" "$java_skip"
 	skipped=$((skipped + 1))
 else
-	out=$(tests/java-tests.sh "$build" 2>&1 9>&-)
-	line=$(grep -E '^java: [0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)
-	echo "$out" | grep -v '^java: [0-9]'
-	p=$(sed -nE 's/^java: ([0-9]+) passed.*/\1/p' <<<"$line")
-	f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")
-	s=$(sed -nE 's/.* ([0-9]+) skipped.*/\1/p' <<<"$line")
-	[ -n "$line" ] || { p=0 f=1 s=0; }
-	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-	[ "$f" -eq 0 ] || failures+=("java")
+	run_script java tests/java-tests.sh "$build"
 fi
+# the man pages (tests/man-pages.sh), once: every public function has its page, every page lints
+run_script man tests/man-pages.sh
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
