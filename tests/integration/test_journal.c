@@ -2236,7 +2236,7 @@ static void flip_join(void)
 
 static void test_hostile_ring_flip(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
 	hp_conn *vc, *hc;
 	hp_journal *victim;
 	unsigned cut_off = 0;
@@ -2424,7 +2424,7 @@ static void victim_join(void)
 
 static void test_hostile_doorbell(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
 	struct doorbell_attack a;
 	int pipefd[2], rc;
 	hp_conn *c;
@@ -2476,7 +2476,7 @@ static void restart_refused(struct daemon *d, const char *why)
 static void test_journal_dir_checks(void **state)
 {
 	static const mode_t loose[] = { 0770, 0702, 0777 };
-	struct daemon d;
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
 	char dir[160];
 
 	(void)state;
@@ -2513,7 +2513,7 @@ static unsigned opens_seen(int ifd)
 static void test_hostile_symlink(void **state)
 {
 	struct recs e = { 0 };
-	struct daemon d;
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
 	char secret[160], seg[160], moved[160];
 	hp_journal_reader *r = NULL;
 	hp_conn *c;
@@ -2694,7 +2694,7 @@ static void test_stalled_sync_libaio(void **state)
 
 static void test_fair_batches(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
 	hp_conn *fc, *sc;
 	hp_journal *small;
 	uint64_t worst = 0;
@@ -2760,7 +2760,7 @@ static void check_batch_sizes(hp_conn *c, bool all_single)
 
 static void test_batch_sizes(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
 	struct recs e = { 0 };
 	hp_conn *c;
 	hp_journal *j;
