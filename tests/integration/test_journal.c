@@ -20,8 +20,8 @@
  *
  * Every record's content is a function of a seed (pattern()), so a test remembers only
  * (lsn, seed, len) of what was acknowledged and checks every byte a reader returns. Every wait
- * is bounded: a watchdog thread SIGKILLs the daemon of a test that overruns its budget, so a
- * hung daemon turns into failed calls and a failed test, never a hung suite. HP_TEST_FILTER
+ * is bounded: the harness's watchdog SIGKILLs the daemon of a test that overruns its budget, so
+ * a hung daemon turns into failed calls and a failed test, never a hung suite. HP_TEST_FILTER
  * (a cmocka pattern such as "test_eio*") runs some tests only.
  */
 #define _GNU_SOURCE
@@ -56,6 +56,8 @@
 #include "jformat.h"
 #include "jring.h"
 #include "pattern.h"
+#include "proto.h"
+#include "case.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -70,179 +72,51 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #endif
 
-/* --- the daemon under test, and a watchdog ------------------------------------------------- */
+/* --- the daemon under test (case.h starts, stops and tears it down) ------------------------------ */
 
-static struct daemon *running; /* stopped by teardown when a test fails half-way */
-static void (*threads_cleanup)(void); /* and then this joins the threads the test left running */
-
-/*
- * The watchdog: one thread for the whole run. A test arms it with a budget; when the budget
- * runs out it SIGKILLs the test's daemon (the pid it was told, under its lock), which makes
- * every blocked call of the test return an error instead of hanging.
- */
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	double deadline; /* 0: disarmed */
-	pid_t pid;
-	bool fired;
-	char what[96];
-} wd = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, false, "" };
-
-static void *watchdog_main(void *arg)
-{
-	(void)arg;
-	pthread_mutex_lock(&wd.lock);
-	for (;;) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&wd.cond, &wd.lock, &ts);
-		if (wd.deadline && harness_ms() > wd.deadline && !wd.fired) {
-			wd.fired = true;
-			fprintf(stderr, "watchdog: %s still running after its budget; SIGKILL to the daemon (pid %d)\n",
-				wd.what, (int)wd.pid);
-			if (wd.pid > 0)
-				kill(wd.pid, SIGKILL);
-		}
-	}
-	return NULL;
-}
-
-static void watchdog_arm(const char *what, int seconds)
-{
-	pthread_mutex_lock(&wd.lock);
-	wd.deadline = harness_ms() + seconds * 1000.0;
-	wd.fired = false;
-	snprintf(wd.what, sizeof(wd.what), "%s", what);
-	pthread_mutex_unlock(&wd.lock);
-}
-
-static void watchdog_pid(pid_t pid)
-{
-	pthread_mutex_lock(&wd.lock);
-	wd.pid = pid;
-	pthread_mutex_unlock(&wd.lock);
-}
-
-static bool watchdog_fired(void)
-{
-	bool f;
-
-	pthread_mutex_lock(&wd.lock);
-	f = wd.fired;
-	pthread_mutex_unlock(&wd.lock);
-	return f;
-}
-
-static void watchdog_disarm(void)
-{
-	pthread_mutex_lock(&wd.lock);
-	wd.deadline = 0;
-	wd.pid = 0;
-	pthread_mutex_unlock(&wd.lock);
-}
-
-static int group_setup(void **state)
-{
-	pthread_t t;
-
-	(void)state;
-	if (pthread_create(&t, NULL, watchdog_main, NULL) != 0)
-		return -1;
-	pthread_detach(t);
-	return 0;
-}
-
-static void start_opts(struct daemon *d, const char *journals, const struct harness_opts *o)
+/* Start a daemon with CLASSES and these [journal] sections, run as o says (o may be NULL). */
+static void start_journal_opts(struct daemon *d, const char *journals, const struct harness_opts *o)
 {
 	char classes[2048];
-	int r;
 
 	snprintf(classes, sizeof(classes), "%s%s", CLASSES, journals);
-	r = harness_start_opts(d, NULL, classes, o);
-	running = d; /* even when it failed: teardown removes the directory */
-	if (r < 0)
-		harness_dump_log(d);
-	assert_int_equal(r, 0);
-	watchdog_pid(d->pid);
+	start_opts(d, NULL, classes, o);
 }
 
-static void start(struct daemon *d, const char *journals)
+static void start_journal(struct daemon *d, const char *journals)
 {
-	start_opts(d, journals, NULL);
+	start_journal_opts(d, journals, NULL);
 }
 
 /* SIGKILL the daemon; the directory stays for a restart. */
 static void crash(struct daemon *d)
 {
-	watchdog_pid(0);
 	assert_int_equal(harness_kill(d), 128 + SIGKILL);
 }
 
 /* A clean SIGTERM stop that keeps the directory. */
 static void terminate(struct daemon *d)
 {
-	watchdog_pid(0);
 	assert_int_equal(harness_terminate(d), 0);
 }
 
-static void restart_opts(struct daemon *d, const struct harness_opts *o, bool new_opts)
+/* Start it again as it was run last, or (restart_opts) with o's environment and wrapper. */
+static void restart(struct daemon *d)
 {
-	int r = new_opts ? harness_restart_opts(d, o) : harness_restart(d);
+	int r = harness_restart(d);
 
 	if (r < 0)
 		harness_dump_log(d);
 	assert_int_equal(r, 0);
-	watchdog_pid(d->pid);
 }
 
-static void restart(struct daemon *d)
+static void restart_opts(struct daemon *d, const struct harness_opts *o)
 {
-	restart_opts(d, NULL, false);
-}
-
-static void stop(struct daemon *d)
-{
-	watchdog_pid(0);
-	running = NULL;
-	assert_false(watchdog_fired());
-	assert_int_equal(harness_stop(d), 0);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	watchdog_disarm();
-	/* the daemon goes first: threads blocked on it get errors and end */
-	if (running) {
-		if (running->pid > 0)
-			harness_stop(running);
-		else
-			harness_cleanup(running);
-		running = NULL;
-	}
-	if (threads_cleanup) {
-		threads_cleanup();
-		threads_cleanup = NULL;
-	}
-	return 0;
-}
-
-static hp_conn *conn(const struct daemon *d)
-{
-	hp_conn *c = NULL;
-	int r = hp_connect(d->socket, &c);
+	int r = harness_restart_opts(d, o);
 
 	if (r < 0)
-		fprintf(stderr, "hp_connect: %s (%s)\n", hp_strerror(r), hp_last_error(NULL));
+		harness_dump_log(d);
 	assert_int_equal(r, 0);
-	return c;
 }
 
 static hp_journal *jopen(hp_conn *c)
@@ -254,17 +128,6 @@ static hp_journal *jopen(hp_conn *c)
 		fprintf(stderr, "hp_journal_open: %s (%s)\n", hp_strerror(r), hp_last_error(c));
 	assert_int_equal(r, 0);
 	return j;
-}
-
-static struct hp_status *status(hp_conn *c)
-{
-	struct hp_status *st = NULL;
-	int r = hp_status(c, &st);
-
-	if (r < 0)
-		fail_msg("hp_status: %s%s", hp_strerror(r),
-			 watchdog_fired() ? " (the watchdog killed the daemon: it stopped answering)" : "");
-	return st;
 }
 
 static const struct hp_journal_status *jst(const struct hp_status *st)
@@ -526,7 +389,7 @@ static const struct backend_case bc_direct = { "auto", true, NULL };
 /* Start with this backend, or skip with the reason when the machine cannot provide it. */
 static void start_backend(struct daemon *d, const struct backend_case *bc, const char *extra)
 {
-	char journals[1024];
+	char classes[2048];
 	char why[128];
 	int r;
 
@@ -534,24 +397,17 @@ static void start_backend(struct daemon *d, const struct backend_case *bc, const
 		print_message("skipped: direct = on needs O_DIRECT: %s\n", why);
 		skip();
 	}
-	snprintf(journals, sizeof(journals), JOURNAL "backend = %s\ndirect = %s\n%s", bc->backend,
+	snprintf(classes, sizeof(classes), "%s" JOURNAL "backend = %s\ndirect = %s\n%s", CLASSES, bc->backend,
 		 bc->direct ? "on" : "off", extra ? extra : "");
-	{
-		char classes[2048];
-
-		snprintf(classes, sizeof(classes), "%s%s", CLASSES, journals);
-		r = harness_start(d, NULL, classes);
-	}
-	running = d;
+	r = start_try(d, NULL, classes, NULL);
 	if (r == -ECHILD && d->exit_status == 5 && harness_log_count(d, "no I/O backend could be set up") > 0) {
+		running = NULL;
 		harness_dump_log(d);
+		harness_cleanup(d);
 		print_message("skipped: backend %s cannot be set up on this machine (see the log)\n", bc->backend);
 		skip();
 	}
-	if (r < 0)
-		harness_dump_log(d);
 	assert_int_equal(r, 0);
-	watchdog_pid(d->pid);
 }
 
 static void roundtrip(const struct backend_case *bc)
@@ -573,7 +429,7 @@ static void roundtrip(const struct backend_case *bc)
 	size_t len;
 	uint8_t *big;
 
-	watchdog_arm("round trip", 60);
+	harness_watchdog_arm("round trip", 60);
 	start_backend(&d, bc, NULL);
 	c = conn(&d);
 	c2 = conn(&d);
@@ -773,8 +629,8 @@ static void test_durable_lsn_after_ack(void **state)
 	unsigned i;
 	(void)state;
 
-	watchdog_arm("durable LSN after an ack", 30);
-	start(&d, JOURNAL "when_full = recycle\n");
+	harness_watchdog_arm("durable LSN after an ack", 30);
+	start_journal(&d, JOURNAL "when_full = recycle\n");
 	c = conn(&d);
 	j = jopen(c);
 	memset(buf, 7, sizeof(buf));
@@ -846,11 +702,11 @@ static void test_full_blocks(void **state)
 	double end;
 	(void)state;
 
-	watchdog_arm("full journal", 30);
+	harness_watchdog_arm("full journal", 30);
 	memset(&filler, 0, sizeof(filler));
 	filler.first_lsn = 1;
 	filler.len = 64 * KIB;
-	start(&d, JOURNAL "when_full = block\n");
+	start_journal(&d, JOURNAL "when_full = block\n");
 	c = conn(&d);
 	c2 = conn(&d);
 	filler.j = jopen(c);
@@ -862,7 +718,7 @@ static void test_full_blocks(void **state)
 	threads_cleanup = filler_join;
 
 	/* the journal fills up and says so; the daemon must still answer (bounded) */
-	watchdog_arm("full journal: status while the journal fills up", 10);
+	harness_watchdog_arm("full journal: status while the journal fills up", 10);
 	st = wait_state(c2, 1);
 	durable = jst(st)->durable_lsn;
 	assert_true(durable >= 3 * (SEG_DATA / (64 * KIB + 32)));
@@ -879,7 +735,7 @@ static void test_full_blocks(void **state)
 	hp_status_free(st);
 
 	/* a truncate from another connection lets it go on: everything is written in the end */
-	watchdog_arm("full journal: truncate and the rest of the appends", 40);
+	harness_watchdog_arm("full journal: truncate and the rest of the appends", 40);
 	end = harness_ms() + 3 * LIVENESS_MS;
 	while (!atomic_load(&filler.done) && harness_ms() < end) {
 		st = status(c2);
@@ -1099,12 +955,12 @@ static void test_crash_recovery(void **state)
 	crash_ctl.done = false;
 	atomic_store(&crash_ctl.acks, 0);
 	print_message("crash test: random seed %u\n", seed);
-	watchdog_arm("crash recovery", 120);
+	harness_watchdog_arm("crash recovery", 120);
 	/* room for all cycles without truncating: a cycle lands up to ~4000 acks of at most 1.5 KB
 	 * on disk (about 0.7 KB on average), so 10 cycles fit 64 x 1 MiB even at worst (a full
 	 * journal would stall the writers and fail the cycle's liveness check: a sizing error of
 	 * the test, not a daemon bug) */
-	start(&d, JOURNAL "segments = 64\n");
+	start_journal(&d, JOURNAL "segments = 64\n");
 	crash_ctl.socket = d.socket;
 	threads_cleanup = crash_join;
 	for (unsigned i = 0; i < CRASH_WRITERS; i++) {
@@ -1219,7 +1075,7 @@ static void torn_tail(const struct tear_case *tc)
 	size_t size;
 	int fd;
 
-	watchdog_arm("torn tail", 30);
+	harness_watchdog_arm("torn tail", 30);
 	if (tc->direct) {
 		char why[128];
 
@@ -1227,9 +1083,9 @@ static void torn_tail(const struct tear_case *tc)
 			print_message("skipped: direct = on needs O_DIRECT: %s\n", why);
 			skip();
 		}
-		start(&d, JOURNAL "direct = on\n");
+		start_journal(&d, JOURNAL "direct = on\n");
 	} else {
-		start(&d, JOURNAL);
+		start_journal(&d, JOURNAL);
 	}
 	c = conn(&d);
 	j = jopen(c);
@@ -1355,8 +1211,8 @@ static void test_recycle_stale(void **state)
 	uint64_t last = 0, first, first2;
 	(void)state;
 
-	watchdog_arm("recycle", 30);
-	start(&d, JOURNAL "segments = 3\nwhen_full = recycle\n");
+	harness_watchdog_arm("recycle", 30);
+	start_journal(&d, JOURNAL "segments = 3\nwhen_full = recycle\n");
 	c = conn(&d);
 	j = jopen(c);
 	/* 5.5 segments' worth through a journal of 3: sizes vary so records straddle old ones */
@@ -1408,7 +1264,7 @@ static void clean_restart_after_reuse(bool recycle)
 {
 	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
 
-	watchdog_arm("clean restart after reuse", 30);
+	harness_watchdog_arm("clean restart after reuse", 30);
 	for (unsigned mixed = 0; mixed < 2; mixed++) {
 		struct recs e = { 0 };
 		struct hp_status *st;
@@ -1416,7 +1272,7 @@ static void clean_restart_after_reuse(bool recycle)
 		hp_journal *j;
 		uint64_t last = 0, first;
 
-		start(&d, recycle ? JOURNAL "segments = 3\nwhen_full = recycle\n" : JOURNAL "segments = 3\n");
+		start_journal(&d, recycle ? JOURNAL "segments = 3\nwhen_full = recycle\n" : JOURNAL "segments = 3\n");
 		c = conn(&d);
 		j = jopen(c);
 		/* about 3.4 MiB through 3 segments of 1 MiB: the 4th segment written (the 1st reused) is
@@ -1567,8 +1423,8 @@ static void eio_case(const char *spec, const char *backend)
 
 	snprintf(env, sizeof(env), "HUGEPOOLD_FAULT_INJECT=%s:%s", JNAME, spec);
 	snprintf(journals, sizeof(journals), JOURNAL "backend = %s\n", backend);
-	watchdog_arm(spec, 15);
-	start_opts(&d, journals, &o);
+	harness_watchdog_arm(spec, 15);
+	start_journal_opts(&d, journals, &o);
 	assert_int_equal(harness_log_count(&d, "fault injection armed"), 1);
 	c = conn(&d);
 	threads_cleanup = eio_join;
@@ -1621,8 +1477,8 @@ static void eio_case(const char *spec, const char *backend)
 	terminate(&d);
 
 	/* restarted without the fault: every acknowledged record is there, maybe more */
-	watchdog_arm(spec, 30);
-	restart_opts(&d, NULL, true);
+	harness_watchdog_arm(spec, 30);
+	restart_opts(&d, NULL);
 	assert_int_equal(harness_log_count(&d, "fault injection armed"), 1); /* the first run only */
 	c = conn(&d);
 	st = status(c);
@@ -1705,8 +1561,8 @@ static void test_eio_lone_pipelined(void **state)
 	(void)state;
 
 	snprintf(env, sizeof(env), "HUGEPOOLD_FAULT_INJECT=%s:sync:3", JNAME);
-	watchdog_arm("lone pipelining writer when the journal fails", 30);
-	start_opts(&d, JOURNAL "when_full = recycle\n", &o);
+	harness_watchdog_arm("lone pipelining writer when the journal fails", 30);
+	start_journal_opts(&d, JOURNAL "when_full = recycle\n", &o);
 	c = conn(&d);
 	j = jopen(c);
 	while (sent < 100000) {
@@ -1718,7 +1574,7 @@ static void test_eio_lone_pipelined(void **state)
 	}
 	assert_int_equal(r, -EIO);
 	/* the daemon goes on answering (bounded: the watchdog kills a daemon that does not) */
-	watchdog_arm("status after a lone pipelining writer's journal failed", 10);
+	harness_watchdog_arm("status after a lone pipelining writer's journal failed", 10);
 	st = status(c);
 	assert_int_equal(jst(st)->state, 2);
 	assert_int_equal(jst(st)->error, -EIO);
@@ -1733,7 +1589,7 @@ static void test_eio_lone_pipelined(void **state)
 	terminate(&d);
 
 	/* restarted without the fault: 1..durable at least, each as appended */
-	restart_opts(&d, NULL, true);
+	restart_opts(&d, NULL);
 	c = conn(&d);
 	st = status(c);
 	last = jst(st)->durable_lsn;
@@ -1848,12 +1704,12 @@ static void test_eio_while_opening(void **state)
 
 		/* per round: a daemon that stops answering is killed within it */
 		snprintf(what, sizeof(what), "writers opening while the journal fails, round %u", round);
-		watchdog_arm(what, 2 * LIVENESS_MS / 1000 + 5);
+		harness_watchdog_arm(what, 2 * LIVENESS_MS / 1000 + 5);
 		snprintf(env, sizeof(env), "HUGEPOOLD_FAULT_INJECT=%s:write:%u", JNAME, k);
 		if (round == 0)
-			start_opts(&d, JOURNAL "when_full = recycle\n", &o);
+			start_journal_opts(&d, JOURNAL "when_full = recycle\n", &o);
 		else
-			restart_opts(&d, &o, true);
+			restart_opts(&d, &o);
 		c = conn(&d);
 		race_let_go(0);
 		for (unsigned i = 0; i < RACE_THREADS; i++) {
@@ -1880,8 +1736,8 @@ static void test_eio_while_opening(void **state)
 	}
 	threads_cleanup = NULL;
 	print_message("%u rounds (%u acks before the failures), every writer told of the failure\n", round, acks);
-	watchdog_arm("writers opening while the journal fails, the end", 30);
-	restart_opts(&d, NULL, true);
+	harness_watchdog_arm("writers opening while the journal fails, the end", 30);
+	restart_opts(&d, NULL);
 	stop(&d);
 }
 
@@ -1894,16 +1750,15 @@ static void test_no_io_uring(void **state)
 	struct recs e = { 0 };
 	struct hp_status *st;
 	const struct hp_journal_status *js;
-	char path[300], classes[2048];
+	char path[300];
 	hp_conn *c;
 	hp_journal *j;
 	uint64_t lsn, first;
 	struct iovec iov[2];
 	uint8_t a[500], b2[9000];
-	int r;
 	(void)state;
 
-	watchdog_arm("no io_uring", 30);
+	harness_watchdog_arm("no io_uring", 30);
 #if !defined(__x86_64__)
 	print_message("skipped: noiouring's seccomp filter is written for x86_64\n");
 	skip();
@@ -1913,7 +1768,7 @@ static void test_no_io_uring(void **state)
 		fail_msg("%s is missing: make builds it with test_journal", path);
 
 	/* auto: io_uring is passed over with the reason, libaio does the job */
-	start_opts(&d, JOURNAL "backend = auto\n", &o);
+	start_journal_opts(&d, JOURNAL "backend = auto\n", &o);
 	c = conn(&d);
 	st = status(c);
 	js = jst(st);
@@ -1945,14 +1800,8 @@ static void test_no_io_uring(void **state)
 	stop(&d);
 
 	/* io_uring asked for by name: the daemon refuses to start, and says why */
-	snprintf(classes, sizeof(classes), "%s%s", CLASSES, JOURNAL "backend = io_uring\n");
-	r = harness_start_opts(&d, NULL, classes, &o);
-	running = &d;
-	if (r != -ECHILD)
-		harness_dump_log(&d);
-	assert_int_equal(r, -ECHILD);
-	assert_int_equal(d.exit_status, 5);
-	assert_int_equal(harness_log_count(&d, "no I/O backend could be set up (io_uring: Operation not permitted"), 1);
+	start_refused_opts(&d, NULL, CLASSES JOURNAL "backend = io_uring\n", &o, 5,
+			   "no I/O backend could be set up (io_uring: Operation not permitted");
 	free(e.v);
 }
 
@@ -2044,8 +1893,8 @@ static void test_client_killed(void **state)
 	hp_conn *c;
 	(void)state;
 
-	watchdog_arm("killed client", 60);
-	start(&d, JOURNAL "segments = 8\nwhen_full = recycle\n");
+	harness_watchdog_arm("killed client", 60);
+	start_journal(&d, JOURNAL "segments = 8\nwhen_full = recycle\n");
 	/* children first, while this process has one thread (plus the watchdog's) */
 	threads_cleanup = live_join;
 	for (unsigned k = 0; k < DYING_CHILDREN; k++) {
@@ -2244,8 +2093,8 @@ static void test_hostile_ring_flip(void **state)
 	uint8_t rec[FLIP_LEN];
 
 	(void)state;
-	start(&d, HOSTILE_JOURNAL);
-	watchdog_arm("test_hostile_ring_flip", 600);
+	start_journal(&d, HOSTILE_JOURNAL);
+	harness_watchdog_arm("test_hostile_ring_flip", 600);
 	vc = conn(&d);
 	hc = conn(&d);
 	victim = jopen(vc);
@@ -2432,8 +2281,8 @@ static void test_hostile_doorbell(void **state)
 	(void)state;
 	/* the attacker is another uid: it may append (it is a writer of the journal, as in real
 	 * life the hostile one is) */
-	start(&d, JOURNAL "append = 65534\n");
-	watchdog_arm("test_hostile_doorbell", 120);
+	start_journal(&d, JOURNAL "append = 65534\n");
+	harness_watchdog_arm("test_hostile_doorbell", 120);
 	c = conn(&d);
 	victim.j = jopen(c);
 	append_wait(victim.j, 1, 100);
@@ -2464,7 +2313,6 @@ static void restart_refused(struct daemon *d, const char *why)
 {
 	int before = harness_log_count(d, why);
 
-	watchdog_pid(0);
 	assert_int_equal(harness_restart(d), -ECHILD);
 	assert_int_equal(d->exit_status, 5);
 	if (harness_log_count(d, why) <= before) {
@@ -2480,7 +2328,7 @@ static void test_journal_dir_checks(void **state)
 	char dir[160];
 
 	(void)state;
-	start(&d, JOURNAL);
+	start_journal(&d, JOURNAL);
 	terminate(&d);
 	snprintf(dir, sizeof(dir), "%s/j", d.dir);
 	for (unsigned i = 0; i < sizeof(loose) / sizeof(loose[0]); i++) {
@@ -2522,8 +2370,8 @@ static void test_hostile_symlink(void **state)
 	int fd, ifd;
 
 	(void)state;
-	start(&d, JOURNAL);
-	watchdog_arm("test_hostile_symlink", 60);
+	start_journal(&d, JOURNAL);
+	harness_watchdog_arm("test_hostile_symlink", 60);
 	c = conn(&d);
 	j = jopen(c);
 	for (unsigned i = 0; i < 8; i++) {
@@ -2637,7 +2485,7 @@ static void stalled_sync(const char *backend)
 	uint64_t ticket = 0;
 	int rfd;
 
-	watchdog_arm("status while a sync is held up", 30);
+	harness_watchdog_arm("status while a sync is held up", 30);
 	/* the daemon's directory exists only once it started: the FIFO lives beside it */
 	snprintf(fifo, sizeof(fifo), "/tmp/hugepool-stall.%d", (int)getpid());
 	unlink(fifo);
@@ -2647,7 +2495,7 @@ static void stalled_sync(const char *backend)
 	/* the 4th sync: the header's is the 1st, then batches of two writers at once */
 	snprintf(env, sizeof(env), "HUGEPOOLD_FAULT_INJECT=%s:stall:4:%s", JNAME, fifo);
 	snprintf(journals, sizeof(journals), JOURNAL "backend = %s\n", backend);
-	start_opts(&d, journals, &o);
+	start_journal_opts(&d, journals, &o);
 	c = conn(&d);
 	c2 = conn(&d);
 	w1 = jopen(c);
@@ -2700,8 +2548,8 @@ static void test_fair_batches(void **state)
 	uint64_t worst = 0;
 
 	(void)state;
-	start(&d, FAIR_JOURNAL);
-	watchdog_arm("test_fair_batches", 120);
+	start_journal(&d, FAIR_JOURNAL);
+	harness_watchdog_arm("test_fair_batches", 120);
 	/* the flooder opens first: the daemon's list of writers has it in front */
 	fc = conn(&d);
 	sc = conn(&d);
@@ -2767,7 +2615,7 @@ static void test_batch_sizes(void **state)
 	uint64_t lsn = 0;
 
 	(void)state;
-	start(&d, JOURNAL);
+	start_journal(&d, JOURNAL);
 	c = conn(&d);
 	j = jopen(c);
 	/* one writer waiting for each record: a batch each */
@@ -2782,17 +2630,6 @@ static void test_batch_sizes(void **state)
 	hp_journal_close(j);
 	hp_disconnect(c);
 	stop(&d);
-}
-
-/*
- * A failed test leaves what it held (records, connections, handles) behind: LeakSanitizer then
- * only repeats the failure. It still checks a run in which every test passed.
- */
-static int failed_tests;
-int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void)
-{
-	return failed_tests != 0;
 }
 
 int main(void)
@@ -2831,9 +2668,5 @@ int main(void)
 		cmocka_unit_test_teardown(test_stalled_sync_libaio, teardown),
 	};
 
-	/* HP_TEST_FILTER=test_crash* runs some tests only (for debugging) */
-	if (getenv("HP_TEST_FILTER"))
-		cmocka_set_test_filter(getenv("HP_TEST_FILTER"));
-	failed_tests = cmocka_run_group_tests_name("journal", tests, group_setup, NULL);
-	return failed_tests;
+	return run_cases("journal", tests);
 }
