@@ -13,6 +13,7 @@
 #ifndef HP_TEST_CASE_H
 #define HP_TEST_CASE_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
