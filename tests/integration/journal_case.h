@@ -225,36 +225,30 @@ static inline uint64_t read_expect(hp_conn *c, uint64_t from, const struct recs 
 	return start;
 }
 
-/* Append one record of seed's content and wait; returns its LSN. */
-static inline uint64_t append_wait(hp_journal *j, uint64_t seed, uint32_t len)
+/* Append one record of seed's content: wait, and return its LSN, or do not, and return its ticket. */
+static inline uint64_t append_seeded(hp_journal *j, uint64_t seed, uint32_t len, bool wait)
 {
 	uint8_t *buf = malloc(len ? len : 1);
-	uint64_t lsn = 0;
+	uint64_t ret = 0;
 	int r;
 
 	assert_non_null(buf);
 	pattern(buf, len, seed);
-	r = hp_journal_append_wait(j, buf, len, &lsn);
+	r = wait ? hp_journal_append_wait(j, buf, len, &ret) : hp_journal_append(j, buf, len, &ret);
 	free(buf);
 	if (r < 0)
-		fail_msg("hp_journal_append_wait(%u bytes): %s", len, hp_strerror(r));
-	return lsn;
+		fail_msg("hp_journal_append%s(%u bytes): %s", wait ? "_wait" : "", len, hp_strerror(r));
+	return ret;
 }
 
-/* Append one record without waiting; returns the ticket. */
+static inline uint64_t append_wait(hp_journal *j, uint64_t seed, uint32_t len)
+{
+	return append_seeded(j, seed, len, true);
+}
+
 static inline uint64_t append_nowait(hp_journal *j, uint64_t seed, uint32_t len)
 {
-	uint8_t *buf = malloc(len ? len : 1);
-	uint64_t ticket = 0;
-	int r;
-
-	assert_non_null(buf);
-	pattern(buf, len, seed);
-	r = hp_journal_append(j, buf, len, &ticket);
-	free(buf);
-	if (r < 0)
-		fail_msg("hp_journal_append(%u bytes): %s", len, hp_strerror(r));
-	return ticket;
+	return append_seeded(j, seed, len, false);
 }
 
 /*
@@ -295,6 +289,18 @@ static inline bool direct_io_works(char *why, size_t len)
 }
 
 /* --- many writers: what each had acknowledged ------------------------------------------------- */
+
+/*
+ * Off the case's thread (a writer thread, a child process), where an assertion cannot fail the
+ * case: connect to socket and open a writer of the journal. 0 or the error; a caller that goes
+ * on after an error closes both, NULL where nothing was opened (so it starts them NULL).
+ */
+static inline int writer_open(const char *socket, hp_conn **ret_c, hp_journal **ret_j)
+{
+	int r = hp_connect(socket, ret_c);
+
+	return r < 0 ? r : hp_journal_open(*ret_c, JNAME, ret_j);
+}
 
 /* One acknowledged append of a writer thread: its LSN, the writer's sequence number, its length. */
 struct acked {

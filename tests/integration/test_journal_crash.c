@@ -74,9 +74,7 @@ static void *cwriter_main(void *arg)
 		}
 		pthread_mutex_unlock(&ctl->lock);
 
-		r = hp_connect(ctl->socket, &c);
-		if (r == 0)
-			r = hp_journal_open(c, JNAME, &j);
+		r = writer_open(ctl->socket, &c, &j);
 		while (r == 0) {
 			uint32_t len = crash_len(w->id, w->seq);
 			uint64_t lsn = 0;
@@ -247,10 +245,8 @@ static void *live_writer_main(void *arg)
 	hp_conn *c = NULL;
 	hp_journal *j = NULL;
 	uint8_t buf[256];
-	int r = hp_connect(w->socket, &c);
+	int r = writer_open(w->socket, &c, &j);
 
-	if (r == 0)
-		r = hp_journal_open(c, JNAME, &j);
 	for (uint32_t seq = 0; r == 0 && !atomic_load(&w->stop); seq++) {
 		pattern(buf, sizeof(buf), writer_seed(w->id, seq));
 		r = hp_journal_append_wait(j, buf, sizeof(buf), NULL);
@@ -273,7 +269,7 @@ static void dying_child(const char *socket, int go_fd, int ready_fd)
 
 	if (read(go_fd, &x, 1) != 1)
 		_exit(1);
-	if (hp_connect(socket, &c) < 0 || hp_journal_open(c, JNAME, &j) < 0)
+	if (writer_open(socket, &c, &j) < 0)
 		_exit(2);
 	memset(buf, 0x5a, sizeof(buf));
 	if (hp_journal_append_wait(j, buf, 1000, NULL) < 0)

@@ -46,10 +46,8 @@ static void *eio_writer_main(void *arg)
 	hp_conn *c = NULL;
 	hp_journal *j = NULL;
 	uint8_t buf[4096];
-	int r = hp_connect(w->socket, &c);
+	int r = writer_open(w->socket, &c, &j);
 
-	if (r == 0)
-		r = hp_journal_open(c, JNAME, &j);
 	for (uint32_t seq = 0; r == 0 && seq < 100000; seq++) {
 		uint32_t len = 100 + (uint32_t)(mix(writer_seed(w->id, seq)) % 3000);
 		uint64_t lsn = 0;
@@ -352,9 +350,7 @@ static void *race_writer_main(void *arg)
 	while (race_go.round == 0)
 		pthread_cond_wait(&race_go.cond, &race_go.lock);
 	pthread_mutex_unlock(&race_go.lock);
-	r = hp_connect(w->socket, &c);
-	if (r == 0)
-		r = hp_journal_open(c, JNAME, &j);
+	r = writer_open(w->socket, &c, &j);
 	while (r == 0) {
 		uint64_t ticket = 0;
 

@@ -269,7 +269,7 @@ static int doorbell_attacker_main(void *arg)
 	if (dup2(a->stop_fd, 3) < 0 || syscall(SYS_close_range, 4, ~0u, 0) < 0)
 		return 10;
 	maps_unmap("hugepool-journal");
-	if (hp_connect(a->socket, &c) < 0 || hp_journal_open(c, JNAME, &j) < 0)
+	if (writer_open(a->socket, &c, &j) < 0)
 		return 11;
 	efd = find_eventfd();
 	nw = maps_find("hugepool-journal-wake", JRING_WAKE_SIZE, wakes, 64);
