@@ -226,7 +226,7 @@ $(BUILD)/tests/test_dlopen: $(call obj,tests/unit/test_dlopen.c) | $(LIBSO) $(HE
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -ldl
 
-# the wrapper test_journal and test_hostile run hugepoold under (io_uring_setup or, by its
+# the wrapper test_journal_backends and test_hostile run hugepoold under (io_uring_setup or, by its
 # other name nopassrights, setsockopt SO_PASSRIGHTS denied); not named test_*, so
 # run-tests.sh does not run it; built whenever they are
 $(BUILD)/tests/noiouring: $(call obj,tests/integration/noiouring.c)
@@ -234,7 +234,7 @@ $(BUILD)/tests/noiouring: $(call obj,tests/integration/noiouring.c)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^
 	$(Q)ln -sf noiouring $(BUILD)/tests/nopassrights
-$(BUILD)/tests/test_journal $(BUILD)/tests/test_hostile: | $(BUILD)/tests/noiouring
+$(BUILD)/tests/test_journal_backends $(BUILD)/tests/test_hostile: | $(BUILD)/tests/noiouring
 
 # a fuzz target with replay.c: its saved corpus as an ordinary test
 $(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuzz/replay.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)

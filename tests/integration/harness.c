@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,114 @@ double harness_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * The watchdog (harness.h): the main thread arms, disarms and names the daemon; the watchdog's
+ * thread waits for the deadline and kills. wd.lock guards everything in wd; the pid is set by
+ * spawn once the daemon is ready and cleared by end_with before it signals or reaps, so the
+ * watchdog never kills a pid the harness has reaped (and the system may have given to another
+ * process).
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* a new deadline: the thread looks again */
+	pthread_once_t once;
+	double deadline; /* harness_ms(); 0: disarmed */
+	bool fired;
+	char what[96];
+	const struct daemon *d; /* the daemon it kills */
+	pid_t pid; /* d's once it is ready and until the harness ends it, else 0 */
+} wd = { .lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
+
+static void *watchdog_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&wd.lock);
+	for (;;) {
+		double now = harness_ms();
+
+		if (!wd.deadline || wd.fired) {
+			pthread_cond_wait(&wd.cond, &wd.lock);
+		} else if (now < wd.deadline) {
+			long long ns = (long long)(wd.deadline * 1e6);
+			struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+
+			pthread_cond_timedwait(&wd.cond, &wd.lock, &ts);
+		} else {
+			wd.fired = true;
+			fprintf(stderr, "watchdog: %s still running after its budget; SIGKILL to the daemon (pid %d)\n",
+				wd.what, (int)wd.pid);
+			if (wd.pid > 0)
+				kill(wd.pid, SIGKILL);
+		}
+	}
+	return NULL;
+}
+
+static void watchdog_start(void)
+{
+	pthread_condattr_t a;
+	pthread_t t;
+
+	/* its deadlines are harness_ms(), CLOCK_MONOTONIC */
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&wd.cond, &a);
+	pthread_condattr_destroy(&a);
+	if (pthread_create(&t, NULL, watchdog_main, NULL) != 0) {
+		fprintf(stderr, "harness: no watchdog thread: %s\n", strerror(errno));
+		return;
+	}
+	pthread_detach(t);
+}
+
+void harness_watchdog_arm(const char *what, unsigned seconds)
+{
+	pthread_once(&wd.once, watchdog_start);
+	pthread_mutex_lock(&wd.lock);
+	wd.deadline = harness_ms() + seconds * 1000.0;
+	wd.fired = false;
+	snprintf(wd.what, sizeof(wd.what), "%s", what);
+	pthread_cond_signal(&wd.cond);
+	pthread_mutex_unlock(&wd.lock);
+}
+
+void harness_watchdog_watch(const struct daemon *d)
+{
+	pthread_mutex_lock(&wd.lock);
+	wd.d = d;
+	wd.pid = d ? d->pid : 0;
+	pthread_mutex_unlock(&wd.lock);
+}
+
+bool harness_watchdog_fired(void)
+{
+	bool f;
+
+	pthread_mutex_lock(&wd.lock);
+	f = wd.fired;
+	pthread_mutex_unlock(&wd.lock);
+	return f;
+}
+
+void harness_watchdog_disarm(void)
+{
+	pthread_mutex_lock(&wd.lock);
+	wd.deadline = 0;
+	wd.fired = false;
+	wd.d = NULL;
+	wd.pid = 0;
+	pthread_mutex_unlock(&wd.lock);
+}
+
+/* d now runs as pid (0: it ended): the watchdog kills that one if d is the daemon it watches. */
+static void watchdog_pid(const struct daemon *d, pid_t pid)
+{
+	pthread_mutex_lock(&wd.lock);
+	if (wd.d == d)
+		wd.pid = pid;
+	pthread_mutex_unlock(&wd.lock);
 }
 
 const char *harness_build(void)
@@ -276,6 +385,7 @@ static int spawn(struct daemon *d)
 		if (harness_ms() > deadline)
 			return -ETIMEDOUT;
 	}
+	watchdog_pid(d, d->pid); /* ready: from now on a hang is the watchdog's (before, the deadline's) */
 	return 0;
 }
 
@@ -395,6 +505,7 @@ static int end_with(struct daemon *d, int sig)
 
 	if (d->pid <= 0)
 		return -1;
+	watchdog_pid(d, 0); /* ended here, with the harness's own bound */
 	pfd.fd = (int)syscall(SYS_pidfd_open, d->pid, 0); /* readable once it exits: no sleeping */
 	kill(d->pid, sig);
 	for (;;) {

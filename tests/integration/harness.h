@@ -129,6 +129,20 @@ int harness_other_finish(struct harness_other *o);
 void harness_other_child(struct harness_other *o);
 int harness_other_ready(struct harness_other *o);
 
+/*
+ * A hang detector, one per process: harness_watchdog_arm gives the case at hand a budget; once
+ * it is spent, the watchdog SIGKILLs the daemon harness_watchdog_watch named (while it runs: the
+ * harness tells it each pid as it starts and ends that daemon), so that every call blocked on
+ * a hung daemon returns an error, and a hung daemon makes a failed case, never a hung run. It
+ * fires once per arm and says so on stderr; harness_watchdog_fired tells the case. Its thread
+ * starts at the first arm. case.h watches the daemon its start() started and disarms in its
+ * teardown; a case that arms no budget has no watchdog.
+ */
+void harness_watchdog_arm(const char *what, unsigned seconds);
+void harness_watchdog_watch(const struct daemon *d);
+bool harness_watchdog_fired(void);
+void harness_watchdog_disarm(void);
+
 /* The build directory under test: $HP_BUILD, default "build". */
 const char *harness_build(void);
 

@@ -12,8 +12,8 @@
  * execs PROG with ARGS (looked up in PATH when it has no '/'). The filter stays with PROG and
  * every thread it starts. Exit status 126: the filter could not be installed (or this is not
  * x86_64, the only architecture the filter is written for); 127: exec failed. Used by
- * tests/integration/test_journal.c and test_hostile.c; named so that tests/run-tests.sh does
- * not run it.
+ * tests/integration/test_journal_backends.c and test_hostile.c; named so that
+ * tests/run-tests.sh does not run it.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pattern.h - record contents as a function of a seed, for the journal tests
- * (tests/integration/test_journal.c, tests/unit/test_recovery.c): a test remembers only
+ * (tests/integration/test_journal_*.c, tests/unit/test_recovery.c): a test remembers only
  * (lsn, seed, len) of what it appended and checks every byte it reads back. Header-only.
  */
 #ifndef HP_TEST_PATTERN_H

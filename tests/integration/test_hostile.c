@@ -2,7 +2,7 @@
 /*
  * test_hostile.c - attacks on a real hugepoold by hostile local clients, one case per finding
  * of the "hostile local clients" audit that concerns the connection layer and the pool (the
- * journal's and the spill service's attacks live in test_journal.c and test_spill.c).
+ * journal's and the spill service's attacks live in test_journal_hostile.c and test_spill.c).
  *
  * Where an attack crosses users, the attacker and the victim are clients of two uids: the test
  * runs as root and runs the other side as HARNESS_OTHER_UID (harness_as_uid); without root
