@@ -9,9 +9,11 @@ cd "$(dirname "$0")/../.."
 secs=${FUZZ_SECONDS:-60}
 out=build-fuzz
 mkdir -p "$out"
-srcs=$(ls src/common/*.c src/lib/*.c src/daemon/*.c | grep -v src/daemon/main.c)
+# the daemon is a folder per subsystem (src/daemon/*/): every one of them, main.c aside
+srcs=$(ls src/common/*.c src/lib/*.c src/daemon/*/*.c)
+daemon_includes=$(for d in src/daemon/*/; do printf -- '-I%s ' "${d%/}"; done)
 flags="-std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -pthread
-	-DHUGEPOOL_VERSION=\"fuzz\" -Iinclude -Isrc/common -Isrc/daemon -Isrc/lib -Itests/fuzz"
+	-DHUGEPOOL_VERSION=\"fuzz\" -Iinclude -Isrc/common $daemon_includes -Isrc/lib -Itests/fuzz"
 rc=0
 for f in tests/fuzz/fuzz_*.c; do
 	t=$(basename "$f" .c)
