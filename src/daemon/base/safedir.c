@@ -163,8 +163,13 @@ int safedir_open(const char *path, unsigned flags, char *err, size_t errlen)
 			return -ENOTDIR;
 		}
 		fd = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno != ENOENT && errno != ENOTDIR && errno != ELOOP) {
+			/* out of fds or memory, not a race: say so */
+			snprintf(err, errlen, "cannot open '%s%s%s': %m", at, strcmp(at, "/") ? "/" : "", name);
+			return -errno;
+		}
 		if (fd < 0 || fstat(fd, &dst) < 0 || dst.st_dev != st.st_dev || dst.st_ino != st.st_ino) {
-			snprintf(err, errlen, "'%s/%s' changed while it was opened", at, name);
+			snprintf(err, errlen, "'%s%s%s' changed while it was opened", at, strcmp(at, "/") ? "/" : "", name);
 			if (fd >= 0)
 				close(fd);
 			return -EAGAIN;
