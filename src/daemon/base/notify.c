@@ -19,6 +19,19 @@
 
 #define NOTIFY_FDS_MAX 253 /* SCM_MAX_FD */
 
+static int spare_fd = -1; /* notify_open's, for the process's life; sendmsg on it is thread-safe */
+
+int notify_open(void)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+
+	if (!path || !*path)
+		return 0;
+	if (spare_fd < 0)
+		spare_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	return spare_fd < 0 ? -errno : 1;
+}
+
 int notify_send(const char *state)
 {
 	return notify_send_fds(state, NULL, 0, 0);
@@ -49,9 +62,9 @@ int notify_send_fds(const char *state, const int *fds, unsigned nfds, int flags)
 	if (nfds)
 		proto_put_fds(&msg, cbuf.buf, fds, nfds);
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0 && (spare_fd < 0 || (errno != EMFILE && errno != ENFILE)))
 		return -errno;
-	if (sendmsg(fd, &msg, MSG_NOSIGNAL | flags) < 0)
+	if (sendmsg(fd >= 0 ? fd : spare_fd, &msg, MSG_NOSIGNAL | flags) < 0)
 		return -errno;
 	return 1;
 }

@@ -7,6 +7,15 @@
 #ifndef HP_NOTIFY_H
 #define HP_NOTIFY_H
 
+/*
+ * Create a spare socket for notifications to go through when the daemon has used up its open
+ * files: each still creates a socket of its own (as sd_notify does: one datagram's skbs charge
+ * one socket's send buffer, so a burst of FDSTORE=1 does not block on a shared one), and takes
+ * the spare only when that fails with EMFILE or ENFILE, so READY=1 and FDSTORE=1 reach the
+ * manager all the same. 0 when there is no notify socket, 1 when open, or a negative errno.
+ */
+int notify_open(void);
+
 /* Returns 1 when sent, 0 when there is no notify socket, or a negative errno. */
 int notify_send(const char *state);
 /*
