@@ -2,10 +2,13 @@
 /*
  * main.c - hugepoold's entry point: options, then the boot sequence, then the event loop.
  *
- * Boot: load the configuration -> create the pool (one sealed memfd per buffer) -> pre-fault it
- * in parallel (telling systemd EXTEND_TIMEOUT_USEC while that takes long) -> bind the socket ->
- * READY=1 -> serve until SIGTERM/SIGINT -> STOPPING=1, tear down. SIGTERM and SIGINT are
- * blocked before any thread starts so that only the event loop's signalfd sees them.
+ * Boot (boot_steps, in order): load the configuration -> take over what a previous life left ->
+ * create the pool (one sealed memfd per buffer, or the previous life's) -> pre-fault it in
+ * parallel (telling systemd EXTEND_TIMEOUT_USEC while that takes long) -> the warm state ->
+ * recover the journals -> the spill directory -> the socket -> READY=1 -> serve until
+ * SIGTERM/SIGINT -> STOPPING=1, tear down. Each step logs its own failure (log.h) and main
+ * exits with the step's status (EXIT_STATUSES). SIGTERM and SIGINT are blocked before any
+ * thread starts so that only the event loop's signalfd sees them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +44,7 @@
 	X(EXIT_USAGE, 1, "bad usage, or the event loop failed while serving")                         \
 	X(EXIT_CONFIG, 2, "the configuration is invalid or cannot be read")                           \
 	X(EXIT_POOL, 3, "the pool could not be created or faulted in")                                \
-	X(EXIT_SOCKET, 4, "the socket could not be set up, or a configured user or group is unknown") \
+	X(EXIT_SOCKET, 4, "a socket could not be set up, or a configured user or group is unknown")  \
 	X(EXIT_JOURNAL, 5, "a journal could not be opened or recovered")                              \
 	X(EXIT_SPILL, 6, "the spill directory is unusable")
 
@@ -177,33 +180,43 @@ static void grow_fd_table(uint64_t n)
 	close(fd);
 }
 
-/* What the daemon builds at boot, in order; parts_free takes down whatever exists, in reverse. */
-struct parts {
+/*
+ * The daemon as it boots: what the command line said, the configuration, what the boot builds
+ * (in order; boot_free takes down whatever exists, in reverse) and what it learns on the way
+ * about how this life started.
+ */
+struct boot {
+	const char *config_path;
+	struct config cfg;
+	uint64_t t0, last_report;
 	struct fdstore_fd *handed; /* what the previous life left (fdstore.h), until taken */
 	unsigned nhanded;
 	struct warm_prev *prev; /* its state, if one was usable */
+	char cold_why[256]; /* why this life starts cold, when it does */
+	struct pool_adopt adopt;
 	struct pool *pool;
 	struct warm *warm;
 	struct journal *journals[CONFIG_JOURNALS_MAX];
 	unsigned njournals;
 	struct spill *spill;
+	struct server_handover handover;
 	struct server *srv;
 };
 
-static void parts_free(struct parts *d)
+static void boot_free(struct boot *b)
 {
-	server_free(d->srv);
-	spill_free(d->spill);
-	for (unsigned i = 0; i < d->njournals; i++)
-		journal_close(d->journals[i]);
-	warm_free(d->warm);
-	pool_free(d->pool);
-	warm_prev_free(d->prev);
+	server_free(b->srv);
+	spill_free(b->spill);
+	for (unsigned i = 0; i < b->njournals; i++)
+		journal_close(b->journals[i]);
+	warm_free(b->warm);
+	pool_free(b->pool);
+	warm_prev_free(b->prev);
 	/* a failed boot leaves the service manager what it has not taken: the next try may */
-	for (unsigned i = 0; i < d->nhanded; i++)
-		if (d->handed[i].fd >= 0)
-			close(d->handed[i].fd);
-	free(d->handed);
+	for (unsigned i = 0; i < b->nhanded; i++)
+		if (b->handed[i].fd >= 0)
+			close(b->handed[i].fd);
+	free(b->handed);
 }
 
 /* For the tests: HUGEPOOLD_FAULT_INJECT=NAME:SPEC arms SPEC (jio_set_fault) in journal NAME. */
@@ -220,15 +233,15 @@ static const char *fault_for(const char *journal)
  * manager can hand back however large the pool: before server_open, whose recycler may renew a
  * buffer (replacing its fd) as soon as it runs.
  */
-static void keep_pool(struct parts *d)
+static void keep_pool(struct boot *b)
 {
 	char name[WARM_NAME_MAX];
 	unsigned failed;
 	int r;
 
-	warm_name(WARM_NAME_STATE, warm_id(d->warm), name);
-	r = fdstore_add(name, warm_fd(d->warm), 0);
-	failed = pool_store_fds(d->pool);
+	warm_name(WARM_NAME_STATE, warm_id(b->warm), name);
+	r = fdstore_add(name, warm_fd(b->warm), 0);
+	failed = pool_store_fds(b->pool);
 	if (r < 0 || failed)
 		log_warning("The pool will not survive a restart of the daemon: %u buffers and %s could not be "
 			    "kept in the file descriptor store",
@@ -240,44 +253,19 @@ static void keep_pool(struct parts *d)
  * and what the service manager still holds of the previous life and this one does not keep
  * (the previous state, names of an older daemon) is dropped from it.
  */
-static void keep_done(struct parts *d)
+static void keep_done(struct boot *b)
 {
 	struct fdstore_usage u;
 
-	fdstore_received_free(d->handed, d->nhanded);
-	d->handed = NULL;
-	d->nhanded = 0;
+	fdstore_received_free(b->handed, b->nhanded);
+	b->handed = NULL;
+	b->nhanded = 0;
 	fdstore_usage(&u);
 	if (getenv("NOTIFY_SOCKET") && u.sent < u.kept)
 		log_warning("The service manager's file descriptor store holds %u of the %u fds kept (at most %u fds "
 			    "and %zu bytes of names): after a restart by the service manager the rest is made "
 			    "anew; a re-execution (systemctl reload, hugepoolctl restart) keeps everything",
 			    u.sent, u.kept, u.entries_max, u.names_max);
-}
-
-/* One line: how this life started. */
-static void log_start(const struct parts *d, const struct pool_adopt *a, const struct server_handover *h,
-		      const char *why, uint64_t t0)
-{
-	char b1[32];
-	double s = (double)(now_ns() - t0) / 1e9;
-
-	if (a->adopted || h->adopted)
-		log_info("Warm start (life %" PRIu64 "): adopted %" PRIu32 " buffers (%s), faulted %" PRIu32
-			 ", dropped %" PRIu32 "; %u connections served on, %u closed; ready in %.3f s",
-			 d->prev->lives + 1, a->adopted, size_format(a->adopted_bytes, b1, sizeof(b1)), a->created,
-			 a->dropped, h->adopted, h->closed, s);
-	else
-		log_info("Cold start: %s; faulted %" PRIu32 " buffers, dropped %" PRIu32 ", in %.3f s",
-			 d->prev ? "nothing the previous life left fits the configuration" : why, d->pool->nbuffers,
-			 a->dropped, s);
-}
-
-/* Take everything down and exit with status. */
-static int boot_failed(struct parts *d, int status)
-{
-	parts_free(d);
-	return status;
 }
 
 /* Every 250 ms while pre-faulting: stop on SIGTERM/SIGINT, report every 2 s. */
@@ -301,25 +289,206 @@ static bool boot_progress(uint64_t done, uint64_t total, void *ud)
 	return true;
 }
 
+/* --- the boot's steps: each logs its own failure (log.h) and returns it ------------------- */
+
+/* The spare socket to the service manager, for READY=1 and FDSTORE=1 when fds run out (notify.h). */
+static int open_notify(struct boot *b)
+{
+	int r = notify_open();
+
+	(void)b;
+	if (r < 0)
+		return log_error_errno(r, "Failed to create a socket to the service manager ($NOTIFY_SOCKET): %m");
+	return 0;
+}
+
+/*
+ * What a previous life of the daemon left in the fd store (or handed over re-executing), and
+ * whether its state can be used: if not, this life starts cold and says why.
+ */
+static int take_handover(struct boot *b)
+{
+	char why[256];
+	int r;
+
+	r = fdstore_receive(&b->handed, &b->nhanded);
+	if (r < 0)
+		return r;
+	warm_upgrade_names(b->handed, b->nhanded);
+	/* what it will hold, twice over for a re-execution's copies */
+	grow_fd_table(2 * ((uint64_t)config_buffers(&b->cfg) + b->cfg.max_connections + b->nhanded) + 64);
+	warm_choose(b->handed, b->nhanded, &b->prev, why, sizeof(why));
+	if (!b->prev && why[0]) {
+		log_warning("The state the previous life left cannot be used (%s): starting cold", why);
+		snprintf(b->cold_why, sizeof(b->cold_why), "the state could not be used");
+	} else if (!b->prev) {
+		snprintf(b->cold_why, sizeof(b->cold_why), "%s",
+			 b->nhanded ? "no state was handed over" : "nothing was handed over");
+	}
+	b->adopt = (struct pool_adopt){ .prev = b->prev, .fds = b->handed, .nfds = b->nhanded };
+	return 0;
+}
+
+/* One sealed memfd per buffer, or the previous life's buffers adopted. */
+static int create_pool(struct boot *b)
+{
+	return pool_create(&b->cfg, &b->adopt, &b->pool);
+}
+
+/* In parallel; -ECANCELED when SIGTERM or SIGINT came meanwhile. */
+static int prefault_pool(struct boot *b)
+{
+	return pool_prefault(b->pool, b->cfg.prefault_threads, boot_progress, &b->last_report);
+}
+
+/* The record of this life that a next one reads (warm.h). */
+static int create_warm_state(struct boot *b)
+{
+	return warm_create(b->pool->nbuffers, b->cfg.max_connections, spill_records(&b->cfg),
+			   b->prev ? b->prev->lives + 1 : 1, b->pool->page_size, b->pool->hugetlb, &b->warm);
+}
+
+/* Journals recover before anyone can connect: clients only ever see a consistent log. */
+static int open_journals(struct boot *b)
+{
+	for (; b->njournals < b->cfg.njournals; b->njournals++) {
+		const struct config_journal *cfg = &b->cfg.journals[b->njournals];
+		int r;
+
+		notify_sendf("STATUS=Recovering journal %s", cfg->name);
+		r = journal_open(cfg, fault_for(cfg->name), &b->journals[b->njournals]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int open_spill(struct boot *b)
+{
+	char size[32];
+	int r;
+
+	r = spill_open(&b->cfg, &b->spill);
+	if (r < 0)
+		return r;
+	log_info("Spill directory '%s', in-memory threshold %s", b->cfg.spill_directory,
+		 size_format(b->cfg.spill_threshold, size, sizeof(size)));
+	return 0;
+}
+
+/* The socket (bound, or the previous life's) and the connections a previous life served. */
+static int open_server(struct boot *b)
+{
+	int r;
+
+	b->handover = (struct server_handover){ .listen_fd = fdstore_take(b->handed, b->nhanded, "listen"),
+						.prev = b->prev, .fds = b->handed, .nfds = b->nhanded };
+	keep_pool(b);
+	r = server_open(&b->cfg, b->pool, b->journals, b->njournals, b->spill, b->warm, &b->handover, &b->srv);
+	if (r < 0)
+		return r;
+	keep_done(b);
+	return 0;
+}
+
+/* The boot, in order: what systemd's STATUS= says meanwhile, and the exit status if it fails. */
+static const struct boot_step {
+	const char *status;
+	int (*run)(struct boot *b);
+	int exit_status;
+} boot_steps[] = {
+	{ "Starting", open_notify, EXIT_SOCKET },
+	{ "Taking over from the previous life", take_handover, EXIT_POOL },
+	{ "Creating the pool", create_pool, EXIT_POOL },
+	{ "Pre-faulting the pool", prefault_pool, EXIT_POOL },
+	{ "Creating the warm state", create_warm_state, EXIT_POOL },
+	{ "Recovering the journals", open_journals, EXIT_JOURNAL },
+	{ "Opening the spill directory", open_spill, EXIT_SPILL },
+	{ "Opening the socket", open_server, EXIT_SOCKET },
+};
+
+/* One line: how this life started. */
+static void log_start(const struct boot *b, const struct proto_status_start *start)
+{
+	const struct pool_adopt *a = &b->adopt;
+	const struct server_handover *h = &b->handover;
+	double s = (double)start->ready_ns / 1e9;
+	char size[32];
+
+	if (start->warm)
+		log_info("Warm start (life %" PRIu64 "): adopted %" PRIu32 " buffers (%s), faulted %" PRIu32
+			 ", dropped %" PRIu32 "; %u connections served on, %u closed; ready in %.3f s",
+			 start->lives, a->adopted, size_format(a->adopted_bytes, size, sizeof(size)), a->created,
+			 a->dropped, h->adopted, h->closed, s);
+	else
+		log_info("Cold start: %s; faulted %" PRIu32 " buffers, dropped %" PRIu32 ", in %.3f s",
+			 b->prev ? "nothing the previous life left fits the configuration" : b->cold_why,
+			 b->pool->nbuffers, a->dropped, s);
+}
+
+/* The boot is done: how it went, in the status replies, the log and to systemd (READY=1). */
+static void announce_ready(struct boot *b)
+{
+	const struct pool_adopt *a = &b->adopt;
+	const struct server_handover *h = &b->handover;
+	struct proto_status_start start = { .warm = a->adopted || h->adopted,
+					    .adopted_buffers = a->adopted,
+					    .faulted_buffers = a->created,
+					    .dropped_buffers = a->dropped,
+					    .adopted_connections = h->adopted,
+					    .closed_connections = h->closed,
+					    .lives = b->prev ? b->prev->lives + 1 : 1,
+					    .ready_ns = now_ns() - b->t0 };
+	char size[32];
+	int r;
+
+	server_set_start(b->srv, &start);
+	log_start(b, &start);
+	r = notify_sendf("READY=1\nSTATUS=Serving %s in %u buffers (%s pages)",
+			 size_format(b->pool->bytes, size, sizeof(size)), b->pool->nbuffers,
+			 b->pool->hugetlb ? "hugetlb" : "regular");
+	if (r < 0)
+		log_error_errno(r, "Failed to tell the service manager that the daemon is ready (READY=1): %m; "
+				   "serving all the same");
+}
+
 /*
  * A restart without a service manager (or within one), checked and prepared by reexec_prepare
  * while the daemon still served: tear the daemon down as a stop for the next life does
  * (journals closed clean, the warm state left as it is), and become the daemon's binary again
  * with everything handed over (reexec.h).
  */
-static int reexec(struct parts *d)
+static int reexec(struct boot *b)
 {
 	int r;
 
 	notify_send("RELOADING=1\nSTATUS=Restarting");
-	parts_free(d);
+	boot_free(b);
 	log_info("Re-executing '%s'", reexec_path());
 	r = reexec_run();
 	log_error_errno(r, "Failed to re-execute '%s': %m", reexec_path());
 	return EXIT_USAGE;
 }
 
-int main(int argc, char **argv)
+/* Serve until SIGTERM or SIGINT (then stop clean), or until a restart is asked (then re-execute). */
+static int serve(struct boot *b)
+{
+	int r = server_run(b->srv);
+
+	if (r == SERVER_REEXEC)
+		return reexec(b);
+	notify_send("STOPPING=1");
+	boot_free(b);
+	log_info("Stopped");
+	return r < 0 ? EXIT_USAGE : EXIT_OK;
+}
+
+/* --- the command line ------------------------------------------------------------------- */
+
+enum action { RUN, CHECK_CONFIG, PRINT_HUGEPAGES };
+
+/* > 0 to go on with *action, 0 to exit at once (--help, --version), < 0 for a usage error. */
+static int parse_options(int argc, char **argv, struct boot *b, enum action *action)
 {
 	enum { OPT_PRINT_HUGEPAGES = 0x100 };
 	static const struct option opts[] = {
@@ -329,29 +498,20 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },	    { "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *path = CONFIG_DEFAULT_PATH;
-	bool check = false, hugepages = false;
-	static struct config cfg;
-	char err[512], why[256], b1[32];
-	static struct parts d;
-	struct pool_adopt adopt;
-	struct server_handover handover;
-	struct proto_status_start start;
-	uint64_t t0 = now_ns();
-	sigset_t mask;
-	uint64_t last_report = now_ns();
-	int c, r;
+	int c;
 
+	*action = RUN;
 	while ((c = getopt_long(argc, argv, "c:tfvhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			path = optarg;
+			b->config_path = optarg;
 			break;
 		case 't':
-			check = true;
+			if (*action == RUN)
+				*action = CHECK_CONFIG;
 			break;
 		case OPT_PRINT_HUGEPAGES:
-			check = hugepages = true;
+			*action = PRINT_HUGEPAGES;
 			break;
 		case 'f':
 			break;
@@ -360,38 +520,47 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return EXIT_OK;
+			return 0;
 		case 'V':
 			printf("hugepoold %s\n", HUGEPOOL_VERSION);
-			return EXIT_OK;
+			return 0;
 		default:
 			usage(stderr);
-			return EXIT_USAGE;
+			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "hugepoold: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
-		return EXIT_USAGE;
+		return -EINVAL;
 	}
-	log_open();
-	reexec_init(argv); /* before anything can replace the binary */
-	r = config_load(path, &cfg, err, sizeof(err));
-	if (r < 0) {
-		if (check)
-			fprintf(stderr, "%s\n", err);
-		else
-			log_error("Invalid configuration: %s", err);
-		return EXIT_CONFIG;
+	return 1;
+}
+
+/* The parser's words: on stderr alone for --check-config, in the log for a daemon. */
+static int load_config(struct boot *b, enum action action)
+{
+	char err[512];
+	int r;
+
+	r = config_load(b->config_path, &b->cfg, err, sizeof(err));
+	if (r < 0 && action != RUN) {
+		fprintf(stderr, "%s\n", err);
+		return r;
 	}
-	if (hugepages) {
-		print_hugepages(&cfg);
-		return EXIT_OK;
-	}
-	if (check) {
-		print_summary(&cfg, path);
-		return EXIT_OK;
-	}
+	if (r < 0)
+		return log_error_errno(r, "Invalid configuration: %s", err);
+	return 0;
+}
+
+/*
+ * SIGTERM, SIGINT and SIGUSR2 are read by the event loop's signalfd: blocked before any thread
+ * starts, so that no thread takes one. A peer gone mid-write is an error return, not SIGPIPE;
+ * spill.c probes files with leases it drops at once, and a lease break must not kill us.
+ */
+static void block_signals(void)
+{
+	sigset_t mask;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -399,71 +568,46 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	/* spill.c probes files with leases it drops at once; a lease break must not kill us */
 	signal(SIGIO, SIG_IGN);
+}
 
+int main(int argc, char **argv)
+{
+	static struct boot b = { .config_path = CONFIG_DEFAULT_PATH };
+	enum action action;
+	char size[32];
+	int r;
+
+	b.t0 = b.last_report = now_ns();
+	r = parse_options(argc, argv, &b, &action);
+	if (r <= 0)
+		return r < 0 ? EXIT_USAGE : EXIT_OK;
+	log_open();
+	reexec_init(argv); /* before anything can replace the binary */
+	if (load_config(&b, action) < 0)
+		return EXIT_CONFIG;
+	if (action == PRINT_HUGEPAGES) {
+		print_hugepages(&b.cfg);
+		return EXIT_OK;
+	}
+	if (action == CHECK_CONFIG) {
+		print_summary(&b.cfg, b.config_path);
+		return EXIT_OK;
+	}
+
+	block_signals();
 	raise_nofile();
-	log_info("hugepoold %s starting: %u classes, %s, configuration '%s'", HUGEPOOL_VERSION, cfg.nclasses,
-		 size_format(config_pool_bytes(&cfg), b1, sizeof(b1)), path);
-	/* what a previous life of the daemon left in the fd store (or handed over re-executing) */
-	if (fdstore_receive(&d.handed, &d.nhanded) < 0)
-		return boot_failed(&d, EXIT_POOL);
-	warm_upgrade_names(d.handed, d.nhanded);
-	/* what it will hold, twice over for a re-execution's copies */
-	grow_fd_table(2 * ((uint64_t)config_buffers(&cfg) + cfg.max_connections + d.nhanded) + 64);
-	warm_choose(d.handed, d.nhanded, &d.prev, why, sizeof(why));
-	if (!d.prev && why[0]) {
-		log_warning("The state the previous life left cannot be used (%s): starting cold", why);
-		snprintf(why, sizeof(why), "the state could not be used");
-	} else if (!d.prev)
-		snprintf(why, sizeof(why), "%s", d.nhanded ? "no state was handed over" : "nothing was handed over");
-	adopt = (struct pool_adopt){ .prev = d.prev, .fds = d.handed, .nfds = d.nhanded };
-	notify_send("STATUS=Creating the pool");
-	if (pool_create(&cfg, &adopt, &d.pool) < 0)
-		return boot_failed(&d, EXIT_POOL);
-	notify_send("STATUS=Pre-faulting the pool");
-	r = pool_prefault(d.pool, cfg.prefault_threads, boot_progress, &last_report);
-	if (r < 0) /* stopped on request: a clean exit, not a failure */
-		return boot_failed(&d, r == -ECANCELED ? EXIT_OK : EXIT_POOL);
-	r = warm_create(d.pool->nbuffers, cfg.max_connections, spill_records(&cfg), d.prev ? d.prev->lives + 1 : 1,
-			d.pool->page_size, d.pool->hugetlb, &d.warm);
-	if (r < 0) {
-		log_error_errno(r, "Failed to create the warm state memfd: %m");
-		return boot_failed(&d, EXIT_POOL);
+	log_info("hugepoold %s starting: %u classes, %s, configuration '%s'", HUGEPOOL_VERSION, b.cfg.nclasses,
+		 size_format(config_pool_bytes(&b.cfg), size, sizeof(size)), b.config_path);
+	for (size_t i = 0; i < ARRAY_SIZE(boot_steps); i++) {
+		notify_sendf("STATUS=%s", boot_steps[i].status);
+		r = boot_steps[i].run(&b);
+		if (r < 0) {
+			boot_free(&b);
+			/* SIGTERM while pre-faulting (the one step that returns -ECANCELED): a clean exit */
+			return r == -ECANCELED ? EXIT_OK : boot_steps[i].exit_status;
+		}
 	}
-	/* journals recover before anyone can connect: clients only ever see a consistent log */
-	for (; d.njournals < cfg.njournals; d.njournals++) {
-		notify_sendf("STATUS=Recovering journal %s", cfg.journals[d.njournals].name);
-		if (journal_open(&cfg.journals[d.njournals], fault_for(cfg.journals[d.njournals].name),
-				 &d.journals[d.njournals]) < 0)
-			return boot_failed(&d, EXIT_JOURNAL);
-	}
-	if (spill_open(&cfg, &d.spill, err, sizeof(err)) < 0) {
-		log_error("Spill streams unavailable: %s", err);
-		return boot_failed(&d, EXIT_SPILL);
-	}
-	log_info("Spill directory '%s', in-memory threshold %s", cfg.spill_directory,
-		 size_format(cfg.spill_threshold, b1, sizeof(b1)));
-	handover = (struct server_handover){ .listen_fd = fdstore_take(d.handed, d.nhanded, "listen"),
-					     .prev = d.prev, .fds = d.handed, .nfds = d.nhanded };
-	keep_pool(&d);
-	if (server_open(&cfg, d.pool, d.journals, d.njournals, d.spill, d.warm, &handover, &d.srv) < 0)
-		return boot_failed(&d, EXIT_SOCKET);
-	keep_done(&d);
-	start = (struct proto_status_start){ .warm = adopt.adopted || handover.adopted, .adopted_buffers = adopt.adopted,
-					     .faulted_buffers = adopt.created,
-					     .dropped_buffers = adopt.dropped, .adopted_connections = handover.adopted,
-					     .closed_connections = handover.closed,
-					     .lives = d.prev ? d.prev->lives + 1 : 1, .ready_ns = now_ns() - t0 };
-	server_set_start(d.srv, &start);
-	log_start(&d, &adopt, &handover, why, t0);
-	notify_sendf("READY=1\nSTATUS=Serving %s in %u buffers (%s pages)", size_format(d.pool->bytes, b1, sizeof(b1)),
-		     d.pool->nbuffers, d.pool->hugetlb ? "hugetlb" : "regular");
-	r = server_run(d.srv);
-	if (r == SERVER_REEXEC)
-		return reexec(&d);
-	notify_send("STOPPING=1");
-	parts_free(&d);
-	log_info("Stopped");
-	return r < 0 ? EXIT_USAGE : EXIT_OK;
+	announce_ready(&b);
+	return serve(&b);
 }

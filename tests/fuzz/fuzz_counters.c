@@ -71,7 +71,6 @@ static struct spill *spill_once(void)
 	static struct spill *sp;
 	static char dir[64];
 	struct config cfg;
-	char err[256];
 
 	if (sp)
 		return sp;
@@ -80,10 +79,8 @@ static struct spill *spill_once(void)
 		abort();
 	config_init(&cfg);
 	snprintf(cfg.spill_directory, sizeof(cfg.spill_directory), "%s/spill", dir);
-	if (spill_open(&cfg, &sp, err, sizeof(err)) < 0) {
-		fprintf(stderr, "spill_open: %s\n", err);
-		abort();
-	}
+	if (spill_open(&cfg, &sp) < 0)
+		abort(); /* its log line says why */
 	return sp;
 }
 

@@ -34,7 +34,6 @@ static struct spill *open_spill(uint64_t max_bytes, uint32_t max_files, uint64_t
 {
 	struct config cfg;
 	struct spill *sp = NULL;
-	char err[256];
 
 	config_init(&cfg);
 	snprintf(cfg.spill_directory, sizeof(cfg.spill_directory), "%s/spill", dir);
@@ -43,8 +42,8 @@ static struct spill *open_spill(uint64_t max_bytes, uint32_t max_files, uint64_t
 	cfg.spill_max_bytes_per_uid = max_bytes_uid;
 	cfg.spill_max_files_per_uid = max_files_uid;
 	cfg.spill_threshold = 12345;
-	if (spill_open(&cfg, &sp, err, sizeof(err)) < 0)
-		fail_msg("spill_open: %s", err);
+	if (spill_open(&cfg, &sp) < 0)
+		fail_msg("spill_open failed (its log line says why)");
 	return sp;
 }
 

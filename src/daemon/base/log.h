@@ -5,7 +5,14 @@
  * Under systemd (JOURNAL_STREAM set) each line carries a "<N>" syslog priority prefix that
  * journald understands; on a terminal it carries a level word instead. Lines are formatted
  * into one buffer and written with a single write(2), so threads never interleave inside a
- * line. Library and helper code never logs: the daemon logs where it decides.
+ * line.
+ *
+ * One convention, on the boot path as everywhere: a failure is logged once, by the function
+ * that decides it is one, as it returns it: return log_error_errno(r, "Journal '%s': cannot
+ * ...: %m", ...). Its callers pass the negative errno up and log nothing more; main only maps a
+ * failed boot step to its exit status. Helpers that cannot know what a failure means to their
+ * caller (safedir, the config parser, jio_open's note) never log: they return the errno and,
+ * where the errno alone would not say it, a text the caller puts in its one line.
  *
  * A line any client can cause (a refused connection, a killed peer, a failed accept) goes
  * through a struct log_ratelimit: at most `burst` lines per `interval` at that call site, then
@@ -15,6 +22,7 @@
 #ifndef HP_LOG_H
 #define HP_LOG_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,6 +55,8 @@ void log_msg_ratelimited(struct log_ratelimit *rl, int level, const char *fmt, .
 int log_msg_errno(int level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #define log_error_errno(err, ...) log_msg_errno(LOG_ERR, (err), __VA_ARGS__)
 #define log_warning_errno(err, ...) log_msg_errno(LOG_WARNING, (err), __VA_ARGS__)
+/* An allocation failed: return log_oom("the journal's batches"); logs and returns -ENOMEM. */
+#define log_oom(what) log_msg_errno(LOG_ERR, ENOMEM, "Out of memory for %s", (what))
 
 #define log_error(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warning(...) log_msg(LOG_WARNING, __VA_ARGS__)

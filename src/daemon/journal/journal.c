@@ -245,7 +245,7 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	int r;
 
 	if (!j)
-		return -ENOMEM;
+		return log_oom("a journal");
 	j->cfg = *cfg;
 	j->dirfd = j->doorbell = j->epfd = -1;
 	TAILQ_INIT(&j->writers);
@@ -253,7 +253,7 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	pthread_mutex_init(&j->lock, NULL);
 	j->segs = calloc(cfg->segments, sizeof(*j->segs));
 	if (!j->segs) {
-		r = -ENOMEM;
+		r = log_oom("a journal's segments");
 		goto fail;
 	}
 	for (unsigned i = 0; i < cfg->segments; i++)
@@ -262,22 +262,22 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	 * daemon's uid (safedir.h) */
 	j->dirfd = safedir_open(cfg->directory, SAFEDIR_CREATE | SAFEDIR_OWN, why, sizeof(why));
 	if (j->dirfd < 0) {
-		r = j->dirfd;
-		log_error("Journal '%s': cannot use directory '%s': %s; refusing it", cfg->name, cfg->directory, why);
+		r = log_error_errno(j->dirfd, "Journal '%s': cannot use directory '%s': %s; refusing it", cfg->name,
+				    cfg->directory, why);
 		goto fail;
 	}
 	if (fstat(j->dirfd, &st) < 0) {
-		r = -errno;
-		log_error("Journal '%s': cannot open directory '%s': %m", cfg->name, cfg->directory);
+		r = log_error_errno(errno, "Journal '%s': cannot open directory '%s': %m", cfg->name, cfg->directory);
 		goto fail;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		r = -EPERM;
-		log_error("Journal '%s': directory '%s' has mode %04o, writable by group or others; refusing it "
-			  "(chmod 0700)",
-			  cfg->name, cfg->directory, (unsigned)(st.st_mode & 07777));
+		r = log_error_errno(-EPERM,
+				    "Journal '%s': directory '%s' has mode %04o, writable by group or others; refusing "
+				    "it (chmod 0700)",
+				    cfg->name, cfg->directory, (unsigned)(st.st_mode & 07777));
 		goto fail;
 	}
+	/* each logs its own failure (journal_segments.c) */
 	r = segment_open_all(j);
 	if (r < 0)
 		goto fail;
@@ -289,7 +289,8 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 		goto fail;
 	r = jio_open((enum jio_kind)cfg->backend, cfg->direct, &j->io, note, sizeof(note));
 	if (r < 0) {
-		log_error_errno(r, "Journal '%s': no I/O backend could be set up (%s): %m", cfg->name, note);
+		log_error_errno(r, "Journal '%s': no I/O backend could be set up%s%s%s: %m", cfg->name, note[0] ? " (" : "",
+				note, note[0] ? ")" : "");
 		goto fail;
 	}
 	if (note[0])
@@ -299,7 +300,8 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	if (fault) {
 		r = jio_set_fault(j->io, fault);
 		if (r < 0) {
-			log_error("Journal '%s': bad fault to inject (HUGEPOOLD_FAULT_INJECT): '%s'", cfg->name, fault);
+			log_error_errno(r, "Journal '%s': bad fault to inject (HUGEPOOLD_FAULT_INJECT): '%s'", cfg->name,
+					fault);
 			goto fail;
 		}
 		log_warning("Journal '%s': fault injection armed: %s", cfg->name, fault);
@@ -309,21 +311,25 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 
 		b->cap = cfg->max_batch_bytes + JFORMAT_BLOCK;
 		if (posix_memalign((void **)&b->buf, JFORMAT_BLOCK, b->cap)) {
-			r = -ENOMEM;
+			r = log_oom("a journal's batch buffers (max_batch_bytes)");
 			goto fail;
 		}
 		/* the padding record must still fit after max_batch_bytes of records */
 		b->cap = cfg->max_batch_bytes;
 	}
 	if (posix_memalign((void **)&j->hdr_block, JFORMAT_BLOCK, JFORMAT_BLOCK)) {
-		r = -ENOMEM;
+		r = log_oom("a journal's header block");
 		goto fail;
 	}
 	batch_reset(j, &j->batches[0]);
 	j->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (j->doorbell < 0) {
+		r = log_error_errno(errno, "Journal '%s': cannot create its doorbell (eventfd): %m", cfg->name);
+		goto fail;
+	}
 	j->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (j->doorbell < 0 || j->epfd < 0) {
-		r = -errno;
+	if (j->epfd < 0) {
+		r = log_error_errno(errno, "Journal '%s': cannot create its flusher's epoll: %m", cfg->name);
 		goto fail;
 	}
 	j->st.segments = cfg->segments;
@@ -331,8 +337,10 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	j->st.next_lsn = j->next_lsn;
 	j->st.durable_lsn = j->durable_lsn;
 	r = -pthread_create(&j->thread, NULL, flusher_main, j);
-	if (r < 0)
+	if (r < 0) {
+		log_error_errno(r, "Journal '%s': cannot start its flusher thread: %m", cfg->name);
 		goto fail;
+	}
 	j->thread_started = true;
 	log_info("Journal '%s' in '%s': %u segments of %s, backend %s%s; recovered %s", cfg->name,
 		 cfg->directory, cfg->segments, size_format(cfg->segment_size, note, sizeof(note)),

@@ -313,14 +313,14 @@ int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool 
 
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return -ENOMEM;
+		return log_oom("the pool");
 	p->nclasses = cfg->nclasses;
 	p->classes = calloc(cfg->nclasses, sizeof(*p->classes));
 	n = (uint32_t)config_buffers(cfg);
 	p->buffers = calloc(n ? n : 1, sizeof(*p->buffers));
 	if (!p->classes || !p->buffers) {
 		pool_free(p);
-		return -ENOMEM;
+		return log_oom("the pool's table of buffers");
 	}
 	p->nbuffers = n;
 	n = 0;
@@ -359,13 +359,13 @@ int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool 
 			snprintf(why, sizeof(why), "%" PRIu64 " hugepages of %s needed, %" PRIu64 " free", need,
 				 b1, avail);
 			if (cfg->hugepages == HUGEPAGES_REQUIRE) {
-				log_error("Not enough hugepages (hugepages = require): %s. Reserve more with "
-					  "'echo %" PRIu64 " > /sys/kernel/mm/hugepages/hugepages-%" PRIu64
-					  "kB/nr_hugepages' (plus what other programs use) or hugeadm "
-					  "--pool-pages-min, or set hugepages = prefer",
-					  why, need, cfg->page_size / 1024);
 				pool_free(p);
-				return -ENOMEM;
+				return log_error_errno(-ENOMEM,
+						       "Not enough hugepages (hugepages = require): %s. Reserve more with "
+						       "'echo %" PRIu64 " > /sys/kernel/mm/hugepages/hugepages-%" PRIu64
+						       "kB/nr_hugepages' (plus what other programs use) or hugeadm "
+						       "--pool-pages-min, or set hugepages = prefer",
+						       why, need, cfg->page_size / 1024);
 			}
 			log_warning("Not enough hugepages: %s; falling back to regular shared memory "
 				    "with MADV_HUGEPAGE (hugepages = prefer)", why);
@@ -388,10 +388,10 @@ int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool 
 		r = create_all(p, &failed);
 	}
 	if (r < 0) {
-		log_error("Failed to create buffer %" PRIu32 " of %" PRIu32 " (class \"%s\", %s, %s): %s",
-			  failed + 1, p->nbuffers, p->classes[p->buffers[failed].class_index].name,
-			  size_format(p->buffers[failed].size, b1, sizeof(b1)),
-			  p->hugetlb ? "hugetlb" : "shared memory", strerror(-r));
+		log_error_errno(r, "Failed to create buffer %" PRIu32 " of %" PRIu32 " (class \"%s\", %s, %s): %m",
+				failed + 1, p->nbuffers, p->classes[p->buffers[failed].class_index].name,
+				size_format(p->buffers[failed].size, b1, sizeof(b1)),
+				p->hugetlb ? "hugetlb" : "shared memory");
 		pool_free(p);
 		return r;
 	}
@@ -428,7 +428,7 @@ int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progres
 	int r;
 
 	if (!ranges)
-		return -ENOMEM;
+		return log_oom("the pre-fault's ranges");
 	size_t n = 0;
 	uint64_t bytes = 0;
 
@@ -446,12 +446,12 @@ int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progres
 		log_info("Pre-faulting cancelled");
 		return r;
 	}
-	if (r < 0) {
-		log_error("Failed to fault in buffer %zu of %zu (%s): %s%s", failed + 1, n,
-			  size_format(ranges[failed].len, b1, sizeof(b1)), strerror(-r),
-			  p->hugetlb ? " (a hugetlb cgroup limit or a hugepage shortage?)" : "");
-		return r;
-	}
+	if (r < 0 && failed >= n)
+		return log_error_errno(r, "Failed to start pre-faulting %zu buffers: %m", n);
+	if (r < 0)
+		return log_error_errno(r, "Failed to fault in buffer %zu of %zu (%s): %m%s", failed + 1, n,
+				       size_format(ranges[failed].len, b1, sizeof(b1)),
+				       p->hugetlb ? " (a hugetlb cgroup limit or a hugepage shortage?)" : "");
 	for (uint32_t i = 0; i < p->nbuffers; i++)
 		buffer_unmap(&p->buffers[i]);
 	log_info("Pre-faulted %s in %zu buffers with %u threads in %.3f s (%.2f GB/s, %s, page size %s)",

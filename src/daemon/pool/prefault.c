@@ -166,6 +166,8 @@ int prefault_run(const struct prefault_range *ranges, size_t n, unsigned threads
 	bool cancelled = false;
 	int err;
 
+	if (ret_failed)
+		*ret_failed = n; /* until a range fails */
 	r.chunk = MAX(chunk, (size_t)PREFAULT_MIN_CHUNK);
 	first = calloc(n + 1, sizeof(*first));
 	if (!first)
@@ -188,16 +190,17 @@ int prefault_run(const struct prefault_range *ranges, size_t n, unsigned threads
 
 	t0 = now_ns();
 	pthread_mutex_lock(&r.lock);
-	for (; started < threads; started++) {
+	for (err = 0; started < threads; started++) {
 		r.running++;
-		if (pthread_create(&tids[started], NULL, worker, &r) != 0) {
+		err = pthread_create(&tids[started], NULL, worker, &r);
+		if (err) {
 			r.running--;
 			break;
 		}
 	}
 	if (started == 0) {
 		pthread_mutex_unlock(&r.lock);
-		return -EAGAIN;
+		return -err;
 	}
 	while (r.running > 0) {
 		struct timespec ts;

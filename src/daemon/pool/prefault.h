@@ -40,7 +40,8 @@ typedef bool (*prefault_progress_fn)(uint64_t done, uint64_t total, void *userda
  * Fault in all ranges with `threads` workers (0 = one per online CPU, never more than there are
  * chunks). chunk is the granularity (rounded up to PREFAULT_MIN_CHUNK; pass the page size for
  * 1 GiB pages). On failure returns a negative errno and sets *ret_failed to the index of a range
- * that could not be faulted; the other workers stop at their next chunk.
+ * that could not be faulted (the other workers stop at their next chunk), or to n when the run
+ * could not start: no memory for its tables, or no worker thread (pthread_create's error).
  */
 int prefault_run(const struct prefault_range *ranges, size_t n, unsigned threads, size_t chunk,
 		 prefault_progress_fn progress, unsigned interval_ms, void *userdata,

@@ -207,7 +207,7 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 		return log_error_errno(-E2BIG, "LISTEN_FDS=%" PRIu64 ": more fds than any configuration keeps", nfds);
 	fds = calloc(nfds, sizeof(*fds));
 	if (!fds)
-		return -ENOMEM;
+		return log_oom("the fds handed over");
 	for (uint64_t i = 0; i < nfds; i++) {
 		const char *end = names ? strchrnul(names, ':') : NULL;
 		size_t len = end ? (size_t)(end - names) : 0;

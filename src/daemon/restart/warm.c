@@ -27,6 +27,7 @@
 
 #include "crc32c.h"
 #include "fdstore.h"
+#include "log.h"
 #include "memfd.h"
 #include "util.h"
 #include "warm.h"
@@ -388,6 +389,7 @@ int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t l
 		bool hugetlb, struct warm **ret)
 {
 	struct warm *w = calloc(1, sizeof(*w));
+	size_t w_size;
 	void *map;
 	int fd;
 
@@ -396,16 +398,17 @@ int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t l
 			free(w->free_conns.free);
 			free(w);
 		}
-		return -ENOMEM;
+		return log_oom("the warm state's slots");
 	}
 	w->size = sizeof(struct warm_header) + (size_t)nbuffers * sizeof(struct warm_record) +
 		  (size_t)nconns * sizeof(struct warm_conn_record) + (size_t)nspills * sizeof(struct warm_spill_record);
+	w_size = w->size;
 	fd = sealed_memfd("hugepool:state", 0, w->size, PROT_READ | PROT_WRITE, &map);
 	if (fd < 0) {
 		free(w->free_conns.free);
 		free(w->free_spills.free);
 		free(w);
-		return fd;
+		return log_error_errno(fd, "Failed to create the warm state memfd (%zu bytes): %m", w_size);
 	}
 	w->fd = fd;
 	w->hdr = map;

@@ -135,7 +135,10 @@ void warm_choose(struct fdstore_fd *fds, unsigned n, struct warm_prev **ret, cha
 int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen);
 void warm_prev_free(struct warm_prev *prev);
 
-/* This life's state: a new memfd with nbuffers UNKNOWN records, nconns and nspills FREE ones. */
+/*
+ * This life's state: a new memfd with nbuffers UNKNOWN records, nconns and nspills FREE ones.
+ * Logs a failure and returns it as a negative errno.
+ */
 struct warm;
 int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t lives, uint64_t page_size,
 		bool hugetlb, struct warm **ret);

@@ -282,24 +282,19 @@ static int socket_bind(const struct config *cfg, gid_t gid)
 
 	snprintf(dirpath, sizeof(dirpath), "%.*s", (int)(name - cfg->socket_path), cfg->socket_path);
 	dir = safedir_open(dirpath, 0, why, sizeof(why));
-	if (dir < 0) {
-		log_error("Refusing the socket path '%s': %s", cfg->socket_path, why);
-		return dir;
-	}
+	if (dir < 0)
+		return log_error_errno(dir, "Refusing the socket path '%s': %s", cfg->socket_path, why);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", cfg->socket_path);
 	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		_cleanup_close_ int probe = -1;
 
-		if (!S_ISSOCK(st.st_mode)) {
-			log_error("Socket path '%s' exists and is not a socket; refusing to replace it",
-				  cfg->socket_path);
-			return -EEXIST;
-		}
+		if (!S_ISSOCK(st.st_mode))
+			return log_error_errno(-EEXIST, "Socket path '%s' exists and is not a socket; refusing to replace it",
+					       cfg->socket_path);
 		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			log_error("Another hugepoold is already listening on '%s'", cfg->socket_path);
-			return -EADDRINUSE;
-		}
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return log_error_errno(-EADDRINUSE, "Another hugepoold is already listening on '%s'",
+					       cfg->socket_path);
 		/* a stale socket from a daemon that died */
 		unlinkat(dir, name, 0);
 	}
@@ -322,9 +317,11 @@ static int socket_bind(const struct config *cfg, gid_t gid)
 	 * socket already has our own group: no chown then, which the unit's system call filter
 	 * (~@privileged) would refuse. */
 	if (gid != (gid_t)-1 && gid != getegid() && fchownat(dir, name, (uid_t)-1, gid, AT_SYMLINK_NOFOLLOW) < 0) {
-		log_error("Failed to give socket '%s' to group '%s': %m", cfg->socket_path, cfg->socket_group);
+		int e = errno;
+
 		unlinkat(dir, name, 0);
-		return -EINVAL;
+		return log_error_errno(e, "Failed to give socket '%s' to group '%s': %m", cfg->socket_path,
+				       cfg->socket_group);
 	}
 	if (listen(fd, 512) < 0) {
 		int e = errno;
@@ -366,34 +363,28 @@ static int resolve_access(struct server *s)
 	if (cfg->socket_group[0]) {
 		struct group *g = getgrnam(cfg->socket_group);
 
-		if (!g) {
-			log_error("Failed to give socket '%s' to group '%s': no such group", cfg->socket_path,
-				  cfg->socket_group);
-			return -EINVAL;
-		}
+		if (!g)
+			return log_error_errno(-EINVAL, "Failed to give socket '%s' to group '%s': no such group",
+					       cfg->socket_path, cfg->socket_group);
 		s->socket_gid = g->gr_gid;
 	}
 	if (cfg->admin_group[0]) {
 		struct group *g = getgrnam(cfg->admin_group);
 
-		if (!g) {
-			log_error("admin_group '%s' does not exist", cfg->admin_group);
-			return -EINVAL;
-		}
+		if (!g)
+			return log_error_errno(-EINVAL, "admin_group '%s' does not exist", cfg->admin_group);
 		s->admin_gid = g->gr_gid;
 		s->have_admin_gid = true;
 	}
 	s->jaccess = calloc(s->njournals ? s->njournals : 1, sizeof(*s->jaccess));
 	if (!s->jaccess)
-		return -ENOMEM;
+		return log_oom("the journals' access lists");
 	for (unsigned i = 0; i < s->njournals; i++)
 		for (unsigned op = 0; op < JOURNAL_OPS; op++)
 			if (access_list_resolve(&cfg->journals[i].access[op], s->socket_gid, &s->jaccess[i][op], err,
-						sizeof(err)) < 0) {
-				log_error("Journal '%s' (line %u): %s", cfg->journals[i].name, cfg->journals[i].line,
-					  err);
-				return -EINVAL;
-			}
+						sizeof(err)) < 0)
+				return log_error_errno(-EINVAL, "Journal '%s' (line %u): %s", cfg->journals[i].name,
+						       cfg->journals[i].line, err);
 	return 0;
 }
 
@@ -414,7 +405,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	int r;
 
 	if (!s)
-		return -ENOMEM;
+		return log_oom("the server");
 	s->cfg = cfg;
 	s->pool = pool;
 	s->journals = journals;
@@ -426,8 +417,10 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	s->started_rt = realtime_ns();
 	TAILQ_INIT(&s->peers);
 	r = lease_table_new(pool, &lim, &svc_lease_ops, s, &s->leases);
-	if (r < 0)
+	if (r < 0) {
+		log_error_errno(r, "Failed to create the lease table: %m");
 		goto fail;
+	}
 	r = recycler_start(pool, &s->recycler);
 	if (r < 0) {
 		log_error_errno(r, "Failed to start the recycler thread: %m");

@@ -139,7 +139,7 @@ static void remove_leftovers(struct spill *sp)
 		log_notice("Removed %u spill files left in '%s' by an earlier run", n, sp->dir);
 }
 
-int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t errlen)
+int spill_open(const struct config *cfg, struct spill **ret)
 {
 	struct spill *sp = calloc(1, sizeof(*sp));
 	char why[PATH_MAX + 160];
@@ -147,7 +147,7 @@ int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t e
 	int fd, r;
 
 	if (!sp)
-		return -ENOMEM;
+		return log_oom("spill streams");
 	sp->dirfd = -1;
 	snprintf(sp->dir, sizeof(sp->dir), "%s", cfg->spill_directory);
 	sp->threshold = cfg->spill_threshold;
@@ -160,7 +160,8 @@ int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t e
 	sp->dirfd = safedir_open(sp->dir, SAFEDIR_CREATE | SAFEDIR_OWN, why, sizeof(why));
 	if (sp->dirfd < 0 || fstat(sp->dirfd, &st) < 0) {
 		r = sp->dirfd < 0 ? sp->dirfd : -errno;
-		snprintf(err, errlen, "cannot use spill_directory '%s': %s", sp->dir, sp->dirfd < 0 ? why : strerror(-r));
+		r = log_error_errno(r, "Spill streams unavailable: cannot use spill_directory '%s': %s", sp->dir,
+				    sp->dirfd < 0 ? why : strerror(-r));
 		goto fail;
 	}
 	if (st.st_mode & 0077)
@@ -177,15 +178,15 @@ int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t e
 		fd = file_create(sp);
 	}
 	if (fd < 0) {
-		r = fd;
-		snprintf(err, errlen, "cannot create a file in spill_directory '%s': %s", sp->dir, strerror(-r));
+		r = log_error_errno(fd, "Spill streams unavailable: cannot create a file in spill_directory '%s': %m",
+				    sp->dir);
 		goto fail;
 	}
 	r = ofd_reopen(fd, O_RDWR);
 	close(fd);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot reopen a spill file through /proc/self/fd (is /proc mounted?): %s",
-			 strerror(-r));
+		log_error_errno(r, "Spill streams unavailable: cannot reopen a spill file through /proc/self/fd "
+				   "(is /proc mounted?): %m");
 		goto fail;
 	}
 	fd = r;

@@ -65,9 +65,9 @@ struct spill_owner {
 /*
  * Create (0700, if missing) and check the spill directory, remove leftovers of an earlier run
  * (only "spill-*" names, which only the unlinked-file fallback creates), and find out whether
- * O_TMPFILE works there. On failure writes a message into err and returns a negative errno.
+ * O_TMPFILE works there. On failure logs why and returns a negative errno.
  */
-int spill_open(const struct config *cfg, struct spill **ret, char *err, size_t errlen);
+int spill_open(const struct config *cfg, struct spill **ret);
 void spill_free(struct spill *sp);
 
 void spill_owner_init(struct spill *sp, struct spill_owner *o, uid_t uid, pid_t pid);
