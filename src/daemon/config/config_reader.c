@@ -197,22 +197,16 @@ static const struct {
 static int get_duration(struct parser *p, const char *key, const char *value, uint64_t max_ns,
 			uint64_t *ret)
 {
-	const char *s = value, *unit;
+	const char *s, *unit = value;
 	uint64_t v = 0, mult = 0, ns;
-	bool overflow = false, letters = true;
+	bool overflow, letters = true;
 	char buf[24];
 	size_t i;
+	int r;
 
-	for (; *s >= '0' && *s <= '9'; s++) {
-		unsigned d = (unsigned)(*s - '0');
-
-		if (v > (UINT64_MAX - d) / 10)
-			overflow = true;
-		else
-			v = v * 10 + d;
-	}
-	unit = s;
-	if (unit == value)
+	r = decimal_prefix(value, &unit, &v);
+	overflow = r == -ERANGE;
+	if (r == -EINVAL)
 		return ini_fail(p, "bad duration \"%.*s%s\" for \"%s\": expected an integer and a unit "
 				   "(ns, us, ms or s), as in 500us or 2ms",
 				CLIP(value), key);
