@@ -391,20 +391,24 @@ static int open_server(struct boot *b)
 	return 0;
 }
 
-/* The boot, in order: what systemd's STATUS= says meanwhile, and the exit status if it fails. */
+/*
+ * The boot, in order: its name, what systemd's STATUS= says while it runs (the steps that can
+ * take long; a datagram per step would cost a warm restart, which waits for READY=1, more than
+ * the quick steps take), and the exit status if it fails.
+ */
 static const struct boot_step {
-	const char *status;
+	const char *name, *status;
 	int (*run)(struct boot *b);
 	int exit_status;
 } boot_steps[] = {
-	{ "Starting", open_notify, EXIT_SOCKET },
-	{ "Taking over from the previous life", take_handover, EXIT_POOL },
-	{ "Creating the pool", create_pool, EXIT_POOL },
-	{ "Pre-faulting the pool", prefault_pool, EXIT_POOL },
-	{ "Creating the warm state", create_warm_state, EXIT_POOL },
-	{ "Recovering the journals", open_journals, EXIT_JOURNAL },
-	{ "Opening the spill directory", open_spill, EXIT_SPILL },
-	{ "Opening the socket", open_server, EXIT_SOCKET },
+	{ "notify socket", NULL, open_notify, EXIT_SOCKET },
+	{ "take-over", NULL, take_handover, EXIT_POOL },
+	{ "pool", "Creating the pool", create_pool, EXIT_POOL },
+	{ "pre-fault", "Pre-faulting the pool", prefault_pool, EXIT_POOL },
+	{ "warm state", NULL, create_warm_state, EXIT_POOL },
+	{ "journals", NULL, open_journals, EXIT_JOURNAL }, /* STATUS= per journal */
+	{ "spill", NULL, open_spill, EXIT_SPILL },
+	{ "socket", NULL, open_server, EXIT_SOCKET },
 };
 
 /* One line: how this life started. */
@@ -600,7 +604,9 @@ int main(int argc, char **argv)
 	log_info("hugepoold %s starting: %u classes, %s, configuration '%s'", HUGEPOOL_VERSION, b.cfg.nclasses,
 		 size_format(config_pool_bytes(&b.cfg), size, sizeof(size)), b.config_path);
 	for (size_t i = 0; i < ARRAY_SIZE(boot_steps); i++) {
-		notify_sendf("STATUS=%s", boot_steps[i].status);
+		if (boot_steps[i].status)
+			notify_sendf("STATUS=%s", boot_steps[i].status);
+		log_debug("Boot: %s", boot_steps[i].name);
 		r = boot_steps[i].run(&b);
 		if (r < 0) {
 			boot_free(&b);
