@@ -15,7 +15,8 @@
  *              durably (a fresh temporary file, synced, renamed).
  *
  * The flusher calls segment_start and retain_persist; journal_open and journal_close the
- * rest, before the flusher starts or after it stopped.
+ * rest, before the flusher starts or after it stopped. Every write, sync and name made here goes
+ * through journal_fs.h, where the crash-point tests record it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +33,7 @@
 
 #include "jformat.h"
 #include "jio.h"
+#include "journal_fs.h"
 #include "journal_internal.h"
 #include "log.h"
 #include "ofd.h"
@@ -40,18 +42,12 @@
 
 /* --- segments --------------------------------------------------------------------------- */
 
-/* pread or pwrite all of len bytes at off: 0, the call's own errno (EINVAL for an unaligned
- * O_DIRECT transfer, EIO...), or -EIO for a transfer that came back short without one. */
+/* pread all of len bytes at off: 0, the call's own errno (EINVAL for an unaligned O_DIRECT
+ * read, EIO...), or -EIO for a read that came back short without one. (Writes, syncs and names
+ * go through journal_fs.h, which the crash-point tests record.) */
 static int read_at(int fd, void *buf, size_t len, uint64_t off)
 {
 	ssize_t n = pread(fd, buf, len, (off_t)off);
-
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-}
-
-static int write_at(int fd, const void *buf, size_t len, uint64_t off)
-{
-	ssize_t n = pwrite(fd, buf, len, (off_t)off);
 
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
@@ -132,18 +128,19 @@ static int segment_create(struct journal *j, const char *name, int src, uint64_t
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint8_t *buf = calloc(1, 1u << 20);
 	char tmp[300];
+	int r;
 
 	if (!buf)
 		return -ENOMEM;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
-		return -errno;
-	fd = openat(j->dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	r = jfs_unlink(j->dirfd, tmp);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	fd = jfs_create(j->dirfd, tmp, O_RDWR);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	for (uint64_t off = 0; off < j->cfg.segment_size; off += 1u << 20) {
 		size_t len = (size_t)MIN((uint64_t)1 << 20, j->cfg.segment_size - off);
-		int r;
 
 		if (off < keep && (r = read_at(src, buf, (size_t)MIN((uint64_t)len, keep - off), off)) < 0)
 			return r;
@@ -151,14 +148,14 @@ static int segment_create(struct journal *j, const char *name, int src, uint64_t
 			memset(buf + (keep - off), 0, len - (size_t)(keep - off));
 		else if (off >= keep && off < keep + (1u << 20))
 			memset(buf, 0, len);
-		if ((r = write_at(fd, buf, len, off)) < 0)
+		if ((r = jfs_write(fd, buf, len, off)) < 0)
 			return r;
 	}
-	if (fdatasync(fd) < 0)
-		return -errno;
+	if ((r = jfs_datasync(fd)) < 0)
+		return r;
 	/* the rename and the new entry reach the disk */
-	if (renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
-		return -errno;
+	if ((r = jfs_rename(j->dirfd, tmp, name)) < 0 || (r = jfs_dirsync(j->dirfd)) < 0)
+		return r;
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
@@ -292,17 +289,20 @@ static int small_file_write(struct journal *j, const char *name, const char *tex
 {
 	char tmp[96];
 	_cleanup_close_ int fd = -1;
-	ssize_t n = (ssize_t)strlen(text);
+	int r;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
 	/* a fresh file, never one a name happened to point to (a leftover of a crash goes first) */
-	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
-		return -errno;
-	fd = openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 ||
-	    renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
-		return errno ? -errno : -EIO;
-	return 0;
+	r = jfs_unlink(j->dirfd, tmp);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	fd = jfs_create(j->dirfd, tmp, O_WRONLY);
+	if (fd < 0)
+		return fd;
+	if ((r = jfs_write(fd, text, strlen(text), 0)) < 0 || (r = jfs_fsync(fd)) < 0 ||
+	    (r = jfs_rename(j->dirfd, tmp, name)) < 0)
+		return r;
+	return jfs_dirsync(j->dirfd);
 }
 
 static int small_file_read(struct journal *j, const char *name, char *buf, size_t len)
@@ -341,11 +341,13 @@ static bool marker_parse(const char *text, uint64_t *v, unsigned n)
 void retain_persist(struct journal *j, uint64_t lsn)
 {
 	char name[64], text[32];
+	int r;
 
 	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
 	snprintf(text, sizeof(text), "%" PRIu64 "\n", lsn);
-	if (small_file_write(j, name, text) < 0)
-		log_warning("Journal '%s': cannot save the truncation point (LSN %" PRIu64 ") in '%s': %m; "
+	r = small_file_write(j, name, text);
+	if (r < 0)
+		log_warning_errno(r, "Journal '%s': cannot save the truncation point (LSN %" PRIu64 ") in '%s': %m; "
 			    "after a restart it will have to be set again",
 			    j->cfg.name, lsn, name);
 }
@@ -375,13 +377,15 @@ static uint64_t retain_load(struct journal *j)
 void clean_mark(struct journal *j)
 {
 	char name[64], text[80];
+	int r;
 
 	if (j->st.state == JOURNAL_FAILED || j->cur_off > j->cfg.segment_size)
 		return;
 	snprintf(name, sizeof(name), "%s.clean", j->cfg.name);
 	snprintf(text, sizeof(text), "%u %" PRIu64 " %" PRIu64 "\n", j->cur, j->cur_off, j->next_lsn);
-	if (small_file_write(j, name, text) < 0)
-		log_warning("Journal '%s': cannot record the clean stop in '%s': %m", j->cfg.name, name);
+	r = small_file_write(j, name, text);
+	if (r < 0)
+		log_warning_errno(r, "Journal '%s': cannot record the clean stop in '%s': %m", j->cfg.name, name);
 }
 
 /* The clean-stop marker, removed as it is read: a later crash must not find it. */
@@ -400,7 +404,7 @@ static bool clean_take(struct journal *j, unsigned *ret_seg, uint64_t *ret_off, 
 		*ret_off = v[1];
 		*ret_lsn = v[2];
 	}
-	if (unlinkat(j->dirfd, name, 0) < 0 || fsync(j->dirfd) < 0)
+	if (jfs_unlink(j->dirfd, name) < 0 || jfs_dirsync(j->dirfd) < 0)
 		return false; /* cannot make sure it is gone: do not rely on it */
 	return ok;
 }
@@ -428,17 +432,17 @@ static int segment_zero_tail(struct journal *j, unsigned i, uint64_t off)
 		if (r < 0)
 			return r;
 		memset(blk + (off - base), 0, JFORMAT_BLOCK - (off - base));
-		r = write_at(fd, blk, JFORMAT_BLOCK, base);
+		r = jfs_write(fd, blk, JFORMAT_BLOCK, base);
 		if (r < 0)
 			return r;
 		off = base + JFORMAT_BLOCK;
 	}
 	for (; off < j->cfg.segment_size; off += chunk) {
-		r = write_at(fd, zeros, (size_t)MIN((uint64_t)chunk, j->cfg.segment_size - off), off);
+		r = jfs_write(fd, zeros, (size_t)MIN((uint64_t)chunk, j->cfg.segment_size - off), off);
 		if (r < 0)
 			return r;
 	}
-	return fdatasync(fd) < 0 ? -errno : 0;
+	return jfs_datasync(fd);
 }
 
 /*
@@ -466,11 +470,12 @@ static int segment_pad_block(struct journal *j, unsigned i, uint64_t off, uint64
 		return r;
 	jformat_rec_write(blk + (off - base), lsn, j->segs[i].generation, JREC_PAD, NULL,
 			  (uint32_t)(target - off - JFORMAT_REC_HDR));
-	r = write_at(fd, blk, len, base);
+	r = jfs_write(fd, blk, len, base);
 	if (r < 0)
 		return r;
-	if (fdatasync(fd) < 0)
-		return -errno;
+	r = jfs_datasync(fd);
+	if (r < 0)
+		return r;
 	j->cur_off = target;
 	return 0;
 }
