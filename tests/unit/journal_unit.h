@@ -262,8 +262,9 @@ static inline void journal_records(struct journal *j, struct jrecs *ret)
 }
 
 
-/* Run journal_open with the log going to a file; the log's text in buf. */
-static inline int open_logged(const char *dir, const struct jcase *c, struct journal **ret, char *buf, size_t len)
+/* Run journal_open (as life_open) with the log going to a file; the log's text in buf. */
+static inline int open_logged(const char *dir, const struct jcase *c, const char *extra, struct journal **ret, char *buf,
+			      size_t len)
 {
 	FILE *f = tmpfile();
 	int saved = dup(STDERR_FILENO), r;
@@ -274,7 +275,7 @@ static inline int open_logged(const char *dir, const struct jcase *c, struct jou
 	fflush(stderr);
 	assert_true(dup2(fileno(f), STDERR_FILENO) >= 0);
 	log_set_max_level(LOG_INFO);
-	r = life_open(dir, c, NULL, ret);
+	r = life_open(dir, c, extra, ret);
 	log_set_max_level(getenv("HP_TEST_VERBOSE") ? LOG_DEBUG : LOG_CRIT);
 	assert_true(dup2(saved, STDERR_FILENO) >= 0);
 	close(saved);

@@ -191,7 +191,7 @@ static void test_read_error_named(void **state)
 	life_crash(j, dir);
 
 	fail_seg_reads = EINVAL;
-	r = open_logged(dir, &jc_sync, &j, log, sizeof(log));
+	r = open_logged(dir, &jc_sync, NULL, &j, log, sizeof(log));
 	fail_seg_reads = 0;
 	if (r != -EINVAL)
 		fail_msg("journal_open returned %d (%s), not -EINVAL; log:\n%s", r, strerror(-r), log);
@@ -245,7 +245,7 @@ static void test_retain_marker_strict(void **state)
 	journal_close(j);
 
 	put_file(dir, "j.retain", "5 and more\n");
-	assert_int_equal(open_logged(dir, &jc_sync, &j, log, sizeof(log)), 0);
+	assert_int_equal(open_logged(dir, &jc_sync, NULL, &j, log, sizeof(log)), 0);
 	journal_get_stats(j, &st);
 	assert_int_equal(st.retain_lsn, 0);
 	if (!strstr(log, "holds no truncation point"))
@@ -313,14 +313,14 @@ static void test_split_tail(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, zeros, SEG_SIZE - off, (off_t)off), (ssize_t)(SEG_SIZE - off));
 	close(fd);
-	assert_int_equal(open_logged(dir, &jc_sync, &j, log, sizeof(log)), -EUCLEAN);
+	assert_int_equal(open_logged(dir, &jc_sync, NULL, &j, log, sizeof(log)), -EUCLEAN);
 	if (!strstr(log, "missing before segment 1"))
 		fail_msg("the refusal does not name the hole:\n%s", log);
 
 	/* the same state from an older version: cut */
 	h.flags = 0;
 	seg_header(dir, 1, &h, true);
-	if (open_logged(dir, &jc_sync, &j, log, sizeof(log)) < 0)
+	if (open_logged(dir, &jc_sync, NULL, &j, log, sizeof(log)) < 0)
 		fail_msg("an unacknowledged tail split across a segment switch was refused:\n%s", log);
 	if (!strstr(log, "split across a segment switch"))
 		fail_msg("the log does not say what was cut:\n%s", log);

@@ -563,6 +563,28 @@ int journal_recover(struct journal *j)
 	}
 	/* a valid header has a generation, and only those were set: the segments just found */
 	n = segments_in_order(j, order);
+	/*
+	 * After a process was killed, what it wrote and had not yet synced is in the page cache,
+	 * where the walk below finds it, and not necessarily on the disk. This life appends after
+	 * the records it finds and acknowledges its own as durable, which says the ones before them
+	 * are: so they are made durable first. (A batch that filled a segment to its very end was
+	 * taken as it was, nothing zeroed after it, and a power loss once the next segment held
+	 * acknowledged records left a hole before them.)
+	 */
+	for (unsigned k = 0; k < n; k++) {
+		r = jfs_datasync(j->segs[order[k]].fd);
+		if (r < 0)
+			return log_error_errno(r, "Journal '%s': cannot sync segment %u: %m", j->cfg.name, order[k]);
+	}
+	/*
+	 * The same for the names it made: a segment made anew and renamed into place just before
+	 * the kill would otherwise be written by this life while a power loss could still undo the
+	 * rename, and take what this life acknowledged in it along.
+	 */
+	r = jfs_dirsync(j->dirfd);
+	if (r < 0)
+		return log_error_errno(r, "Journal '%s': cannot sync its directory '%s': %m", j->cfg.name,
+				       j->cfg.directory);
 	clean = clean_take(j, &clean_seg, &clean_off, &clean_lsn);
 	if (n == 0) {
 		j->next_lsn = 1;
