@@ -10,6 +10,8 @@
  *     before it was durable, cut when an older version wrote both sides of the switch at once;
  *   - a segment that cannot be read is reported with the error that stopped it (EINVAL from an
  *     unaligned O_DIRECT read is not "Input/output error") and the segment it concerns;
+ *   - the end of the log after a crash, in the middle of what a reused segment's earlier use left,
+ *     is information; a torn record of the last use a warning that names it;
  *   - the truncation point's marker file is read strictly: a damaged one is ignored, and said so.
  *
  * Every disk state a power loss could leave during a recorded workload is the crash-point
@@ -174,6 +176,67 @@ static void test_orphans_zeroed(void **state)
 	assert_int_equal(access(clean, F_OK), 0);
 }
 
+/*
+ * Where a crash ends a reused segment's records, what follows is what its earlier use left:
+ * often the middle of an earlier record, whose bytes hold anything in the place of a type or a
+ * length. That is the normal end of the log: recovery says so as information, and names what it
+ * found there, with no warning (it used to judge the type first, and report "unknown record type"
+ * as a torn tail after a plain kill). A record of the journal's last use that is torn (its
+ * header there, its checksum wrong) is a warning naming its LSN, its offset and its file.
+ */
+static void test_end_of_log_words(void **state)
+{
+	char dir[128], seg[256], log[8192], want[400];
+	struct journal_stats st;
+	struct journal *j;
+	struct twriter t;
+	uint64_t off;
+	uint8_t stale[4000];
+	int fd;
+	(void)state;
+
+	fresh_dir(dir, sizeof(dir), "end-words");
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	twriter_open(j, &t);
+	for (uint64_t i = 1; i <= 20; i++)
+		assert_int_equal(append_wait(&t, i, 1000, NULL), i);
+	twriter_close(&t);
+	life_crash(j, dir);
+
+	/* the batches of LSN 16.. never reached the disk; an earlier record's payload lies there */
+	find_record(dir, 16, seg, sizeof(seg), &off);
+	pattern(stale, sizeof(stale), 77);
+	stale[20] = 0x7f; /* where a type would be: none the format knows */
+	fd = open(seg, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, stale, sizeof(stale), (off_t)off), (ssize_t)sizeof(stale));
+	close(fd);
+	assert_int_equal(open_logged(dir, &jc_sync, NULL, &j, log, sizeof(log)), 0);
+	journal_get_stats(j, &st);
+	if (strstr(log, "warning") || strstr(st.recovery, "torn"))
+		fail_msg("the normal end of a reused segment's records was reported as damage:\n%s", log);
+	if (!strstr(st.recovery, "15 records") || !strstr(st.recovery, "no clean stop") ||
+	    !strstr(st.recovery, "left by an earlier use"))
+		fail_msg("recovery does not say where and why the log ended: \"%s\"", st.recovery);
+	life_crash(j, dir);
+
+	/* record 16 is there but torn: its header, half its payload */
+	fd = open(seg, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	{
+		uint8_t rec[JFORMAT_REC_HDR + 1000];
+
+		jformat_rec_write(rec, 16, 1, JREC_DATA, stale, 1000);
+		assert_int_equal(pwrite(fd, rec, JFORMAT_REC_HDR + 500, (off_t)off), JFORMAT_REC_HDR + 500);
+	}
+	close(fd);
+	assert_int_equal(open_logged(dir, &jc_sync, NULL, &j, log, sizeof(log)), 0);
+	snprintf(want, sizeof(want), "record 16 at offset %" PRIu64 " of segment 0 ('%s') is torn or corrupt", off, seg);
+	if (!strstr(log, "warning") || !strstr(log, want))
+		fail_msg("a torn record of the last use is not a warning naming it (\"%s\"):\n%s", want, log);
+	journal_close(j);
+}
+
 /* A segment whose reads fail with EINVAL: recovery says so, and which segment it was. */
 static void test_read_error_named(void **state)
 {
@@ -314,8 +377,9 @@ static void test_split_tail(void **state)
 	assert_int_equal(pwrite(fd, zeros, SEG_SIZE - off, (off_t)off), (ssize_t)(SEG_SIZE - off));
 	close(fd);
 	assert_int_equal(open_logged(dir, &jc_sync, NULL, &j, log, sizeof(log)), -EUCLEAN);
-	if (!strstr(log, "missing before segment 1"))
-		fail_msg("the refusal does not name the hole:\n%s", log);
+	if (!strstr(log, "are missing: segment 0 (") || !strstr(log, "j-000.seg') ends at offset ") ||
+	    !strstr(log, "j-001.seg'), starts at LSN") || !strstr(log, "move it away"))
+		fail_msg("the refusal does not name the hole, the files, the offset and what to do:\n%s", log);
 
 	/* the same state from an older version: cut */
 	h.flags = 0;
@@ -350,6 +414,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_orphans_zeroed),
+		cmocka_unit_test(test_end_of_log_words),
 		cmocka_unit_test(test_read_error_named),
 		cmocka_unit_test(test_retain_marker_strict),
 		cmocka_unit_test(test_split_tail),
