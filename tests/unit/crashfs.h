@@ -27,7 +27,9 @@
  * Files are model ids 1, 2, ...; while recording, the log maps real files to them by device and
  * inode, so a tap's fd names its file whatever path or description it was opened through. One
  * directory: names are its entries. The taps lock the log (the flusher thread and the thread
- * that opens and closes the journal both report). Header-only: include it once per test file.
+ * that opens and closes the journal both report). A process that may be killed records into a
+ * trace file instead (trace_fd: each op one write as it happens, tests/integration/traced.c),
+ * which cfs_trace_read turns back into a log. Header-only: include it once per test file.
  */
 #ifndef HP_TEST_CRASHFS_H
 #define HP_TEST_CRASHFS_H
@@ -42,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "jio.h"
@@ -84,6 +87,7 @@ struct cfs_ino {
 struct cfs_log {
 	pthread_mutex_t lock;
 	bool recording; /* the taps add to it */
+	int trace_fd; /* >= 0: ops go to this file (cfs_trace_read reads them back), not to v */
 	struct cfs_op *v;
 	size_t n, cap;
 	uint32_t nfiles, nreq;
@@ -122,6 +126,7 @@ struct cfs_image {
 static inline void cfs_init(struct cfs_log *l)
 {
 	memset(l, 0, sizeof(*l));
+	l->trace_fd = -1;
 	pthread_mutex_init(&l->lock, NULL);
 }
 
@@ -146,9 +151,34 @@ static inline void *cfs_grow(void *p, size_t *cap, size_t need, size_t size)
 	return p;
 }
 
-/* Add op (its data owned by the log from now on). With the lock held, or nobody recording. */
+/* An op in a trace file: this, then len bytes of data for a CFS_WRITE. */
+struct cfs_trace_rec {
+	uint32_t kind, file, req;
+	int32_t res;
+	uint64_t off;
+	uint32_t len, data;
+	char name[CFS_NAME], name2[CFS_NAME];
+};
+
+/*
+ * Add op (its data owned by the log from now on), or write it to the trace file: one write of
+ * header and data, so a process killed while tracing leaves whole records but perhaps the last.
+ * With the lock held, or nobody recording.
+ */
 static inline void cfs_push(struct cfs_log *l, struct cfs_op op)
 {
+	if (l->trace_fd >= 0) {
+		struct cfs_trace_rec t = { .kind = op.kind, .file = op.file, .req = op.req, .res = op.res, .off = op.off,
+					   .len = op.len, .data = op.data != NULL };
+		struct iovec iov[2] = { { &t, sizeof(t) }, { op.data, op.data ? op.len : 0 } };
+
+		memcpy(t.name, op.name, CFS_NAME);
+		memcpy(t.name2, op.name2, CFS_NAME);
+		if (writev(l->trace_fd, iov, 2) != (ssize_t)(sizeof(t) + iov[1].iov_len))
+			abort();
+		free(op.data);
+		return;
+	}
 	l->v = cfs_grow(l->v, &l->cap, l->n + 1, sizeof(*l->v));
 	l->v[l->n++] = op;
 }
@@ -381,6 +411,40 @@ static inline size_t cfs_pick(const struct cfs_log *l, const size_t *pts, size_t
 	free(taken);
 	free(cand);
 	return got;
+}
+
+/* Read a trace file's ops into l (fresh): 0, or -errno. A record cut short ends it. */
+static inline int cfs_trace_read(const char *path, struct cfs_log *l)
+{
+	FILE *f = fopen(path, "re");
+	struct cfs_trace_rec t;
+
+	if (!f)
+		return -errno;
+	while (fread(&t, sizeof(t), 1, f) == 1) {
+		struct cfs_op op = { .kind = (enum cfs_kind)t.kind, .file = t.file, .req = t.req, .res = t.res,
+				     .off = t.off, .len = t.len };
+
+		if (t.data) {
+			op.data = malloc(t.len ? t.len : 1);
+			if (!op.data)
+				abort();
+			if (t.len && fread(op.data, t.len, 1, f) != 1) {
+				free(op.data);
+				break;
+			}
+		}
+		memcpy(op.name, t.name, CFS_NAME);
+		memcpy(op.name2, t.name2, CFS_NAME);
+		op.name[CFS_NAME - 1] = op.name2[CFS_NAME - 1] = '\0';
+		if (op.file > l->nfiles)
+			l->nfiles = op.file;
+		if (op.req > l->nreq)
+			l->nreq = op.req;
+		cfs_push(l, op);
+	}
+	fclose(f);
+	return 0;
 }
 
 /* --- images ------------------------------------------------------------------------------- */
