@@ -236,6 +236,15 @@ $(BUILD)/tests/noiouring: $(call obj,tests/integration/noiouring.c)
 	$(Q)ln -sf noiouring $(BUILD)/tests/nopassrights
 $(BUILD)/tests/test_journal_backends $(BUILD)/tests/test_hostile: | $(BUILD)/tests/noiouring
 
+# the daemon with its journals' operations traced (tests/integration/traced.c), which
+# test_journal_power runs to build the states a power loss could leave; not named test_*, so
+# run-tests.sh does not run it; built whenever that test is
+$(BUILD)/tests/hugepoold-traced: $(call obj,src/daemon/main.c) $(call obj,tests/integration/traced.c) $(LIBDAEMON) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+$(BUILD)/tests/test_journal_power: | $(BUILD)/tests/hugepoold-traced
+
 # a fuzz target with replay.c: its saved corpus as an ordinary test
 $(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuzz/replay.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)

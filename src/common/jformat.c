@@ -4,6 +4,7 @@
  * (a replaying client maps the segment files), so lengths are checked before they are used.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "crc32c.h"
@@ -86,6 +87,7 @@ int jformat_rec_check(const void *src, uint64_t avail, uint64_t expected_lsn, ui
 {
 	struct jformat_rec r;
 	const char *why = NULL;
+	bool intact;
 	int err = -EINVAL;
 
 	if (avail < JFORMAT_REC_HDR) {
@@ -97,23 +99,31 @@ int jformat_rec_check(const void *src, uint64_t avail, uint64_t expected_lsn, ui
 	if (r.crc == 0 && r.len == 0 && r.lsn == 0 && r.type == 0) {
 		why = "end of written data";
 		err = -ENODATA;
-	} else if (r.type != JREC_DATA && r.type != JREC_PAD) {
-		why = "unknown record type";
+		goto bad;
+	}
+	/*
+	 * Whose bytes are these? Judged before anything else, on what cannot be there by chance: a
+	 * record of this use of the segment carries the LSN expected here (a padding record too), or
+	 * is intact under its generation. Anything else was left by an earlier use of the file: a
+	 * record of its own (intact, of an older generation and LSN), or bytes from the middle of
+	 * one, where this use's records end after a crash. That is the normal end of the segment,
+	 * whatever its type field happens to hold.
+	 */
+	intact = r.len <= JFORMAT_RECORD_MAX && jformat_rec_size(r.len) <= avail &&
+		 r.crc == rec_crc(&r, (const uint8_t *)src + JFORMAT_REC_HDR);
+	if (r.lsn != expected_lsn && !(intact && r.gen == (uint32_t)generation)) {
+		why = "left by an earlier use of this segment";
+		err = -ESTALE;
 	} else if (r.len > JFORMAT_RECORD_MAX || jformat_rec_size(r.len) > avail) {
 		why = "record length out of range";
+	} else if (!intact) {
+		why = "record checksum mismatch";
 	} else if (r.gen != (uint32_t)generation) {
-		/* intact, it was written by an earlier use of the file: the normal end of this one;
-		 * damaged, it may be ours with a torn generation field */
-		if (r.crc == rec_crc(&r, (const uint8_t *)src + JFORMAT_REC_HDR)) {
-			why = "record of an earlier use of this segment";
-			err = -ESTALE;
-		} else {
-			why = "record checksum mismatch (torn or corrupt)";
-		}
+		why = "record of another generation at this LSN";
+	} else if (r.type != JREC_DATA && r.type != JREC_PAD) {
+		why = "unknown record type";
 	} else if (r.type == JREC_DATA && r.lsn != expected_lsn) {
 		why = "record out of sequence";
-	} else if (r.crc != rec_crc(&r, (const uint8_t *)src + JFORMAT_REC_HDR)) {
-		why = "record checksum mismatch (torn or corrupt)";
 	}
 	if (!why) {
 		*ret = r;

@@ -90,8 +90,11 @@ void jformat_rec_seal(void *dst, uint64_t lsn, uint64_t generation, enum jformat
 /*
  * Check the record at src with avail bytes left in the segment. It must carry the segment's
  * generation and, for DATA, exactly expected_lsn. Returns 0 and the header in *ret, or with a
- * reason: -ENODATA never written (zeros) or no room left, -ESTALE a record of an earlier use of
- * the segment (both: the normal end of a segment), -EINVAL torn, corrupt or out of sequence.
+ * reason: -ENODATA never written (zeros) or no room left, -ESTALE bytes left by an earlier use of
+ * the segment, a record or part of one (both: the normal end of a segment's records), -EINVAL a
+ * record of this use, torn or corrupt: it carries the expected LSN, or it is intact under the
+ * segment's generation but out of sequence or of no known type. Whose bytes they are is judged
+ * first, on the LSN and the checksum, never on a type or length read from stale bytes.
  */
 int jformat_rec_check(const void *src, uint64_t avail, uint64_t expected_lsn, uint64_t generation,
 		      struct jformat_rec *ret, const char **ret_reason);

@@ -9,7 +9,9 @@
  *   journal_flusher.c   the flusher thread: gather from the rings into batches, the flush rule,
  *                       write and sync, publish what is durable and wake the writers;
  *   journal_segments.c  the files: segments (create, open, move on), recovery at start, and
- *                       the NAME.clean and NAME.retain marker files.
+ *                       the NAME.clean and NAME.retain marker files;
+ *   journal_fs.c        the system calls by which those files change (made, written, synced,
+ *                       renamed, removed), each told to a tap the crash-point tests record.
  *
  * Locking: `lock` guards the writer list, state, counters and retain_lsn; the flusher holds it
  * while it gathers and publishes, and drops it while it sleeps and around every call into jio

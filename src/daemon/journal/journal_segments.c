@@ -7,15 +7,18 @@
  *              the journal's own directory, never through a symlink, and only as regular files
  *              of the daemon's uid; one a reader may still hold gets a new file before it is
  *              reused (segment_renew), so an fd never shows a generation it was not given for;
- *   recovery   at start, where the journal ends (journal_recover): segments in generation
- *              order, their records checked, a torn tail cut off, and after a crash the rest
- *              of the last segment zeroed;
+ *   recovery   at start, where the journal ends (journal_recover): segments made durable as
+ *              they are (a killed daemon leaves unsynced writes in the page cache), then in
+ *              generation order, their records checked, a torn tail cut off, and after a crash
+ *              the rest of the last segment zeroed; what it found said as information, a torn
+ *              record as a warning, a hole refused with what to do;
  *   markers    NAME.clean (where a clean stop left the journal; read and removed at start) and
  *              NAME.retain (the truncation point, kept across restarts): small files replaced
  *              durably (a fresh temporary file, synced, renamed).
  *
  * The flusher calls segment_start and retain_persist; journal_open and journal_close the
- * rest, before the flusher starts or after it stopped.
+ * rest, before the flusher starts or after it stopped. Every write, sync and name made here goes
+ * through journal_fs.h, where the crash-point tests record it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +26,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +36,7 @@
 
 #include "jformat.h"
 #include "jio.h"
+#include "journal_fs.h"
 #include "journal_internal.h"
 #include "log.h"
 #include "ofd.h"
@@ -40,18 +45,12 @@
 
 /* --- segments --------------------------------------------------------------------------- */
 
-/* pread or pwrite all of len bytes at off: 0, the call's own errno (EINVAL for an unaligned
- * O_DIRECT transfer, EIO...), or -EIO for a transfer that came back short without one. */
+/* pread all of len bytes at off: 0, the call's own errno (EINVAL for an unaligned O_DIRECT
+ * read, EIO...), or -EIO for a read that came back short without one. (Writes, syncs and names
+ * go through journal_fs.h, which the crash-point tests record.) */
 static int read_at(int fd, void *buf, size_t len, uint64_t off)
 {
 	ssize_t n = pread(fd, buf, len, (off_t)off);
-
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-}
-
-static int write_at(int fd, const void *buf, size_t len, uint64_t off)
-{
-	ssize_t n = pwrite(fd, buf, len, (off_t)off);
 
 	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
 }
@@ -132,18 +131,19 @@ static int segment_create(struct journal *j, const char *name, int src, uint64_t
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint8_t *buf = calloc(1, 1u << 20);
 	char tmp[300];
+	int r;
 
 	if (!buf)
 		return -ENOMEM;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
-		return -errno;
-	fd = openat(j->dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	r = jfs_unlink(j->dirfd, tmp);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	fd = jfs_create(j->dirfd, tmp, O_RDWR);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	for (uint64_t off = 0; off < j->cfg.segment_size; off += 1u << 20) {
 		size_t len = (size_t)MIN((uint64_t)1 << 20, j->cfg.segment_size - off);
-		int r;
 
 		if (off < keep && (r = read_at(src, buf, (size_t)MIN((uint64_t)len, keep - off), off)) < 0)
 			return r;
@@ -151,14 +151,14 @@ static int segment_create(struct journal *j, const char *name, int src, uint64_t
 			memset(buf + (keep - off), 0, len - (size_t)(keep - off));
 		else if (off >= keep && off < keep + (1u << 20))
 			memset(buf, 0, len);
-		if ((r = write_at(fd, buf, len, off)) < 0)
+		if ((r = jfs_write(fd, buf, len, off)) < 0)
 			return r;
 	}
-	if (fdatasync(fd) < 0)
-		return -errno;
+	if ((r = jfs_datasync(fd)) < 0)
+		return r;
 	/* the rename and the new entry reach the disk */
-	if (renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
-		return -errno;
+	if ((r = jfs_rename(j->dirfd, tmp, name)) < 0 || (r = jfs_dirsync(j->dirfd)) < 0)
+		return r;
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
@@ -292,17 +292,20 @@ static int small_file_write(struct journal *j, const char *name, const char *tex
 {
 	char tmp[96];
 	_cleanup_close_ int fd = -1;
-	ssize_t n = (ssize_t)strlen(text);
+	int r;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
 	/* a fresh file, never one a name happened to point to (a leftover of a crash goes first) */
-	if (unlinkat(j->dirfd, tmp, 0) < 0 && errno != ENOENT)
-		return -errno;
-	fd = openat(j->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || write(fd, text, (size_t)n) != n || fsync(fd) < 0 ||
-	    renameat(j->dirfd, tmp, j->dirfd, name) < 0 || fsync(j->dirfd) < 0)
-		return errno ? -errno : -EIO;
-	return 0;
+	r = jfs_unlink(j->dirfd, tmp);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	fd = jfs_create(j->dirfd, tmp, O_WRONLY);
+	if (fd < 0)
+		return fd;
+	if ((r = jfs_write(fd, text, strlen(text), 0)) < 0 || (r = jfs_fsync(fd)) < 0 ||
+	    (r = jfs_rename(j->dirfd, tmp, name)) < 0)
+		return r;
+	return jfs_dirsync(j->dirfd);
 }
 
 static int small_file_read(struct journal *j, const char *name, char *buf, size_t len)
@@ -341,11 +344,13 @@ static bool marker_parse(const char *text, uint64_t *v, unsigned n)
 void retain_persist(struct journal *j, uint64_t lsn)
 {
 	char name[64], text[32];
+	int r;
 
 	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
 	snprintf(text, sizeof(text), "%" PRIu64 "\n", lsn);
-	if (small_file_write(j, name, text) < 0)
-		log_warning("Journal '%s': cannot save the truncation point (LSN %" PRIu64 ") in '%s': %m; "
+	r = small_file_write(j, name, text);
+	if (r < 0)
+		log_warning_errno(r, "Journal '%s': cannot save the truncation point (LSN %" PRIu64 ") in '%s': %m; "
 			    "after a restart it will have to be set again",
 			    j->cfg.name, lsn, name);
 }
@@ -375,13 +380,15 @@ static uint64_t retain_load(struct journal *j)
 void clean_mark(struct journal *j)
 {
 	char name[64], text[80];
+	int r;
 
 	if (j->st.state == JOURNAL_FAILED || j->cur_off > j->cfg.segment_size)
 		return;
 	snprintf(name, sizeof(name), "%s.clean", j->cfg.name);
 	snprintf(text, sizeof(text), "%u %" PRIu64 " %" PRIu64 "\n", j->cur, j->cur_off, j->next_lsn);
-	if (small_file_write(j, name, text) < 0)
-		log_warning("Journal '%s': cannot record the clean stop in '%s': %m", j->cfg.name, name);
+	r = small_file_write(j, name, text);
+	if (r < 0)
+		log_warning_errno(r, "Journal '%s': cannot record the clean stop in '%s': %m", j->cfg.name, name);
 }
 
 /* The clean-stop marker, removed as it is read: a later crash must not find it. */
@@ -400,7 +407,7 @@ static bool clean_take(struct journal *j, unsigned *ret_seg, uint64_t *ret_off, 
 		*ret_off = v[1];
 		*ret_lsn = v[2];
 	}
-	if (unlinkat(j->dirfd, name, 0) < 0 || fsync(j->dirfd) < 0)
+	if (jfs_unlink(j->dirfd, name) < 0 || jfs_dirsync(j->dirfd) < 0)
 		return false; /* cannot make sure it is gone: do not rely on it */
 	return ok;
 }
@@ -428,17 +435,17 @@ static int segment_zero_tail(struct journal *j, unsigned i, uint64_t off)
 		if (r < 0)
 			return r;
 		memset(blk + (off - base), 0, JFORMAT_BLOCK - (off - base));
-		r = write_at(fd, blk, JFORMAT_BLOCK, base);
+		r = jfs_write(fd, blk, JFORMAT_BLOCK, base);
 		if (r < 0)
 			return r;
 		off = base + JFORMAT_BLOCK;
 	}
 	for (; off < j->cfg.segment_size; off += chunk) {
-		r = write_at(fd, zeros, (size_t)MIN((uint64_t)chunk, j->cfg.segment_size - off), off);
+		r = jfs_write(fd, zeros, (size_t)MIN((uint64_t)chunk, j->cfg.segment_size - off), off);
 		if (r < 0)
 			return r;
 	}
-	return fdatasync(fd) < 0 ? -errno : 0;
+	return jfs_datasync(fd);
 }
 
 /*
@@ -466,11 +473,12 @@ static int segment_pad_block(struct journal *j, unsigned i, uint64_t off, uint64
 		return r;
 	jformat_rec_write(blk + (off - base), lsn, j->segs[i].generation, JREC_PAD, NULL,
 			  (uint32_t)(target - off - JFORMAT_REC_HDR));
-	r = write_at(fd, blk, len, base);
+	r = jfs_write(fd, blk, len, base);
 	if (r < 0)
 		return r;
-	if (fdatasync(fd) < 0)
-		return -errno;
+	r = jfs_datasync(fd);
+	if (r < 0)
+		return r;
 	j->cur_off = target;
 	return 0;
 }
@@ -512,29 +520,36 @@ static bool unacknowledged_split(const struct journal *j, const struct jformat_s
 	       scan->end - JFORMAT_BLOCK <= j->cfg.max_batch_bytes + JFORMAT_BLOCK;
 }
 
-/*
- * Find where the journal ends: order the used segments by generation, walk their records and
- * require each segment to start where the previous one ended. The first record that does not
- * check out ends the journal; unless a clean stop ended it there, the rest of that segment is
- * zeroed so that no record written after it (never acknowledged) can ever be mistaken for a
- * valid one.
- */
-int journal_recover(struct journal *j)
-{
-	unsigned order[SEGMENTS_MAX], n;
-	uint64_t expected = 0, records = 0;
-	const char *cut_reason = NULL;
-	uint64_t cut_off = 0, clean_off = 0, clean_lsn = 0;
-	unsigned clean_seg = 0, last = 0;
-	struct jformat_scan last_scan = { 0 };
-	char split[160] = "";
-	bool clean, zero_tail = false;
-	int r;
+/* Append to the text in buf (len bytes in all), cut short where it must be. */
+static void text_append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+static void text_append(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strnlen(buf, len);
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (used + 1 < len)
+		vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+/* Where segment i lives, for messages: its directory and name. */
+static void segment_where(const struct journal *j, unsigned i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s-%03u.seg", j->cfg.directory, j->cfg.name, i);
+}
+
+/* Read every segment's header: the generation and first LSN of those valid. Logs. */
+static int recover_headers(struct journal *j)
+{
 	for (unsigned i = 0; i < j->cfg.segments; i++) {
 		struct jformat_seg_hdr h;
 		const char *why;
+		char where[PATH_MAX];
+		int r;
 
+		segment_where(j, i, where, sizeof(where));
 		if (read_at(j->segs[i].fd, &h, sizeof(h), 0) < 0) {
 			/* O_DIRECT wants an aligned read of a whole block */
 			_cleanup_free_ uint8_t *blk = NULL;
@@ -542,35 +557,79 @@ int journal_recover(struct journal *j)
 			r = posix_memalign((void **)&blk, JFORMAT_BLOCK, JFORMAT_BLOCK) ? -ENOMEM
 										   : read_at(j->segs[i].fd, blk, JFORMAT_BLOCK, 0);
 			if (r < 0)
-				return log_error_errno(r, "Journal '%s': cannot read the header of segment %u: %m",
-						       j->cfg.name, i);
+				return log_error_errno(r, "Journal '%s': cannot read the header of segment %u ('%s'): %m",
+						       j->cfg.name, i, where);
 			memcpy(&h, blk, sizeof(h));
 		}
 		if (jformat_seg_hdr_check(&h, j->cfg.name, &why) < 0) {
+			/* a header is synced before any record of its generation is written: one that
+			 * does not check out was damaged, or its segment was being opened, still empty */
 			if (h.magic != 0)
-				log_warning("Journal '%s': segment %u header is not valid (%s); treating it as unused",
-					    j->cfg.name, i, why);
+				log_warning("Journal '%s': segment %u ('%s') has no valid header (%s); taking it as unused. "
+					    "If it held records, they are lost: keep a copy of the directory and check the "
+					    "device; a file of another journal or version does not belong in it",
+					    j->cfg.name, i, where, why);
 			continue;
 		}
 		j->segs[i].generation = h.generation;
 		j->segs[i].first_lsn = h.first_lsn;
 		j->max_gen = MAX(j->max_gen, h.generation);
 	}
-	/* a valid header has a generation, and only those were set: the segments just found */
-	n = segments_in_order(j, order);
-	clean = clean_take(j, &clean_seg, &clean_off, &clean_lsn);
-	if (n == 0) {
-		j->next_lsn = 1;
-		j->cur = j->cfg.segments - 1; /* the first batch opens segment 0 */
-		j->cur_off = j->cfg.segment_size;
-		snprintf(j->st.recovery, sizeof(j->st.recovery), "new journal");
-		goto done;
+	return 0;
+}
+
+/*
+ * Make durable what recovery is about to trust. After a process was killed, what it wrote and
+ * had not synced is in the page cache, where the walk finds it, and not necessarily on the disk;
+ * this life appends after the records it finds and acknowledges its own as durable, which says
+ * the ones before them are. So: every segment in use (a batch that filled a segment to its very
+ * end was taken as it was, nothing zeroed after it, and a power loss once the next segment held
+ * acknowledged records left a hole before them), and the directory (a segment made anew and
+ * renamed into place just before the kill was written by this life while a power loss could
+ * still undo the rename, and take what this life acknowledged in it along). Logs.
+ */
+static int recover_sync(struct journal *j, const unsigned *order, unsigned n)
+{
+	int r;
+
+	for (unsigned k = 0; k < n; k++) {
+		r = jfs_datasync(j->segs[order[k]].fd);
+		if (r < 0)
+			return log_error_errno(r, "Journal '%s': cannot sync segment %u: %m", j->cfg.name, order[k]);
 	}
+	r = jfs_dirsync(j->dirfd);
+	if (r < 0)
+		return log_error_errno(r, "Journal '%s': cannot sync its directory '%s': %m", j->cfg.name,
+				       j->cfg.directory);
+	return 0;
+}
+
+/* What the walk of the used segments found. */
+struct recover_walk {
+	unsigned n; /* segments in the journal */
+	unsigned last; /* the one it goes on in */
+	struct jformat_scan last_scan; /* where its records end, and why */
+	uint64_t records, next_lsn;
+	char split[160]; /* an unacknowledged tail cut at a segment switch: what, or "" */
+};
+
+/*
+ * Walk the used segments' records in generation order; each segment must start where the one
+ * before ended. A hole is refused (exit 5) with what to do, but for an older version's
+ * unacknowledged tail split across a segment switch, which is zeroed. Logs.
+ */
+static int recover_walk(struct journal *j, const unsigned *order, unsigned n, struct recover_walk *w)
+{
+	uint64_t expected = 0;
+
+	*w = (struct recover_walk){ .n = n };
 	for (unsigned k = 0; k < n; k++) {
 		struct segment *s = &j->segs[order[k]];
 		struct jformat_seg_hdr h;
 		struct jformat_scan scan;
+		char where[PATH_MAX], where_prev[PATH_MAX];
 		void *map;
+		int r;
 
 		map = mmap(NULL, j->cfg.segment_size, PROT_READ, MAP_SHARED, s->fd, 0);
 		if (map == MAP_FAILED)
@@ -580,12 +639,20 @@ int journal_recover(struct journal *j)
 		jformat_scan_segment(map, j->cfg.segment_size, &h, NULL, NULL, &scan);
 		munmap(map, j->cfg.segment_size);
 		if (k > 0 && h.first_lsn != expected) {
-			if (!unacknowledged_split(j, &h, &scan, &last_scan, k == n - 1)) {
+			if (!unacknowledged_split(j, &h, &scan, &w->last_scan, k == n - 1)) {
+				segment_where(j, order[k], where, sizeof(where));
+				segment_where(j, w->last, where_prev, sizeof(where_prev));
 				snprintf(j->st.recovery, sizeof(j->st.recovery),
 					 "records %" PRIu64 "..%" PRIu64 " are missing before segment %u", expected,
 					 h.first_lsn - 1, order[k]);
-				log_error("Journal '%s': %s; refusing to append to a journal with a hole", j->cfg.name,
-					  j->st.recovery);
+				log_error("Journal '%s': records %" PRIu64 "..%" PRIu64 " are missing: segment %u ('%s') "
+					  "ends at offset %" PRIu64 " (%s) and the next, segment %u ('%s'), starts at LSN %" PRIu64
+					  ". Records that may have been acknowledged are lost, so the journal is refused. Keep "
+					  "a copy of '%s' to find out why (is the device failing? dmesg, smartctl), then "
+					  "restore it from a backup, or move it away to start an empty journal",
+					  j->cfg.name, expected, h.first_lsn - 1, w->last, where_prev, w->last_scan.end,
+					  w->last_scan.stop_reason ? w->last_scan.stop_reason : "its end", order[k], where,
+					  h.first_lsn, j->cfg.directory);
 				return -EUCLEAN;
 			}
 			/* never acknowledged, all of it: zeroed, so that no later recovery finds it */
@@ -593,44 +660,79 @@ int journal_recover(struct journal *j)
 			if (r < 0)
 				return log_error_errno(r, "Journal '%s': cannot zero segment %u: %m", j->cfg.name,
 						       order[k]);
-			snprintf(split, sizeof(split),
+			snprintf(w->split, sizeof(w->split),
 				 "; cut an unacknowledged tail split across a segment switch: records %" PRIu64
 				 "..%" PRIu64 " never reached the disk, the %" PRIu64 " after them in segment %u dropped",
 				 expected, h.first_lsn - 1, scan.records, order[k]);
 			*s = (struct segment){ .fd = s->fd, .shared = s->shared };
-			n--;
+			w->n--;
 			break;
 		}
 		s->end_lsn = scan.next_lsn;
 		expected = scan.next_lsn;
-		records += scan.records;
-		last = order[k];
-		last_scan = scan;
+		w->records += scan.records;
+		w->last = order[k];
+		w->last_scan = scan;
 	}
-	{
-		/* after a clean stop, only zeros or records of an earlier use of the file follow */
-		bool clean_end = clean && clean_seg == last && clean_off == last_scan.end &&
-				 clean_lsn == last_scan.next_lsn;
+	w->next_lsn = expected;
+	return 0;
+}
 
-		j->cur = last;
-		j->cur_off = last_scan.end;
-		/*
-		 * After a crash, whatever stopped the walk (zeros, a record of an earlier use, a torn
-		 * one), a later batch may have reached the disk while an earlier one did not: its
-		 * records lie further on, never acknowledged, and would be taken for a later life's
-		 * own once that life's records line up with them. Zero them all.
-		 */
-		zero_tail = last_scan.stop_err && !clean_end;
-		if (last_scan.stop_err == -EINVAL && !clean_end)
-			cut_reason = last_scan.stop_reason;
-		cut_off = last_scan.end;
+/*
+ * Find where the journal ends: order the used segments by generation, make them durable, walk
+ * their records and require each segment to start where the previous one ended. The first record
+ * that does not check out ends the journal; unless a clean stop ended it there, the rest of that
+ * segment is zeroed so that no record written after it (never acknowledged) can ever be mistaken
+ * for a valid one. What it found is the status's recovery text: an end of the log after a clean
+ * stop or a crash is logged as information, a torn or corrupt record of the journal's last use as
+ * a warning, with its LSN, its place and what it means.
+ */
+int journal_recover(struct journal *j)
+{
+	unsigned order[SEGMENTS_MAX], n, clean_seg = 0;
+	uint64_t clean_off = 0, clean_lsn = 0, end;
+	struct recover_walk w;
+	const struct jformat_scan *scan = &w.last_scan;
+	char where[PATH_MAX], ending[120];
+	bool clean, clean_end;
+	int r;
+
+	r = recover_headers(j);
+	if (r < 0)
+		return r;
+	/* a valid header has a generation, and only those were set: the segments just found */
+	n = segments_in_order(j, order);
+	r = recover_sync(j, order, n);
+	if (r < 0)
+		return r;
+	clean = clean_take(j, &clean_seg, &clean_off, &clean_lsn);
+	if (n == 0) {
+		j->next_lsn = 1;
+		j->cur = j->cfg.segments - 1; /* the first batch opens segment 0 */
+		j->cur_off = j->cfg.segment_size;
+		snprintf(j->st.recovery, sizeof(j->st.recovery), "new journal");
+		w = (struct recover_walk){ .next_lsn = 1 };
+		goto done;
 	}
-	j->next_lsn = expected;
-	if (zero_tail) {
-		r = segment_zero_tail(j, j->cur, cut_off);
+	r = recover_walk(j, order, n, &w);
+	if (r < 0)
+		return r;
+	/* after a clean stop, only zeros or what an earlier use of the file left follow */
+	clean_end = clean && clean_seg == w.last && clean_off == scan->end && clean_lsn == w.next_lsn;
+	j->cur = w.last;
+	j->cur_off = end = scan->end;
+	j->next_lsn = w.next_lsn;
+	/*
+	 * After a crash, whatever stopped the walk (zeros, what an earlier use left, a torn record), a
+	 * later batch may have reached the disk while an earlier one did not: its records lie further
+	 * on, never acknowledged, and would be taken for a later life's own once that life's records
+	 * line up with them. Zero them all.
+	 */
+	if (scan->stop_err && !clean_end) {
+		r = segment_zero_tail(j, j->cur, end);
 		if (r < 0)
 			return log_error_errno(r, "Journal '%s': cannot zero segment %u after offset %" PRIu64 ": %m",
-					       j->cfg.name, j->cur, cut_off);
+					       j->cfg.name, j->cur, end);
 	}
 	if (j->cfg.direct && j->cur_off % JFORMAT_BLOCK) {
 		r = segment_pad_block(j, j->cur, j->cur_off, j->next_lsn);
@@ -638,15 +740,30 @@ int journal_recover(struct journal *j)
 			return log_error_errno(r, "Journal '%s': cannot pad the block at offset %" PRIu64 " of segment %u: %m",
 					       j->cfg.name, j->cur_off, j->cur);
 	}
-	snprintf(j->st.recovery, sizeof(j->st.recovery),
-		 "%" PRIu64 " records (LSN %" PRIu64 "..%" PRIu64 ") in %u segments%s%s%s", records,
-		 j->segs[order[0]].first_lsn, j->next_lsn - 1, n, cut_reason ? "; cut a torn tail: " : "; clean end",
-		 cut_reason ? cut_reason : "", split);
-	if (cut_reason || split[0])
-		log_warning("Journal '%s': recovered %s at segment %u offset %" PRIu64, j->cfg.name, j->st.recovery,
-			    j->cur, cut_off);
+	if (clean_end)
+		snprintf(ending, sizeof(ending), "; clean end");
+	else if (scan->stop_err == -EINVAL)
+		snprintf(ending, sizeof(ending), "; cut a torn record (LSN %" PRIu64 " at segment %u offset %" PRIu64 "): %s",
+			 w.next_lsn, j->cur, end, scan->stop_reason);
+	else
+		snprintf(ending, sizeof(ending), "; no clean stop: ends at segment %u offset %" PRIu64 " (%s)", j->cur, end,
+			 scan->stop_err ? scan->stop_reason : "the segment's end");
+	snprintf(j->st.recovery, sizeof(j->st.recovery), "%" PRIu64 " records (LSN %" PRIu64 "..%" PRIu64 ") in %u segments",
+		 w.records, j->segs[order[0]].first_lsn, j->next_lsn - 1, w.n);
+	text_append(j->st.recovery, sizeof(j->st.recovery), "%s%s", ending, w.split);
+	segment_where(j, j->cur, where, sizeof(where));
+	if (!clean_end && scan->stop_err == -EINVAL)
+		log_warning("Journal '%s': record %" PRIu64 " at offset %" PRIu64 " of segment %u ('%s') is torn or corrupt "
+			    "(%s): the journal ends before it, with %" PRIu64 " records (LSN %" PRIu64 "..%" PRIu64 "), "
+			    "and the rest of the segment is zeroed. After a power failure this is the last batch being "
+			    "written, never acknowledged, and nothing is to be done; otherwise the device may have damaged "
+			    "it: check it (dmesg, smartctl)",
+			    j->cfg.name, w.next_lsn, end, j->cur, where, scan->stop_reason, w.records,
+			    j->segs[order[0]].first_lsn, j->next_lsn - 1);
+	if (w.split[0])
+		log_warning("Journal '%s': recovered %s", j->cfg.name, j->st.recovery);
 done:
-	j->st.recovered_records = records;
+	j->st.recovered_records = w.records;
 	j->durable_lsn = j->next_lsn - 1;
 	/* the truncation point the clients last declared still holds */
 	j->retain_lsn = MIN(retain_load(j), j->next_lsn);
