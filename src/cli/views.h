@@ -61,7 +61,7 @@ void journal_verify_print(const struct journal_check *c, bool json);
 void journal_record_print(uint64_t lsn, const void *data, size_t len, bool json, bool hex);
 
 /* The JSON member of a NUM or CALC field of proto.h's status lists (src is the public struct); OWN fields by hand. */
-#define JSON_FIELD(kind, type, name) JSON_FIELD_##kind(name)
+#define JSON_FIELD(kind, type, name, metric) JSON_FIELD_##kind(name)
 #define JSON_FIELD_OWN(name)
 #define JSON_FIELD_CALC(name) JSON_FIELD_NUM(name)
 #define JSON_FIELD_NUM(name) json_u64(j, #name, src->name);

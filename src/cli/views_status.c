@@ -57,15 +57,13 @@ static int class_name_width(const struct hp_status *st, int min)
 	return w;
 }
 
-/* The daemon's counters (all uint64_t in struct hp_status), in the order stats prints them. */
+/* The daemon's counters (proto.h's PROTO_STATUS_COUNTERS, the same names in struct hp_status). */
 static const struct {
 	const char *name;
 	size_t offset;
 } counters[] = {
-#define COUNTER(f) { #f, offsetof(struct hp_status, f) }
-	COUNTER(connections_total), COUNTER(acquires),	      COUNTER(grants),
-	COUNTER(releases),	    COUNTER(timeouts),	      COUNTER(denials),
-	COUNTER(protocol_errors),   COUNTER(recycled_buffers), COUNTER(disconnect_releases),
+#define COUNTER(kind, type, name, metric) { #name, offsetof(struct hp_status, name) },
+	PROTO_STATUS_COUNTERS(COUNTER)
 #undef COUNTER
 };
 

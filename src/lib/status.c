@@ -25,7 +25,7 @@ static void copy_name(char *dst, size_t dstlen, const char *src, size_t srclen)
  * A NUM or CALC field of proto.h's status lists: copied to the public field of the same name, which
  * must be at least as wide (the build fails otherwise); OWN fields are decoded by hand below.
  */
-#define COPY_FIELD(kind, type, name) COPY_##kind(type, name)
+#define COPY_FIELD(kind, type, name, metric) COPY_##kind(type, name)
 #define COPY_OWN(type, name)
 #define COPY_CALC(type, name) COPY_NUM(type, name)
 #define COPY_NUM(type, name)                                                                 \
@@ -142,15 +142,12 @@ static void get_header(struct hp_status *st, const struct proto_status *w)
 	st->pool_bytes = w->pool_bytes;
 	st->boot_prefault_ns = w->boot_prefault_ns;
 	st->boot_threads = w->boot_threads;
-	st->connections_total = w->connections_total;
-	st->acquires = w->acquires;
-	st->grants = w->grants;
-	st->releases = w->releases;
-	st->timeouts = w->timeouts;
-	st->denials = w->denials;
-	st->protocol_errors = w->protocol_errors;
-	st->recycled_buffers = w->recycled_buffers;
-	st->disconnect_releases = w->disconnect_releases;
+	{
+		const struct proto_status src = *w;
+		struct hp_status *dst = st;
+
+		PROTO_STATUS_COUNTERS(COPY_FIELD)
+	}
 	st->nclasses = w->nclasses;
 	st->nclients = w->nclients;
 	st->nleases = w->nleases;

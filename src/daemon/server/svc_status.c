@@ -145,7 +145,7 @@ static uint8_t *put_lease(struct status *ctx, uint8_t *w)
 }
 
 /* A NUM field of proto.h's journal list, from struct journal_stats (same name); the rest by hand. */
-#define STATS_FIELD(kind, type, name) STATS_FIELD_##kind(name)
+#define STATS_FIELD(kind, type, name, metric) STATS_FIELD_##kind(name)
 #define STATS_FIELD_NUM(name) pj.name = js.name;
 #define STATS_FIELD_CALC(name)
 #define STATS_FIELD_OWN(name)
