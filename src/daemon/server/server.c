@@ -161,6 +161,7 @@ struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64
 	p->owner.uid = cred->uid;
 	access_creds_get(fd, cred, &p->creds);
 	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
+	p->sees_all = p->admin || (s->have_monitor_gid && access_in_group(&p->creds, s->monitor_gid));
 	spill_owner_init(s->spill, &p->spill, cred->uid, cred->pid);
 	TAILQ_INSERT_TAIL(&s->peers, p, link);
 	s->npeers++;
@@ -351,8 +352,8 @@ static bool refuse_passed_fds(int listen_fd)
 
 /*
  * Every name the configuration gives a user or group by, to ids, once and before the socket
- * exists: socket_group, admin_group, every journal's access lists (an unset one is the socket's
- * group). A name that does not exist is an error here, not a surprise later.
+ * exists: socket_group, admin_group, monitor_group, every journal's access lists (an unset one
+ * is the socket's group). A name that does not exist is an error here, not a surprise later.
  */
 static int resolve_access(struct server *s)
 {
@@ -375,6 +376,14 @@ static int resolve_access(struct server *s)
 			return log_error_errno(-EINVAL, "admin_group '%s' does not exist", cfg->admin_group);
 		s->admin_gid = g->gr_gid;
 		s->have_admin_gid = true;
+	}
+	if (cfg->monitor_group[0]) {
+		struct group *g = getgrnam(cfg->monitor_group);
+
+		if (!g)
+			return log_error_errno(-EINVAL, "monitor_group '%s' does not exist", cfg->monitor_group);
+		s->monitor_gid = g->gr_gid;
+		s->have_monitor_gid = true;
 	}
 	s->jaccess = calloc(s->njournals ? s->njournals : 1, sizeof(*s->jaccess));
 	if (!s->jaccess)

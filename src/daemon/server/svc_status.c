@@ -19,13 +19,13 @@
 
 /*
  * Which clients a status shows to whom: an administrator (root, the daemon's own uid, a member
- * of admin_group) sees every client and lease; anyone else only those of its own uid, and the
- * spill figures of its own uid (another uid's streams would show in the totals). Pool and
- * journal figures are for everyone: they name nobody.
+ * of admin_group) or a member of monitor_group sees every client and lease; anyone else only
+ * those of its own uid, and the spill figures of its own uid (another uid's streams would show
+ * in the totals). Pool and journal figures are for everyone: they name nobody.
  */
 static bool status_shows(const struct peer *to, const struct peer *q)
 {
-	return q->attached && (to->admin || q->owner.uid == to->owner.uid);
+	return q->attached && (to->sees_all || q->owner.uid == to->owner.uid);
 }
 
 /* One status being made: for whom, and what the sections share. */
@@ -235,8 +235,8 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		send_result(p, -ENOMEM, "out of memory");
 		return 0;
 	}
-	/* reads each client's counters page, once; to a non-administrator, its uid's figures only */
-	spill_get_status(s->spill, p->admin ? NULL : &p->owner.uid, &ctx.spill);
+	/* reads each client's counters page, once; to whom does not see all, its uid's figures only */
+	spill_get_status(s->spill, p->sees_all ? NULL : &p->owner.uid, &ctx.spill);
 	w = buf;
 #define PUT_SECTION(name, type, count, since) \
 	if (p->version >= (since))            \
