@@ -28,9 +28,11 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is 
  * daemon upgraded under running clients (a warm restart) goes on serving them as they expect.
  * 2: journals (open sends 3 fds), njournals in status; 3: spill streams; 4: restart request,
  * the start section of status; 5: records per batch of each journal, and each client's heaps
- * (from its counters page) at the end of status.
+ * (from its counters page) at the end of status; 6: what monitoring needs at the end of status
+ * (connections and refusals, each class's acquires by outcome and their wait, each journal's
+ * latencies and I/O errors, each uid's spill figures).
  */
-#define PROTO_VERSION 5
+#define PROTO_VERSION 6
 #define PROTO_VERSION_MIN 3
 #define PROTO_NAME_MAX 32 /* class and client names on the wire, NUL-padded */
 #define PROTO_MAX_FDS 32 /* fds in one message; grants larger than this are split */
@@ -260,17 +262,43 @@ struct proto_spill_close {
 };
 
 /*
+ * A latency histogram, as the daemon measures one and a status reply carries it: buckets[i] counts
+ * the samples above the bound i - 1 and at most bound i of PROTO_LATENCY_BOUNDS (in ns: 1 us to
+ * 10 s, 1-2.5-5 in each decade, the buckets a Prometheus histogram has), the last those above
+ * 10 s; count and sum_ns of all of them. proto_latency_add (proto.c) records n samples of ns
+ * each: O(log buckets), no allocation; the owner of the struct serialises.
+ */
+#define PROTO_LATENCY_BOUNDS(X)                                                                \
+	X(1000) X(2500) X(5000) X(10000) X(25000) X(50000) X(100000) X(250000) X(500000)     \
+	X(1000000) X(2500000) X(5000000) X(10000000) X(25000000) X(50000000) X(100000000)    \
+	X(250000000) X(500000000) X(1000000000) X(2500000000) X(5000000000) X(10000000000)
+#define PROTO_LATENCY_ONE(ns) +1
+#define PROTO_LATENCY_NBOUNDS (0 PROTO_LATENCY_BOUNDS(PROTO_LATENCY_ONE))
+
+struct proto_latency {
+	uint64_t count;
+	uint64_t sum_ns;
+	uint64_t buckets[PROTO_LATENCY_NBOUNDS + 1];
+};
+
+/* The bounds, in order (PROTO_LATENCY_NBOUNDS of them). */
+extern const uint64_t proto_latency_bounds[PROTO_LATENCY_NBOUNDS];
+void proto_latency_add(struct proto_latency *h, uint64_t ns, uint64_t n);
+
+/*
  * The numbers of a status section, described once: X(kind, type, name, metric) in wire order.
  * The wire struct is generated from the list; so are libhugepool's copy into the public struct
  * (which declares the same names) and hugepoolctl's JSON for every NUM and CALC field; the
  * daemon's copy from its own stats struct (same names) for every NUM field. A CALC field the
  * daemon computes (a percentile); an OWN field is on the wire like the others, but filled,
- * decoded and shown by hand (a state name, a bool, a scaled value).
+ * decoded and shown by hand (a state name, a bool, a scaled value). A HIST field is a struct
+ * proto_latency, copied like a NUM one into the public struct hp_latency.
  * metric says what `hugepoolctl metrics` makes of a NUM or CALC field: NOMETRIC, nothing; or
  * M(type, "name", "label", "help"): the sample of the family hugepool_<name> (Prometheus' names:
  * base units, _bytes and _seconds at the end; _total is added to a counter's samples) with that
  * constant label ("" or reason="limit": rows of one family follow each other), whose # HELP
- * is the help of its first row. type: GAUGE, COUNTER, GAUGE_S (a gauge in ns shown in seconds).
+ * is the help of its first row. type: GAUGE, COUNTER, GAUGE_S (a gauge in ns shown in seconds),
+ * HIST (a HIST field: the histogram hugepool_<name>, in seconds).
  * A new counter: one line here, its line in hugepool.h, and the daemon code that counts it.
  * (PROTO_FIELD, which declares them, stands above struct proto_counters_page, its first user.)
  */
@@ -495,6 +523,73 @@ struct proto_status_journal {
 };
 
 /*
+ * Version 6 on: the server's own figures, one, the first section after those of version 5 (so
+ * that a reader finds it where a version 5 reply would end: nuids counts a later section). view:
+ * PROTO_VIEW_ALL when the asker sees every client and uid (an admin, or of monitor_group), else
+ * the reply holds its own uid's clients, spill figures and spill_uid record only.
+ */
+#define PROTO_VIEW_ALL 1u
+#define PROTO_STATUS_SERVER_FIELDS(X)                                                         \
+	X(OWN, uint32_t, nuids, NOMETRIC) /* struct proto_status_spill_uid records that follow */ \
+	X(OWN, uint32_t, view, NOMETRIC) /* PROTO_VIEW_* */                                   \
+	X(NUM, uint32_t, connections, M(GAUGE, "connections_open", "", "Connections open now")) \
+	X(NUM, uint32_t, max_connections, M(GAUGE, "max_connections", "", "max_connections: the most connections served at once")) \
+	X(NUM, uint64_t, refused_max_connections, M(COUNTER, "connections_refused", "limit=\"max_connections\"", "Connections refused, by the limit they met: max_connections, max_connections_per_uid, pending_closes (the uid's passed fds not closed yet), fds (the daemon out of fds)")) \
+	X(NUM, uint64_t, refused_max_connections_per_uid, M(COUNTER, "connections_refused", "limit=\"max_connections_per_uid\"", "")) \
+	X(NUM, uint64_t, refused_pending_closes, M(COUNTER, "connections_refused", "limit=\"pending_closes\"", "")) \
+	X(NUM, uint64_t, refused_out_of_fds, M(COUNTER, "connections_refused", "limit=\"fds\"", "")) \
+	X(NUM, uint64_t, acquires_unknown_class, M(COUNTER, "acquires_unknown_class", "", "Acquires naming no class the daemon has"))
+
+struct proto_status_server {
+	PROTO_STATUS_SERVER_FIELDS(PROTO_FIELD)
+};
+
+/* Version 6 on: one per class, in the classes' order: its acquires by outcome, and their wait. */
+#define PROTO_STATUS_ACQUIRE_FIELDS(X)                                                        \
+	X(NUM, uint64_t, acquires, M(COUNTER, "class_acquires", "", "Acquires asking for buffers of the class")) \
+	X(NUM, uint64_t, granted, M(COUNTER, "class_acquires_granted", "", "Acquires granted")) \
+	X(NUM, uint64_t, buffers_granted, M(COUNTER, "class_granted_buffers", "", "Buffers granted")) \
+	X(NUM, uint64_t, refused_limit, M(COUNTER, "class_acquires_refused", "reason=\"limit\"", "Acquires refused or failed, by reason: limit (max_bytes_per_uid), timeout (waited as long as allowed), all_or_nothing (not all free at once, and the client would not wait), too_large (more than the class has), renewal (fresh pages could not be had)")) \
+	X(NUM, uint64_t, refused_timeout, M(COUNTER, "class_acquires_refused", "reason=\"timeout\"", "")) \
+	X(NUM, uint64_t, refused_all_or_nothing, M(COUNTER, "class_acquires_refused", "reason=\"all_or_nothing\"", "")) \
+	X(NUM, uint64_t, refused_too_large, M(COUNTER, "class_acquires_refused", "reason=\"too_large\"", "")) \
+	X(NUM, uint64_t, refused_renewal, M(COUNTER, "class_acquires_refused", "reason=\"renewal\"", "")) \
+	X(NUM, uint64_t, cancelled, M(COUNTER, "class_acquires_cancelled", "", "Acquires whose connection ended while they waited")) \
+	X(HIST, struct proto_latency, wait, M(HIST, "class_acquire_wait_seconds", "", "From an acquire's arrival to its grant, for every granted acquire"))
+
+struct proto_status_acquire {
+	PROTO_STATUS_ACQUIRE_FIELDS(PROTO_FIELD)
+};
+
+/* Version 6 on: one per journal, in the journals' order: its latencies and I/O errors. */
+#define PROTO_STATUS_DURABILITY_FIELDS(X)                                                     \
+	X(NUM, uint64_t, io_errors, M(COUNTER, "journal_io_errors", "", "Writes and syncs of the journal that failed")) \
+	X(NUM, uint64_t, batch_records, NOMETRIC) /* records in the batches written: the sum of the batch sizes */ \
+	X(HIST, struct proto_latency, to_durable, M(HIST, "journal_append_durable_seconds", "", "Per record: from the daemon taking it from its writer's ring to the record being durable")) \
+	X(HIST, struct proto_latency, write_sync, M(HIST, "journal_sync_seconds", "", "Per batch: the write and the sync that makes it durable"))
+
+struct proto_status_durability {
+	PROTO_STATUS_DURABILITY_FIELDS(PROTO_FIELD)
+};
+
+/*
+ * Version 6 on: one per uid that has spill files (open or lingering) or a spill account, as many
+ * as the server section's nuids; to whom does not see all, its own uid's only.
+ */
+#define PROTO_STATUS_SPILL_UID_FIELDS(X)                                                      \
+	X(OWN, uint32_t, uid, NOMETRIC)                                                       \
+	X(NUM, uint32_t, files, M(GAUGE, "spill_uid_files", "", "Spill files of the uid now, lingering ones included")) \
+	X(NUM, uint64_t, bytes, M(GAUGE, "spill_uid_bytes", "", "Spill bytes charged to the uid now")) \
+	X(NUM, uint64_t, files_created, M(COUNTER, "spill_uid_files_created", "", "Spill files made for the uid, since it last had none")) \
+	X(NUM, uint64_t, bytes_charged_total, M(COUNTER, "spill_uid_charged_bytes", "", "Bytes charged to the uid's spill files, since it last had none")) \
+	X(NUM, uint64_t, refusals, M(COUNTER, "spill_uid_refusals", "", "Spill files or bytes refused to the uid at a limit, since it last had none")) \
+	X(NUM, uint64_t, truncated, M(COUNTER, "spill_uid_truncations", "", "The uid's spill files cut back to their charge, since it last had none"))
+
+struct proto_status_spill_uid {
+	PROTO_STATUS_SPILL_UID_FIELDS(PROTO_FIELD)
+};
+
+/*
  * The sections of a status reply after struct proto_status, in this order, one row each: its
  * name, its wire struct, how many there are (a count of struct proto_status, or `one`) and the
  * first protocol version that has it (a client of an older version gets a reply without it).
@@ -510,19 +605,36 @@ struct proto_status_journal {
 	X(spill, struct proto_status_spill, nspill, 3)                        \
 	X(start, struct proto_status_start, one, 4) /* how this life started */ \
 	X(batches, struct proto_status_batches, njournals, 5)                 \
-	X(heaps, struct proto_status_heaps, nclients, 5)
+	X(heaps, struct proto_status_heaps, nclients, 5)                      \
+	X(server, struct proto_status_server, one, 6) /* first of version 6 */ \
+	X(acquire, struct proto_status_acquire, nclasses, 6)                  \
+	X(durability, struct proto_status_durability, njournals, 6)           \
+	X(spill_uid, struct proto_status_spill_uid, nuids, 6)
 
-/* How many records a section of PROTO_STATUS_SECTIONS has in the reply st describes. */
-#define PROTO_STATUS_COUNT(st, count) PROTO_STATUS_COUNT_##count(st)
-#define PROTO_STATUS_COUNT_one(st) 1u
-#define PROTO_STATUS_COUNT_nclasses(st) ((st)->nclasses)
-#define PROTO_STATUS_COUNT_nclients(st) ((st)->nclients)
-#define PROTO_STATUS_COUNT_nleases(st) ((st)->nleases)
-#define PROTO_STATUS_COUNT_njournals(st) ((st)->njournals)
-#define PROTO_STATUS_COUNT_nspill(st) ((st)->nspill)
+/*
+ * How many records a section of PROTO_STATUS_SECTIONS has in the reply whose header is st and
+ * whose server section is srv (NULL: not known yet, its counts 0).
+ */
+#define PROTO_STATUS_COUNT(st, srv, count) PROTO_STATUS_COUNT_##count(st, srv)
+#define PROTO_STATUS_COUNT_one(st, srv) 1u
+#define PROTO_STATUS_COUNT_nclasses(st, srv) ((st)->nclasses)
+#define PROTO_STATUS_COUNT_nclients(st, srv) ((st)->nclients)
+#define PROTO_STATUS_COUNT_nleases(st, srv) ((st)->nleases)
+#define PROTO_STATUS_COUNT_njournals(st, srv) ((st)->njournals)
+#define PROTO_STATUS_COUNT_nspill(st, srv) ((st)->nspill)
+#define PROTO_STATUS_COUNT_nuids(st, srv) proto_status_nuids(srv)
 
-/* The bytes of the reply st describes, in protocol version (all of its sections, header included). */
-uint64_t proto_status_size(const struct proto_status *st, uint16_t version);
+static inline uint32_t proto_status_nuids(const struct proto_status_server *srv)
+{
+	return srv ? srv->nuids : 0u;
+}
+
+/*
+ * The bytes of the reply st and srv describe, in protocol version (all of its sections, header
+ * included). Where a reply of version 6 on holds its server section: proto_status_size(st,
+ * NULL, 5) bytes in.
+ */
+uint64_t proto_status_size(const struct proto_status *st, const struct proto_status_server *srv, uint16_t version);
 
 /* What a header may announce: returns 0 or a negative errno and a static reason string. */
 int proto_check_header(const struct proto_hdr *h, bool from_client, const char **ret_reason);

@@ -725,6 +725,9 @@ static int monitor_main(void *arg)
 	for (uint32_t i = 0; i < st->nclients; i++)
 		foreign |= st->clients[i].uid == 0 && st->client_heaps[i].heaps == 7;
 	r = !foreign ? 13 : st->nleases != 1 || st->leases[0].uid != 0 ? 14 : st->spill.files != 1 ? 15 : 0;
+	/* version 6: root's spill account, and the reply says it shows all */
+	if (r == 0 && (st->nspill_uids != 1 || st->spill_uids[0].uid != 0 || !st->server.sees_all))
+		r = 17;
 	hp_status_free(st);
 	if (r == 0 && hp_daemon_restart(c) != -EPERM)
 		r = 16;

@@ -104,15 +104,21 @@ int server_admit(struct server *s, const struct ucred *cred, char *text, size_t 
 	unsigned pending;
 
 	if (s->npeers >= s->cfg->max_connections) {
+		s->counted.refused_max_connections++;
 		snprintf(text, len, "the daemon already serves %u connections (max_connections)", s->cfg->max_connections);
 		return -EUSERS;
 	}
 	if (!s->fds_refused && (pending = closer_pending(cred->uid)) > CLOSER_PENDING_MAX) {
+		s->counted.refused_pending_closes++;
 		snprintf(text, len, "uid %u has %u fds it passed (or connections) still waiting to be closed",
 			 (unsigned)cred->uid, pending);
 		return -EUSERS;
 	}
-	return lease_owner_admit(s->leases, cred->uid, text, len);
+	if (lease_owner_admit(s->leases, cred->uid, text, len) < 0) {
+		s->counted.refused_max_connections_per_uid++;
+		return -EUSERS;
+	}
+	return 0;
 }
 
 /*
@@ -226,8 +232,10 @@ static bool accept_out_of_fds(struct server *s, int err)
 	if (s->reserve_fd >= 0) {
 		close(s->reserve_fd);
 		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd >= 0)
+		if (fd >= 0) {
 			close(fd);
+			s->counted.refused_out_of_fds++;
+		}
 		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (fd >= 0 && s->reserve_fd >= 0)
 			return true;

@@ -136,6 +136,7 @@ struct server {
 	unsigned npeers, next_id;
 	uint64_t started_rt;
 	uint64_t connections_total, protocol_errors;
+	struct proto_status_server counted; /* its refusals, counted as they come (status fills the rest) */
 	bool stop;
 	bool sealed; /* shutting down: the warm state and the fd store stay as they are for the next life */
 	bool reexec; /* ... and main re-executes the daemon (restart request, SIGUSR2) */
