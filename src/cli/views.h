@@ -37,6 +37,10 @@ void spill_order(struct hp_status *st); /* sort the clients by uid, then pid */
 void spill_text(const struct hp_status *st);
 void spill_json(struct json *j, const struct hp_status *st);
 
+/* views_metrics.c: hugepoolctl metrics, st as Prometheus metrics (st NULL: the daemon did not answer) */
+struct expo;
+void metrics_print(struct expo *e, const struct hp_status *st);
+
 /* views_journal.c: journal list, stat, verify and dump */
 void journals_text(const struct hp_status *st);
 void journals_json(struct json *j, const struct hp_status *st);
