@@ -394,10 +394,11 @@ install: all
 	done
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
-	for u in hugepoold hugepool-hugepages; do \
+	for u in hugepoold hugepool-hugepages hugepool-metrics@ hugepool-metrics-textfile; do \
 		$(UNIT_SED) systemd/$$u.service.in > $(DESTDIR)$(UNITDIR)/$$u.service && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service || exit; \
 	done
+	install -m 0644 systemd/hugepool-metrics.socket systemd/hugepool-metrics-textfile.timer $(DESTDIR)$(UNITDIR)/
 	$(UNIT_SED) systemd/hugepool-hugepages > $(DESTDIR)$(LIBEXECDIR)/hugepool-hugepages
 	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/hugepool-hugepages
 	install -m 0644 systemd/hugepool.sysusers $(DESTDIR)$(SYSUSERSDIR)/hugepool.conf

@@ -14,30 +14,50 @@ cd "$(dirname "$0")"
 # mandoc for the man page lint, systemd for systemd-analyze verify of the unit; for the Debian
 # packages and the container test that runs them under a real systemd: debhelper, dpkg-dev and
 # lintian to build and check them, debootstrap for the Debian tree, systemd-container for
-# systemd-nspawn, libhugetlbfs-bin for hugeadm, which the packaged units use; default-jdk and
-# maven for the Java binding, java/: Maven fetches its plugins and JUnit once, into ~/.m2).
+# systemd-nspawn, libhugetlbfs-bin for hugeadm, which the packaged units use, curl and jq to
+# ask the container's Prometheus; default-jdk and maven for the Java binding, java/: Maven
+# fetches its plugins and JUnit once, into ~/.m2).
 PACKAGES=(gcc make pkg-config libcmocka-dev liburing-dev libaio-dev libjemalloc-dev clang g++ mandoc systemd
-	debhelper dpkg-dev lintian debootstrap systemd-container libhugetlbfs-bin default-jdk maven)
+	debhelper dpkg-dev lintian debootstrap systemd-container libhugetlbfs-bin curl jq default-jdk maven)
+# Installed without their Recommends: prometheus for promtool, which checks hugepoolctl metrics'
+# output in make check (its Recommends is node_exporter, which nothing here needs). On a machine
+# booted with systemd, Debian starts the Prometheus server it brings (port 9090): `systemctl
+# disable --now prometheus` if that machine should not run one.
+PACKAGES_NO_RECOMMENDS=(prometheus)
 
 say() { printf 'dev.sh: %s\n' "$*" >&2; }
 
-install_missing() {
-	local missing=() p
-	for p in "${PACKAGES[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+# the packages of the list named $1 that are not installed
+missing_of() {
+	local -n list=$1
+	local p
+	for p in "${list[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
 	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	say "installing missing packages: ${missing[*]}"
-	if [ "$(id -u)" -eq 0 ]; then
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-	else
-		say "not root and sudo needs a password: please run"
-		say "  sudo apt-get install -y ${missing[*]}"
-		say "then run this command again"
-		exit 1
+}
+
+install_missing() {
+	local missing=() norec=() sudo=()
+	mapfile -t missing < <(missing_of PACKAGES)
+	mapfile -t norec < <(missing_of PACKAGES_NO_RECOMMENDS)
+	[ ${#missing[@]} -eq 0 ] && [ ${#norec[@]} -eq 0 ] && return 0
+	say "installing missing packages: ${missing[*]} ${norec[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		if ! command -v sudo >/dev/null || ! sudo -n true 2>/dev/null; then
+			say "not root and sudo needs a password: please run"
+			[ ${#missing[@]} -eq 0 ] || say "  sudo apt-get install -y ${missing[*]}"
+			[ ${#norec[@]} -eq 0 ] || say "  sudo apt-get install -y --no-install-recommends ${norec[*]}"
+			say "then run this command again"
+			exit 1
+		fi
+		sudo=(sudo)
 	fi
+	"${sudo[@]}" apt-get update -qq
+	[ ${#missing[@]} -eq 0 ] ||
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+	[ ${#norec[@]} -eq 0 ] ||
+		"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			"${norec[@]}" >/dev/null
 }
 
 run_daemon() {

@@ -8,7 +8,9 @@
 # bench_journal, bench_merge, bench_heap (a cold process building a hash table of
 # $HP_BENCH_HEAP_GIB GiB, default 1, on the hugepage heap against glibc malloc and jemalloc) and
 # bench_spill (spill streams of 6 KiB, 200 KiB and 4 MiB runs against a classic temp file per
-# run, with the syscalls of each counted under ptrace), and bench_java.sh (the Java binding: a
+# run, with the syscalls of each counted under ptrace), bench_metrics (a scrape of a daemon with
+# 10,000 leases and 16 journals, hugepoolctl metrics --http, against hugepoolctl status --json,
+# and a client's round trips while it runs), and bench_java.sh (the Java binding: a
 # JVM's buffers from hugepoold against allocateDirect, durable appends against Artemis's journal
 # and against a C writer). Every figure is printed beside its
 # baseline from the same run, with the ratio; nothing is asserted. As root it reserves the
@@ -20,7 +22,7 @@ build=${1:-build}
 shift
 benches=("$@")
 [ ${#benches[@]} -gt 0 ] || benches=(bench_prefault bench_acquire bench_restart bench_journal bench_merge bench_heap bench_spill
-	bench_java)
+	bench_metrics bench_java)
 gib=${HP_BENCH_GIB:-4}
 case $gib in '' | *[!0-9]*) gib=4 ;; esac
 export HP_BENCH_GIB=$gib

@@ -175,6 +175,56 @@ struct hp_client_heaps {
 	uint64_t heap_bytes; /* of those buffers' bytes, given to the heaps' allocator */
 };
 
+/*
+ * A latency histogram: buckets[i] counts the samples above bound i - 1 and at most bound i of
+ * 1, 2.5, 5, 10, 25, 50, 100, 250, 500 us, 1, 2.5, ... 500 ms, 1, 2.5, 5 and 10 s
+ * (HP_LATENCY_BUCKETS bounds); buckets[HP_LATENCY_BUCKETS] those above 10 s.
+ */
+#define HP_LATENCY_BUCKETS 22
+struct hp_latency {
+	uint64_t count; /* samples */
+	uint64_t sum_ns; /* their sum */
+	uint64_t buckets[HP_LATENCY_BUCKETS + 1];
+};
+
+/* The daemon's connections, and what the status shows to whom asked. */
+struct hp_server_status {
+	uint32_t connections; /* open now */
+	uint32_t max_connections;
+	/* connections refused at a limit since start: max_connections, max_connections_per_uid,
+	 * the uid's fds still waiting to be closed, the daemon out of fds */
+	uint64_t refused_max_connections, refused_max_connections_per_uid, refused_pending_closes,
+		refused_out_of_fds;
+	uint64_t acquires_unknown_class; /* acquires naming no class */
+	int sees_all; /* 1: the status shows every client and uid (admin or monitor_group) */
+};
+
+/* A class's acquires since the daemon started, by outcome (hp_status.class_acquire). */
+struct hp_class_acquire {
+	uint64_t acquires, granted, buffers_granted;
+	/* refused or failed: over max_bytes_per_uid, timed out, not all free at once and not
+	 * willing to wait, more than the class has, no fresh pages to be had */
+	uint64_t refused_limit, refused_timeout, refused_all_or_nothing, refused_too_large, refused_renewal;
+	uint64_t cancelled; /* its connection ended while it waited */
+	struct hp_latency wait; /* from arrival to grant, every granted acquire */
+};
+
+/* A journal's latencies and I/O errors since the daemon started (hp_status.journal_durability). */
+struct hp_journal_durability {
+	uint64_t io_errors; /* writes and syncs that failed */
+	uint64_t batch_records; /* records in the batches written (the sum of their sizes) */
+	struct hp_latency to_durable; /* per record: taken from its writer's ring -> durable */
+	struct hp_latency write_sync; /* per batch: its write and sync */
+};
+
+/* One uid's spill files (open and lingering) and bytes now; its counters since it last had none. */
+struct hp_spill_uid_status {
+	uid_t uid;
+	uint32_t files;
+	uint64_t bytes;
+	uint64_t files_created, bytes_charged_total, refusals, truncated;
+};
+
 struct hp_status {
 	char daemon_version[16];
 	pid_t daemon_pid;
@@ -197,6 +247,11 @@ struct hp_status {
 	struct hp_start_status start;
 	struct hp_journal_batches *journal_batches; /* njournals, in the order of journals */
 	struct hp_client_heaps *client_heaps; /* nclients, in the order of clients */
+	struct hp_server_status server;
+	struct hp_class_acquire *class_acquire; /* nclasses, in the order of classes */
+	struct hp_journal_durability *journal_durability; /* njournals, in the order of journals */
+	uint32_t nspill_uids;
+	struct hp_spill_uid_status *spill_uids; /* each uid with spill files (only yours unless sees_all) */
 };
 
 /* The daemon's state. Free the result with hp_status_free. */

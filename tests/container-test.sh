@@ -7,7 +7,13 @@
 # directory that survives a restart, spill files under the private /var/tmp, hugepages reserved
 # by hugepool-hugepages.service and given back on stop, prefer and require when they are short,
 # Restart=on-failure after SIGSEGV, systemd-analyze verify and security, journalctl; the Java
-# packages installed and a Java client run on them (the host's JDK bound into the container).
+# packages installed and a Java client run on them (the host's JDK bound into the container);
+# the metrics: the socket-activated endpoint scraped by Debian's Prometheus (its figures, queried
+# through Prometheus' HTTP API, against hugepoolctl's), its service's systemd-analyze security,
+# silent, garbage and non-reading scrapers, thousands of scrapes that leave no process, fd or
+# daemon memory behind, and the textfile collector's file. The container has a network of its
+# own (--private-network: a loopback), so its ports never meet the host's; the host's curl and
+# jq reach them in its network namespace.
 # Part of `make check-all`; prints "container: N passed, N failed". Exits 77 (skipped, with the
 # reason) when not root, when a tool is missing, when the tree cannot be built or cannot boot.
 # The Debian tree (debootstrap --variant=minbase, ~80 s) is built once and kept as a tarball in
@@ -19,7 +25,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${HUGEPOOL_TEST_CACHE:-/var/cache/hugepool-test}
 # the packages the tree holds beyond minbase: systemd to boot, the daemon's libraries (the
 # container has no network: apt installs the .debs from local files only), hugeadm
-tree_include=systemd,systemd-sysv,dbus,liburing2,libaio1,libhugetlbfs-bin
+# Debian's prometheus, whose server scrapes the metrics endpoint
+tree_include=systemd,systemd-sysv,dbus,liburing2,libaio1,libhugetlbfs-bin,prometheus
 tarball=$cache/bookworm-$(echo "$tree_include" | md5sum | cut -c1-8).tar.gz
 hp=/sys/kernel/mm/hugepages/hugepages-2048kB
 passed=0 failed=0
@@ -67,7 +74,7 @@ cleanup() {
 trap cleanup EXIT
 
 [ "$(id -u)" -eq 0 ] || skip "not root: booting a container needs root"
-for t in systemd-nspawn debootstrap dpkg-buildpackage lintian nsenter flock cc; do
+for t in systemd-nspawn debootstrap dpkg-buildpackage lintian nsenter flock cc curl jq; do
 	command -v "$t" >/dev/null || skip "$t is missing (./dev.sh installs what the tests need)"
 done
 [ -d /sys/fs/cgroup/systemd ] && [ -d /sys/fs/cgroup/unified ] ||
@@ -155,7 +162,7 @@ for h in systemd unified; do mkdir -p "/sys/fs/cgroup/$h/$cg" || skip "cannot ma
 (
 	for h in systemd unified; do echo "$BASHPID" > "/sys/fs/cgroup/$h/$cg/cgroup.procs"; done
 	SYSTEMD_NSPAWN_API_VFS_WRITABLE=1 exec systemd-nspawn -q -D "$work/root" -M "$cg" -b --register=no \
-		--keep-unit --volatile=overlay --console=pipe "${java_binds[@]}"
+		--keep-unit --volatile=overlay --console=pipe --private-network "${java_binds[@]}"
 ) >"$work/console.log" 2>&1 </dev/null &
 npid=$!
 # the container's PID 1: nspawn's child in another pid namespace (a short-lived helper comes first)
@@ -186,6 +193,15 @@ system_user() { c getent passwd hugepool | grep '^hugepool:x:[0-9]\{1,3\}:'; }
 check "the system user hugepool exists (sysusers.d)" system_user
 not_started() { [ "$(c systemctl is-enabled hugepoold)" = disabled ] && ! c systemctl -q is-active hugepoold hugepool-hugepages; }
 check "installing neither enables nor starts hugepoold" not_started
+metrics_off() {
+	local u
+	for u in hugepool-metrics.socket hugepool-metrics-textfile.timer; do
+		echo "$u: $(c systemctl is-enabled $u), $(c systemctl is-active $u)"
+		[ "$(c systemctl is-enabled $u)" = disabled ] && ! c systemctl -q is-active $u || return 1
+	done
+}
+check "nor the metrics endpoint's socket, nor the textfile timer" metrics_off
+check "the group hugepool-monitor exists (sysusers.d)" c getent group hugepool-monitor
 conffile() { c dpkg-query -W -f='${Conffiles}' hugepool | grep -q /etc/hugepool/hugepoold.conf && c hugepoold --check-config; }
 check "the shipped configuration is a conffile and valid" conffile
 # the tree has no man-db, so the units' Documentation=man:... cannot be looked up there
@@ -205,6 +221,9 @@ need=16
 c sh -c 'cat > /etc/hugepool/hugepoold.conf' <<'CONF'
 # hugepoold.conf of tests/container-test.sh
 hugepages = prefer
+monitor_group = hugepool-monitor
+# alice's spill file of 3000000 bytes is 91% of it: hugepoolctl(1)'s alert fires (pending)
+spill_max_bytes_per_uid = 3300000
 [class small]
 size = 2M
 count = 8
@@ -294,6 +313,244 @@ spill_ok() { # while a client holds a spill file, it is in the daemon's private 
 	wait "$SPILL_PID" && [ "$line" = "read back 3000000 bytes" ]
 }
 check "spill files live in the service's private /var/tmp" spill_ok
+
+# --- metrics: the socket-activated endpoint, a real Prometheus, the textfile collector -------------
+# host tools in the container's network namespace (its own loopback: --private-network)
+scrape() { nsenter -t "$cpid" -n curl -sS -m 20 "$@"; }
+# a client of alice holds 3 small buffers and a spill file while the figures are compared
+coproc MHOLD { nsenter -t "$cpid" -a runuser -u alice -- hpclient hold small 3; }
+mhold_pid=$MHOLD_PID
+read -r line <&"${MHOLD[0]}"
+echo "client: $line"
+# (bash has one coproc at a time: this one reads a fifo the test holds open)
+mkfifo "$work/mspill.in"
+nsenter -t "$cpid" -a runuser -u alice -- hpclient spill 3000000 <"$work/mspill.in" >"$work/mspill.out" &
+mspill_pid=$!
+exec {mspill_in}>"$work/mspill.in"
+for _ in $(seq 100); do [ -s "$work/mspill.out" ] && break; sleep 0.1; done
+echo "client: $(head -1 "$work/mspill.out")"
+check "systemctl enable --now hugepool-metrics.socket" c systemctl enable --now hugepool-metrics.socket
+units_verified() {
+	local out
+	out=$(c systemd-analyze verify hugepool-metrics.socket hugepool-metrics@.service hugepool-metrics-textfile.service \
+		hugepool-metrics-textfile.timer 2>&1 | grep -v "Command 'man .*' failed with code 1")
+	[ -z "$out" ] || { echo "$out"; false; }
+}
+check "systemd-analyze verify is silent on the metrics units" units_verified
+m_exposure=$(c systemd-analyze security hugepool-metrics@scrape.service 2>/dev/null |
+	sed -n 's/.*Overall exposure level for hugepool-metrics@scrape.service: *\([0-9.]*\).*/\1/p')
+say "systemd-analyze security hugepool-metrics@.service: exposure ${m_exposure:-unknown}"
+check "systemd-analyze security of the endpoint's service: exposure ${m_exposure:-unknown} <= 2.0" \
+	awk -v e="${m_exposure:-99}" 'BEGIN { exit !(e <= 2.0) }'
+endpoint_ok() {
+	local out; out=$(scrape -D - http://127.0.0.1:10864/metrics)
+	grep -i -e '^HTTP/' -e '^content-type' <<<"$out"
+	grep -q '^hugepool_up 1' <<<"$out" && grep -qi '^content-type: text/plain; version=0.0.4' <<<"$out" &&
+		grep -q '^hugepool_class_leased_buffers{class="small"} 3' <<<"$out"
+}
+check "GET http://127.0.0.1:10864/metrics: the pool's figures, in the text format" endpoint_ok
+sees_all_ok() {
+	local out; out=$(scrape http://127.0.0.1:10864/metrics)
+	grep -e '^hugepool_scrape_sees_all_uids' -e '^hugepool_spill_uid_files' <<<"$out"
+	grep -q '^hugepool_scrape_sees_all_uids 1' <<<"$out" &&
+		grep -q "^hugepool_spill_uid_files{uid=\"$(c id -u alice)\"} 1" <<<"$out"
+}
+check "the instance sees every uid (a dynamic user in hugepool-monitor): alice's spill file" sees_all_ok
+om_ok() {
+	local out; out=$(scrape -D - -H 'Accept: application/openmetrics-text;version=1.0.0,text/plain;q=0.5' http://127.0.0.1:10864/metrics)
+	grep -qi '^content-type: application/openmetrics-text; version=1.0.0' <<<"$out" && [ "$(tail -1 <<<"$out")" = "# EOF" ]
+}
+check "Accept: application/openmetrics-text: OpenMetrics, ending in # EOF" om_ok
+statuses_ok() {
+	local a b c2 d
+	a=$(scrape -o /dev/null -w '%{http_code}' http://127.0.0.1:10864/)
+	b=$(scrape -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:10864/metrics)
+	c2=$(nsenter -t "$cpid" -n bash -c 'exec 3<>/dev/tcp/127.0.0.1/10864; printf "\026\003\001 no request\r\n\r\n" >&3; head -1 <&3' | tr -d '\r')
+	d=$(scrape -o /dev/null -w '%{http_code}' -I http://127.0.0.1:10864/metrics)
+	echo "/: $a, POST: $b, garbage: $c2, HEAD: $d"
+	[ "$a" = 404 ] && [ "$b" = 405 ] && [ "$c2" = "HTTP/1.1 400 Bad Request" ] && [ "$d" = 200 ]
+}
+check "another path 404, another method 405, garbage 400, HEAD 200" statuses_ok
+
+# Debian's Prometheus scrapes it, every second, as it would a fleet's machine, and evaluates the
+# alerting rules hugepoolctl(1) gives (its EX block, unescaped)
+sed -n '/^\.SS Alerting rules/,/^\.EE/p' "$top/man/hugepoolctl.1" | sed -e '1,/^\.EX/d' -e '/^\.EE/d' -e 's/\\-/-/g' |
+	c sh -c 'cat > /etc/prometheus/hugepool.rules.yml'
+c sh -c 'cat > /etc/prometheus/prometheus.yml' <<'YML'
+# prometheus.yml of tests/container-test.sh
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - /etc/prometheus/hugepool.rules.yml
+scrape_configs:
+  - job_name: hugepool
+    static_configs:
+      - targets: ['127.0.0.1:10864']
+YML
+check "systemctl restart prometheus (Debian's package) with the hugepool job" c systemctl restart prometheus
+# prom_query QUERY: the value of the first sample Prometheus' HTTP API returns for QUERY, or nothing
+prom_query() { scrape -G --data-urlencode "query=$1" http://127.0.0.1:9090/api/v1/query | jq -r '.data.result[0].value[1] // empty'; }
+prom_up() {
+	local v
+	for _ in $(seq 120); do
+		v=$(prom_query 'up{job="hugepool"} * hugepool_up')
+		[ "$v" = 1 ] && return 0
+		sleep 0.5
+	done
+	scrape http://127.0.0.1:9090/api/v1/targets | jq -c '.data.activeTargets[] | {health, lastError}'
+	false
+}
+check "Prometheus scrapes the endpoint (up and hugepool_up are 1)" prom_up
+# figure QUERY EXPECTED: Prometheus comes to say EXPECTED within a few scrapes
+figure() {
+	local v
+	for _ in $(seq 20); do
+		v=$(prom_query "$1")
+		[ "$v" = "$2" ] && { echo "$1 = $v"; return 0; }
+		sleep 0.5
+	done
+	echo "$1: Prometheus says '$v', hugepoolctl status --json says '$2'"; false
+}
+figures_match() {
+	local st js sp cls f
+	st=$(c hugepoolctl status --json) && js=$(c hugepoolctl journal list --json) && sp=$(c hugepoolctl spill --json) || return 1
+	for cls in small large; do
+		for f in total:buffers free:free_buffers leased:leased_buffers waiters:waiters; do
+			figure "hugepool_class_${f#*:}{class=\"$cls\"}" \
+				"$(jq -r ".classes[] | select(.name == \"$cls\") | .${f%%:*}" <<<"$st")" || return 1
+		done
+	done
+	figure 'hugepool_journal_durable_lsn{journal="orders"}' "$(jq -r '.journals[0].durable_lsn' <<<"$js")" &&
+		figure 'hugepool_journal_state{journal="orders",state="ok"}' 1 &&
+		figure 'hugepool_spill_bytes' "$(jq -r '.bytes' <<<"$sp")" &&
+		figure 'hugepool_spill_files' "$(jq -r '.files' <<<"$sp")" &&
+		figure 'hugepool_pool_bytes' "$(jq -r '.pool_bytes' <<<"$st")" &&
+		figure 'hugepool_lives' "$(jq -r '.start.lives' <<<"$st")"
+}
+check "Prometheus' /api/v1/query returns the figures of hugepoolctl status --json" figures_match
+om_scraped() { # Prometheus asked for OpenMetrics, whose info type the text format does not have
+	local t; t=$(scrape 'http://127.0.0.1:9090/api/v1/metadata?metric=hugepool_exporter_build' | jq -r '.data.hugepool_exporter_build[0].type // empty')
+	echo "metadata type of hugepool_exporter_build: $t"; [ "$t" = info ]
+}
+check "Prometheus negotiated OpenMetrics (hugepool_exporter_build is an info)" om_scraped
+quantile_ok() { # a histogram through PromQL: the acquire wait of alice's grants
+	local v; v=$(prom_query 'histogram_quantile(0.5, sum by (le) (hugepool_class_acquire_wait_seconds_bucket{class="small"}))')
+	echo "median acquire wait: $v s"; [ -n "$v" ] && [ "$v" != NaN ]
+}
+check "histogram_quantile() over hugepool_class_acquire_wait_seconds" quantile_ok
+alerts_ok() { # every rule evaluates on real series; alice's spill is over 90% of her limit, nothing else
+	local bad alerts
+	for _ in $(seq 40); do
+		bad=$(scrape http://127.0.0.1:9090/api/v1/rules | jq -r '[.data.groups[].rules[] | select(.health != "ok") | .name] | join(" ")')
+		alerts=$(scrape http://127.0.0.1:9090/api/v1/alerts | jq -r '[.data.alerts[] | .labels.alertname + ":" + .state] | sort | join(" ")')
+		[ -z "$bad" ] && [ "$alerts" = "HugepoolSpillUidNearLimit:pending" ] && { echo "alerts: $alerts"; return 0; }
+		sleep 0.5
+	done
+	echo "rules not evaluated or in error: '$bad'; alerts: '$alerts'"; false
+}
+check "hugepoolctl(1)'s alerting rules: all evaluate, HugepoolSpillUidNearLimit pending for alice" alerts_ok
+c systemctl stop prometheus # its scrapes would mix with the counts below
+
+# scrapers that are silent, send garbage or never read: one instance each, nothing of the daemon's
+mainpid=$(c systemctl show -P MainPID hugepoold)
+instances() { c systemctl list-units --all --no-legend 'hugepool-metrics@*.service' | grep -c . ; }
+daemon_fds() { c sh -c "ls /proc/$mainpid/fd | wc -l"; }
+daemon_conns() { c hugepoolctl stats --json | jq -r '.server.connections'; }
+no_instances() { for _ in $(seq 100); do [ "$(instances)" = 0 ] && return 0; sleep 0.2; done; c systemctl list-units --all 'hugepool-metrics@*'; false; }
+silent_ok() {
+	local fds0 conns0 n
+	no_instances || return 1
+	fds0=$(daemon_fds) conns0=$(daemon_conns)
+	nsenter -t "$cpid" -n bash -c 'exec 3<>/dev/tcp/127.0.0.1/10864; sleep 13' &
+	sleep 2
+	n=$(instances)
+	echo "silent scraper: $n instance(s); daemon fds $fds0 -> $(daemon_fds), connections $conns0 -> $(daemon_conns)" |
+		tee "$work/silent.txt"
+	[ "$n" = 1 ] && [ "$(daemon_fds)" = "$fds0" ] && [ "$(daemon_conns)" = "$conns0" ] || { wait; return 1; }
+	wait
+	no_instances && c journalctl -o cat -u 'hugepool-metrics@*' | tail -3
+}
+check "a scraper that connects and says nothing: one instance (408 after 10 s), no daemon connection" silent_ok
+garbage_ok() {
+	local fds0 total0 total1
+	fds0=$(daemon_fds) total0=$(c hugepoolctl stats --json | jq -r .connections_total)
+	for _ in $(seq 10); do
+		nsenter -t "$cpid" -n bash -c 'exec 3<>/dev/tcp/127.0.0.1/10864; head -c 20000 /dev/urandom | tr -d "\n" >&3; cat <&3 >/dev/null' 2>/dev/null
+	done
+	no_instances || return 1
+	total1=$(c hugepoolctl stats --json | jq -r .connections_total)
+	echo "10 garbage scrapers: daemon connections accepted $total0 -> $total1 (the second count's own), fds $fds0 -> $(daemon_fds)" |
+		tee "$work/garbage.txt"
+	[ "$total1" = $((total0 + 1)) ] && [ "$(daemon_fds)" = "$fds0" ]
+}
+check "scrapers that send garbage: answered 400, never a daemon connection" garbage_ok
+noread_ok() {
+	local conns0=$(daemon_conns)
+	nsenter -t "$cpid" -n bash -c 'exec 3<>/dev/tcp/127.0.0.1/10864; printf "GET /metrics HTTP/1.1\r\n\r\n" >&3; sleep 8' &
+	sleep 2
+	echo "a scraper that never reads: daemon connections $conns0 -> $(daemon_conns)"
+	[ "$(daemon_conns)" = "$conns0" ] || { wait; return 1; }
+	wait
+	no_instances
+}
+check "a scraper that asks and never reads: the daemon's connection was already closed" noread_ok
+
+# thousands of scrapes leave no process, no fd and no daemon memory behind
+proc_count() { c sh -c 'ls -d /proc/[0-9]* | wc -l'; }
+proc_names() { c sh -c 'for p in /proc/[0-9]*; do echo "$(cat $p/comm 2>/dev/null)"; done' | sort; }
+# back to at most n processes within 10 s (a worker of systemd's own may linger a moment)
+procs_back() { for _ in $(seq 50); do [ "$(proc_count)" -le "$1" ] && return 0; sleep 0.2; done; false; }
+rss_kib() { c awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+many_scrapes() {
+	local n=2000 procs0 names0 fds0 rss0 pid1fds0 pid1rss0 codes t0 t1
+	nsenter -t "$cpid" -n sh -c 'for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:10864/metrics; done' # warm-up
+	no_instances || return 1
+	procs0=$(proc_count) names0=$(proc_names) fds0=$(daemon_fds) rss0=$(rss_kib "$mainpid") pid1fds0=$(c sh -c 'ls /proc/1/fd | wc -l') pid1rss0=$(rss_kib 1)
+	t0=$(date +%s.%N)
+	codes=$(nsenter -t "$cpid" -n sh -c "for i in \$(seq $n); do curl -s -o /dev/null -m 20 -w '%{http_code}\n' http://127.0.0.1:10864/metrics; done" | sort | uniq -c)
+	t1=$(date +%s.%N)
+	no_instances || return 1
+	procs_back "$procs0" || { echo "processes that were not there before:"; diff <(echo "$names0") <(proc_names) | grep '^>'; }
+	{
+		echo "$n scrapes in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s: $(echo $codes)"
+		echo "processes $procs0 -> $(proc_count); daemon fds $fds0 -> $(daemon_fds), RSS $rss0 -> $(rss_kib "$mainpid") KiB;" \
+			"systemd's fds $pid1fds0 -> $(c sh -c 'ls /proc/1/fd | wc -l'), RSS $pid1rss0 -> $(rss_kib 1) KiB;" \
+			"failed units: $(c systemctl list-units --failed --no-legend | grep -c hugepool-metrics)"
+	} | tee "$work/many.txt"
+	[ "$(echo $codes)" = "$n 200" ] && [ "$(proc_count)" -le "$procs0" ] && [ "$(daemon_fds)" = "$fds0" ] &&
+		[ $(($(rss_kib "$mainpid") - rss0)) -le 1024 ] && [ "$(c sh -c 'ls /proc/1/fd | wc -l')" -le "$pid1fds0" ] &&
+		[ "$(c systemctl list-units --failed --no-legend | grep -c hugepool-metrics)" = 0 ]
+}
+check "2000 scrapes: all 200, no process, fd or daemon memory left behind" many_scrapes
+for f in silent garbage many; do [ -s "$work/$f.txt" ] && sed 's/^/container: /' "$work/$f.txt"; done
+c systemctl disable --now hugepool-metrics.socket
+
+# node_exporter's textfile collector: its directory as prometheus-node-exporter makes it
+c install -d -o prometheus -g prometheus -m 0755 /var/lib/prometheus/node-exporter
+textfile_ok() {
+	local f=/var/lib/prometheus/node-exporter/hugepool.prom out
+	c systemctl start hugepool-metrics-textfile.service || return 1
+	c stat -c '%U %a %n' "$f" && out=$(c cat "$f") &&
+		[ "$(c stat -c '%U %a' "$f")" = "prometheus 644" ] && grep -q '^hugepool_up 1' <<<"$out" &&
+		grep -q '^hugepool_scrape_sees_all_uids 1' <<<"$out" && [ "$(c ls -A /var/lib/prometheus/node-exporter)" = hugepool.prom ]
+}
+check "hugepool-metrics-textfile.service writes hugepool.prom (prometheus's, 0644, nothing else left)" textfile_ok
+timer_ok() {
+	local m0 m1
+	m0=$(c stat -c %Y.%y /var/lib/prometheus/node-exporter/hugepool.prom)
+	c systemctl enable --now hugepool-metrics-textfile.timer || return 1
+	for _ in $(seq 40); do
+		m1=$(c stat -c %Y.%y /var/lib/prometheus/node-exporter/hugepool.prom)
+		[ "$m1" != "$m0" ] && return 0
+		sleep 0.5
+	done
+	false
+}
+check "hugepool-metrics-textfile.timer refreshes it" timer_ok
+c systemctl disable --now hugepool-metrics-textfile.timer
+exec {MHOLD[1]}>&- {mspill_in}>&-
+wait "$mhold_pid" "$mspill_pid"
 
 # --- restart: warm (the pool, the leases and the connection live on), the journal keeps its records,
 # and the pages are taken back, not reserved twice ---------------------------------------------------

@@ -11,7 +11,9 @@
 #     its SEE ALSO names its library's overview (libhugepool(3) or hugepool-heap(3));
 #   - every hp_*(3) any page refers to exists;
 #   - every page is clean under `mandoc -T lint -W warning` and under `man --warnings`, which
-#     is what lintian runs on the Debian packages.
+#     is what lintian runs on the Debian packages;
+#   - the alerting rules hugepoolctl(1) gives as an example pass `promtool check rules`
+#     (Debian's prometheus; skipped, saying so, without it).
 # The SYNOPSIS and the references are read from pages rendered by mandoc; without mandoc those
 # checks are skipped and say so (./dev.sh installs it). Run by tests/run-tests.sh (make check),
 # or alone: tests/man-pages.sh [-v] [TREE] checks TREE's man/ and include/ (default: this tree);
@@ -256,6 +258,19 @@ for p in "${pages[@]}"; do
 		skip "$p: man --warnings" "man not installed"
 	fi
 done
+
+# hugepoolctl(1)'s example alerting rules: the EX block after ".SS Alerting rules", unescaped
+rules() {
+	sed -n '/^\.SS Alerting rules/,/^\.EE/p' "$tree/man/hugepoolctl.1" | sed -e '1,/^\.EX/d' -e '/^\.EE/d' \
+		-e 's/\\-/-/g' -e "s/\\\\(aq/'/g" >"$tmp/rules.yml"
+	[ -s "$tmp/rules.yml" ] || { echo "no alerting rules found in hugepoolctl.1"; return 1; }
+	promtool check rules "$tmp/rules.yml"
+}
+if command -v promtool >/dev/null; then
+	check "hugepoolctl.1: its alerting rules pass promtool check rules" rules
+else
+	skip "hugepoolctl.1: promtool check rules" "promtool missing (Debian's prometheus; ./dev.sh installs it)"
+fi
 
 printf '%-34s %3d passed %3d failed %3d skipped\n' "man pages" "$passed" "$failed" "$skipped"
 echo "man: $passed passed, $failed failed, $skipped skipped"

@@ -54,7 +54,7 @@ run_script() {
 
 # integration tests that do not depend on hugepages: run once, with hugepages = off (the lying
 # daemon is no hugepoold at all)
-declare -A hugepage_modes=([test_spill]="off" [test_lying_daemon]="off")
+declare -A hugepage_modes=([test_spill]="off" [test_lying_daemon]="off" [test_metrics]="off")
 
 # as root: reserve what the suite needs (the hugetlb path is exercised only then)
 hugepages_reserve tests "$need_pages" || echo "tests: running without hugepages: the daemon falls back and says so"

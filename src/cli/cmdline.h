@@ -27,10 +27,13 @@ enum {
 	OPT_FROM = 1u << 1,
 	OPT_MAX = 1u << 2,
 	OPT_HEX = 1u << 3,
+	OPT_OPENMETRICS = 1u << 4,
+	OPT_OUTPUT = 1u << 5,
+	OPT_HTTP = 1u << 6,
 };
 
 /* getopt values of the options without a short form */
-enum { LONGOPT_FROM = 256, LONGOPT_MAX, LONGOPT_HEX };
+enum { LONGOPT_FROM = 256, LONGOPT_MAX, LONGOPT_HEX, LONGOPT_OPENMETRICS, LONGOPT_HTTP };
 
 /*
  * An option, one row each, in --help's order: getopt's tables, --help's lines and the usage
@@ -61,7 +64,8 @@ struct arg {
 struct invocation {
 	char cmd[64]; /* the command's words, "journal dump" */
 	unsigned given; /* OPT_* seen on the command line */
-	bool json, hex;
+	bool json, hex, openmetrics, http;
+	const char *output; /* --output FILE */
 	uint64_t from, max; /* --from, --max; 0 when not given */
 	const char *journal; /* ARG_JOURNAL */
 	uint64_t lsn; /* ARG_LSN */
@@ -78,6 +82,7 @@ struct command {
 	size_t nsub;
 	struct arg args[ARGS_MAX]; /* positional, all required; name NULL ends the list */
 	unsigned opts; /* OPT_* that apply */
+	bool own_connection; /* run connects (or not) itself: main does not connect first */
 	int (*run)(const struct command *cmd, struct invocation *inv); /* returns the exit status */
 	/* for run_status: print one hp_status (json: members of the top-level object) */
 	void (*text)(const struct hp_status *st);

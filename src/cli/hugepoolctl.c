@@ -16,7 +16,9 @@
  * connect, 3 the daemon answered with an error or broke the protocol, or the journal that
  * journal verify replayed is damaged (see hugepoolctl(1)).
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -27,9 +29,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmdline.h"
+#include "expo.h"
 #include "format.h"
+#include "http.h"
 #include "hugepool.h"
 #include "util.h"
 #include "views.h"
@@ -202,7 +208,8 @@ static int run_journal_stat(const struct command *cmd, struct invocation *inv)
 	(void)cmd;
 	if (r)
 		return r;
-	journal_stat_print(js, &st->journal_batches[js - st->journals], inv->json);
+	journal_stat_print(js, &st->journal_batches[js - st->journals], &st->journal_durability[js - st->journals],
+			   inv->json);
 	hp_status_free(st);
 	return 0;
 }
@@ -399,6 +406,154 @@ static int run_restart(const struct command *cmd, struct invocation *inv)
 	return 0;
 }
 
+/* The connection main would have made: 0, or the exit status of its failure, said on stderr. */
+static int connect_daemon(struct invocation *inv)
+{
+	int r = hp_connect(inv->path, &inv->conn);
+
+	if (r < 0) {
+		/* the library's words: the daemon's reason for a refusal, or the path and system error */
+		fprintf(stderr, "hugepoolctl: %s\n", *hp_last_error(NULL) ? ESCAPED(hp_last_error(NULL)) : hp_strerror(r));
+		/* a daemon that answered and refused (limits, protocol) is running: that is not 2 */
+		return r == -EUSERS || r == -EPROTONOSUPPORT || r == -EPROTO ? EXIT_DAEMON : EXIT_CONNECT;
+	}
+	return 0;
+}
+
+/*
+ * The metrics in fmt, into a buffer (*ret_buf, malloc'd, *ret_len bytes): the daemon's status,
+ * or hugepool_up 0 when it cannot be had. Connects for the status alone and disconnects before
+ * returning: whoever reads the metrics after (slowly) holds nothing of the daemon's. Returns
+ * the exit status of the daemon's part (0, EXIT_CONNECT, EXIT_DAEMON), or -ENOMEM.
+ */
+static int metrics_collect(struct invocation *inv, enum expo_format fmt, char **ret_buf, size_t *ret_len)
+{
+	struct hp_status *st = NULL;
+	struct expo e;
+	FILE *f;
+	int r = connect_daemon(inv);
+
+	if (r == 0) {
+		r = get_status(inv, &st);
+		hp_disconnect(inv->conn);
+		inv->conn = NULL;
+	}
+	f = open_memstream(ret_buf, ret_len);
+	if (!f) {
+		hp_status_free(st);
+		return -ENOMEM;
+	}
+	expo_init(&e, f, fmt);
+	metrics_print(&e, st);
+	hp_status_free(st);
+	if (fclose(f) != 0)
+		return -ENOMEM;
+	return r;
+}
+
+/*
+ * Replace path with len bytes of buf so that a reader sees the old file or the new one, never a
+ * part: a file beside it (a dot name, which node_exporter's textfile collector does not read),
+ * written, synced, readable by all (0644), renamed over path. 0 or a negative errno.
+ */
+static int write_atomically(const char *path, const char *buf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	char tmp[4096];
+	int fd, r = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path,
+		     slash ? slash + 1 : path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (len && r == 0) {
+		ssize_t k = write(fd, buf, len);
+
+		if (k < 0 && errno != EINTR)
+			r = -errno;
+		else if (k > 0) {
+			buf += k;
+			len -= (size_t)k;
+		}
+	}
+	if (r == 0 && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+/*
+ * hugepoolctl metrics --http: one HTTP request on standard input, its answer on standard output
+ * (a connection systemd accepted). The daemon is asked only for a request that passed; every
+ * answered request exits 0, so that a scraper's mistakes leave no failed unit behind.
+ */
+static int run_metrics_http(struct invocation *inv)
+{
+	struct http_request req;
+	size_t len = 0;
+	char *buf = NULL;
+	int r;
+
+	signal(SIGPIPE, SIG_IGN); /* a peer gone: write says EPIPE */
+	r = http_read_request(STDIN_FILENO, HTTP_TIMEOUT_MS, &req);
+	if (r < 0)
+		return 0; /* gone before asking: nothing to answer */
+	if (req.status == 0) {
+		enum expo_format fmt = req.openmetrics ? EXPO_OPENMETRICS : EXPO_PROMETHEUS;
+
+		r = metrics_collect(inv, fmt, &buf, &len);
+		if (r >= 0)
+			r = http_respond(STDIN_FILENO, STDOUT_FILENO, 200, expo_content_type(fmt), buf, len, req.head,
+					 HTTP_TIMEOUT_MS);
+		else
+			r = http_respond(STDIN_FILENO, STDOUT_FILENO, 500, NULL, NULL, 0, req.head, HTTP_TIMEOUT_MS);
+	} else {
+		r = http_respond(STDIN_FILENO, STDOUT_FILENO, req.status, NULL, NULL, 0, req.head, HTTP_TIMEOUT_MS);
+	}
+	if (r < 0)
+		fprintf(stderr, "hugepoolctl: cannot answer the HTTP request: %s\n", strerror(-r));
+	free(buf);
+	return 0;
+}
+
+/* The daemon's state as Prometheus metrics: to stdout, or replacing --output FILE at once. */
+static int run_metrics(const struct command *cmd, struct invocation *inv)
+{
+	enum expo_format fmt = inv->openmetrics ? EXPO_OPENMETRICS : EXPO_PROMETHEUS;
+	size_t len = 0;
+	char *buf = NULL;
+	int status, r;
+
+	(void)cmd;
+	if (inv->http && (inv->output || inv->openmetrics))
+		return usage_error("--http answers a request on standard input: it takes neither --output nor --openmetrics");
+	if (inv->http)
+		return run_metrics_http(inv);
+	status = metrics_collect(inv, fmt, &buf, &len);
+	if (status < 0) {
+		fprintf(stderr, "hugepoolctl: cannot make the metrics: %s\n", strerror(-status));
+		return EXIT_DAEMON;
+	}
+	if (inv->output) {
+		r = write_atomically(inv->output, buf, len);
+		if (r < 0) {
+			fprintf(stderr, "hugepoolctl: cannot write '%s': %s\n", ESCAPED(inv->output), strerror(-r));
+			status = status ? status : EXIT_USAGE;
+		}
+	} else {
+		fwrite(buf, 1, len, stdout);
+	}
+	free(buf);
+	return status;
+}
+
 /* --- the tables -------------------------------------------------------------------------- */
 
 static const struct command journal_commands[] = {
@@ -440,6 +595,11 @@ const struct command commands[] = {
 	VIEW(leases, "who holds which buffer, and the connected clients", run_status),
 	VIEW(stats, "the daemon's counters since it started", run_status),
 	VIEW(spill, "spill files, bytes and limits, per uid and client", run_spill),
+	{ .name = "metrics",
+	  .help = "the daemon's state as Prometheus metrics",
+	  .opts = OPT_OPENMETRICS | OPT_OUTPUT | OPT_HTTP,
+	  .run = run_metrics,
+	  .own_connection = true },
 	{ .name = "restart",
 	  .help = "re-execute the daemon, keeping its pool and clients (warm)",
 	  .opts = OPT_JSON,
@@ -452,11 +612,21 @@ const size_t ncommands = ARRAY_SIZE(commands);
 const struct option_row options[] = {
 	{ "socket", 's', "PATH", 0, "the daemon's socket (default $HUGEPOOL_SOCKET, else\n" HP_DEFAULT_SOCKET ")" },
 	{ "json", 'j', NULL, OPT_JSON,
-	  "print JSON instead of text (all but journal truncate;\n"
-	  "journal dump prints one object per record and line)" },
+	  "print JSON instead of text (all but journal truncate and\n"
+	  "metrics; journal dump prints one object per record and\n"
+	  "line)" },
 	{ "from", LONGOPT_FROM, "LSN", OPT_FROM, "journal dump: start at record LSN (default 1)" },
 	{ "max", LONGOPT_MAX, "N", OPT_MAX, "journal dump: print at most N records" },
 	{ "hex", LONGOPT_HEX, NULL, OPT_HEX, "journal dump: print the payloads in hexadecimal" },
+	{ "openmetrics", LONGOPT_OPENMETRICS, NULL, OPT_OPENMETRICS,
+	  "metrics: in OpenMetrics 1.0 rather than Prometheus' text" },
+	{ "output", 'o', "FILE", OPT_OUTPUT,
+	  "metrics: replace FILE with them at once (for node_exporter's\n"
+	  "textfile collector) rather than print them" },
+	{ "http", LONGOPT_HTTP, NULL, OPT_HTTP,
+	  "metrics: answer one HTTP request on standard input\n"
+	  "(GET /metrics) on standard output, as a socket-activated\n"
+	  "service does" },
 	{ "help", 'h', NULL, 0, "show this help and exit" },
 	{ "version", 'V', NULL, 0, "show the version and exit" },
 };
@@ -499,6 +669,20 @@ int main(int argc, char **argv)
 			inv.hex = true;
 			inv.given |= OPT_HEX;
 			break;
+		case LONGOPT_OPENMETRICS:
+			inv.openmetrics = true;
+			inv.given |= OPT_OPENMETRICS;
+			break;
+		case 'o':
+			if (!*optarg)
+				return usage_error("the output file name is empty");
+			inv.output = optarg;
+			inv.given |= OPT_OUTPUT;
+			break;
+		case LONGOPT_HTTP:
+			inv.http = true;
+			inv.given |= OPT_HTTP;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -524,12 +708,10 @@ int main(int argc, char **argv)
 		inv.path = getenv("HUGEPOOL_SOCKET");
 	if (!inv.path || !*inv.path)
 		inv.path = HP_DEFAULT_SOCKET;
-	r = hp_connect(inv.path, &inv.conn);
-	if (r < 0) {
-		/* the library's words: the daemon's reason for a refusal, or the path and system error */
-		fprintf(stderr, "hugepoolctl: %s\n", *hp_last_error(NULL) ? ESCAPED(hp_last_error(NULL)) : hp_strerror(r));
-		/* a daemon that answered and refused (limits, protocol) is running: that is not 2 */
-		return r == -EUSERS || r == -EPROTONOSUPPORT || r == -EPROTO ? EXIT_DAEMON : EXIT_CONNECT;
+	if (!cmd->own_connection) {
+		r = connect_daemon(&inv);
+		if (r)
+			return r;
 	}
 	r = cmd->run(cmd, &inv);
 	hp_disconnect(inv.conn);

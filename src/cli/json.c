@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "hugepool.h"
 #include "json.h"
 
 void json_string(FILE *f, const char *s)
@@ -83,6 +84,18 @@ void json_bool(struct json *j, const char *key, bool v)
 {
 	json_key(j, key);
 	fputs(v ? "true" : "false", j->f);
+}
+
+void json_latency(struct json *j, const char *key, const struct hp_latency *h)
+{
+	json_open(j, key, '{');
+	json_u64(j, "count", h->count);
+	json_u64(j, "sum_ns", h->sum_ns);
+	json_open(j, "buckets", '[');
+	for (unsigned i = 0; i <= HP_LATENCY_BUCKETS; i++)
+		json_u64(j, NULL, h->buckets[i]);
+	json_close(j, ']');
+	json_close(j, '}');
 }
 
 void json_double(struct json *j, const char *key, double v)

@@ -37,6 +37,9 @@ void json_u64(struct json *j, const char *key, uint64_t v);
 void json_int(struct json *j, const char *key, int64_t v);
 void json_bool(struct json *j, const char *key, bool v);
 void json_double(struct json *j, const char *key, double v); /* %.6g */
+/* A latency histogram of hugepool.h: {"count":..,"sum_ns":..,"buckets":[..]}. */
+struct hp_latency;
+void json_latency(struct json *j, const char *key, const struct hp_latency *h);
 
 /* One top-level object on stdout, ended by a newline: the --json output of a command or a record. */
 void json_line_begin(struct json *j);

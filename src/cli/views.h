@@ -37,12 +37,17 @@ void spill_order(struct hp_status *st); /* sort the clients by uid, then pid */
 void spill_text(const struct hp_status *st);
 void spill_json(struct json *j, const struct hp_status *st);
 
+/* views_metrics.c: hugepoolctl metrics, st as Prometheus metrics (st NULL: the daemon did not answer) */
+struct expo;
+void metrics_print(struct expo *e, const struct hp_status *st);
+
 /* views_journal.c: journal list, stat, verify and dump */
 void journals_text(const struct hp_status *st);
 void journals_json(struct json *j, const struct hp_status *st);
 
 /* Everything the daemon reports about one journal. */
-void journal_stat_print(const struct hp_journal_status *js, const struct hp_journal_batches *batches, bool json);
+void journal_stat_print(const struct hp_journal_status *js, const struct hp_journal_batches *batches,
+			const struct hp_journal_durability *durability, bool json);
 
 /* What journal verify found. */
 struct journal_check {
@@ -60,10 +65,24 @@ void journal_verify_print(const struct journal_check *c, bool json);
 /* One record of journal dump, on a line of its own: text or an object, hex or (JSON) base64. */
 void journal_record_print(uint64_t lsn, const void *data, size_t len, bool json, bool hex);
 
-/* The JSON member of a NUM or CALC field of proto.h's status lists (src is the public struct); OWN fields by hand. */
-#define JSON_FIELD(kind, type, name) JSON_FIELD_##kind(name)
+/*
+ * The JSON member of a NUM, CALC or HIST field of proto.h's status lists (src is the public
+ * struct); OWN fields by hand. A latency histogram is an object: count, sum_ns and buckets, the
+ * bucket counts in the order of their bounds (hp_latency, in hugepool.h).
+ */
+#define JSON_FIELD(kind, type, name, metric) JSON_FIELD_##kind(name)
 #define JSON_FIELD_OWN(name)
 #define JSON_FIELD_CALC(name) JSON_FIELD_NUM(name)
 #define JSON_FIELD_NUM(name) json_u64(j, #name, src->name);
+#define JSON_FIELD_HIST(name) json_latency(j, #name, &src->name);
+
+/* The same as lines of text, "name value" (a histogram: its count and mean). */
+#define TEXT_FIELD(kind, type, name, metric) TEXT_FIELD_##kind(name)
+#define TEXT_FIELD_OWN(name)
+#define TEXT_FIELD_CALC(name) TEXT_FIELD_NUM(name)
+#define TEXT_FIELD_NUM(name) printf("%-32s %" PRIu64 "\n", #name, (uint64_t)src->name);
+#define TEXT_FIELD_HIST(name)                                                                   \
+	printf("%-32s %" PRIu64 " (mean %.1f us)\n", #name, src->name.count,                      \
+	       src->name.count ? (double)src->name.sum_ns / (double)src->name.count / 1e3 : 0.0);
 
 #endif

@@ -43,10 +43,18 @@ void journals_text(const struct hp_status *st)
 	}
 }
 
+/* The journal's latencies and I/O errors (version 6), as the member "durability". */
+static void durability_json(struct json *j, const struct hp_journal_durability *src)
+{
+	json_open(j, "durability", '{');
+	PROTO_STATUS_DURABILITY_FIELDS(JSON_FIELD)
+	json_close(j, '}');
+}
+
 /* Every member of struct hp_journal_status, under its own name (state as a word), and the
  * batches by size as an array of HP_BATCH_BUCKETS counts. */
 static void journal_json_members(struct json *j, const struct hp_journal_status *src,
-				 const struct hp_journal_batches *batches)
+				 const struct hp_journal_batches *batches, const struct hp_journal_durability *durability)
 {
 	json_str(j, "name", src->name);
 	json_str(j, "state", hp_journal_state_name(src->state));
@@ -62,6 +70,7 @@ static void journal_json_members(struct json *j, const struct hp_journal_status 
 	for (unsigned k = 0; k < HP_BATCH_BUCKETS; k++)
 		json_u64(j, NULL, batches->by_size[k]);
 	json_close(j, ']');
+	durability_json(j, durability);
 }
 
 void journals_json(struct json *j, const struct hp_status *st)
@@ -69,13 +78,14 @@ void journals_json(struct json *j, const struct hp_status *st)
 	json_open(j, "journals", '[');
 	for (uint32_t i = 0; i < st->njournals; i++) {
 		json_open(j, NULL, '{');
-		journal_json_members(j, &st->journals[i], &st->journal_batches[i]);
+		journal_json_members(j, &st->journals[i], &st->journal_batches[i], &st->journal_durability[i]);
 		json_close(j, '}');
 	}
 	json_close(j, ']');
 }
 
-static void journal_stat_text(const struct hp_journal_status *js, const struct hp_journal_batches *batches)
+static void journal_stat_text(const struct hp_journal_status *js, const struct hp_journal_batches *batches,
+			      const struct hp_journal_durability *durability)
 {
 	char b[32];
 	bool any = false;
@@ -114,18 +124,22 @@ static void journal_stat_text(const struct hp_journal_status *js, const struct h
 	       us_of(js->sync_p99_ns), us_of(js->sync_p999_ns), us_of(js->sync_max_ns));
 	printf("Recovery:     %s (%" PRIu64 " records)\n", js->recovery[0] ? ESCAPED(js->recovery) : "-",
 	       js->recovered_records);
+	printf("Durable in:   %.1f us on average per record, from the ring to durable; %" PRIu64 " I/O errors\n",
+	       durability->to_durable.count ? us_of(durability->to_durable.sum_ns / durability->to_durable.count) : 0.0,
+	       durability->io_errors);
 }
 
-void journal_stat_print(const struct hp_journal_status *js, const struct hp_journal_batches *batches, bool json)
+void journal_stat_print(const struct hp_journal_status *js, const struct hp_journal_batches *batches,
+			const struct hp_journal_durability *durability, bool json)
 {
 	if (json) {
 		struct json j;
 
 		json_line_begin(&j);
-		journal_json_members(&j, js, batches);
+		journal_json_members(&j, js, batches, durability);
 		json_line_end(&j);
 	} else {
-		journal_stat_text(js, batches);
+		journal_stat_text(js, batches, durability);
 	}
 }
 

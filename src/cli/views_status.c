@@ -57,15 +57,13 @@ static int class_name_width(const struct hp_status *st, int min)
 	return w;
 }
 
-/* The daemon's counters (all uint64_t in struct hp_status), in the order stats prints them. */
+/* The daemon's counters (proto.h's PROTO_STATUS_COUNTERS, the same names in struct hp_status). */
 static const struct {
 	const char *name;
 	size_t offset;
 } counters[] = {
-#define COUNTER(f) { #f, offsetof(struct hp_status, f) }
-	COUNTER(connections_total), COUNTER(acquires),	      COUNTER(grants),
-	COUNTER(releases),	    COUNTER(timeouts),	      COUNTER(denials),
-	COUNTER(protocol_errors),   COUNTER(recycled_buffers), COUNTER(disconnect_releases),
+#define COUNTER(kind, type, name, metric) { #name, offsetof(struct hp_status, name) },
+	PROTO_STATUS_COUNTERS(COUNTER)
 #undef COUNTER
 };
 
@@ -93,6 +91,14 @@ void classes_text(const struct hp_status *st)
 	}
 }
 
+/* A class's acquires by outcome and their wait (version 6), as the member "acquire". */
+static void acquire_json(struct json *j, const struct hp_class_acquire *src)
+{
+	json_open(j, "acquire", '{');
+	PROTO_STATUS_ACQUIRE_FIELDS(JSON_FIELD)
+	json_close(j, '}');
+}
+
 void classes_json(struct json *j, const struct hp_status *st)
 {
 	json_open(j, "classes", '[');
@@ -103,6 +109,7 @@ void classes_json(struct json *j, const struct hp_status *st)
 		json_str(j, "name", src->name);
 		PROTO_STATUS_CLASS_FIELDS(JSON_FIELD)
 		json_bool(j, "retired", src->retired);
+		acquire_json(j, &st->class_acquire[i]);
 		json_close(j, '}');
 	}
 	json_close(j, ']');
@@ -275,12 +282,31 @@ void client_json(struct json *j, const struct hp_status *st, uint32_t i, unsigne
 
 void stats_text(const struct hp_status *st)
 {
+	const struct hp_server_status *src = &st->server;
+
 	for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
-		printf("%-20s %" PRIu64 "\n", counters[i].name, counter_value(st, i));
+		printf("%-32s %" PRIu64 "\n", counters[i].name, counter_value(st, i));
+	PROTO_STATUS_SERVER_FIELDS(TEXT_FIELD)
+	for (uint32_t c = 0; c < st->nclasses; c++) {
+		const struct hp_class_acquire *a = &st->class_acquire[c];
+
+		printf("\nclass %s: %" PRIu64 " acquires, %" PRIu64 " granted (%" PRIu64 " buffers), refused: %" PRIu64
+		       " limit, %" PRIu64 " timeout, %" PRIu64 " all-or-nothing, %" PRIu64 " too large, %" PRIu64
+		       " renewal; %" PRIu64 " cancelled; mean wait %.1f us\n",
+		       ESCAPED(st->classes[c].name), a->acquires, a->granted, a->buffers_granted, a->refused_limit,
+		       a->refused_timeout, a->refused_all_or_nothing, a->refused_too_large, a->refused_renewal,
+		       a->cancelled, a->wait.count ? (double)a->wait.sum_ns / (double)a->wait.count / 1e3 : 0.0);
+	}
 }
 
 void stats_json(struct json *j, const struct hp_status *st)
 {
+	const struct hp_server_status *src = &st->server;
+
 	for (size_t i = 0; i < ARRAY_SIZE(counters); i++)
 		json_u64(j, counters[i].name, counter_value(st, i));
+	json_open(j, "server", '{');
+	PROTO_STATUS_SERVER_FIELDS(JSON_FIELD)
+	json_bool(j, "sees_all", src->sees_all);
+	json_close(j, '}');
 }

@@ -194,16 +194,37 @@ const char *proto_journal_state_name(uint32_t state)
 	return state < ARRAY_SIZE(names) ? names[state] : "unknown";
 }
 
-uint64_t proto_status_size(const struct proto_status *st, uint16_t version)
+uint64_t proto_status_size(const struct proto_status *st, const struct proto_status_server *srv, uint16_t version)
 {
 	uint64_t n = sizeof(*st);
 
 #define SECTION_SIZE(name, type, count, since)      \
 	if (version >= (since))                         \
-		n += (uint64_t)PROTO_STATUS_COUNT(st, count) * sizeof(type);
+		n += (uint64_t)PROTO_STATUS_COUNT(st, srv, count) * sizeof(type);
 	PROTO_STATUS_SECTIONS(SECTION_SIZE)
 #undef SECTION_SIZE
 	return n;
+}
+
+#define LATENCY_BOUND(ns) UINT64_C(ns),
+const uint64_t proto_latency_bounds[PROTO_LATENCY_NBOUNDS] = { PROTO_LATENCY_BOUNDS(LATENCY_BOUND) };
+#undef LATENCY_BOUND
+
+void proto_latency_add(struct proto_latency *h, uint64_t ns, uint64_t n)
+{
+	unsigned lo = 0, hi = PROTO_LATENCY_NBOUNDS; /* the first bound >= ns, in [lo, hi] */
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (proto_latency_bounds[mid] < ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	h->buckets[lo] += n;
+	h->count += n;
+	h->sum_ns += ns * n;
 }
 
 void proto_set_name(char *dst, size_t dstlen, const char *src)

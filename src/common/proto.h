@@ -28,9 +28,11 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is 
  * daemon upgraded under running clients (a warm restart) goes on serving them as they expect.
  * 2: journals (open sends 3 fds), njournals in status; 3: spill streams; 4: restart request,
  * the start section of status; 5: records per batch of each journal, and each client's heaps
- * (from its counters page) at the end of status.
+ * (from its counters page) at the end of status; 6: what monitoring needs at the end of status
+ * (connections and refusals, each class's acquires by outcome and their wait, each journal's
+ * latencies and I/O errors, each uid's spill figures).
  */
-#define PROTO_VERSION 5
+#define PROTO_VERSION 6
 #define PROTO_VERSION_MIN 3
 #define PROTO_NAME_MAX 32 /* class and client names on the wire, NUL-padded */
 #define PROTO_MAX_FDS 32 /* fds in one message; grants larger than this are split */
@@ -215,7 +217,7 @@ struct proto_spill_attached {
 };
 
 /* A field of the status lists below (and of the counters page): declared as it is named. */
-#define PROTO_FIELD(kind, type, name) type name;
+#define PROTO_FIELD(kind, type, name, metric) type name;
 
 /*
  * A client's hugepage heaps: words of its counters page (struct proto_counters_page), and from version
@@ -223,9 +225,9 @@ struct proto_spill_attached {
  * batches; the same names in struct hp_client_heaps.
  */
 #define PROTO_STATUS_HEAPS_FIELDS(X)                                                          \
-	X(NUM, uint64_t, heaps) /* heaps open */                                              \
-	X(NUM, uint64_t, heap_buffers) /* leased buffers they hold */                         \
-	X(NUM, uint64_t, heap_bytes) /* bytes of those buffers given to the heaps' allocator */
+	X(NUM, uint64_t, heaps, NOMETRIC) /* heaps open */ \
+	X(NUM, uint64_t, heap_buffers, NOMETRIC) /* leased buffers they hold */ \
+	X(NUM, uint64_t, heap_bytes, NOMETRIC) /* bytes of those buffers given to the heaps' allocator */
 
 /*
  * The connection's counters page: written by the client (atomics), read by the daemon for status
@@ -259,32 +261,63 @@ struct proto_spill_close {
 	uint64_t file_id;
 };
 
-/* The machine's spill state in a status reply. */
 /*
- * The numbers of a status section, described once: X(kind, type, name) in wire order. The wire
- * struct is generated from the list; so are libhugepool's copy into the public struct (which
- * declares the same names) and hugepoolctl's JSON for every NUM and CALC field; the daemon's
- * copy from its own stats struct (same names) for every NUM field. A CALC field the daemon
- * computes (a percentile); an OWN field is on the wire like the others, but filled, decoded and
- * shown by hand (a state name, a bool, a scaled value).
+ * A latency histogram, as the daemon measures one and a status reply carries it: buckets[i] counts
+ * the samples above the bound i - 1 and at most bound i of PROTO_LATENCY_BOUNDS (in ns: 1 us to
+ * 10 s, 1-2.5-5 in each decade, the buckets a Prometheus histogram has), the last those above
+ * 10 s; count and sum_ns of all of them. proto_latency_add (proto.c) records n samples of ns
+ * each: O(log buckets), no allocation; the owner of the struct serialises.
+ */
+#define PROTO_LATENCY_BOUNDS(X)                                                                \
+	X(1000) X(2500) X(5000) X(10000) X(25000) X(50000) X(100000) X(250000) X(500000)     \
+	X(1000000) X(2500000) X(5000000) X(10000000) X(25000000) X(50000000) X(100000000)    \
+	X(250000000) X(500000000) X(1000000000) X(2500000000) X(5000000000) X(10000000000)
+#define PROTO_LATENCY_ONE(ns) +1
+#define PROTO_LATENCY_NBOUNDS (0 PROTO_LATENCY_BOUNDS(PROTO_LATENCY_ONE))
+
+struct proto_latency {
+	uint64_t count;
+	uint64_t sum_ns;
+	uint64_t buckets[PROTO_LATENCY_NBOUNDS + 1];
+};
+
+/* The bounds, in order (PROTO_LATENCY_NBOUNDS of them). */
+extern const uint64_t proto_latency_bounds[PROTO_LATENCY_NBOUNDS];
+void proto_latency_add(struct proto_latency *h, uint64_t ns, uint64_t n);
+
+/*
+ * The numbers of a status section, described once: X(kind, type, name, metric) in wire order.
+ * The wire struct is generated from the list; so are libhugepool's copy into the public struct
+ * (which declares the same names) and hugepoolctl's JSON for every NUM and CALC field; the
+ * daemon's copy from its own stats struct (same names) for every NUM field. A CALC field the
+ * daemon computes (a percentile); an OWN field is on the wire like the others, but filled,
+ * decoded and shown by hand (a state name, a bool, a scaled value). A HIST field is a struct
+ * proto_latency, copied like a NUM one into the public struct hp_latency.
+ * metric says what `hugepoolctl metrics` makes of a NUM or CALC field: NOMETRIC, nothing; or
+ * M(type, "name", "label", "help"): the sample of the family hugepool_<name> (Prometheus' names:
+ * base units, _bytes and _seconds at the end; _total is added to a counter's samples) with that
+ * constant label ("" or reason="limit": rows of one family follow each other), whose # HELP
+ * is the help of its first row. type: GAUGE, COUNTER, GAUGE_S (a gauge in ns shown in seconds),
+ * HIST (a HIST field: the histogram hugepool_<name>, in seconds).
  * A new counter: one line here, its line in hugepool.h, and the daemon code that counts it.
  * (PROTO_FIELD, which declares them, stands above struct proto_counters_page, its first user.)
  */
+/* The machine's spill state in a status reply. */
 #define PROTO_STATUS_SPILL_FIELDS(X)                                                          \
-	X(NUM, uint64_t, threshold)                                                           \
-	X(NUM, uint64_t, max_bytes) /* 0 = unlimited, as every limit here */                  \
-	X(NUM, uint64_t, max_bytes_per_uid)                                                   \
-	X(NUM, uint32_t, max_files)                                                           \
-	X(NUM, uint32_t, max_files_per_uid)                                                   \
-	X(NUM, uint64_t, bytes) /* charged now, all clients */                                \
-	X(NUM, uint64_t, files)                                                               \
-	X(NUM, uint64_t, streams_memory) /* as the clients' counters pages say */                \
-	X(NUM, uint64_t, bytes_memory)                                                        \
-	X(NUM, uint64_t, files_created) /* since start */                                     \
-	X(NUM, uint64_t, bytes_charged_total)                                                 \
-	X(NUM, uint64_t, refusals)                                                            \
-	X(NUM, uint64_t, truncated)                                                           \
-	X(NUM, uint64_t, lingering) /* of files: closed by their streams, still open somewhere */
+	X(NUM, uint64_t, threshold, M(GAUGE, "spill_threshold_bytes", "", "In-memory bytes of a spill stream before it asks for a file (spill_threshold)")) \
+	X(NUM, uint64_t, max_bytes, M(GAUGE, "spill_limit_bytes", "", "spill_max_bytes: the most bytes charged to spill files at once (0: unlimited)")) \
+	X(NUM, uint64_t, max_bytes_per_uid, M(GAUGE, "spill_uid_limit_bytes", "", "spill_max_bytes_per_uid: the most spill bytes of one uid (0: unlimited)")) \
+	X(NUM, uint32_t, max_files, M(GAUGE, "spill_limit_files", "", "spill_max_files: the most spill files at once (0: unlimited)")) \
+	X(NUM, uint32_t, max_files_per_uid, M(GAUGE, "spill_uid_limit_files", "", "spill_max_files_per_uid: the most spill files of one uid (0: unlimited)")) \
+	X(NUM, uint64_t, bytes, M(GAUGE, "spill_bytes", "", "Bytes charged to spill files now")) \
+	X(NUM, uint64_t, files, M(GAUGE, "spill_files", "", "Spill files now, lingering ones included")) \
+	X(NUM, uint64_t, streams_memory, M(GAUGE, "spill_memory_streams", "", "Spill streams still in their clients' memory, as the clients report")) \
+	X(NUM, uint64_t, bytes_memory, M(GAUGE, "spill_memory_bytes", "", "Bytes those streams hold, as the clients report")) \
+	X(NUM, uint64_t, files_created, M(COUNTER, "spill_files_created", "", "Spill files made")) \
+	X(NUM, uint64_t, bytes_charged_total, M(COUNTER, "spill_charged_bytes", "", "Bytes charged to spill files")) \
+	X(NUM, uint64_t, refusals, M(COUNTER, "spill_refusals", "", "Spill files or bytes refused at a limit")) \
+	X(NUM, uint64_t, truncated, M(COUNTER, "spill_truncations", "", "Spill files cut back to their charge by an audit")) \
+	X(NUM, uint64_t, lingering, M(GAUGE, "spill_lingering_files", "", "Spill files closed by their streams but still open in some process"))
 
 struct proto_status_spill {
 	char directory[256];
@@ -294,14 +327,14 @@ struct proto_status_spill {
 
 /* How this life of the daemon started (version 4: the last section of a status reply). */
 #define PROTO_STATUS_START_FIELDS(X)                                                          \
-	X(NUM, uint32_t, warm) /* 1: it took over the pool of a previous life */              \
-	X(NUM, uint32_t, adopted_buffers)                                                     \
-	X(NUM, uint32_t, faulted_buffers) /* made and faulted in at this start */              \
-	X(NUM, uint32_t, dropped_buffers) /* left by the previous life, not fitting any more */ \
-	X(NUM, uint32_t, adopted_connections) /* served on from the previous life */            \
-	X(NUM, uint32_t, closed_connections) /* left by it, closed (in the middle of a request) */ \
-	X(NUM, uint64_t, lives) /* lives of the daemon that kept this pool, this one included */ \
-	X(NUM, uint64_t, ready_ns) /* from the start of this life to READY */
+	X(NUM, uint32_t, warm, M(GAUGE, "start_warm", "", "1: this life of the daemon took over the pool of the previous one (warm start); 0: cold")) \
+	X(NUM, uint32_t, adopted_buffers, M(GAUGE, "start_adopted_buffers", "", "Buffers taken over from the previous life at this start")) \
+	X(NUM, uint32_t, faulted_buffers, M(GAUGE, "start_faulted_buffers", "", "Buffers made and faulted in at this start")) \
+	X(NUM, uint32_t, dropped_buffers, M(GAUGE, "start_dropped_buffers", "", "Buffers the previous life left that the configuration has no room for")) \
+	X(NUM, uint32_t, adopted_connections, M(GAUGE, "start_adopted_connections", "", "Connections served on from the previous life")) \
+	X(NUM, uint32_t, closed_connections, M(GAUGE, "start_closed_connections", "", "Connections the previous life left in the middle of a request, closed")) \
+	X(NUM, uint64_t, lives, M(GAUGE, "lives", "", "Lives of the daemon that kept this pool, this one included (restarts + 1)")) \
+	X(NUM, uint64_t, ready_ns, M(GAUGE_S, "start_ready_seconds", "", "From the start of this life of the daemon to ready"))
 
 struct proto_status_start {
 	PROTO_STATUS_START_FIELDS(PROTO_FIELD)
@@ -337,6 +370,18 @@ static inline unsigned proto_batch_bucket(uint64_t n)
 #define PROTO_POOL_HUGETLB 1u /* pages are hugetlb pages of page_size */
 #define PROTO_POOL_FALLBACK 2u /* hugetlb was wanted (prefer) but the pool fell back */
 
+/* The daemon's counters since it started, in struct proto_status: a status list as those below. */
+#define PROTO_STATUS_COUNTERS(X)                                                              \
+	X(NUM, uint64_t, connections_total, M(COUNTER, "connections", "", "Connections accepted")) \
+	X(NUM, uint64_t, acquires, NOMETRIC) /* every acquire; by class in struct proto_status_acquire */ \
+	X(NUM, uint64_t, grants, NOMETRIC)                                                    \
+	X(NUM, uint64_t, releases, M(COUNTER, "released_leases", "", "Leases released by their holders")) \
+	X(NUM, uint64_t, timeouts, NOMETRIC)                                                  \
+	X(NUM, uint64_t, denials, NOMETRIC) /* at the byte and the connection limits of uids */ \
+	X(NUM, uint64_t, protocol_errors, M(COUNTER, "protocol_errors", "", "Connections closed for breaking the protocol")) \
+	X(NUM, uint64_t, recycled_buffers, M(COUNTER, "renewed_buffers", "", "Buffers given fresh pages for another uid")) \
+	X(NUM, uint64_t, disconnect_releases, M(COUNTER, "disconnect_released_leases", "", "Leases released because their connection ended"))
+
 struct proto_status {
 	uint32_t nclasses, nclients, nleases, pool_flags;
 	uint32_t njournals, nspill; /* nspill: 1 = one struct proto_status_spill follows the journals */
@@ -346,21 +391,21 @@ struct proto_status {
 	uint32_t boot_threads;
 	uint32_t pid;
 	uint64_t started_realtime_ns;
-	uint64_t connections_total, acquires, grants, releases, timeouts, denials, protocol_errors,
-		recycled_buffers, disconnect_releases;
+	PROTO_STATUS_COUNTERS(PROTO_FIELD)
 	char daemon_version[16];
 	char fallback_reason[128];
 	/* followed by the sections of PROTO_STATUS_SECTIONS, in that order */
 };
+_Static_assert(sizeof(struct proto_status) == 280, "the status header's layout is the wire's");
 
 #define PROTO_STATUS_CLASS_FIELDS(X)                                                          \
-	X(NUM, uint64_t, size)                                                                \
-	X(NUM, uint32_t, total)                                                               \
-	X(NUM, uint32_t, free)                                                                \
-	X(NUM, uint32_t, leased)                                                              \
-	X(NUM, uint32_t, waiters)                                                             \
-	X(NUM, uint32_t, zeroing) /* getting fresh pages for another uid right now (not in free) */ \
-	X(OWN, uint32_t, flags) /* PROTO_CLASS_*; was reserved (0) before version 4 */
+	X(NUM, uint64_t, size, M(GAUGE, "class_buffer_size_bytes", "", "Bytes of each buffer of the class")) \
+	X(NUM, uint32_t, total, M(GAUGE, "class_buffers", "", "Buffers of the class")) \
+	X(NUM, uint32_t, free, M(GAUGE, "class_free_buffers", "", "Buffers of the class free now")) \
+	X(NUM, uint32_t, leased, M(GAUGE, "class_leased_buffers", "", "Buffers of the class leased now")) \
+	X(NUM, uint32_t, waiters, M(GAUGE, "class_waiters", "", "Acquires waiting for buffers of the class now")) \
+	X(NUM, uint32_t, zeroing, M(GAUGE, "class_zeroing_buffers", "", "Buffers of the class getting fresh pages for another uid now")) /* getting fresh pages for another uid right now (not in free) */ \
+	X(OWN, uint32_t, flags, NOMETRIC) /* PROTO_CLASS_*; was reserved (0) before version 4 */
 
 /* Not in the configuration any more: held buffers a restart took over (hugepoold(8)). */
 #define PROTO_CLASS_RETIRED 1u
@@ -371,17 +416,17 @@ struct proto_status_class {
 };
 
 #define PROTO_STATUS_CLIENT_FIELDS(X)                                                         \
-	X(OWN, uint32_t, pid)                                                                 \
-	X(NUM, uint32_t, uid)                                                                 \
-	X(NUM, uint32_t, gid)                                                                 \
-	X(NUM, uint32_t, leases)                                                              \
-	X(NUM, uint64_t, leased_bytes)                                                        \
-	X(OWN, uint64_t, connected_realtime_ns)                                               \
-	X(OWN, uint32_t, waiting) /* 1 while an acquire of this client waits */               \
-	X(NUM, uint32_t, spill_files) /* spill files open */                                  \
-	X(NUM, uint64_t, spill_bytes) /* bytes charged to them */                             \
-	X(NUM, uint64_t, spill_streams_memory) /* from its counters page */                      \
-	X(NUM, uint64_t, spill_bytes_memory)
+	X(OWN, uint32_t, pid, NOMETRIC) \
+	X(NUM, uint32_t, uid, NOMETRIC) \
+	X(NUM, uint32_t, gid, NOMETRIC) \
+	X(NUM, uint32_t, leases, NOMETRIC) \
+	X(NUM, uint64_t, leased_bytes, NOMETRIC) \
+	X(OWN, uint64_t, connected_realtime_ns, NOMETRIC) \
+	X(OWN, uint32_t, waiting, NOMETRIC) /* 1 while an acquire of this client waits */ \
+	X(NUM, uint32_t, spill_files, NOMETRIC) /* spill files open */ \
+	X(NUM, uint64_t, spill_bytes, NOMETRIC) /* bytes charged to them */ \
+	X(NUM, uint64_t, spill_streams_memory, NOMETRIC) /* from its counters page */ \
+	X(NUM, uint64_t, spill_bytes_memory, NOMETRIC)
 
 struct proto_status_client {
 	char name[PROTO_NAME_MAX];
@@ -448,26 +493,26 @@ enum proto_journal_state { PROTO_JOURNAL_STATES(PROTO_JOURNAL_STATE_ENUM) };
 const char *proto_journal_state_name(uint32_t state);
 
 #define PROTO_STATUS_JOURNAL_FIELDS(X)                                                        \
-	X(OWN, uint32_t, state) /* enum proto_journal_state */                                \
-	X(OWN, int32_t, error)                                                                \
-	X(NUM, uint64_t, next_lsn)                                                            \
-	X(NUM, uint64_t, durable_lsn)                                                         \
-	X(NUM, uint64_t, retain_lsn)                                                          \
-	X(NUM, uint64_t, appends)                                                             \
-	X(NUM, uint64_t, bytes)                                                               \
-	X(NUM, uint64_t, batches)                                                             \
-	X(NUM, uint64_t, syncs)                                                               \
-	X(NUM, uint32_t, writers)                                                             \
-	X(NUM, uint32_t, segments)                                                            \
-	X(NUM, uint32_t, segments_used)                                                       \
-	X(OWN, uint32_t, direct)                                                              \
-	X(NUM, uint64_t, segment_size)                                                        \
-	X(CALC, uint64_t, sync_p50_ns)                                                        \
-	X(CALC, uint64_t, sync_p99_ns)                                                        \
-	X(CALC, uint64_t, sync_p999_ns)                                                       \
-	X(CALC, uint64_t, sync_max_ns)                                                        \
-	X(OWN, uint64_t, mean_batch_milli) /* records per batch x 1000 */                     \
-	X(NUM, uint64_t, recovered_records)
+	X(OWN, uint32_t, state, NOMETRIC) /* enum proto_journal_state */ \
+	X(OWN, int32_t, error, NOMETRIC) \
+	X(NUM, uint64_t, next_lsn, M(GAUGE, "journal_next_lsn", "", "The LSN the journal gives its next record")) \
+	X(NUM, uint64_t, durable_lsn, M(GAUGE, "journal_durable_lsn", "", "The last durable LSN of the journal (0: none yet)")) \
+	X(NUM, uint64_t, retain_lsn, M(GAUGE, "journal_retain_lsn", "", "The truncation point: records below it may be discarded")) \
+	X(NUM, uint64_t, appends, M(COUNTER, "journal_appends", "", "Records appended to the journal")) \
+	X(NUM, uint64_t, bytes, M(COUNTER, "journal_written_bytes", "", "Bytes of records written, their headers included")) \
+	X(NUM, uint64_t, batches, M(COUNTER, "journal_batches", "", "Batches written (one write and the sync that covers it)")) \
+	X(NUM, uint64_t, syncs, M(COUNTER, "journal_syncs", "", "Syncs of the journal's files")) \
+	X(NUM, uint32_t, writers, M(GAUGE, "journal_writers", "", "Writers of the journal now")) \
+	X(NUM, uint32_t, segments, M(GAUGE, "journal_segments", "", "Segment files of the journal")) \
+	X(NUM, uint32_t, segments_used, M(GAUGE, "journal_used_segments", "", "Segments holding records not truncated yet")) \
+	X(OWN, uint32_t, direct, NOMETRIC) \
+	X(NUM, uint64_t, segment_size, M(GAUGE, "journal_segment_size_bytes", "", "Bytes of each segment file")) \
+	X(CALC, uint64_t, sync_p50_ns, NOMETRIC) \
+	X(CALC, uint64_t, sync_p99_ns, NOMETRIC) \
+	X(CALC, uint64_t, sync_p999_ns, NOMETRIC) \
+	X(CALC, uint64_t, sync_max_ns, NOMETRIC) \
+	X(OWN, uint64_t, mean_batch_milli, NOMETRIC) /* records per batch x 1000 */ \
+	X(NUM, uint64_t, recovered_records, M(GAUGE, "journal_recovered_records", "", "Records recovery found when the daemon started"))
 
 struct proto_status_journal {
 	char name[PROTO_NAME_MAX];
@@ -475,6 +520,73 @@ struct proto_status_journal {
 	PROTO_STATUS_JOURNAL_FIELDS(PROTO_FIELD)
 	char note[160];
 	char recovery[200];
+};
+
+/*
+ * Version 6 on: the server's own figures, one, the first section after those of version 5 (so
+ * that a reader finds it where a version 5 reply would end: nuids counts a later section). view:
+ * PROTO_VIEW_ALL when the asker sees every client and uid (an admin, or of monitor_group), else
+ * the reply holds its own uid's clients, spill figures and spill_uid record only.
+ */
+#define PROTO_VIEW_ALL 1u
+#define PROTO_STATUS_SERVER_FIELDS(X)                                                         \
+	X(OWN, uint32_t, nuids, NOMETRIC) /* struct proto_status_spill_uid records that follow */ \
+	X(OWN, uint32_t, view, NOMETRIC) /* PROTO_VIEW_* */                                   \
+	X(NUM, uint32_t, connections, M(GAUGE, "connections_open", "", "Connections open now")) \
+	X(NUM, uint32_t, max_connections, M(GAUGE, "max_connections", "", "max_connections: the most connections served at once")) \
+	X(NUM, uint64_t, refused_max_connections, M(COUNTER, "connections_refused", "limit=\"max_connections\"", "Connections refused, by the limit they met: max_connections, max_connections_per_uid, pending_closes (the uid's passed fds not closed yet), fds (the daemon out of fds)")) \
+	X(NUM, uint64_t, refused_max_connections_per_uid, M(COUNTER, "connections_refused", "limit=\"max_connections_per_uid\"", "")) \
+	X(NUM, uint64_t, refused_pending_closes, M(COUNTER, "connections_refused", "limit=\"pending_closes\"", "")) \
+	X(NUM, uint64_t, refused_out_of_fds, M(COUNTER, "connections_refused", "limit=\"fds\"", "")) \
+	X(NUM, uint64_t, acquires_unknown_class, M(COUNTER, "acquires_unknown_class", "", "Acquires naming no class the daemon has"))
+
+struct proto_status_server {
+	PROTO_STATUS_SERVER_FIELDS(PROTO_FIELD)
+};
+
+/* Version 6 on: one per class, in the classes' order: its acquires by outcome, and their wait. */
+#define PROTO_STATUS_ACQUIRE_FIELDS(X)                                                        \
+	X(NUM, uint64_t, acquires, M(COUNTER, "class_acquires", "", "Acquires asking for buffers of the class")) \
+	X(NUM, uint64_t, granted, M(COUNTER, "class_acquires_granted", "", "Acquires granted")) \
+	X(NUM, uint64_t, buffers_granted, M(COUNTER, "class_granted_buffers", "", "Buffers granted")) \
+	X(NUM, uint64_t, refused_limit, M(COUNTER, "class_acquires_refused", "reason=\"limit\"", "Acquires refused or failed, by reason: limit (max_bytes_per_uid), timeout (waited as long as allowed), all_or_nothing (not all free at once, and the client would not wait), too_large (more than the class has), renewal (fresh pages could not be had)")) \
+	X(NUM, uint64_t, refused_timeout, M(COUNTER, "class_acquires_refused", "reason=\"timeout\"", "")) \
+	X(NUM, uint64_t, refused_all_or_nothing, M(COUNTER, "class_acquires_refused", "reason=\"all_or_nothing\"", "")) \
+	X(NUM, uint64_t, refused_too_large, M(COUNTER, "class_acquires_refused", "reason=\"too_large\"", "")) \
+	X(NUM, uint64_t, refused_renewal, M(COUNTER, "class_acquires_refused", "reason=\"renewal\"", "")) \
+	X(NUM, uint64_t, cancelled, M(COUNTER, "class_acquires_cancelled", "", "Acquires whose connection ended while they waited")) \
+	X(HIST, struct proto_latency, wait, M(HIST, "class_acquire_wait_seconds", "", "From an acquire's arrival to its grant, for every granted acquire"))
+
+struct proto_status_acquire {
+	PROTO_STATUS_ACQUIRE_FIELDS(PROTO_FIELD)
+};
+
+/* Version 6 on: one per journal, in the journals' order: its latencies and I/O errors. */
+#define PROTO_STATUS_DURABILITY_FIELDS(X)                                                     \
+	X(NUM, uint64_t, io_errors, M(COUNTER, "journal_io_errors", "", "Writes and syncs of the journal that failed")) \
+	X(NUM, uint64_t, batch_records, NOMETRIC) /* records in the batches written: the sum of the batch sizes */ \
+	X(HIST, struct proto_latency, to_durable, M(HIST, "journal_append_durable_seconds", "", "Per record: from the daemon taking it from its writer's ring to the record being durable")) \
+	X(HIST, struct proto_latency, write_sync, M(HIST, "journal_sync_seconds", "", "Per batch: the write and the sync that makes it durable"))
+
+struct proto_status_durability {
+	PROTO_STATUS_DURABILITY_FIELDS(PROTO_FIELD)
+};
+
+/*
+ * Version 6 on: one per uid that has spill files (open or lingering) or a spill account, as many
+ * as the server section's nuids; to whom does not see all, its own uid's only.
+ */
+#define PROTO_STATUS_SPILL_UID_FIELDS(X)                                                      \
+	X(OWN, uint32_t, uid, NOMETRIC)                                                       \
+	X(NUM, uint32_t, files, M(GAUGE, "spill_uid_files", "", "Spill files of the uid now, lingering ones included")) \
+	X(NUM, uint64_t, bytes, M(GAUGE, "spill_uid_bytes", "", "Spill bytes charged to the uid now")) \
+	X(NUM, uint64_t, files_created, M(COUNTER, "spill_uid_files_created", "", "Spill files made for the uid, since it last had none")) \
+	X(NUM, uint64_t, bytes_charged_total, M(COUNTER, "spill_uid_charged_bytes", "", "Bytes charged to the uid's spill files, since it last had none")) \
+	X(NUM, uint64_t, refusals, M(COUNTER, "spill_uid_refusals", "", "Spill files or bytes refused to the uid at a limit, since it last had none")) \
+	X(NUM, uint64_t, truncated, M(COUNTER, "spill_uid_truncations", "", "The uid's spill files cut back to their charge, since it last had none"))
+
+struct proto_status_spill_uid {
+	PROTO_STATUS_SPILL_UID_FIELDS(PROTO_FIELD)
 };
 
 /*
@@ -493,19 +605,36 @@ struct proto_status_journal {
 	X(spill, struct proto_status_spill, nspill, 3)                        \
 	X(start, struct proto_status_start, one, 4) /* how this life started */ \
 	X(batches, struct proto_status_batches, njournals, 5)                 \
-	X(heaps, struct proto_status_heaps, nclients, 5)
+	X(heaps, struct proto_status_heaps, nclients, 5)                      \
+	X(server, struct proto_status_server, one, 6) /* first of version 6 */ \
+	X(acquire, struct proto_status_acquire, nclasses, 6)                  \
+	X(durability, struct proto_status_durability, njournals, 6)           \
+	X(spill_uid, struct proto_status_spill_uid, nuids, 6)
 
-/* How many records a section of PROTO_STATUS_SECTIONS has in the reply st describes. */
-#define PROTO_STATUS_COUNT(st, count) PROTO_STATUS_COUNT_##count(st)
-#define PROTO_STATUS_COUNT_one(st) 1u
-#define PROTO_STATUS_COUNT_nclasses(st) ((st)->nclasses)
-#define PROTO_STATUS_COUNT_nclients(st) ((st)->nclients)
-#define PROTO_STATUS_COUNT_nleases(st) ((st)->nleases)
-#define PROTO_STATUS_COUNT_njournals(st) ((st)->njournals)
-#define PROTO_STATUS_COUNT_nspill(st) ((st)->nspill)
+/*
+ * How many records a section of PROTO_STATUS_SECTIONS has in the reply whose header is st and
+ * whose server section is srv (NULL: not known yet, its counts 0).
+ */
+#define PROTO_STATUS_COUNT(st, srv, count) PROTO_STATUS_COUNT_##count(st, srv)
+#define PROTO_STATUS_COUNT_one(st, srv) 1u
+#define PROTO_STATUS_COUNT_nclasses(st, srv) ((st)->nclasses)
+#define PROTO_STATUS_COUNT_nclients(st, srv) ((st)->nclients)
+#define PROTO_STATUS_COUNT_nleases(st, srv) ((st)->nleases)
+#define PROTO_STATUS_COUNT_njournals(st, srv) ((st)->njournals)
+#define PROTO_STATUS_COUNT_nspill(st, srv) ((st)->nspill)
+#define PROTO_STATUS_COUNT_nuids(st, srv) proto_status_nuids(srv)
 
-/* The bytes of the reply st describes, in protocol version (all of its sections, header included). */
-uint64_t proto_status_size(const struct proto_status *st, uint16_t version);
+static inline uint32_t proto_status_nuids(const struct proto_status_server *srv)
+{
+	return srv ? srv->nuids : 0u;
+}
+
+/*
+ * The bytes of the reply st and srv describe, in protocol version (all of its sections, header
+ * included). Where a reply of version 6 on holds its server section: proto_status_size(st,
+ * NULL, 5) bytes in.
+ */
+uint64_t proto_status_size(const struct proto_status *st, const struct proto_status_server *srv, uint16_t version);
 
 /* What a header may announce: returns 0 or a negative errno and a static reason string. */
 int proto_check_header(const struct proto_hdr *h, bool from_client, const char **ret_reason);

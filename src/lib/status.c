@@ -25,14 +25,19 @@ static void copy_name(char *dst, size_t dstlen, const char *src, size_t srclen)
  * A NUM or CALC field of proto.h's status lists: copied to the public field of the same name, which
  * must be at least as wide (the build fails otherwise); OWN fields are decoded by hand below.
  */
-#define COPY_FIELD(kind, type, name) COPY_##kind(type, name)
+#define COPY_FIELD(kind, type, name, metric) COPY_##kind(type, name)
 #define COPY_OWN(type, name)
 #define COPY_CALC(type, name) COPY_NUM(type, name)
 #define COPY_NUM(type, name)                                                                 \
 	_Static_assert(sizeof(dst->name) >= sizeof(type), "public field " #name " holds the wire's"); \
 	dst->name = src.name;
+/* a struct proto_latency into a struct hp_latency: the same words */
+#define COPY_HIST(type, name)                                                                \
+	_Static_assert(sizeof(dst->name) == sizeof(type), "public field " #name " is the wire's"); \
+	memcpy(&dst->name, &src.name, sizeof(dst->name));
 
 _Static_assert(HP_BATCH_BUCKETS == PROTO_BATCH_BUCKETS, "the public batch buckets are the wire's");
+_Static_assert(HP_LATENCY_BUCKETS == PROTO_LATENCY_NBOUNDS, "the public latency buckets are the wire's");
 
 /*
  * Each get_<section> decodes record i of its section (PROTO_STATUS_SECTIONS) from src into st,
@@ -129,6 +134,45 @@ static int get_heaps(struct hp_status *st, uint32_t i, const struct proto_status
 	return 0;
 }
 
+static int get_server(struct hp_status *st, uint32_t i, const struct proto_status_server *w)
+{
+	const struct proto_status_server src = *w;
+	struct hp_server_status *dst = &st->server;
+
+	(void)i;
+	PROTO_STATUS_SERVER_FIELDS(COPY_FIELD)
+	dst->sees_all = !!(src.view & PROTO_VIEW_ALL);
+	return 0;
+}
+
+static int get_acquire(struct hp_status *st, uint32_t i, const struct proto_status_acquire *w)
+{
+	const struct proto_status_acquire src = *w;
+	struct hp_class_acquire *dst = &st->class_acquire[i];
+
+	PROTO_STATUS_ACQUIRE_FIELDS(COPY_FIELD)
+	return 0;
+}
+
+static int get_durability(struct hp_status *st, uint32_t i, const struct proto_status_durability *w)
+{
+	const struct proto_status_durability src = *w;
+	struct hp_journal_durability *dst = &st->journal_durability[i];
+
+	PROTO_STATUS_DURABILITY_FIELDS(COPY_FIELD)
+	return 0;
+}
+
+static int get_spill_uid(struct hp_status *st, uint32_t i, const struct proto_status_spill_uid *w)
+{
+	const struct proto_status_spill_uid src = *w;
+	struct hp_spill_uid_status *dst = &st->spill_uids[i];
+
+	PROTO_STATUS_SPILL_UID_FIELDS(COPY_FIELD)
+	dst->uid = (uid_t)src.uid;
+	return 0;
+}
+
 /* The header into st: what it says of the daemon and the pool, and the sections' counts. */
 static void get_header(struct hp_status *st, const struct proto_status *w)
 {
@@ -142,15 +186,12 @@ static void get_header(struct hp_status *st, const struct proto_status *w)
 	st->pool_bytes = w->pool_bytes;
 	st->boot_prefault_ns = w->boot_prefault_ns;
 	st->boot_threads = w->boot_threads;
-	st->connections_total = w->connections_total;
-	st->acquires = w->acquires;
-	st->grants = w->grants;
-	st->releases = w->releases;
-	st->timeouts = w->timeouts;
-	st->denials = w->denials;
-	st->protocol_errors = w->protocol_errors;
-	st->recycled_buffers = w->recycled_buffers;
-	st->disconnect_releases = w->disconnect_releases;
+	{
+		const struct proto_status src = *w;
+		struct hp_status *dst = st;
+
+		PROTO_STATUS_COUNTERS(COPY_FIELD)
+	}
 	st->nclasses = w->nclasses;
 	st->nclients = w->nclients;
 	st->nleases = w->nleases;
@@ -160,15 +201,24 @@ static void get_header(struct hp_status *st, const struct proto_status *w)
 int status_decode(const void *buf, size_t len, struct hp_status **ret)
 {
 	const uint8_t *p = buf;
+	struct proto_status_server srv;
 	struct proto_status w;
 	struct hp_status *st;
+	uint64_t at;
 	int r = 0;
 
 	if (len < sizeof(w))
 		return -EPROTO;
 	memcpy(&w, p, sizeof(w));
+	if (w.nclasses > 65536 || w.njournals > 65536 || w.nspill > 1)
+		return -EPROTO;
+	/* the server section (counts of later sections) is where a version 5 reply would end */
+	at = proto_status_size(&w, NULL, 5);
+	if (at > len || len - at < sizeof(srv))
+		return -EPROTO;
+	memcpy(&srv, p + at, sizeof(srv));
 	/* libhugepool speaks PROTO_VERSION: every section is there, and nothing else */
-	if (proto_status_size(&w, PROTO_VERSION) != len || w.nclasses > 65536 || w.njournals > 65536 || w.nspill > 1)
+	if (proto_status_size(&w, &srv, PROTO_VERSION) != len)
 		return -EPROTO;
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -179,16 +229,20 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	st->journals = calloc(w.njournals + 1, sizeof(*st->journals));
 	st->journal_batches = calloc(w.njournals + 1, sizeof(*st->journal_batches));
 	st->client_heaps = calloc(w.nclients + 1, sizeof(*st->client_heaps));
+	st->class_acquire = calloc(w.nclasses + 1, sizeof(*st->class_acquire));
+	st->journal_durability = calloc(w.njournals + 1, sizeof(*st->journal_durability));
+	st->spill_uids = calloc(srv.nuids + 1, sizeof(*st->spill_uids));
 	if (!st->classes || !st->clients || !st->leases || !st->journals || !st->journal_batches ||
-	    !st->client_heaps) {
+	    !st->client_heaps || !st->class_acquire || !st->journal_durability || !st->spill_uids) {
 		hp_status_free(st);
 		return -ENOMEM;
 	}
 	get_header(st, &w);
+	st->nspill_uids = srv.nuids;
 	p += sizeof(w);
 	/* each record copied out of the buffer first: the wire has no alignment */
 #define GET_SECTION(name, type, count, since)                                 \
-	for (uint32_t i = 0; r == 0 && i < PROTO_STATUS_COUNT(&w, count); i++) { \
+	for (uint32_t i = 0; r == 0 && i < PROTO_STATUS_COUNT(&w, &srv, count); i++) { \
 		type rec;                                                             \
                                                                                       \
 		memcpy(&rec, p, sizeof(rec));                                         \
@@ -258,5 +312,8 @@ void hp_status_free(struct hp_status *st)
 	free(st->journals);
 	free(st->journal_batches);
 	free(st->client_heaps);
+	free(st->class_acquire);
+	free(st->journal_durability);
+	free(st->spill_uids);
 	free(st);
 }

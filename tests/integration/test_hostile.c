@@ -707,6 +707,60 @@ static void test_status_hides_other_uids(void **state)
 	stop(&d);
 }
 
+/*
+ * As another uid in monitor_group: status shows uid 0's client, its lease and its heaps, and the
+ * machine's spill figures (uid 0 holds a spill file; the uid has none of its own); a restart is
+ * still refused.
+ */
+static int monitor_main(void *arg)
+{
+	const char *socket = arg; /* the daemon's */
+	struct hp_status *st;
+	bool foreign = false;
+	hp_conn *c;
+	int r;
+
+	if (hp_connect(socket, &c) < 0 || hp_status(c, &st) < 0)
+		return 20;
+	for (uint32_t i = 0; i < st->nclients; i++)
+		foreign |= st->clients[i].uid == 0 && st->client_heaps[i].heaps == 7;
+	r = !foreign ? 13 : st->nleases != 1 || st->leases[0].uid != 0 ? 14 : st->spill.files != 1 ? 15 : 0;
+	/* version 6: root's spill account, and the reply says it shows all */
+	if (r == 0 && (st->nspill_uids != 1 || st->spill_uids[0].uid != 0 || !st->server.sees_all))
+		r = 17;
+	hp_status_free(st);
+	if (r == 0 && hp_daemon_restart(c) != -EPERM)
+		r = 16;
+	hp_disconnect(c);
+	return r;
+}
+
+static void test_monitor_group_sees_all(void **state)
+{
+	struct hp_spill_opts o = { .threshold = HP_SPILL_ALWAYS_FILE };
+	struct hp_buffer b;
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
+	hp_spill *sp;
+	hp_conn *c;
+	(void)state;
+
+	if (!harness_two_uids())
+		skip();
+	/* the other uid's only group is HARNESS_OTHER_UID's, nogroup */
+	start(&d, "monitor_group = nogroup\n", "[class one]\nsize = 2M\ncount = 2\n");
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	assert_int_equal(hp_conn_report_heaps(c, 7, 1, 12345), 0);
+	assert_int_equal(hp_spill_open(c, &o, &sp), 0);
+	assert_int_equal(hp_spill_write(sp, "x", 1), 0);
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, monitor_main, d.socket), 0);
+	/* without it, the same uid sees none of it (test_status_hides_other_uids) */
+	hp_spill_close(sp);
+	hp_release(c, &b, 1);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 /* --- finding 6 (limits): one uid cannot take every journal writer slot ------------------- */
 
 /* As another uid: open writers over several connections until refused; 0 if refused with
@@ -1287,6 +1341,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_out_of_fds, teardown),
 		cmocka_unit_test_teardown(test_unread_replies_bounded, teardown),
 		cmocka_unit_test_teardown(test_status_hides_other_uids, teardown),
+		cmocka_unit_test_teardown(test_monitor_group_sees_all, teardown),
 		cmocka_unit_test_teardown(test_journal_writers_per_uid, teardown),
 		cmocka_unit_test_teardown(test_punched_buffer_renewed, teardown),
 		cmocka_unit_test_teardown(test_acquire_wait_capped, teardown),

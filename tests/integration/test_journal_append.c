@@ -271,6 +271,32 @@ static void test_fair_batches(void **state)
 
 /* --- batch sizes ----------------------------------------------------------------------------- */
 
+/* A latency histogram's buckets add up to its count. */
+static void check_latency(const struct hp_latency *h)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i <= HP_LATENCY_BUCKETS; i++)
+		n += h->buckets[i];
+	assert_int_equal(n, h->count);
+}
+
+/*
+ * Every record appended is durable by now: each counted once in the append-to-durable latency,
+ * each batch's write and sync once, and the batch sizes add up to the records (version 6).
+ */
+static void check_durability(const struct hp_journal_durability *d, const struct hp_journal_status *js)
+{
+	assert_int_equal(js->durable_lsn, js->appends);
+	assert_int_equal(d->batch_records, js->appends);
+	assert_int_equal(d->to_durable.count, js->appends);
+	assert_int_equal(d->write_sync.count, js->syncs);
+	assert_true(d->write_sync.sum_ns > 0);
+	assert_int_equal(d->io_errors, 0);
+	check_latency(&d->to_durable);
+	check_latency(&d->write_sync);
+}
+
 /* Records per batch in status: each bucket holds what it says, and they add up to the batches. */
 static void check_batch_sizes(hp_conn *c, bool all_single)
 {
@@ -289,6 +315,7 @@ static void check_batch_sizes(hp_conn *c, bool all_single)
 		fail_msg("%" PRIu64 " appends in batches of %" PRIu64 " to %" PRIu64 " records", js->appends, least, most);
 	if (all_single)
 		assert_int_equal(b->by_size[0], js->batches);
+	check_durability(&st->journal_durability[js - st->journals], js);
 	hp_status_free(st);
 }
 

@@ -157,6 +157,8 @@ static void eio_case(const char *spec, const char *backend)
 	assert_int_equal(js->state, 2);
 	assert_int_equal(js->error, -EIO);
 	assert_true(strlen(js->note) > 0);
+	/* counted where monitoring sees it (the failed write, maybe another in flight with it) */
+	assert_true(st->journal_durability[js - st->journals].io_errors >= 1);
 	durable = js->durable_lsn;
 	assert_true(max_acked <= durable);
 	hp_status_free(st);

@@ -606,13 +606,18 @@ static void test_spill_lies(void **state)
 
 /* --- status replies and error codes ---------------------------------------------------------- */
 
-/* A whole status reply: one class, client, lease and journal, the spill and start sections. */
+/*
+ * A whole status reply: one class, client, lease, two journals, the spill and start sections, and
+ * version 6's server section with one spill_uid record.
+ */
 struct status_reply {
 	uint8_t bytes[sizeof(struct proto_status) + sizeof(struct proto_status_class) +
 		      sizeof(struct proto_status_client) + sizeof(struct proto_status_lease) +
 		      2 * sizeof(struct proto_status_journal) + sizeof(struct proto_status_spill) +
 		      sizeof(struct proto_status_start) + 2 * sizeof(struct proto_status_batches) +
-		      sizeof(struct proto_status_heaps)];
+		      sizeof(struct proto_status_heaps) + sizeof(struct proto_status_server) +
+		      sizeof(struct proto_status_acquire) + 2 * sizeof(struct proto_status_durability) +
+		      sizeof(struct proto_status_spill_uid)];
 	size_t len;
 	struct proto_status *s;
 	struct proto_status_class *cls;
@@ -620,6 +625,7 @@ struct status_reply {
 	struct proto_status_lease *lease;
 	struct proto_status_journal *journal; /* two: "j" and another */
 	struct proto_status_spill *spill;
+	struct proto_status_server *server;
 };
 
 static void *status_put(struct status_reply *m, size_t size)
@@ -643,6 +649,10 @@ static void status_build(struct status_reply *m, const char *text)
 	m->spill = status_put(m, sizeof(*m->spill));
 	status_put(m, sizeof(struct proto_status_start) + 2 * sizeof(struct proto_status_batches) +
 			      sizeof(struct proto_status_heaps));
+	m->server = status_put(m, sizeof(*m->server));
+	status_put(m, sizeof(struct proto_status_acquire) + 2 * sizeof(struct proto_status_durability) +
+			      sizeof(struct proto_status_spill_uid));
+	m->server->nuids = 1;
 	*m->s = (struct proto_status){ .nclasses = 1, .nclients = 1, .nleases = 1, .njournals = 2, .nspill = 1,
 				       .pool_flags = PROTO_POOL_FALLBACK, .page_size = 4096, .pool_bytes = 2 * MIB,
 				       .pid = 1 };
@@ -696,6 +706,12 @@ static void answer_status(int fd, const struct proto_hdr *h, const void *req)
 	case 6:
 		reply_result(fd, 0, "");
 		return;
+	case 8: /* more spill_uid records than there are bytes */
+		m.server->nuids = UINT32_MAX;
+		break;
+	case 9: /* a version 5 reply: no server section */
+		m.len = (size_t)((uint8_t *)m.server - m.bytes);
+		break;
 	case 7: /* no string ends within its field */
 		memset(m.cls->name, 'A', sizeof(m.cls->name));
 		memset(m.s->fallback_reason, 'B', sizeof(m.s->fallback_reason));
@@ -715,6 +731,9 @@ static void test_status_lies(void **state)
 		"malformed status reply from the daemon",
 		"malformed status reply from the daemon",
 		"the daemon answered a status request with a result",
+		NULL, /* 7: below */
+		"malformed status reply from the daemon",
+		"malformed status reply from the daemon",
 	};
 	struct hp_status *st;
 	hp_conn *c;
@@ -724,8 +743,11 @@ static void test_status_lies(void **state)
 	c = liar_conn();
 	assert_int_equal(hp_status(c, &st), 0);
 	assert_string_equal(st->classes[0].name, "ok");
+	assert_int_equal(st->nspill_uids, 1);
 	hp_status_free(st);
 	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
+		if (!why[lie])
+			continue;
 		liar.lie = lie;
 		assert_refused(c, hp_status(c, &st), why[lie]);
 	}

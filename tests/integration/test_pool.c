@@ -721,6 +721,112 @@ static void test_status_pool(void **state)
 	stop(&d);
 }
 
+/* The class's acquire counters in a fresh status. */
+static struct hp_class_acquire acquires_of(hp_conn *c, const char *name)
+{
+	struct hp_status *st = status(c);
+	struct hp_class_acquire a = st->class_acquire[cls(st, name) - st->classes];
+
+	hp_status_free(st);
+	return a;
+}
+
+/* A blocking acquire of one big buffer on its own thread: it waits while the test releases. */
+struct big_waiter {
+	hp_conn *c;
+	struct hp_buffer b;
+	int r;
+};
+
+static void *big_waiter_main(void *arg)
+{
+	struct big_waiter *w = arg;
+
+	w->r = hp_acquire(w->c, "big", 1, -1, &w->b);
+	return NULL;
+}
+
+/*
+ * Status counts each class's acquires by outcome (version 6) and the wait of those granted; the
+ * server counts connections refused at each limit and acquires of no class.
+ */
+static void test_acquire_outcomes(void **state)
+{
+	struct proto_acquire req = { .count = 2, .timeout_ms = -1 };
+	struct hp_buffer b[4], big[2];
+	struct big_waiter w = { 0 };
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
+	int raw;
+	struct hp_class_acquire a;
+	struct hp_status *st;
+	hp_conn *c, *c2, *extra = NULL;
+	pthread_t t;
+	uint64_t slow = 0;
+	(void)state;
+
+	start(&d, "max_bytes_per_uid = 26M\nmax_connections_per_uid = 3\n", CLASSES);
+	c = conn(&d);
+	c2 = conn(&d);
+	w.c = conn(&d);
+	assert_int_equal(hp_connect(d.socket, &extra), -EUSERS);
+	/* granted at once, twice: two waits in the first bucket or so */
+	assert_int_equal(hp_acquire(c, "big", 2, 0, big), 0);
+	assert_int_equal(hp_acquire(c2, "small", 1, 0, b), 0);
+	/* too large, none free and no wait, a class that does not exist (18 of 26 MiB held) */
+	assert_int_equal(hp_acquire(c2, "small", 5, 0, b + 1), -E2BIG);
+	assert_int_equal(hp_acquire(c2, "big", 1, 0, b + 1), -EAGAIN);
+	assert_int_equal(hp_acquire(c2, "nosuch", 1, 0, b + 1), -ENOENT);
+	/* waits 50 ms, then its deadline */
+	assert_int_equal(hp_acquire(c2, "big", 1, 50, b + 1), -ETIMEDOUT);
+	/* waits until a release, about 100 ms */
+	assert_int_equal(pthread_create(&t, NULL, big_waiter_main, &w), 0);
+	wait_waiters(c, "big", 1);
+	sleep_ms(100);
+	assert_int_equal(hp_release(c, big, 1), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(w.r, 0);
+	/* over the uid's bytes: 18 held, 16 more asked */
+	assert_int_equal(hp_acquire(c, "big", 2, -1, big), -EDQUOT);
+	a = acquires_of(c, "big");
+	assert_int_equal(a.acquires, 5);
+	assert_int_equal(a.granted, 2);
+	assert_int_equal(a.buffers_granted, 3);
+	assert_int_equal(a.refused_all_or_nothing, 1);
+	assert_int_equal(a.refused_timeout, 1);
+	assert_int_equal(a.refused_limit, 1);
+	assert_int_equal(a.refused_too_large + a.refused_renewal + a.cancelled, 0);
+	assert_int_equal(a.wait.count, 2);
+	for (unsigned i = 0; i <= HP_LATENCY_BUCKETS; i++)
+		slow += i >= 13 ? a.wait.buckets[i] : 0; /* above 25 ms: the one that waited */
+	assert_int_equal(slow, 1);
+	assert_true(a.wait.sum_ns >= 100 * 1000000ull);
+	a = acquires_of(c, "small");
+	assert_int_equal(a.acquires, 2);
+	assert_int_equal(a.granted, 1);
+	assert_int_equal(a.refused_too_large, 1);
+	/* an acquire whose connection ends while it waits (2 big: one is free, c holds the other) */
+	hp_disconnect(w.c);
+	wait_clients(c, 2);
+	raw = raw_connect(&d);
+	proto_set_name(req.class_name, sizeof(req.class_name), "big");
+	assert_int_equal(proto_send(raw, PROTO_ACQUIRE, &req, sizeof(req), NULL, 0), 0);
+	wait_waiters(c, "big", 1);
+	close(raw);
+	wait_waiters(c, "big", 0);
+	a = acquires_of(c, "big");
+	assert_int_equal(a.cancelled, 1);
+	st = status(c);
+	assert_int_equal(st->server.acquires_unknown_class, 1);
+	assert_int_equal(st->server.refused_max_connections_per_uid, 1);
+	assert_int_equal(st->server.refused_max_connections, 0);
+	assert_int_equal(st->server.max_connections, 1024);
+	assert_int_equal(st->server.sees_all, 1); /* root */
+	hp_status_free(st);
+	hp_disconnect(c2);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -737,6 +843,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_content_other_uid, teardown),
 		cmocka_unit_test_teardown(test_boot_errors, teardown),
 		cmocka_unit_test_teardown(test_status_pool, teardown),
+		cmocka_unit_test_teardown(test_acquire_outcomes, teardown),
 	};
 
 	return cmocka_run_group_tests_name("pool", tests, NULL, NULL);

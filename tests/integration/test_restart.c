@@ -826,8 +826,8 @@ static void test_old_protocol_client(void **state)
 	struct proto_status_req sreq = { 0 };
 	struct proto_restart rreq = { 0 };
 	struct proto_hdr h;
-	uint32_t len3, len4, len5;
-	int v3, v4, v5, v2;
+	uint32_t len3, len4, len5, len6;
+	int v3, v4, v5, v6, v2;
 
 	(void)state;
 	/* two journals: version 5 adds a section per journal */
@@ -838,8 +838,10 @@ static void test_old_protocol_client(void **state)
 	assert_int_equal(((struct proto_welcome *)buf)->version, 3);
 	v4 = connect_version(&d, 4, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 4);
-	v5 = connect_version(&d, 5, &h, buf, sizeof(buf)); /* all three connected: the same clients */
+	v5 = connect_version(&d, 5, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 5);
+	v6 = connect_version(&d, 6, &h, buf, sizeof(buf)); /* all four connected: the same clients */
+	assert_int_equal(h.version, 6);
 	raw_send(v3, 3, PROTO_STATUS, &sreq, sizeof(sreq));
 	len3 = raw_recv(v3, &h, buf, sizeof(buf));
 	assert_int_equal(h.type, PROTO_STATUS_REPLY);
@@ -851,9 +853,16 @@ static void test_old_protocol_client(void **state)
 	raw_send(v5, 5, PROTO_STATUS, &sreq, sizeof(sreq));
 	len5 = raw_recv(v5, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 5);
-	/* two journals, three clients (v3, v4, v5) */
-	assert_int_equal(len5 - len4, 2 * sizeof(struct proto_status_batches) + 3 * sizeof(struct proto_status_heaps));
+	/* two journals, four clients (v3 to v6) */
+	assert_int_equal(len5 - len4, 2 * sizeof(struct proto_status_batches) + 4 * sizeof(struct proto_status_heaps));
+	raw_send(v6, 6, PROTO_STATUS, &sreq, sizeof(sreq));
+	len6 = raw_recv(v6, &h, buf, sizeof(buf));
+	assert_int_equal(h.version, 6);
+	/* one class, two journals, no spill account */
+	assert_int_equal(len6 - len5, sizeof(struct proto_status_server) + sizeof(struct proto_status_acquire) +
+					      2 * sizeof(struct proto_status_durability));
 	close(v5);
+	close(v6);
 	/* a request of another version than its hello's, and one its version does not have */
 	raw_send(v4, 3, PROTO_STATUS, &sreq, sizeof(sreq));
 	assert_true(recv(v4, buf, 1, 0) <= 0); /* closed (reset: its payload was left unread) */
@@ -865,7 +874,7 @@ static void test_old_protocol_client(void **state)
 	v2 = connect_version(&d, 2, &h, buf, sizeof(buf) - 1);
 	assert_int_equal(h.type, PROTO_RESULT);
 	buf[h.len] = '\0';
-	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 5)", 58));
+	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 6)", 58));
 	close(v2);
 	stop(&d);
 }

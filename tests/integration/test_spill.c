@@ -277,6 +277,12 @@ static void test_large_write_and_status(void **state)
 	assert_int_equal(st->clients[0].spill_bytes, n);
 	assert_int_equal(st->clients[0].spill_streams_memory, 3);
 	assert_int_equal(st->clients[0].spill_bytes_memory, 6000);
+	/* the uid's account (version 6): the same file and bytes */
+	assert_int_equal(st->nspill_uids, 1);
+	assert_int_equal(st->spill_uids[0].uid, getuid());
+	assert_int_equal(st->spill_uids[0].files, 1);
+	assert_int_equal(st->spill_uids[0].bytes, n);
+	assert_int_equal(st->spill_uids[0].files_created, 1);
 	hp_status_free(st);
 	same_client_json(&d);
 	check_stream(big, data, n);
@@ -1009,8 +1015,10 @@ static int totals_main(void *arg)
 
 	if (hp_connect(socket, &c) < 0 || hp_status(c, &st) < 0)
 		return 20;
+	/* nor root's spill account, nor that it sees but part */
 	r = st->spill.streams_memory == 0 && st->spill.bytes_memory == 0 && st->spill.files == 0 &&
-			    st->spill.bytes == 0 && st->spill.files_created == 0
+			    st->spill.bytes == 0 && st->spill.files_created == 0 && st->nspill_uids == 0 &&
+			    !st->server.sees_all
 		    ? 0
 		    : 13;
 	if (r)
@@ -1031,10 +1039,10 @@ static int totals_main(void *arg)
 static void test_totals_hide_other_uids(void **state)
 {
 	static uint8_t chunk[4096];
-	struct hp_spill_opts o = { .threshold = 1 << 20 };
+	struct hp_spill_opts o = { .threshold = 1 << 20 }, ofile = { .threshold = HP_SPILL_ALWAYS_FILE };
 	struct proto_counters_page *p1, *p2;
 	struct hp_status *st;
-	hp_spill *sp[3];
+	hp_spill *sp[4];
 	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_conn *c;
 	int f1, f2;
@@ -1048,11 +1056,15 @@ static void test_totals_hide_other_uids(void **state)
 		assert_int_equal(hp_spill_open(c, &o, &sp[i]), 0);
 		assert_int_equal(hp_spill_write(sp[i], chunk, sizeof(chunk)), 0);
 	}
+	/* and a file: root's spill account */
+	assert_int_equal(hp_spill_open(c, &ofile, &sp[3]), 0);
+	assert_int_equal(hp_spill_write(sp[3], chunk, sizeof(chunk)), 0);
 	st = status(c);
 	assert_int_equal(st->spill.streams_memory, 3);
+	assert_int_equal(st->nspill_uids, 1);
 	hp_status_free(st);
 	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, totals_main, d.socket), 0);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		hp_spill_close(sp[i]);
 	f1 = raw_connect(&d);
 	f2 = raw_connect(&d);

@@ -110,6 +110,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.socket_mode, 0660);
 	assert_string_equal(cfg.socket_group, "");
 	assert_string_equal(cfg.admin_group, "");
+	assert_string_equal(cfg.monitor_group, "");
 	assert_int_equal(cfg.max_journal_writers_per_uid, 64);
 	assert_true(cfg.max_acquire_wait_ns == 60000000000ull);
 	assert_int_equal(cfg.hugepages, HUGEPAGES_PREFER);
@@ -159,6 +160,7 @@ static void test_full_config(void **state)
 		"socket_mode = 0640\n"
 		"socket_group = hugepool\n"
 		"admin_group = adm\n"
+		"monitor_group = nogroup\n"
 		"max_journal_writers_per_uid = 9\n"
 		"max_acquire_wait = 0s\n"
 		"hugepages = require\n"
@@ -193,6 +195,7 @@ static void test_full_config(void **state)
 	assert_int_equal(cfg.socket_mode, 0640);
 	assert_string_equal(cfg.socket_group, "hugepool");
 	assert_string_equal(cfg.admin_group, "adm");
+	assert_string_equal(cfg.monitor_group, "nogroup");
 	assert_int_equal(cfg.max_journal_writers_per_uid, 9);
 	assert_true(cfg.max_acquire_wait_ns == 0);
 	assert_int_equal(cfg.hugepages, HUGEPAGES_REQUIRE);
@@ -212,15 +215,15 @@ static void test_full_config(void **state)
 	assert_string_equal(cfg.classes[0].name, "small");
 	assert_true(cfg.classes[0].size == 2 * MiB);
 	assert_int_equal(cfg.classes[0].count, 256);
-	assert_int_equal(cfg.classes[0].line, 21);
+	assert_int_equal(cfg.classes[0].line, 22);
 	assert_string_equal(cfg.classes[1].name, "big");
 	assert_true(cfg.classes[1].size == 64 * MiB);
 	assert_int_equal(cfg.classes[1].count, 16);
-	assert_int_equal(cfg.classes[1].line, 25);
+	assert_int_equal(cfg.classes[1].line, 26);
 	assert_string_equal(cfg.classes[2].name, "Huge-1.x_y");
 	assert_true(cfg.classes[2].size == GiB);
 	assert_int_equal(cfg.classes[2].count, 2);
-	assert_int_equal(cfg.classes[2].line, 28);
+	assert_int_equal(cfg.classes[2].line, 29);
 
 	c = find_class(&cfg, "big");
 	assert_ptr_equal(c, &cfg.classes[1]);

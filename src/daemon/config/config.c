@@ -383,6 +383,7 @@ static const struct key global_keys[] = {
 	{ .name = "socket_mode", .set = set_socket_mode },
 	{ .name = "socket_group", .set = set_group_name, .offset = offsetof(struct config, socket_group) },
 	{ .name = "admin_group", .set = set_group_name, .offset = offsetof(struct config, admin_group) },
+	{ .name = "monitor_group", .set = set_group_name, .offset = offsetof(struct config, monitor_group) },
 	{ .name = "hugepages", .set = set_hugepages },
 	{ .name = "page_size", .set = set_page_size },
 	U32_KEY("prefault_threads", 0, 1024, struct config, prefault_threads),

@@ -92,6 +92,8 @@ struct config {
 	char socket_group[CONFIG_GROUP_MAX]; /* "" = the daemon's group */
 	/* its members (and root and the daemon's own uid) see every client in status; "" = none */
 	char admin_group[CONFIG_GROUP_MAX];
+	/* its members see in status what admins see, and may do nothing else they may; "" = none */
+	char monitor_group[CONFIG_GROUP_MAX];
 	enum hugepages_mode hugepages; /* default prefer */
 	uint64_t page_size; /* 2M (default) or 1G; the hugetlb page size asked for */
 	unsigned prefault_threads; /* 0 = one per online CPU (default) */

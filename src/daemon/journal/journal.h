@@ -48,6 +48,7 @@ struct journal_stats {
 	uint64_t segment_size;
 	struct hist sync_ns; /* latency of each batch's write+sync */
 	uint64_t batch_sizes[PROTO_BATCH_BUCKETS]; /* batches by records, proto_batch_bucket */
+	struct proto_status_durability durability; /* I/O errors, and the latencies as status shows them */
 	/* what recovery found at start */
 	uint64_t recovered_records;
 	char recovery[200];

@@ -74,6 +74,7 @@ void batch_reset(struct journal *j, struct batch *b)
 {
 	b->len = 0;
 	b->nrefs = 0;
+	b->nwaves = 0;
 	b->first_lsn = b->end_lsn = j->next_lsn;
 	b->t_first = 0;
 	b->inflight = b->done = false;
@@ -91,6 +92,15 @@ static int batch_add_ref(struct batch *b, struct journal_writer *w, uint64_t end
 	b->refs[b->nrefs++] = (struct batch_ref){ w, end };
 	w->refs++;
 	return 0;
+}
+
+/* records more of b, taken at now (see struct batch_wave) */
+static void batch_wave(struct batch *b, uint64_t now, uint64_t records)
+{
+	if (b->nwaves && (b->waves[b->nwaves - 1].t == now || b->nwaves == BATCH_WAVES))
+		b->waves[b->nwaves - 1].records += records;
+	else
+		b->waves[b->nwaves++] = (struct batch_wave){ now, records };
 }
 
 static void writer_break(struct journal *j, struct journal_writer *w, const char *why)
@@ -158,6 +168,7 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 		if (!b->t_first)
 			b->t_first = now;
 		b->end_lsn = j->next_lsn;
+		batch_wave(b, now, rd.count);
 		j->st.appends += rd.count;
 		j->st.bytes += rd.disk;
 		w->head = pos;
@@ -226,6 +237,7 @@ static void batch_completed(struct journal *j, struct batch *b, int res, uint64_
 	b->done = true;
 	b->res = res;
 	hist_add(&j->st.sync_ns, now - b->t_submit);
+	proto_latency_add(&j->st.durability.write_sync, now - b->t_submit, 1);
 	j->st.syncs++;
 	j->ewma_sync_ns = j->ewma_sync_ns ? (1 - EWMA_ALPHA) * j->ewma_sync_ns + EWMA_ALPHA * (double)(now - b->t_submit)
 					  : (double)(now - b->t_submit);
@@ -269,6 +281,7 @@ static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 	j->order[j->norder++] = j->fill;
 	j->st.batches++;
 	j->st.batch_sizes[proto_batch_bucket(b->end_lsn - b->first_lsn)]++;
+	j->st.durability.batch_records += b->end_lsn - b->first_lsn;
 	/* arrival rate: what this batch gathered since the previous submission */
 	if (j->last_submit_ns && now > j->last_submit_ns) {
 		double rate = (double)b->len / (double)(now - j->last_submit_ns);
@@ -334,6 +347,7 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 		if (b->res < 0) {
 			char what[96];
 
+			j->st.durability.io_errors++;
 			snprintf(what, sizeof(what), "writing or syncing %zu bytes at offset %" PRIu64 " of segment %u failed",
 				 b->len, b->off, b->seg);
 			journal_fail(j, b->res, what);
@@ -342,6 +356,9 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 			j->durable_lsn = b->end_lsn - 1; /* the last durable LSN; 0 = none yet */
 			for (unsigned i = 0; i < b->nrefs; i++)
 				jring_set_durable(b->refs[i].w->hdr, j->durable_lsn, b->refs[i].end);
+			for (unsigned i = 0; i < b->nwaves; i++)
+				proto_latency_add(&j->st.durability.to_durable,
+						  now > b->waves[i].t ? now - b->waves[i].t : 0, b->waves[i].records);
 			published = true;
 		}
 		for (unsigned i = 0; i < b->nrefs; i++)
@@ -495,6 +512,7 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 				return 0; /* a completion wakes us */
 			r = segment_start(j);
 			if (r < 0 && r != -ENOSPC) {
+				j->st.durability.io_errors++;
 				journal_fail(j, r, "writing the header of the next segment failed");
 				return 0;
 			}
@@ -526,6 +544,7 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 			bool few = j->norder == 0 && active_writers(j, now, &in_batch) <= online_cpus();
 
 			if (batch_submit(j, now, few) < 0) {
+				j->st.durability.io_errors++;
 				journal_fail(j, -EIO, "submitting a batch failed");
 				return 0;
 			}

@@ -88,6 +88,17 @@ struct batch_ref {
 	uint64_t end; /* ring position durable once this batch is */
 };
 
+/*
+ * The records of a batch taken in one gather pass (at time t): once the batch is durable, each
+ * counts now - t in the journal's append-to-durable latency. A batch filled in more passes than
+ * BATCH_WAVES counts the last ones from the time of its last wave, never later than their own.
+ */
+#define BATCH_WAVES 8
+struct batch_wave {
+	uint64_t t;
+	uint64_t records;
+};
+
 struct batch {
 	uint8_t *buf; /* aligned, cap bytes */
 	size_t cap, len;
@@ -97,6 +108,8 @@ struct batch {
 	uint64_t t_first, t_submit;
 	struct batch_ref *refs;
 	unsigned nrefs, refs_cap;
+	struct batch_wave waves[BATCH_WAVES];
+	unsigned nwaves;
 	bool inflight, done;
 	int res;
 	struct jio_req req;

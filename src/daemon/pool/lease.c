@@ -336,6 +336,7 @@ void lease_owner_detach(struct lease_table *lt, struct lease_owner *o)
 		struct lease_req *r = o->req;
 
 		touched[r->class_index] = true;
+		lt->classes[r->class_index].counted.cancelled++;
 		if (r->queued) {
 			TAILQ_REMOVE(&lt->classes[r->class_index].waiters, r, link);
 			lt->classes[r->class_index].nwaiters--;
@@ -394,6 +395,11 @@ void lease_class_stats(const struct lease_table *lt, unsigned c, struct lease_cl
 					   .leased = lc->nleased,
 					   .waiters = lc->nwaiters,
 					   .renewing = lc->nrenewing };
+}
+
+const struct proto_status_acquire *lease_class_acquires(const struct lease_table *lt, unsigned c)
+{
+	return &lt->classes[c].counted;
 }
 
 const struct lease_counters *lease_counters(const struct lease_table *lt)

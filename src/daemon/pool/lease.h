@@ -37,6 +37,7 @@
 #include <sys/types.h>
 
 #include "pool.h"
+#include "proto.h"
 
 struct lease_slot;
 struct lease_req;
@@ -90,6 +91,7 @@ struct lease_ops {
 struct lease_counters {
 	uint64_t acquires, grants, releases, timeouts, denials, renewals, disconnect_releases;
 	uint64_t punched; /* warm buffers found with pages punched out, renewed instead */
+	uint64_t unknown_class; /* acquires naming no class */
 };
 
 struct lease_class_stats {
@@ -157,6 +159,11 @@ uint64_t lease_slot_since(const struct lease_slot *s); /* CLOCK_REALTIME ns of t
 struct lease_slot *lease_owner_next(const struct lease_owner *o, struct lease_slot *prev);
 
 void lease_class_stats(const struct lease_table *lt, unsigned class_index, struct lease_class_stats *ret);
+/*
+ * A class's acquires since start by outcome, and the wait of those granted (from lease_acquire's
+ * now to the grant): status's own struct, which the table counts in as it goes.
+ */
+const struct proto_status_acquire *lease_class_acquires(const struct lease_table *lt, unsigned class_index);
 const struct lease_counters *lease_counters(const struct lease_table *lt);
 
 #endif

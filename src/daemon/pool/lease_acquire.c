@@ -42,7 +42,16 @@ void lt_req_unreserve(struct lease_table *lt, struct lease_req *r)
 
 static void req_fail(struct lease_table *lt, struct lease_req *r, int err, const char *text)
 {
+	struct proto_status_acquire *counted = &lt->classes[r->class_index].counted;
 	struct lease_owner *o = r->owner;
+
+	/* after the request was taken: its deadline, the limit at grant time, or renewal */
+	if (err == -ETIMEDOUT)
+		counted->refused_timeout++;
+	else if (err == -EDQUOT)
+		counted->refused_limit++;
+	else
+		counted->refused_renewal++;
 
 	lt_req_unreserve(lt, r);
 	lt_req_finish(lt, r);
@@ -73,7 +82,7 @@ static void req_grant(struct lease_table *lt, struct lease_req *r)
 {
 	struct lease_owner *o = r->owner;
 	struct lease_class *lc = &lt->classes[r->class_index];
-	uint64_t now = realtime_ns();
+	uint64_t now = realtime_ns(), t;
 	uint32_t rnd[r->held];
 
 	random_u32(rnd, r->held);
@@ -98,6 +107,10 @@ static void req_grant(struct lease_table *lt, struct lease_req *r)
 		lt_slot_note(lt, s);
 	}
 	lt->counters.grants++;
+	lc->counted.granted++;
+	lc->counted.buffers_granted += r->held;
+	t = now_ns();
+	proto_latency_add(&lc->counted.wait, t > r->arrived ? t - r->arrived : 0, 1);
 	o->req = NULL;
 	lt->ops.granted(o, r->slots, r->held, lt->ud);
 	free(r);
@@ -119,7 +132,7 @@ static bool req_try(struct lease_table *lt, struct lease_req *r)
 		return false;
 	if (lt_over_byte_limit(lt, o, (uint64_t)r->count * lt_class_size(lt, r->class_index), text, sizeof(text))) {
 		lt->counters.denials++;
-		req_fail(lt, r, -EDQUOT, text);
+		req_fail(lt, r, -EDQUOT, text); /* counted there */
 		return true;
 	}
 	o->acct->charged += (uint64_t)r->count * lt_class_size(lt, r->class_index);
@@ -231,21 +244,25 @@ int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *nam
 		return -EBUSY;
 	}
 	if (c < 0) {
+		lt->counters.unknown_class++;
 		snprintf(err, errlen, "no buffer class \"%s\"", name);
 		return -ENOENT;
 	}
 	lc = &lt->classes[c];
+	lc->counted.acquires++;
 	if (n == 0) {
 		snprintf(err, errlen, "asked for zero buffers");
 		return -EINVAL;
 	}
 	if (n > lt->pool->classes[c].count) {
+		lc->counted.refused_too_large++;
 		snprintf(err, errlen, "class \"%s\" has only %" PRIu32 " buffers, %u asked", name,
 			 lt->pool->classes[c].count, n);
 		return -E2BIG;
 	}
 	if (lt_over_byte_limit(lt, o, (uint64_t)n * lt_class_size(lt, (unsigned)c), err, errlen)) {
 		lt->counters.denials++;
+		lc->counted.refused_limit++;
 		return -EDQUOT;
 	}
 	r = calloc(1, sizeof(*r) + n * sizeof(r->slots[0]));
@@ -253,11 +270,12 @@ int lease_acquire(struct lease_table *lt, struct lease_owner *o, const char *nam
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	*r = (struct lease_req){ .owner = o, .class_index = (unsigned)c, .count = n, .deadline = UINT64_MAX };
+	*r = (struct lease_req){ .owner = o, .class_index = (unsigned)c, .count = n, .arrived = now, .deadline = UINT64_MAX };
 	o->req = r;
 	if (TAILQ_EMPTY(&lc->waiters) && req_try(lt, r))
 		return 0;
 	if (timeout_ms == 0) {
+		lc->counted.refused_all_or_nothing++;
 		snprintf(err, errlen, "%u buffers of class \"%s\" are not free now (%" PRIu32 " free, %" PRIu32
 			 " waiting before you)", n, name, lc->nclean + lc->ndirty, lc->nwaiters);
 		o->req = NULL;

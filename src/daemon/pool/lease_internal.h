@@ -43,6 +43,7 @@ struct lease_req {
 	struct lease_owner *owner;
 	unsigned class_index;
 	unsigned count;
+	uint64_t arrived; /* CLOCK_MONOTONIC ns, lease_acquire's now: the wait is counted from it */
 	uint64_t deadline; /* CLOCK_MONOTONIC ns; UINT64_MAX = none */
 	bool queued;
 	bool charged; /* its bytes are charged to the uid */
@@ -57,6 +58,7 @@ struct lease_class {
 	uint32_t nclean, ndirty, nleased, nrenewing, ngone;
 	TAILQ_HEAD(, lease_req) waiters;
 	uint32_t nwaiters;
+	struct proto_status_acquire counted; /* its acquires by outcome, and their wait */
 };
 
 struct lease_uid {

@@ -104,15 +104,21 @@ int server_admit(struct server *s, const struct ucred *cred, char *text, size_t 
 	unsigned pending;
 
 	if (s->npeers >= s->cfg->max_connections) {
+		s->counted.refused_max_connections++;
 		snprintf(text, len, "the daemon already serves %u connections (max_connections)", s->cfg->max_connections);
 		return -EUSERS;
 	}
 	if (!s->fds_refused && (pending = closer_pending(cred->uid)) > CLOSER_PENDING_MAX) {
+		s->counted.refused_pending_closes++;
 		snprintf(text, len, "uid %u has %u fds it passed (or connections) still waiting to be closed",
 			 (unsigned)cred->uid, pending);
 		return -EUSERS;
 	}
-	return lease_owner_admit(s->leases, cred->uid, text, len);
+	if (lease_owner_admit(s->leases, cred->uid, text, len) < 0) {
+		s->counted.refused_max_connections_per_uid++;
+		return -EUSERS;
+	}
+	return 0;
 }
 
 /*
@@ -161,6 +167,7 @@ struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64
 	p->owner.uid = cred->uid;
 	access_creds_get(fd, cred, &p->creds);
 	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
+	p->sees_all = p->admin || (s->have_monitor_gid && access_in_group(&p->creds, s->monitor_gid));
 	spill_owner_init(s->spill, &p->spill, cred->uid, cred->pid);
 	TAILQ_INSERT_TAIL(&s->peers, p, link);
 	s->npeers++;
@@ -225,8 +232,10 @@ static bool accept_out_of_fds(struct server *s, int err)
 	if (s->reserve_fd >= 0) {
 		close(s->reserve_fd);
 		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd >= 0)
+		if (fd >= 0) {
 			close(fd);
+			s->counted.refused_out_of_fds++;
+		}
 		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (fd >= 0 && s->reserve_fd >= 0)
 			return true;
@@ -351,8 +360,8 @@ static bool refuse_passed_fds(int listen_fd)
 
 /*
  * Every name the configuration gives a user or group by, to ids, once and before the socket
- * exists: socket_group, admin_group, every journal's access lists (an unset one is the socket's
- * group). A name that does not exist is an error here, not a surprise later.
+ * exists: socket_group, admin_group, monitor_group, every journal's access lists (an unset one
+ * is the socket's group). A name that does not exist is an error here, not a surprise later.
  */
 static int resolve_access(struct server *s)
 {
@@ -375,6 +384,14 @@ static int resolve_access(struct server *s)
 			return log_error_errno(-EINVAL, "admin_group '%s' does not exist", cfg->admin_group);
 		s->admin_gid = g->gr_gid;
 		s->have_admin_gid = true;
+	}
+	if (cfg->monitor_group[0]) {
+		struct group *g = getgrnam(cfg->monitor_group);
+
+		if (!g)
+			return log_error_errno(-EINVAL, "monitor_group '%s' does not exist", cfg->monitor_group);
+		s->monitor_gid = g->gr_gid;
+		s->have_monitor_gid = true;
 	}
 	s->jaccess = calloc(s->njournals ? s->njournals : 1, sizeof(*s->jaccess));
 	if (!s->jaccess)

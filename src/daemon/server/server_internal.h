@@ -81,7 +81,8 @@ struct peer {
 	bool dead; /* destroy at the end of this loop iteration */
 	bool closing; /* destroy once out[] is flushed; ignore input */
 	bool busy; /* a request awaits its reply */
-	bool admin; /* root, the daemon's uid or admin_group: sees every client in status */
+	bool admin; /* root, the daemon's uid or admin_group: may restart the daemon */
+	bool sees_all; /* an admin or of monitor_group: sees every client and uid in status */
 	struct access_creds creds; /* uid, gid and groups, as of connect() */
 	char name[PROTO_NAME_MAX];
 	uint64_t connected_rt;
@@ -127,14 +128,15 @@ struct server {
 	bool fds_refused; /* the kernel refuses fds at the socket (SO_PASSRIGHTS); else closer.h */
 	int reserve_fd; /* spent on accept-and-close when the daemon is out of fds */
 	uint64_t listen_paused_until; /* CLOCK_MONOTONIC ns; 0 = the listener is polled */
-	bool have_admin_gid;
-	gid_t admin_gid; /* admin_group, resolved at start */
+	bool have_admin_gid, have_monitor_gid;
+	gid_t admin_gid, monitor_gid; /* admin_group and monitor_group, resolved at start */
 	gid_t socket_gid; /* socket_group resolved, or the daemon's group */
 	struct access_list (*jaccess)[JOURNAL_OPS]; /* per journal (cfg->journals order), per op */
 	TAILQ_HEAD(, peer) peers;
 	unsigned npeers, next_id;
 	uint64_t started_rt;
 	uint64_t connections_total, protocol_errors;
+	struct proto_status_server counted; /* its refusals, counted as they come (status fills the rest) */
 	bool stop;
 	bool sealed; /* shutting down: the warm state and the fd store stay as they are for the next life */
 	bool reexec; /* ... and main re-executes the daemon (restart request, SIGUSR2) */

@@ -19,21 +19,24 @@
 
 /*
  * Which clients a status shows to whom: an administrator (root, the daemon's own uid, a member
- * of admin_group) sees every client and lease; anyone else only those of its own uid, and the
- * spill figures of its own uid (another uid's streams would show in the totals). Pool and
- * journal figures are for everyone: they name nobody.
+ * of admin_group) or a member of monitor_group sees every client and lease; anyone else only
+ * those of its own uid, and the spill figures of its own uid (another uid's streams would show
+ * in the totals). Pool and journal figures are for everyone: they name nobody.
  */
 static bool status_shows(const struct peer *to, const struct peer *q)
 {
-	return q->attached && (to->admin || q->owner.uid == to->owner.uid);
+	return q->attached && (to->sees_all || q->owner.uid == to->owner.uid);
 }
 
 /* One status being made: for whom, and what the sections share. */
 struct status {
 	struct server *s;
 	const struct peer *to;
+	const uid_t *only; /* the asker's uid when it does not see all; else NULL */
 	struct proto_status_spill spill;
+	struct proto_status_server server; /* made first: it counts the spill_uid records */
 	struct proto_status_batches batches[CONFIG_JOURNALS_MAX]; /* from the journals' stats */
+	struct proto_status_durability durability[CONFIG_JOURNALS_MAX]; /* the same */
 };
 
 /* The header: the pool, the daemon, the counters, and how many records each section has. */
@@ -145,7 +148,7 @@ static uint8_t *put_lease(struct status *ctx, uint8_t *w)
 }
 
 /* A NUM field of proto.h's journal list, from struct journal_stats (same name); the rest by hand. */
-#define STATS_FIELD(kind, type, name) STATS_FIELD_##kind(name)
+#define STATS_FIELD(kind, type, name, metric) STATS_FIELD_##kind(name)
 #define STATS_FIELD_NUM(name) pj.name = js.name;
 #define STATS_FIELD_CALC(name)
 #define STATS_FIELD_OWN(name)
@@ -171,6 +174,7 @@ static uint8_t *put_journal(struct status *ctx, uint8_t *w)
 		pj.sync_max_ns = js.sync_ns.max;
 		pj.mean_batch_milli = js.batches ? js.appends * 1000 / js.batches : 0;
 		memcpy(ctx->batches[i].by_size, js.batch_sizes, sizeof(ctx->batches[i].by_size));
+		ctx->durability[i] = js.durability;
 		proto_set_name(pj.note, sizeof(pj.note), js.note);
 		proto_set_name(pj.recovery, sizeof(pj.recovery), js.recovery);
 		memcpy(w, &pj, sizeof(pj));
@@ -213,6 +217,47 @@ static uint8_t *put_heaps(struct status *ctx, uint8_t *w)
 	return w;
 }
 
+static uint8_t *put_server(struct status *ctx, uint8_t *w)
+{
+	memcpy(w, &ctx->server, sizeof(ctx->server));
+	return w + sizeof(ctx->server);
+}
+
+static uint8_t *put_acquire(struct status *ctx, uint8_t *w)
+{
+	for (unsigned c = 0; c < ctx->s->pool->nclasses; c++, w += sizeof(struct proto_status_acquire))
+		memcpy(w, lease_class_acquires(ctx->s->leases, c), sizeof(struct proto_status_acquire));
+	return w;
+}
+
+/* after the journals': their stats were taken once, for all */
+static uint8_t *put_durability(struct status *ctx, uint8_t *w)
+{
+	memcpy(w, ctx->durability, ctx->s->njournals * sizeof(ctx->durability[0]));
+	return w + ctx->s->njournals * sizeof(ctx->durability[0]);
+}
+
+static uint8_t *put_spill_uid(struct status *ctx, uint8_t *w)
+{
+	struct proto_status_spill_uid *recs = (struct proto_status_spill_uid *)w; /* malloc'd: aligned */
+	unsigned n = spill_uid_status(ctx->s->spill, ctx->only, recs, ctx->server.nuids);
+
+	return w + n * sizeof(*recs);
+}
+
+/* The server section: its counters, what it serves now, and how many spill_uid records follow. */
+static void make_server(struct status *ctx)
+{
+	const struct server *s = ctx->s;
+
+	ctx->server = s->counted;
+	ctx->server.nuids = spill_uid_count(s->spill, ctx->only);
+	ctx->server.view = ctx->to->sees_all ? PROTO_VIEW_ALL : 0;
+	ctx->server.connections = s->npeers;
+	ctx->server.max_connections = s->cfg->max_connections;
+	ctx->server.acquires_unknown_class = lease_counters(s->leases)->unknown_class;
+}
+
 int handle_status(struct server *s, struct peer *p, const union proto_request *req)
 {
 	static struct status ctx; /* event loop only; the journals' batches are large */
@@ -224,8 +269,10 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 	(void)req;
 	ctx.s = s;
 	ctx.to = p;
+	ctx.only = p->sees_all ? NULL : &p->owner.uid;
 	put_header(&ctx, &st);
-	size = proto_status_size(&st, p->version) - sizeof(st);
+	make_server(&ctx);
+	size = proto_status_size(&st, &ctx.server, p->version) - sizeof(st);
 	if (size + sizeof(st) > PROTO_REPLY_MAX) {
 		send_result(p, -EMSGSIZE, "status is larger than a reply may be");
 		return 0;
@@ -235,8 +282,8 @@ int handle_status(struct server *s, struct peer *p, const union proto_request *r
 		send_result(p, -ENOMEM, "out of memory");
 		return 0;
 	}
-	/* reads each client's counters page, once; to a non-administrator, its uid's figures only */
-	spill_get_status(s->spill, p->admin ? NULL : &p->owner.uid, &ctx.spill);
+	/* reads each client's counters page, once; to whom does not see all, its uid's figures only */
+	spill_get_status(s->spill, ctx.only, &ctx.spill);
 	w = buf;
 #define PUT_SECTION(name, type, count, since) \
 	if (p->version >= (since))            \

@@ -75,7 +75,7 @@ void counters_read(struct counters *c)
 	c->seen.bytes = __atomic_load_n(&p->bytes_memory, __ATOMIC_RELAXED);
 	if (counters_read_hook)
 		counters_read_hook(p);
-#define READ_HEAPS(kind, type, name)                                          \
+#define READ_HEAPS(kind, type, name, metric)                                  \
 	c->seen.heaps.name = __atomic_load_n(&p->name, __ATOMIC_RELAXED); \
 	if (counters_read_hook)                                              \
 		counters_read_hook(p);

@@ -633,6 +633,32 @@ void spill_get_status(struct spill *sp, const uid_t *only, struct proto_status_s
 	st->truncated = counted->truncated;
 }
 
+unsigned spill_uid_count(const struct spill *sp, const uid_t *only)
+{
+	unsigned n = 0;
+
+	for (const struct spill_uid *u = sp->uids; u; u = u->next)
+		n += !only || u->uid == *only;
+	return n;
+}
+
+unsigned spill_uid_status(const struct spill *sp, const uid_t *only, struct proto_status_spill_uid *recs,
+			  unsigned max)
+{
+	unsigned n = 0;
+
+	for (const struct spill_uid *u = sp->uids; u && n < max; u = u->next)
+		if (!only || u->uid == *only)
+			recs[n++] = (struct proto_status_spill_uid){ .uid = (uint32_t)u->uid,
+								     .files = u->files,
+								     .bytes = u->bytes,
+								     .files_created = u->counted.files_created,
+								     .bytes_charged_total = u->counted.bytes_charged_total,
+								     .refusals = u->counted.refusals,
+								     .truncated = u->counted.truncated };
+	return n;
+}
+
 void spill_owner_heaps(const struct spill_owner *o, struct proto_status_heaps *ret)
 {
 	*ret = o->counters.seen.heaps;

@@ -148,6 +148,15 @@ uint64_t spill_audit(struct spill *sp, uint64_t now, bool force);
 void spill_get_status(struct spill *sp, const uid_t *only, struct proto_status_spill *st);
 
 
+/*
+ * Each uid's spill account (files open and lingering, bytes, counters since it was made) for a
+ * status reply: spill_uid_count says how many there are (only non-NULL: that uid's alone),
+ * spill_uid_status writes at most max of them into recs and returns how many it wrote.
+ */
+unsigned spill_uid_count(const struct spill *sp, const uid_t *only);
+unsigned spill_uid_status(const struct spill *sp, const uid_t *only, struct proto_status_spill_uid *recs,
+			  unsigned max);
+
 /* One owner's numbers for a status reply, its page as spill_get_status last read it. */
 void spill_owner_status(const struct spill_owner *o, uint32_t *files, uint64_t *bytes,
 			uint64_t *streams_memory, uint64_t *bytes_memory);
