@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * journal_path.h - which way a journal's flusher sends a batch to the disk, and, for
+ * `backend = auto`, the controller that chooses it by measuring what the machine does.
+ *
+ * Paths: inline-spin (a few writers, no more than the CPUs: written and synced on the flusher's
+ * own thread while the writers poll, journal_flusher.c), inline (the same with the writers
+ * asleep in FUTEX_WAIT: no queue, no io-wq worker, no completion to wake the flusher), queued
+ * (through the backend's queue, up to JOURNAL_INFLIGHT batches in flight). Explicit backends use
+ * inline-spin and queued, as they always did. With `backend = auto` and a backend that has a
+ * queue (io_uring, libaio), the batches of more writers than CPUs go inline or queued as this
+ * controller says.
+ *
+ * The controller measures durable records per second of each path in windows of published
+ * batches: a window lasts at least window_ns and window_batches batches of one path, from its
+ * first publish to its last (the first batch's records left out, so the time to change paths,
+ * a drain of the other path's batches, belongs to neither, and both paths are measured alike
+ * whatever they keep in flight). A comparison is JPATH_STEPS windows in the order other,
+ * chosen, chosen, other, other, chosen, chosen, other: interleaved, so that a load that drifts
+ * (the machine's other work comes and goes over tenths of seconds, more than the paths differ)
+ * weighs on both alike; and a window counts only from settle_ns after a change of path, once
+ * the threads have settled into the new path's rhythm. Each comparison gives the ratio of the
+ * paths' records per second over their windows; the controller averages it over the
+ * comparisons made under the same load (an exponential average, the newest weighing
+ * JPATH_SCORE_WEIGHT), and the other path takes over when that average says it is faster by
+ * `margin`: one noisy comparison does not turn a clear winner over. Between comparisons the
+ * chosen path runs alone for exploit_ns times a spacing that doubles while the average and the
+ * last comparison both say the other path is more than 10% slower and quadruples when more than
+ * 25% (up to spacing_max), and falls back to 1 when they are closer or after a change: paths far
+ * apart cost a comparison every few seconds (a few percent of the time on the slower one), close
+ * ones, or a comparison the other path won, are followed by another soon. Twice or half the writers open start the average over with a comparison
+ * at once: what was measured under another load does not hold. An idle gap (idle_ns between
+ * publishes) or a batch of a few writers ends the window being measured.
+ *
+ * Pure functions of the samples the flusher gives them (unit-tested in
+ * tests/unit/test_journal_path.c). Thread model: a controller belongs to one journal's flusher;
+ * status reads it under the journal's lock. Nothing here locks, allocates or logs.
+ */
+#ifndef HP_JOURNAL_PATH_H
+#define HP_JOURNAL_PATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum jpath {
+	JPATH_NONE, /* no batch yet */
+	JPATH_INLINE_SPIN,
+	JPATH_INLINE,
+	JPATH_QUEUED,
+	JPATH_COUNT,
+};
+
+/* "none", "inline-spin", "inline", "queued"; "unknown" for a value not in the table. */
+const char *jpath_name(enum jpath p);
+
+/* The controller's defaults (jpath_init); tests may set others. */
+#define JPATH_WINDOW_NS 20000000ull /* 20 ms */
+#define JPATH_WINDOW_BATCHES 8
+#define JPATH_SETTLE_NS 10000000ull /* 10 ms after a change of path before a window counts */
+#define JPATH_STEPS 8 /* windows in a comparison, half of each path */
+#define JPATH_EXPLOIT_NS 400000000ull /* 0.4 s of the chosen path between comparisons, times spacing */
+#define JPATH_SPACING_MAX 16
+#define JPATH_IDLE_NS 20000000ull /* 20 ms without a publish: not busy */
+#define JPATH_MARGIN 0.03 /* the other path must be 3% faster to take over */
+#define JPATH_SCORE_WEIGHT 0.4 /* of the newest comparison in the average */
+
+enum jpath_phase {
+	JPATH_EXPLOIT, /* the chosen path alone, until exploit_end_ns */
+	JPATH_COMPARE, /* windows of both paths in turn */
+};
+
+struct jpath_ctl {
+	/* tuning */
+	uint64_t window_ns, settle_ns, exploit_ns, idle_ns;
+	unsigned window_batches, steps, spacing_max;
+	double margin;
+
+	/* the decision */
+	enum jpath chosen; /* JPATH_INLINE or JPATH_QUEUED: the faster one measured */
+	enum jpath_phase phase;
+	unsigned step; /* COMPARE: the window being measured, 0..steps-1 */
+	uint64_t exploit_end_ns; /* EXPLOIT: compare again at the first publish after this */
+	unsigned spacing; /* exploit_ns times this between comparisons */
+	uint64_t decisions, changes; /* comparisons made; how many changed chosen */
+	unsigned writers; /* writers open when the comparison began */
+	double score; /* inline's rate / queued's, averaged over the comparisons of this load */
+	unsigned scored; /* comparisons in score since the load changed */
+	double rate[JPATH_COUNT]; /* records/s of each path in the last comparison (0: none yet) */
+	uint64_t acc_records[JPATH_COUNT], acc_ns[JPATH_COUNT]; /* the comparison under way */
+
+	/* the window being measured */
+	enum jpath w_path; /* JPATH_NONE: no window open */
+	uint64_t w_first_ns, w_last_ns, w_records;
+	unsigned w_batches;
+	uint64_t w_settle_ns; /* the path changed: nothing counts before this */
+
+	/* for the tests (jpath_set_test): chosen is pinned, or alternates every flip batches */
+	bool pinned;
+	unsigned flip;
+};
+
+/* A controller that prefers `first` (JPATH_INLINE or JPATH_QUEUED) and compares at once. */
+void jpath_init(struct jpath_ctl *c, enum jpath first);
+
+/* The path the next batch of more writers than CPUs takes. */
+enum jpath jpath_next(const struct jpath_ctl *c);
+
+/* What jpath_published found. */
+enum jpath_event {
+	JPATH_SAME, /* nothing decided, or the same path again */
+	JPATH_FIRST, /* the first comparison was made (chosen may or may not have changed) */
+	JPATH_CHANGED, /* a later comparison changed chosen */
+};
+
+/*
+ * A batch of `records` records that went by `path` was published (made durable and
+ * acknowledged) at now_ns, when `writers` writers were open. A batch of another path than the
+ * one jpath_next names is not counted (one still in flight from before a change of path);
+ * JPATH_INLINE_SPIN ends the window being measured.
+ */
+enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t records, unsigned writers,
+				 uint64_t now_ns);
+
+/*
+ * For the tests, which want each path, and switches between them, under a workload of their
+ * choosing (HUGEPOOLD_FAULT_INJECT=NAME:path:...): spec "inline" or "queued" pins the path,
+ * "flip:N" alternates between them every N published batches, instead of measuring; either may
+ * be followed by ",REST", and *ret_rest then points at REST (else at ""). -EINVAL on a bad spec,
+ * c and *ret_rest untouched.
+ */
+int jpath_set_test(struct jpath_ctl *c, const char *spec, const char **ret_rest);
+
+/*
+ * Why the next batch of more writers than CPUs goes the way it does, in words, for status and
+ * the log: queue names the backend behind the queued path ("io_uring"). Returns buf.
+ */
+const char *jpath_describe(const struct jpath_ctl *c, const char *queue, char *buf, size_t len);
+
+#endif

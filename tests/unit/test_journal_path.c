@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for the path controller of backend = auto (journal_path.c), on simulated time: a
+ * model publishes each batch by the path the controller names, after that path's interval, and
+ * the tests check what it chooses: the faster path, under noise too, and under a load that
+ * drifts more than the paths differ; the change when the faster path changes; no flapping when
+ * both are alike; comparisons spaced out when one path is far slower; batches of another path,
+ * idle gaps, a few writers and a new load handled as journal_path.h says; the tests' modes; and
+ * the words of status. No clock is read: nothing here depends on the machine's speed.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "journal_path.h"
+
+#define MS 1000000ull
+#define S 1000000000ull
+
+/* A machine as the controller sees it: each path makes a batch of `records` every interval_ns. */
+struct model {
+	uint64_t interval_ns[JPATH_COUNT];
+	uint64_t records;
+	unsigned noise_pct; /* each interval drawn within +-noise_pct% */
+	uint64_t rng;
+	/* the machine's other work: every interval times 1 + drift_pct% x a triangle wave of this period */
+	unsigned drift_pct;
+	uint64_t drift_period_ns;
+};
+
+static uint64_t next_rand(struct model *m)
+{
+	/* xorshift64: deterministic, so a failure repeats */
+	m->rng ^= m->rng << 13;
+	m->rng ^= m->rng >> 7;
+	m->rng ^= m->rng << 17;
+	return m->rng;
+}
+
+static uint64_t interval(struct model *m, enum jpath p, uint64_t now)
+{
+	uint64_t base = m->interval_ns[p];
+
+	if (m->drift_pct) {
+		uint64_t phase = now % m->drift_period_ns, half = m->drift_period_ns / 2;
+		uint64_t tri = phase < half ? phase : m->drift_period_ns - phase; /* 0..half */
+
+		base += base * m->drift_pct / 100 * tri / half;
+	}
+	if (!m->noise_pct)
+		return base;
+	return base - base * m->noise_pct / 100 + next_rand(m) % (2 * base * m->noise_pct / 100 + 1);
+}
+
+/* Run the controller on the model for dur_ns from *now; batches of each path in count. */
+static void run(struct jpath_ctl *c, struct model *m, uint64_t *now, uint64_t dur_ns, unsigned writers,
+		uint64_t count[JPATH_COUNT])
+{
+	uint64_t end = *now + dur_ns;
+
+	while (*now < end) {
+		enum jpath p = jpath_next(c);
+
+		assert_true(p == JPATH_INLINE || p == JPATH_QUEUED);
+		*now += interval(m, p, *now);
+		jpath_published(c, p, m->records, writers, *now);
+		if (count)
+			count[p]++;
+	}
+}
+
+/* The model's time spent on path p out of all, in percent. */
+static double share(const struct model *m, const uint64_t count[JPATH_COUNT], enum jpath p)
+{
+	double t[JPATH_COUNT] = { 0 }, all = 0;
+
+	for (unsigned k = JPATH_INLINE; k <= JPATH_QUEUED; k++) {
+		t[k] = (double)count[k] * (double)m->interval_ns[k];
+		all += t[k];
+	}
+	return all ? 100.0 * t[p] / all : 0;
+}
+
+static void faster_is_chosen(enum jpath fast, enum jpath first, unsigned noise)
+{
+	enum jpath slow = fast == JPATH_INLINE ? JPATH_QUEUED : JPATH_INLINE;
+	struct model m = { .records = 16, .noise_pct = noise, .rng = 42 };
+	uint64_t now = 1 * S, count[JPATH_COUNT] = { 0 };
+	struct jpath_ctl c;
+	double slow_share;
+
+	m.interval_ns[fast] = 200000; /* 80k records/s */
+	m.interval_ns[slow] = 300000; /* 53k */
+	jpath_init(&c, first);
+	run(&c, &m, &now, 10 * S, 8, count);
+	assert_int_equal(c.chosen, fast);
+	assert_true(c.decisions > 0);
+	/* measured rates near the model's */
+	assert_true(c.rate[fast] > 70000 && c.rate[fast] < 90000);
+	assert_true(c.rate[slow] > 45000 && c.rate[slow] < 60000);
+	/* comparing costs a small part of the time once the spacing grew */
+	slow_share = share(&m, count, slow);
+	if (slow_share > 5.0)
+		fail_msg("%.1f%% of the time on the slower path", slow_share);
+	/* and it was chosen once, whichever path it started with */
+	assert_true(c.changes <= 1);
+}
+
+static void test_faster_inline(void **state)
+{
+	(void)state;
+	faster_is_chosen(JPATH_INLINE, JPATH_INLINE, 0);
+	faster_is_chosen(JPATH_INLINE, JPATH_QUEUED, 0);
+}
+
+static void test_faster_queued(void **state)
+{
+	(void)state;
+	faster_is_chosen(JPATH_QUEUED, JPATH_INLINE, 0);
+	faster_is_chosen(JPATH_QUEUED, JPATH_QUEUED, 0);
+}
+
+/* Every batch's interval off by up to 30% either way: windows of tens of batches smooth it. */
+static void test_noise(void **state)
+{
+	(void)state;
+	faster_is_chosen(JPATH_INLINE, JPATH_QUEUED, 30);
+	faster_is_chosen(JPATH_QUEUED, JPATH_INLINE, 30);
+}
+
+/*
+ * The machine's other work slows everything by up to 60% and back every 300 ms, far more than
+ * the paths differ (20%): windows of both paths in turn within each comparison still find the
+ * faster one, whichever the controller starts with.
+ */
+static void test_drift(void **state)
+{
+	(void)state;
+	for (unsigned k = 0; k < 2; k++) {
+		enum jpath fast = k ? JPATH_QUEUED : JPATH_INLINE, slow = k ? JPATH_INLINE : JPATH_QUEUED;
+		struct model m = { .records = 16, .noise_pct = 10, .rng = 99, .drift_pct = 60,
+				   .drift_period_ns = 300 * MS };
+		uint64_t now = 0, count[JPATH_COUNT] = { 0 };
+		struct jpath_ctl c;
+
+		m.interval_ns[fast] = 250000;
+		m.interval_ns[slow] = 300000;
+		jpath_init(&c, slow);
+		run(&c, &m, &now, 30 * S, 8, count);
+		assert_int_equal(c.chosen, fast);
+		if (share(&m, count, slow) > 8.0)
+			fail_msg("%.1f%% of the time on the slower path under drift", share(&m, count, slow));
+	}
+}
+
+/* The first decision comes after one comparison, and the controller says so once. */
+static void test_first_decision(void **state)
+{
+	struct model m = { .records = 10 };
+	struct jpath_ctl c;
+	uint64_t now = 0;
+	unsigned first = 0, changed = 0;
+	(void)state;
+
+	m.interval_ns[JPATH_INLINE] = 100000;
+	m.interval_ns[JPATH_QUEUED] = 200000;
+	jpath_init(&c, JPATH_QUEUED);
+	assert_int_equal(jpath_next(&c), JPATH_QUEUED);
+	while (now < 2 * S) {
+		enum jpath p = jpath_next(&c);
+		enum jpath_event ev;
+
+		now += m.interval_ns[p];
+		ev = jpath_published(&c, p, m.records, 8, now);
+		first += ev == JPATH_FIRST;
+		changed += ev == JPATH_CHANGED;
+		if (ev == JPATH_FIRST) {
+			/* JPATH_STEPS windows and 5 changes of path (other, chosen x2, other x2,
+			 * chosen x2, other) each followed by settle_ns, and a batch or two more */
+			uint64_t least = c.steps * c.window_ns + 5 * c.settle_ns;
+
+			assert_true(now >= least);
+			assert_true(now < least + 5 * MS);
+			assert_int_equal(c.chosen, JPATH_INLINE);
+		}
+	}
+	assert_int_equal(first, 1);
+	assert_int_equal(changed, 0);
+}
+
+/* The faster path changes (another load, another device): the controller follows within a few comparisons. */
+static void test_follows_change(void **state)
+{
+	struct model m = { .records = 16, .noise_pct = 10, .rng = 7 };
+	uint64_t now = 0, count[JPATH_COUNT] = { 0 }, switched_at = 0;
+	struct jpath_ctl c;
+	(void)state;
+
+	m.interval_ns[JPATH_INLINE] = 150000;
+	m.interval_ns[JPATH_QUEUED] = 300000;
+	jpath_init(&c, JPATH_QUEUED);
+	run(&c, &m, &now, 20 * S, 64, NULL);
+	assert_int_equal(c.chosen, JPATH_INLINE);
+	assert_int_equal(c.spacing, c.spacing_max); /* a far slower path is measured seldom */
+	/* now queued is twice as fast */
+	m.interval_ns[JPATH_INLINE] = 300000;
+	m.interval_ns[JPATH_QUEUED] = 150000;
+	while (now < 40 * S && !switched_at) {
+		run(&c, &m, &now, 10 * MS, 64, count);
+		if (c.chosen == JPATH_QUEUED)
+			switched_at = now;
+	}
+	if (!switched_at)
+		fail_msg("still on inline 20 s after queued became twice as fast");
+	/* the comparison after the longest spacing, and a few more to turn the average over */
+	assert_true(switched_at - 20 * S <= c.spacing_max * c.exploit_ns + 4 * (c.exploit_ns + 300 * MS));
+	run(&c, &m, &now, 10 * S, 64, NULL);
+	assert_int_equal(c.chosen, JPATH_QUEUED);
+}
+
+/* Two paths within the margin: no flapping from one to the other. */
+static void test_no_flapping(void **state)
+{
+	struct model m = { .records = 16, .noise_pct = 0 };
+	uint64_t now = 0;
+	struct jpath_ctl c;
+	(void)state;
+
+	m.interval_ns[JPATH_INLINE] = 200000;
+	m.interval_ns[JPATH_QUEUED] = 201000; /* 0.5% apart */
+	jpath_init(&c, JPATH_QUEUED);
+	run(&c, &m, &now, 60 * S, 16, NULL);
+	assert_true(c.decisions > 20); /* close paths are compared often */
+	assert_int_equal(c.changes, 0); /* and the first one is kept */
+	assert_int_equal(c.chosen, JPATH_QUEUED);
+	assert_int_equal(c.spacing, 1);
+}
+
+/*
+ * The other path 10-25% slower doubles the spacing between comparisons, more than 25% slower
+ * quadruples it, up to spacing_max; one that comes close sets it back to 1.
+ */
+static void test_spacing(void **state)
+{
+	struct model m = { .records = 16 };
+	uint64_t now = 0;
+	struct jpath_ctl c;
+	unsigned seen = 0;
+	(void)state;
+
+	m.interval_ns[JPATH_INLINE] = 100000;
+	m.interval_ns[JPATH_QUEUED] = 115000; /* 13% slower */
+	jpath_init(&c, JPATH_INLINE);
+	assert_int_equal(c.spacing, 1);
+	while (c.spacing < c.spacing_max) {
+		uint64_t d = c.decisions;
+		unsigned before = c.spacing;
+
+		run(&c, &m, &now, 10 * MS, 8, NULL);
+		if (c.decisions != d) {
+			assert_int_equal(c.spacing, 2 * before);
+			/* the next comparison begins once the spacing is over */
+			assert_true(c.exploit_end_ns <= now + (uint64_t)c.spacing * c.exploit_ns);
+			assert_true(c.exploit_end_ns + 10 * MS > now + (uint64_t)c.spacing * c.exploit_ns);
+			seen++;
+		}
+		assert_true(now < 120 * S);
+	}
+	assert_int_equal(seen, 4); /* 1 -> 2 -> 4 -> 8 -> 16 */
+	m.interval_ns[JPATH_QUEUED] = 102000; /* close now: 2% slower */
+	while (c.spacing != 1) {
+		run(&c, &m, &now, 10 * MS, 8, NULL);
+		assert_true(now < 240 * S);
+	}
+	assert_int_equal(c.chosen, JPATH_INLINE);
+	m.interval_ns[JPATH_QUEUED] = 200000; /* far: half the speed */
+	while (c.spacing == 1) {
+		run(&c, &m, &now, 10 * MS, 8, NULL);
+		assert_true(now < 360 * S);
+	}
+	assert_int_equal(c.spacing, 4);
+}
+
+/* A batch of the path not being measured (still in flight from before a change) counts nowhere. */
+static void test_stale_batch(void **state)
+{
+	struct jpath_ctl c;
+	uint64_t now = 0;
+	(void)state;
+
+	jpath_init(&c, JPATH_INLINE);
+	c.settle_ns = 0;
+	/* the first publish begins the first comparison, with a window of the other path */
+	assert_int_equal(jpath_published(&c, JPATH_INLINE, 100, 8, now += MS), JPATH_SAME);
+	assert_int_equal(c.phase, JPATH_COMPARE);
+	assert_int_equal(jpath_next(&c), JPATH_QUEUED);
+	assert_int_equal(jpath_published(&c, JPATH_INLINE, 100, 8, now += MS), JPATH_SAME);
+	assert_int_equal(c.w_path, JPATH_NONE);
+	assert_int_equal(jpath_published(&c, JPATH_QUEUED, 100, 8, now += MS), JPATH_SAME);
+	assert_int_equal(c.w_path, JPATH_QUEUED);
+	assert_int_equal(c.w_records, 0); /* the first publish opens the window, its records before it */
+	assert_int_equal(jpath_published(&c, JPATH_QUEUED, 10, 8, now += MS), JPATH_SAME);
+	assert_int_equal(c.w_records, 10);
+	assert_int_equal(jpath_published(&c, JPATH_INLINE, 1000, 8, now += MS), JPATH_SAME);
+	assert_int_equal(c.w_records, 10);
+	assert_int_equal(c.w_batches, 1);
+}
+
+/* An idle gap starts the window over, so the path's rate is measured while busy only. */
+static void test_idle_gap(void **state)
+{
+	struct jpath_ctl c;
+	uint64_t now = 0;
+	(void)state;
+
+	jpath_init(&c, JPATH_INLINE);
+	c.settle_ns = 0;
+	jpath_published(&c, JPATH_INLINE, 10, 8, now += 1 * MS); /* the comparison begins: queued first */
+	for (unsigned i = 0; i < 15; i++)
+		jpath_published(&c, JPATH_QUEUED, 10, 8, now += 1 * MS);
+	assert_int_equal(c.w_batches, 14);
+	now += c.idle_ns + 1;
+	jpath_published(&c, JPATH_QUEUED, 10, 8, now);
+	assert_int_equal(c.w_batches, 0);
+	assert_int_equal(c.w_first_ns, now);
+	/* then both paths are measured at 10k records/s, the gap in neither */
+	while (!c.decisions)
+		jpath_published(&c, jpath_next(&c), 10, 8, now += 1 * MS);
+	assert_true(c.rate[JPATH_QUEUED] > 9999 && c.rate[JPATH_QUEUED] < 10001);
+	assert_true(c.rate[JPATH_INLINE] > 9999 && c.rate[JPATH_INLINE] < 10001);
+}
+
+/* After a change of path nothing counts for settle_ns: the window begins at the first publish after it. */
+static void test_settle(void **state)
+{
+	struct jpath_ctl c;
+	uint64_t now = 0, t0;
+	(void)state;
+
+	jpath_init(&c, JPATH_INLINE);
+	jpath_published(&c, JPATH_INLINE, 10, 8, now += MS); /* the comparison begins: queued first */
+	t0 = now + MS;
+	while (now + MS < t0 + c.settle_ns) {
+		jpath_published(&c, JPATH_QUEUED, 1000, 8, now += MS); /* slow while it settles */
+		assert_int_equal(c.w_records, 0);
+	}
+	/* the window counts from the last publish while settling */
+	jpath_published(&c, JPATH_QUEUED, 10, 8, now += MS);
+	assert_int_equal(c.w_records, 10);
+	assert_int_equal(c.w_first_ns, t0 + c.settle_ns - MS);
+	/* the windows of a comparison that go on by the same path do not settle again */
+	while (c.step < 2)
+		jpath_published(&c, jpath_next(&c), 10, 8, now += MS);
+	assert_int_equal(jpath_next(&c), JPATH_INLINE); /* step 2: chosen again, after step 1's */
+	jpath_published(&c, JPATH_INLINE, 10, 8, now += MS);
+	assert_int_equal(c.w_records, 10);
+}
+
+/* A batch of a few writers (inline-spin) ends the window and changes nothing else. */
+static void test_few_writers(void **state)
+{
+	struct jpath_ctl c;
+	uint64_t now = 0;
+	(void)state;
+
+	jpath_init(&c, JPATH_QUEUED);
+	for (unsigned i = 0; i < 10; i++)
+		jpath_published(&c, jpath_next(&c), 10, 8, now += 1 * MS);
+	assert_int_equal(c.w_path, JPATH_INLINE);
+	assert_int_equal(jpath_published(&c, JPATH_INLINE_SPIN, 1, 1, now += 1 * MS), JPATH_SAME);
+	assert_int_equal(c.w_path, JPATH_NONE);
+	assert_int_equal(c.chosen, JPATH_QUEUED);
+	assert_int_equal(c.step, 0);
+}
+
+/* Twice or half the writers open: a comparison begins at once, in the middle of one too. */
+static void test_load_change(void **state)
+{
+	struct model m = { .records = 16 };
+	struct jpath_ctl c;
+	uint64_t now = 0;
+	(void)state;
+
+	m.interval_ns[JPATH_INLINE] = 100000;
+	m.interval_ns[JPATH_QUEUED] = 200000;
+	jpath_init(&c, JPATH_INLINE);
+	run(&c, &m, &now, 10 * S, 8, NULL);
+	assert_int_equal(c.writers, 8);
+	assert_int_equal(c.spacing, c.spacing_max);
+	while (c.phase != JPATH_EXPLOIT)
+		run(&c, &m, &now, MS, 8, NULL);
+	/* 12 writers: the same load for this purpose */
+	jpath_published(&c, jpath_next(&c), 16, 12, now += MS);
+	assert_int_equal(c.phase, JPATH_EXPLOIT);
+	/* 16: another load, compared at once */
+	jpath_published(&c, jpath_next(&c), 16, 16, now += MS);
+	assert_int_equal(c.phase, JPATH_COMPARE);
+	assert_int_equal(c.writers, 16);
+	assert_int_equal(c.step, 0);
+	/* 4, half way through the comparison: it begins again */
+	run(&c, &m, &now, 60 * MS, 16, NULL);
+	assert_int_equal(c.phase, JPATH_COMPARE);
+	assert_true(c.step > 0);
+	jpath_published(&c, jpath_next(&c), 16, 4, now += MS);
+	assert_int_equal(c.writers, 4);
+	assert_int_equal(c.step, 0);
+	assert_int_equal(c.acc_ns[JPATH_INLINE] + c.acc_ns[JPATH_QUEUED], 0);
+}
+
+/* The tests' modes: a pinned path stays, a flipping one alternates every N batches; bad specs refused. */
+static void test_test_modes(void **state)
+{
+	static const char *const bad[] = { "", "inlined", "queue", "flip:", "flip:0", "flip:x", "flip:3x",
+					   "inline;write:7", "flip:10000000" };
+	struct model m = { .records = 16 };
+	struct jpath_ctl c;
+	const char *rest = "untouched";
+	uint64_t now = 0;
+	enum jpath seen[12];
+	(void)state;
+
+	m.interval_ns[JPATH_INLINE] = 500000;
+	m.interval_ns[JPATH_QUEUED] = 100000; /* five times faster: measuring would pick it */
+	jpath_init(&c, JPATH_QUEUED);
+	assert_int_equal(jpath_set_test(&c, "inline", &rest), 0);
+	assert_string_equal(rest, "");
+	run(&c, &m, &now, 5 * S, 64, NULL);
+	assert_int_equal(jpath_next(&c), JPATH_INLINE);
+	assert_int_equal(c.changes, 0);
+
+	jpath_init(&c, JPATH_INLINE);
+	assert_int_equal(jpath_set_test(&c, "queued,write:7", &rest), 0);
+	assert_string_equal(rest, "write:7");
+	assert_int_equal(jpath_next(&c), JPATH_QUEUED);
+
+	jpath_init(&c, JPATH_INLINE);
+	assert_int_equal(jpath_set_test(&c, "flip:3,sync:5", &rest), 0);
+	assert_string_equal(rest, "sync:5");
+	for (unsigned i = 0; i < 12; i++) {
+		seen[i] = jpath_next(&c);
+		/* a batch of the other path (still in flight) does not count */
+		jpath_published(&c, seen[i] == JPATH_INLINE ? JPATH_QUEUED : JPATH_INLINE, 1, 64, now += MS);
+		jpath_published(&c, seen[i], 1, 64, now += MS);
+	}
+	for (unsigned i = 0; i < 12; i++)
+		assert_int_equal(seen[i], (i / 3) % 2 ? JPATH_QUEUED : JPATH_INLINE);
+	assert_int_equal(c.changes, 4);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rest = "untouched";
+		jpath_init(&c, JPATH_INLINE);
+		if (jpath_set_test(&c, bad[i], &rest) != -EINVAL)
+			fail_msg("jpath_set_test(\"%s\") accepted", bad[i]);
+		assert_string_equal(rest, "untouched");
+	}
+}
+
+static void test_words(void **state)
+{
+	struct jpath_ctl c;
+	struct model m = { .records = 16 };
+	uint64_t now = 0;
+	char buf[256];
+	(void)state;
+
+	assert_string_equal(jpath_name(JPATH_NONE), "none");
+	assert_string_equal(jpath_name(JPATH_INLINE_SPIN), "inline-spin");
+	assert_string_equal(jpath_name(JPATH_INLINE), "inline");
+	assert_string_equal(jpath_name(JPATH_QUEUED), "queued");
+	assert_string_equal(jpath_name(JPATH_COUNT), "unknown");
+	jpath_init(&c, JPATH_INLINE);
+	assert_non_null(strstr(jpath_describe(&c, "io_uring", buf, sizeof(buf)), "measuring"));
+	assert_non_null(strstr(buf, "io_uring"));
+	m.interval_ns[JPATH_INLINE] = 200000;
+	m.interval_ns[JPATH_QUEUED] = 100000;
+	run(&c, &m, &now, 1 * S, 8, NULL);
+	jpath_describe(&c, "libaio", buf, sizeof(buf));
+	{
+		static const char want[] =
+			"queued through libaio: measured 160000 records/s against 80000 inline on the flusher's thread (";
+
+		if (strncmp(buf, want, sizeof(want) - 1))
+			fail_msg("describe: \"%s\"", buf);
+	}
+	/* truncated, never overrun */
+	jpath_describe(&c, "libaio", buf, 10);
+	assert_int_equal(strlen(buf), 9);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_faster_inline),
+		cmocka_unit_test(test_faster_queued),
+		cmocka_unit_test(test_noise),
+		cmocka_unit_test(test_drift),
+		cmocka_unit_test(test_first_decision),
+		cmocka_unit_test(test_follows_change),
+		cmocka_unit_test(test_no_flapping),
+		cmocka_unit_test(test_spacing),
+		cmocka_unit_test(test_stale_batch),
+		cmocka_unit_test(test_idle_gap),
+		cmocka_unit_test(test_settle),
+		cmocka_unit_test(test_few_writers),
+		cmocka_unit_test(test_load_change),
+		cmocka_unit_test(test_test_modes),
+		cmocka_unit_test(test_words),
+	};
+
+	return cmocka_run_group_tests_name("journal_path", tests, NULL, NULL);
+}
