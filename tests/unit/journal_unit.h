@@ -40,6 +40,7 @@
 struct jcase {
 	const char *backend;
 	bool direct;
+	const char *path; /* backend = auto: the path the tests choose (jpath_set_test's spec), or NULL */
 };
 
 static char topdir[64], shmdir[64];
@@ -115,10 +116,13 @@ static inline void config_of(struct config *cfg, const char *dir, const struct j
 static inline int life_open(const char *dir, const struct jcase *c, const char *extra, struct journal **ret)
 {
 	struct config cfg;
+	char spec[64];
 
 	config_of(&cfg, dir, c, extra);
 	*ret = NULL;
-	return journal_open(&cfg.journals[0], NULL, ret);
+	if (c->path)
+		snprintf(spec, sizeof(spec), "path:%s", c->path);
+	return journal_open(&cfg.journals[0], c->path ? spec : NULL, ret);
 }
 
 /* Stop a journal as a power loss right after its last ack would: no clean-stop marker. */

@@ -29,7 +29,7 @@
 
 #include "journal_unit.h"
 
-static const struct jcase jc_sync = { "sync", false };
+static const struct jcase jc_sync = { "sync", false, NULL };
 
 /* Where the record of lsn lies in the segment files (the newest generation that holds it). */
 static void find_record(const char *dir, uint64_t lsn, char *ret_path, size_t len, uint64_t *ret_off)

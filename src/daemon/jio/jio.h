@@ -62,6 +62,9 @@ typedef void (*jio_tap_fn)(void *arg, enum jio_tap_event ev, const struct jio_re
 
 struct jio_ops {
 	const char *name;
+	/* submit hands the request to a queue and returns before it is durable (io_uring, libaio);
+	 * false: it writes and syncs inside submit (sync), so jio_run gains nothing over it */
+	bool queue;
 	int (*submit)(struct jio *io, struct jio_req *req);
 	/* write and sync on the caller's thread, now: the request's result (jio_run) */
 	int (*run)(struct jio *io, const struct jio_req *req);

@@ -77,6 +77,7 @@ static void sync_close(struct jio *io)
 
 static const struct jio_ops sync_ops = {
 	.name = "sync",
+	.queue = false,
 	.submit = sync_submit,
 	.run = jio_sync_run,
 	.reap = sync_reap,

@@ -237,6 +237,14 @@ uint64_t journal_writer_ring_size(const struct journal_writer *w)
 
 /* --- open, close, truncate, read, stats ------------------------------------------------- */
 
+/* CPUs the writers and the flusher share (the machine's: clients run on it too). */
+static unsigned online_cpus(void)
+{
+	long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return c > 0 ? (unsigned)c : 1u;
+}
+
 int journal_open(const struct config_journal *cfg, const char *fault, struct journal **ret)
 {
 	struct journal *j = calloc(1, sizeof(*j));
@@ -297,6 +305,26 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 		log_notice("Journal '%s': %s; using %s", cfg->name, note, j->io->ops->name);
 	snprintf(j->st.backend, sizeof(j->st.backend), "%s", j->io->ops->name);
 	snprintf(j->st.note, sizeof(j->st.note), "%s", note);
+	/* auto, with a queue to compare with: measure which way more writers than CPUs go
+	 * (journal_path.h); inline first, which needs no drain to start */
+	j->st.cpus = online_cpus();
+	j->adaptive = cfg->backend == JOURNAL_BACKEND_AUTO && j->io->ops->queue;
+	j->st.adaptive = j->adaptive;
+	jpath_init(&j->path, JPATH_INLINE);
+	if (fault && !strncmp(fault, "path:", 5)) {
+		/* "path:SPEC[,FAULT]": the tests' choice of path for auto (jpath_set_test) */
+		const char *spec = fault;
+
+		r = j->adaptive ? jpath_set_test(&j->path, spec + 5, &fault) : -EINVAL;
+		if (r < 0) {
+			log_error_errno(r, "Journal '%s': bad path for the tests (HUGEPOOLD_FAULT_INJECT, which needs backend = "
+					"auto with io_uring or libaio): '%s'", cfg->name, spec);
+			goto fail;
+		}
+		log_warning("Journal '%s': path chosen by the tests: %s", cfg->name, spec);
+		if (!*fault)
+			fault = NULL;
+	}
 	if (fault) {
 		r = jio_set_fault(j->io, fault);
 		if (r < 0) {
@@ -451,6 +479,31 @@ int journal_read_segments(struct journal *j, uint64_t from_lsn, unsigned max, in
 	return 0;
 }
 
+/* The path figures of status from the controller, and why batches go the way they do (under lock). */
+static void path_status(struct journal *j)
+{
+	const char *queue = j->io->ops->name;
+	char more[200];
+
+	if (j->adaptive) {
+		const struct jpath_ctl *c = &j->path;
+
+		j->st.path_changes = c->changes;
+		j->st.inline_rate = (uint64_t)c->rate[JPATH_INLINE];
+		j->st.queued_rate = (uint64_t)c->rate[JPATH_QUEUED];
+		snprintf(j->st.chosen, sizeof(j->st.chosen), "%s", c->decisions ? jpath_name(c->chosen) : "");
+		jpath_describe(c, queue, more, sizeof(more));
+	} else if (j->cfg.backend == JOURNAL_BACKEND_AUTO) {
+		snprintf(more, sizeof(more), "queued through %s, which writes and syncs inside its submit (auto found no "
+			 "other backend)", queue);
+	} else {
+		snprintf(more, sizeof(more), "queued through %s, as configured (backend = %s; auto would measure)", queue,
+			 queue);
+	}
+	snprintf(j->st.path_why, sizeof(j->st.path_why), "up to %u active writers (the CPUs): inline-spin; more: %s",
+		 j->st.cpus, more);
+}
+
 void journal_get_stats(struct journal *j, struct journal_stats *ret)
 {
 	unsigned used = 0;
@@ -461,6 +514,7 @@ void journal_get_stats(struct journal *j, struct journal_stats *ret)
 			(i == j->cur || j->segs[i].end_lsn > j->retain_lsn);
 	j->st.segments_used = used;
 	j->st.next_lsn = j->next_lsn;
+	path_status(j);
 	*ret = j->st;
 	pthread_mutex_unlock(&j->lock);
 }

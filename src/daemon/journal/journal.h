@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "hist.h"
+#include "journal_path.h"
 #include "proto.h"
 
 struct journal;
@@ -49,6 +50,15 @@ struct journal_stats {
 	struct hist sync_ns; /* latency of each batch's write+sync */
 	uint64_t batch_sizes[PROTO_BATCH_BUCKETS]; /* batches by records, proto_batch_bucket */
 	struct proto_status_durability durability; /* I/O errors, and the latencies as status shows them */
+	/* how batches go to the disk (journal_path.h); the names are proto.h's journal path fields */
+	enum jpath path; /* the last batch's */
+	uint32_t adaptive; /* 1: backend = auto chooses inline or queued by measuring */
+	uint32_t cpus; /* up to this many active writers: inline-spin */
+	uint64_t inline_spin_batches, inline_batches, queued_batches;
+	uint64_t path_changes; /* adaptive: how often the measurements changed the path */
+	uint64_t inline_rate, queued_rate; /* adaptive: records/s of each path's last window */
+	char chosen[16]; /* adaptive: the path of more writers than CPUs once measured, else "" */
+	char path_why[256]; /* which path, and why (journal_get_stats) */
 	/* what recovery found at start */
 	uint64_t recovered_records;
 	char recovery[200];

@@ -25,10 +25,12 @@
  * At most JOURNAL_INFLIGHT batches are written at once: one syncs while the next fills. When the
  * active writers are no more than the CPUs, nobody needs to sleep: their batch is written and
  * synced inline, they spin for it (the hint in their rings) and the flusher for their next
- * appends; with more writers, spinners would keep the others off the CPUs, and they sleep.
+ * appends (the inline-spin path); with more writers, spinners would keep the others off the
+ * CPUs, and they sleep while their batch goes through the backend's queue, or, with backend =
+ * auto, inline on this thread when the path controller (journal_path.h) measured that faster.
  *
  * It holds the journal's lock except while it sleeps, submits or reaps I/O (a backend may write
- * and sync inside either), writes a few writers' batch or a segment's header inline, saves
+ * and sync inside either), writes a batch or a segment's header inline, saves
  * the truncation point, or yields while it looks for a few writers' next append (what the
  * lock guards: journal_internal.h): the event loop takes that lock for status, opens and
  * closes, and must never wait for a disk. A failed write or sync makes the journal read-only
@@ -243,11 +245,25 @@ static void batch_completed(struct journal *j, struct batch *b, int res, uint64_
 					  : (double)(now - b->t_submit);
 }
 
+/* Count a batch under its path (journal_path.h) in the status figures. */
+static void path_count(struct journal *j, enum jpath path)
+{
+	j->st.path = path;
+	if (path == JPATH_INLINE_SPIN)
+		j->st.inline_spin_batches++;
+	else if (path == JPATH_INLINE)
+		j->st.inline_batches++;
+	else
+		j->st.queued_batches++;
+}
+
 /*
- * Send the filling batch to the disk. inline_io: write and sync it here and now (jio_run), for a
- * few writers with nothing else in flight: no queue, no thread hop; it is published at once.
+ * Send the filling batch to the disk by path (journal_path.h); writers: how many are open (the
+ * load the path controller compares under). Inline (inline-spin or inline): write and sync it
+ * here and now (jio_run), with nothing else in flight: no queue, no thread hop; the caller
+ * publishes it at once. Queued: through the backend.
  */
-static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
+static int batch_submit(struct journal *j, uint64_t now, enum jpath path, unsigned writers)
 {
 	struct batch *b = &j->batches[j->fill];
 	int r;
@@ -257,7 +273,9 @@ static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 	b->off = j->cur_off;
 	b->req = (struct jio_req){ .fd = j->segs[j->cur].fd, .niov = 1, .iov = { { b->buf, b->len, b->off } }, .data = b };
 	b->t_submit = now;
-	if (inline_io) {
+	b->path = path;
+	b->writers = writers;
+	if (path != JPATH_QUEUED) {
 		/*
 		 * Without the lock: the event loop (status, opens, closes) must not wait for a disk.
 		 * Nothing it may change meanwhile is used here: the batch, the segments and the LSN
@@ -277,6 +295,7 @@ static int batch_submit(struct journal *j, uint64_t now, bool inline_io)
 			return r;
 	}
 	b->inflight = true;
+	path_count(j, path);
 	j->cur_off += b->len;
 	j->order[j->norder++] = j->fill;
 	j->st.batches++;
@@ -326,6 +345,30 @@ static void journal_fail(struct journal *j, int err, const char *what)
 	wake_all(j);
 }
 
+/*
+ * backend = auto: tell the path controller of a batch made durable, and log what it decides:
+ * its first decision once (info), later changes at debug level and rate-limited, since under a
+ * load where both paths are about as fast it may change every few seconds.
+ */
+static void path_published(struct journal *j, const struct batch *b, uint64_t now)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT(60, 5);
+	enum jpath_event ev;
+	char why[256];
+
+	if (!j->adaptive)
+		return;
+	ev = jpath_published(&j->path, b->path, b->end_lsn - b->first_lsn, b->writers, now);
+	if (ev == JPATH_SAME)
+		return;
+	jpath_describe(&j->path, j->io->ops->name, why, sizeof(why));
+	if (ev == JPATH_FIRST)
+		log_info("Journal '%s': batches of more writers than CPUs (%u) go %s", j->cfg.name, j->st.cpus, why);
+	else
+		log_msg_ratelimited(&rl, LOG_DEBUG, "Journal '%s': batches of more writers than CPUs now go %s",
+				    j->cfg.name, why);
+}
+
 /* Collect completions and publish the completed prefix, in submission order. */
 static void reap_and_publish(struct journal *j, uint64_t now)
 {
@@ -348,8 +391,9 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 			char what[96];
 
 			j->st.durability.io_errors++;
-			snprintf(what, sizeof(what), "writing or syncing %zu bytes at offset %" PRIu64 " of segment %u failed",
-				 b->len, b->off, b->seg);
+			snprintf(what, sizeof(what),
+				 "writing or syncing %zu bytes at offset %" PRIu64 " of segment %u (%s) failed", b->len,
+				 b->off, b->seg, jpath_name(b->path));
 			journal_fail(j, b->res, what);
 		} else if (j->st.state != JOURNAL_FAILED) {
 			/* durable: its records and, through the ring positions, its writers' entries */
@@ -360,6 +404,7 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 				proto_latency_add(&j->st.durability.to_durable,
 						  now > b->waves[i].t ? now - b->waves[i].t : 0, b->waves[i].records);
 			published = true;
+			path_published(j, b, now);
 		}
 		for (unsigned i = 0; i < b->nrefs; i++)
 			b->refs[i].w->refs--;
@@ -443,19 +488,6 @@ static void writers_clear_batch_marks(struct journal *j)
 		w->in_batch = false;
 }
 
-/* CPUs the writers and the flusher share (the machine's: clients run on it too). */
-static unsigned online_cpus(void)
-{
-	static unsigned n;
-
-	if (!__atomic_load_n(&n, __ATOMIC_RELAXED)) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-
-		__atomic_store_n(&n, c > 0 ? (unsigned)c : 1u, __ATOMIC_RELAXED);
-	}
-	return __atomic_load_n(&n, __ATOMIC_RELAXED);
-}
-
 /* Tell the writers whether waiting by spinning pays: only when they are few (gather_and_flush). */
 static void set_spin_hint(struct journal *j, bool spin)
 {
@@ -533,7 +565,7 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 		if (!(full || flush_due(j, now, &deadline)))
 			return deadline;
 		{
-			unsigned in_batch;
+			unsigned in_batch, active = active_writers(j, now, &in_batch);
 			/*
 			 * Few writers, no more than the CPUs, and nothing in flight: write inline and
 			 * let them spin, so that no one sleeps. A futex wake-up and the switch back
@@ -541,16 +573,34 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 			 * (yielding) writers keep no other writer off a CPU while they fit the CPUs.
 			 * 2 writers x 100 B: 10.3k -> 17.3k appends/s (limit ~20k), 3 runs each.
 			 */
-			bool few = j->norder == 0 && active_writers(j, now, &in_batch) <= online_cpus();
+			bool few = j->norder == 0 && active <= j->st.cpus;
+			enum jpath path = few ? JPATH_INLINE_SPIN : JPATH_QUEUED;
 
-			if (batch_submit(j, now, few) < 0) {
+			if (!few && j->adaptive) {
+				path = jpath_next(&j->path);
+				/*
+				 * More writers (who sleep), backend = auto: inline or queued, as the
+				 * controller measured. Inline only with nothing in flight, as for a few
+				 * writers. What is acknowledged stays in LSN order whichever way each batch
+				 * goes, since batches are published strictly in submission order (an inline
+				 * batch done first would wait in `order` behind the queued ones); starting
+				 * inline on an empty pipeline keeps what inline is for: the batch is
+				 * published the moment its sync returns, with no completion to wait for,
+				 * and its fdatasync comes after every earlier write to the file is done, so
+				 * a change of path is a full barrier, as a segment switch is. Until then the
+				 * batch goes on filling.
+				 */
+				if (path == JPATH_INLINE && j->norder)
+					return 0; /* a completion wakes us */
+			}
+			if (batch_submit(j, now, path, j->nwriters) < 0) {
 				j->st.durability.io_errors++;
 				journal_fail(j, -EIO, "submitting a batch failed");
 				return 0;
 			}
 			set_spin_hint(j, few);
 			j->few_recent = few;
-			if (few)
+			if (path != JPATH_QUEUED)
 				reap_and_publish(j, now_ns());
 		}
 		writers_clear_batch_marks(j);

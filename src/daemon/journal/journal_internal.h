@@ -11,7 +11,9 @@
  *   journal_segments.c  the files: segments (create, open, move on), recovery at start, and
  *                       the NAME.clean and NAME.retain marker files;
  *   journal_fs.c        the system calls by which those files change (made, written, synced,
- *                       renamed, removed), each told to a tap the crash-point tests record.
+ *                       renamed, removed), each told to a tap the crash-point tests record;
+ *   journal_path.c      which way a batch goes to the disk, and backend = auto's controller
+ *                       that measures inline against queued (its own header, journal_path.h).
  *
  * Locking: `lock` guards the writer list, state, counters and retain_lsn; the flusher holds it
  * while it gathers and publishes, and drops it while it sleeps and around every call into jio
@@ -30,6 +32,7 @@
 
 #include "jio.h"
 #include "journal.h"
+#include "journal_path.h"
 #include "jring.h"
 
 #define JOURNAL_INFLIGHT 2
@@ -112,6 +115,8 @@ struct batch {
 	unsigned nwaves;
 	bool inflight, done;
 	int res;
+	enum jpath path; /* how it went to the disk */
+	unsigned writers; /* writers open when it was submitted */
 	struct jio_req req;
 };
 
@@ -140,6 +145,10 @@ struct journal {
 	uint64_t last_submit_ns;
 	bool wake_pending; /* published since the last wake_writers (flusher only) */
 	bool few_recent; /* the last batch served no more writers than CPUs (flusher only) */
+	/* backend = auto with a queue: more writers than CPUs go inline or queued as path says
+	 * (journal_path.h); the controller is the flusher's, status reads it under lock */
+	bool adaptive;
+	struct jpath_ctl path;
 	/* under lock */
 	bool stop;
 	uint64_t retain_lsn;
