@@ -225,6 +225,24 @@ struct hp_spill_uid_status {
 	uint64_t files_created, bytes_charged_total, refusals, truncated;
 };
 
+/*
+ * How a journal's batches reach the disk. path: the last batch's, "inline-spin" (no more active
+ * writers than cpus: written and synced on the daemon's flusher thread while the writers poll),
+ * "inline" (the same, the writers asleep) or "queued" (through the I/O backend's queue); "none"
+ * before the first batch. With backend = auto (adaptive = 1) the daemon measures which of
+ * inline and queued makes more records durable per second for more writers than CPUs, and
+ * chosen names it once it knows ("" before). why says it in words.
+ */
+struct hp_journal_path {
+	char path[16];
+	char chosen[16];
+	uint32_t adaptive, cpus;
+	uint64_t inline_spin_batches, inline_batches, queued_batches; /* since the daemon started */
+	uint64_t path_changes; /* adaptive: times the measurements changed the path */
+	uint64_t inline_rate, queued_rate; /* adaptive: records/s in the last window of each path */
+	char why[256];
+};
+
 struct hp_status {
 	char daemon_version[16];
 	pid_t daemon_pid;
@@ -252,6 +270,7 @@ struct hp_status {
 	struct hp_journal_durability *journal_durability; /* njournals, in the order of journals */
 	uint32_t nspill_uids;
 	struct hp_spill_uid_status *spill_uids; /* each uid with spill files (only yours unless sees_all) */
+	struct hp_journal_path *journal_paths; /* njournals, in the order of journals */
 };
 
 /* The daemon's state. Free the result with hp_status_free. */

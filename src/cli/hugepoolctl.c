@@ -208,8 +208,7 @@ static int run_journal_stat(const struct command *cmd, struct invocation *inv)
 	(void)cmd;
 	if (r)
 		return r;
-	journal_stat_print(js, &st->journal_batches[js - st->journals], &st->journal_durability[js - st->journals],
-			   inv->json);
+	journal_stat_print(st, (uint32_t)(js - st->journals), inv->json);
 	hp_status_free(st);
 	return 0;
 }

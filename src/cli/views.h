@@ -45,9 +45,9 @@ void metrics_print(struct expo *e, const struct hp_status *st);
 void journals_text(const struct hp_status *st);
 void journals_json(struct json *j, const struct hp_status *st);
 
-/* Everything the daemon reports about one journal. */
-void journal_stat_print(const struct hp_journal_status *js, const struct hp_journal_batches *batches,
-			const struct hp_journal_durability *durability, bool json);
+/* Everything the daemon reports about st's journal i: its status, batches by size, latencies
+ * and path to the disk. */
+void journal_stat_print(const struct hp_status *st, uint32_t i, bool json);
 
 /* What journal verify found. */
 struct journal_check {

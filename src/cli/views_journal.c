@@ -51,11 +51,23 @@ static void durability_json(struct json *j, const struct hp_journal_durability *
 	json_close(j, '}');
 }
 
-/* Every member of struct hp_journal_status, under its own name (state as a word), and the
- * batches by size as an array of HP_BATCH_BUCKETS counts. */
-static void journal_json_members(struct json *j, const struct hp_journal_status *src,
-				 const struct hp_journal_batches *batches, const struct hp_journal_durability *durability)
+/* The members of struct hp_journal_path under their names, why as path_why. */
+static void journal_path_json(struct json *j, const struct hp_journal_path *src)
 {
+	json_str(j, "path", src->path);
+	json_str(j, "chosen", src->chosen);
+	PROTO_STATUS_JPATH_FIELDS(JSON_FIELD)
+	json_str(j, "path_why", src->why);
+}
+
+/* Every member of st's journal i (struct hp_journal_status) under its own name (state as a
+ * word), the batches by size as an array of HP_BATCH_BUCKETS counts, its latencies and I/O
+ * errors as "durability", and its path to the disk. */
+static void journal_json_members(struct json *j, const struct hp_status *st, uint32_t i)
+{
+	const struct hp_journal_status *src = &st->journals[i];
+	const struct hp_journal_batches *batches = &st->journal_batches[i];
+
 	json_str(j, "name", src->name);
 	json_str(j, "state", hp_journal_state_name(src->state));
 	json_int(j, "error", src->error);
@@ -70,7 +82,8 @@ static void journal_json_members(struct json *j, const struct hp_journal_status 
 	for (unsigned k = 0; k < HP_BATCH_BUCKETS; k++)
 		json_u64(j, NULL, batches->by_size[k]);
 	json_close(j, ']');
-	durability_json(j, durability);
+	durability_json(j, &st->journal_durability[i]);
+	journal_path_json(j, &st->journal_paths[i]);
 }
 
 void journals_json(struct json *j, const struct hp_status *st)
@@ -78,15 +91,18 @@ void journals_json(struct json *j, const struct hp_status *st)
 	json_open(j, "journals", '[');
 	for (uint32_t i = 0; i < st->njournals; i++) {
 		json_open(j, NULL, '{');
-		journal_json_members(j, &st->journals[i], &st->journal_batches[i], &st->journal_durability[i]);
+		journal_json_members(j, st, i);
 		json_close(j, '}');
 	}
 	json_close(j, ']');
 }
 
-static void journal_stat_text(const struct hp_journal_status *js, const struct hp_journal_batches *batches,
-			      const struct hp_journal_durability *durability)
+static void journal_stat_text(const struct hp_status *st, uint32_t i)
 {
+	const struct hp_journal_status *js = &st->journals[i];
+	const struct hp_journal_batches *batches = &st->journal_batches[i];
+	const struct hp_journal_durability *durability = &st->journal_durability[i];
+	const struct hp_journal_path *path = &st->journal_paths[i];
 	char b[32];
 	bool any = false;
 
@@ -120,6 +136,9 @@ static void journal_stat_text(const struct hp_journal_status *js, const struct h
 			any = true;
 		}
 	printf("%s\n", any ? " (records: batches)" : " none yet");
+	printf("Path:         %s (the last batch's), %s\n", ESCAPED(path->path), ESCAPED(path->why));
+	printf("By path:      inline-spin %" PRIu64 ", inline %" PRIu64 ", queued %" PRIu64 " batches\n",
+	       path->inline_spin_batches, path->inline_batches, path->queued_batches);
 	printf("Sync latency: p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us\n", us_of(js->sync_p50_ns),
 	       us_of(js->sync_p99_ns), us_of(js->sync_p999_ns), us_of(js->sync_max_ns));
 	printf("Recovery:     %s (%" PRIu64 " records)\n", js->recovery[0] ? ESCAPED(js->recovery) : "-",
@@ -129,17 +148,16 @@ static void journal_stat_text(const struct hp_journal_status *js, const struct h
 	       durability->io_errors);
 }
 
-void journal_stat_print(const struct hp_journal_status *js, const struct hp_journal_batches *batches,
-			const struct hp_journal_durability *durability, bool json)
+void journal_stat_print(const struct hp_status *st, uint32_t i, bool json)
 {
 	if (json) {
 		struct json j;
 
 		json_line_begin(&j);
-		journal_json_members(&j, js, batches, durability);
+		journal_json_members(&j, st, i);
 		json_line_end(&j);
 	} else {
-		journal_stat_text(js, batches, durability);
+		journal_stat_text(st, i);
 	}
 }
 

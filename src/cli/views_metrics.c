@@ -51,6 +51,7 @@ struct metric_row {
 #define ROW_ACQUIRE(kind, type, name, metric) ROW_OF(struct hp_class_acquire, kind, name, metric)
 #define ROW_JOURNAL(kind, type, name, metric) ROW_OF(struct hp_journal_status, kind, name, metric)
 #define ROW_DURABILITY(kind, type, name, metric) ROW_OF(struct hp_journal_durability, kind, name, metric)
+#define ROW_JPATH(kind, type, name, metric) ROW_OF(struct hp_journal_path, kind, name, metric)
 #define ROW_SPILL(kind, type, name, metric) ROW_OF(struct hp_spill_status, kind, name, metric)
 #define ROW_SPILL_UID(kind, type, name, metric) ROW_OF(struct hp_spill_uid_status, kind, name, metric)
 
@@ -61,6 +62,7 @@ static const struct metric_row class_rows[] = { PROTO_STATUS_CLASS_FIELDS(ROW_CL
 static const struct metric_row acquire_rows[] = { PROTO_STATUS_ACQUIRE_FIELDS(ROW_ACQUIRE) };
 static const struct metric_row journal_rows[] = { PROTO_STATUS_JOURNAL_FIELDS(ROW_JOURNAL) };
 static const struct metric_row durability_rows[] = { PROTO_STATUS_DURABILITY_FIELDS(ROW_DURABILITY) };
+static const struct metric_row jpath_rows[] = { PROTO_STATUS_JPATH_FIELDS(ROW_JPATH) };
 static const struct metric_row spill_rows[] = { PROTO_STATUS_SPILL_FIELDS(ROW_SPILL) };
 static const struct metric_row spill_uid_rows[] = { PROTO_STATUS_SPILL_UID_FIELDS(ROW_SPILL_UID) };
 
@@ -305,6 +307,7 @@ void metrics_print(struct expo *e, const struct hp_status *st)
 	print_journal_states(e, st);
 	print_batch_sizes(e, st);
 	PRINT_ROWS(e, st, durability_rows, EACH(st->journal_durability, st->njournals, journal_labels), NULL);
+	PRINT_ROWS(e, st, jpath_rows, EACH(st->journal_paths, st->njournals, journal_labels), NULL);
 	/* spill: the machine's (its limits only, to whom does not see every uid), each uid's */
 	PRINT_ROWS(e, st, spill_rows, ONE(&st->spill), st->server.sees_all ? NULL : spill_names_nobody);
 	PRINT_ROWS(e, st, spill_uid_rows, EACH(st->spill_uids, st->nspill_uids, uid_labels), NULL);

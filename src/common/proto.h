@@ -30,7 +30,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is 
  * the start section of status; 5: records per batch of each journal, and each client's heaps
  * (from its counters page) at the end of status; 6: what monitoring needs at the end of status
  * (connections and refusals, each class's acquires by outcome and their wait, each journal's
- * latencies and I/O errors, each uid's spill figures).
+ * latencies and I/O errors, each uid's spill figures) and each journal's path to the disk
+ * (inline or queued, and why).
  */
 #define PROTO_VERSION 6
 #define PROTO_VERSION_MIN 3
@@ -354,6 +355,31 @@ struct proto_status_heaps {
 	PROTO_STATUS_HEAPS_FIELDS(PROTO_FIELD)
 };
 
+/*
+ * Version 6 on: after the heaps section, one per journal (in the journals' order): which way
+ * its batches go to the disk, "inline-spin" (no more active writers than CPUs: written and
+ * synced on the flusher's thread, the writers poll), "inline" (the same, the writers asleep) or
+ * "queued" (through the backend's queue), and why. With backend = auto (adaptive) the journal
+ * measures which of inline and queued makes more records durable per second for more writers
+ * than CPUs, and chosen names it once it knows.
+ */
+#define PROTO_STATUS_JPATH_FIELDS(X)                                                          \
+	X(NUM, uint32_t, adaptive, M(GAUGE, "journal_path_adaptive", "", "1: backend = auto chooses inline or queued by measuring")) \
+	X(NUM, uint32_t, cpus, NOMETRIC) /* up to this many active writers: inline-spin */    \
+	X(NUM, uint64_t, inline_spin_batches, M(COUNTER, "journal_path_batches", "path=\"inline_spin\"", "Batches written by each path: inline_spin (no more active writers than CPUs), inline (on the flusher's thread, the writers asleep), queued (through the backend's queue)")) \
+	X(NUM, uint64_t, inline_batches, M(COUNTER, "journal_path_batches", "path=\"inline\"", "")) \
+	X(NUM, uint64_t, queued_batches, M(COUNTER, "journal_path_batches", "path=\"queued\"", "")) \
+	X(NUM, uint64_t, path_changes, M(COUNTER, "journal_path_changes", "", "backend = auto: times its measurements changed the path")) \
+	X(NUM, uint64_t, inline_rate, NOMETRIC) /* adaptive: records/s of the last window of each path */ \
+	X(NUM, uint64_t, queued_rate, NOMETRIC)
+
+struct proto_status_jpath {
+	char path[16]; /* the last batch's; "none" before the first */
+	char chosen[16]; /* adaptive: "inline" or "queued" once measured, else "" */
+	PROTO_STATUS_JPATH_FIELDS(PROTO_FIELD)
+	char why[256];
+};
+
 /* "1", "2", "3-4", ..., "1025+": the records of a batch in by_size[k]; returns buf. */
 const char *proto_batch_bucket_name(unsigned k, char *buf, size_t len);
 
@@ -609,7 +635,8 @@ struct proto_status_spill_uid {
 	X(server, struct proto_status_server, one, 6) /* first of version 6 */ \
 	X(acquire, struct proto_status_acquire, nclasses, 6)                  \
 	X(durability, struct proto_status_durability, njournals, 6)           \
-	X(spill_uid, struct proto_status_spill_uid, nuids, 6)
+	X(spill_uid, struct proto_status_spill_uid, nuids, 6)                 \
+	X(jpath, struct proto_status_jpath, njournals, 6)
 
 /*
  * How many records a section of PROTO_STATUS_SECTIONS has in the reply whose header is st and

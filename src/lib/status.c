@@ -173,6 +173,18 @@ static int get_spill_uid(struct hp_status *st, uint32_t i, const struct proto_st
 	return 0;
 }
 
+static int get_jpath(struct hp_status *st, uint32_t i, const struct proto_status_jpath *w)
+{
+	const struct proto_status_jpath src = *w;
+	struct hp_journal_path *dst = &st->journal_paths[i];
+
+	copy_name(dst->path, sizeof(dst->path), src.path, sizeof(src.path));
+	copy_name(dst->chosen, sizeof(dst->chosen), src.chosen, sizeof(src.chosen));
+	PROTO_STATUS_JPATH_FIELDS(COPY_FIELD)
+	copy_name(dst->why, sizeof(dst->why), src.why, sizeof(src.why));
+	return 0;
+}
+
 /* The header into st: what it says of the daemon and the pool, and the sections' counts. */
 static void get_header(struct hp_status *st, const struct proto_status *w)
 {
@@ -232,8 +244,10 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	st->class_acquire = calloc(w.nclasses + 1, sizeof(*st->class_acquire));
 	st->journal_durability = calloc(w.njournals + 1, sizeof(*st->journal_durability));
 	st->spill_uids = calloc(srv.nuids + 1, sizeof(*st->spill_uids));
+	st->journal_paths = calloc(w.njournals + 1, sizeof(*st->journal_paths));
 	if (!st->classes || !st->clients || !st->leases || !st->journals || !st->journal_batches ||
-	    !st->client_heaps || !st->class_acquire || !st->journal_durability || !st->spill_uids) {
+	    !st->client_heaps || !st->class_acquire || !st->journal_durability || !st->spill_uids ||
+	    !st->journal_paths) {
 		hp_status_free(st);
 		return -ENOMEM;
 	}
@@ -315,5 +329,6 @@ void hp_status_free(struct hp_status *st)
 	free(st->class_acquire);
 	free(st->journal_durability);
 	free(st->spill_uids);
+	free(st->journal_paths);
 	free(st);
 }

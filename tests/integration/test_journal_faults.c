@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_journal_faults.c - I/O faults injected into a real hugepoold (HUGEPOOLD_FAULT_INJECT): a
- * write or a sync error on each backend fails the journal, every writer is told (-EIO) and no
- * append is taken after it, the daemon goes on serving, and a restart without the fault finds
- * every acknowledged record; a lone writer pipelining appends as the journal fails; writers
+ * write or a sync error on each backend (and on each path of backend = auto) fails the journal,
+ * every writer is told (-EIO) and no append is taken after it, the daemon goes on serving, and
+ * a restart without the fault finds every acknowledged record; a lone writer pipelining appends
+ * as the journal fails; writers
  * opening while it fails (round after round for a few seconds: the window is narrow); a sync
  * held up on the sync and libaio backends while status and journal opens are still answered.
  */
@@ -104,7 +105,48 @@ static void wait_failed_and_done(hp_conn *c, atomic_bool *const *done, unsigned 
 	}
 }
 
-static void eio_case(const char *spec, const char *backend)
+/*
+ * backend = auto: which path the failing journal's batches of more writers than CPUs took, as
+ * the spec's path: part pinned it ("inline", "queued") or alternated it ("flip": both).
+ */
+static void check_paths(hp_conn *c, const char *spec)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct hp_status *st = status(c);
+	const struct hp_journal_path *p = &st->journal_paths[jst(st) - st->journals];
+
+	assert_int_equal(p->adaptive, 1);
+	if (cpus > 0 && cpus < EIO_WRITERS) {
+		if (strstr(spec, "path:inline")) {
+			assert_true(p->inline_batches > 0);
+			assert_int_equal(p->queued_batches, 0);
+		} else if (strstr(spec, "path:queued")) {
+			assert_true(p->queued_batches > 0);
+			assert_int_equal(p->inline_batches, 0);
+		} else if (strstr(spec, "path:flip")) {
+			assert_true(p->inline_batches > 0 && p->queued_batches > 0);
+		}
+	}
+	hp_status_free(st);
+}
+
+/* The path of the batch whose write or sync failed, as the daemon logged it ("inline", ...). */
+static const char *failed_path(const struct daemon *d)
+{
+	static const char *const paths[] = { "inline-spin", "inline", "queued" };
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), " (%s) failed", paths[i]);
+		if (harness_log_count(d, what))
+			return paths[i];
+	}
+	return "unknown";
+}
+
+/* Returns the path of the batch that failed (failed_path). */
+static const char *eio_case(const char *spec, const char *backend)
 {
 	char env[128], journals[512];
 	struct harness_opts o = { .env = { env, NULL } };
@@ -117,6 +159,7 @@ static void eio_case(const char *spec, const char *backend)
 	hp_journal *j = NULL;
 	hp_journal_reader *r = NULL;
 	uint64_t durable, total = 0, max_acked = 0, lsn;
+	const char *path;
 	const void *data;
 	size_t len;
 	int rc;
@@ -162,7 +205,10 @@ static void eio_case(const char *spec, const char *backend)
 	durable = js->durable_lsn;
 	assert_true(max_acked <= durable);
 	hp_status_free(st);
+	if (!strcmp(backend, "auto"))
+		check_paths(c, spec);
 	assert_true(harness_log_count(&d, "is read-only from now on") >= 1);
+	path = failed_path(&d);
 	/* the daemon still serves: status, the pool, readers; a new writer is refused */
 	assert_int_equal(hp_acquire(c, "small", 1, 1000, &b), 0);
 	memset(b.addr, 0x11, 4096);
@@ -203,6 +249,7 @@ static void eio_case(const char *spec, const char *backend)
 	threads_cleanup = NULL;
 	eio_join();
 	stop(&d);
+	return path;
 }
 
 static void test_eio_write_io_uring(void **state)
@@ -239,6 +286,63 @@ static void test_eio_sync_sync(void **state)
 {
 	(void)state;
 	eio_case("sync:5", "sync");
+}
+
+/*
+ * backend = auto, which sends the batches of more writers than CPUs inline or queued as it
+ * measures: a failed write or sync fails the journal whichever path the batch took, pinned
+ * (HUGEPOOLD_FAULT_INJECT=j:path:inline,...) or alternating every batch (path:flip:1), so that
+ * the failure comes among changes of path, with the batches before it acknowledged in order.
+ * With four writers the flip case is one with more writers than CPUs only on a machine of
+ * fewer than four; elsewhere it checks the inline-spin path.
+ */
+static void test_eio_auto_inline(void **state)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	(void)state;
+
+	if (cpus > 0 && cpus < EIO_WRITERS) {
+		assert_string_equal(eio_case("path:inline,write:7", "auto"), "inline");
+		assert_string_equal(eio_case("path:inline,sync:5", "auto"), "inline");
+	} else {
+		eio_case("path:inline,write:7", "auto");
+		eio_case("path:inline,sync:5", "auto");
+	}
+}
+
+static void test_eio_auto_queued(void **state)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	(void)state;
+
+	if (cpus > 0 && cpus < EIO_WRITERS) {
+		assert_string_equal(eio_case("path:queued,write:7", "auto"), "queued");
+		assert_string_equal(eio_case("path:queued,sync:5", "auto"), "queued");
+	} else {
+		eio_case("path:queued,write:7", "auto");
+		eio_case("path:queued,sync:5", "auto");
+	}
+}
+
+/* Syncs 30, 31, ... fail in turn until one failed inline and one queued (or 8 runs went by). */
+static void test_eio_auto_flip(void **state)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	bool seen_inline = false, seen_queued = false;
+	(void)state;
+
+	eio_case("path:flip:1,write:40", "auto");
+	for (unsigned n = 30; n < 38 && !(seen_inline && seen_queued); n++) {
+		char spec[64];
+		const char *p;
+
+		snprintf(spec, sizeof(spec), "path:flip:1,sync:%u", n);
+		p = eio_case(spec, "auto");
+		seen_inline |= !strcmp(p, "inline");
+		seen_queued |= !strcmp(p, "queued");
+	}
+	if (cpus > 0 && cpus < EIO_WRITERS && !(seen_inline && seen_queued))
+		fail_msg("8 syncs in a row failed on one path only (inline: %d, queued: %d)", seen_inline, seen_queued);
 }
 
 /*
@@ -527,6 +631,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_eio_sync_io_uring, teardown),
 		cmocka_unit_test_teardown(test_eio_sync_libaio, teardown),
 		cmocka_unit_test_teardown(test_eio_sync_sync, teardown),
+		cmocka_unit_test_teardown(test_eio_auto_inline, teardown),
+		cmocka_unit_test_teardown(test_eio_auto_queued, teardown),
+		cmocka_unit_test_teardown(test_eio_auto_flip, teardown),
 		cmocka_unit_test_teardown(test_eio_lone_pipelined, teardown),
 		cmocka_unit_test_teardown(test_eio_while_opening, teardown),
 		cmocka_unit_test_teardown(test_stalled_sync_sync, teardown),

@@ -608,7 +608,7 @@ static void test_spill_lies(void **state)
 
 /*
  * A whole status reply: one class, client, lease, two journals, the spill and start sections, and
- * version 6's server section with one spill_uid record.
+ * version 6's server section with one spill_uid record, and the journals' paths.
  */
 struct status_reply {
 	uint8_t bytes[sizeof(struct proto_status) + sizeof(struct proto_status_class) +
@@ -617,7 +617,7 @@ struct status_reply {
 		      sizeof(struct proto_status_start) + 2 * sizeof(struct proto_status_batches) +
 		      sizeof(struct proto_status_heaps) + sizeof(struct proto_status_server) +
 		      sizeof(struct proto_status_acquire) + 2 * sizeof(struct proto_status_durability) +
-		      sizeof(struct proto_status_spill_uid)];
+		      sizeof(struct proto_status_spill_uid) + 2 * sizeof(struct proto_status_jpath)];
 	size_t len;
 	struct proto_status *s;
 	struct proto_status_class *cls;
@@ -626,6 +626,7 @@ struct status_reply {
 	struct proto_status_journal *journal; /* two: "j" and another */
 	struct proto_status_spill *spill;
 	struct proto_status_server *server;
+	struct proto_status_jpath *jpath; /* two, as the journals */
 };
 
 static void *status_put(struct status_reply *m, size_t size)
@@ -653,6 +654,7 @@ static void status_build(struct status_reply *m, const char *text)
 	status_put(m, sizeof(struct proto_status_acquire) + 2 * sizeof(struct proto_status_durability) +
 			      sizeof(struct proto_status_spill_uid));
 	m->server->nuids = 1;
+	m->jpath = status_put(m, 2 * sizeof(*m->jpath));
 	*m->s = (struct proto_status){ .nclasses = 1, .nclients = 1, .nleases = 1, .njournals = 2, .nspill = 1,
 				       .pool_flags = PROTO_POOL_FALLBACK, .page_size = 4096, .pool_bytes = 2 * MIB,
 				       .pid = 1 };
@@ -672,6 +674,9 @@ static void status_build(struct status_reply *m, const char *text)
 		proto_set_name(m->journal[i].recovery, sizeof(m->journal[i].recovery), text);
 		m->journal[i].durable_lsn = SEG_RECORDS;
 		m->journal[i].next_lsn = SEG_RECORDS + 1;
+		proto_set_name(m->jpath[i].path, sizeof(m->jpath[i].path), text);
+		proto_set_name(m->jpath[i].chosen, sizeof(m->jpath[i].chosen), text);
+		proto_set_name(m->jpath[i].why, sizeof(m->jpath[i].why), text);
 	}
 	proto_set_name(m->spill->directory, sizeof(m->spill->directory), text);
 	proto_set_name(m->spill->method, sizeof(m->spill->method), text);
@@ -716,6 +721,8 @@ static void answer_status(int fd, const struct proto_hdr *h, const void *req)
 		memset(m.cls->name, 'A', sizeof(m.cls->name));
 		memset(m.s->fallback_reason, 'B', sizeof(m.s->fallback_reason));
 		memset(m.spill->directory, 'C', sizeof(m.spill->directory));
+		memset(m.jpath[0].why, 'D', sizeof(m.jpath[0].why));
+		memset(m.jpath[0].path, 'E', sizeof(m.jpath[0].path));
 		break;
 	}
 	reply(fd, PROTO_STATUS_REPLY, m.bytes, (uint32_t)m.len, NULL, 0);
@@ -757,6 +764,8 @@ static void test_status_lies(void **state)
 	assert_int_equal(strlen(st->classes[0].name), sizeof(st->classes[0].name) - 1);
 	assert_int_equal(strlen(st->fallback_reason), sizeof(st->fallback_reason) - 1);
 	assert_int_equal(strlen(st->spill.directory), sizeof(st->spill.directory) - 1);
+	assert_int_equal(strlen(st->journal_paths[0].why), sizeof(st->journal_paths[0].why) - 1);
+	assert_int_equal(strlen(st->journal_paths[0].path), sizeof(st->journal_paths[0].path) - 1);
 	hp_status_free(st);
 	/* a result whose error is no errno */
 	assert_refused(c, hp_journal_truncate(c, "j", 1), "malformed result from the daemon");

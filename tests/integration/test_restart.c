@@ -817,7 +817,9 @@ static int connect_version(const struct daemon *d, uint16_t version, struct prot
 /*
  * A client of protocol version 3 (libhugepool before warm restart) is served in version 3:
  * its replies carry its version and the status it knows, without the start section; the
- * restart request does not exist for it. Version 2 is refused, saying which are spoken.
+ * restart request does not exist for it. Each later version gets its own sections more (4 the
+ * start, 5 the batches and heaps, 6 the journals' paths). Version 2 is refused, saying which are
+ * spoken.
  */
 static void test_old_protocol_client(void **state)
 {
@@ -830,7 +832,7 @@ static void test_old_protocol_client(void **state)
 	int v3, v4, v5, v6, v2;
 
 	(void)state;
-	/* two journals: version 5 adds a section per journal */
+	/* two journals: versions 5 and 6 add a section per journal */
 	start(&d, NULL, ONE "[journal a]\ndirectory = @DIR@/a\n[journal b]\ndirectory = @DIR@/b\n");
 	v3 = connect_version(&d, 3, &h, buf, sizeof(buf));
 	assert_int_equal(h.type, PROTO_WELCOME);
@@ -860,7 +862,8 @@ static void test_old_protocol_client(void **state)
 	assert_int_equal(h.version, 6);
 	/* one class, two journals, no spill account */
 	assert_int_equal(len6 - len5, sizeof(struct proto_status_server) + sizeof(struct proto_status_acquire) +
-					      2 * sizeof(struct proto_status_durability));
+					      2 * sizeof(struct proto_status_durability) +
+					      2 * sizeof(struct proto_status_jpath));
 	close(v5);
 	close(v6);
 	/* a request of another version than its hello's, and one its version does not have */

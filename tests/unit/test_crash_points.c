@@ -355,7 +355,7 @@ static unsigned cp_append_life(struct journal *j, const struct cp_expect *e, uin
 static struct journal *cp_open(const char *dir, const struct cp_work *w, bool check, struct cfs_log *rec,
 			       bool no_warning, const char *what)
 {
-	const struct jcase sync = { "sync", w->c.direct };
+	const struct jcase sync = { "sync", w->c.direct, NULL };
 	char log[8192];
 	struct journal *j;
 	int r;
@@ -726,7 +726,7 @@ static size_t cp_dirsync_after_rename(const struct cfs_log *l, const char *name,
  */
 static void test_kill_unsynced_segment_end(void **state)
 {
-	struct cp_work w = { .c = { "sync", false }, .full = CP_RECYCLE, .extra = "when_full = recycle\n",
+	struct cp_work w = { .c = { "sync", false, NULL }, .full = CP_RECYCLE, .extra = "when_full = recycle\n",
 			     .lone = 1100, .lone_len = 1000, .lone_only = true, .on_shm = true, .seed = 1, .rnd = 1 };
 	size_t at;
 	(void)state;
@@ -746,7 +746,7 @@ static void test_kill_unsynced_segment_end(void **state)
  */
 static void test_kill_unsynced_rename(void **state)
 {
-	struct cp_work w = { .c = { "sync", false }, .full = CP_RECYCLE, .extra = "when_full = recycle\n",
+	struct cp_work w = { .c = { "sync", false, NULL }, .full = CP_RECYCLE, .extra = "when_full = recycle\n",
 			     .lone = 4 * 1020 + 20, .lone_len = 1000, .lone_only = true, .on_shm = true, .seed = 1, .rnd = 1 };
 	size_t at;
 	(void)state;

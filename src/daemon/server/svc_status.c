@@ -37,6 +37,7 @@ struct status {
 	struct proto_status_server server; /* made first: it counts the spill_uid records */
 	struct proto_status_batches batches[CONFIG_JOURNALS_MAX]; /* from the journals' stats */
 	struct proto_status_durability durability[CONFIG_JOURNALS_MAX]; /* the same */
+	struct proto_status_jpath jpath[CONFIG_JOURNALS_MAX]; /* the same */
 };
 
 /* The header: the pool, the daemon, the counters, and how many records each section has. */
@@ -153,6 +154,22 @@ static uint8_t *put_lease(struct status *ctx, uint8_t *w)
 #define STATS_FIELD_CALC(name)
 #define STATS_FIELD_OWN(name)
 
+/* The same for proto.h's journal path list, from pointers to both. */
+#define JPATH_FIELD(kind, type, name, metric) JPATH_FIELD_##kind(name)
+#define JPATH_FIELD_NUM(name) jp->name = js->name;
+#define JPATH_FIELD_CALC(name)
+#define JPATH_FIELD_OWN(name)
+
+/* The journal's path section from its stats (put_jpath sends it). */
+static void jpath_from_stats(struct proto_status_jpath *jp, const struct journal_stats *js)
+{
+	*jp = (struct proto_status_jpath){ 0 };
+	proto_set_name(jp->path, sizeof(jp->path), jpath_name(js->path));
+	proto_set_name(jp->chosen, sizeof(jp->chosen), js->chosen);
+	PROTO_STATUS_JPATH_FIELDS(JPATH_FIELD)
+	proto_set_name(jp->why, sizeof(jp->why), js->path_why);
+}
+
 static uint8_t *put_journal(struct status *ctx, uint8_t *w)
 {
 	const struct server *s = ctx->s;
@@ -175,6 +192,7 @@ static uint8_t *put_journal(struct status *ctx, uint8_t *w)
 		pj.mean_batch_milli = js.batches ? js.appends * 1000 / js.batches : 0;
 		memcpy(ctx->batches[i].by_size, js.batch_sizes, sizeof(ctx->batches[i].by_size));
 		ctx->durability[i] = js.durability;
+		jpath_from_stats(&ctx->jpath[i], &js);
 		proto_set_name(pj.note, sizeof(pj.note), js.note);
 		proto_set_name(pj.recovery, sizeof(pj.recovery), js.recovery);
 		memcpy(w, &pj, sizeof(pj));
@@ -199,6 +217,13 @@ static uint8_t *put_batches(struct status *ctx, uint8_t *w)
 {
 	memcpy(w, ctx->batches, ctx->s->njournals * sizeof(ctx->batches[0]));
 	return w + ctx->s->njournals * sizeof(ctx->batches[0]);
+}
+
+/* after the journals': their stats were taken once, for all */
+static uint8_t *put_jpath(struct status *ctx, uint8_t *w)
+{
+	memcpy(w, ctx->jpath, ctx->s->njournals * sizeof(ctx->jpath[0]));
+	return w + ctx->s->njournals * sizeof(ctx->jpath[0]);
 }
 
 /* in the order of the client records */
