@@ -5,7 +5,8 @@
  * For writers x record sizes as in the seed (Artemis' TimedBuffer post: 1..128 writers, 100 B..
  * 10 KB records), every writer appends and waits for durability in a loop. Measured side by side
  * in one run, on the same file system:
- *   ours       a real hugepoold journal (backend auto), one connection and writer per thread;
+ *   ours       a real hugepoold journal ($HP_BENCH_BACKEND, auto by default), one connection and
+ *              writer per thread;
  *   per-append one pwrite + fdatasync per append, all threads on one preallocated file;
  *   timer      a fixed-timer batch: appends gather in a shared buffer that a flusher thread
  *              writes and syncs every T, T = the device's measured sync latency (what a tuning
@@ -23,7 +24,8 @@
  *   device     the disk's own limits: fdatasync rate of single small overwrites, and sequential
  *              write bandwidth with one sync per MiB.
  * Prints appends/s, MB/s, p50 and p99 latency for each, and the ratios; for ours also the
- * records per batch and syncs per second of that cell (from the daemon's counters). Then the event loop
+ * records per batch and syncs per second of that cell, and the paths its batches took to the
+ * disk (from the daemon's counters). Then the event loop
  * under that load: hp_status round trips while 32 writers append, for the libaio and sync
  * backends beside io_uring's (measured in the same run), p99 ratio and max difference; set
  * $HP_BENCH_NO_STATUS to leave it out. Never asserts.
@@ -541,6 +543,8 @@ static void device_limits(uint64_t *ret_sync_p50)
 struct jcounters {
 	uint64_t appends, batches, syncs;
 	uint64_t by_size[HP_BATCH_BUCKETS]; /* batches by records, as hp_journal_batches */
+	uint64_t by_path[3]; /* batches inline-spin, inline, queued (hp_journal_path) */
+	char chosen[16]; /* backend = auto: the path it measured best for more writers than CPUs */
 };
 
 static struct jcounters journal_counters(hp_conn *c)
@@ -554,6 +558,10 @@ static struct jcounters journal_counters(hp_conn *c)
 			k.batches = st->journals[0].batches;
 			k.syncs = st->journals[0].syncs;
 			memcpy(k.by_size, st->journal_batches[0].by_size, sizeof(k.by_size));
+			k.by_path[0] = st->journal_paths[0].inline_spin_batches;
+			k.by_path[1] = st->journal_paths[0].inline_batches;
+			k.by_path[2] = st->journal_paths[0].queued_batches;
+			snprintf(k.chosen, sizeof(k.chosen), "%s", st->journal_paths[0].chosen);
 		}
 		hp_status_free(st);
 	}
@@ -575,6 +583,22 @@ static void print_batch_sizes(const struct jcounters *k0, const struct jcounters
 		if (n)
 			printf(" %s: %.0f%%", proto_batch_bucket_name(k, name, sizeof(name)), 100.0 * (double)n / (double)total);
 	}
+	printf("\n");
+}
+
+/* "batches by path: inline-spin 0%, inline 96%, queued 4% (auto chose inline)" between two snapshots. */
+static void print_batch_paths(const struct jcounters *k0, const struct jcounters *k1)
+{
+	static const char *const names[] = { "inline-spin", "inline", "queued" };
+	uint64_t total = k1->batches - k0->batches;
+
+	if (!total)
+		return;
+	printf("        batches by path:");
+	for (unsigned p = 0; p < 3; p++)
+		printf(" %s %.0f%%", names[p], 100.0 * (double)(k1->by_path[p] - k0->by_path[p]) / (double)total);
+	if (k1->chosen[0])
+		printf(" (auto chose %s)", k1->chosen);
 	printf("\n");
 }
 
@@ -601,14 +625,15 @@ int main(void)
 	}
 	printf("bench_journal: durable appends (append, then wait until synced), %.1f s per cell, files in %s\n",
 	       cell_seconds, workdir);
-	printf("  ours       = hugepoold journal, backend auto, adaptive group commit\n");
+	printf("  ours       = hugepoold journal (backend: see below), adaptive group commit\n");
 	printf("  per-append = one pwrite + fdatasync per append (all writers, one preallocated file)\n");
 	printf("  timer      = fixed-timer batch: a flusher writes and syncs what gathered every T\n");
 	printf("  limit      = one thread: W records of S bytes in the journal's format + fdatasync per loop\n");
 	printf("  threads    = in-process group commit: W threads wait on a condvar, a flusher thread syncs all\n"
 	       "               that gathered as soon as its previous sync ended (the limit with W waiting threads)\n");
 	printf("  best of %u run%s per cell and method, the methods taking turns\n", repeat, repeat == 1 ? "" : "s");
-	printf("  journal    = backend %s, direct %s; batch = records per batch of ours in the cell\n", backend,
+	printf("  journal    = backend %s, direct %s; batch = records per batch of ours in the cell, and how\n"
+	       "               they went to the disk (auto: inline or queued, as it measured)\n", backend,
 	       direct ? "on" : "off");
 	device_limits(&sync_p50);
 	printf("  timer T    = the device's fdatasync p50 above, %.0f us\n\n", us(sync_p50));
@@ -695,6 +720,7 @@ int main(void)
 				       ? "  (errors: see below)"
 				       : "");
 			print_batch_sizes(&best_k0, &best_k1);
+			print_batch_paths(&best_k0, &best_k1);
 			for (unsigned m = 0; m < NMETHOD; m++)
 				if (err[m])
 					printf("        %s: %s\n", methods[m], m == M_OURS ? hp_strerror(err[m]) : strerror(-err[m]));
