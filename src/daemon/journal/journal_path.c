@@ -243,9 +243,9 @@ const char *jpath_describe(const struct jpath_ctl *c, const char *queue, char *b
 		snprintf(buf, len, "measuring which is faster: %s or %s", mine, theirs);
 	else
 		snprintf(buf, len,
-			 "%s: measured %.0f records/s against %.0f %s (%" PRIu64 " changes in %" PRIu64
-			 " comparisons; the next in %.1f s at the latest)",
+			 "%s: measured %.0f records/s against %.0f %s (changed %" PRIu64 " times in %" PRIu64
+			 " comparison%s; the next in %.1f s at the latest)",
 			 mine, c->rate[c->chosen], c->rate[other(c->chosen)], theirs, c->changes, c->decisions,
-			 (double)(c->spacing * c->exploit_ns) / 1e9);
+			 c->decisions == 1 ? "" : "s", (double)(c->spacing * c->exploit_ns) / 1e9);
 	return buf;
 }
