@@ -30,8 +30,12 @@
  * backends beside io_uring's (measured in the same run), p99 ratio and max difference; set
  * $HP_BENCH_NO_STATUS to leave it out. Never asserts.
  * $HP_BENCH_WRITERS and $HP_BENCH_SIZES (comma lists) pick cells; $HP_BENCH_CELL_SECONDS their
- * length (default 0.6); $HP_BENCH_BACKEND (io_uring, libaio, sync; default auto) and
- * $HP_BENCH_DIRECT=1 (O_DIRECT, for ours and the limit) the journal's configuration;
+ * length (default 0.6); $HP_BENCH_BACKEND (auto, io_uring, libaio, sync; default auto) and
+ * $HP_BENCH_DIRECT=1 (O_DIRECT, for ours and the limit) the journal's configuration. A comma list
+ * of backends ("auto,io_uring,libaio,sync") gives the daemon a journal per backend and runs ours
+ * on each in turn within every cell, the first in the main table, each on a line of its own
+ * below it with its ratio to the best of the others: backends compared side by side, in the same
+ * seconds of a machine whose other work comes and goes;
  * $HP_BENCH_ONLY=ours (or limit, threads, per-append, timer; a comma list) runs only those, for
  * profiles; $HP_BENCH_REPEAT=N runs each method N times per cell, in turns, and keeps the best.
  */
@@ -73,7 +77,7 @@ struct worker {
 	struct result r;
 	int err;
 	/* ours */
-	const char *socket;
+	const char *socket, *journal;
 	/* per-append and timer */
 	int fd;
 };
@@ -292,7 +296,7 @@ static void *ours_main(void *arg)
 	memset(buf, 'o', sizeof(buf));
 	w->err = hp_connect(w->socket, &c);
 	if (w->err == 0)
-		w->err = hp_journal_open(c, "bench", &j);
+		w->err = hp_journal_open(c, w->journal ? w->journal : "bench", &j);
 	pthread_barrier_wait(&start_line);
 	w->stop_ns = end_time();
 	while (w->err == 0 && bench_now_ns() < w->stop_ns) {
@@ -429,6 +433,9 @@ static bool method_on(const char *method)
 	return false;
 }
 
+/* The journal ours appends to in the run being made ("bench", or one per backend). */
+static const char *ours_journal = "bench";
+
 /* Run n workers of main for one cell and add up their results. */
 static int run_cell(void *(*fn)(void *), unsigned n, unsigned size, const char *socket, int fd, struct result *ret)
 {
@@ -439,7 +446,7 @@ static int run_cell(void *(*fn)(void *), unsigned n, unsigned size, const char *
 	memset(ret, 0, sizeof(*ret));
 	pthread_barrier_init(&start_line, NULL, n + 1);
 	for (unsigned i = 0; i < n; i++) {
-		w[i] = (struct worker){ .size = size, .socket = socket, .fd = fd };
+		w[i] = (struct worker){ .size = size, .socket = socket, .journal = ours_journal, .fd = fd };
 		pthread_create(&w[i].t, NULL, fn, &w[i]);
 	}
 	pthread_barrier_wait(&start_line);
@@ -547,21 +554,23 @@ struct jcounters {
 	char chosen[16]; /* backend = auto: the path it measured best for more writers than CPUs */
 };
 
-static struct jcounters journal_counters(hp_conn *c)
+static struct jcounters journal_counters(hp_conn *c, const char *name)
 {
 	struct jcounters k = { 0 };
 	struct hp_status *st;
 
 	if (c && hp_status(c, &st) == 0) {
-		if (st->njournals) {
-			k.appends = st->journals[0].appends;
-			k.batches = st->journals[0].batches;
-			k.syncs = st->journals[0].syncs;
-			memcpy(k.by_size, st->journal_batches[0].by_size, sizeof(k.by_size));
-			k.by_path[0] = st->journal_paths[0].inline_spin_batches;
-			k.by_path[1] = st->journal_paths[0].inline_batches;
-			k.by_path[2] = st->journal_paths[0].queued_batches;
-			snprintf(k.chosen, sizeof(k.chosen), "%s", st->journal_paths[0].chosen);
+		for (uint32_t i = 0; i < st->njournals; i++) {
+			if (strcmp(st->journals[i].name, name))
+				continue;
+			k.appends = st->journals[i].appends;
+			k.batches = st->journals[i].batches;
+			k.syncs = st->journals[i].syncs;
+			memcpy(k.by_size, st->journal_batches[i].by_size, sizeof(k.by_size));
+			k.by_path[0] = st->journal_paths[i].inline_spin_batches;
+			k.by_path[1] = st->journal_paths[i].inline_batches;
+			k.by_path[2] = st->journal_paths[i].queued_batches;
+			snprintf(k.chosen, sizeof(k.chosen), "%s", st->journal_paths[i].chosen);
 		}
 		hp_status_free(st);
 	}
@@ -586,37 +595,77 @@ static void print_batch_sizes(const struct jcounters *k0, const struct jcounters
 	printf("\n");
 }
 
-/* "batches by path: inline-spin 0%, inline 96%, queued 4% (auto chose inline)" between two snapshots. */
-static void print_batch_paths(const struct jcounters *k0, const struct jcounters *k1)
+/* " inline-spin 0% inline 96% queued 4% (auto chose inline)" between two snapshots. */
+static void print_paths(const struct jcounters *k0, const struct jcounters *k1)
 {
 	static const char *const names[] = { "inline-spin", "inline", "queued" };
 	uint64_t total = k1->batches - k0->batches;
 
-	if (!total)
-		return;
-	printf("        batches by path:");
-	for (unsigned p = 0; p < 3; p++)
+	for (unsigned p = 0; p < 3 && total; p++)
 		printf(" %s %.0f%%", names[p], 100.0 * (double)(k1->by_path[p] - k0->by_path[p]) / (double)total);
 	if (k1->chosen[0])
 		printf(" (auto chose %s)", k1->chosen);
+}
+
+static void print_batch_paths(const struct jcounters *k0, const struct jcounters *k1)
+{
+	if (k1->batches == k0->batches)
+		return;
+	printf("        batches by path:");
+	print_paths(k0, k1);
+	printf("\n");
+}
+
+/* $HP_BENCH_BACKEND: a backend, or several; each gets a journal of its own when there are several. */
+#define MAX_BACKENDS 4
+static char backend_list[64];
+static const char *backends[MAX_BACKENDS];
+static char journal_names[MAX_BACKENDS][32];
+static unsigned nbackends;
+
+static void parse_backends(const char *list)
+{
+	char *save = NULL;
+
+	snprintf(backend_list, sizeof(backend_list), "%s", list && *list ? list : "auto");
+	for (char *b = strtok_r(backend_list, ",", &save); b && nbackends < MAX_BACKENDS; b = strtok_r(NULL, ",", &save))
+		backends[nbackends++] = b;
+	for (unsigned i = 0; i < nbackends; i++)
+		snprintf(journal_names[i], sizeof(journal_names[i]), nbackends == 1 ? "bench" : "bench-%s", backends[i]);
+}
+
+/* A backend's own line under a cell of several: its best run, and its ratio to the best of the others. */
+static void print_backend(unsigned b, const struct result *best, const struct jcounters *k0, const struct jcounters *k1)
+{
+	double others = 0;
+
+	for (unsigned i = 0; i < nbackends; i++)
+		if (i != b && per_sec(&best[i]) > others)
+			others = per_sec(&best[i]);
+	printf("        %-8s %8.0f appends/s p50 %5.0f p99 %6.0f us, %5.1f per batch, %5.2fx the best other;", backends[b],
+	       per_sec(&best[b]), us(hist_quantile(&best[b].lat, 0.5)), us(hist_quantile(&best[b].lat, 0.99)),
+	       k1[b].batches > k0[b].batches ? (double)(k1[b].appends - k0[b].appends) / (double)(k1[b].batches - k0[b].batches)
+					     : 0,
+	       others ? per_sec(&best[b]) / others : 0);
+	print_paths(&k0[b], &k1[b]);
 	printf("\n");
 }
 
 int main(void)
 {
 	struct daemon d;
-	char globals[128], journal[512];
-	const char *secs = getenv("HP_BENCH_CELL_SECONDS"), *backend = getenv("HP_BENCH_BACKEND");
+	char globals[128], journal[2048];
+	const char *secs = getenv("HP_BENCH_CELL_SECONDS");
 	uint64_t sync_p50;
 	pthread_t flusher;
 	hp_conn *counters = NULL;
 	int fd_append, fd_timer, fd_limit, r;
+	size_t jlen = 0;
 
 	if (secs && atof(secs) > 0)
 		cell_seconds = atof(secs);
 	repeat = bench_env_uint("HP_BENCH_REPEAT", repeat, 1, 1000);
-	if (!backend || !*backend)
-		backend = "auto";
+	parse_backends(getenv("HP_BENCH_BACKEND"));
 	direct = getenv("HP_BENCH_DIRECT") && strcmp(getenv("HP_BENCH_DIRECT"), "1") == 0;
 	snprintf(workdir, sizeof(workdir), "/var/tmp/hugepool-bench.XXXXXX");
 	if (!mkdtemp(workdir)) {
@@ -633,15 +682,18 @@ int main(void)
 	       "               that gathered as soon as its previous sync ended (the limit with W waiting threads)\n");
 	printf("  best of %u run%s per cell and method, the methods taking turns\n", repeat, repeat == 1 ? "" : "s");
 	printf("  journal    = backend %s, direct %s; batch = records per batch of ours in the cell, and how\n"
-	       "               they went to the disk (auto: inline or queued, as it measured)\n", backend,
-	       direct ? "on" : "off");
+	       "               they went to the disk (auto: inline or queued, as it measured)%s\n",
+	       getenv("HP_BENCH_BACKEND") && *getenv("HP_BENCH_BACKEND") ? getenv("HP_BENCH_BACKEND") : "auto",
+	       direct ? "on" : "off",
+	       nbackends > 1 ? ";\n               a journal per backend, each in turn within a cell; the table shows the first" : "");
 	device_limits(&sync_p50);
 	printf("  timer T    = the device's fdatasync p50 above, %.0f us\n\n", us(sync_p50));
 
-	snprintf(journal, sizeof(journal),
-		 "[journal bench]\ndirectory = %s/journal\nsegment_size = 64M\nsegments = 8\n"
-		 "when_full = recycle\nring_size = 256K\nbackend = %s\ndirect = %s\n",
-		 workdir, backend, direct ? "on" : "off");
+	for (unsigned b = 0; b < nbackends; b++)
+		jlen += (size_t)snprintf(journal + jlen, sizeof(journal) - jlen,
+					 "[journal %s]\ndirectory = %s/journal-%u\nsegment_size = 64M\nsegments = 8\n"
+					 "when_full = recycle\nring_size = 256K\nbackend = %s\ndirect = %s\n",
+					 journal_names[b], workdir, b, backends[b], direct ? "on" : "off");
 	snprintf(globals, sizeof(globals), "max_connections_per_uid = 0\nmax_journal_writers_per_uid = 0\nhugepages = off\n");
 	r = harness_start(&d, globals, journal);
 	if (r < 0) {
@@ -670,44 +722,53 @@ int main(void)
 	for (size_t s = 0; s < sizeof(record_sizes) / sizeof(record_sizes[0]); s++) {
 		for (size_t w = 0; w < sizeof(writer_counts) / sizeof(writer_counts[0]); w++) {
 			unsigned n = writer_counts[w], size = record_sizes[s];
-			struct result best[NMETHOD], lim;
-			struct jcounters k0, k1, best_k0 = { 0 }, best_k1 = { 0 };
+			struct result best[NMETHOD], lim, best_ours[MAX_BACKENDS];
+			struct jcounters k0, k1, best_k0[MAX_BACKENDS] = { 0 }, best_k1[MAX_BACKENDS] = { 0 };
 			int err[NMETHOD] = { 0 };
 
 			if (!selected("HP_BENCH_WRITERS", n) || !selected("HP_BENCH_SIZES", size))
 				continue;
 			memset(best, 0, sizeof(best));
-			/* the methods take turns, repeat times; each keeps its best run */
+			memset(best_ours, 0, sizeof(best_ours));
+			/* the methods take turns, repeat times; each keeps its best run; ours runs on each
+			 * backend in turn, starting with another one each time */
 			for (unsigned rep = 0; rep < repeat; rep++) {
 				for (unsigned m = 0; m < NMETHOD; m++) {
-					struct result run;
-					int e;
-
 					if (!method_on(methods[m]))
 						continue;
-					k0 = journal_counters(counters);
-					e = run_method(m, n, size, d.socket, fd_append, fd_limit, sync_p50, &run);
-					k1 = journal_counters(counters);
-					if (e && !err[m])
-						err[m] = e;
-					if (per_sec(&run) > per_sec(&best[m]) || !best[m].ns) {
-						best[m] = run;
-						if (m == M_OURS) {
-							best_k0 = k0;
-							best_k1 = k1;
+					for (unsigned i = 0; i < (m == M_OURS ? nbackends : 1); i++) {
+						unsigned b = (rep + i) % nbackends;
+						struct result run;
+						int e;
+
+						ours_journal = journal_names[b];
+						k0 = journal_counters(counters, journal_names[b]);
+						e = run_method(m, n, size, d.socket, fd_append, fd_limit, sync_p50, &run);
+						k1 = journal_counters(counters, journal_names[b]);
+						if (e && !err[m])
+							err[m] = e;
+						if (m == M_OURS && (per_sec(&run) > per_sec(&best_ours[b]) || !best_ours[b].ns)) {
+							best_ours[b] = run;
+							best_k0[b] = k0;
+							best_k1[b] = k1;
+						} else if (m != M_OURS && (per_sec(&run) > per_sec(&best[m]) || !best[m].ns)) {
+							best[m] = run;
 						}
 					}
 				}
 			}
+			best[M_OURS] = best_ours[0];
 			lim = best[M_LIMIT];
 			printf("%7u %6u | %8.0f %6.1f %6.0f %7.0f | %6.1f %7.0f | %7.0f %5.0f %6.0f | %7.0f %5.0f %6.0f | "
 			       "%7.0f %5.0f %6.0f | %7.0f %5.0f %6.0f | %7.2fx %7.2fx %7.2fx %7.2fx%s\n",
 			       n, size, per_sec(&best[M_OURS]), mb_per_sec(&best[M_OURS]),
 			       us(hist_quantile(&best[M_OURS].lat, 0.5)), us(hist_quantile(&best[M_OURS].lat, 0.99)),
-			       best_k1.batches > best_k0.batches
-				       ? (double)(best_k1.appends - best_k0.appends) / (double)(best_k1.batches - best_k0.batches)
+			       best_k1[0].batches > best_k0[0].batches
+				       ? (double)(best_k1[0].appends - best_k0[0].appends) /
+						 (double)(best_k1[0].batches - best_k0[0].batches)
 				       : 0,
-			       best[M_OURS].ns ? (double)(best_k1.syncs - best_k0.syncs) * 1e9 / (double)best[M_OURS].ns : 0,
+			       best[M_OURS].ns ? (double)(best_k1[0].syncs - best_k0[0].syncs) * 1e9 / (double)best[M_OURS].ns
+					       : 0,
 			       per_sec(&lim), us(hist_quantile(&lim.lat, 0.5)), us(hist_quantile(&lim.lat, 0.99)),
 			       per_sec(&best[M_THREADS]), us(hist_quantile(&best[M_THREADS].lat, 0.5)),
 			       us(hist_quantile(&best[M_THREADS].lat, 0.99)), per_sec(&best[M_APPEND]),
@@ -719,8 +780,11 @@ int main(void)
 			       err[M_OURS] || err[M_LIMIT] || err[M_THREADS] || err[M_APPEND] || err[M_TIMER]
 				       ? "  (errors: see below)"
 				       : "");
-			print_batch_sizes(&best_k0, &best_k1);
-			print_batch_paths(&best_k0, &best_k1);
+			print_batch_sizes(&best_k0[0], &best_k1[0]);
+			if (nbackends == 1)
+				print_batch_paths(&best_k0[0], &best_k1[0]);
+			for (unsigned b = 0; b < nbackends && nbackends > 1 && method_on("ours"); b++)
+				print_backend(b, best_ours, best_k0, best_k1);
 			for (unsigned m = 0; m < NMETHOD; m++)
 				if (err[m])
 					printf("        %s: %s\n", methods[m], m == M_OURS ? hp_strerror(err[m]) : strerror(-err[m]));
@@ -743,9 +807,9 @@ int main(void)
 
 		if (hp_connect(d.socket, &c) == 0 && hp_status(c, &st) == 0) {
 			for (uint32_t i = 0; i < st->njournals; i++)
-				printf("\nours, whole run: backend %s, %lu appends in %lu batches (%.1f per batch), "
+				printf("\nours, whole run: journal %s, backend %s, %lu appends in %lu batches (%.1f per batch), "
 				       "sync p50 %.0f us p99 %.0f us p999 %.0f us\n",
-				       st->journals[i].backend, (unsigned long)st->journals[i].appends,
+				       st->journals[i].name, st->journals[i].backend, (unsigned long)st->journals[i].appends,
 				       (unsigned long)st->journals[i].batches, st->journals[i].mean_batch,
 				       us(st->journals[i].sync_p50_ns), us(st->journals[i].sync_p99_ns),
 				       us(st->journals[i].sync_p999_ns));
