@@ -37,6 +37,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,6 +48,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "jformat.h"
 #include "jio.h"
 #include "journal_fs.h"
 
@@ -96,7 +98,12 @@ struct cfs_log {
 	struct {
 		const struct jio_req *req;
 		uint32_t id;
+		uint64_t first_lsn; /* of its first record; 0: it holds none (a segment header) */
 	} inflight[JIO_DEPTH + 1];
+	/* acknowledgements as they came: the last LSN, and the first one out of order (of a record
+	 * still in flight, or below an earlier one: whichever path each batch took), or "" */
+	uint64_t acked;
+	char misordered[200];
 };
 
 /* What reached the disk of the operations not durable at a crash. */
@@ -230,17 +237,33 @@ static inline void cfs_jio_tap(void *arg, enum jio_tap_event ev, const struct ji
 	if (!l->recording)
 		goto out;
 	if (ev == JIO_TAP_ACKED) {
+		/* a batch is acknowledged only once it and every batch before it completed */
+		if (lsn < l->acked && !l->misordered[0])
+			snprintf(l->misordered, sizeof(l->misordered),
+				 "LSN %" PRIu64 " acknowledged after LSN %" PRIu64 " (the durable LSN went back)", lsn,
+				 l->acked);
+		l->acked = lsn > l->acked ? lsn : l->acked;
+		for (unsigned i = 0; i <= JIO_DEPTH && !l->misordered[0]; i++)
+			if (l->inflight[i].req && l->inflight[i].first_lsn && l->inflight[i].first_lsn <= lsn)
+				snprintf(l->misordered, sizeof(l->misordered),
+					 "LSN %" PRIu64 " acknowledged while request %u, from LSN %" PRIu64 ", was in flight",
+					 lsn, l->inflight[i].id, l->inflight[i].first_lsn);
 		cfs_push(l, (struct cfs_op){ .kind = CFS_ACK, .off = lsn });
 	} else if (ev == JIO_TAP_SUBMIT) {
 		uint32_t id = ++l->nreq, file = cfs_file_of(l, req->fd, 0);
+		struct jformat_rec rec = { 0 };
 		unsigned i = 0;
 
 		while (i <= JIO_DEPTH && l->inflight[i].req)
 			i++;
 		if (i > JIO_DEPTH)
 			abort();
+		/* a batch starts with a data record; a segment's header block holds none */
+		if (req->niov && req->iov[0].len >= sizeof(rec) && !(req->iov[0].off == 0 && req->iov[0].len == JFORMAT_BLOCK))
+			memcpy(&rec, req->iov[0].buf, sizeof(rec));
 		l->inflight[i].req = req;
 		l->inflight[i].id = id;
+		l->inflight[i].first_lsn = rec.type == JREC_DATA ? rec.lsn : 0;
 		for (unsigned k = 0; k < req->niov; k++)
 			cfs_push(l, (struct cfs_op){ .kind = CFS_WRITE, .file = file, .req = id, .off = req->iov[k].off,
 						     .len = (uint32_t)req->iov[k].len,

@@ -74,11 +74,14 @@ enum cp_full { CP_RECYCLE, CP_BLOCK };
 struct cp_mode {
 	const char *backend;
 	bool direct;
+	const char *path; /* backend = auto: its path forced (jpath_set_test's spec), or NULL */
 };
 
+/* backend = auto runs with its path alternating between inline and queued every two batches
+ * (path:flip:2), so both paths and the switches between them are in the recording. */
 static const struct cp_mode cp_modes[] = {
-	{ "io_uring", false }, { "libaio", false }, { "sync", false },
-	{ "io_uring", true },  { "libaio", true },  { "sync", true },
+	{ "io_uring", false, NULL }, { "libaio", false, NULL }, { "sync", false, NULL }, { "auto", false, "flip:2" },
+	{ "io_uring", true, NULL },  { "libaio", true, NULL },  { "sync", true, NULL },  { "auto", true, "flip:2" },
 };
 
 /* seeds and lengths by LSN: what every record of the workload holds */
@@ -242,8 +245,19 @@ static void cp_record(struct cp_work *w)
 		atomic_store(&tr.stop, true);
 		pthread_join(tr.t, NULL);
 	}
+	if (w->c.path) {
+		struct journal_stats st;
+
+		/* both paths were taken, unless the machine has a CPU per writer (all inline-spin) */
+		journal_get_stats(j, &st);
+		if (st.cpus < CP_WRITERS && (!st.inline_batches || !st.queued_batches))
+			fail_msg("auto path:%s wrote %" PRIu64 " batches inline and %" PRIu64 " queued", w->c.path,
+				 st.inline_batches, st.queued_batches);
+	}
 	journal_close(j); /* its clean stop recorded too */
 	cfs_stop(&w->log);
+	if (w->log.misordered[0])
+		fail_msg("%s direct=%s: %s", w->c.backend, w->c.direct ? "on" : "off", w->log.misordered);
 	while (nfds)
 		close(fds[--nfds]);
 }
@@ -346,6 +360,19 @@ static unsigned cp_append_life(struct journal *j, const struct cp_expect *e, uin
 	return CP_LATER;
 }
 
+/* Did the log of an open warn of anything but the path the test forced (backend = auto)? */
+static bool recovery_warned(const char *log)
+{
+	for (const char *l = log; (l = strstr(l, "warning")); l++) {
+		const char *eol = strchrnul(l, '\n');
+		const char *forced = strstr(l, "path chosen by the tests");
+
+		if (!forced || forced > eol)
+			return true;
+	}
+	return false;
+}
+
 /*
  * Open the journal in dir as the workload's configuration says (check: with the sync backend,
  * whatever the workload's: recovery is the same on every backend, and a journal opened and closed
@@ -367,7 +394,7 @@ static struct journal *cp_open(const char *dir, const struct cp_work *w, bool ch
 		cfs_stop(rec);
 	if (r < 0)
 		fail_msg("%s: recovery refused the state: %s; its log:\n%s", what, strerror(-r), log);
-	if (no_warning && strstr(log, "warning"))
+	if (no_warning && recovery_warned(log))
 		fail_msg("%s: recovery warned, where no write was torn:\n%s", what, log);
 	return j;
 }
@@ -501,8 +528,9 @@ static void cp_what(const struct cp_work *w, char *buf, size_t len, const char *
 static void cp_what(const struct cp_work *w, char *buf, size_t len, const char *fmt, ...)
 {
 	va_list ap;
-	int n = snprintf(buf, len, "%s direct=%s when_full=%s seed %u: ", w->c.backend, w->c.direct ? "on" : "off",
-			 w->full == CP_BLOCK ? "block" : "recycle", w->seed);
+	int n = snprintf(buf, len, "%s%s%s direct=%s when_full=%s seed %u: ", w->c.backend, w->c.path ? " path:" : "",
+			 w->c.path ? w->c.path : "", w->c.direct ? "on" : "off", w->full == CP_BLOCK ? "block" : "recycle",
+			 w->seed);
 
 	va_start(ap, fmt);
 	vsnprintf(buf + n, len - (size_t)n, fmt, ap);
@@ -639,6 +667,8 @@ static void cp_kill_at(struct cp_work *w, size_t at, enum cfs_pending pending)
 	}
 	life.to = life.from + cp_append_life(j, &w->e, life.from, SEED_KILLED);
 	cfs_stop(&l);
+	if (l.misordered[0])
+		fail_msg("%s: %s", what, l.misordered);
 	life_crash(j, sdir);
 	free(r.v);
 	w->states++;
@@ -770,7 +800,7 @@ static void test_crash_points(void **state)
 		      scale_down > 1 ? ", a quarter under a sanitizer" : "");
 	for (size_t k = 0; k < ARRAY_SIZE(cp_modes); k++)
 		for (unsigned full = CP_RECYCLE; full <= CP_BLOCK; full++) {
-			struct cp_work w = { .c = { cp_modes[k].backend, cp_modes[k].direct },
+			struct cp_work w = { .c = { cp_modes[k].backend, cp_modes[k].direct, cp_modes[k].path },
 					     .full = full,
 					     .lone = 64,
 					     .extra = full == CP_BLOCK ? "when_full = block\n" : "when_full = recycle\n",
@@ -787,9 +817,9 @@ static void test_crash_points(void **state)
 			t1 = now_ns();
 			cp_power_states(&w, scale, scale_down);
 			cp_kill_states(&w, scale, scale_down);
-			print_message("crash states %s direct=%s when_full=%s: %u checked (%u power losses, %u in their "
+			print_message("crash states %s%s%s direct=%s when_full=%s: %u checked (%u power losses, %u in their "
 				      "recovery, %u after kills) of %zu operations recorded; %.1f s recording, %.1f s checking\n",
-				      w.c.backend, w.c.direct ? "on" : "off", full == CP_BLOCK ? "block" : "recycle", w.states,
+				      w.c.backend, w.c.path ? " path:" : "", w.c.path ? w.c.path : "", w.c.direct ? "on" : "off", full == CP_BLOCK ? "block" : "recycle", w.states,
 				      w.power, w.recovery, w.killed, w.log.n, (double)(t1 - t0) / 1e9, (double)(now_ns() - t1) / 1e9);
 			total += w.states;
 			cp_work_free(&w);
