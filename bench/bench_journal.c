@@ -36,6 +36,10 @@
  * on each in turn within every cell, the first in the main table, each on a line of its own
  * below it with its ratio to the best of the others: backends compared side by side, in the same
  * seconds of a machine whose other work comes and goes;
+ * $HP_BENCH_BASELINE=/path/to/hugepoold (an older build) starts that daemon too, with a journal
+ * per backend configured alike, and runs ours on each of its journals in the same turns, each on
+ * a line "base:BACKEND" with the ratio of this build's same backend to it: a change measured
+ * against what it replaces in the same seconds;
  * $HP_BENCH_ONLY=ours (or limit, threads, per-append, timer; a comma list) runs only those, for
  * profiles; $HP_BENCH_REPEAT=N runs each method N times per cell, in turns, and keeps the best.
  */
@@ -623,6 +627,15 @@ static const char *backends[MAX_BACKENDS];
 static char journal_names[MAX_BACKENDS][32];
 static unsigned nbackends;
 
+/*
+ * Where ours runs: target t is journal t % nbackends of daemon t / nbackends, daemon 0 this
+ * build's, daemon 1 the baseline's ($HP_BENCH_BASELINE) when there is one.
+ */
+#define MAX_TARGETS (2 * MAX_BACKENDS)
+static struct daemon daemons[2];
+static hp_conn *counters_of[2]; /* a connection to each daemon for its journals' counters */
+static unsigned ndaemons = 1, ntargets;
+
 static void parse_backends(const char *list)
 {
 	char *save = NULL;
@@ -634,38 +647,75 @@ static void parse_backends(const char *list)
 		snprintf(journal_names[i], sizeof(journal_names[i]), nbackends == 1 ? "bench" : "bench-%s", backends[i]);
 }
 
-/* A backend's own line under a cell of several: its best run, and its ratio to the best of the others. */
-static void print_backend(unsigned b, const struct result *best, const struct jcounters *k0, const struct jcounters *k1)
+/*
+ * A target's own line under a cell of several: its best run and, for this build's, its ratio to
+ * the best of this build's others; for the baseline's, this build's same backend's ratio to it.
+ */
+static void print_backend(unsigned t, const struct result *best, const struct jcounters *k0, const struct jcounters *k1)
 {
-	double others = 0;
+	unsigned b = t % nbackends;
+	bool base = t >= nbackends;
+	double others = 0, ratio;
+	char label[32];
 
 	for (unsigned i = 0; i < nbackends; i++)
 		if (i != b && per_sec(&best[i]) > others)
 			others = per_sec(&best[i]);
-	printf("        %-8s %8.0f appends/s p50 %5.0f p99 %6.0f us, %5.1f per batch, %5.2fx the best other;", backends[b],
-	       per_sec(&best[b]), us(hist_quantile(&best[b].lat, 0.5)), us(hist_quantile(&best[b].lat, 0.99)),
-	       k1[b].batches > k0[b].batches ? (double)(k1[b].appends - k0[b].appends) / (double)(k1[b].batches - k0[b].batches)
-					     : 0,
-	       others ? per_sec(&best[b]) / others : 0);
-	print_paths(&k0[b], &k1[b]);
+	if (base)
+		ratio = per_sec(&best[t]) ? per_sec(&best[b]) / per_sec(&best[t]) : 0;
+	else
+		ratio = others ? per_sec(&best[b]) / others : 0;
+	snprintf(label, sizeof(label), "%s%s", base ? "base:" : "", backends[b]);
+	printf("        %-13s %8.0f appends/s p50 %5.0f p99 %6.0f us, ", label, per_sec(&best[t]),
+	       us(hist_quantile(&best[t].lat, 0.5)), us(hist_quantile(&best[t].lat, 0.99)));
+	if (k1[t].batches > k0[t].batches)
+		printf("%5.1f per batch, ", (double)(k1[t].appends - k0[t].appends) / (double)(k1[t].batches - k0[t].batches));
+	else /* a baseline whose status this build cannot read */
+		printf("    - per batch, ");
+	printf("%5.2fx %s;", ratio, base ? "new/base" : "the best other");
+	print_paths(&k0[t], &k1[t]);
 	printf("\n");
+}
+
+/* Start daemon i (0: this build's, 1: the baseline binary's) with a journal per backend. */
+static int start_daemon(unsigned i, const char *binary)
+{
+	char globals[128], journal[2048];
+	size_t jlen = 0;
+	int r;
+
+	for (unsigned b = 0; b < nbackends; b++)
+		jlen += (size_t)snprintf(journal + jlen, sizeof(journal) - jlen,
+					 "[journal %s]\ndirectory = %s/%sjournal-%u\nsegment_size = 64M\nsegments = 8\n"
+					 "when_full = recycle\nring_size = 256K\nbackend = %s\ndirect = %s\n",
+					 journal_names[b], workdir, i ? "base-" : "", b, backends[b], direct ? "on" : "off");
+	snprintf(globals, sizeof(globals), "max_connections_per_uid = 0\nmax_journal_writers_per_uid = 0\nhugepages = off\n");
+	r = harness_start_opts(&daemons[i], globals, journal, &(struct harness_opts){ .binary = binary });
+	if (r < 0) {
+		printf("bench_journal: cannot start %s (%s)\n", binary ? binary : "hugepoold", strerror(-r));
+		harness_dump_log(&daemons[i]);
+		return r;
+	}
+	if (hp_connect(daemons[i].socket, &counters_of[i]) < 0)
+		counters_of[i] = NULL;
+	return 0;
 }
 
 int main(void)
 {
-	struct daemon d;
-	char globals[128], journal[2048];
-	const char *secs = getenv("HP_BENCH_CELL_SECONDS");
+	struct daemon *d = &daemons[0];
+	const char *secs = getenv("HP_BENCH_CELL_SECONDS"), *baseline = getenv("HP_BENCH_BASELINE");
 	uint64_t sync_p50;
 	pthread_t flusher;
-	hp_conn *counters = NULL;
-	int fd_append, fd_timer, fd_limit, r;
-	size_t jlen = 0;
+	int fd_append, fd_timer, fd_limit;
 
 	if (secs && atof(secs) > 0)
 		cell_seconds = atof(secs);
 	repeat = bench_env_uint("HP_BENCH_REPEAT", repeat, 1, 1000);
 	parse_backends(getenv("HP_BENCH_BACKEND"));
+	if (baseline && *baseline)
+		ndaemons = 2;
+	ntargets = nbackends * ndaemons;
 	direct = getenv("HP_BENCH_DIRECT") && strcmp(getenv("HP_BENCH_DIRECT"), "1") == 0;
 	snprintf(workdir, sizeof(workdir), "/var/tmp/hugepool-bench.XXXXXX");
 	if (!mkdtemp(workdir)) {
@@ -686,26 +736,18 @@ int main(void)
 	       getenv("HP_BENCH_BACKEND") && *getenv("HP_BENCH_BACKEND") ? getenv("HP_BENCH_BACKEND") : "auto",
 	       direct ? "on" : "off",
 	       nbackends > 1 ? ";\n               a journal per backend, each in turn within a cell; the table shows the first" : "");
+	if (ndaemons > 1)
+		printf("  baseline   = %s, a journal per backend configured alike, in the same turns (base:BACKEND)\n",
+		       baseline);
 	device_limits(&sync_p50);
 	printf("  timer T    = the device's fdatasync p50 above, %.0f us\n\n", us(sync_p50));
 
-	for (unsigned b = 0; b < nbackends; b++)
-		jlen += (size_t)snprintf(journal + jlen, sizeof(journal) - jlen,
-					 "[journal %s]\ndirectory = %s/journal-%u\nsegment_size = 64M\nsegments = 8\n"
-					 "when_full = recycle\nring_size = 256K\nbackend = %s\ndirect = %s\n",
-					 journal_names[b], workdir, b, backends[b], direct ? "on" : "off");
-	snprintf(globals, sizeof(globals), "max_connections_per_uid = 0\nmax_journal_writers_per_uid = 0\nhugepages = off\n");
-	r = harness_start(&d, globals, journal);
-	if (r < 0) {
-		printf("bench_journal: cannot start hugepoold (%s)\n", strerror(-r));
-		harness_dump_log(&d);
-		return 1;
-	}
+	for (unsigned i = 0; i < ndaemons; i++)
+		if (start_daemon(i, i ? baseline : NULL) < 0)
+			return 1;
 	fd_append = prealloc_file("per-append");
 	fd_timer = prealloc_file("timer");
 	fd_limit = open_limit_file();
-	if (hp_connect(d.socket, &counters) < 0)
-		counters = NULL;
 	tb.fd = fd_timer;
 	tb.cap = 16u << 20;
 	tb.buf = malloc(tb.cap);
@@ -722,8 +764,8 @@ int main(void)
 	for (size_t s = 0; s < sizeof(record_sizes) / sizeof(record_sizes[0]); s++) {
 		for (size_t w = 0; w < sizeof(writer_counts) / sizeof(writer_counts[0]); w++) {
 			unsigned n = writer_counts[w], size = record_sizes[s];
-			struct result best[NMETHOD], lim, best_ours[MAX_BACKENDS];
-			struct jcounters k0, k1, best_k0[MAX_BACKENDS] = { 0 }, best_k1[MAX_BACKENDS] = { 0 };
+			struct result best[NMETHOD], lim, best_ours[MAX_TARGETS];
+			struct jcounters k0, k1, best_k0[MAX_TARGETS] = { 0 }, best_k1[MAX_TARGETS] = { 0 };
 			int err[NMETHOD] = { 0 };
 
 			if (!selected("HP_BENCH_WRITERS", n) || !selected("HP_BENCH_SIZES", size))
@@ -731,20 +773,22 @@ int main(void)
 			memset(best, 0, sizeof(best));
 			memset(best_ours, 0, sizeof(best_ours));
 			/* the methods take turns, repeat times; each keeps its best run; ours runs on each
-			 * backend in turn, starting with another one each time */
+			 * target (backend, daemon) in turn, starting with another one each time */
 			for (unsigned rep = 0; rep < repeat; rep++) {
 				for (unsigned m = 0; m < NMETHOD; m++) {
 					if (!method_on(methods[m]))
 						continue;
-					for (unsigned i = 0; i < (m == M_OURS ? nbackends : 1); i++) {
-						unsigned b = (rep + i) % nbackends;
+					for (unsigned i = 0; i < (m == M_OURS ? ntargets : 1); i++) {
+						unsigned b = (rep + i) % ntargets;
+						hp_conn *counters = counters_of[b / nbackends];
 						struct result run;
 						int e;
 
-						ours_journal = journal_names[b];
-						k0 = journal_counters(counters, journal_names[b]);
-						e = run_method(m, n, size, d.socket, fd_append, fd_limit, sync_p50, &run);
-						k1 = journal_counters(counters, journal_names[b]);
+						ours_journal = journal_names[b % nbackends];
+						k0 = journal_counters(counters, ours_journal);
+						e = run_method(m, n, size, daemons[b / nbackends].socket, fd_append, fd_limit,
+							       sync_p50, &run);
+						k1 = journal_counters(counters, ours_journal);
 						if (e && !err[m])
 							err[m] = e;
 						if (m == M_OURS && (per_sec(&run) > per_sec(&best_ours[b]) || !best_ours[b].ns)) {
@@ -781,9 +825,9 @@ int main(void)
 				       ? "  (errors: see below)"
 				       : "");
 			print_batch_sizes(&best_k0[0], &best_k1[0]);
-			if (nbackends == 1)
+			if (ntargets == 1)
 				print_batch_paths(&best_k0[0], &best_k1[0]);
-			for (unsigned b = 0; b < nbackends && nbackends > 1 && method_on("ours"); b++)
+			for (unsigned b = 0; b < ntargets && ntargets > 1 && method_on("ours"); b++)
 				print_backend(b, best_ours, best_k0, best_k1);
 			for (unsigned m = 0; m < NMETHOD; m++)
 				if (err[m])
@@ -805,7 +849,7 @@ int main(void)
 		hp_conn *c;
 		struct hp_status *st;
 
-		if (hp_connect(d.socket, &c) == 0 && hp_status(c, &st) == 0) {
+		if (hp_connect(d->socket, &c) == 0 && hp_status(c, &st) == 0) {
 			for (uint32_t i = 0; i < st->njournals; i++)
 				printf("\nours, whole run: journal %s, backend %s, %lu appends in %lu batches (%.1f per batch), "
 				       "sync p50 %.0f us p99 %.0f us p999 %.0f us\n",
@@ -817,8 +861,10 @@ int main(void)
 			hp_disconnect(c);
 		}
 	}
-	hp_disconnect(counters);
-	harness_stop(&d);
+	for (unsigned i = 0; i < ndaemons; i++) {
+		hp_disconnect(counters_of[i]);
+		harness_stop(&daemons[i]);
+	}
 	if (!getenv("HP_BENCH_NO_STATUS"))
 		status_latency();
 	close(fd_append);
