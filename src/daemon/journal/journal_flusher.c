@@ -573,7 +573,7 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 			 * (yielding) writers keep no other writer off a CPU while they fit the CPUs.
 			 * 2 writers x 100 B: 10.3k -> 17.3k appends/s (limit ~20k), 3 runs each.
 			 */
-			bool few = j->norder == 0 && active <= j->st.cpus;
+			bool few = j->norder == 0 && active <= j->st.cpus && !(j->adaptive && jpath_forced(&j->path));
 			enum jpath path = few ? JPATH_INLINE_SPIN : JPATH_QUEUED;
 
 			if (!few && j->adaptive) {

@@ -131,6 +131,13 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
  */
 int jpath_set_test(struct jpath_ctl *c, const char *spec, const char **ret_rest);
 
+/* Does a test choose the path (jpath_set_test)? Then it does so for every batch, a few writers'
+ * too, so that a test's fault meets the path it asked for however many writers are active. */
+static inline bool jpath_forced(const struct jpath_ctl *c)
+{
+	return c->pinned || c->flip;
+}
+
 /*
  * Why the next batch of more writers than CPUs goes the way it does, in words, for status and
  * the log: queue names the backend behind the queued path ("io_uring"). Returns buf.
