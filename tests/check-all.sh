@@ -10,16 +10,17 @@ set -u
 cd "$(dirname "$0")/.."
 make=${MAKE:-make}
 passed=0 failed=0 skipped=0
-stages_failed=()
+stages_failed=() times=()
 
 # stage NAME COMMAND...: run it, add the counts of its closing line (a stage with none counts
 # as one test: passed if it exited 0)
 stage() {
-	local name=$1 out rc line p f s
+	local name=$1 out rc line p f s t0=$SECONDS
 	shift
 	echo "=== $name"
 	out=$("$@" 2>&1)
 	rc=$?
+	times+=("$name: $((SECONDS - t0)) s")
 	if [ "$rc" -eq 0 ]; then
 		echo "$out" | tail -n 12
 	else
@@ -46,6 +47,8 @@ stage "clang -Werror build" $make BUILD=build-clang CC=clang WERROR=-Werror all 
 stage "gcc -Werror build" $make BUILD=build-werror WERROR=-Werror all tests
 stage "install" tests/install-test.sh
 stage "Debian packages under systemd (container)" tests/container-test.sh
+# each stage's time: the whole must stay well within CI's budget (README, Tests)
+printf 'time: %s\n' "${times[@]}" "all stages: $SECONDS s"
 [ ${#stages_failed[@]} -eq 0 ] || echo "failed stages: ${stages_failed[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
