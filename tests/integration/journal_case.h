@@ -321,6 +321,14 @@ static inline uint64_t writer_seed(unsigned id, uint32_t seq)
 	return ((uint64_t)id << 32) | seq;
 }
 
+/* The length of writer id's record seq in the crash tests: none one time in eight, else below 1500 bytes. */
+static inline uint32_t writer_len(unsigned id, uint32_t seq)
+{
+	uint64_t m = mix(writer_seed(id, seq));
+
+	return m % 8 == 0 ? 0 : (uint32_t)(m % 1500);
+}
+
 /* From the writer's thread, where an assertion cannot fail a case: out of memory aborts. */
 static inline void acks_add(struct acks *a, uint64_t lsn, uint32_t seq, uint32_t len)
 {

@@ -47,13 +47,6 @@ struct cwriter {
 	pthread_t t;
 };
 
-static uint32_t crash_len(unsigned id, uint32_t seq)
-{
-	uint64_t m = mix(writer_seed(id, seq));
-
-	return m % 8 == 0 ? 0 : (uint32_t)(m % 1500);
-}
-
 static void *cwriter_main(void *arg)
 {
 	struct cwriter *w = arg;
@@ -78,7 +71,7 @@ static void *cwriter_main(void *arg)
 
 		r = writer_open(ctl->socket, &c, &j);
 		while (r == 0) {
-			uint32_t len = crash_len(w->id, w->seq);
+			uint32_t len = writer_len(w->id, w->seq);
 			uint64_t lsn = 0;
 
 			pattern(buf, len, writer_seed(w->id, w->seq));

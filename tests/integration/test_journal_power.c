@@ -42,13 +42,6 @@ struct pw_writer {
 	int err;
 };
 
-static uint32_t pw_len(unsigned id, uint32_t seq)
-{
-	uint64_t m = mix(writer_seed(id, seq));
-
-	return m % 8 == 0 ? 0 : (uint32_t)(m % 1500);
-}
-
 /* Append until the daemon is gone, counting each acknowledgement as it returns. */
 static void *pw_writer_main(void *arg)
 {
@@ -59,7 +52,7 @@ static void *pw_writer_main(void *arg)
 	int r = writer_open(w->socket, &c, &j);
 
 	for (uint32_t seq = 0; r == 0; seq++) {
-		uint32_t len = pw_len(w->id, seq);
+		uint32_t len = writer_len(w->id, seq);
 		uint64_t lsn = 0;
 
 		pattern(buf, len, writer_seed(w->id, seq));

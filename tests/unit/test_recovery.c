@@ -117,6 +117,22 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
 
 /* --- records after the recovered end ------------------------------------------------------ */
 
+/* A journal of 20 records of 1000 bytes (LSN i has seed i) in a fresh directory named after
+ * what (its path in dir), stopped as a power loss right after the last ack would. */
+static void twenty_records(char *dir, size_t len, const char *what)
+{
+	struct journal *j;
+	struct twriter t;
+
+	fresh_dir(dir, len, what);
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	twriter_open(j, &t);
+	for (uint64_t i = 1; i <= 20; i++)
+		assert_int_equal(append_wait(&t, i, 1000, NULL), i);
+	twriter_close(&t);
+	life_crash(j, dir);
+}
+
 /*
  * A later batch reached the disk while an earlier one did not: zeros where the earlier one
  * belongs, valid records of the segment's generation after them. Recovery stops at the zeros
@@ -135,13 +151,7 @@ static void test_orphans_zeroed(void **state)
 	int fd;
 	(void)state;
 
-	fresh_dir(dir, sizeof(dir), "orphans");
-	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
-	twriter_open(j, &t);
-	for (uint64_t i = 1; i <= 20; i++)
-		assert_int_equal(append_wait(&t, i, 1000, NULL), i);
-	twriter_close(&t);
-	life_crash(j, dir);
+	twenty_records(dir, sizeof(dir), "orphans");
 
 	/* the batch of LSN 15 never reached the disk; those of 16..20 did */
 	find_record(dir, 15, seg, sizeof(seg), &off);
@@ -189,19 +199,12 @@ static void test_end_of_log_words(void **state)
 	char dir[128], seg[256], log[8192], want[400];
 	struct journal_stats st;
 	struct journal *j;
-	struct twriter t;
 	uint64_t off;
 	uint8_t stale[4000];
 	int fd;
 	(void)state;
 
-	fresh_dir(dir, sizeof(dir), "end-words");
-	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
-	twriter_open(j, &t);
-	for (uint64_t i = 1; i <= 20; i++)
-		assert_int_equal(append_wait(&t, i, 1000, NULL), i);
-	twriter_close(&t);
-	life_crash(j, dir);
+	twenty_records(dir, sizeof(dir), "end-words");
 
 	/* the batches of LSN 16.. never reached the disk; an earlier record's payload lies there */
 	find_record(dir, 16, seg, sizeof(seg), &off);
