@@ -328,10 +328,12 @@ static void wake_all(struct journal *j)
 		jring_wake(g->wake);
 }
 
+/* A write or sync failed (err): count it, and, the first time, make the journal read-only. */
 static void journal_fail(struct journal *j, int err, const char *what)
 {
 	struct journal_writer *w;
 
+	j->st.durability.io_errors++; /* every one, also those in flight with the first */
 	if (j->st.state == JOURNAL_FAILED)
 		return;
 	j->st.state = JOURNAL_FAILED;
@@ -390,7 +392,6 @@ static void reap_and_publish(struct journal *j, uint64_t now)
 		if (b->res < 0) {
 			char what[96];
 
-			j->st.durability.io_errors++;
 			snprintf(what, sizeof(what),
 				 "writing or syncing %zu bytes at offset %" PRIu64 " of segment %u (%s) failed", b->len,
 				 b->off, b->seg, jpath_name(b->path));
@@ -544,7 +545,6 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 				return 0; /* a completion wakes us */
 			r = segment_start(j);
 			if (r < 0 && r != -ENOSPC) {
-				j->st.durability.io_errors++;
 				journal_fail(j, r, "writing the header of the next segment failed");
 				return 0;
 			}
@@ -594,7 +594,6 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 					return 0; /* a completion wakes us */
 			}
 			if (batch_submit(j, now, path, j->nwriters) < 0) {
-				j->st.durability.io_errors++;
 				journal_fail(j, -EIO, "submitting a batch failed");
 				return 0;
 			}
