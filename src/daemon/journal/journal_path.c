@@ -153,7 +153,7 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 		c->w_path = JPATH_NONE;
 		return JPATH_SAME;
 	}
-	if (c->pinned || c->flip) {
+	if (jpath_forced(c)) {
 		published_test(c, path);
 		return JPATH_SAME;
 	}
@@ -236,7 +236,7 @@ const char *jpath_describe(const struct jpath_ctl *c, const char *queue, char *b
 
 	path_words(c->chosen, queue, mine, sizeof(mine));
 	path_words(other(c->chosen), queue, theirs, sizeof(theirs));
-	if (c->pinned || c->flip)
+	if (jpath_forced(c))
 		snprintf(buf, len, "%s, %s for a test (HUGEPOOLD_FAULT_INJECT), not measured", jpath_name(c->chosen),
 			 c->pinned ? "pinned" : "alternating");
 	else if (!c->decisions)
