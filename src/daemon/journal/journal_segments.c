@@ -537,7 +537,10 @@ static void text_append(char *buf, size_t len, const char *fmt, ...)
 /* Where segment i lives, for messages: its directory and name. */
 static void segment_where(const struct journal *j, unsigned i, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/%s-%03u.seg", j->cfg.directory, j->cfg.name, i);
+	char name[64];
+
+	segment_path(j, i, name, sizeof(name));
+	snprintf(buf, len, "%s/%s", j->cfg.directory, name);
 }
 
 /* Read every segment's header: the generation and first LSN of those valid. Logs. */
