@@ -212,18 +212,21 @@ static uint8_t *put_start(struct status *ctx, uint8_t *w)
 	return w + sizeof(ctx->s->start);
 }
 
-/* after the journals': their stats were taken once, for both */
-static uint8_t *put_batches(struct status *ctx, uint8_t *w)
+/* A section of one record per journal, made by put_journal (the stats are taken once, for all). */
+static uint8_t *put_per_journal(const struct status *ctx, uint8_t *w, const void *recs, size_t size)
 {
-	memcpy(w, ctx->batches, ctx->s->njournals * sizeof(ctx->batches[0]));
-	return w + ctx->s->njournals * sizeof(ctx->batches[0]);
+	memcpy(w, recs, ctx->s->njournals * size);
+	return w + ctx->s->njournals * size;
 }
 
-/* after the journals': their stats were taken once, for all */
+static uint8_t *put_batches(struct status *ctx, uint8_t *w)
+{
+	return put_per_journal(ctx, w, ctx->batches, sizeof(ctx->batches[0]));
+}
+
 static uint8_t *put_jpath(struct status *ctx, uint8_t *w)
 {
-	memcpy(w, ctx->jpath, ctx->s->njournals * sizeof(ctx->jpath[0]));
-	return w + ctx->s->njournals * sizeof(ctx->jpath[0]);
+	return put_per_journal(ctx, w, ctx->jpath, sizeof(ctx->jpath[0]));
 }
 
 /* in the order of the client records */
@@ -255,11 +258,9 @@ static uint8_t *put_acquire(struct status *ctx, uint8_t *w)
 	return w;
 }
 
-/* after the journals': their stats were taken once, for all */
 static uint8_t *put_durability(struct status *ctx, uint8_t *w)
 {
-	memcpy(w, ctx->durability, ctx->s->njournals * sizeof(ctx->durability[0]));
-	return w + ctx->s->njournals * sizeof(ctx->durability[0]);
+	return put_per_journal(ctx, w, ctx->durability, sizeof(ctx->durability[0]));
 }
 
 static uint8_t *put_spill_uid(struct status *ctx, uint8_t *w)
