@@ -227,13 +227,14 @@ $(BUILD)/tests/test_dlopen: $(call obj,tests/unit/test_dlopen.c) | $(LIBSO) $(HE
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka -ldl
 
 # the wrapper test_journal_backends and test_hostile run hugepoold under (io_uring_setup or, by its
-# other name nopassrights, setsockopt SO_PASSRIGHTS denied); not named test_*, so
+# other names noaio and nopassrights, io_setup or setsockopt SO_PASSRIGHTS denied); not named test_*, so
 # run-tests.sh does not run it; built whenever they are
 $(BUILD)/tests/noiouring: $(call obj,tests/integration/noiouring.c)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^
 	$(Q)ln -sf noiouring $(BUILD)/tests/nopassrights
+	$(Q)ln -sf noiouring $(BUILD)/tests/noaio
 $(BUILD)/tests/test_journal_backends $(BUILD)/tests/test_hostile: | $(BUILD)/tests/noiouring
 
 # the daemon with its journals' operations traced (tests/integration/traced.c), which

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * noiouring, nopassrights - run a program without a kernel feature, as a container's seccomp
- * profile or an older kernel would.
+ * noiouring, noaio, nopassrights - run a program without a kernel feature, as a container's
+ * seccomp profile or an older kernel would.
  *
  *   noiouring PROG ARGS...      io_uring_setup(2) fails with EPERM
+ *   noaio PROG ARGS...          io_setup(2) fails with EPERM (libaio's context)
  *   nopassrights PROG ARGS...   setsockopt(SOL_SOCKET, SO_PASSRIGHTS) fails with ENOPROTOOPT
  *                               (a kernel before 6.16)
  *
- * One binary; what it denies depends on the name it is run by (nopassrights is a link to it).
+ * One binary; what it denies depends on the name it is run by (noaio and nopassrights are links
+ * to it).
  * Installs a seccomp filter under which that call fails (everything else is allowed), then
  * execs PROG with ARGS (looked up in PATH when it has no '/'). The filter stays with PROG and
  * every thread it starts. Exit status 126: the filter could not be installed (or this is not
@@ -36,6 +38,7 @@
 #define __NR_io_uring_setup 425
 #endif
 #define X32_SYSCALL_BIT 0x40000000u
+#define ARRAY_LEN(a) ((unsigned short)(sizeof(a) / sizeof((a)[0])))
 
 #define SO_PASSRIGHTS_ 83 /* Linux 6.16 */
 
@@ -51,11 +54,19 @@
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), \
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
 
-static int install(bool passrights)
+enum deny { DENY_URING, DENY_AIO, DENY_PASSRIGHTS };
+
+static int install(enum deny what)
 {
 	struct sock_filter uring[] = {
 		X86_64_CALL_NR,
 		IS_CALL(__NR_io_uring_setup, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_filter aio[] = {
+		X86_64_CALL_NR,
+		IS_CALL(__NR_io_setup, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
@@ -70,9 +81,12 @@ static int install(bool passrights)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOPROTOOPT & SECCOMP_RET_DATA)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = passrights
-					 ? (struct sock_fprog){ .len = sizeof(rights) / sizeof(rights[0]), .filter = rights }
-					 : (struct sock_fprog){ .len = sizeof(uring) / sizeof(uring[0]), .filter = uring };
+	struct sock_fprog prog = { .len = ARRAY_LEN(uring), .filter = uring };
+
+	if (what == DENY_AIO)
+		prog = (struct sock_fprog){ .len = ARRAY_LEN(aio), .filter = aio };
+	else if (what == DENY_PASSRIGHTS)
+		prog = (struct sock_fprog){ .len = ARRAY_LEN(rights), .filter = rights };
 
 	/* without it an unprivileged process may not install a filter */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -82,9 +96,11 @@ static int install(bool passrights)
 	return 0;
 }
 #else
-static int install(bool passrights)
+enum deny { DENY_URING, DENY_AIO, DENY_PASSRIGHTS };
+
+static int install(enum deny what)
 {
-	(void)passrights;
+	(void)what;
 	return -ENOSYS;
 }
 #endif
@@ -98,7 +114,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s PROG [ARGS...]\n", self);
 		return 126;
 	}
-	r = install(strcmp(self, "nopassrights") == 0);
+	r = install(!strcmp(self, "nopassrights") ? DENY_PASSRIGHTS : !strcmp(self, "noaio") ? DENY_AIO : DENY_URING);
 	if (r < 0) {
 		fprintf(stderr, "%s: cannot install the seccomp filter: %s%s\n", self, strerror(-r),
 			r == -ENOSYS ? " (the filter is written for x86_64 only)" : "");

@@ -43,7 +43,7 @@ struct config_class {
 
 /* jio.h's kinds under the configuration's names; jio.c holds the one table of their names */
 enum journal_backend {
-	JOURNAL_BACKEND_AUTO = JIO_AUTO, /* io_uring, else libaio, else sync (logged); then inline or
+	JOURNAL_BACKEND_AUTO = JIO_AUTO, /* libaio, else io_uring, else sync (logged); then inline or
 					  * queued as measured (journal_path.h) */
 	JOURNAL_BACKEND_URING = JIO_URING,
 	JOURNAL_BACKEND_AIO = JIO_AIO,

@@ -186,9 +186,19 @@ int jio_open(enum jio_kind kind, bool direct, struct jio **ret, char *ret_note, 
 		[JIO_AIO] = jio_aio_open,
 		[JIO_SYNC] = jio_sync_open,
 	};
+	/*
+	 * auto: libaio first. Its submission writes (buffered writes inside io_submit, O_DIRECT
+	 * ones in the background) and its reap syncs on the flusher's own thread, where io_uring
+	 * sends each fdatasync to an io-wq worker (and, on ext4, each buffered write too) and
+	 * wakes the flusher when it is done: a thread hop per batch that auto's queued path does
+	 * not need. Measured in the same turns on a 2-vCPU VM, 32-128 writers: auto queuing
+	 * through libaio made 1.03x (page cache) and 1.06x (O_DIRECT) the appends/s of auto
+	 * queuing through io_uring, in geometric mean (README, "The journal's default").
+	 */
+	static const enum jio_kind auto_order[] = { JIO_AIO, JIO_URING, JIO_SYNC };
 	_cleanup_free_ struct jio_gen *g = NULL;
-	unsigned first = kind == JIO_AUTO ? JIO_URING : (unsigned)kind;
-	unsigned last = kind == JIO_AUTO ? JIO_SYNC : (unsigned)kind;
+	const enum jio_kind *order = kind == JIO_AUTO ? auto_order : &kind;
+	size_t norder = kind == JIO_AUTO ? ARRAY_SIZE(auto_order) : 1;
 	int r = -EINVAL;
 
 	if (ret_note && notelen)
@@ -204,13 +214,13 @@ int jio_open(enum jio_kind kind, bool direct, struct jio **ret, char *ret_note, 
 	g->io.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (g->io.efd < 0)
 		return -errno;
-	for (unsigned k = first; k <= last; k++) {
-		r = open_fn[k](&g->io);
+	for (size_t i = 0; i < norder; i++) {
+		r = open_fn[order[i]](&g->io);
 		if (r == 0) {
 			*ret = &TAKE_PTR(g)->io;
 			return 0;
 		}
-		note_add(ret_note, notelen, (enum jio_kind)k, r);
+		note_add(ret_note, notelen, order[i], r);
 	}
 	close(g->io.efd);
 	return r;

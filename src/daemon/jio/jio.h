@@ -18,8 +18,9 @@
  * its writes may or may not be on the disk after a power loss.
  *
  * Backends: io_uring (writes linked to an fdatasync), libaio (io_submit, then fdatasync on the
- * submitting thread), sync (pwrite + fdatasync inside submit). jio_open with JIO_AUTO tries them
- * in that order and says in ret_note why one was passed over. The fault backend wraps another
+ * submitting thread), sync (pwrite + fdatasync inside submit). jio_open with JIO_AUTO tries
+ * libaio, io_uring, sync, in that order (jio_open says why), and says in ret_note why one was
+ * passed over. The fault backend wraps another
  * and fails the Nth write or sync with EIO, for the crash and error tests.
  *
  * Thread model: a struct jio is used by one thread only.
@@ -86,7 +87,7 @@ struct jio {
 };
 
 /*
- * Open a backend of kind (JIO_AUTO: io_uring, else libaio, else sync). direct: the caller uses
+ * Open a backend of kind (JIO_AUTO: libaio, else io_uring, else sync). direct: the caller uses
  * O_DIRECT files. ret_note receives why a backend was passed over ("io_uring: Operation not
  * permitted (kernel.io_uring_disabled?)"), or "" if none was. Returns 0 or a negative errno.
  */
