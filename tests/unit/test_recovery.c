@@ -12,7 +12,8 @@
  *     unaligned O_DIRECT read is not "Input/output error") and the segment it concerns;
  *   - the end of the log after a crash, in the middle of what a reused segment's earlier use left,
  *     is information; a torn record of the last use a warning that names it;
- *   - the truncation point's marker file is read strictly: a damaged one is ignored, and said so.
+ *   - the truncation point's marker file is read strictly: a damaged one is ignored, and said so;
+ *   - a segment's temporary file left by a stop while it was being made anew is removed.
  *
  * Every disk state a power loss could leave during a recorded workload is the crash-point
  * harness's (test_crash_points.c). Writers are the journal's own rings (journal_unit.h). Every
@@ -319,6 +320,38 @@ static void test_retain_marker_strict(void **state)
 	journal_close(j);
 }
 
+/*
+ * A segment's temporary file, left when the daemon stopped while making the segment anew (tmp,
+ * fdatasync, rename), is removed at the next open, and said so; the journal is as it was.
+ */
+static void test_leftover_tmp_removed(void **state)
+{
+	char dir[128], log[4096], p[256];
+	struct journal_stats st;
+	struct journal *j;
+	struct twriter t;
+	(void)state;
+
+	fresh_dir(dir, sizeof(dir), "leftover");
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	twriter_open(j, &t);
+	for (uint64_t i = 1; i <= 10; i++)
+		assert_int_equal(append_wait(&t, i, 100, NULL), i);
+	twriter_close(&t);
+	journal_close(j);
+
+	put_file(dir, "j-002.seg.tmp", "half a segment\n");
+	assert_int_equal(open_logged(dir, &jc_sync, NULL, &j, log, sizeof(log)), 0);
+	path_of(p, sizeof(p), dir, "j-002.seg.tmp");
+	if (access(p, F_OK) == 0)
+		fail_msg("%s is still there; log:\n%s", p, log);
+	if (!strstr(log, "removed 'j-002.seg.tmp'"))
+		fail_msg("the removal is not in the log:\n%s", log);
+	journal_get_stats(j, &st);
+	assert_int_equal(st.durable_lsn, 10);
+	journal_close(j);
+}
+
 /* Read segment i's header from dir, or write it back with a fresh CRC. */
 static void seg_header(const char *dir, unsigned i, struct jformat_seg_hdr *h, bool write)
 {
@@ -420,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_end_of_log_words),
 		cmocka_unit_test(test_read_error_named),
 		cmocka_unit_test(test_retain_marker_strict),
+		cmocka_unit_test(test_leftover_tmp_removed),
 		cmocka_unit_test(test_split_tail),
 	};
 

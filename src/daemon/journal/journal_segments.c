@@ -185,11 +185,23 @@ int segment_open_all(struct journal *j)
 {
 	for (unsigned i = 0; i < j->cfg.segments; i++) {
 		int direct = j->cfg.direct ? O_DIRECT : 0;
-		char name[64];
+		char name[64], tmp[80];
 		struct stat st;
 		int fd, r;
 
 		segment_path(j, i, name, sizeof(name));
+		/*
+		 * A segment being made anew (segment_create) when the daemon stopped left its
+		 * temporary file: a segment's size of disk that nothing reads and that would stay
+		 * until the same segment is made anew again. Its name never held records.
+		 */
+		snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+		r = jfs_unlink(j->dirfd, tmp);
+		if (r == 0)
+			log_info("Journal '%s': removed '%s', left by a segment being made anew when the "
+				 "daemon stopped", j->cfg.name, tmp);
+		else if (r != -ENOENT)
+			log_warning_errno(r, "Journal '%s': cannot remove the leftover '%s': %m", j->cfg.name, tmp);
 		fd = segment_open(j, name, O_RDWR | direct, NULL, &st);
 		if (fd >= 0 && (uint64_t)st.st_size != j->cfg.segment_size) {
 			log_error("Journal '%s': segment '%s' is %jd bytes, the configuration says %" PRIu64
