@@ -118,9 +118,9 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
 
 /* --- records after the recovered end ------------------------------------------------------ */
 
-/* A journal of 20 records of 1000 bytes (LSN i has seed i) in a fresh directory named after
- * what (its path in dir), stopped as a power loss right after the last ack would. */
-static void twenty_records(char *dir, size_t len, const char *what)
+/* A journal of n records of size bytes (LSN i has seed i) in a fresh directory named after what
+ * (its path in dir), stopped as a power loss right after the last ack would (crash) or cleanly. */
+static void records_then_stop(char *dir, size_t len, const char *what, uint64_t n, uint32_t size, bool crash)
 {
 	struct journal *j;
 	struct twriter t;
@@ -128,10 +128,13 @@ static void twenty_records(char *dir, size_t len, const char *what)
 	fresh_dir(dir, len, what);
 	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
 	twriter_open(j, &t);
-	for (uint64_t i = 1; i <= 20; i++)
-		assert_int_equal(append_wait(&t, i, 1000, NULL), i);
+	for (uint64_t i = 1; i <= n; i++)
+		assert_int_equal(append_wait(&t, i, size, NULL), i);
 	twriter_close(&t);
-	life_crash(j, dir);
+	if (crash)
+		life_crash(j, dir);
+	else
+		journal_close(j);
 }
 
 /*
@@ -152,7 +155,7 @@ static void test_orphans_zeroed(void **state)
 	int fd;
 	(void)state;
 
-	twenty_records(dir, sizeof(dir), "orphans");
+	records_then_stop(dir, sizeof(dir), "orphans", 20, 1000, true);
 
 	/* the batch of LSN 15 never reached the disk; those of 16..20 did */
 	find_record(dir, 15, seg, sizeof(seg), &off);
@@ -205,7 +208,7 @@ static void test_end_of_log_words(void **state)
 	int fd;
 	(void)state;
 
-	twenty_records(dir, sizeof(dir), "end-words");
+	records_then_stop(dir, sizeof(dir), "end-words", 20, 1000, true);
 
 	/* the batches of LSN 16.. never reached the disk; an earlier record's payload lies there */
 	find_record(dir, 16, seg, sizeof(seg), &off);
@@ -294,16 +297,9 @@ static void test_retain_marker_strict(void **state)
 	char dir[128], log[4096];
 	struct journal_stats st;
 	struct journal *j;
-	struct twriter t;
 	(void)state;
 
-	fresh_dir(dir, sizeof(dir), "retain");
-	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
-	twriter_open(j, &t);
-	for (uint64_t i = 1; i <= 10; i++)
-		assert_int_equal(append_wait(&t, i, 100, NULL), i);
-	twriter_close(&t);
-	journal_close(j);
+	records_then_stop(dir, sizeof(dir), "retain", 10, 100, false);
 
 	put_file(dir, "j.retain", "5\n");
 	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
@@ -329,16 +325,9 @@ static void test_leftover_tmp_removed(void **state)
 	char dir[128], log[4096], p[256];
 	struct journal_stats st;
 	struct journal *j;
-	struct twriter t;
 	(void)state;
 
-	fresh_dir(dir, sizeof(dir), "leftover");
-	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
-	twriter_open(j, &t);
-	for (uint64_t i = 1; i <= 10; i++)
-		assert_int_equal(append_wait(&t, i, 100, NULL), i);
-	twriter_close(&t);
-	journal_close(j);
+	records_then_stop(dir, sizeof(dir), "leftover", 10, 100, false);
 
 	put_file(dir, "j-002.seg.tmp", "half a segment\n");
 	assert_int_equal(open_logged(dir, &jc_sync, NULL, &j, log, sizeof(log)), 0);
