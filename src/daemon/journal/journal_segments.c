@@ -60,6 +60,12 @@ static void segment_path(const struct journal *j, unsigned i, char *buf, size_t 
 	snprintf(buf, len, "%s-%03u.seg", j->cfg.name, i);
 }
 
+/* The temporary name a file is made under before its rename to name (segments, small files). */
+static void tmp_path(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s.tmp", name);
+}
+
 static bool segment_reusable(const struct journal *j, unsigned i)
 {
 	const struct segment *s = &j->segs[i];
@@ -135,7 +141,7 @@ static int segment_create(struct journal *j, const char *name, int src, uint64_t
 
 	if (!buf)
 		return -ENOMEM;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	tmp_path(name, tmp, sizeof(tmp));
 	r = jfs_unlink(j->dirfd, tmp);
 	if (r < 0 && r != -ENOENT)
 		return r;
@@ -195,7 +201,7 @@ int segment_open_all(struct journal *j)
 		 * temporary file: a segment's size of disk that nothing reads and that would stay
 		 * until the same segment is made anew again. Its name never held records.
 		 */
-		snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+		tmp_path(name, tmp, sizeof(tmp));
 		r = jfs_unlink(j->dirfd, tmp);
 		if (r == 0)
 			log_info("Journal '%s': removed '%s', left by a segment being made anew when the "
@@ -306,7 +312,7 @@ static int small_file_write(struct journal *j, const char *name, const char *tex
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	tmp_path(name, tmp, sizeof(tmp));
 	/* a fresh file, never one a name happened to point to (a leftover of a crash goes first) */
 	r = jfs_unlink(j->dirfd, tmp);
 	if (r < 0 && r != -ENOENT)
