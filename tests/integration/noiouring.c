@@ -26,6 +26,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* what the filter denies, by the name the binary is run by */
+enum deny { DENY_URING, DENY_AIO, DENY_PASSRIGHTS };
+
 #if defined(__x86_64__)
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -53,8 +56,6 @@
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0), \
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), \
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
-
-enum deny { DENY_URING, DENY_AIO, DENY_PASSRIGHTS };
 
 static int install(enum deny what)
 {
@@ -96,8 +97,6 @@ static int install(enum deny what)
 	return 0;
 }
 #else
-enum deny { DENY_URING, DENY_AIO, DENY_PASSRIGHTS };
-
 static int install(enum deny what)
 {
 	(void)what;
