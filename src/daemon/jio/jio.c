@@ -193,7 +193,7 @@ int jio_open(enum jio_kind kind, bool direct, struct jio **ret, char *ret_note, 
 	 * wakes the flusher when it is done: a thread hop per batch that auto's queued path does
 	 * not need. Measured in the same turns on a 2-vCPU VM, 32-128 writers: auto queuing
 	 * through libaio made 1.03x (page cache) and 1.06x (O_DIRECT) the appends/s of auto
-	 * queuing through io_uring, in geometric mean (README, "The journal's default").
+	 * queuing through io_uring, in geometric mean (README, "Durable appends").
 	 */
 	static const enum jio_kind auto_order[] = { JIO_AIO, JIO_URING, JIO_SYNC };
 	_cleanup_free_ struct jio_gen *g = NULL;

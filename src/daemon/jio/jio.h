@@ -19,9 +19,9 @@
  *
  * Backends: io_uring (writes linked to an fdatasync), libaio (io_submit, then fdatasync on the
  * submitting thread), sync (pwrite + fdatasync inside submit). jio_open with JIO_AUTO tries
- * libaio, io_uring, sync, in that order (jio_open says why), and says in ret_note why one was
- * passed over. The fault backend wraps another
- * and fails the Nth write or sync with EIO, for the crash and error tests.
+ * libaio, io_uring, sync, in that order (jio.c says why libaio first), and says in ret_note why
+ * one was passed over. The fault backend wraps another and fails the Nth write or sync with
+ * EIO, for the crash and error tests.
  *
  * Thread model: a struct jio is used by one thread only.
  */
@@ -88,8 +88,8 @@ struct jio {
 
 /*
  * Open a backend of kind (JIO_AUTO: libaio, else io_uring, else sync). direct: the caller uses
- * O_DIRECT files. ret_note receives why a backend was passed over ("io_uring: Operation not
- * permitted (kernel.io_uring_disabled?)"), or "" if none was. Returns 0 or a negative errno.
+ * O_DIRECT files. ret_note receives why a backend was passed over ("libaio: Operation not
+ * permitted (a seccomp filter)"), or "" if none was. Returns 0 or a negative errno.
  */
 int jio_open(enum jio_kind kind, bool direct, struct jio **ret, char *ret_note, size_t notelen);
 void jio_close(struct jio *io);
