@@ -643,10 +643,14 @@ static void test_open_auto(void **state)
 	(void)state;
 
 	assert_int_equal(jio_open(JIO_AUTO, false, &io, note, sizeof(note)), 0);
-	/* libaio unless something says why not */
+	/* libaio, with io_uring's queue beside it, unless the note says why not */
 	if (strcmp(io->ops->name, "libaio")) {
 		print_message("note: auto picked %s: %s\n", io->ops->name, note);
 		assert_non_null(strstr(note, "libaio: "));
+		assert_int_equal(jio_queues(io), 1);
+	} else if (jio_queues(io) == 1) {
+		print_message("note: auto has libaio's queue alone: %s\n", note);
+		assert_non_null(strstr(note, "io_uring: "));
 	} else {
 		assert_string_equal(note, "");
 	}
@@ -661,6 +665,61 @@ static void test_open_auto(void **state)
 	assert_string_equal(jio_kind_name(JIO_URING), "io_uring");
 	assert_string_equal(jio_kind_name(JIO_AIO), "libaio");
 	assert_string_equal(jio_kind_name(JIO_SYNC), "sync");
+}
+
+/*
+ * auto with libaio and io_uring: both queues open, requests go to the queue in use, the queue
+ * changes only with nothing in flight, and fault injection counts across the two.
+ */
+static void test_two_queues(void **state)
+{
+	struct treq t[3] = { 0 };
+	struct jio_req *done;
+	struct jio *io = NULL;
+	struct tfile f;
+	char note[256];
+	(void)state;
+
+	assert_int_equal(jio_open(JIO_AUTO, false, &io, note, sizeof(note)), 0);
+	if (jio_queues(io) < 2) {
+		print_message("skipped: auto opened one queue here (%s): %s\n", io->ops->name, note);
+		jio_close(io);
+		skip();
+	}
+	assert_string_equal(note, "");
+	assert_string_equal(jio_queue_name(io, 0), "libaio");
+	assert_string_equal(jio_queue_name(io, 1), "io_uring");
+	assert_null(jio_queue_name(io, 2));
+	assert_int_equal(jio_queue_current(io), 0);
+	assert_true(tfile_open(&f, false));
+	treq_add(&t[0], f.wfd, 0, BLK, 'a');
+	treq_add(&t[1], f.wfd, BLK, BLK, 'b');
+	treq_add(&t[2], f.wfd, 2 * BLK, BLK, 'c');
+
+	/* in flight on libaio's queue: no change */
+	assert_int_equal(jio_submit(io, &t[0].req), 0);
+	assert_int_equal(jio_use_queue(io, 1), -EBUSY);
+	assert_string_equal(io->ops->name, "libaio");
+	assert_int_equal(jio_use_queue(io, 2), -EINVAL);
+	reap_n(io, 1, &done);
+	assert_ptr_equal(done, &t[0].req);
+	assert_int_equal(done->res, 0);
+
+	/* drained: io_uring's queue takes the next, and the Nth write fails whichever queue has it */
+	assert_int_equal(jio_use_queue(io, 1), 0);
+	assert_int_equal(jio_queue_current(io), 1);
+	assert_string_equal(io->ops->name, "io_uring");
+	assert_int_equal(jio_set_fault(io, "write:2"), 0);
+	assert_int_equal(run_one(io, &t[1]), 0);
+	assert_int_equal(jio_use_queue(io, 0), 0);
+	assert_int_equal(run_one(io, &t[2]), -EIO);
+	assert_range(&f, 0, BLK, 'a');
+	assert_range(&f, BLK, BLK, 'b');
+	assert_range(&f, 2 * BLK, BLK, 0);
+	for (unsigned i = 0; i < 3; i++)
+		treq_free(&t[i]);
+	tfile_close(&f);
+	jio_close(io);
 }
 
 #if defined(__x86_64__)
@@ -713,14 +772,13 @@ static int child_roundtrip(struct jio *io)
 	return 0;
 }
 
-/* One queue's setup call denied (run_child's arg): what auto takes then, and whether its note
- * says why it passed the denied one over (auto tries libaio first); the denied one asked for by
- * name is refused with its reason, the other one opens with nothing to say. */
+/* One queue's setup call denied (run_child's arg): auto takes the other, alone, and its note
+ * says why the denied one is not there (passed over, or not opened beside libaio); the denied
+ * one asked for by name is refused with its reason, the other one opens with nothing to say. */
 struct denied {
 	int nr; /* __NR_io_setup or __NR_io_uring_setup */
 	enum jio_kind kind; /* its backend */
 	enum jio_kind other;
-	bool passed_over; /* auto tried it before the other */
 };
 
 static int denied_child(void *arg)
@@ -733,7 +791,8 @@ static int denied_child(void *arg)
 	CHILD_CHECK(forbid(&d->nr, 1) == 0);
 	CHILD_CHECK(jio_open(JIO_AUTO, false, &io, note, sizeof(note)) == 0);
 	CHILD_CHECK(!strcmp(io->ops->name, jio_kind_name(d->other)));
-	CHILD_CHECK(d->passed_over ? strstr(note, why) == note : !strcmp(note, ""));
+	CHILD_CHECK(jio_queues(io) == 1);
+	CHILD_CHECK(strstr(note, why) == note);
 	CHILD_CHECK(!strstr(note, jio_kind_name(d->other)));
 	CHILD_CHECK(child_roundtrip(io) == 0);
 	jio_close(io);
@@ -773,9 +832,9 @@ static void test_auto_fallback(void **state)
 {
 #if defined(__x86_64__)
 	/* libaio denied: auto, which tries it first, says why and takes io_uring */
-	struct denied no_aio = { __NR_io_setup, JIO_AIO, JIO_URING, true };
-	/* io_uring denied: auto never gets to it */
-	struct denied no_uring = { __NR_io_uring_setup, JIO_URING, JIO_AIO, false };
+	struct denied no_aio = { __NR_io_setup, JIO_AIO, JIO_URING };
+	/* io_uring denied: auto has libaio's queue alone, and says why */
+	struct denied no_uring = { __NR_io_uring_setup, JIO_URING, JIO_AIO };
 
 	(void)state;
 	assert_int_equal(run_child(denied_child, &no_aio), 0);
@@ -810,6 +869,7 @@ int main(void)
 		PER_BACKEND(test_fds),
 		PER_BACKEND(test_invalid),
 		cmocka_unit_test(test_open_auto),
+		cmocka_unit_test(test_two_queues),
 		cmocka_unit_test(test_auto_fallback),
 	};
 

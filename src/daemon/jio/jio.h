@@ -20,8 +20,9 @@
  * Backends: io_uring (writes linked to an fdatasync), libaio (io_submit, then fdatasync on the
  * submitting thread), sync (pwrite + fdatasync inside submit). jio_open with JIO_AUTO tries
  * libaio, io_uring, sync, in that order (jio.c says why libaio first), and says in ret_note why
- * one was passed over. The fault backend wraps another and fails the Nth write or sync with
- * EIO, for the crash and error tests.
+ * one was passed over; with libaio open it also opens io_uring's queue beside it where it can
+ * (jio_use_queue), so that a journal can measure both. The fault backend wraps another and
+ * fails the Nth write or sync with EIO, for the crash and error tests.
  *
  * Thread model: a struct jio is used by one thread only.
  */
@@ -34,6 +35,7 @@
 
 #define JIO_MAX_IOV 4 /* buffers in one request (header, data) */
 #define JIO_DEPTH 8 /* requests in flight at most */
+#define JIO_QUEUES 2 /* queues one struct jio may hold (auto: libaio's and io_uring's) */
 
 enum jio_kind { JIO_AUTO, JIO_URING, JIO_AIO, JIO_SYNC };
 
@@ -87,9 +89,11 @@ struct jio {
 };
 
 /*
- * Open a backend of kind (JIO_AUTO: libaio, else io_uring, else sync). direct: the caller uses
- * O_DIRECT files. ret_note receives why a backend was passed over ("libaio: Operation not
- * permitted (a seccomp filter)"), or "" if none was. Returns 0 or a negative errno.
+ * Open a backend of kind (JIO_AUTO: libaio with io_uring's queue beside it, else io_uring, else
+ * sync). direct: the caller uses O_DIRECT files. ret_note receives why a backend was passed
+ * over, or why auto has no io_uring queue beside libaio's ("io_uring: Operation not permitted
+ * (kernel.io_uring_disabled or a seccomp filter)"), or "" if neither. Returns 0 or a negative
+ * errno.
  */
 int jio_open(enum jio_kind kind, bool direct, struct jio **ret, char *ret_note, size_t notelen);
 void jio_close(struct jio *io);
@@ -108,6 +112,19 @@ int jio_submit(struct jio *io, struct jio_req *req);
  * would pay its thread hops. Returns req->res.
  */
 int jio_run(struct jio *io, struct jio_req *req);
+
+/*
+ * The queues of io: 1, or 2 where auto opened io_uring's beside libaio's (queue 0 is the one
+ * jio_open chose, whose name io->ops->name gives while it is in use). jio_use_queue sends the
+ * requests submitted from now on to queue q: -EBUSY while any request is in flight (a sync
+ * covers only its own queue's writes, and completions are reaped from the queue in use),
+ * -EINVAL for a queue that does not exist. Fault injection, the tap and the depth limit are
+ * shared by the queues: the Nth write from now fails whichever queue takes it.
+ */
+unsigned jio_queues(const struct jio *io);
+const char *jio_queue_name(const struct jio *io, unsigned q); /* NULL: no such queue */
+unsigned jio_queue_current(const struct jio *io);
+int jio_use_queue(struct jio *io, unsigned q);
 
 /* Collect one finished request (reads efd when nothing is left), or NULL. */
 struct jio_req *jio_reap(struct jio *io);
