@@ -732,7 +732,7 @@ int main(void)
 	       "               that gathered as soon as its previous sync ended (the limit with W waiting threads)\n");
 	printf("  best of %u run%s per cell and method, the methods taking turns\n", repeat, repeat == 1 ? "" : "s");
 	printf("  journal    = backend %s, direct %s; batch = records per batch of ours in the cell, and how\n"
-	       "               they went to the disk (auto: inline or queued, as it measured)%s\n",
+	       "               they went to the disk (auto: inline or a queue, as it measured)%s\n",
 	       getenv("HP_BENCH_BACKEND") && *getenv("HP_BENCH_BACKEND") ? getenv("HP_BENCH_BACKEND") : "auto",
 	       direct ? "on" : "off",
 	       nbackends > 1 ? ";\n               a journal per backend, each in turn within a cell; the table shows the first" : "");

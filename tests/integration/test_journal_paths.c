@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_journal_paths.c - which way a journal's batches go to the disk, against a real hugepoold:
- * with backend = auto and more writers than CPUs the daemon measures inline and queued and
- * chooses, and status, its log (the first decision once, at info level) and hugepoolctl journal
+ * with backend = auto and more writers than CPUs the daemon measures inline and queued (and
+ * queued-alt, io_uring's queue beside libaio's) and chooses, and status, its log (the first decision once, at info level) and hugepoolctl journal
  * stat (text and JSON) say which path and why; a lone writer's batches go inline-spin; an
  * explicit backend is not measured and says so. What it chooses depends on the machine: the
- * cases check that it chose, from measurements of both, never which.
+ * cases check that it chose, from measurements of inline and a queue at least, never which.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -107,14 +107,15 @@ static struct hp_journal_path jpath_of(hp_conn *c)
 	return p;
 }
 
+/* A path of more writers than CPUs: inline, queued, or (auto's second queue) queued-alt. */
 static bool path_is_one_of_many(const char *p)
 {
-	return !strcmp(p, "inline") || !strcmp(p, "queued");
+	return !strcmp(p, "inline") || !strcmp(p, "queued") || !strcmp(p, "queued-alt");
 }
 
 /*
- * backend = auto under more writers than CPUs: within a bounded time it has measured both paths
- * and chosen one; status, the log and hugepoolctl say which and why.
+ * backend = auto under more writers than CPUs: within a bounded time it has measured inline and a
+ * queue and chosen one; status, the log and hugepoolctl say which and why.
  */
 static void test_auto_measures_and_says(void **state)
 {
@@ -159,9 +160,10 @@ static void test_auto_measures_and_says(void **state)
 	if (!strstr(out, "Path:") || !strstr(out, "measured") || !strstr(out, "By path:"))
 		fail_msg("journal stat:\n%s", out);
 	assert_int_equal(ctl(&d, "--json journal stat " JNAME, out, sizeof(out)), 0);
-	snprintf(want, sizeof(want), "\"chosen\":\"%s\"", p.chosen);
-	if (!strstr(out, want) || !strstr(out, "\"adaptive\":1") || !strstr(out, "\"path_why\":\"") ||
-	    !strstr(out, "\"inline_batches\":"))
+	/* (the choice may have moved on since: the second queue is compared soon after the first) */
+	if (!(strstr(out, "\"chosen\":\"inline\"") || strstr(out, "\"chosen\":\"queued\"") ||
+	      strstr(out, "\"chosen\":\"queued-alt\"")) ||
+	    !strstr(out, "\"adaptive\":1") || !strstr(out, "\"path_why\":\"") || !strstr(out, "\"inline_batches\":"))
 		fail_msg("journal stat --json:\n%s", out);
 	pwriters_stop();
 

@@ -311,6 +311,8 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	j->adaptive = cfg->backend == JOURNAL_BACKEND_AUTO && j->io->ops->queue;
 	j->st.adaptive = j->adaptive;
 	jpath_init(&j->path, JPATH_INLINE);
+	if (jio_queues(j->io) > 1)
+		jpath_add_queue(&j->path);
 	if (fault && !strncmp(fault, "path:", 5)) {
 		/* "path:SPEC[,FAULT]": the tests' choice of path for auto (jpath_set_test) */
 		const char *spec = fault;
@@ -482,7 +484,7 @@ int journal_read_segments(struct journal *j, uint64_t from_lsn, unsigned max, in
 /* The path figures of status from the controller, and why batches go the way they do (under lock). */
 static void path_status(struct journal *j)
 {
-	const char *queue = j->io->ops->name;
+	const char *queue = jio_queue_name(j->io, 0);
 	char more[200];
 
 	if (j->adaptive) {
@@ -490,9 +492,9 @@ static void path_status(struct journal *j)
 
 		j->st.path_changes = c->changes;
 		j->st.inline_rate = (uint64_t)c->rate[JPATH_INLINE];
-		j->st.queued_rate = (uint64_t)c->rate[JPATH_QUEUED];
+		j->st.queued_rate = (uint64_t)MAX(c->rate[JPATH_QUEUED], c->rate[JPATH_QUEUED_ALT]);
 		snprintf(j->st.chosen, sizeof(j->st.chosen), "%s", c->decisions ? jpath_name(c->chosen) : "");
-		jpath_describe(c, queue, more, sizeof(more));
+		jpath_describe(c, queue, jio_queue_name(j->io, 1), more, sizeof(more));
 	} else if (j->cfg.backend == JOURNAL_BACKEND_AUTO) {
 		snprintf(more, sizeof(more), "queued through %s, which writes and syncs inside its submit (auto found no "
 			 "other backend)", queue);

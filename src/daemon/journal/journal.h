@@ -52,9 +52,10 @@ struct journal_stats {
 	struct proto_status_durability durability; /* I/O errors, and the latencies as status shows them */
 	/* how batches go to the disk (journal_path.h); the names are proto.h's journal path fields */
 	enum jpath path; /* the last batch's */
-	uint32_t adaptive; /* 1: backend = auto chooses inline or queued by measuring */
+	uint32_t adaptive; /* 1: backend = auto chooses its path by measuring */
 	uint32_t cpus; /* up to this many active writers: inline-spin */
 	uint64_t inline_spin_batches, inline_batches, queued_batches;
+	uint64_t queued_alt_batches; /* of queued_batches, those of auto's second queue (not on the wire) */
 	uint64_t path_changes; /* adaptive: how often the measurements changed the path */
 	uint64_t inline_rate, queued_rate; /* adaptive: records/s of each path's last window */
 	char chosen[16]; /* adaptive: the path of more writers than CPUs once measured, else "" */

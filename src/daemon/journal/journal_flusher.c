@@ -27,7 +27,8 @@
  * synced inline, they spin for it (the hint in their rings) and the flusher for their next
  * appends (the inline-spin path); with more writers, spinners would keep the others off the
  * CPUs, and they sleep while their batch goes through the backend's queue, or, with backend =
- * auto, inline on this thread when the path controller (journal_path.h) measured that faster.
+ * auto, inline on this thread or through io_uring's queue beside libaio's when the path
+ * controller (journal_path.h) measured that faster.
  *
  * It holds the journal's lock except while it sleeps, submits or reaps I/O (a backend may write
  * and sync inside either), writes a batch or a segment's header inline, saves
@@ -245,6 +246,12 @@ static void batch_completed(struct journal *j, struct batch *b, int res, uint64_
 					  : (double)(now - b->t_submit);
 }
 
+/* The jio queue of a queued path (jio_use_queue): queued-alt is auto's second, io_uring's. */
+static unsigned queue_of(enum jpath path)
+{
+	return path == JPATH_QUEUED_ALT ? 1 : 0;
+}
+
 /* Count a batch under its path (journal_path.h) in the status figures. */
 static void path_count(struct journal *j, enum jpath path)
 {
@@ -255,6 +262,8 @@ static void path_count(struct journal *j, enum jpath path)
 		j->st.inline_batches++;
 	else
 		j->st.queued_batches++;
+	if (path == JPATH_QUEUED_ALT)
+		j->st.queued_alt_batches++;
 }
 
 /*
@@ -275,7 +284,7 @@ static int batch_submit(struct journal *j, uint64_t now, enum jpath path, unsign
 	b->t_submit = now;
 	b->path = path;
 	b->writers = writers;
-	if (path != JPATH_QUEUED) {
+	if (!jpath_queued(path)) {
 		/*
 		 * Without the lock: the event loop (status, opens, closes) must not wait for a disk.
 		 * Nothing it may change meanwhile is used here: the batch, the segments and the LSN
@@ -289,7 +298,9 @@ static int batch_submit(struct journal *j, uint64_t now, enum jpath path, unsign
 		/* without the lock too: the sync backend writes and syncs inside submit, and libaio's
 		 * buffered writes happen inside io_submit */
 		pthread_mutex_unlock(&j->lock);
-		r = jio_submit(j->io, &b->req);
+		r = jio_use_queue(j->io, queue_of(path));
+		if (r == 0)
+			r = jio_submit(j->io, &b->req);
 		pthread_mutex_lock(&j->lock);
 		if (r < 0)
 			return r;
@@ -350,7 +361,7 @@ static void journal_fail(struct journal *j, int err, const char *what)
 /*
  * backend = auto: tell the path controller of a batch made durable, and log what it decides:
  * its first decision once (info), later changes at debug level and rate-limited, since under a
- * load where both paths are about as fast it may change every few seconds.
+ * load where two paths are about as fast it may change every few seconds.
  */
 static void path_published(struct journal *j, const struct batch *b, uint64_t now)
 {
@@ -363,7 +374,7 @@ static void path_published(struct journal *j, const struct batch *b, uint64_t no
 	ev = jpath_published(&j->path, b->path, b->end_lsn - b->first_lsn, b->writers, now);
 	if (ev == JPATH_SAME)
 		return;
-	jpath_describe(&j->path, j->io->ops->name, why, sizeof(why));
+	jpath_describe(&j->path, jio_queue_name(j->io, 0), jio_queue_name(j->io, 1), why, sizeof(why));
 	if (ev == JPATH_FIRST)
 		log_info("Journal '%s': batches of more writers than CPUs (%u) go %s", j->cfg.name, j->st.cpus, why);
 	else
@@ -579,9 +590,10 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 			if (!few && j->adaptive) {
 				path = jpath_next(&j->path);
 				/*
-				 * More writers (who sleep), backend = auto: inline or queued, as the
-				 * controller measured. Inline only with nothing in flight, as for a few
-				 * writers. What is acknowledged stays in LSN order whichever way each batch
+				 * More writers (who sleep), backend = auto: inline, queued or queued-alt,
+				 * as the controller measured. Inline only with nothing in flight, as for a
+				 * few writers, and a change of queue too: a queue's sync covers only its
+				 * own writes (jio_use_queue). What is acknowledged stays in LSN order whichever way each batch
 				 * goes, since batches are published strictly in submission order (an inline
 				 * batch done first would wait in `order` behind the queued ones); starting
 				 * inline on an empty pipeline keeps what inline is for: the batch is
@@ -590,7 +602,7 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 				 * a change of path is a full barrier, as a segment switch is. Until then the
 				 * batch goes on filling.
 				 */
-				if (path == JPATH_INLINE && j->norder)
+				if (j->norder && (path == JPATH_INLINE || queue_of(path) != jio_queue_current(j->io)))
 					return 0; /* a completion wakes us */
 			}
 			if (batch_submit(j, now, path, j->nwriters) < 0) {
@@ -599,7 +611,7 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 			}
 			set_spin_hint(j, few);
 			j->few_recent = few;
-			if (path != JPATH_QUEUED)
+			if (!jpath_queued(path))
 				reap_and_publish(j, now_ns());
 		}
 		writers_clear_batch_marks(j);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * journal_path.c - see journal_path.h: the names of a batch's paths to the disk, and the
- * controller that picks inline or queued for `backend = auto` from durable records per second
- * measured in interleaved windows of each. Pure functions of what the caller passes: no clock,
- * no I/O, no lock, no log (the flusher logs what it decides).
+ * controller that picks inline, queued or queued-alt for `backend = auto` from durable records
+ * per second measured in interleaved windows of the chosen path and each other in turn. Pure
+ * functions of what the caller passes: no clock, no I/O, no lock, no log (the flusher logs what
+ * it decides).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +23,7 @@ static const char *const path_names[JPATH_COUNT] = {
 	[JPATH_INLINE_SPIN] = "inline-spin",
 	[JPATH_INLINE] = "inline",
 	[JPATH_QUEUED] = "queued",
+	[JPATH_QUEUED_ALT] = "queued-alt",
 };
 
 const char *jpath_name(enum jpath p)
@@ -29,12 +31,16 @@ const char *jpath_name(enum jpath p)
 	return (unsigned)p < ARRAY_SIZE(path_names) ? path_names[p] : "unknown";
 }
 
-static enum jpath other(enum jpath p)
+static bool has(const struct jpath_ctl *c, enum jpath p)
 {
-	return p == JPATH_INLINE ? JPATH_QUEUED : JPATH_INLINE;
+	return c->arms & (1u << p);
 }
 
-/* A comparison's windows: other, chosen, chosen, other, ... (true: the other path's). */
+#define FOREACH_ARM(c, p)                                                   \
+	for (enum jpath p = JPATH_INLINE; p < JPATH_COUNT; p = (enum jpath)(p + 1)) \
+		if (has(c, p))
+
+/* A comparison's windows: challenger, chosen, chosen, challenger, ... (true: the challenger's). */
 static bool step_is_other(unsigned step)
 {
 	return ((step + 1) / 2) % 2 == 0;
@@ -51,37 +57,64 @@ void jpath_init(struct jpath_ctl *c, enum jpath first)
 		.window_batches = JPATH_WINDOW_BATCHES,
 		.spacing_max = JPATH_SPACING_MAX,
 		.margin = JPATH_MARGIN,
+		.arms = 1u << JPATH_INLINE | 1u << JPATH_QUEUED,
 		.chosen = first == JPATH_QUEUED ? JPATH_QUEUED : JPATH_INLINE,
+		.challenger = first == JPATH_QUEUED ? JPATH_INLINE : JPATH_QUEUED,
 		.phase = JPATH_EXPLOIT, /* ends at the first publish: the first comparison begins */
-		.spacing = 1,
 		.w_path = JPATH_NONE,
 	};
+	for (unsigned p = 0; p < JPATH_COUNT; p++)
+		c->spacing[p] = 1;
+}
+
+void jpath_add_queue(struct jpath_ctl *c)
+{
+	c->arms |= 1u << JPATH_QUEUED_ALT;
 }
 
 enum jpath jpath_next(const struct jpath_ctl *c)
 {
 	if (c->phase == JPATH_COMPARE && step_is_other(c->step))
-		return other(c->chosen);
+		return c->challenger;
 	return c->chosen;
 }
 
-/* Begin a comparison under the load of `writers` open writers (another: the average starts over). */
-static void compare_begin(struct jpath_ctl *c, unsigned writers)
+/* The path whose turn to be compared with chosen comes first (ties: in the order of enum jpath). */
+static enum jpath next_challenger(const struct jpath_ctl *c)
 {
-	if (writers != c->writers)
-		c->scored = 0;
-	c->phase = JPATH_COMPARE;
-	c->step = 0;
-	c->writers = writers;
-	c->w_path = JPATH_NONE;
-	memset(c->acc_records, 0, sizeof(c->acc_records));
-	memset(c->acc_ns, 0, sizeof(c->acc_ns));
+	enum jpath best = JPATH_NONE;
+
+	FOREACH_ARM(c, p)
+		if (p != c->chosen && (best == JPATH_NONE || c->due_ns[p] < c->due_ns[best]))
+			best = p;
+	return best;
 }
 
 /* Twice or half the writers open since the comparison began. */
 static bool load_changed(unsigned base, unsigned now)
 {
 	return base && (now >= 2 * (uint64_t)base || 2 * (uint64_t)now <= base);
+}
+
+/*
+ * Begin a comparison of chosen with the challenger whose turn it is, under the load of `writers`
+ * open writers. Another load starts every average over, and every challenger's turn comes now.
+ */
+static void compare_begin(struct jpath_ctl *c, unsigned writers, uint64_t now_ns)
+{
+	if (writers != c->writers)
+		FOREACH_ARM(c, p) {
+			c->scored[p] = 0;
+			if (load_changed(c->writers, writers))
+				c->due_ns[p] = MIN(c->due_ns[p], now_ns);
+		}
+	c->phase = JPATH_COMPARE;
+	c->challenger = next_challenger(c);
+	c->step = 0;
+	c->writers = writers;
+	c->w_path = JPATH_NONE;
+	memset(c->acc_records, 0, sizeof(c->acc_records));
+	memset(c->acc_ns, 0, sizeof(c->acc_ns));
 }
 
 static void window_open(struct jpath_ctl *c, enum jpath path, uint64_t now_ns)
@@ -97,49 +130,87 @@ static double rate_of(const struct jpath_ctl *c, enum jpath p)
 	return c->acc_ns[p] ? (double)c->acc_records[p] * 1e9 / (double)c->acc_ns[p] : 0;
 }
 
+/*
+ * The challenger x takes over. What was averaged against the old chosen is turned into what it
+ * says against x (old chosen / p over old chosen / x is x / p), so that one comparison more
+ * does not turn it back; every other path is compared again after exploit_ns.
+ */
+static void change_to(struct jpath_ctl *c, enum jpath x, uint64_t now_ns)
+{
+	enum jpath old = c->chosen;
+	double lx = c->lead[x];
+
+	FOREACH_ARM(c, p) {
+		if (p == x)
+			continue;
+		if (p == old) {
+			c->lead[p] = 1 / lx;
+			c->scored[p] = c->scored[x];
+		} else if (c->scored[p]) {
+			c->lead[p] /= lx;
+		}
+		c->spacing[p] = 1;
+		c->due_ns[p] = now_ns + c->exploit_ns;
+	}
+	c->lead[x] = 0;
+	c->scored[x] = 0;
+	c->chosen = x;
+	c->changes++;
+}
+
 /* The end of a comparison: average it in, keep chosen or change, and when to compare again. */
 static enum jpath_event decide(struct jpath_ctl *c, uint64_t now_ns)
 {
-	double ri = rate_of(c, JPATH_INLINE), rq = rate_of(c, JPATH_QUEUED), lead;
+	enum jpath x = c->challenger;
+	double rc = rate_of(c, c->chosen), rx = rate_of(c, x), lead;
 	bool changed = false;
 
-	c->rate[JPATH_INLINE] = ri;
-	c->rate[JPATH_QUEUED] = rq;
+	c->rate[c->chosen] = rc;
+	c->rate[x] = rx;
 	c->decisions++;
-	if (ri > 0 && rq > 0) {
-		c->score = c->scored ? (1 - JPATH_SCORE_WEIGHT) * c->score + JPATH_SCORE_WEIGHT * (ri / rq) : ri / rq;
-		c->scored++;
+	if (rc > 0 && rx > 0) {
+		c->lead[x] = c->scored[x] ? (1 - JPATH_SCORE_WEIGHT) * c->lead[x] + JPATH_SCORE_WEIGHT * (rc / rx) : rc / rx;
+		c->scored[x]++;
 	}
-	/* how many times faster the chosen path is, by the average (below 1: slower), and by
-	 * this comparison alone: the less of the two sets the spacing, so that a comparison the
-	 * other path won is followed by another soon, even while the average keeps the chosen */
-	lead = !c->scored ? 1 : c->chosen == JPATH_INLINE ? c->score : 1 / c->score;
+	/* how many times faster the chosen path is than x, by the average (below 1: slower), and
+	 * by this comparison alone: the less of the two sets x's spacing, so that a comparison x
+	 * won is followed by another soon, even while the average keeps the chosen */
+	lead = c->scored[x] ? c->lead[x] : 1;
 	if (lead * (1 + c->margin) < 1) {
-		c->chosen = other(c->chosen);
-		c->changes++;
-		c->spacing = 1;
+		change_to(c, x, now_ns);
 		changed = true;
 	} else {
-		if (ri > 0 && rq > 0)
-			lead = MIN(lead, c->chosen == JPATH_INLINE ? ri / rq : rq / ri);
+		unsigned *sp = &c->spacing[x];
+
+		if (rc > 0 && rx > 0)
+			lead = MIN(lead, rc / rx);
 		if (lead * (1 - JPATH_BIG_LOSS) > 1)
-			c->spacing = MIN(4 * c->spacing, c->spacing_max);
+			*sp = MIN(4 * *sp, c->spacing_max);
 		else if (lead * (1 - JPATH_LOSS) > 1)
-			c->spacing = MIN(2 * c->spacing, c->spacing_max);
+			*sp = MIN(2 * *sp, c->spacing_max);
 		else
-			c->spacing = 1;
+			*sp = 1;
+		c->due_ns[x] = now_ns + *sp * c->exploit_ns;
 	}
 	c->phase = JPATH_EXPLOIT;
-	c->exploit_end_ns = now_ns + c->spacing * c->exploit_ns;
 	c->w_path = JPATH_NONE;
 	return c->decisions == 1 ? JPATH_FIRST : changed ? JPATH_CHANGED : JPATH_SAME;
+}
+
+/* The path after p among those the controller has, in the order of enum jpath, round. */
+static enum jpath arm_after(const struct jpath_ctl *c, enum jpath p)
+{
+	do
+		p = p + 1 < JPATH_COUNT ? (enum jpath)(p + 1) : JPATH_INLINE;
+	while (!has(c, p));
+	return p;
 }
 
 /* The test modes: no measuring. */
 static void published_test(struct jpath_ctl *c, enum jpath path)
 {
 	if (c->flip && path == c->chosen && ++c->w_batches >= c->flip) {
-		c->chosen = other(c->chosen);
+		c->chosen = arm_after(c, c->chosen);
 		c->changes++;
 		c->w_batches = 0;
 	}
@@ -158,12 +229,12 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 		return JPATH_SAME;
 	}
 	if (c->phase == JPATH_EXPLOIT) {
-		if (now_ns >= c->exploit_end_ns || load_changed(c->writers, writers))
-			compare_begin(c, writers);
+		if (now_ns >= c->due_ns[next_challenger(c)] || load_changed(c->writers, writers))
+			compare_begin(c, writers, now_ns);
 		return JPATH_SAME;
 	}
 	if (load_changed(c->writers, writers)) {
-		compare_begin(c, writers);
+		compare_begin(c, writers, now_ns);
 		return JPATH_SAME;
 	}
 	if (path != jpath_next(c))
@@ -201,16 +272,26 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 
 int jpath_set_test(struct jpath_ctl *c, const char *spec, const char **ret_rest)
 {
-	bool pin = !strncmp(spec, "inline", 6) || !strncmp(spec, "queued", 6);
-	const char *end = spec + 6;
+	static const enum jpath pins[] = { JPATH_INLINE, JPATH_QUEUED, JPATH_QUEUED_ALT };
+	enum jpath pin = JPATH_NONE;
+	const char *end = NULL;
 	uint64_t n = 0;
 
-	if (!pin && (strncmp(spec, "flip:", 5) || decimal_prefix(spec + 5, &end, &n) < 0 || n == 0 || n > 1000000))
+	for (size_t i = 0; i < ARRAY_SIZE(pins); i++) {
+		size_t l = strlen(path_names[pins[i]]);
+
+		if (has(c, pins[i]) && !strncmp(spec, path_names[pins[i]], l) && (spec[l] == '\0' || spec[l] == ',')) {
+			pin = pins[i];
+			end = spec + l;
+		}
+	}
+	if (pin == JPATH_NONE &&
+	    (strncmp(spec, "flip:", 5) || decimal_prefix(spec + 5, &end, &n) < 0 || n == 0 || n > 1000000))
 		return -EINVAL;
 	if (*end != '\0' && *end != ',')
 		return -EINVAL;
-	if (pin) {
-		c->chosen = spec[0] == 'i' ? JPATH_INLINE : JPATH_QUEUED;
+	if (pin != JPATH_NONE) {
+		c->chosen = pin;
 		c->pinned = true;
 	} else {
 		c->flip = (unsigned)n;
@@ -221,21 +302,41 @@ int jpath_set_test(struct jpath_ctl *c, const char *spec, const char **ret_rest)
 }
 
 /* "inline on the flusher's thread" or "queued through io_uring". */
-static const char *path_words(enum jpath p, const char *queue, char *buf, size_t len)
+static const char *path_words(enum jpath p, const char *queue, const char *alt, char *buf, size_t len)
 {
 	if (p == JPATH_INLINE)
 		snprintf(buf, len, "inline on the flusher's thread");
 	else
-		snprintf(buf, len, "queued through %s", queue);
+		snprintf(buf, len, "queued through %s", p == JPATH_QUEUED_ALT ? alt : queue);
 	return buf;
 }
 
-const char *jpath_describe(const struct jpath_ctl *c, const char *queue, char *buf, size_t len)
+const char *jpath_describe(const struct jpath_ctl *c, const char *queue, const char *alt, char *buf, size_t len)
 {
-	char mine[64], theirs[64];
+	char mine[64], theirs[160] = "";
+	unsigned spacing = c->spacing_max, left = 0;
+	size_t used = 0;
 
-	path_words(c->chosen, queue, mine, sizeof(mine));
-	path_words(other(c->chosen), queue, theirs, sizeof(theirs));
+	path_words(c->chosen, queue, alt, mine, sizeof(mine));
+	FOREACH_ARM(c, p)
+		left += p != c->chosen;
+	/* the others: "80000 inline on the flusher's thread and 150000 queued through libaio" */
+	FOREACH_ARM(c, p) {
+		char words[64];
+
+		if (p == c->chosen)
+			continue;
+		path_words(p, queue, alt, words, sizeof(words));
+		left--;
+		if (c->decisions && c->rate[p] > 0)
+			snprintf(theirs + used, sizeof(theirs) - used, "%.0f %s%s", c->rate[p], words,
+				 left ? " and " : "");
+		else
+			snprintf(theirs + used, sizeof(theirs) - used, "%s%s%s", words,
+				 c->decisions ? " (unmeasured)" : "", left ? (c->decisions ? " and " : " or ") : "");
+		used = strnlen(theirs, sizeof(theirs) - 1);
+		spacing = MIN(spacing, c->spacing[p]);
+	}
 	if (jpath_forced(c))
 		snprintf(buf, len, "%s, %s for a test (HUGEPOOLD_FAULT_INJECT), not measured", jpath_name(c->chosen),
 			 c->pinned ? "pinned" : "alternating");
@@ -243,9 +344,9 @@ const char *jpath_describe(const struct jpath_ctl *c, const char *queue, char *b
 		snprintf(buf, len, "measuring which is faster: %s or %s", mine, theirs);
 	else
 		snprintf(buf, len,
-			 "%s: measured %.0f records/s against %.0f %s (changed %" PRIu64 " times in %" PRIu64
-			 " comparison%s; the next in %.1f s at the latest)",
-			 mine, c->rate[c->chosen], c->rate[other(c->chosen)], theirs, c->changes, c->decisions,
-			 c->decisions == 1 ? "" : "s", (double)(c->spacing * c->exploit_ns) / 1e9);
+			 "%s: measured %.0f records/s against %s (changes: %" PRIu64 " in %" PRIu64
+			 " comparison%s; next within %.1f s)",
+			 mine, c->rate[c->chosen], theirs, c->changes, c->decisions, c->decisions == 1 ? "" : "s",
+			 (double)(spacing * c->exploit_ns) / 1e9);
 	return buf;
 }

@@ -6,31 +6,35 @@
  * Paths: inline-spin (a few writers, no more than the CPUs: written and synced on the flusher's
  * own thread while the writers poll, journal_flusher.c), inline (the same with the writers
  * asleep in FUTEX_WAIT: no queue, no io-wq worker, no completion to wake the flusher), queued
- * (through the backend's queue, up to JOURNAL_INFLIGHT batches in flight). Explicit backends use
+ * (through the backend's queue, up to JOURNAL_INFLIGHT batches in flight) and queued-alt
+ * (through its second queue: auto's io_uring beside libaio, jio.h). Explicit backends use
  * inline-spin and queued, as they always did. With `backend = auto` and a backend that has a
- * queue (io_uring, libaio), the batches of more writers than CPUs go inline or queued as this
- * controller says.
+ * queue (io_uring, libaio), the batches of more writers than CPUs go inline, queued or
+ * queued-alt as this controller says.
  *
- * The controller measures durable records per second of each path in windows of published
- * batches: a window lasts at least window_ns and window_batches batches of one path, from its
- * first publish to its last (the first batch's records left out, so the time to change paths,
- * a drain of the other path's batches, belongs to neither, and both paths are measured alike
- * whatever they keep in flight). A comparison is JPATH_STEPS windows in the order other,
- * chosen, chosen, other, other, chosen, chosen, other: interleaved, so that a load that drifts
- * (the machine's other work comes and goes over tenths of seconds, more than the paths differ)
- * weighs on both alike; and a window counts only from settle_ns after a change of path, once
- * the threads have settled into the new path's rhythm. Each comparison gives the ratio of the
- * paths' records per second over their windows; the controller averages it over the
- * comparisons made under the same load (an exponential average, the newest weighing
- * JPATH_SCORE_WEIGHT), and the other path takes over when that average says it is faster by
- * `margin`: one noisy comparison does not turn a clear winner over. Between comparisons the
- * chosen path runs alone for exploit_ns times a spacing that doubles while the average and the
- * last comparison both say the other path is more than 10% slower and quadruples when more than
- * 25% (up to spacing_max), and falls back to 1 when they are closer or after a change: paths far
- * apart cost a comparison every few seconds (a few percent of the time on the slower one), close
- * ones, or a comparison the other path won, are followed by another soon. Twice or half the writers open start the average over with a comparison
- * at once: what was measured under another load does not hold. An idle gap (idle_ns between
- * publishes) or a batch of a few writers ends the window being measured.
+ * The controller keeps one path, chosen, and compares it with each other path in turn (the
+ * challenger whose turn comes first). It measures durable records per second of each path in
+ * windows of published batches: a window lasts at least window_ns and window_batches batches of
+ * one path, from its first publish to its last (the first batch's records left out, so the time
+ * to change paths, a drain of the other path's batches, belongs to neither, and both paths are
+ * measured alike whatever they keep in flight). A comparison is JPATH_STEPS windows in the order
+ * challenger, chosen, chosen, challenger, challenger, chosen, chosen, challenger: interleaved,
+ * so that a load that drifts (the machine's other work comes and goes over tenths of seconds,
+ * more than the paths differ) weighs on both alike; and a window counts only from settle_ns
+ * after a change of path, once the threads have settled into the new path's rhythm. Each
+ * comparison gives the ratio of the two paths' records per second over their windows; the
+ * controller averages it for each challenger over the comparisons made under the same load (an
+ * exponential average, the newest weighing JPATH_SCORE_WEIGHT), and the challenger takes over
+ * when that average says it is faster by `margin`: one noisy comparison does not turn a clear
+ * winner over. After a change the averages against the others are carried over by their ratios.
+ * Each challenger has its own spacing: it is compared again after exploit_ns times a spacing
+ * that doubles while the average and the last comparison both say it is more than 10% slower
+ * and quadruples when more than 25% (up to spacing_max), and falls back to 1 when they are
+ * closer or after a change: paths far apart cost a comparison every few seconds (a few percent
+ * of the time on the slower one), close ones, or a comparison the challenger won, are followed
+ * by another soon. Twice or half the writers open start the averages over, every challenger's
+ * turn coming at once: what was measured under another load does not hold. An idle gap
+ * (idle_ns between publishes) or a batch of a few writers ends the window being measured.
  *
  * Pure functions of the samples the flusher gives them (unit-tested in
  * tests/unit/test_journal_path.c). Thread model: a controller belongs to one journal's flusher;
@@ -48,10 +52,11 @@ enum jpath {
 	JPATH_INLINE_SPIN,
 	JPATH_INLINE,
 	JPATH_QUEUED,
+	JPATH_QUEUED_ALT, /* through the backend's second queue (auto: io_uring's beside libaio's) */
 	JPATH_COUNT,
 };
 
-/* "none", "inline-spin", "inline", "queued"; "unknown" for a value not in the table. */
+/* "none", "inline-spin", "inline", "queued", "queued-alt"; "unknown" for a value not in the table. */
 const char *jpath_name(enum jpath p);
 
 /* The controller's defaults (jpath_init); tests may set others. */
@@ -66,7 +71,7 @@ const char *jpath_name(enum jpath p);
 #define JPATH_SCORE_WEIGHT 0.4 /* of the newest comparison in the average */
 
 enum jpath_phase {
-	JPATH_EXPLOIT, /* the chosen path alone, until exploit_end_ns */
+	JPATH_EXPLOIT, /* the chosen path alone, until a challenger's due_ns */
 	JPATH_COMPARE, /* windows of both paths in turn */
 };
 
@@ -77,16 +82,19 @@ struct jpath_ctl {
 	double margin;
 
 	/* the decision */
-	enum jpath chosen; /* JPATH_INLINE or JPATH_QUEUED: the faster one measured */
+	unsigned arms; /* the paths it chooses among: bit 1 << path (inline, queued, queued-alt) */
+	enum jpath chosen; /* the faster one measured */
+	enum jpath challenger; /* COMPARE: the path compared with chosen */
 	enum jpath_phase phase;
 	unsigned step; /* COMPARE: the window being measured, 0..steps-1 */
-	uint64_t exploit_end_ns; /* EXPLOIT: compare again at the first publish after this */
-	unsigned spacing; /* exploit_ns times this between comparisons */
 	uint64_t decisions, changes; /* comparisons made; how many changed chosen */
 	unsigned writers; /* writers open when the comparison began */
-	double score; /* inline's rate / queued's, averaged over the comparisons of this load */
-	unsigned scored; /* comparisons in score since the load changed */
-	double rate[JPATH_COUNT]; /* records/s of each path in the last comparison (0: none yet) */
+	/* for each other path than chosen: */
+	double lead[JPATH_COUNT]; /* chosen's rate / this one's, averaged over the comparisons of this load */
+	unsigned scored[JPATH_COUNT]; /* comparisons in lead since the load or chosen changed */
+	unsigned spacing[JPATH_COUNT]; /* exploit_ns times this between comparisons with it */
+	uint64_t due_ns[JPATH_COUNT]; /* compared again at the first publish after this */
+	double rate[JPATH_COUNT]; /* records/s of each path when last measured (0: not yet) */
 	uint64_t acc_records[JPATH_COUNT], acc_ns[JPATH_COUNT]; /* the comparison under way */
 
 	/* the window being measured */
@@ -100,8 +108,13 @@ struct jpath_ctl {
 	unsigned flip;
 };
 
-/* A controller that prefers `first` (JPATH_INLINE or JPATH_QUEUED) and compares at once. */
+/* A controller of inline and queued that prefers `first` (JPATH_INLINE or JPATH_QUEUED) and
+ * compares at once. */
 void jpath_init(struct jpath_ctl *c, enum jpath first);
+
+/* The backend has a second queue (jio_use_queue): the controller chooses among three paths,
+ * queued-alt too. Before the first publish. */
+void jpath_add_queue(struct jpath_ctl *c);
 
 /* The path the next batch of more writers than CPUs takes. */
 enum jpath jpath_next(const struct jpath_ctl *c);
@@ -124,12 +137,19 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 
 /*
  * For the tests, which want each path, and switches between them, under a workload of their
- * choosing (HUGEPOOLD_FAULT_INJECT=NAME:path:...): spec "inline" or "queued" pins the path,
- * "flip:N" alternates between them every N published batches, instead of measuring; either may
+ * choosing (HUGEPOOLD_FAULT_INJECT=NAME:path:...): spec "inline", "queued" or (with a second
+ * queue) "queued-alt" pins the path, "flip:N" goes round them in that order every N published
+ * batches, instead of measuring; either may
  * be followed by ",REST", and *ret_rest then points at REST (else at ""). -EINVAL on a bad spec,
  * c and *ret_rest untouched.
  */
 int jpath_set_test(struct jpath_ctl *c, const char *spec, const char **ret_rest);
+
+/* Does path p go through a queue (jio_submit), not inline (jio_run)? */
+static inline bool jpath_queued(enum jpath p)
+{
+	return p == JPATH_QUEUED || p == JPATH_QUEUED_ALT;
+}
 
 /* Does a test choose the path (jpath_set_test)? Then it does so for every batch, a few writers'
  * too, so that a test's fault meets the path it asked for however many writers are active. */
@@ -140,8 +160,9 @@ static inline bool jpath_forced(const struct jpath_ctl *c)
 
 /*
  * Why the next batch of more writers than CPUs goes the way it does, in words, for status and
- * the log: queue names the backend behind the queued path ("io_uring"). Returns buf.
+ * the log: queue names the backend behind the queued path ("libaio"), alt the one behind
+ * queued-alt ("io_uring"; NULL without it). Returns buf.
  */
-const char *jpath_describe(const struct jpath_ctl *c, const char *queue, char *buf, size_t len);
+const char *jpath_describe(const struct jpath_ctl *c, const char *queue, const char *alt, char *buf, size_t len);
 
 #endif
