@@ -228,18 +228,19 @@ struct hp_spill_uid_status {
 /*
  * How a journal's batches reach the disk. path: the last batch's, "inline-spin" (no more active
  * writers than cpus: written and synced on the daemon's flusher thread while the writers poll),
- * "inline" (the same, the writers asleep) or "queued" (through the I/O backend's queue); "none"
+ * "inline" (the same, the writers asleep), "queued" (through the I/O backend's queue) or
+ * "queued-alt" (backend = auto: through io_uring's queue, set up beside libaio's); "none"
  * before the first batch. With backend = auto (adaptive = 1) the daemon measures which of
- * inline and queued makes more records durable per second for more writers than CPUs, and
- * chosen names it once it knows ("" before). why says it in words.
+ * these makes more records durable per second for more writers than CPUs, and chosen names it
+ * once it knows ("" before). why says it in words.
  */
 struct hp_journal_path {
 	char path[16];
 	char chosen[16];
 	uint32_t adaptive, cpus;
-	uint64_t inline_spin_batches, inline_batches, queued_batches; /* since the daemon started */
+	uint64_t inline_spin_batches, inline_batches, queued_batches; /* since the daemon started (queued: both queues) */
 	uint64_t path_changes; /* adaptive: times the measurements changed the path */
-	uint64_t inline_rate, queued_rate; /* adaptive: records/s in the last window of each path */
+	uint64_t inline_rate, queued_rate; /* adaptive: records/s of each path when last measured (queued: the faster queue) */
 	char why[256];
 };
 
