@@ -500,6 +500,29 @@ static void test_load_change(void **state)
 	assert_int_equal(c.acc_ns[JPATH_INLINE] + c.acc_ns[JPATH_QUEUED], 0);
 }
 
+/* A load that moves by less than a factor of two (8 to 12 writers and back) keeps its averages:
+ * each comparison adds to them. */
+static void test_small_load_changes(void **state)
+{
+	struct model m = { .records = 16, .noise_pct = 5, .rng = 3 };
+	struct jpath_ctl c;
+	uint64_t now = 0;
+	(void)state;
+
+	m.interval_ns[JPATH_INLINE] = 100000;
+	m.interval_ns[JPATH_QUEUED] = 104000;
+	jpath_init(&c, JPATH_INLINE);
+	for (unsigned i = 0; i < 12; i++) {
+		uint64_t d = c.decisions;
+
+		while (c.decisions == d)
+			run(&c, &m, &now, MS, i % 2 ? 12 : 8, NULL);
+	}
+	assert_int_equal(c.writers, 8);
+	if (c.scored[JPATH_QUEUED] < 10)
+		fail_msg("the average holds %u comparisons of 12", c.scored[JPATH_QUEUED]);
+}
+
 /* The tests' modes: a pinned path stays, a flipping one alternates every N batches; bad specs refused. */
 static void test_test_modes(void **state)
 {
@@ -653,6 +676,7 @@ int main(void)
 		cmocka_unit_test(test_settle),
 		cmocka_unit_test(test_few_writers),
 		cmocka_unit_test(test_load_change),
+		cmocka_unit_test(test_small_load_changes),
 		cmocka_unit_test(test_test_modes),
 		cmocka_unit_test(test_words),
 	};

@@ -90,7 +90,7 @@ static enum jpath next_challenger(const struct jpath_ctl *c)
 	return best;
 }
 
-/* Twice or half the writers open since the comparison began. */
+/* Twice or half the writers open that the averages were made under (base). */
 static bool load_changed(unsigned base, unsigned now)
 {
 	return base && (now >= 2 * (uint64_t)base || 2 * (uint64_t)now <= base);
@@ -98,20 +98,21 @@ static bool load_changed(unsigned base, unsigned now)
 
 /*
  * Begin a comparison of chosen with the challenger whose turn it is, under the load of `writers`
- * open writers. Another load starts every average over, and every challenger's turn comes now.
+ * open writers. Another load (the first, or twice or half the writers the averages were made
+ * under) starts every average over, and every challenger's turn comes now.
  */
 static void compare_begin(struct jpath_ctl *c, unsigned writers, uint64_t now_ns)
 {
-	if (writers != c->writers)
+	if (!c->writers || load_changed(c->writers, writers)) {
 		FOREACH_ARM(c, p) {
 			c->scored[p] = 0;
-			if (load_changed(c->writers, writers))
-				c->due_ns[p] = MIN(c->due_ns[p], now_ns);
+			c->due_ns[p] = MIN(c->due_ns[p], now_ns);
 		}
+		c->writers = writers;
+	}
 	c->phase = JPATH_COMPARE;
 	c->challenger = next_challenger(c);
 	c->step = 0;
-	c->writers = writers;
 	c->w_path = JPATH_NONE;
 	memset(c->acc_records, 0, sizeof(c->acc_records));
 	memset(c->acc_ns, 0, sizeof(c->acc_ns));

@@ -88,7 +88,7 @@ struct jpath_ctl {
 	enum jpath_phase phase;
 	unsigned step; /* COMPARE: the window being measured, 0..steps-1 */
 	uint64_t decisions, changes; /* comparisons made; how many changed chosen */
-	unsigned writers; /* writers open when the comparison began */
+	unsigned writers; /* writers open when the averages began: the load they are made under */
 	/* for each other path than chosen: */
 	double lead[JPATH_COUNT]; /* chosen's rate / this one's, averaged over the comparisons of this load */
 	unsigned scored[JPATH_COUNT]; /* comparisons in lead since the load or chosen changed */
