@@ -481,6 +481,11 @@ int journal_read_segments(struct journal *j, uint64_t from_lsn, unsigned max, in
 	return 0;
 }
 
+const char *journal_path_words(const struct journal *j, char *buf, size_t len)
+{
+	return jpath_describe(&j->path, jio_queue_name(j->io, 0), jio_queue_name(j->io, 1), buf, len);
+}
+
 /* The path figures of status from the controller, and why batches go the way they do (under lock). */
 static void path_status(struct journal *j)
 {
@@ -494,7 +499,7 @@ static void path_status(struct journal *j)
 		j->st.inline_rate = (uint64_t)c->rate[JPATH_INLINE];
 		j->st.queued_rate = (uint64_t)MAX(c->rate[JPATH_QUEUED], c->rate[JPATH_QUEUED_ALT]);
 		snprintf(j->st.chosen, sizeof(j->st.chosen), "%s", c->decisions ? jpath_name(c->chosen) : "");
-		jpath_describe(c, queue, jio_queue_name(j->io, 1), more, sizeof(more));
+		journal_path_words(j, more, sizeof(more));
 	} else if (j->cfg.backend == JOURNAL_BACKEND_AUTO) {
 		snprintf(more, sizeof(more), "queued through %s, which writes and syncs inside its submit (auto found no "
 			 "other backend)", queue);

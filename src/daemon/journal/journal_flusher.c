@@ -374,7 +374,7 @@ static void path_published(struct journal *j, const struct batch *b, uint64_t no
 	ev = jpath_published(&j->path, b->path, b->end_lsn - b->first_lsn, b->writers, now);
 	if (ev == JPATH_SAME)
 		return;
-	jpath_describe(&j->path, jio_queue_name(j->io, 0), jio_queue_name(j->io, 1), why, sizeof(why));
+	journal_path_words(j, why, sizeof(why));
 	if (ev == JPATH_FIRST)
 		log_info("Journal '%s': batches of more writers than CPUs (%u) go %s", j->cfg.name, j->st.cpus, why);
 	else
@@ -593,14 +593,14 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 				 * More writers (who sleep), backend = auto: inline, queued or queued-alt,
 				 * as the controller measured. Inline only with nothing in flight, as for a
 				 * few writers, and a change of queue too: a queue's sync covers only its
-				 * own writes (jio_use_queue). What is acknowledged stays in LSN order whichever way each batch
-				 * goes, since batches are published strictly in submission order (an inline
-				 * batch done first would wait in `order` behind the queued ones); starting
-				 * inline on an empty pipeline keeps what inline is for: the batch is
-				 * published the moment its sync returns, with no completion to wait for,
-				 * and its fdatasync comes after every earlier write to the file is done, so
-				 * a change of path is a full barrier, as a segment switch is. Until then the
-				 * batch goes on filling.
+				 * own writes (jio_use_queue). What is acknowledged stays in LSN order
+				 * whichever way each batch goes, since batches are published strictly in
+				 * submission order (an inline batch done first would wait in `order`
+				 * behind the queued ones); starting inline on an empty pipeline keeps what
+				 * inline is for: the batch is published the moment its sync returns, with
+				 * no completion to wait for, and its fdatasync comes after every earlier
+				 * write to the file is done, so a change of path is a full barrier, as a
+				 * segment switch is. Until then the batch goes on filling.
 				 */
 				if (j->norder && (path == JPATH_INLINE || queue_of(path) != jio_queue_current(j->io)))
 					return 0; /* a completion wakes us */

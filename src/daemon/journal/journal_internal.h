@@ -157,6 +157,9 @@ struct journal {
 };
 
 /* journal.c */
+/* Why batches of more writers than CPUs go the way they do (backend = auto), in words, with the
+ * names of the jio queues behind queued and queued-alt. Returns buf. */
+const char *journal_path_words(const struct journal *j, char *buf, size_t len);
 /* Free a writer no batch refers to: under the lock, or with the flusher stopped (it lets go of
  * the writer's wake group, which the flusher walks). */
 void writer_free(struct journal_writer *w);
