@@ -312,7 +312,7 @@ void jio_close(struct jio *io)
 		io->ops->close(io);
 	}
 	close(io->efd);
-	free(gen_of(io));
+	free(g);
 }
 
 static bool req_valid(const struct jio_req *req)

@@ -59,7 +59,6 @@ void jpath_init(struct jpath_ctl *c, enum jpath first)
 		.margin = JPATH_MARGIN,
 		.arms = 1u << JPATH_INLINE | 1u << JPATH_QUEUED,
 		.chosen = first == JPATH_QUEUED ? JPATH_QUEUED : JPATH_INLINE,
-		.challenger = first == JPATH_QUEUED ? JPATH_INLINE : JPATH_QUEUED,
 		.phase = JPATH_EXPLOIT, /* ends at the first publish: the first comparison begins */
 		.w_path = JPATH_NONE,
 	};
