@@ -147,6 +147,7 @@ public final class HugePool implements AutoCloseable {
         try {
             if (!leases.contains(lease))
                 return; // released already
+            lease.closeSegments(); // before the memory under them stops being the lease's
             check(Native.release(conn, lease.nativeDescription()), "releasing " + lease);
             leases.remove(lease);
             lease.released();
@@ -293,12 +294,14 @@ public final class HugePool implements AutoCloseable {
 
     /**
      * Close the connection: journal writers opened from it are closed, then readers and spill
-     * streams, then every lease still held is released (its ByteBuffers read zeroes from then on)
-     * and the connection closed. Closing twice is fine.
+     * streams, then every lease still held is released (its ByteBuffers read zeroes from then on,
+     * its MemorySegments throw) and the connection closed. Closing twice is fine.
      *
      * @throws HugepoolException a lease could not be released (the process's map count limit):
      *         the connection then stays open with that lease, since closing it would unmap the
      *         lease's memory under its ByteBuffers
+     * @throws IllegalStateException a lease's segment is in use by an asynchronous channel's
+     *         operation (see {@link Lease#close()}): the connection stays open with that lease
      */
     @Override
     public void close() throws HugepoolException {

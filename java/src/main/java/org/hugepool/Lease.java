@@ -11,8 +11,11 @@
  * by JNI; every buffer handed out is a duplicate of a root, and a duplicate keeps its root
  * reachable (DirectByteBuffer's attachment), so a root becomes unreachable only once no view of
  * its range is left. Then the Cleaner unmaps the range, and only if it was released (a lease of
- * a HugePool never closed stays mapped until the JVM exits). `open` is read without the pool's
- * lock; release and the ranges' `released` flags are written under it.
+ * a HugePool never closed stays mapped until the JVM exits). On Java 22 and later a buffer is also
+ * served as one MemorySegment of a shared Arena of the lease (Segments), which the release closes
+ * before the range is replaced: from then on the segment throws, as any closed Arena's does, so
+ * it needs no root. `open` is read without the pool's lock; release, the arena and the ranges'
+ * `released` flags are written under it.
  */
 package org.hugepool;
 
@@ -21,6 +24,7 @@ import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 
@@ -30,13 +34,16 @@ import java.util.List;
  *
  * <p>A buffer of at most {@link Integer#MAX_VALUE} bytes is one ByteBuffer ({@link #buffer(int)});
  * a larger one is served as consecutive slices of {@link #SLICE_BYTES} (the last one shorter),
- * {@link #slices(int)}.
+ * {@link #slices(int)}. On Java 22 and later any buffer is also one
+ * {@code java.lang.foreign.MemorySegment}, {@link #segment(int, Class)}.
  *
  * <p><b>After the lease ends</b> (close, or the HugePool's close), a ByteBuffer the program kept
  * is harmless: its memory was replaced by private zero pages before the daemon took the buffer
  * back, so it reads zeroes, its writes go to pages of this process only, and neither ever
  * reaches the buffer's next holder; the JVM never faults on it. Its address range is unmapped
- * once the garbage collector finds no view of it left.
+ * once the garbage collector finds no view of it left. A MemorySegment of the lease is closed
+ * with it: from then on every access to it, or to a ByteBuffer it made, throws
+ * {@link IllegalStateException}, in any thread, as for a closed {@code Arena}'s.
  *
  * <p><b>Threads.</b> The ByteBuffers are ordinary direct buffers: share them between threads as
  * any memory (a ByteBuffer's position and limit are not thread-safe; each call of
@@ -53,6 +60,8 @@ public final class Lease implements AutoCloseable {
     private final long[] description; // addr, size, lease id of each buffer: what release sends
     private final ByteBuffer[][] roots; // per buffer, its slices (one when it fits a ByteBuffer)
     private final List<Range> ranges = new ArrayList<>();
+    private final Object[] segments; // guarded by pool.lock: per buffer, its MemorySegment once made
+    private Object arena; // guarded by pool.lock: the shared Arena of the segments, made with the first
     private volatile boolean open = true;
 
     /* The memory under one root; unmapped by the Cleaner once released and unreachable. */
@@ -78,6 +87,7 @@ public final class Lease implements AutoCloseable {
         this.description = description;
         int n = description.length / 3;
         roots = new ByteBuffer[n][];
+        segments = new Object[n];
         for (int i = 0; i < n; i++) {
             long addr = description[3 * i], size = description[3 * i + 1];
             long step = size <= Integer.MAX_VALUE ? size : SLICE_BYTES;
@@ -155,6 +165,43 @@ public final class Lease implements AutoCloseable {
     }
 
     /**
+     * Buffer {@code i}, whatever its size, as one {@code java.lang.foreign.MemorySegment}, on Java
+     * 22 and later: {@code MemorySegment s = lease.segment(0, MemorySegment.class);} (the class is
+     * passed because the jar runs on Java 17 too, where MemorySegment does not exist). Every call
+     * returns the same segment; share it between threads as any segment of a shared Arena.
+     *
+     * <p>The segment belongs to an Arena of this lease, which {@link #close()} closes before the
+     * daemon takes the buffer back: from then on every access to the segment, or to a ByteBuffer
+     * made from it, throws {@link IllegalStateException}, in any thread. Calling a restricted
+     * method, it needs {@code --enable-native-access} for the jar's module ({@code ALL-UNNAMED} on
+     * the class path), or Java warns once; so does the JNI library's loading from Java 24 on.
+     *
+     * @param <T> MemorySegment
+     * @param i which buffer
+     * @param type {@code MemorySegment.class}
+     * @return the segment, {@link #bufferSize(int)} bytes long
+     * @throws ClosedException the lease was closed
+     * @throws UnsupportedOperationException this Java is older than 22: use {@link #buffer(int)} or
+     *         {@link #slices(int)}
+     * @throws IllegalArgumentException type is not MemorySegment
+     */
+    public <T> T segment(int i, Class<T> type) throws ClosedException {
+        Segments.check(type);
+        int k = index(i);
+        pool.lock.lock();
+        try {
+            checkOpen("segment(" + i + ")");
+            if (arena == null)
+                arena = Segments.newArena();
+            if (segments[k] == null)
+                segments[k] = Segments.segment(arena, description[3 * k], description[3 * k + 1]);
+            return type.cast(segments[k]);
+        } finally {
+            pool.lock.unlock();
+        }
+    }
+
+    /**
      * A view of every buffer, for buffers of at most {@link Integer#MAX_VALUE} bytes.
      *
      * @return {@link #buffer(int)} of each, in order
@@ -177,6 +224,9 @@ public final class Lease implements AutoCloseable {
      * and never reach the next holder. Closing twice is fine.
      *
      * @throws HugepoolException the release failed (the map count limit): the lease stays open
+     *         (its segments, if any, are closed; {@link #segment(int, Class)} makes new ones)
+     * @throws IllegalStateException a segment of the lease is in use by an asynchronous channel's
+     *         operation, so its Arena cannot close: the lease stays open
      */
     @Override
     public void close() throws HugepoolException {
@@ -187,6 +237,15 @@ public final class Lease implements AutoCloseable {
 
     long[] nativeDescription() {
         return description;
+    }
+
+    /* With the pool's lock held, before the release: the segments closed, or IllegalStateException. */
+    void closeSegments() {
+        if (arena == null)
+            return;
+        Segments.close(arena);
+        arena = null;
+        Arrays.fill(segments, null);
     }
 
     /* With the pool's lock held, once the daemon has them back. */

@@ -2,8 +2,9 @@
  * SPDX-License-Identifier: MIT
  */
 /**
- * The Java client of hugepoold: pre-faulted hugepage buffers as direct {@link java.nio.ByteBuffer}s,
- * durable journals and spill streams, over libhugepool through JNI (hugepool-java(7)).
+ * The Java client of hugepoold: pre-faulted hugepage buffers as direct {@link java.nio.ByteBuffer}s
+ * (and on Java 22 and later as {@code MemorySegment}s), durable journals and spill streams, over
+ * libhugepool through JNI (hugepool-java(7)).
  *
  * <p>Start with {@link org.hugepool.HugePool#connect()}. Every handle ({@link org.hugepool.HugePool},
  * {@link org.hugepool.Lease}, {@link org.hugepool.JournalWriter}, {@link org.hugepool.JournalReader},

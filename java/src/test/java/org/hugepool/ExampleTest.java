@@ -2,14 +2,16 @@
  * SPDX-License-Identifier: MIT
  *
  * ExampleTest.java - the examples compile and run as a user would run them: README.md's "From
- * Java" program and java/examples/ProcessingBuffers.java (the Druid-shaped pool), each compiled
- * with the JDK's compiler against the binding's classes and run in a JVM of its own against a
- * daemon that has the README's class and journal.
+ * Java" program, java/examples/ProcessingBuffers.java (the Druid-shaped pool) and, on Java 22
+ * and later, java/examples/SegmentColumn.java (a buffer as a MemorySegment), each compiled with
+ * the JDK's compiler against the binding's classes and run in a JVM of its own against a daemon
+ * that has the README's class and journal.
  */
 package org.hugepool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -78,5 +80,16 @@ class ExampleTest {
         try (HugePool pool = HugePool.connect(daemon.socketPath())) {
             assertEquals(buffers, pool.status().bufferClass("processing").free(), "the example gave its buffers back");
         }
+    }
+
+    @Test
+    void segmentColumn() throws Exception {
+        assumeTrue(Runtime.version().feature() >= 22, "SegmentColumn needs Java 22 or later; this is Java "
+                + Runtime.version().feature());
+        String src = Files.readString(SOURCE.resolve("examples/SegmentColumn.java"));
+        String out = compileAndRun("SegmentColumn", src, daemon.socketPath(), "processing");
+        long n = (4 << 20) / 8;
+        assertTrue(out.contains(n + " longs, sum " + n * (n - 1) / 2), out);
+        assertTrue(out.contains("closed with the lease: "), out);
     }
 }

@@ -3,12 +3,14 @@
  *
  * LargeBufferTest.java - a buffer larger than a ByteBuffer holds (2 GiB + 2 MiB, regular shared
  * memory so no hugepages are needed) is served as consecutive 1 GiB slices covering it in order,
- * buffer(i) says to use them, and its slices after the release read zeroes like any stale view.
+ * buffer(i) says to use them, and its slices after the release read zeroes like any stale view;
+ * on Java 22 and later it is also one MemorySegment, closed with the lease.
  */
 package org.hugepool;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -44,5 +46,25 @@ class LargeBufferTest {
         }
         for (ByteBuffer b : s)
             assertEquals(0, b.getLong(b.capacity() - 8), "a released slice reads zeroes");
+    }
+
+    @Test
+    void oneSegment() throws Exception {
+        assumeTrue(Seg.TYPE != null, "MemorySegment needs Java 22 or later; this is Java " + Runtime.version().feature());
+        ByteBuffer across;
+        try (HugePool pool = HugePool.connect(daemon.socketPath()); Lease lease = pool.acquire("large", 1, Duration.ZERO)) {
+            Object s = Seg.of(lease, 0);
+            assertEquals(SIZE, Seg.size(s));
+            List<ByteBuffer> slices = lease.slices(0);
+            slices.get(0).putLong((int) Lease.SLICE_BYTES - 8, 5);
+            slices.get(1).putLong(0, 6);
+            slices.get(2).putLong((2 << 20) - 8, 7);
+            // one segment: a view across the first slice's end, and the buffer's last word
+            across = Seg.bytes(s, Lease.SLICE_BYTES - 8, 16);
+            assertEquals(5, across.getLong(0));
+            assertEquals(6, across.getLong(8));
+            assertEquals(7, Seg.bytes(s, SIZE - 8, 8).getLong(0));
+        }
+        assertThrows(IllegalStateException.class, () -> across.getLong(0), "closed with the lease");
     }
 }
