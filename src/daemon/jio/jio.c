@@ -283,6 +283,11 @@ unsigned jio_queue_current(const struct jio *io)
 	return cgen_of(io)->cur;
 }
 
+bool jio_on_caller(const struct jio *io)
+{
+	return io->ops->on_caller;
+}
+
 int jio_use_queue(struct jio *io, unsigned q)
 {
 	struct jio_gen *g = gen_of(io);

@@ -68,6 +68,10 @@ struct jio_ops {
 	/* submit hands the request to a queue and returns before it is durable (io_uring, libaio);
 	 * false: it writes and syncs inside submit (sync), so jio_run gains nothing over it */
 	bool queue;
+	/* the writes and the sync run on the thread that submits and reaps (libaio: io_submit of a
+	 * buffered write copies on it, and reap syncs on it; sync), not on threads of the kernel's
+	 * (io_uring's io-wq): a request in flight needs no CPU of anyone else's */
+	bool on_caller;
 	int (*submit)(struct jio *io, struct jio_req *req);
 	/* write and sync on the caller's thread, now: the request's result (jio_run) */
 	int (*run)(struct jio *io, const struct jio_req *req);
@@ -125,6 +129,8 @@ unsigned jio_queues(const struct jio *io);
 const char *jio_queue_name(const struct jio *io, unsigned q); /* NULL: no such queue */
 unsigned jio_queue_current(const struct jio *io);
 int jio_use_queue(struct jio *io, unsigned q);
+/* Whether the queue in use writes and syncs on the caller's thread only (jio_ops.on_caller). */
+bool jio_on_caller(const struct jio *io);
 
 /* Collect one finished request (reads efd when nothing is left), or NULL. */
 struct jio_req *jio_reap(struct jio *io);

@@ -162,6 +162,7 @@ static void aio_close(struct jio *io)
 static const struct jio_ops aio_ops = {
 	.name = "libaio",
 	.queue = true,
+	.on_caller = true,
 	.submit = aio_submit,
 	.run = jio_sync_run, /* inline: write(2) and fdatasync(2) on the caller's thread */
 	.reap = aio_reap,

@@ -78,6 +78,7 @@ static void sync_close(struct jio *io)
 static const struct jio_ops sync_ops = {
 	.name = "sync",
 	.queue = false,
+	.on_caller = true,
 	.submit = sync_submit,
 	.run = jio_sync_run,
 	.reap = sync_reap,

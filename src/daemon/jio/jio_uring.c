@@ -239,6 +239,7 @@ static void uring_close(struct jio *io)
 static const struct jio_ops uring_ops = {
 	.name = "io_uring",
 	.queue = true,
+	.on_caller = false,
 	.submit = uring_submit,
 	.run = jio_sync_run, /* inline: write(2) and fdatasync(2) on the caller's thread */
 	.reap = uring_reap,
