@@ -518,10 +518,11 @@ static bool spin_pays(const struct journal *j, enum jpath path, bool few)
 	return few || !jpath_queued(path) || jio_on_caller(j->io);
 }
 
-/* Tell the writers whether waiting by spinning pays (spin_pays), and for how long at most. */
+/* Tell the writers whether waiting by spinning pays (spin_pays), and for how long at most (at
+ * least a microsecond: 0 says sleep, also where syncs take less, as on a RAM disk). */
 static void set_spin_hint(struct journal *j, bool spin)
 {
-	uint32_t us = spin ? (uint32_t)MIN(2 * j->ewma_sync_ns / 1000, (double)JRING_SPIN_MAX_US) : 0;
+	uint32_t us = spin ? (uint32_t)MAX(1.0, MIN(2 * j->ewma_sync_ns / 1000, (double)JRING_SPIN_MAX_US)) : 0;
 	struct journal_writer *w;
 
 	TAILQ_FOREACH(w, &j->writers, link)
