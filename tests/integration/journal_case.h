@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "jformat.h"
+#include "jring.h"
 #include "pattern.h"
 
 #define KIB 1024u
@@ -408,6 +409,80 @@ static inline void acks_verify(hp_conn *c, const struct acks *const *w, unsigned
 	free(by_lsn);
 	free(owner);
 	*ret_durable = durable;
+}
+
+/* Has the daemon's auto journal io_uring's queue beside libaio's (its path's words name both)?
+ * Asked of the daemon itself: it sets one up only where libaio opens too and the ring has what
+ * it needs, which a probe from here could judge otherwise. */
+static inline bool two_queues(void)
+{
+	static int known = -1;
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
+	struct hp_status *st;
+	const struct hp_journal_path *p;
+	hp_conn *c;
+
+	if (known >= 0)
+		return known;
+	start_journal(&d, JOURNAL "backend = auto\n");
+	c = conn(&d);
+	st = status(c);
+	p = &st->journal_paths[jst(st) - st->journals];
+	known = !strcmp(jst(st)->backend, "libaio") && strstr(p->why, "queued through io_uring") != NULL;
+	hp_status_free(st);
+	hp_disconnect(c);
+	stop(&d);
+	return known;
+}
+
+/* --- a writer's ring, as its client process sees it -------------------------------------------- */
+
+/* Start addresses of this process's mappings whose name contains what and that are len long. */
+static inline unsigned maps_find(const char *what, uint64_t len, uintptr_t *starts, unsigned max)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	unsigned n = 0;
+
+	assert_non_null(f);
+	while (n < max && fgets(line, sizeof(line), f)) {
+		uintptr_t a, b;
+
+		if (strstr(line, what) && sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &a, &b) == 2 && b - a == len)
+			starts[n++] = a;
+	}
+	fclose(f);
+	return n;
+}
+
+/* The mapping of that kind which was not among before[0..nbefore). */
+static inline void *maps_new(const char *what, uint64_t len, const uintptr_t *before, unsigned nbefore)
+{
+	uintptr_t now[64];
+	unsigned n = maps_find(what, len, now, 64);
+
+	for (unsigned i = 0; i < n; i++) {
+		bool old = false;
+
+		for (unsigned k = 0; k < nbefore; k++)
+			old |= now[i] == before[k];
+		if (!old)
+			return (void *)now[i];
+	}
+	fail_msg("no new mapping of %s (%" PRIu64 " bytes)", what, len);
+	return NULL;
+}
+
+/* Open a writer of a journal of ring_size-byte rings and find its ring in our address space (the
+ * library keeps it to itself): what the daemon tells it, and what a hostile writer can rewrite. */
+static inline hp_journal *jopen_ring(hp_conn *c, uint64_t ring_size, struct jring_hdr **ret_ring)
+{
+	uintptr_t before[64];
+	unsigned n = maps_find("hugepool-journal:", JRING_HDR_SIZE + ring_size, before, 64);
+	hp_journal *j = jopen(c);
+
+	*ret_ring = maps_new("hugepool-journal:", JRING_HDR_SIZE + ring_size, before, n);
+	return j;
 }
 
 #endif

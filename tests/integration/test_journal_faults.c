@@ -329,30 +329,6 @@ static void test_eio_auto_queued(void **state)
 	eio_pinned("queued");
 }
 
-/* Has the daemon's auto journal io_uring's queue beside libaio's (its path's words name both)?
- * Asked of the daemon itself: it sets one up only where libaio opens too and the ring has what
- * it needs, which a probe from here could judge otherwise. */
-static bool two_queues(void)
-{
-	static int known = -1;
-	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
-	struct hp_status *st;
-	const struct hp_journal_path *p;
-	hp_conn *c;
-
-	if (known >= 0)
-		return known;
-	start_journal(&d, JOURNAL "backend = auto\n");
-	c = conn(&d);
-	st = status(c);
-	p = &st->journal_paths[jst(st) - st->journals];
-	known = !strcmp(jst(st)->backend, "libaio") && strstr(p->why, "queued through io_uring") != NULL;
-	hp_status_free(st);
-	hp_disconnect(c);
-	stop(&d);
-	return known;
-}
-
 /* The second queue pinned: its failures are the journal's as well. */
 static void test_eio_auto_queued_alt(void **state)
 {

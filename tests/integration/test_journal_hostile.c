@@ -33,24 +33,6 @@
 #define HOSTILE_RING (64 * KIB)
 #define HOSTILE_JOURNAL JOURNAL "ring_size = 64K\nwhen_full = recycle\n"
 
-/* Start addresses of this process's mappings whose name contains what and that are len long. */
-static unsigned maps_find(const char *what, uint64_t len, uintptr_t *starts, unsigned max)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	char line[512];
-	unsigned n = 0;
-
-	assert_non_null(f);
-	while (n < max && fgets(line, sizeof(line), f)) {
-		uintptr_t a, b;
-
-		if (strstr(line, what) && sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &a, &b) == 2 && b - a == len)
-			starts[n++] = a;
-	}
-	fclose(f);
-	return n;
-}
-
 /* Unmap every mapping whose name contains what (a forked child drops its parent's). */
 static void maps_unmap(const char *what)
 {
@@ -67,35 +49,6 @@ static void maps_unmap(const char *what)
 	fclose(f);
 	for (unsigned i = 0; i < n; i++)
 		munmap((void *)a[i], b[i] - a[i]);
-}
-
-/* The mapping of that kind which was not among before[0..nbefore). */
-static void *maps_new(const char *what, uint64_t len, const uintptr_t *before, unsigned nbefore)
-{
-	uintptr_t now[64];
-	unsigned n = maps_find(what, len, now, 64);
-
-	for (unsigned i = 0; i < n; i++) {
-		bool old = false;
-
-		for (unsigned k = 0; k < nbefore; k++)
-			old |= now[i] == before[k];
-		if (!old)
-			return (void *)now[i];
-	}
-	fail_msg("no new mapping of %s (%" PRIu64 " bytes)", what, len);
-	return NULL;
-}
-
-/* Open a writer and find its ring in our address space (the library keeps it to itself). */
-static hp_journal *jopen_ring(hp_conn *c, struct jring_hdr **ret_ring)
-{
-	uintptr_t before[64];
-	unsigned n = maps_find("hugepool-journal:", JRING_HDR_SIZE + HOSTILE_RING, before, 64);
-	hp_journal *j = jopen(c);
-
-	*ret_ring = maps_new("hugepool-journal:", JRING_HDR_SIZE + HOSTILE_RING, before, n);
-	return j;
 }
 
 /*
@@ -163,7 +116,7 @@ static void test_hostile_ring_flip(void **state)
 		v[i] = (struct iovec){ rec, 0 };
 	for (unsigned a = 0; a < FLIP_ATTEMPTS || (cut_off == 0 && a < FLIP_ATTEMPTS_MAX); a++) {
 		struct jring_hdr *ring;
-		hp_journal *spacer = jopen(hc), *h = jopen_ring(hc, &ring);
+		hp_journal *spacer = jopen(hc), *h = jopen_ring(hc, HOSTILE_RING, &ring);
 		int r = 0;
 
 		/*
