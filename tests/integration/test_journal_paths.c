@@ -4,7 +4,8 @@
  * with backend = auto and more writers than CPUs the daemon measures inline and queued (and
  * queued-alt, io_uring's queue beside libaio's) and chooses, and status, its log (the first decision once, at info level) and hugepoolctl journal
  * stat (text and JSON) say which path and why; a lone writer's batches go inline-spin; an
- * explicit backend is not measured and says so. What it chooses depends on the machine: the
+ * explicit backend is not measured and says so; writers spin for a batch written inline or through
+ * libaio's queue and sleep for one in io_uring's. What it chooses depends on the machine: the
  * cases check that it chose, from measurements of inline and a queue at least, never which.
  */
 #define _GNU_SOURCE
@@ -214,6 +215,52 @@ static void test_explicit_not_measured(void **state)
 	stop(&d);
 }
 
+/*
+ * How writers wait, whatever their number: spinning (the hint the daemon writes into their rings
+ * at each submit) for a batch that needs no CPU but the flusher's, written inline or through
+ * libaio's queue; sleeping (hint 0) while io_uring's io-wq workers write and sync it. Each path
+ * pinned (a pinned path is never taken for a few writers' inline-spin), so every submit sets
+ * that path's hint, on any machine.
+ */
+static void test_spin_hint_per_path(void **state)
+{
+	static struct daemon d;
+	static const struct {
+		const char *path;
+		bool spin;
+	} cases[] = { { "inline", true }, { "queued", true }, { "queued-alt", false } };
+	(void)state;
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char env[128];
+		struct harness_opts o = { .env = { env, NULL } };
+		struct jring_hdr *ring;
+		uint32_t spin_us;
+		hp_conn *c;
+		hp_journal *j;
+
+		if (!strcmp(cases[i].path, "queued-alt") && !two_queues()) {
+			print_message("queued-alt: not here (auto has no io_uring queue beside libaio's)\n");
+			continue;
+		}
+		harness_watchdog_arm("the spin hint of a pinned path", 60);
+		snprintf(env, sizeof(env), "HUGEPOOLD_FAULT_INJECT=%s:path:%s", JNAME, cases[i].path);
+		start_journal_opts(&d, JOURNAL "backend = auto\nring_size = 64K\n", &o);
+		c = conn(&d);
+		j = jopen_ring(c, 64 * KIB, &ring);
+		for (unsigned k = 0; k < 20; k++)
+			append_wait(j, k, 100);
+		assert_string_equal(jpath_of(c).path, cases[i].path);
+		spin_us = __atomic_load_n(&ring->spin_us, __ATOMIC_RELAXED);
+		if (cases[i].spin ? spin_us == 0 : spin_us != 0)
+			fail_msg("path %s: the writers' spin hint is %" PRIu32 " us: they should %s", cases[i].path,
+				 spin_us, cases[i].spin ? "spin" : "sleep");
+		hp_journal_close(j);
+		hp_disconnect(c);
+		stop(&d);
+	}
+}
+
 /* The tests' path spec is refused where nothing is measured, and when malformed. */
 static void test_path_spec_refused(void **state)
 {
@@ -236,6 +283,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_auto_measures_and_says, teardown),
 		cmocka_unit_test_teardown(test_explicit_not_measured, teardown),
+		cmocka_unit_test_teardown(test_spin_hint_per_path, teardown),
 		cmocka_unit_test_teardown(test_path_spec_refused, teardown),
 	};
 
