@@ -228,7 +228,7 @@ struct hp_spill_uid_status {
 /*
  * How a journal's batches reach the disk. path: the last batch's, "inline-spin" (no more active
  * writers than cpus: written and synced on the daemon's flusher thread while the writers poll),
- * "inline" (the same, the writers asleep), "queued" (through the I/O backend's queue) or
+ * "inline" (the same for more writers than cpus), "queued" (through the I/O backend's queue) or
  * "queued-alt" (backend = auto: through io_uring's queue, set up beside libaio's); "none"
  * before the first batch. With backend = auto (adaptive = 1) the daemon measures which of
  * these makes more records durable per second for more writers than CPUs, and chosen names it

@@ -358,7 +358,7 @@ struct proto_status_heaps {
 /*
  * Version 6 on: after the heaps section, one per journal (in the journals' order): which way
  * its batches go to the disk, "inline-spin" (no more active writers than CPUs: written and
- * synced on the flusher's thread, the writers poll), "inline" (the same, the writers asleep),
+ * synced on the flusher's thread, the writers poll), "inline" (the same for more writers),
  * "queued" (through the backend's queue) or "queued-alt" (auto: through io_uring's queue beside
  * libaio's), and why. With backend = auto (adaptive) the journal measures which of these makes
  * more records durable per second for more writers than CPUs, and chosen names it once it
@@ -367,7 +367,7 @@ struct proto_status_heaps {
 #define PROTO_STATUS_JPATH_FIELDS(X)                                                          \
 	X(NUM, uint32_t, adaptive, M(GAUGE, "journal_path_adaptive", "", "1: backend = auto chooses its path by measuring")) \
 	X(NUM, uint32_t, cpus, NOMETRIC) /* up to this many active writers: inline-spin */    \
-	X(NUM, uint64_t, inline_spin_batches, M(COUNTER, "journal_path_batches", "path=\"inline_spin\"", "Batches written by each path: inline_spin (no more active writers than CPUs), inline (on the flusher's thread, the writers asleep), queued (through the backend's queue, or auto's two)")) \
+	X(NUM, uint64_t, inline_spin_batches, M(COUNTER, "journal_path_batches", "path=\"inline_spin\"", "Batches written by each path: inline_spin (no more active writers than CPUs), inline (on the flusher's thread, more writers), queued (through the backend's queue, or auto's two)")) \
 	X(NUM, uint64_t, inline_batches, M(COUNTER, "journal_path_batches", "path=\"inline\"", "")) \
 	X(NUM, uint64_t, queued_batches, M(COUNTER, "journal_path_batches", "path=\"queued\"", "")) \
 	X(NUM, uint64_t, path_changes, M(COUNTER, "journal_path_changes", "", "backend = auto: times its measurements changed the path")) \

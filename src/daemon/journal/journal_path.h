@@ -4,8 +4,9 @@
  * `backend = auto`, the controller that chooses it by measuring what the machine does.
  *
  * Paths: inline-spin (a few writers, no more than the CPUs: written and synced on the flusher's
- * own thread while the writers poll, journal_flusher.c), inline (the same with the writers
- * asleep in FUTEX_WAIT: no queue, no io-wq worker, no completion to wake the flusher), queued
+ * own thread while the writers poll, journal_flusher.c), inline (the same for more writers, the
+ * flusher not polling for their next appends: no queue, no io-wq worker, no completion to wake
+ * the flusher), queued
  * (through the backend's queue, up to JOURNAL_INFLIGHT batches in flight) and queued-alt
  * (through its second queue: auto's io_uring beside libaio, jio.h). Explicit backends use
  * inline-spin and queued, as they always did. With `backend = auto` and a backend that has a
