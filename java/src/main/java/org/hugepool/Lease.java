@@ -172,9 +172,10 @@ public final class Lease implements AutoCloseable {
      *
      * <p>The segment belongs to an Arena of this lease, which {@link #close()} closes before the
      * daemon takes the buffer back: from then on every access to the segment, or to a ByteBuffer
-     * made from it, throws {@link IllegalStateException}, in any thread. Calling a restricted
-     * method, it needs {@code --enable-native-access} for the jar's module ({@code ALL-UNNAMED} on
-     * the class path), or Java warns once; so does the JNI library's loading from Java 24 on.
+     * made from it, throws {@link IllegalStateException}, in any thread. The segment is made by a
+     * restricted method ({@code MemorySegment.reinterpret}), which needs
+     * {@code --enable-native-access} for the jar's module ({@code ALL-UNNAMED} on the class path)
+     * or Java warns once, as it does for the JNI library's loading from Java 24 on.
      *
      * @param <T> MemorySegment
      * @param i which buffer
