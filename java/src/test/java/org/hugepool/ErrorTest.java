@@ -4,7 +4,8 @@
  * ErrorTest.java - every error a user of the binding meets, each an exception of its own class
  * with the errno and the daemon's (or the library's) words: no daemon, an unknown class or
  * journal, a per-uid byte limit, more buffers than a class has, not free now, a handle used
- * after its close (pool, lease, writer, reader, spill stream), and a connection limit.
+ * after its close (pool, lease, writer, reader, spill stream), and a connection limit (whose case
+ * waits until the daemon let go of its connections, so that the next case may connect).
  */
 package org.hugepool;
 
@@ -79,6 +80,27 @@ class ErrorTest {
             for (HugePool p : c)
                 if (p != null)
                     p.close();
+            awaitOnlyObserver();
+        }
+    }
+
+    /*
+     * A closed connection is gone for the daemon only once its event loop saw the socket close:
+     * until then it still counts against max_connections_per_uid, and the next case's connect
+     * could be refused. Wait (bounded) until an observer is the daemon's only client.
+     */
+    private static void awaitOnlyObserver() throws Exception {
+        long end = System.nanoTime() + 10_000_000_000L;
+        for (;;) {
+            try (HugePool observer = HugePool.connect(daemon.socketPath())) {
+                if (observer.status().clients() == 1)
+                    return;
+            } catch (LimitExceededException e) {
+                // the closed ones still count
+            }
+            if (System.nanoTime() > end)
+                throw new AssertionError("the daemon still counts the closed connections after 10 s");
+            Thread.sleep(10);
         }
     }
 
