@@ -92,8 +92,9 @@ final class Segments {
         }
     }
 
-    /* What the Java API threw, as itself: these calls throw only unchecked exceptions and errors. */
-    private static RuntimeException rethrown(Throwable t) {
+    /* What the Java API threw, as itself: these calls throw only unchecked exceptions and errors
+     * (the tests' Seg unwraps its own method handles with it too). */
+    static RuntimeException rethrown(Throwable t) {
         if (t instanceof RuntimeException)
             return (RuntimeException) t;
         if (t instanceof Error)

@@ -46,7 +46,7 @@ final class Seg {
         try {
             return (long) BYTE_SIZE.invoke(segment);
         } catch (Throwable t) {
-            throw unchecked(t);
+            throw Segments.rethrown(t);
         }
     }
 
@@ -55,14 +55,7 @@ final class Seg {
         try {
             return ((ByteBuffer) AS_BYTE_BUFFER.invoke(AS_SLICE.invoke(segment, offset, length))).order(ByteOrder.nativeOrder());
         } catch (Throwable t) {
-            throw unchecked(t);
+            throw Segments.rethrown(t);
         }
-    }
-
-    /* What the segment threw (unchecked, all of them), as itself. */
-    private static RuntimeException unchecked(Throwable t) {
-        if (t instanceof Error)
-            throw (Error) t;
-        return t instanceof RuntimeException ? (RuntimeException) t : new IllegalStateException(t);
     }
 }
