@@ -246,17 +246,21 @@ static void test_three_follows(void **state)
 	assert_int_equal(c.chosen, JPATH_INLINE);
 }
 
-/* The first decision comes after one comparison, and the controller says so once. */
-static void test_first_decision(void **state)
+/*
+ * The first decision comes after one comparison, and the controller says so once: after all its
+ * windows when the challenger is within JPATH_BIG_LOSS of the chosen path, after half of them
+ * when one path is already that far ahead (queued_ns: queued's interval; inline's is 100 us).
+ */
+static void first_decision(uint64_t queued_ns, enum jpath want)
 {
 	struct model m = { .records = 10 };
 	struct jpath_ctl c;
 	uint64_t now = 0;
 	unsigned first = 0, changed = 0;
-	(void)state;
+	bool clear = queued_ns > 140000 || queued_ns < 75000;
 
 	m.interval_ns[JPATH_INLINE] = 100000;
-	m.interval_ns[JPATH_QUEUED] = 200000;
+	m.interval_ns[JPATH_QUEUED] = queued_ns;
 	jpath_init(&c, JPATH_QUEUED);
 	assert_int_equal(jpath_next(&c), JPATH_QUEUED);
 	while (now < 2 * S) {
@@ -268,17 +272,29 @@ static void test_first_decision(void **state)
 		first += ev == JPATH_FIRST;
 		changed += ev == JPATH_CHANGED;
 		if (ev == JPATH_FIRST) {
-			/* JPATH_STEPS windows and 5 changes of path (other, chosen x2, other x2,
-			 * chosen x2, other) each followed by settle_ns, and a batch or two more */
-			uint64_t least = c.steps * c.window_ns + 5 * c.settle_ns;
+			/* the windows, and the changes of path each followed by settle_ns (all of
+			 * them: other, chosen x2, other x2, chosen x2, other; half: other, chosen x2,
+			 * other), and a batch or two more */
+			uint64_t least = clear ? c.steps / 2 * c.window_ns + 3 * c.settle_ns
+					       : c.steps * c.window_ns + 5 * c.settle_ns;
 
-			assert_true(now >= least);
-			assert_true(now < least + 5 * MS);
-			assert_int_equal(c.chosen, JPATH_INLINE);
+			if (now < least || now >= least + 5 * MS)
+				fail_msg("queued at %" PRIu64 " us: decided at %.1f ms, not %.1f", queued_ns / 1000,
+					 (double)now / 1e6, (double)least / 1e6);
+			assert_int_equal(c.chosen, want);
 		}
 	}
 	assert_int_equal(first, 1);
 	assert_int_equal(changed, 0);
+}
+
+static void test_first_decision(void **state)
+{
+	(void)state;
+	first_decision(200000, JPATH_INLINE); /* queued half inline's speed: decided at half */
+	first_decision(115000, JPATH_INLINE); /* 13% slower: all the windows */
+	first_decision(95000, JPATH_QUEUED); /* 5% faster: all the windows */
+	first_decision(50000, JPATH_QUEUED); /* twice as fast: at half */
 }
 
 /* The faster path changes (another load, another device): the controller follows within a few comparisons. */
@@ -372,6 +388,40 @@ static void test_spacing(void **state)
 		assert_true(now < 360 * S);
 	}
 	assert_int_equal(c.spacing[JPATH_QUEUED], 4);
+}
+
+/*
+ * A challenger's spacing follows its average, not one comparison: a far slower path that comes
+ * close once (noise) is not compared again at once, but one that wins a comparison is, even
+ * while the average keeps the chosen path.
+ */
+static void test_spacing_by_average(void **state)
+{
+	struct model m = { .records = 16 };
+	uint64_t now = 0, d;
+	struct jpath_ctl c;
+	(void)state;
+
+	m.interval_ns[JPATH_INLINE] = 100000;
+	m.interval_ns[JPATH_QUEUED] = 200000; /* half the speed */
+	jpath_init(&c, JPATH_INLINE);
+	while (c.spacing[JPATH_QUEUED] < c.spacing_max) {
+		run(&c, &m, &now, 10 * MS, 8, NULL);
+		assert_true(now < 60 * S);
+	}
+	/* one comparison finds queued 2% slower: the average still says far slower */
+	m.interval_ns[JPATH_QUEUED] = 102000;
+	for (d = c.decisions; c.decisions == d;)
+		run(&c, &m, &now, 1 * MS, 8, NULL);
+	assert_int_equal(c.chosen, JPATH_INLINE);
+	assert_true(c.lead[JPATH_QUEUED] > 1.3);
+	assert_int_equal(c.spacing[JPATH_QUEUED], c.spacing_max);
+	/* one comparison queued wins by 5%: the average keeps inline, the next comes soon */
+	m.interval_ns[JPATH_QUEUED] = 95000;
+	for (d = c.decisions; c.decisions == d;)
+		run(&c, &m, &now, 1 * MS, 8, NULL);
+	assert_int_equal(c.chosen, JPATH_INLINE);
+	assert_int_equal(c.spacing[JPATH_QUEUED], 1);
 }
 
 /* A batch of the path not being measured (still in flight from before a change) counts nowhere. */
@@ -671,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_follows_change),
 		cmocka_unit_test(test_no_flapping),
 		cmocka_unit_test(test_spacing),
+		cmocka_unit_test(test_spacing_by_average),
 		cmocka_unit_test(test_stale_batch),
 		cmocka_unit_test(test_idle_gap),
 		cmocka_unit_test(test_settle),

@@ -172,9 +172,9 @@ static enum jpath_event decide(struct jpath_ctl *c, uint64_t now_ns)
 		c->lead[x] = c->scored[x] ? (1 - JPATH_SCORE_WEIGHT) * c->lead[x] + JPATH_SCORE_WEIGHT * (rc / rx) : rc / rx;
 		c->scored[x]++;
 	}
-	/* how many times faster the chosen path is than x, by the average (below 1: slower), and
-	 * by this comparison alone: the less of the two sets x's spacing, so that a comparison x
-	 * won is followed by another soon, even while the average keeps the chosen */
+	/* how many times faster the chosen path is than x, by the average (below 1: slower): it
+	 * sets x's spacing, unless x won this comparison, which is followed by another soon, even
+	 * while the average keeps the chosen */
 	lead = c->scored[x] ? c->lead[x] : 1;
 	if (lead * (1 + c->margin) < 1) {
 		change_to(c, x, now_ns);
@@ -182,8 +182,8 @@ static enum jpath_event decide(struct jpath_ctl *c, uint64_t now_ns)
 	} else {
 		unsigned *sp = &c->spacing[x];
 
-		if (rc > 0 && rx > 0)
-			lead = MIN(lead, rc / rx);
+		if (rc > 0 && rx > 0 && rc < rx)
+			lead = MIN(lead, rc / rx); /* x won this one, if not the average: again soon */
 		if (lead * (1 - JPATH_BIG_LOSS) > 1)
 			*sp = MIN(4 * *sp, c->spacing_max);
 		else if (lead * (1 - JPATH_LOSS) > 1)
@@ -195,6 +195,19 @@ static enum jpath_event decide(struct jpath_ctl *c, uint64_t now_ns)
 	c->phase = JPATH_EXPLOIT;
 	c->w_path = JPATH_NONE;
 	return c->decisions == 1 ? JPATH_FIRST : changed ? JPATH_CHANGED : JPATH_SAME;
+}
+
+/*
+ * Half a comparison's windows are in, as many of each path in the order challenger, chosen,
+ * chosen, challenger: does one path already lead by more than JPATH_BIG_LOSS (the other that
+ * much slower)? Then the second half would not turn it, and the comparison ends here: a clear
+ * loser costs half as much, a clear winner takes over sooner.
+ */
+static bool clear_at_half(const struct jpath_ctl *c)
+{
+	double rc = rate_of(c, c->chosen), rx = rate_of(c, c->challenger);
+
+	return rc > 0 && rx > 0 && (rx < (1 - JPATH_BIG_LOSS) * rc || rc < (1 - JPATH_BIG_LOSS) * rx);
 }
 
 /* The path after p among those the controller has, in the order of enum jpath, round. */
@@ -260,7 +273,7 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 		return JPATH_SAME;
 	c->acc_records[path] += c->w_records;
 	c->acc_ns[path] += now_ns - c->w_first_ns;
-	if (++c->step == c->steps)
+	if (++c->step == c->steps || (c->step == c->steps / 2 && clear_at_half(c)))
 		return decide(c, now_ns);
 	/* the next window goes on from here if it measures the same path */
 	if (jpath_next(c) == path)

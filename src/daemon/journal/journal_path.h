@@ -28,12 +28,16 @@
  * exponential average, the newest weighing JPATH_SCORE_WEIGHT), and the challenger takes over
  * when that average says it is faster by `margin`: one noisy comparison does not turn a clear
  * winner over. After a change the averages against the others are carried over by their ratios.
+ * A comparison ends after half its windows (challenger, chosen, chosen, challenger: still
+ * balanced against a drift) when one path is already more than 25% slower than the other: a
+ * clear loser costs half as much, a clear winner takes over sooner.
  * Each challenger has its own spacing: it is compared again after exploit_ns times a spacing
- * that doubles while the average and the last comparison both say it is more than 10% slower
- * and quadruples when more than 25% (up to spacing_max), and falls back to 1 when they are
- * closer or after a change: paths far apart cost a comparison every few seconds (a few percent
- * of the time on the slower one), close ones, or a comparison the challenger won, are followed
- * by another soon. Twice or half the writers open start the averages over, every challenger's
+ * that doubles while the average says it is more than 10% slower and quadruples when more than
+ * 25% (up to spacing_max), and falls back to 1 when it is closer, when the challenger won the
+ * last comparison, or after a change: paths far apart cost a comparison every few seconds (a few
+ * percent of the time on the slower one), close ones, or a comparison the challenger won, are
+ * followed by another soon; one comparison that finds a far slower path close (noise) does not
+ * bring its next one forward. Twice or half the writers open start the averages over, every challenger's
  * turn coming at once: what was measured under another load does not hold. An idle gap
  * (idle_ns between publishes) or a batch of a few writers ends the window being measured.
  *
