@@ -35,7 +35,11 @@
  * of backends ("auto,io_uring,libaio,sync") gives the daemon a journal per backend and runs ours
  * on each in turn within every cell, the first in the main table, each on a line of its own
  * below it with its ratio to the best of the others: backends compared side by side, in the same
- * seconds of a machine whose other work comes and goes;
+ * seconds of a machine whose other work comes and goes; with $HP_BENCH_REPEAT above 1 also
+ * "paired": the median over the rounds of its appends/s over each other's in the same round (a
+ * steadier figure than the ratio of best runs, which may come from different seconds), and a line
+ * with every round's appends/s of each. A backend named twice ("libaio,libaio") gets two journals
+ * alike, "libaio" and "libaio#2": their ratio is what this machine's noise makes of one code;
  * $HP_BENCH_BASELINE=/path/to/hugepoold (an older build) starts that daemon too, with a journal
  * per backend configured alike, and runs ours on each of its journals in the same turns, each on
  * a line "base:BACKEND" with the ratio of this build's same backend to it: a change measured
@@ -621,10 +625,11 @@ static void print_batch_paths(const struct jcounters *k0, const struct jcounters
 }
 
 /* $HP_BENCH_BACKEND: a backend, or several; each gets a journal of its own when there are several. */
-#define MAX_BACKENDS 4
+#define MAX_BACKENDS 5
 static char backend_list[64];
 static const char *backends[MAX_BACKENDS];
 static char journal_names[MAX_BACKENDS][32];
+static char labels[MAX_BACKENDS][32]; /* the backend, "libaio#2" for its second journal */
 static unsigned nbackends;
 
 /*
@@ -643,8 +648,42 @@ static void parse_backends(const char *list)
 	snprintf(backend_list, sizeof(backend_list), "%s", list && *list ? list : "auto");
 	for (char *b = strtok_r(backend_list, ",", &save); b && nbackends < MAX_BACKENDS; b = strtok_r(NULL, ",", &save))
 		backends[nbackends++] = b;
-	for (unsigned i = 0; i < nbackends; i++)
-		snprintf(journal_names[i], sizeof(journal_names[i]), nbackends == 1 ? "bench" : "bench-%s", backends[i]);
+	for (unsigned i = 0; i < nbackends; i++) {
+		unsigned same = 1; /* a backend named twice gets two journals alike: the noise of a cell */
+
+		for (unsigned k = 0; k < i; k++)
+			same += !strcmp(backends[k], backends[i]);
+		snprintf(labels[i], sizeof(labels[i]), same > 1 ? "%.15s#%u" : "%.15s", backends[i], same);
+		if (nbackends == 1)
+			snprintf(journal_names[i], sizeof(journal_names[i]), "bench");
+		else /* "bench-libaio", "bench-libaio-2" */
+			snprintf(journal_names[i], sizeof(journal_names[i]), same > 1 ? "bench-%.15s-%u" : "bench-%.15s",
+				 backends[i], same);
+	}
+}
+
+/* appends/s of every run of the cell being measured: round[rep * ntargets + t] */
+static double *rounds;
+
+/*
+ * Target a against target b, paired: the median over the cell's rounds of a's appends/s over b's
+ * in the same round (the two ran seconds apart, in turns), 0 when no round has both. What the
+ * machine's other work does over a cell's seconds weighs on both of a pair alike, where each
+ * one's best run may come from another second.
+ */
+static double paired(unsigned a, unsigned b)
+{
+	double *r = calloc(repeat, sizeof(*r)), m;
+	unsigned n = 0;
+
+	if (!r)
+		return 0;
+	for (unsigned k = 0; k < repeat; k++)
+		if (rounds[k * ntargets + a] > 0 && rounds[k * ntargets + b] > 0)
+			r[n++] = rounds[k * ntargets + a] / rounds[k * ntargets + b];
+	m = bench_median(r, n);
+	free(r);
+	return m;
 }
 
 /*
@@ -665,7 +704,7 @@ static void print_backend(unsigned t, const struct result *best, const struct jc
 		ratio = per_sec(&best[t]) ? per_sec(&best[b]) / per_sec(&best[t]) : 0;
 	else
 		ratio = others ? per_sec(&best[b]) / others : 0;
-	snprintf(label, sizeof(label), "%s%s", base ? "base:" : "", backends[b]);
+	snprintf(label, sizeof(label), "%s%s", base ? "base:" : "", labels[b]);
 	printf("        %-13s %8.0f appends/s p50 %5.0f p99 %6.0f us, ", label, per_sec(&best[t]),
 	       us(hist_quantile(&best[t].lat, 0.5)), us(hist_quantile(&best[t].lat, 0.99)));
 	if (k1[t].batches > k0[t].batches)
@@ -673,8 +712,29 @@ static void print_backend(unsigned t, const struct result *best, const struct jc
 	else /* a baseline whose status this build cannot read */
 		printf("    - per batch, ");
 	printf("%5.2fx %s;", ratio, base ? "new/base" : "the best other");
+	if (repeat > 1 && base) {
+		printf(" paired %.2fx;", paired(b, t));
+	} else if (repeat > 1) {
+		printf(" paired");
+		for (unsigned i = 0; i < nbackends; i++)
+			if (i != b)
+				printf(" %.2fx %s", paired(b, i), labels[i]);
+		printf(";");
+	}
 	print_paths(&k0[t], &k1[t]);
 	printf("\n");
+}
+
+/* Every run of the cell, for a reader's own statistics: "rounds (appends/s): auto 51.2k 50.9k ...". */
+static void print_rounds(void)
+{
+	printf("        rounds (appends/s):");
+	for (unsigned t = 0; t < ntargets; t++) {
+		printf(" %s%s", t >= nbackends ? "base:" : "", labels[t % nbackends]);
+		for (unsigned k = 0; k < repeat; k++)
+			printf(" %.0f", rounds[k * ntargets + t]);
+		printf(t + 1 < ntargets ? " |" : "\n");
+	}
 }
 
 /* Start daemon i (0: this build's, 1: the baseline binary's) with a journal per backend. */
@@ -712,6 +772,9 @@ int main(void)
 	if (secs && atof(secs) > 0)
 		cell_seconds = atof(secs);
 	repeat = bench_env_uint("HP_BENCH_REPEAT", repeat, 1, 1000);
+	rounds = calloc(repeat * MAX_TARGETS, sizeof(*rounds));
+	if (!rounds)
+		return 1;
 	parse_backends(getenv("HP_BENCH_BACKEND"));
 	if (baseline && *baseline)
 		ndaemons = 2;
@@ -772,6 +835,7 @@ int main(void)
 				continue;
 			memset(best, 0, sizeof(best));
 			memset(best_ours, 0, sizeof(best_ours));
+			memset(rounds, 0, repeat * MAX_TARGETS * sizeof(*rounds));
 			/* the methods take turns, repeat times; each keeps its best run; ours runs on each
 			 * target (backend, daemon) in turn, starting with another one each time */
 			for (unsigned rep = 0; rep < repeat; rep++) {
@@ -791,6 +855,8 @@ int main(void)
 						k1 = journal_counters(counters, ours_journal);
 						if (e && !err[m])
 							err[m] = e;
+						if (m == M_OURS)
+							rounds[rep * ntargets + b] = e ? 0 : per_sec(&run);
 						if (m == M_OURS && (per_sec(&run) > per_sec(&best_ours[b]) || !best_ours[b].ns)) {
 							best_ours[b] = run;
 							best_k0[b] = k0;
@@ -829,6 +895,8 @@ int main(void)
 				print_batch_paths(&best_k0[0], &best_k1[0]);
 			for (unsigned b = 0; b < ntargets && ntargets > 1 && method_on("ours"); b++)
 				print_backend(b, best_ours, best_k0, best_k1);
+			if (ntargets > 1 && repeat > 1 && method_on("ours"))
+				print_rounds();
 			for (unsigned m = 0; m < NMETHOD; m++)
 				if (err[m])
 					printf("        %s: %s\n", methods[m], m == M_OURS ? hp_strerror(err[m]) : strerror(-err[m]));

@@ -265,6 +265,21 @@ void bench_series_add(struct bench_series *s, uint64_t ns)
 		s->ns[s->n++] = ns;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double bench_median(double *v, unsigned n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 uint64_t bench_series_best(const struct bench_series *s)
 {
 	uint64_t best = 0;

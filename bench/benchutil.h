@@ -89,6 +89,9 @@ uint64_t bench_series_best(const struct bench_series *s);
 /* "1.23 1.19 1.31" (seconds or milliseconds by `ms`), for the all-runs line. */
 const char *bench_series_str(const struct bench_series *s, bool ms, char *buf, size_t len);
 
+/* The median of v[0..n-1], which it sorts; 0 when n is 0. */
+double bench_median(double *v, unsigned n);
+
 /* A section title. */
 void bench_title(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* An indented note line. */
