@@ -424,6 +424,44 @@ static void test_spacing_by_average(void **state)
 	assert_int_equal(c.spacing[JPATH_QUEUED], 1);
 }
 
+/*
+ * The spacing counts busy time: a journal that pauses (longer than idle_ns) and comes back is
+ * not compared again at once, however long the pause; the comparison comes once the busy time
+ * since the last one reaches the spacing.
+ */
+static void test_busy_clock(void **state)
+{
+	struct model m = { .records = 16 };
+	uint64_t now = 0, d, busy_from;
+	struct jpath_ctl c;
+	(void)state;
+
+	m.interval_ns[JPATH_INLINE] = 100000;
+	m.interval_ns[JPATH_QUEUED] = 200000; /* half the speed: compared seldom */
+	jpath_init(&c, JPATH_INLINE);
+	while (c.spacing[JPATH_QUEUED] < c.spacing_max) {
+		run(&c, &m, &now, 10 * MS, 8, NULL);
+		assert_true(now < 60 * S);
+	}
+	/* right after a comparison: busy for less than the spacing, with pauses between */
+	for (d = c.decisions; c.decisions == d;)
+		run(&c, &m, &now, 1 * MS, 8, NULL);
+	d = c.decisions;
+	busy_from = now;
+	for (unsigned burst = 0; burst < 3; burst++) {
+		run(&c, &m, &now, 1 * S, 8, NULL);
+		now += 20 * S; /* a pause, far longer than the spacing */
+		run(&c, &m, &now, 1 * S, 8, NULL);
+	}
+	if (c.decisions != d)
+		fail_msg("%" PRIu64 " comparisons in 6 s of work over %.0f s: the pauses counted", c.decisions - d,
+			 (double)(now - busy_from) / 1e9);
+	/* busy past the spacing: compared again */
+	run(&c, &m, &now, c.spacing_max * c.exploit_ns - 6 * S + 500 * MS, 8, NULL);
+	assert_int_equal(c.decisions, d + 1);
+	assert_int_equal(c.chosen, JPATH_INLINE);
+}
+
 /* A batch of the path not being measured (still in flight from before a change) counts nowhere. */
 static void test_stale_batch(void **state)
 {
@@ -722,6 +760,7 @@ int main(void)
 		cmocka_unit_test(test_no_flapping),
 		cmocka_unit_test(test_spacing),
 		cmocka_unit_test(test_spacing_by_average),
+		cmocka_unit_test(test_busy_clock),
 		cmocka_unit_test(test_stale_batch),
 		cmocka_unit_test(test_idle_gap),
 		cmocka_unit_test(test_settle),

@@ -100,12 +100,12 @@ static bool load_changed(unsigned base, unsigned now)
  * open writers. Another load (the first, or twice or half the writers the averages were made
  * under) starts every average over, and every challenger's turn comes now.
  */
-static void compare_begin(struct jpath_ctl *c, unsigned writers, uint64_t now_ns)
+static void compare_begin(struct jpath_ctl *c, unsigned writers)
 {
 	if (!c->writers || load_changed(c->writers, writers)) {
 		FOREACH_ARM(c, p) {
 			c->scored[p] = 0;
-			c->due_ns[p] = MIN(c->due_ns[p], now_ns);
+			c->due_ns[p] = MIN(c->due_ns[p], c->busy_ns);
 		}
 		c->writers = writers;
 	}
@@ -133,9 +133,9 @@ static double rate_of(const struct jpath_ctl *c, enum jpath p)
 /*
  * The challenger x takes over. What was averaged against the old chosen is turned into what it
  * says against x (old chosen / p over old chosen / x is x / p), so that one comparison more
- * does not turn it back; every other path is compared again after exploit_ns.
+ * does not turn it back; every other path is compared again after exploit_ns of busy time.
  */
-static void change_to(struct jpath_ctl *c, enum jpath x, uint64_t now_ns)
+static void change_to(struct jpath_ctl *c, enum jpath x)
 {
 	enum jpath old = c->chosen;
 	double lx = c->lead[x];
@@ -150,7 +150,7 @@ static void change_to(struct jpath_ctl *c, enum jpath x, uint64_t now_ns)
 			c->lead[p] /= lx;
 		}
 		c->spacing[p] = 1;
-		c->due_ns[p] = now_ns + c->exploit_ns;
+		c->due_ns[p] = c->busy_ns + c->exploit_ns;
 	}
 	c->lead[x] = 0;
 	c->scored[x] = 0;
@@ -159,7 +159,7 @@ static void change_to(struct jpath_ctl *c, enum jpath x, uint64_t now_ns)
 }
 
 /* The end of a comparison: average it in, keep chosen or change, and when to compare again. */
-static enum jpath_event decide(struct jpath_ctl *c, uint64_t now_ns)
+static enum jpath_event decide(struct jpath_ctl *c)
 {
 	enum jpath x = c->challenger;
 	double rc = rate_of(c, c->chosen), rx = rate_of(c, x), lead;
@@ -177,7 +177,7 @@ static enum jpath_event decide(struct jpath_ctl *c, uint64_t now_ns)
 	 * while the average keeps the chosen */
 	lead = c->scored[x] ? c->lead[x] : 1;
 	if (lead * (1 + c->margin) < 1) {
-		change_to(c, x, now_ns);
+		change_to(c, x);
 		changed = true;
 	} else {
 		unsigned *sp = &c->spacing[x];
@@ -190,7 +190,7 @@ static enum jpath_event decide(struct jpath_ctl *c, uint64_t now_ns)
 			*sp = MIN(2 * *sp, c->spacing_max);
 		else
 			*sp = 1;
-		c->due_ns[x] = now_ns + *sp * c->exploit_ns;
+		c->due_ns[x] = c->busy_ns + *sp * c->exploit_ns;
 	}
 	c->phase = JPATH_EXPLOIT;
 	c->w_path = JPATH_NONE;
@@ -241,13 +241,17 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 		published_test(c, path);
 		return JPATH_SAME;
 	}
+	/* the clock of the comparisons' spacing runs while batches come less than idle_ns apart */
+	if (c->last_ns && now_ns > c->last_ns && now_ns - c->last_ns <= c->idle_ns)
+		c->busy_ns += now_ns - c->last_ns;
+	c->last_ns = now_ns;
 	if (c->phase == JPATH_EXPLOIT) {
-		if (now_ns >= c->due_ns[next_challenger(c)] || load_changed(c->writers, writers))
-			compare_begin(c, writers, now_ns);
+		if (c->busy_ns >= c->due_ns[next_challenger(c)] || load_changed(c->writers, writers))
+			compare_begin(c, writers);
 		return JPATH_SAME;
 	}
 	if (load_changed(c->writers, writers)) {
-		compare_begin(c, writers, now_ns);
+		compare_begin(c, writers);
 		return JPATH_SAME;
 	}
 	if (path != jpath_next(c))
@@ -274,7 +278,7 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 	c->acc_records[path] += c->w_records;
 	c->acc_ns[path] += now_ns - c->w_first_ns;
 	if (++c->step == c->steps || (c->step == c->steps / 2 && clear_at_half(c)))
-		return decide(c, now_ns);
+		return decide(c);
 	/* the next window goes on from here if it measures the same path */
 	if (jpath_next(c) == path)
 		window_open(c, path, now_ns);

@@ -37,9 +37,12 @@
  * last comparison, or after a change: paths far apart cost a comparison every few seconds (a few
  * percent of the time on the slower one), close ones, or a comparison the challenger won, are
  * followed by another soon; one comparison that finds a far slower path close (noise) does not
- * bring its next one forward. Twice or half the writers open start the averages over, every challenger's
- * turn coming at once: what was measured under another load does not hold. An idle gap
- * (idle_ns between publishes) or a batch of a few writers ends the window being measured.
+ * bring its next one forward. The spacing counts busy time, while batches of more writers than
+ * CPUs come less than idle_ns apart: a journal busy in bursts is compared as often per second of
+ * work as a steady one, not at the start of every burst. Twice or half the writers open start
+ * the averages over, every challenger's turn coming at once: what was measured under another
+ * load does not hold. An idle gap (idle_ns between publishes) or a batch of a few writers ends
+ * the window being measured.
  *
  * Pure functions of the samples the flusher gives them (unit-tested in
  * tests/unit/test_journal_path.c). Thread model: a controller belongs to one journal's flusher;
@@ -93,12 +96,13 @@ struct jpath_ctl {
 	enum jpath_phase phase;
 	unsigned step; /* COMPARE: the window being measured, 0..steps-1 */
 	uint64_t decisions, changes; /* comparisons made; how many changed chosen */
+	uint64_t busy_ns, last_ns; /* time with batches of many writers less than idle_ns apart; the last one's */
 	unsigned writers; /* writers open when the averages began: the load they are made under */
 	/* for each other path than chosen: */
 	double lead[JPATH_COUNT]; /* chosen's rate / this one's, averaged over the comparisons of this load */
 	unsigned scored[JPATH_COUNT]; /* comparisons in lead since the load or chosen changed */
 	unsigned spacing[JPATH_COUNT]; /* exploit_ns times this between comparisons with it */
-	uint64_t due_ns[JPATH_COUNT]; /* compared again at the first publish after this */
+	uint64_t due_ns[JPATH_COUNT]; /* compared again at the first publish once busy_ns is here */
 	double rate[JPATH_COUNT]; /* records/s of each path when last measured (0: not yet) */
 	uint64_t acc_records[JPATH_COUNT], acc_ns[JPATH_COUNT]; /* the comparison under way */
 
