@@ -15,7 +15,7 @@ trap hugepages_restore EXIT
 
 # run BINARY [ENV...]: run one cmocka test binary, add its counts
 run() {
-	local bin=$1 label=$2 out rc p f s
+	local bin=$1 label=$2 out rc p f s t0=$SECONDS
 	shift 2
 	# 9>&-: the hugepages lock stays this shell's; a test (or its daemon) left running after a
 	# killed run must not hold it and block the next run
@@ -29,7 +29,7 @@ run() {
 		f=1   # crashed, hung or sanitizer error outside a test case
 	fi
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
-	printf '%-34s %3d passed %3d failed %3d skipped\n' "$label" "$p" "$f" "$s"
+	printf '%-34s %3d passed %3d failed %3d skipped %4d s\n' "$label" "$p" "$f" "$s" $((SECONDS - t0))
 	if [ "$f" -ne 0 ]; then
 		failures+=("$label")
 		echo "$out" | grep -v '^\[ \(RUN\|      OK\) ' | tail -60
