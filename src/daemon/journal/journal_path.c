@@ -182,9 +182,9 @@ static enum jpath_event decide(struct jpath_ctl *c)
 	} else {
 		unsigned *sp = &c->spacing[x];
 
-		if (rc > 0 && rx > 0 && rc < rx)
-			lead = MIN(lead, rc / rx); /* x won this one, if not the average: again soon */
-		if (lead * (1 - JPATH_BIG_LOSS) > 1)
+		if (rc > 0 && rc < rx)
+			*sp = 1; /* x won this one, if not the average: again soon */
+		else if (lead * (1 - JPATH_BIG_LOSS) > 1)
 			*sp = MIN(4 * *sp, c->spacing_max);
 		else if (lead * (1 - JPATH_LOSS) > 1)
 			*sp = MIN(2 * *sp, c->spacing_max);
