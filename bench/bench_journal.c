@@ -662,7 +662,7 @@ static void parse_backends(const char *list)
 	}
 }
 
-/* appends/s of every run of the cell being measured: round[rep * ntargets + t] */
+/* appends/s of every run of the cell being measured: rounds[rep * ntargets + t] (0: failed) */
 static double *rounds;
 
 /*
@@ -725,7 +725,7 @@ static void print_backend(unsigned t, const struct result *best, const struct jc
 	printf("\n");
 }
 
-/* Every run of the cell, for a reader's own statistics: "rounds (appends/s): auto 51.2k 50.9k ...". */
+/* Every run of the cell, for a reader's own statistics: "rounds (appends/s): auto 51234 50987 ... | sync ...". */
 static void print_rounds(void)
 {
 	printf("        rounds (appends/s):");
