@@ -25,6 +25,12 @@
 #define MS 1000000ull
 #define S 1000000000ull
 
+/* A batch of `records` records of 100 bytes each was published. */
+static enum jpath_event pub(struct jpath_ctl *c, enum jpath path, uint64_t records, unsigned writers, uint64_t now_ns)
+{
+	return jpath_published(c, path, records, records * 100, writers, now_ns);
+}
+
 /* A machine as the controller sees it: each path makes a batch of `records` every interval_ns. */
 struct model {
 	uint64_t interval_ns[JPATH_COUNT];
@@ -71,7 +77,7 @@ static void run(struct jpath_ctl *c, struct model *m, uint64_t *now, uint64_t du
 
 		assert_true(p == JPATH_INLINE || p == JPATH_QUEUED || (p == JPATH_QUEUED_ALT && c->arms & 1u << p));
 		*now += interval(m, p, *now);
-		jpath_published(c, p, m->records, writers, *now);
+		pub(c, p, m->records, writers, *now);
 		if (count)
 			count[p]++;
 	}
@@ -224,7 +230,7 @@ static void test_three_follows(void **state)
 		unsigned scored_inline = c.scored[JPATH_INLINE];
 
 		now += interval(&m, p, now);
-		if (jpath_published(&c, p, m.records, 128, now) == JPATH_CHANGED) {
+		if (pub(&c, p, m.records, 128, now) == JPATH_CHANGED) {
 			assert_int_equal(c.chosen, JPATH_QUEUED_ALT);
 			assert_true(c.scored[JPATH_QUEUED] > 0);
 			assert_true(c.lead[JPATH_QUEUED] > 1 + c.margin);
@@ -268,7 +274,7 @@ static void first_decision(uint64_t queued_ns, enum jpath want)
 		enum jpath_event ev;
 
 		now += m.interval_ns[p];
-		ev = jpath_published(&c, p, m.records, 8, now);
+		ev = pub(&c, p, m.records, 8, now);
 		first += ev == JPATH_FIRST;
 		changed += ev == JPATH_CHANGED;
 		if (ev == JPATH_FIRST) {
@@ -472,17 +478,17 @@ static void test_stale_batch(void **state)
 	jpath_init(&c, JPATH_INLINE);
 	c.settle_ns = 0;
 	/* the first publish begins the first comparison, with a window of the other path */
-	assert_int_equal(jpath_published(&c, JPATH_INLINE, 100, 8, now += MS), JPATH_SAME);
+	assert_int_equal(pub(&c, JPATH_INLINE, 100, 8, now += MS), JPATH_SAME);
 	assert_int_equal(c.phase, JPATH_COMPARE);
 	assert_int_equal(jpath_next(&c), JPATH_QUEUED);
-	assert_int_equal(jpath_published(&c, JPATH_INLINE, 100, 8, now += MS), JPATH_SAME);
+	assert_int_equal(pub(&c, JPATH_INLINE, 100, 8, now += MS), JPATH_SAME);
 	assert_int_equal(c.w_path, JPATH_NONE);
-	assert_int_equal(jpath_published(&c, JPATH_QUEUED, 100, 8, now += MS), JPATH_SAME);
+	assert_int_equal(pub(&c, JPATH_QUEUED, 100, 8, now += MS), JPATH_SAME);
 	assert_int_equal(c.w_path, JPATH_QUEUED);
 	assert_int_equal(c.w_records, 0); /* the first publish opens the window, its records before it */
-	assert_int_equal(jpath_published(&c, JPATH_QUEUED, 10, 8, now += MS), JPATH_SAME);
+	assert_int_equal(pub(&c, JPATH_QUEUED, 10, 8, now += MS), JPATH_SAME);
 	assert_int_equal(c.w_records, 10);
-	assert_int_equal(jpath_published(&c, JPATH_INLINE, 1000, 8, now += MS), JPATH_SAME);
+	assert_int_equal(pub(&c, JPATH_INLINE, 1000, 8, now += MS), JPATH_SAME);
 	assert_int_equal(c.w_records, 10);
 	assert_int_equal(c.w_batches, 1);
 }
@@ -496,17 +502,17 @@ static void test_idle_gap(void **state)
 
 	jpath_init(&c, JPATH_INLINE);
 	c.settle_ns = 0;
-	jpath_published(&c, JPATH_INLINE, 10, 8, now += 1 * MS); /* the comparison begins: queued first */
+	pub(&c, JPATH_INLINE, 10, 8, now += 1 * MS); /* the comparison begins: queued first */
 	for (unsigned i = 0; i < 15; i++)
-		jpath_published(&c, JPATH_QUEUED, 10, 8, now += 1 * MS);
+		pub(&c, JPATH_QUEUED, 10, 8, now += 1 * MS);
 	assert_int_equal(c.w_batches, 14);
 	now += c.idle_ns + 1;
-	jpath_published(&c, JPATH_QUEUED, 10, 8, now);
+	pub(&c, JPATH_QUEUED, 10, 8, now);
 	assert_int_equal(c.w_batches, 0);
 	assert_int_equal(c.w_first_ns, now);
 	/* then both paths are measured at 10k records/s, the gap in neither */
 	while (!c.decisions)
-		jpath_published(&c, jpath_next(&c), 10, 8, now += 1 * MS);
+		pub(&c, jpath_next(&c), 10, 8, now += 1 * MS);
 	assert_true(c.rate[JPATH_QUEUED] > 9999 && c.rate[JPATH_QUEUED] < 10001);
 	assert_true(c.rate[JPATH_INLINE] > 9999 && c.rate[JPATH_INLINE] < 10001);
 }
@@ -519,21 +525,21 @@ static void test_settle(void **state)
 	(void)state;
 
 	jpath_init(&c, JPATH_INLINE);
-	jpath_published(&c, JPATH_INLINE, 10, 8, now += MS); /* the comparison begins: queued first */
+	pub(&c, JPATH_INLINE, 10, 8, now += MS); /* the comparison begins: queued first */
 	t0 = now + MS;
 	while (now + MS < t0 + c.settle_ns) {
-		jpath_published(&c, JPATH_QUEUED, 1000, 8, now += MS); /* slow while it settles */
+		pub(&c, JPATH_QUEUED, 1000, 8, now += MS); /* slow while it settles */
 		assert_int_equal(c.w_records, 0);
 	}
 	/* the window counts from the last publish while settling */
-	jpath_published(&c, JPATH_QUEUED, 10, 8, now += MS);
+	pub(&c, JPATH_QUEUED, 10, 8, now += MS);
 	assert_int_equal(c.w_records, 10);
 	assert_int_equal(c.w_first_ns, t0 + c.settle_ns - MS);
 	/* the windows of a comparison that go on by the same path do not settle again */
 	while (c.step < 2)
-		jpath_published(&c, jpath_next(&c), 10, 8, now += MS);
+		pub(&c, jpath_next(&c), 10, 8, now += MS);
 	assert_int_equal(jpath_next(&c), JPATH_INLINE); /* step 2: chosen again, after step 1's */
-	jpath_published(&c, JPATH_INLINE, 10, 8, now += MS);
+	pub(&c, JPATH_INLINE, 10, 8, now += MS);
 	assert_int_equal(c.w_records, 10);
 }
 
@@ -546,35 +552,43 @@ static void test_few_writers(void **state)
 
 	jpath_init(&c, JPATH_QUEUED);
 	for (unsigned i = 0; i < 10; i++)
-		jpath_published(&c, jpath_next(&c), 10, 8, now += 1 * MS);
+		pub(&c, jpath_next(&c), 10, 8, now += 1 * MS);
 	assert_int_equal(c.w_path, JPATH_INLINE);
-	assert_int_equal(jpath_published(&c, JPATH_INLINE_SPIN, 1, 1, now += 1 * MS), JPATH_SAME);
+	assert_int_equal(pub(&c, JPATH_INLINE_SPIN, 1, 1, now += 1 * MS), JPATH_SAME);
 	assert_int_equal(c.w_path, JPATH_NONE);
 	assert_int_equal(c.chosen, JPATH_QUEUED);
 	assert_int_equal(c.step, 0);
 }
 
+/* A controller settled on inline, twice as fast as queued, under `writers` writers: 10 s of
+ * batches of 16 records of 100 bytes, up to the end of a comparison. */
+static void settle_on_inline(struct jpath_ctl *c, struct model *m, uint64_t *now, unsigned writers)
+{
+	*m = (struct model){ .records = 16 };
+	m->interval_ns[JPATH_INLINE] = 100000;
+	m->interval_ns[JPATH_QUEUED] = 200000;
+	jpath_init(c, JPATH_INLINE);
+	run(c, m, now, 10 * S, writers, NULL);
+	while (c->phase != JPATH_EXPLOIT)
+		run(c, m, now, MS, writers, NULL);
+}
+
 /* Twice or half the writers open: a comparison begins at once, in the middle of one too. */
 static void test_load_change(void **state)
 {
-	struct model m = { .records = 16 };
+	struct model m;
 	struct jpath_ctl c;
 	uint64_t now = 0;
 	(void)state;
 
-	m.interval_ns[JPATH_INLINE] = 100000;
-	m.interval_ns[JPATH_QUEUED] = 200000;
-	jpath_init(&c, JPATH_INLINE);
-	run(&c, &m, &now, 10 * S, 8, NULL);
+	settle_on_inline(&c, &m, &now, 8);
 	assert_int_equal(c.writers, 8);
 	assert_int_equal(c.spacing[JPATH_QUEUED], c.spacing_max);
-	while (c.phase != JPATH_EXPLOIT)
-		run(&c, &m, &now, MS, 8, NULL);
 	/* 12 writers: the same load for this purpose */
-	jpath_published(&c, jpath_next(&c), 16, 12, now += MS);
+	pub(&c, jpath_next(&c), 16, 12, now += MS);
 	assert_int_equal(c.phase, JPATH_EXPLOIT);
 	/* 16: another load, compared at once */
-	jpath_published(&c, jpath_next(&c), 16, 16, now += MS);
+	pub(&c, jpath_next(&c), 16, 16, now += MS);
 	assert_int_equal(c.phase, JPATH_COMPARE);
 	assert_int_equal(c.writers, 16);
 	assert_int_equal(c.step, 0);
@@ -582,7 +596,7 @@ static void test_load_change(void **state)
 	run(&c, &m, &now, 60 * MS, 16, NULL);
 	assert_int_equal(c.phase, JPATH_COMPARE);
 	assert_true(c.step > 0);
-	jpath_published(&c, jpath_next(&c), 16, 4, now += MS);
+	pub(&c, jpath_next(&c), 16, 4, now += MS);
 	assert_int_equal(c.writers, 4);
 	assert_int_equal(c.step, 0);
 	assert_int_equal(c.acc_ns[JPATH_INLINE] + c.acc_ns[JPATH_QUEUED], 0);
@@ -609,6 +623,99 @@ static void test_small_load_changes(void **state)
 	assert_int_equal(c.writers, 8);
 	if (c.scored[JPATH_QUEUED] < 10)
 		fail_msg("the average holds %u comparisons of 12", c.scored[JPATH_QUEUED]);
+}
+
+/*
+ * A load that comes back (64 writers, then 8, then 64 again, as an engine's connections come and
+ * go) goes on with what was known of it: its chosen path at once, its spacing, no comparison
+ * until its turn.
+ */
+static void test_load_recalled(void **state)
+{
+	struct model many = { .records = 16, .noise_pct = 5, .rng = 7 }, few = { .records = 16, .noise_pct = 5, .rng = 9 };
+	struct jpath_ctl c;
+	uint64_t now = 0, d;
+	double rq;
+	(void)state;
+
+	many.interval_ns[JPATH_INLINE] = 200000; /* 64 writers: queued twice as fast */
+	many.interval_ns[JPATH_QUEUED] = 100000;
+	few.interval_ns[JPATH_INLINE] = 100000; /* 8: inline twice as fast */
+	few.interval_ns[JPATH_QUEUED] = 200000;
+	jpath_init(&c, JPATH_INLINE);
+	run(&c, &many, &now, 10 * S, 64, NULL);
+	assert_int_equal(c.chosen, JPATH_QUEUED);
+	assert_int_equal(c.spacing[JPATH_INLINE], c.spacing_max);
+	while (c.phase != JPATH_EXPLOIT)
+		run(&c, &many, &now, MS, 64, NULL);
+	rq = c.rate[JPATH_QUEUED];
+	run(&c, &few, &now, 10 * S, 8, NULL);
+	assert_int_equal(c.chosen, JPATH_INLINE);
+	assert_int_equal(c.writers, 8);
+	/* 70 writers: within twice or half of 64, the load kept */
+	d = c.decisions;
+	assert_int_equal(pub(&c, jpath_next(&c), 16, 70, now += MS), JPATH_CHANGED);
+	assert_int_equal(c.writers, 64);
+	assert_int_equal(c.chosen, JPATH_QUEUED);
+	assert_int_equal(c.phase, JPATH_EXPLOIT);
+	assert_true(c.scored[JPATH_INLINE] > 0);
+	assert_true(c.rate[JPATH_QUEUED] == rq);
+	run(&c, &many, &now, 1 * S, 70, NULL);
+	if (c.decisions != d)
+		fail_msg("%" PRIu64 " comparisons in the first second back: the load was not recalled", c.decisions - d);
+	assert_int_equal(c.chosen, JPATH_QUEUED);
+	/* and 8 again: inline at once */
+	pub(&c, jpath_next(&c), 16, 8, now += MS);
+	assert_int_equal(c.chosen, JPATH_INLINE);
+	assert_int_equal(c.phase, JPATH_EXPLOIT);
+}
+
+/* Records ten times larger, the same writers: another load, compared at once; a third larger, the same. */
+static void test_size_is_load(void **state)
+{
+	struct model m;
+	struct jpath_ctl c;
+	uint64_t now = 0;
+	(void)state;
+
+	settle_on_inline(&c, &m, &now, 8);
+	assert_int_equal(c.rec_bytes, 100);
+	for (unsigned i = 0; i < 20; i++)
+		jpath_published(&c, jpath_next(&c), 16, 16 * 133, 8, now += 100000);
+	assert_int_equal(c.phase, JPATH_EXPLOIT);
+	assert_int_equal(c.rec_bytes, 100);
+	for (unsigned i = 0; i < 20 && c.phase == JPATH_EXPLOIT; i++)
+		jpath_published(&c, jpath_next(&c), 16, 16 * 1000, 8, now += 100000);
+	assert_int_equal(c.phase, JPATH_COMPARE);
+	assert_true(c.rec_bytes >= 200);
+	assert_int_equal(c.scored[JPATH_QUEUED], 0);
+}
+
+/* More loads than are kept: the least recently left is forgotten, the others recalled. */
+static void test_loads_forgotten(void **state)
+{
+	struct model m = { .records = 16 };
+	struct jpath_ctl c;
+	uint64_t now = 0;
+	(void)state;
+
+	m.interval_ns[JPATH_INLINE] = 100000;
+	m.interval_ns[JPATH_QUEUED] = 200000;
+	jpath_init(&c, JPATH_INLINE);
+	/* 4, 16, 64, ... writers: each another load, each left with its averages */
+	for (unsigned i = 0; i <= JPATH_LOADS; i++) {
+		run(&c, &m, &now, 2 * S, 4u << (2 * i), NULL);
+		assert_int_equal(c.writers, 4u << (2 * i));
+		assert_true(c.scored[JPATH_QUEUED] > 0);
+	}
+	/* the second, 16 writers, is still known */
+	pub(&c, jpath_next(&c), 16, 16, now += MS);
+	assert_true(c.scored[JPATH_QUEUED] > 0);
+	assert_int_equal(c.phase, JPATH_EXPLOIT);
+	/* the first, 4, is forgotten: begun anew */
+	pub(&c, jpath_next(&c), 16, 4, now += MS);
+	assert_int_equal(c.scored[JPATH_QUEUED], 0);
+	assert_int_equal(c.phase, JPATH_COMPARE);
 }
 
 /* The tests' modes: a pinned path stays, a flipping one alternates every N batches; bad specs refused. */
@@ -643,8 +750,8 @@ static void test_test_modes(void **state)
 	for (unsigned i = 0; i < 12; i++) {
 		seen[i] = jpath_next(&c);
 		/* a batch of the other path (still in flight) does not count */
-		jpath_published(&c, seen[i] == JPATH_INLINE ? JPATH_QUEUED : JPATH_INLINE, 1, 64, now += MS);
-		jpath_published(&c, seen[i], 1, 64, now += MS);
+		pub(&c, seen[i] == JPATH_INLINE ? JPATH_QUEUED : JPATH_INLINE, 1, 64, now += MS);
+		pub(&c, seen[i], 1, 64, now += MS);
 	}
 	for (unsigned i = 0; i < 12; i++)
 		assert_int_equal(seen[i], (i / 3) % 2 ? JPATH_QUEUED : JPATH_INLINE);
@@ -663,7 +770,7 @@ static void test_test_modes(void **state)
 		static const enum jpath round[] = { JPATH_INLINE, JPATH_QUEUED, JPATH_QUEUED_ALT };
 
 		assert_int_equal(jpath_next(&c), round[(i / 2) % 3]);
-		jpath_published(&c, jpath_next(&c), 1, 64, now += MS);
+		pub(&c, jpath_next(&c), 1, 64, now += MS);
 	}
 	/* without one, queued-alt is no path */
 	rest = "untouched";
@@ -767,6 +874,9 @@ int main(void)
 		cmocka_unit_test(test_few_writers),
 		cmocka_unit_test(test_load_change),
 		cmocka_unit_test(test_small_load_changes),
+		cmocka_unit_test(test_load_recalled),
+		cmocka_unit_test(test_size_is_load),
+		cmocka_unit_test(test_loads_forgotten),
 		cmocka_unit_test(test_test_modes),
 		cmocka_unit_test(test_words),
 	};

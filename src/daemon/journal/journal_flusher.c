@@ -278,6 +278,7 @@ static int batch_submit(struct journal *j, uint64_t now, enum jpath path, unsign
 	struct batch *b = &j->batches[j->fill];
 	int r;
 
+	b->rec_len = b->len;
 	batch_pad(j, b);
 	b->seg = j->cur;
 	b->off = j->cur_off;
@@ -372,7 +373,7 @@ static void path_published(struct journal *j, const struct batch *b, uint64_t no
 
 	if (!j->adaptive)
 		return;
-	ev = jpath_published(&j->path, b->path, b->end_lsn - b->first_lsn, b->writers, now);
+	ev = jpath_published(&j->path, b->path, b->end_lsn - b->first_lsn, b->rec_len, b->writers, now);
 	if (ev == JPATH_SAME)
 		return;
 	journal_path_words(j, why, sizeof(why));

@@ -117,6 +117,7 @@ struct batch {
 	int res;
 	enum jpath path; /* how it went to the disk */
 	unsigned writers; /* writers open when it was submitted */
+	size_t rec_len; /* bytes of its records, before the padding of O_DIRECT */
 	struct jio_req req;
 };
 

@@ -89,26 +89,126 @@ static enum jpath next_challenger(const struct jpath_ctl *c)
 	return best;
 }
 
-/* Twice or half the writers open that the averages were made under (base). */
-static bool load_changed(unsigned base, unsigned now)
+/* Twice or half of base (0: no base yet, nothing to change from). */
+static bool twice_or_half(uint64_t base, uint64_t now)
 {
-	return base && (now >= 2 * (uint64_t)base || 2 * (uint64_t)now <= base);
+	return base && (now >= 2 * base || 2 * now <= base);
+}
+
+/* The bytes per record of the latest batches, as the load is judged by (at least 1). */
+static uint64_t size_now(const struct jpath_ctl *c)
+{
+	return c->size_avg >= 1 ? (uint64_t)c->size_avg : 1;
+}
+
+/* Is the load another than the one the averages were made under: twice or half the writers
+ * open, or the bytes per record? */
+static bool load_changed(const struct jpath_ctl *c, unsigned writers)
+{
+	return twice_or_half(c->writers, writers) || twice_or_half(c->rec_bytes, size_now(c));
+}
+
+/* How far apart two loads are (1: the same): the product of their ratios of writers and sizes. */
+static double load_distance(unsigned wa, uint64_t sa, unsigned wb, uint64_t sb)
+{
+	double w = wa > wb ? (double)wa / wb : (double)wb / wa;
+	double s = sa > sb ? (double)sa / (double)sb : (double)sb / (double)sa;
+
+	return w * s;
+}
+
+/* Keep what is known of the load being left in its slot, for when it comes back. */
+static void load_save(struct jpath_ctl *c)
+{
+	struct jpath_load *l = &c->loads[c->slot];
+
+	*l = (struct jpath_load){ .writers = c->writers, .rec_bytes = c->rec_bytes, .chosen = c->chosen,
+				  .left_ns = c->busy_ns };
+	FOREACH_ARM(c, p) {
+		l->lead[p] = c->lead[p];
+		l->scored[p] = c->scored[p];
+		l->spacing[p] = c->spacing[p];
+		l->rate[p] = c->rate[p];
+		l->due_in[p] = c->due_ns[p] > c->busy_ns ? c->due_ns[p] - c->busy_ns : 0;
+	}
+}
+
+/* A free slot for a new load, or the least recently left's (not the one just left). */
+static unsigned slot_to_reuse(const struct jpath_ctl *c)
+{
+	unsigned k = JPATH_LOADS;
+
+	for (unsigned i = 0; i < JPATH_LOADS; i++) {
+		if (!c->loads[i].writers)
+			return i;
+		if (i != c->slot && (k == JPATH_LOADS || c->loads[i].left_ns < c->loads[k].left_ns))
+			k = i;
+	}
+	return k;
 }
 
 /*
- * Begin a comparison of chosen with the challenger whose turn it is, under the load of `writers`
- * open writers. Another load (the first, or twice or half the writers the averages were made
- * under) starts every average over, and every challenger's turn comes now.
+ * The load is now `writers` writers and size_now(c) bytes per record. If one left before is
+ * within twice or half of both (the nearest), go on with what was known of it: its chosen path,
+ * its averages, the rates last measured, each challenger's spacing and turn as far off in busy
+ * time as it was. Else begin anew: every average over, every challenger's turn now (the spacing
+ * carried over), in a slot of its own (a free one, or the least recently left's). True if that
+ * changed chosen.
  */
-static void compare_begin(struct jpath_ctl *c, unsigned writers)
+static bool load_enter(struct jpath_ctl *c, unsigned writers)
 {
-	if (!c->writers || load_changed(c->writers, writers)) {
-		FOREACH_ARM(c, p) {
-			c->scored[p] = 0;
-			c->due_ns[p] = MIN(c->due_ns[p], c->busy_ns);
+	uint64_t size = size_now(c);
+	unsigned best = JPATH_LOADS;
+	bool changed = false;
+	double best_d = 0;
+
+	if (c->writers)
+		load_save(c);
+	for (unsigned i = 0; i < JPATH_LOADS; i++) {
+		const struct jpath_load *l = &c->loads[i];
+		double d;
+
+		if (!l->writers || twice_or_half(l->writers, writers) || twice_or_half(l->rec_bytes, size))
+			continue;
+		d = load_distance(l->writers, l->rec_bytes, writers, size);
+		if (best == JPATH_LOADS || d < best_d) {
+			best = i;
+			best_d = d;
 		}
-		c->writers = writers;
 	}
+	c->phase = JPATH_EXPLOIT;
+	c->w_path = JPATH_NONE;
+	if (best < JPATH_LOADS) {
+		const struct jpath_load *l = &c->loads[best];
+
+		c->slot = best;
+		c->writers = l->writers;
+		c->rec_bytes = l->rec_bytes;
+		changed = c->chosen != l->chosen;
+		c->changes += changed;
+		c->chosen = l->chosen;
+		FOREACH_ARM(c, p) {
+			c->lead[p] = l->lead[p];
+			c->scored[p] = l->scored[p];
+			c->spacing[p] = l->spacing[p];
+			c->rate[p] = l->rate[p];
+			c->due_ns[p] = c->busy_ns + l->due_in[p];
+		}
+		return changed;
+	}
+	c->slot = slot_to_reuse(c);
+	c->writers = writers;
+	c->rec_bytes = size;
+	FOREACH_ARM(c, p) {
+		c->scored[p] = 0;
+		c->due_ns[p] = MIN(c->due_ns[p], c->busy_ns);
+	}
+	return false;
+}
+
+/* Begin a comparison of chosen with the challenger whose turn it is. */
+static void compare_begin(struct jpath_ctl *c)
+{
 	c->phase = JPATH_COMPARE;
 	c->challenger = next_challenger(c);
 	c->step = 0;
@@ -229,9 +329,11 @@ static void published_test(struct jpath_ctl *c, enum jpath path)
 	}
 }
 
-enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t records, unsigned writers,
-				 uint64_t now_ns)
+enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t records, uint64_t bytes,
+				 unsigned writers, uint64_t now_ns)
 {
+	bool changed = false;
+
 	if (path == JPATH_INLINE_SPIN) {
 		/* a few writers for a moment: the window measured neither path alone */
 		c->w_path = JPATH_NONE;
@@ -245,14 +347,17 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 	if (c->last_ns && now_ns > c->last_ns && now_ns - c->last_ns <= c->idle_ns)
 		c->busy_ns += now_ns - c->last_ns;
 	c->last_ns = now_ns;
-	if (c->phase == JPATH_EXPLOIT) {
-		if (c->busy_ns >= c->due_ns[next_challenger(c)] || load_changed(c->writers, writers))
-			compare_begin(c, writers);
-		return JPATH_SAME;
+	if (records) {
+		double size = (double)bytes / (double)records;
+
+		c->size_avg = c->size_avg ? (1 - JPATH_SIZE_WEIGHT) * c->size_avg + JPATH_SIZE_WEIGHT * size : size;
 	}
-	if (load_changed(c->writers, writers)) {
-		compare_begin(c, writers);
-		return JPATH_SAME;
+	if ((!c->writers || load_changed(c, writers)) && load_enter(c, writers) && c->decisions)
+		changed = true;
+	if (c->phase == JPATH_EXPLOIT) {
+		if (c->busy_ns >= c->due_ns[next_challenger(c)])
+			compare_begin(c);
+		return changed ? JPATH_CHANGED : JPATH_SAME;
 	}
 	if (path != jpath_next(c))
 		return JPATH_SAME; /* in flight from before the path changed: belongs to no window */

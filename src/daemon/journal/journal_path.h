@@ -39,9 +39,14 @@
  * followed by another soon; one comparison that finds a far slower path close (noise) does not
  * bring its next one forward. The spacing counts busy time, while batches of more writers than
  * CPUs come less than idle_ns apart: a journal busy in bursts is compared as often per second of
- * work as a steady one, not at the start of every burst. Twice or half the writers open start
- * the averages over, every challenger's turn coming at once: what was measured under another
- * load does not hold. An idle gap (idle_ns between publishes) or a batch of a few writers ends
+ * work as a steady one, not at the start of every burst. A load is the writers open and the
+ * bytes per record (an exponential average over the batches): twice or half either is another
+ * load, where what was measured under the one before does not hold. What the controller knew of
+ * a load (its chosen path, averages, rates, spacings and turns) is kept when it is left, for the
+ * last JPATH_LOADS loads, and a load within twice or half of one kept goes on from there: an
+ * engine whose connections come and go, or a bench's runs, pays the first comparisons of a load
+ * once, not every time it comes back. A new load begins with every challenger's turn at once
+ * (the spacing carried over). An idle gap (idle_ns between publishes) or a batch of a few writers ends
  * the window being measured.
  *
  * Pure functions of the samples the flusher gives them (unit-tested in
@@ -77,6 +82,20 @@ const char *jpath_name(enum jpath p);
 #define JPATH_IDLE_NS 20000000ull /* 20 ms without a publish: not busy */
 #define JPATH_MARGIN 0.03 /* the other path must be 3% faster to take over */
 #define JPATH_SCORE_WEIGHT 0.4 /* of the newest comparison in the average */
+#define JPATH_LOADS 8 /* loads whose averages are remembered (the least recently left is forgotten) */
+#define JPATH_SIZE_WEIGHT 0.25 /* of the newest batch in the average size of a record */
+
+/* What the controller knew of a load when it was left, to go on from there when it comes back. */
+struct jpath_load {
+	unsigned writers; /* the load's writers open (0: a free slot) */
+	uint64_t rec_bytes; /* and bytes per record */
+	enum jpath chosen;
+	double lead[JPATH_COUNT];
+	unsigned scored[JPATH_COUNT], spacing[JPATH_COUNT];
+	double rate[JPATH_COUNT];
+	uint64_t due_in[JPATH_COUNT]; /* busy time that was left before each challenger's turn */
+	uint64_t left_ns; /* busy_ns when it was left */
+};
 
 enum jpath_phase {
 	JPATH_EXPLOIT, /* the chosen path alone, until a challenger's due_ns */
@@ -97,7 +116,12 @@ struct jpath_ctl {
 	unsigned step; /* COMPARE: the window being measured, 0..steps-1 */
 	uint64_t decisions, changes; /* comparisons made; how many changed chosen */
 	uint64_t busy_ns, last_ns; /* time with batches of many writers less than idle_ns apart; the last one's */
-	unsigned writers; /* writers open when the averages began: the load they are made under */
+	/* the load the averages are made under: writers open and bytes per record when they began */
+	unsigned writers;
+	uint64_t rec_bytes;
+	double size_avg; /* bytes per record of the latest batches (exponential average) */
+	struct jpath_load loads[JPATH_LOADS]; /* the loads left before */
+	unsigned slot; /* where this load is kept when it is left */
 	/* for each other path than chosen: */
 	double lead[JPATH_COUNT]; /* chosen's rate / this one's, averaged over the comparisons of this load */
 	unsigned scored[JPATH_COUNT]; /* comparisons in lead since the load or chosen changed */
@@ -136,13 +160,14 @@ enum jpath_event {
 };
 
 /*
- * A batch of `records` records that went by `path` was published (made durable and
- * acknowledged) at now_ns, when `writers` writers were open. A batch of another path than the
+ * A batch of `records` records (`bytes` bytes of them, headers included, padding not) that went
+ * by `path` was published (made durable and acknowledged) at now_ns, when `writers` writers
+ * were open. A batch of another path than the
  * one jpath_next names is not counted (one still in flight from before a change of path);
  * JPATH_INLINE_SPIN ends the window being measured.
  */
-enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t records, unsigned writers,
-				 uint64_t now_ns);
+enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t records, uint64_t bytes,
+				 unsigned writers, uint64_t now_ns);
 
 /*
  * For the tests, which want each path, and switches between them, under a workload of their
