@@ -107,11 +107,11 @@ static void faster_is_chosen(enum jpath fast, enum jpath first, unsigned noise)
 	m.interval_ns[slow] = 300000; /* 53k */
 	jpath_init(&c, first);
 	run(&c, &m, &now, 10 * S, 8, count);
-	assert_int_equal(c.chosen, fast);
+	assert_int_equal(c.load.chosen, fast);
 	assert_true(c.decisions > 0);
 	/* measured rates near the model's */
-	assert_true(c.rate[fast] > 70000 && c.rate[fast] < 90000);
-	assert_true(c.rate[slow] > 45000 && c.rate[slow] < 60000);
+	assert_true(c.load.rate[fast] > 70000 && c.load.rate[fast] < 90000);
+	assert_true(c.load.rate[slow] > 45000 && c.load.rate[slow] < 60000);
 	/* comparing costs a small part of the time once the spacing grew */
 	slow_share = share(&m, count, slow);
 	if (slow_share > 5.0)
@@ -161,7 +161,7 @@ static void test_drift(void **state)
 		m.interval_ns[slow] = 300000;
 		jpath_init(&c, slow);
 		run(&c, &m, &now, 30 * S, 8, count);
-		assert_int_equal(c.chosen, fast);
+		assert_int_equal(c.load.chosen, fast);
 		if (share(&m, count, slow) > 8.0)
 			fail_msg("%.1f%% of the time on the slower path under drift", share(&m, count, slow));
 	}
@@ -187,15 +187,15 @@ static void test_three_paths(void **state)
 			jpath_init(&c, JPATH_INLINE);
 			jpath_add_queue(&c);
 			run(&c, &m, &now, 30 * S, 64, count);
-			if (c.chosen != fast)
-				fail_msg("%s chosen, %s is the fastest (noise %u%%)", jpath_name(c.chosen), jpath_name(fast), noise);
+			if (c.load.chosen != fast)
+				fail_msg("%s chosen, %s is the fastest (noise %u%%)", jpath_name(c.load.chosen), jpath_name(fast), noise);
 			assert_true(c.changes <= 1);
 			for (enum jpath p = JPATH_INLINE; p <= JPATH_QUEUED_ALT; p++) {
 				if (p == fast)
 					continue;
 				/* each was measured, near the model's rate */
-				assert_true(c.rate[p] > 0.85 * 16e9 / (double)m.interval_ns[p]);
-				assert_true(c.rate[p] < 1.15 * 16e9 / (double)m.interval_ns[p]);
+				assert_true(c.load.rate[p] > 0.85 * 16e9 / (double)m.interval_ns[p]);
+				assert_true(c.load.rate[p] < 1.15 * 16e9 / (double)m.interval_ns[p]);
 				slow += share(&m, count, p);
 			}
 			if (slow > 8.0)
@@ -220,36 +220,36 @@ static void test_three_follows(void **state)
 	jpath_init(&c, JPATH_INLINE);
 	jpath_add_queue(&c);
 	run(&c, &m, &now, 20 * S, 128, NULL);
-	assert_int_equal(c.chosen, JPATH_QUEUED);
+	assert_int_equal(c.load.chosen, JPATH_QUEUED);
 	/* the second queue becomes the fastest by far: at the change, what was averaged against
 	 * queued is carried over, inverted for queued, by its ratio for inline */
 	m.interval_ns[JPATH_QUEUED_ALT] = 100000;
-	while (c.chosen == JPATH_QUEUED && now < 50 * S) {
+	while (c.load.chosen == JPATH_QUEUED && now < 50 * S) {
 		enum jpath p = jpath_next(&c);
-		double lead_inline = c.lead[JPATH_INLINE];
-		unsigned scored_inline = c.scored[JPATH_INLINE];
+		double lead_inline = c.load.lead[JPATH_INLINE];
+		unsigned scored_inline = c.load.scored[JPATH_INLINE];
 
 		now += interval(&m, p, now);
 		if (pub(&c, p, m.records, 128, now) == JPATH_CHANGED) {
-			assert_int_equal(c.chosen, JPATH_QUEUED_ALT);
-			assert_true(c.scored[JPATH_QUEUED] > 0);
-			assert_true(c.lead[JPATH_QUEUED] > 1 + c.margin);
-			assert_int_equal(c.scored[JPATH_INLINE], scored_inline);
+			assert_int_equal(c.load.chosen, JPATH_QUEUED_ALT);
+			assert_true(c.load.scored[JPATH_QUEUED] > 0);
+			assert_true(c.load.lead[JPATH_QUEUED] > 1 + c.margin);
+			assert_int_equal(c.load.scored[JPATH_INLINE], scored_inline);
 			assert_true(scored_inline > 0);
 			/* queued-alt / inline, over queued-alt / queued, is queued / inline as before */
-			assert_true(fabs(c.lead[JPATH_INLINE] / c.lead[JPATH_QUEUED] - lead_inline) < 1e-9);
+			assert_true(fabs(c.load.lead[JPATH_INLINE] / c.load.lead[JPATH_QUEUED] - lead_inline) < 1e-9);
 		}
 	}
-	assert_int_equal(c.chosen, JPATH_QUEUED_ALT);
+	assert_int_equal(c.load.chosen, JPATH_QUEUED_ALT);
 	run(&c, &m, &now, 30 * S, 128, NULL);
-	assert_int_equal(c.chosen, JPATH_QUEUED_ALT);
-	assert_true(c.lead[JPATH_QUEUED] > 1.2); /* and since measured */
+	assert_int_equal(c.load.chosen, JPATH_QUEUED_ALT);
+	assert_true(c.load.lead[JPATH_QUEUED] > 1.2); /* and since measured */
 	/* then inline */
 	m.interval_ns[JPATH_INLINE] = 60000;
 	run(&c, &m, &now, 30 * S, 128, NULL);
-	assert_int_equal(c.chosen, JPATH_INLINE);
+	assert_int_equal(c.load.chosen, JPATH_INLINE);
 	run(&c, &m, &now, 30 * S, 128, NULL);
-	assert_int_equal(c.chosen, JPATH_INLINE);
+	assert_int_equal(c.load.chosen, JPATH_INLINE);
 }
 
 /*
@@ -287,7 +287,7 @@ static void first_decision(uint64_t queued_ns, enum jpath want)
 			if (now < least || now >= least + 5 * MS)
 				fail_msg("queued at %" PRIu64 " us: decided at %.1f ms, not %.1f", queued_ns / 1000,
 					 (double)now / 1e6, (double)least / 1e6);
-			assert_int_equal(c.chosen, want);
+			assert_int_equal(c.load.chosen, want);
 		}
 	}
 	assert_int_equal(first, 1);
@@ -315,14 +315,14 @@ static void test_follows_change(void **state)
 	m.interval_ns[JPATH_QUEUED] = 300000;
 	jpath_init(&c, JPATH_QUEUED);
 	run(&c, &m, &now, 20 * S, 64, NULL);
-	assert_int_equal(c.chosen, JPATH_INLINE);
-	assert_int_equal(c.spacing[JPATH_QUEUED], c.spacing_max); /* a far slower path is measured seldom */
+	assert_int_equal(c.load.chosen, JPATH_INLINE);
+	assert_int_equal(c.load.spacing[JPATH_QUEUED], c.spacing_max); /* a far slower path is measured seldom */
 	/* now queued is twice as fast */
 	m.interval_ns[JPATH_INLINE] = 300000;
 	m.interval_ns[JPATH_QUEUED] = 150000;
 	while (now < 40 * S && !switched_at) {
 		run(&c, &m, &now, 10 * MS, 64, count);
-		if (c.chosen == JPATH_QUEUED)
+		if (c.load.chosen == JPATH_QUEUED)
 			switched_at = now;
 	}
 	if (!switched_at)
@@ -330,7 +330,7 @@ static void test_follows_change(void **state)
 	/* the comparison after the longest spacing, and a few more to turn the average over */
 	assert_true(switched_at - 20 * S <= c.spacing_max * c.exploit_ns + 4 * (c.exploit_ns + 300 * MS));
 	run(&c, &m, &now, 10 * S, 64, NULL);
-	assert_int_equal(c.chosen, JPATH_QUEUED);
+	assert_int_equal(c.load.chosen, JPATH_QUEUED);
 }
 
 /* Two paths within the margin: no flapping from one to the other. */
@@ -347,8 +347,8 @@ static void test_no_flapping(void **state)
 	run(&c, &m, &now, 60 * S, 16, NULL);
 	assert_true(c.decisions > 20); /* close paths are compared often */
 	assert_int_equal(c.changes, 0); /* and the first one is kept */
-	assert_int_equal(c.chosen, JPATH_QUEUED);
-	assert_int_equal(c.spacing[JPATH_INLINE], 1);
+	assert_int_equal(c.load.chosen, JPATH_QUEUED);
+	assert_int_equal(c.load.spacing[JPATH_INLINE], 1);
 }
 
 /*
@@ -366,34 +366,34 @@ static void test_spacing(void **state)
 	m.interval_ns[JPATH_INLINE] = 100000;
 	m.interval_ns[JPATH_QUEUED] = 115000; /* 13% slower */
 	jpath_init(&c, JPATH_INLINE);
-	assert_int_equal(c.spacing[JPATH_QUEUED], 1);
-	while (c.spacing[JPATH_QUEUED] < c.spacing_max) {
+	assert_int_equal(c.load.spacing[JPATH_QUEUED], 1);
+	while (c.load.spacing[JPATH_QUEUED] < c.spacing_max) {
 		uint64_t d = c.decisions;
-		unsigned before = c.spacing[JPATH_QUEUED];
+		unsigned before = c.load.spacing[JPATH_QUEUED];
 
 		run(&c, &m, &now, 10 * MS, 8, NULL);
 		if (c.decisions != d) {
-			assert_int_equal(c.spacing[JPATH_QUEUED], 2 * before);
+			assert_int_equal(c.load.spacing[JPATH_QUEUED], 2 * before);
 			/* the next comparison begins once the spacing is over */
-			assert_true(c.due_ns[JPATH_QUEUED] <= now + (uint64_t)c.spacing[JPATH_QUEUED] * c.exploit_ns);
-			assert_true(c.due_ns[JPATH_QUEUED] + 10 * MS > now + (uint64_t)c.spacing[JPATH_QUEUED] * c.exploit_ns);
+			assert_true(c.load.due_ns[JPATH_QUEUED] <= now + (uint64_t)c.load.spacing[JPATH_QUEUED] * c.exploit_ns);
+			assert_true(c.load.due_ns[JPATH_QUEUED] + 10 * MS > now + (uint64_t)c.load.spacing[JPATH_QUEUED] * c.exploit_ns);
 			seen++;
 		}
 		assert_true(now < 120 * S);
 	}
 	assert_int_equal(seen, 4); /* 1 -> 2 -> 4 -> 8 -> 16 */
 	m.interval_ns[JPATH_QUEUED] = 102000; /* close now: 2% slower */
-	while (c.spacing[JPATH_QUEUED] != 1) {
+	while (c.load.spacing[JPATH_QUEUED] != 1) {
 		run(&c, &m, &now, 10 * MS, 8, NULL);
 		assert_true(now < 240 * S);
 	}
-	assert_int_equal(c.chosen, JPATH_INLINE);
+	assert_int_equal(c.load.chosen, JPATH_INLINE);
 	m.interval_ns[JPATH_QUEUED] = 200000; /* far: half the speed */
-	while (c.spacing[JPATH_QUEUED] == 1) {
+	while (c.load.spacing[JPATH_QUEUED] == 1) {
 		run(&c, &m, &now, 10 * MS, 8, NULL);
 		assert_true(now < 360 * S);
 	}
-	assert_int_equal(c.spacing[JPATH_QUEUED], 4);
+	assert_int_equal(c.load.spacing[JPATH_QUEUED], 4);
 }
 
 /*
@@ -411,7 +411,7 @@ static void test_spacing_by_average(void **state)
 	m.interval_ns[JPATH_INLINE] = 100000;
 	m.interval_ns[JPATH_QUEUED] = 200000; /* half the speed */
 	jpath_init(&c, JPATH_INLINE);
-	while (c.spacing[JPATH_QUEUED] < c.spacing_max) {
+	while (c.load.spacing[JPATH_QUEUED] < c.spacing_max) {
 		run(&c, &m, &now, 10 * MS, 8, NULL);
 		assert_true(now < 60 * S);
 	}
@@ -419,15 +419,15 @@ static void test_spacing_by_average(void **state)
 	m.interval_ns[JPATH_QUEUED] = 102000;
 	for (d = c.decisions; c.decisions == d;)
 		run(&c, &m, &now, 1 * MS, 8, NULL);
-	assert_int_equal(c.chosen, JPATH_INLINE);
-	assert_true(c.lead[JPATH_QUEUED] > 1.3);
-	assert_int_equal(c.spacing[JPATH_QUEUED], c.spacing_max);
+	assert_int_equal(c.load.chosen, JPATH_INLINE);
+	assert_true(c.load.lead[JPATH_QUEUED] > 1.3);
+	assert_int_equal(c.load.spacing[JPATH_QUEUED], c.spacing_max);
 	/* one comparison queued wins by 5%: the average keeps inline, the next comes soon */
 	m.interval_ns[JPATH_QUEUED] = 95000;
 	for (d = c.decisions; c.decisions == d;)
 		run(&c, &m, &now, 1 * MS, 8, NULL);
-	assert_int_equal(c.chosen, JPATH_INLINE);
-	assert_int_equal(c.spacing[JPATH_QUEUED], 1);
+	assert_int_equal(c.load.chosen, JPATH_INLINE);
+	assert_int_equal(c.load.spacing[JPATH_QUEUED], 1);
 }
 
 /*
@@ -445,7 +445,7 @@ static void test_busy_clock(void **state)
 	m.interval_ns[JPATH_INLINE] = 100000;
 	m.interval_ns[JPATH_QUEUED] = 200000; /* half the speed: compared seldom */
 	jpath_init(&c, JPATH_INLINE);
-	while (c.spacing[JPATH_QUEUED] < c.spacing_max) {
+	while (c.load.spacing[JPATH_QUEUED] < c.spacing_max) {
 		run(&c, &m, &now, 10 * MS, 8, NULL);
 		assert_true(now < 60 * S);
 	}
@@ -465,7 +465,7 @@ static void test_busy_clock(void **state)
 	/* busy past the spacing: compared again */
 	run(&c, &m, &now, c.spacing_max * c.exploit_ns - 6 * S + 500 * MS, 8, NULL);
 	assert_int_equal(c.decisions, d + 1);
-	assert_int_equal(c.chosen, JPATH_INLINE);
+	assert_int_equal(c.load.chosen, JPATH_INLINE);
 }
 
 /* A batch of the path not being measured (still in flight from before a change) counts nowhere. */
@@ -513,8 +513,8 @@ static void test_idle_gap(void **state)
 	/* then both paths are measured at 10k records/s, the gap in neither */
 	while (!c.decisions)
 		pub(&c, jpath_next(&c), 10, 8, now += 1 * MS);
-	assert_true(c.rate[JPATH_QUEUED] > 9999 && c.rate[JPATH_QUEUED] < 10001);
-	assert_true(c.rate[JPATH_INLINE] > 9999 && c.rate[JPATH_INLINE] < 10001);
+	assert_true(c.load.rate[JPATH_QUEUED] > 9999 && c.load.rate[JPATH_QUEUED] < 10001);
+	assert_true(c.load.rate[JPATH_INLINE] > 9999 && c.load.rate[JPATH_INLINE] < 10001);
 }
 
 /* After a change of path nothing counts for settle_ns: the window begins at the first publish after it. */
@@ -556,7 +556,7 @@ static void test_few_writers(void **state)
 	assert_int_equal(c.w_path, JPATH_INLINE);
 	assert_int_equal(pub(&c, JPATH_INLINE_SPIN, 1, 1, now += 1 * MS), JPATH_SAME);
 	assert_int_equal(c.w_path, JPATH_NONE);
-	assert_int_equal(c.chosen, JPATH_QUEUED);
+	assert_int_equal(c.load.chosen, JPATH_QUEUED);
 	assert_int_equal(c.step, 0);
 }
 
@@ -582,22 +582,22 @@ static void test_load_change(void **state)
 	(void)state;
 
 	settle_on_inline(&c, &m, &now, 8);
-	assert_int_equal(c.writers, 8);
-	assert_int_equal(c.spacing[JPATH_QUEUED], c.spacing_max);
+	assert_int_equal(c.load.writers, 8);
+	assert_int_equal(c.load.spacing[JPATH_QUEUED], c.spacing_max);
 	/* 12 writers: the same load for this purpose */
 	pub(&c, jpath_next(&c), 16, 12, now += MS);
 	assert_int_equal(c.phase, JPATH_EXPLOIT);
 	/* 16: another load, compared at once */
 	pub(&c, jpath_next(&c), 16, 16, now += MS);
 	assert_int_equal(c.phase, JPATH_COMPARE);
-	assert_int_equal(c.writers, 16);
+	assert_int_equal(c.load.writers, 16);
 	assert_int_equal(c.step, 0);
 	/* 4, half way through the comparison: it begins again */
 	run(&c, &m, &now, 60 * MS, 16, NULL);
 	assert_int_equal(c.phase, JPATH_COMPARE);
 	assert_true(c.step > 0);
 	pub(&c, jpath_next(&c), 16, 4, now += MS);
-	assert_int_equal(c.writers, 4);
+	assert_int_equal(c.load.writers, 4);
 	assert_int_equal(c.step, 0);
 	assert_int_equal(c.acc_ns[JPATH_INLINE] + c.acc_ns[JPATH_QUEUED], 0);
 }
@@ -620,9 +620,9 @@ static void test_small_load_changes(void **state)
 		while (c.decisions == d)
 			run(&c, &m, &now, MS, i % 2 ? 12 : 8, NULL);
 	}
-	assert_int_equal(c.writers, 8);
-	if (c.scored[JPATH_QUEUED] < 10)
-		fail_msg("the average holds %u comparisons of 12", c.scored[JPATH_QUEUED]);
+	assert_int_equal(c.load.writers, 8);
+	if (c.load.scored[JPATH_QUEUED] < 10)
+		fail_msg("the average holds %u comparisons of 12", c.load.scored[JPATH_QUEUED]);
 }
 
 /*
@@ -644,29 +644,29 @@ static void test_load_recalled(void **state)
 	few.interval_ns[JPATH_QUEUED] = 200000;
 	jpath_init(&c, JPATH_INLINE);
 	run(&c, &many, &now, 10 * S, 64, NULL);
-	assert_int_equal(c.chosen, JPATH_QUEUED);
-	assert_int_equal(c.spacing[JPATH_INLINE], c.spacing_max);
+	assert_int_equal(c.load.chosen, JPATH_QUEUED);
+	assert_int_equal(c.load.spacing[JPATH_INLINE], c.spacing_max);
 	while (c.phase != JPATH_EXPLOIT)
 		run(&c, &many, &now, MS, 64, NULL);
-	rq = c.rate[JPATH_QUEUED];
+	rq = c.load.rate[JPATH_QUEUED];
 	run(&c, &few, &now, 10 * S, 8, NULL);
-	assert_int_equal(c.chosen, JPATH_INLINE);
-	assert_int_equal(c.writers, 8);
+	assert_int_equal(c.load.chosen, JPATH_INLINE);
+	assert_int_equal(c.load.writers, 8);
 	/* 70 writers: within twice or half of 64, the load kept */
 	d = c.decisions;
 	assert_int_equal(pub(&c, jpath_next(&c), 16, 70, now += MS), JPATH_CHANGED);
-	assert_int_equal(c.writers, 64);
-	assert_int_equal(c.chosen, JPATH_QUEUED);
+	assert_int_equal(c.load.writers, 64);
+	assert_int_equal(c.load.chosen, JPATH_QUEUED);
 	assert_int_equal(c.phase, JPATH_EXPLOIT);
-	assert_true(c.scored[JPATH_INLINE] > 0);
-	assert_true(c.rate[JPATH_QUEUED] == rq);
+	assert_true(c.load.scored[JPATH_INLINE] > 0);
+	assert_true(c.load.rate[JPATH_QUEUED] == rq);
 	run(&c, &many, &now, 1 * S, 70, NULL);
 	if (c.decisions != d)
 		fail_msg("%" PRIu64 " comparisons in the first second back: the load was not recalled", c.decisions - d);
-	assert_int_equal(c.chosen, JPATH_QUEUED);
+	assert_int_equal(c.load.chosen, JPATH_QUEUED);
 	/* and 8 again: inline at once */
 	pub(&c, jpath_next(&c), 16, 8, now += MS);
-	assert_int_equal(c.chosen, JPATH_INLINE);
+	assert_int_equal(c.load.chosen, JPATH_INLINE);
 	assert_int_equal(c.phase, JPATH_EXPLOIT);
 }
 
@@ -679,16 +679,16 @@ static void test_size_is_load(void **state)
 	(void)state;
 
 	settle_on_inline(&c, &m, &now, 8);
-	assert_int_equal(c.rec_bytes, 100);
+	assert_int_equal(c.load.rec_bytes, 100);
 	for (unsigned i = 0; i < 20; i++)
 		jpath_published(&c, jpath_next(&c), 16, 16 * 133, 8, now += 100000);
 	assert_int_equal(c.phase, JPATH_EXPLOIT);
-	assert_int_equal(c.rec_bytes, 100);
+	assert_int_equal(c.load.rec_bytes, 100);
 	for (unsigned i = 0; i < 20 && c.phase == JPATH_EXPLOIT; i++)
 		jpath_published(&c, jpath_next(&c), 16, 16 * 1000, 8, now += 100000);
 	assert_int_equal(c.phase, JPATH_COMPARE);
-	assert_true(c.rec_bytes >= 200);
-	assert_int_equal(c.scored[JPATH_QUEUED], 0);
+	assert_true(c.load.rec_bytes >= 200);
+	assert_int_equal(c.load.scored[JPATH_QUEUED], 0);
 }
 
 /* More loads than are kept: the least recently left is forgotten, the others recalled. */
@@ -705,16 +705,16 @@ static void test_loads_forgotten(void **state)
 	/* 4, 16, 64, ... writers: each another load, each left with its averages */
 	for (unsigned i = 0; i <= JPATH_LOADS; i++) {
 		run(&c, &m, &now, 2 * S, 4u << (2 * i), NULL);
-		assert_int_equal(c.writers, 4u << (2 * i));
-		assert_true(c.scored[JPATH_QUEUED] > 0);
+		assert_int_equal(c.load.writers, 4u << (2 * i));
+		assert_true(c.load.scored[JPATH_QUEUED] > 0);
 	}
 	/* the second, 16 writers, is still known */
 	pub(&c, jpath_next(&c), 16, 16, now += MS);
-	assert_true(c.scored[JPATH_QUEUED] > 0);
+	assert_true(c.load.scored[JPATH_QUEUED] > 0);
 	assert_int_equal(c.phase, JPATH_EXPLOIT);
 	/* the first, 4, is forgotten: begun anew */
 	pub(&c, jpath_next(&c), 16, 4, now += MS);
-	assert_int_equal(c.scored[JPATH_QUEUED], 0);
+	assert_int_equal(c.load.scored[JPATH_QUEUED], 0);
 	assert_int_equal(c.phase, JPATH_COMPARE);
 }
 
@@ -834,22 +834,22 @@ static void test_words(void **state)
 		run(&c, &m, &now, MS, 8, NULL);
 	describes_as(&c, "io_uring", "queued through libaio: measured 160000 records/s against 80000 inline on the "
 				     "flusher's thread and queued through io_uring (unmeasured) (changes: 1 in ");
-	while (c.chosen != JPATH_QUEUED_ALT && now < 20 * S)
+	while (c.load.chosen != JPATH_QUEUED_ALT && now < 20 * S)
 		run(&c, &m, &now, MS, 8, NULL);
 	describes_as(&c, "io_uring", "queued through io_uring: measured 320000 records/s against 80000 inline on the "
 				     "flusher's thread and 160000 queued through libaio (changes: 2 in ");
 	/* status keeps it in 200 bytes (journal.c), the widest figures too, with a path measured
 	 * or not yet */
-	c.rate[JPATH_INLINE] = c.rate[JPATH_QUEUED] = c.rate[JPATH_QUEUED_ALT] = 9999999;
+	c.load.rate[JPATH_INLINE] = c.load.rate[JPATH_QUEUED] = c.load.rate[JPATH_QUEUED_ALT] = 9999999;
 	c.changes = c.decisions = 9999999;
 	for (enum jpath p = JPATH_INLINE; p <= JPATH_QUEUED_ALT; p++) {
-		c.chosen = p;
+		c.load.chosen = p;
 		if (strlen(jpath_describe(&c, "libaio", "io_uring", buf, sizeof(buf))) >= 200)
 			fail_msg("%zu bytes: \"%s\"", strlen(buf), buf);
-		c.rate[p == JPATH_INLINE ? JPATH_QUEUED_ALT : JPATH_INLINE] = 0;
+		c.load.rate[p == JPATH_INLINE ? JPATH_QUEUED_ALT : JPATH_INLINE] = 0;
 		if (strlen(jpath_describe(&c, "libaio", "io_uring", buf, sizeof(buf))) >= 200)
 			fail_msg("%zu bytes: \"%s\"", strlen(buf), buf);
-		c.rate[JPATH_INLINE] = c.rate[JPATH_QUEUED] = c.rate[JPATH_QUEUED_ALT] = 9999999;
+		c.load.rate[JPATH_INLINE] = c.load.rate[JPATH_QUEUED] = c.load.rate[JPATH_QUEUED_ALT] = 9999999;
 	}
 }
 

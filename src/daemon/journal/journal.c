@@ -496,9 +496,9 @@ static void path_status(struct journal *j)
 		const struct jpath_ctl *c = &j->path;
 
 		j->st.path_changes = c->changes;
-		j->st.inline_rate = (uint64_t)c->rate[JPATH_INLINE];
-		j->st.queued_rate = (uint64_t)MAX(c->rate[JPATH_QUEUED], c->rate[JPATH_QUEUED_ALT]);
-		snprintf(j->st.chosen, sizeof(j->st.chosen), "%s", c->decisions ? jpath_name(c->chosen) : "");
+		j->st.inline_rate = (uint64_t)c->load.rate[JPATH_INLINE];
+		j->st.queued_rate = (uint64_t)MAX(c->load.rate[JPATH_QUEUED], c->load.rate[JPATH_QUEUED_ALT]);
+		snprintf(j->st.chosen, sizeof(j->st.chosen), "%s", c->decisions ? jpath_name(c->load.chosen) : "");
 		journal_path_words(j, more, sizeof(more));
 	} else if (j->cfg.backend == JOURNAL_BACKEND_AUTO) {
 		snprintf(more, sizeof(more), "queued through %s, which writes and syncs inside its submit (auto found no "

@@ -58,12 +58,12 @@ void jpath_init(struct jpath_ctl *c, enum jpath first)
 		.spacing_max = JPATH_SPACING_MAX,
 		.margin = JPATH_MARGIN,
 		.arms = 1u << JPATH_INLINE | 1u << JPATH_QUEUED,
-		.chosen = first == JPATH_QUEUED ? JPATH_QUEUED : JPATH_INLINE,
+		.load.chosen = first == JPATH_QUEUED ? JPATH_QUEUED : JPATH_INLINE,
 		.phase = JPATH_EXPLOIT, /* ends at the first publish: the first comparison begins */
 		.w_path = JPATH_NONE,
 	};
 	for (unsigned p = 0; p < JPATH_COUNT; p++)
-		c->spacing[p] = 1;
+		c->load.spacing[p] = 1;
 }
 
 void jpath_add_queue(struct jpath_ctl *c)
@@ -75,7 +75,7 @@ enum jpath jpath_next(const struct jpath_ctl *c)
 {
 	if (c->phase == JPATH_COMPARE && step_is_other(c->step))
 		return c->challenger;
-	return c->chosen;
+	return c->load.chosen;
 }
 
 /* The path whose turn to be compared with chosen comes first (ties: in the order of enum jpath). */
@@ -84,7 +84,7 @@ static enum jpath next_challenger(const struct jpath_ctl *c)
 	enum jpath best = JPATH_NONE;
 
 	FOREACH_ARM(c, p)
-		if (p != c->chosen && (best == JPATH_NONE || c->due_ns[p] < c->due_ns[best]))
+		if (p != c->load.chosen && (best == JPATH_NONE || c->load.due_ns[p] < c->load.due_ns[best]))
 			best = p;
 	return best;
 }
@@ -105,7 +105,7 @@ static uint64_t size_now(const struct jpath_ctl *c)
  * open, or the bytes per record? */
 static bool load_changed(const struct jpath_ctl *c, unsigned writers)
 {
-	return twice_or_half(c->writers, writers) || twice_or_half(c->rec_bytes, size_now(c));
+	return twice_or_half(c->load.writers, writers) || twice_or_half(c->load.rec_bytes, size_now(c));
 }
 
 /* How far apart two loads are (1: the same): the product of their ratios of writers and sizes. */
@@ -120,17 +120,8 @@ static double load_distance(unsigned wa, uint64_t sa, unsigned wb, uint64_t sb)
 /* Keep what is known of the load being left in its slot, for when it comes back. */
 static void load_save(struct jpath_ctl *c)
 {
-	struct jpath_load *l = &c->loads[c->slot];
-
-	*l = (struct jpath_load){ .writers = c->writers, .rec_bytes = c->rec_bytes, .chosen = c->chosen,
-				  .left_ns = c->busy_ns };
-	FOREACH_ARM(c, p) {
-		l->lead[p] = c->lead[p];
-		l->scored[p] = c->scored[p];
-		l->spacing[p] = c->spacing[p];
-		l->rate[p] = c->rate[p];
-		l->due_in[p] = c->due_ns[p] > c->busy_ns ? c->due_ns[p] - c->busy_ns : 0;
-	}
+	c->loads[c->slot] = c->load;
+	c->loads[c->slot].left_ns = c->busy_ns;
 }
 
 /* A free slot for a new load, or the least recently left's (not the one just left). */
@@ -162,7 +153,7 @@ static bool load_enter(struct jpath_ctl *c, unsigned writers)
 	bool changed = false;
 	double best_d = 0;
 
-	if (c->writers)
+	if (c->load.writers)
 		load_save(c);
 	for (unsigned i = 0; i < JPATH_LOADS; i++) {
 		const struct jpath_load *l = &c->loads[i];
@@ -181,27 +172,21 @@ static bool load_enter(struct jpath_ctl *c, unsigned writers)
 	if (best < JPATH_LOADS) {
 		const struct jpath_load *l = &c->loads[best];
 
-		c->slot = best;
-		c->writers = l->writers;
-		c->rec_bytes = l->rec_bytes;
-		changed = c->chosen != l->chosen;
+		changed = c->load.chosen != l->chosen;
 		c->changes += changed;
-		c->chosen = l->chosen;
-		FOREACH_ARM(c, p) {
-			c->lead[p] = l->lead[p];
-			c->scored[p] = l->scored[p];
-			c->spacing[p] = l->spacing[p];
-			c->rate[p] = l->rate[p];
-			c->due_ns[p] = c->busy_ns + l->due_in[p];
-		}
+		c->slot = best;
+		c->load = *l;
+		/* each turn as far off in busy time as it was when the load was left */
+		FOREACH_ARM(c, p)
+			c->load.due_ns[p] = c->busy_ns + (l->due_ns[p] > l->left_ns ? l->due_ns[p] - l->left_ns : 0);
 		return changed;
 	}
 	c->slot = slot_to_reuse(c);
-	c->writers = writers;
-	c->rec_bytes = size;
+	c->load.writers = writers;
+	c->load.rec_bytes = size;
 	FOREACH_ARM(c, p) {
-		c->scored[p] = 0;
-		c->due_ns[p] = MIN(c->due_ns[p], c->busy_ns);
+		c->load.scored[p] = 0;
+		c->load.due_ns[p] = MIN(c->load.due_ns[p], c->busy_ns);
 	}
 	return false;
 }
@@ -237,24 +222,24 @@ static double rate_of(const struct jpath_ctl *c, enum jpath p)
  */
 static void change_to(struct jpath_ctl *c, enum jpath x)
 {
-	enum jpath old = c->chosen;
-	double lx = c->lead[x];
+	enum jpath old = c->load.chosen;
+	double lx = c->load.lead[x];
 
 	FOREACH_ARM(c, p) {
 		if (p == x)
 			continue;
 		if (p == old) {
-			c->lead[p] = 1 / lx;
-			c->scored[p] = c->scored[x];
-		} else if (c->scored[p]) {
-			c->lead[p] /= lx;
+			c->load.lead[p] = 1 / lx;
+			c->load.scored[p] = c->load.scored[x];
+		} else if (c->load.scored[p]) {
+			c->load.lead[p] /= lx;
 		}
-		c->spacing[p] = 1;
-		c->due_ns[p] = c->busy_ns + c->exploit_ns;
+		c->load.spacing[p] = 1;
+		c->load.due_ns[p] = c->busy_ns + c->exploit_ns;
 	}
-	c->lead[x] = 0;
-	c->scored[x] = 0;
-	c->chosen = x;
+	c->load.lead[x] = 0;
+	c->load.scored[x] = 0;
+	c->load.chosen = x;
 	c->changes++;
 }
 
@@ -262,25 +247,25 @@ static void change_to(struct jpath_ctl *c, enum jpath x)
 static enum jpath_event decide(struct jpath_ctl *c)
 {
 	enum jpath x = c->challenger;
-	double rc = rate_of(c, c->chosen), rx = rate_of(c, x), lead;
+	double rc = rate_of(c, c->load.chosen), rx = rate_of(c, x), lead;
 	bool changed = false;
 
-	c->rate[c->chosen] = rc;
-	c->rate[x] = rx;
+	c->load.rate[c->load.chosen] = rc;
+	c->load.rate[x] = rx;
 	c->decisions++;
 	if (rc > 0 && rx > 0) {
-		c->lead[x] = c->scored[x] ? (1 - JPATH_SCORE_WEIGHT) * c->lead[x] + JPATH_SCORE_WEIGHT * (rc / rx) : rc / rx;
-		c->scored[x]++;
+		c->load.lead[x] = c->load.scored[x] ? (1 - JPATH_SCORE_WEIGHT) * c->load.lead[x] + JPATH_SCORE_WEIGHT * (rc / rx) : rc / rx;
+		c->load.scored[x]++;
 	}
 	/* how many times faster the chosen path is than x, by the average (below 1: slower): it
 	 * sets x's spacing, unless x won this comparison, which is followed by another soon, even
 	 * while the average keeps the chosen */
-	lead = c->scored[x] ? c->lead[x] : 1;
+	lead = c->load.scored[x] ? c->load.lead[x] : 1;
 	if (lead * (1 + c->margin) < 1) {
 		change_to(c, x);
 		changed = true;
 	} else {
-		unsigned *sp = &c->spacing[x];
+		unsigned *sp = &c->load.spacing[x];
 
 		if (rc > 0 && rc < rx)
 			*sp = 1; /* x won this one, if not the average: again soon */
@@ -290,7 +275,7 @@ static enum jpath_event decide(struct jpath_ctl *c)
 			*sp = MIN(2 * *sp, c->spacing_max);
 		else
 			*sp = 1;
-		c->due_ns[x] = c->busy_ns + *sp * c->exploit_ns;
+		c->load.due_ns[x] = c->busy_ns + *sp * c->exploit_ns;
 	}
 	c->phase = JPATH_EXPLOIT;
 	c->w_path = JPATH_NONE;
@@ -305,7 +290,7 @@ static enum jpath_event decide(struct jpath_ctl *c)
  */
 static bool clear_at_half(const struct jpath_ctl *c)
 {
-	double rc = rate_of(c, c->chosen), rx = rate_of(c, c->challenger);
+	double rc = rate_of(c, c->load.chosen), rx = rate_of(c, c->challenger);
 
 	return rc > 0 && rx > 0 && (rx < (1 - JPATH_BIG_LOSS) * rc || rc < (1 - JPATH_BIG_LOSS) * rx);
 }
@@ -322,8 +307,8 @@ static enum jpath arm_after(const struct jpath_ctl *c, enum jpath p)
 /* The test modes: no measuring. */
 static void published_test(struct jpath_ctl *c, enum jpath path)
 {
-	if (c->flip && path == c->chosen && ++c->w_batches >= c->flip) {
-		c->chosen = arm_after(c, c->chosen);
+	if (c->flip && path == c->load.chosen && ++c->w_batches >= c->flip) {
+		c->load.chosen = arm_after(c, c->load.chosen);
 		c->changes++;
 		c->w_batches = 0;
 	}
@@ -352,10 +337,10 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 
 		c->size_avg = c->size_avg ? (1 - JPATH_SIZE_WEIGHT) * c->size_avg + JPATH_SIZE_WEIGHT * size : size;
 	}
-	if ((!c->writers || load_changed(c, writers)) && load_enter(c, writers) && c->decisions)
+	if ((!c->load.writers || load_changed(c, writers)) && load_enter(c, writers) && c->decisions)
 		changed = true;
 	if (c->phase == JPATH_EXPLOIT) {
-		if (c->busy_ns >= c->due_ns[next_challenger(c)])
+		if (c->busy_ns >= c->load.due_ns[next_challenger(c)])
 			compare_begin(c);
 		return changed ? JPATH_CHANGED : JPATH_SAME;
 	}
@@ -413,7 +398,7 @@ int jpath_set_test(struct jpath_ctl *c, const char *spec, const char **ret_rest)
 	if (*end != '\0' && *end != ',')
 		return -EINVAL;
 	if (pin != JPATH_NONE) {
-		c->chosen = pin;
+		c->load.chosen = pin;
 		c->pinned = true;
 	} else {
 		c->flip = (unsigned)n;
@@ -439,28 +424,28 @@ const char *jpath_describe(const struct jpath_ctl *c, const char *queue, const c
 	unsigned spacing = c->spacing_max, left = 0;
 	size_t used = 0;
 
-	path_words(c->chosen, queue, alt, mine, sizeof(mine));
+	path_words(c->load.chosen, queue, alt, mine, sizeof(mine));
 	FOREACH_ARM(c, p)
-		left += p != c->chosen;
+		left += p != c->load.chosen;
 	/* the others: "80000 inline on the flusher's thread and 150000 queued through libaio" */
 	FOREACH_ARM(c, p) {
 		char words[64];
 
-		if (p == c->chosen)
+		if (p == c->load.chosen)
 			continue;
 		path_words(p, queue, alt, words, sizeof(words));
 		left--;
-		if (c->decisions && c->rate[p] > 0)
-			snprintf(theirs + used, sizeof(theirs) - used, "%.0f %s%s", c->rate[p], words,
+		if (c->decisions && c->load.rate[p] > 0)
+			snprintf(theirs + used, sizeof(theirs) - used, "%.0f %s%s", c->load.rate[p], words,
 				 left ? " and " : "");
 		else
 			snprintf(theirs + used, sizeof(theirs) - used, "%s%s%s", words,
 				 c->decisions ? " (unmeasured)" : "", left ? (c->decisions ? " and " : " or ") : "");
 		used = strnlen(theirs, sizeof(theirs) - 1);
-		spacing = MIN(spacing, c->spacing[p]);
+		spacing = MIN(spacing, c->load.spacing[p]);
 	}
 	if (jpath_forced(c))
-		snprintf(buf, len, "%s, %s for a test (HUGEPOOLD_FAULT_INJECT), not measured", jpath_name(c->chosen),
+		snprintf(buf, len, "%s, %s for a test (HUGEPOOLD_FAULT_INJECT), not measured", jpath_name(c->load.chosen),
 			 c->pinned ? "pinned" : "alternating");
 	else if (!c->decisions)
 		snprintf(buf, len, "measuring which is faster: %s or %s", mine, theirs);
@@ -468,7 +453,7 @@ const char *jpath_describe(const struct jpath_ctl *c, const char *queue, const c
 		snprintf(buf, len,
 			 "%s: measured %.0f records/s against %s (changes: %" PRIu64 " in %" PRIu64
 			 " comparison%s; next within %.1f s)",
-			 mine, c->rate[c->chosen], theirs, c->changes, c->decisions, c->decisions == 1 ? "" : "s",
+			 mine, c->load.rate[c->load.chosen], theirs, c->changes, c->decisions, c->decisions == 1 ? "" : "s",
 			 (double)(spacing * c->exploit_ns) / 1e9);
 	return buf;
 }

@@ -46,8 +46,8 @@
  * last JPATH_LOADS loads, and a load within twice or half of one kept goes on from there: an
  * engine whose connections come and go, or a bench's runs, pays the first comparisons of a load
  * once, not every time it comes back. A new load begins with every challenger's turn at once
- * (the spacing carried over). An idle gap (idle_ns between publishes) or a batch of a few writers ends
- * the window being measured.
+ * (the spacing carried over). An idle gap (idle_ns between publishes) or a batch of a few
+ * writers ends the window being measured.
  *
  * Pure functions of the samples the flusher gives them (unit-tested in
  * tests/unit/test_journal_path.c). Thread model: a controller belongs to one journal's flusher;
@@ -85,16 +85,21 @@ const char *jpath_name(enum jpath p);
 #define JPATH_LOADS 8 /* loads whose averages are remembered (the least recently left is forgotten) */
 #define JPATH_SIZE_WEIGHT 0.25 /* of the newest batch in the average size of a record */
 
-/* What the controller knew of a load when it was left, to go on from there when it comes back. */
+/*
+ * A load and what the controller knows of it: the one under way (jpath_ctl.load), and those left
+ * before (jpath_ctl.loads[]), to go on from there when one comes back. For each other path than
+ * chosen: lead, scored, spacing, due_ns.
+ */
 struct jpath_load {
-	unsigned writers; /* the load's writers open (0: a free slot) */
-	uint64_t rec_bytes; /* and bytes per record */
-	enum jpath chosen;
-	double lead[JPATH_COUNT];
-	unsigned scored[JPATH_COUNT], spacing[JPATH_COUNT];
-	double rate[JPATH_COUNT];
-	uint64_t due_in[JPATH_COUNT]; /* busy time that was left before each challenger's turn */
-	uint64_t left_ns; /* busy_ns when it was left */
+	unsigned writers; /* the writers open (0: a free slot, or no load yet) */
+	uint64_t rec_bytes; /* and bytes per record, when the load began */
+	enum jpath chosen; /* the faster path measured */
+	double lead[JPATH_COUNT]; /* chosen's rate / this one's, averaged over this load's comparisons */
+	unsigned scored[JPATH_COUNT]; /* comparisons in lead since the load or chosen changed */
+	unsigned spacing[JPATH_COUNT]; /* exploit_ns times this between comparisons with it */
+	uint64_t due_ns[JPATH_COUNT]; /* compared again at the first publish once busy_ns is here */
+	double rate[JPATH_COUNT]; /* records/s of each path when last measured (0: not yet) */
+	uint64_t left_ns; /* in loads[]: busy_ns when it was left */
 };
 
 enum jpath_phase {
@@ -110,25 +115,16 @@ struct jpath_ctl {
 
 	/* the decision */
 	unsigned arms; /* the paths it chooses among: bit 1 << path (inline, queued, queued-alt) */
-	enum jpath chosen; /* the faster one measured */
 	enum jpath challenger; /* COMPARE: the path compared with chosen */
 	enum jpath_phase phase;
 	unsigned step; /* COMPARE: the window being measured, 0..steps-1 */
 	uint64_t decisions, changes; /* comparisons made; how many changed chosen */
 	uint64_t busy_ns, last_ns; /* time with batches of many writers less than idle_ns apart; the last one's */
-	/* the load the averages are made under: writers open and bytes per record when they began */
-	unsigned writers;
-	uint64_t rec_bytes;
+	struct jpath_load load; /* the load under way, its chosen path and what is known of the others */
 	double size_avg; /* bytes per record of the latest batches (exponential average) */
 	struct jpath_load loads[JPATH_LOADS]; /* the loads left before */
 	unsigned slot; /* where this load is kept when it is left */
-	/* for each other path than chosen: */
-	double lead[JPATH_COUNT]; /* chosen's rate / this one's, averaged over the comparisons of this load */
-	unsigned scored[JPATH_COUNT]; /* comparisons in lead since the load or chosen changed */
-	unsigned spacing[JPATH_COUNT]; /* exploit_ns times this between comparisons with it */
-	uint64_t due_ns[JPATH_COUNT]; /* compared again at the first publish once busy_ns is here */
-	double rate[JPATH_COUNT]; /* records/s of each path when last measured (0: not yet) */
-	uint64_t acc_records[JPATH_COUNT], acc_ns[JPATH_COUNT]; /* the comparison under way */
+	uint64_t acc_records[JPATH_COUNT], acc_ns[JPATH_COUNT]; /* the comparison under way, per path */
 
 	/* the window being measured */
 	enum jpath w_path; /* JPATH_NONE: no window open */
@@ -162,9 +158,8 @@ enum jpath_event {
 /*
  * A batch of `records` records (`bytes` bytes of them, headers included, padding not) that went
  * by `path` was published (made durable and acknowledged) at now_ns, when `writers` writers
- * were open. A batch of another path than the
- * one jpath_next names is not counted (one still in flight from before a change of path);
- * JPATH_INLINE_SPIN ends the window being measured.
+ * were open. A batch of another path than the one jpath_next names is not counted (one still
+ * in flight from before a change of path); JPATH_INLINE_SPIN ends the window being measured.
  */
 enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t records, uint64_t bytes,
 				 unsigned writers, uint64_t now_ns);
