@@ -46,6 +46,11 @@
  * against what it replaces in the same seconds;
  * $HP_BENCH_ONLY=ours (or limit, threads, per-append, timer; a comma list) runs only those, for
  * profiles; $HP_BENCH_REPEAT=N runs each method N times per cell, in turns, and keeps the best.
+ * The targets' turns within a round follow a Williams design (run_order): over n rounds (2n when
+ * n is odd) each target runs right after each other one equally often. A run leaves something
+ * behind that costs the next one (seen here: with every round the same cycle shifted by one, the
+ * first target, always after the last, made 0.77-0.96x of the same code elsewhere in the cycle,
+ * in 12 cells of 12); so pick a repeat that is a multiple of that period.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -737,6 +742,21 @@ static void print_rounds(void)
 	}
 }
 
+/*
+ * The target that runs i-th in round rep of n targets: rows of a Williams Latin square (first row
+ * 0, 1, n-1, 2, n-2, ..., each next row shifted by one; for odd n, a second square with the rows
+ * reversed). Every target runs in every place once per n rounds, and right after every other
+ * target once per n rounds (n even) or twice per 2n (n odd): what a run leaves to the next one
+ * weighs on every target alike.
+ */
+static unsigned run_order(unsigned rep, unsigned i, unsigned n)
+{
+	unsigned row = rep % (n % 2 ? 2 * n : n), k = row >= n ? n - 1 - i : i;
+	unsigned first = k == 0 ? 0 : k % 2 ? (k + 1) / 2 : n - k / 2;
+
+	return (first + row) % n;
+}
+
 /* Start daemon i (0: this build's, 1: the baseline binary's) with a journal per backend. */
 static int start_daemon(unsigned i, const char *binary)
 {
@@ -837,13 +857,13 @@ int main(void)
 			memset(best_ours, 0, sizeof(best_ours));
 			memset(rounds, 0, repeat * MAX_TARGETS * sizeof(*rounds));
 			/* the methods take turns, repeat times; each keeps its best run; ours runs on each
-			 * target (backend, daemon) in turn, starting with another one each time */
+			 * target (backend, daemon) in turn, in the order run_order gives each round */
 			for (unsigned rep = 0; rep < repeat; rep++) {
 				for (unsigned m = 0; m < NMETHOD; m++) {
 					if (!method_on(methods[m]))
 						continue;
 					for (unsigned i = 0; i < (m == M_OURS ? ntargets : 1); i++) {
-						unsigned b = (rep + i) % ntargets;
+						unsigned b = run_order(rep, i, ntargets);
 						hp_conn *counters = counters_of[b / nbackends];
 						struct result run;
 						int e;
