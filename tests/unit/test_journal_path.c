@@ -4,7 +4,8 @@
  * model publishes each batch by the path the controller names, after that path's interval, and
  * the tests check what it chooses: the faster path, under noise too, and under a load that
  * drifts more than the paths differ; the change when the faster path changes; no flapping when
- * both are alike; comparisons spaced out when one path is far slower; batches of another path,
+ * both are alike, under noise too; one comparison turning the choice only when clear;
+ * comparisons spaced out while they keep the chosen path; batches of another path,
  * idle gaps, a few writers and a new load handled as journal_path.h says; the tests' modes; and
  * the words of status. No clock is read: nothing here depends on the machine's speed.
  */
@@ -256,8 +257,11 @@ static void test_three_follows(void **state)
  * The first decision comes after one comparison, and the controller says so once: after all its
  * windows when the challenger is within JPATH_BIG_LOSS of the chosen path, after half of them
  * when one path is already that far ahead (queued_ns: queued's interval; inline's is 100 us).
+ * One comparison turns the choice only when clear: a challenger a little faster keeps the chosen
+ * path at the first decision and takes over at the second, which comes at once (want_first: the
+ * path chosen after the first decision, want: after two seconds).
  */
-static void first_decision(uint64_t queued_ns, enum jpath want)
+static void first_decision(uint64_t queued_ns, enum jpath want_first, enum jpath want)
 {
 	struct model m = { .records = 10 };
 	struct jpath_ctl c;
@@ -287,20 +291,21 @@ static void first_decision(uint64_t queued_ns, enum jpath want)
 			if (now < least || now >= least + 5 * MS)
 				fail_msg("queued at %" PRIu64 " us: decided at %.1f ms, not %.1f", queued_ns / 1000,
 					 (double)now / 1e6, (double)least / 1e6);
-			assert_int_equal(c.load.chosen, want);
+			assert_int_equal(c.load.chosen, want_first);
 		}
 	}
 	assert_int_equal(first, 1);
-	assert_int_equal(changed, 0);
+	assert_int_equal(changed, want_first != want);
+	assert_int_equal(c.load.chosen, want);
 }
 
 static void test_first_decision(void **state)
 {
 	(void)state;
-	first_decision(200000, JPATH_INLINE); /* queued half inline's speed: decided at half */
-	first_decision(115000, JPATH_INLINE); /* 13% slower: all the windows */
-	first_decision(95000, JPATH_QUEUED); /* 5% faster: all the windows */
-	first_decision(50000, JPATH_QUEUED); /* twice as fast: at half */
+	first_decision(200000, JPATH_INLINE, JPATH_INLINE); /* queued half inline's speed: decided at half */
+	first_decision(115000, JPATH_QUEUED, JPATH_INLINE); /* 13% slower: all the windows, twice */
+	first_decision(95000, JPATH_QUEUED, JPATH_QUEUED); /* 5% faster: all the windows */
+	first_decision(50000, JPATH_QUEUED, JPATH_QUEUED); /* twice as fast: at half */
 }
 
 /* The faster path changes (another load, another device): the controller follows within a few comparisons. */
@@ -333,27 +338,38 @@ static void test_follows_change(void **state)
 	assert_int_equal(c.load.chosen, JPATH_QUEUED);
 }
 
-/* Two paths within the margin: no flapping from one to the other. */
+/*
+ * Two paths within the margin: no flapping from one to the other, and they are compared seldom
+ * (the spacing doubles after each comparison that keeps the chosen one), even when each
+ * comparison's result moves by more than they differ: one noisy comparison does not turn them.
+ */
 static void test_no_flapping(void **state)
 {
-	struct model m = { .records = 16, .noise_pct = 0 };
-	uint64_t now = 0;
-	struct jpath_ctl c;
 	(void)state;
+	for (unsigned noise = 0; noise <= 30; noise += 30) {
+		struct model m = { .records = 16, .noise_pct = noise, .drift_pct = noise ? 40 : 0,
+				   .drift_period_ns = 700 * MS, .rng = 3 };
+		uint64_t now = 0;
+		struct jpath_ctl c;
 
-	m.interval_ns[JPATH_INLINE] = 200000;
-	m.interval_ns[JPATH_QUEUED] = 201000; /* 0.5% apart */
-	jpath_init(&c, JPATH_QUEUED);
-	run(&c, &m, &now, 60 * S, 16, NULL);
-	assert_true(c.decisions > 20); /* close paths are compared often */
-	assert_int_equal(c.changes, 0); /* and the first one is kept */
-	assert_int_equal(c.load.chosen, JPATH_QUEUED);
-	assert_int_equal(c.load.spacing[JPATH_INLINE], 1);
+		m.interval_ns[JPATH_INLINE] = 200000;
+		m.interval_ns[JPATH_QUEUED] = noise ? 204000 : 201000; /* 2%, 0.5% apart */
+		jpath_init(&c, JPATH_QUEUED);
+		run(&c, &m, &now, 60 * S, 16, NULL);
+		if (c.decisions > 16 || c.changes > 1)
+			fail_msg("noise %u%%: %" PRIu64 " comparisons and %" PRIu64 " changes in 60 s", noise,
+				 c.decisions, c.changes);
+		if (!noise) {
+			assert_int_equal(c.changes, 0); /* the first one is kept */
+			assert_int_equal(c.load.chosen, JPATH_QUEUED);
+			assert_int_equal(c.load.spacing[JPATH_INLINE], c.spacing_max);
+		}
+	}
 }
 
 /*
- * The other path 10-25% slower doubles the spacing between comparisons, more than 25% slower
- * quadruples it, up to spacing_max; one that comes close sets it back to 1.
+ * Each comparison that keeps the chosen path doubles the challenger's spacing, up to
+ * spacing_max, whether the challenger came close or not; more than 25% slower quadruples it.
  */
 static void test_spacing(void **state)
 {
@@ -382,24 +398,37 @@ static void test_spacing(void **state)
 		assert_true(now < 120 * S);
 	}
 	assert_int_equal(seen, 4); /* 1 -> 2 -> 4 -> 8 -> 16 */
-	m.interval_ns[JPATH_QUEUED] = 102000; /* close now: 2% slower */
-	while (c.load.spacing[JPATH_QUEUED] != 1) {
+	/* close now (2% slower): still compared seldom */
+	m.interval_ns[JPATH_QUEUED] = 102000;
+	for (uint64_t d = c.decisions; c.decisions < d + 3;) {
 		run(&c, &m, &now, 10 * MS, 8, NULL);
+		assert_int_equal(c.load.spacing[JPATH_QUEUED], c.spacing_max);
 		assert_true(now < 240 * S);
 	}
 	assert_int_equal(c.load.chosen, JPATH_INLINE);
-	m.interval_ns[JPATH_QUEUED] = 200000; /* far: half the speed */
-	while (c.load.spacing[JPATH_QUEUED] == 1) {
+	/* far (half the speed), from the start of a controller: 1 -> 4 -> 16 */
+	m.interval_ns[JPATH_QUEUED] = 200000;
+	jpath_init(&c, JPATH_INLINE);
+	now = 0;
+	seen = 0;
+	while (c.load.spacing[JPATH_QUEUED] < c.spacing_max) {
+		uint64_t d = c.decisions;
+		unsigned before = c.load.spacing[JPATH_QUEUED];
+
 		run(&c, &m, &now, 10 * MS, 8, NULL);
-		assert_true(now < 360 * S);
+		if (c.decisions != d) {
+			assert_int_equal(c.load.spacing[JPATH_QUEUED], 4 * before);
+			seen++;
+		}
+		assert_true(now < 60 * S);
 	}
-	assert_int_equal(c.load.spacing[JPATH_QUEUED], 4);
+	assert_int_equal(seen, 2);
 }
 
 /*
  * A challenger's spacing follows its average, not one comparison: a far slower path that comes
- * close once (noise) is not compared again at once, but one that wins a comparison is, even
- * while the average keeps the chosen path.
+ * close once (noise), or wins one comparison while the average keeps the chosen path, is not
+ * compared again at once.
  */
 static void test_spacing_by_average(void **state)
 {
@@ -422,12 +451,12 @@ static void test_spacing_by_average(void **state)
 	assert_int_equal(c.load.chosen, JPATH_INLINE);
 	assert_true(c.load.lead[JPATH_QUEUED] > 1.3);
 	assert_int_equal(c.load.spacing[JPATH_QUEUED], c.spacing_max);
-	/* one comparison queued wins by 5%: the average keeps inline, the next comes soon */
+	/* one comparison queued wins by 5%: the average keeps inline, and the spacing */
 	m.interval_ns[JPATH_QUEUED] = 95000;
 	for (d = c.decisions; c.decisions == d;)
 		run(&c, &m, &now, 1 * MS, 8, NULL);
 	assert_int_equal(c.load.chosen, JPATH_INLINE);
-	assert_int_equal(c.load.spacing[JPATH_QUEUED], 1);
+	assert_int_equal(c.load.spacing[JPATH_QUEUED], c.spacing_max);
 }
 
 /*

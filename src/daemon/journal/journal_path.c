@@ -15,8 +15,7 @@
 #include "size.h"
 #include "util.h"
 
-#define JPATH_LOSS 0.10 /* the other path this much slower: compare half as often */
-#define JPATH_BIG_LOSS 0.25 /* this much: a quarter as often */
+#define JPATH_BIG_LOSS 0.25 /* the other path this much slower: compared a quarter as often */
 
 static const char *const path_names[JPATH_COUNT] = {
 	[JPATH_NONE] = "none",
@@ -248,7 +247,7 @@ static enum jpath_event decide(struct jpath_ctl *c)
 {
 	enum jpath x = c->challenger;
 	double rc = rate_of(c, c->load.chosen), rx = rate_of(c, x), lead;
-	bool changed = false;
+	bool changed = false, won, clear;
 
 	c->load.rate[c->load.chosen] = rc;
 	c->load.rate[x] = rx;
@@ -257,24 +256,35 @@ static enum jpath_event decide(struct jpath_ctl *c)
 		c->load.lead[x] = c->load.scored[x] ? (1 - JPATH_SCORE_WEIGHT) * c->load.lead[x] + JPATH_SCORE_WEIGHT * (rc / rx) : rc / rx;
 		c->load.scored[x]++;
 	}
-	/* how many times faster the chosen path is than x, by the average (below 1: slower): it
-	 * sets x's spacing, unless x won this comparison, which is followed by another soon, even
-	 * while the average keeps the chosen */
+	/*
+	 * How many times faster the chosen path is than x, by the average (below 1: slower). x
+	 * takes over when the average says it is faster by the margin, over two comparisons or
+	 * more, or in one that found it more than JPATH_BIG_LOSS ahead: the rates of one path
+	 * move by +-20% over tenths of seconds here, and one comparison turned a choice between
+	 * paths a few percent apart back and forth. Else x's spacing doubles (x4 while it is more
+	 * than JPATH_BIG_LOSS slower), whether it came close or not: paths a few percent apart
+	 * gain little from being compared, and each comparison costs its switches and its turns on
+	 * the slower one. A challenger that won this comparison by more than the margin keeps its
+	 * spacing; one that won it by far, or won its first of the load, is compared again at once
+	 * (a path that became faster takes over within a few comparisons).
+	 */
 	lead = c->load.scored[x] ? c->load.lead[x] : 1;
-	if (lead * (1 + c->margin) < 1) {
+	won = rc > 0 && rc * (1 + c->margin) < rx;
+	clear = rc > 0 && rc < (1 - JPATH_BIG_LOSS) * rx;
+	if (lead * (1 + c->margin) < 1 && (c->load.scored[x] >= 2 || clear)) {
 		change_to(c, x);
 		changed = true;
 	} else {
 		unsigned *sp = &c->load.spacing[x];
 
-		if (rc > 0 && rc < rx)
-			*sp = 1; /* x won this one, if not the average: again soon */
+		if (won && (clear || c->load.scored[x] < 2))
+			*sp = 1;
+		else if (won)
+			; /* the same spacing */
 		else if (lead * (1 - JPATH_BIG_LOSS) > 1)
 			*sp = MIN(4 * *sp, c->spacing_max);
-		else if (lead * (1 - JPATH_LOSS) > 1)
-			*sp = MIN(2 * *sp, c->spacing_max);
 		else
-			*sp = 1;
+			*sp = MIN(2 * *sp, c->spacing_max);
 		c->load.due_ns[x] = c->busy_ns + *sp * c->exploit_ns;
 	}
 	c->phase = JPATH_EXPLOIT;
