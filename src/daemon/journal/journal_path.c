@@ -77,6 +77,12 @@ enum jpath jpath_next(const struct jpath_ctl *c)
 	return c->load.chosen;
 }
 
+/* Is a (records/s) more than JPATH_BIG_LOSS slower than b, both measured? */
+static bool far_behind(double a, double b)
+{
+	return a > 0 && b > 0 && a < (1 - JPATH_BIG_LOSS) * b;
+}
+
 /* The path whose turn to be compared with chosen comes first (ties: in the order of enum jpath). */
 static enum jpath next_challenger(const struct jpath_ctl *c)
 {
@@ -259,18 +265,19 @@ static enum jpath_event decide(struct jpath_ctl *c)
 	/*
 	 * How many times faster the chosen path is than x, by the average (below 1: slower). x
 	 * takes over when the average says it is faster by the margin, over two comparisons or
-	 * more, or in one that found it more than JPATH_BIG_LOSS ahead: the rates of one path
+	 * more, or in one that found chosen more than JPATH_BIG_LOSS slower: the rates of one path
 	 * move by +-20% over tenths of seconds here, and one comparison turned a choice between
 	 * paths a few percent apart back and forth. Else x's spacing doubles (x4 while it is more
 	 * than JPATH_BIG_LOSS slower), whether it came close or not: paths a few percent apart
 	 * gain little from being compared, and each comparison costs its switches and its turns on
 	 * the slower one. A challenger that won this comparison by more than the margin keeps its
-	 * spacing; one that won it by far, or won its first of the load, is compared again at once
+	 * spacing; one that won it clearly (chosen that far behind), or won its first of the load, is
+	 * compared again at once
 	 * (a path that became faster takes over within a few comparisons).
 	 */
 	lead = c->load.scored[x] ? c->load.lead[x] : 1;
 	won = rc > 0 && rc * (1 + c->margin) < rx;
-	clear = rc > 0 && rc < (1 - JPATH_BIG_LOSS) * rx;
+	clear = far_behind(rc, rx);
 	if (lead * (1 + c->margin) < 1 && (c->load.scored[x] >= 2 || clear)) {
 		change_to(c, x);
 		changed = true;
@@ -302,7 +309,7 @@ static bool clear_at_half(const struct jpath_ctl *c)
 {
 	double rc = rate_of(c, c->load.chosen), rx = rate_of(c, c->challenger);
 
-	return rc > 0 && rx > 0 && (rx < (1 - JPATH_BIG_LOSS) * rc || rc < (1 - JPATH_BIG_LOSS) * rx);
+	return far_behind(rx, rc) || far_behind(rc, rx);
 }
 
 /* The path after p among those the controller has, in the order of enum jpath, round. */

@@ -27,22 +27,23 @@
  * controller averages it for each challenger over the comparisons made under the same load (an
  * exponential average, the newest weighing JPATH_SCORE_WEIGHT), and the challenger takes over
  * when that average, over two comparisons or more, says it is faster by `margin`, or at once
- * when one comparison finds it more than 25% faster: one noisy comparison does not turn a clear
- * winner over, nor a choice between paths a few percent apart. After a change the averages
- * against the others are carried over by their ratios.
+ * when one comparison finds the chosen path more than 25% slower: one noisy comparison does not
+ * turn a clear winner over, nor a choice between paths a few percent apart. After a change the
+ * averages against the others are carried over by their ratios.
  * A comparison ends after half its windows (challenger, chosen, chosen, challenger: still
  * balanced against a drift) when one path is already more than 25% slower than the other: a
  * clear loser costs half as much, a clear winner takes over sooner.
  * Each challenger has its own spacing: it is compared again after exploit_ns times a spacing
  * that doubles after each comparison that keeps the chosen path (quadruples while the average
  * says the challenger is more than 25% slower), up to spacing_max, stays when the challenger won
- * that comparison without taking over, and falls back to 1 after a change or when the
- * challenger won its first comparison of the load (confirmed at once): a path that stays behind,
- * far or close, costs a comparison every few seconds, not every few tenths (each comparison
- * pays its switches of path and its turns on the slower one, and between close paths it gains
- * little). The spacing counts busy time, while batches of more writers than CPUs come less than
- * idle_ns apart: a journal busy in bursts is compared as often per second of work as a steady
- * one, not at the start of every burst. A load is the writers open and the
+ * that comparison by more than `margin` without taking over, and falls back to 1 after a change,
+ * or when the challenger won its first comparison of the load or found the chosen path more
+ * than 25% slower (confirmed at once): a path that stays behind, far or close, costs a
+ * comparison every few seconds, not every few tenths (each comparison pays its switches of path
+ * and its turns on the slower one, and between close paths it gains little). The spacing counts
+ * busy time, while batches of more writers than CPUs come less than idle_ns apart: a journal
+ * busy in bursts is compared as often per second of work as a steady one, not at the start of
+ * every burst. A load is the writers open and the
  * bytes per record (an exponential average over the batches): twice or half either is another
  * load, where what was measured under the one before does not hold. What the controller knew of
  * a load (its chosen path, averages, rates, spacings and turns) is kept when it is left, for the
