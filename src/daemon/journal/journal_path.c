@@ -271,9 +271,8 @@ static enum jpath_event decide(struct jpath_ctl *c)
 	 * than JPATH_BIG_LOSS slower), whether it came close or not: paths a few percent apart
 	 * gain little from being compared, and each comparison costs its switches and its turns on
 	 * the slower one. A challenger that won this comparison by more than the margin keeps its
-	 * spacing; one that won it clearly (chosen that far behind), or won its first of the load, is
-	 * compared again at once
-	 * (a path that became faster takes over within a few comparisons).
+	 * spacing; one that won it clearly (chosen that far behind), or won its first of the load,
+	 * is compared again at once (a path that became faster takes over within a few comparisons).
 	 */
 	lead = c->load.scored[x] ? c->load.lead[x] : 1;
 	won = rc > 0 && rc * (1 + c->margin) < rx;
@@ -284,14 +283,11 @@ static enum jpath_event decide(struct jpath_ctl *c)
 	} else {
 		unsigned *sp = &c->load.spacing[x];
 
-		if (won && (clear || c->load.scored[x] < 2))
+		if (!won)
+			*sp = MIN((lead * (1 - JPATH_BIG_LOSS) > 1 ? 4 : 2) * *sp, c->spacing_max);
+		else if (clear || c->load.scored[x] < 2)
 			*sp = 1;
-		else if (won)
-			; /* the same spacing */
-		else if (lead * (1 - JPATH_BIG_LOSS) > 1)
-			*sp = MIN(4 * *sp, c->spacing_max);
-		else
-			*sp = MIN(2 * *sp, c->spacing_max);
+		/* else won by the margin without taking over: the same spacing */
 		c->load.due_ns[x] = c->busy_ns + *sp * c->exploit_ns;
 	}
 	c->phase = JPATH_EXPLOIT;

@@ -35,23 +35,22 @@
  * clear loser costs half as much, a clear winner takes over sooner.
  * Each challenger has its own spacing: it is compared again after exploit_ns times a spacing
  * that doubles after each comparison that keeps the chosen path (quadruples while the average
- * says the challenger is more than 25% slower), up to spacing_max, stays when the challenger won
- * that comparison by more than `margin` without taking over, and falls back to 1 after a change,
- * or when the challenger won its first comparison of the load or found the chosen path more
- * than 25% slower (confirmed at once): a path that stays behind, far or close, costs a
+ * says the challenger is more than 25% slower), up to spacing_max, stays when the challenger
+ * won that comparison by more than `margin` without taking over, and falls back to 1 after a
+ * change, or when the challenger won its first comparison of the load or found the chosen path
+ * more than 25% slower (confirmed at once): a path that stays behind, far or close, costs a
  * comparison every few seconds, not every few tenths (each comparison pays its switches of path
  * and its turns on the slower one, and between close paths it gains little). The spacing counts
  * busy time, while batches of more writers than CPUs come less than idle_ns apart: a journal
  * busy in bursts is compared as often per second of work as a steady one, not at the start of
- * every burst. A load is the writers open and the
- * bytes per record (an exponential average over the batches): twice or half either is another
- * load, where what was measured under the one before does not hold. What the controller knew of
- * a load (its chosen path, averages, rates, spacings and turns) is kept when it is left, for the
- * last JPATH_LOADS loads, and a load within twice or half of one kept goes on from there: an
- * engine whose connections come and go, or a bench's runs, pays the first comparisons of a load
- * once, not every time it comes back. A new load begins with every challenger's turn at once
- * (the spacing carried over). An idle gap (idle_ns between publishes) or a batch of a few
- * writers ends the window being measured.
+ * every burst. A load is the writers open and the bytes per record (an exponential average over
+ * the batches): twice or half either is another load, where what was measured under the one
+ * before does not hold. What the controller knew of a load (its chosen path, averages, rates,
+ * spacings and turns) is kept when it is left, for the last JPATH_LOADS loads, and a load
+ * within twice or half of one kept goes on from there: an engine whose connections come and go,
+ * or a bench's runs, pays the first comparisons of a load once, not every time it comes back. A
+ * new load begins with every challenger's turn at once (the spacing carried over). An idle gap
+ * (idle_ns between publishes) or a batch of a few writers ends the window being measured.
  *
  * Pure functions of the samples the flusher gives them (unit-tested in
  * tests/unit/test_journal_path.c). Thread model: a controller belongs to one journal's flusher;
