@@ -698,30 +698,36 @@ static double paired(unsigned a, unsigned b)
 	return paired_in(a, b, 0, repeat);
 }
 
+/* The median over rounds [from, to) of target t's appends/s (its failed runs left out). */
+static double median_in(unsigned t, unsigned from, unsigned to)
+{
+	double *r = calloc(repeat, sizeof(*r)), m;
+	unsigned n = 0;
+
+	if (!r)
+		return 0;
+	for (unsigned k = from; k < to; k++)
+		if (rounds[k * ntargets + t] > 0)
+			r[n++] = rounds[k * ntargets + t];
+	m = bench_median(r, n);
+	free(r);
+	return m;
+}
+
 /* Of this build's targets other than a, the one whose median appends/s over rounds [from, to) is highest. */
 static unsigned best_in(unsigned a, unsigned from, unsigned to)
 {
-	double *r = calloc(repeat, sizeof(*r)), top = -1;
 	unsigned best = a;
+	double top = -1;
 
-	if (!r)
-		return a;
 	for (unsigned t = 0; t < nbackends; t++) {
-		unsigned n = 0;
-		double m;
+		double m = t == a ? -1 : median_in(t, from, to);
 
-		if (t == a)
-			continue;
-		for (unsigned k = from; k < to; k++)
-			if (rounds[k * ntargets + t] > 0)
-				r[n++] = rounds[k * ntargets + t];
-		m = bench_median(r, n);
 		if (m > top) {
 			top = m;
 			best = t;
 		}
 	}
-	free(r);
 	return best;
 }
 
