@@ -40,6 +40,7 @@
 #include "jring.h"
 #include "proto.h"
 #include "case.h"
+#include "closer.h"
 
 #define MIB (1024ull * 1024)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -334,6 +335,18 @@ static int lingering_socket(int *listener, int seconds)
 }
 
 /*
+ * Close a lingering socket whose last reference may be the caller's: its linger is turned off
+ * first (the unsent data is dropped with a reset), so the close cannot wait for an hour.
+ */
+static void close_unlingered(int t)
+{
+	static const struct linger off = { .l_onoff = 1, .l_linger = 0 };
+
+	assert_int_equal(setsockopt(t, SOL_SOCKET, SO_LINGER, &off, sizeof(off)), 0);
+	close(t);
+}
+
+/*
  * The attack of the audit: a TCP socket whose close lingers (SO_LINGER 10 s, unsent data queued
  * to a peer that never reads), passed to the daemon. Closing the daemon's copy on the event loop
  * held it for the linger time. Now the kernel refuses the fd at the client's sendmsg (EPERM),
@@ -360,7 +373,10 @@ static void test_passed_fd_refused(void **state)
 		assert_int_equal(r, 0);
 		assert_int_equal(read(fd, &b, 1), 0); /* closed for it */
 	}
-	close(t);
+	if (r == -EPERM)
+		close_unlingered(t); /* refused: ours is the last reference, its close would linger */
+	else
+		close(t);
 	close(l);
 	/* the connection that tried is still served (nothing arrived), and so is everyone else */
 	if (r == -EPERM) {
@@ -432,12 +448,20 @@ static void test_passed_fd_closed_off_loop(void **state)
 	stop(&d);
 }
 
+/* What became of fds passed to the daemon (pass_fds). */
+enum pass { PASSED, REFUSED };
+
 /*
  * Pass n fds (at most 253, SCM_MAX_FD) with a status request on a new raw connection of d's.
- * Returns false when the daemon refused the connection (its uid has more than
- * CLOSER_PENDING_MAX fds still waiting to be closed): nothing was passed.
+ * REFUSED when the daemon did not admit the connection (its uid has more than
+ * CLOSER_PENDING_MAX fds still waiting to be closed): nothing was passed, and the caller's fds
+ * are its own last references. A refusal is an answer other than WELCOME, or the connection
+ * ending in its place: the daemon sends its refusal and closes at once, so the hello may be
+ * cut off (EPIPE) or the answer lost to a reset (ECONNRESET) before the test reads it.
+ * With give, fds are the daemon's once passed: the test closes its copies while the daemon is
+ * stopped, so that the copies in flight are the last ones whatever the daemon does next.
  */
-static bool pass_fds(const struct daemon *d, const int *fds, unsigned n)
+static enum pass pass_fds(const struct daemon *d, const int *fds, unsigned n, bool give)
 {
 	struct {
 		struct proto_hdr h;
@@ -455,26 +479,35 @@ static bool pass_fds(const struct daemon *d, const int *fds, unsigned n)
 	struct proto_hello hello = { .name = "raw" };
 	struct proto_hdr rh;
 	void *payload = NULL;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
 
 	assert_true(fd >= 0 && n <= 253);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(proto_send(fd, PROTO_HELLO, &hello, sizeof(hello), NULL, 0), 0);
-	assert_int_equal(proto_recv(fd, &rh, &payload, NULL, 0), 0);
+	r = proto_send(fd, PROTO_HELLO, &hello, sizeof(hello), NULL, 0);
+	if (r == 0)
+		r = proto_recv(fd, &rh, &payload, NULL, 0);
 	free(payload);
-	if (rh.type != PROTO_WELCOME) {
+	if (r == -EPIPE || r == -ECONNRESET || (r == 0 && rh.type != PROTO_WELCOME)) {
 		close(fd);
-		return false;
+		return REFUSED;
 	}
+	assert_int_equal(r, 0);
 	proto_hdr_init(&m.h, PROTO_STATUS, sizeof(m.req), 0);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int) * n);
 	memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
+	if (give)
+		assert_int_equal(kill(d->pid, SIGSTOP), 0);
 	assert_int_equal(sendmsg(fd, &msg, MSG_NOSIGNAL), (ssize_t)sizeof(m));
+	if (give) {
+		for (unsigned i = 0; i < n; i++)
+			close(fds[i]);
+		assert_int_equal(kill(d->pid, SIGCONT), 0);
+	}
 	close(fd);
-	return true;
+	return PASSED;
 }
 
 /* A client says hello and is welcomed (0), not refused (1) nor left without an answer (2). */
@@ -498,21 +531,59 @@ static int victim_main(void *arg)
 	return r;
 }
 
+/* Take what a lingering socket's peer was sent, until its close ends (EOF), so the linger ends. */
+static void drain_listener(int l)
+{
+	static char junk[1 << 16];
+	int peer = accept(l, NULL, NULL);
+
+	assert_true(peer >= 0);
+	for (;;) {
+		struct pollfd pfd = { .fd = peer, .events = POLLIN };
+
+		if (poll(&pfd, 1, 10000) <= 0 || read(peer, junk, sizeof(junk)) <= 0)
+			break;
+	}
+	close(peer);
+}
+
+/*
+ * Pass d an fd whose close blocks until the test lets it go (drain_listener(*listener)): a Unix
+ * socket with a lingering TCP socket in flight in it. The daemon turns off the linger of the
+ * sockets it receives, not of one inside another: closing the Unix socket releases the TCP
+ * socket on the closing thread, which then waits for its unsent data to be taken. The closer
+ * thread of the test's uid is stuck on it, and that uid's fds wait in its queue meanwhile.
+ */
+static void pass_blocker(const struct daemon *d, int *listener)
+{
+	struct proto_status_req req = { 0 };
+	int sv[2], t = lingering_socket(listener, 3600);
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(proto_send(sv[1], PROTO_STATUS, &req, sizeof(req), &t, 1), 0);
+	close(t); /* its last reference is the one in flight in sv[0] */
+	close(sv[1]);
+	assert_int_equal(pass_fds(d, &sv[0], 1, true), PASSED);
+}
+
 /*
  * The second audit's read found the closer's queue bounded at 4096 and, once full, fds closed
  * on the event loop ("no better place left"). One uid blocked the closer thread with a socket
- * lingering for an hour, filled the queue with 17 x 253 copies of /dev/null, and passed a second
+ * lingering for an hour, filled the queue with copies of /dev/null, and passed a second
  * lingering socket: the event loop sat in close() for the hour, nobody served. Now nothing is
- * ever closed on the loop (queues grow, per uid, each worked on by one thread), and a socket's
- * linger is turned off before its close. A client of the daemon is answered throughout (the
- * receive timeout only tells a hang from an answer).
+ * ever closed on the loop (queues grow, per uid, each worked on by one thread), a socket's
+ * linger is turned off before its close, and past CLOSER_PENDING_MAX fds waiting the uid's
+ * connections are refused. Both ends of the race are taken in turn: the closer is held on a
+ * blocker, so a lingering socket passed early is queued, and one passed once the queue is
+ * past the bound is refused with its connection. A client of another uid is answered
+ * throughout (the receive timeout only tells a hang from an answer).
  */
 static void test_closer_never_blocks_loop(void **state)
 {
 	struct harness_opts o = { .wrapper = "tests/nopassrights" };
 	static struct daemon d;
 	static int nulls[253];
-	int l1, l2, t;
+	int lb, l1, l2, t;
 	unsigned batches = 0;
 
 	(void)state;
@@ -520,23 +591,31 @@ static void test_closer_never_blocks_loop(void **state)
 		skip();
 	assert_int_equal(harness_start_opts(&d, NULL, "[class one]\nsize = 2M\ncount = 1\n", &o), 0);
 	running = &d;
+	pass_blocker(&d, &lb);
+	/* queued behind the blocker: the daemon holds a reference, ours is not the last */
 	t = lingering_socket(&l1, 3600);
-	assert_true(pass_fds(&d, &t, 1));
+	assert_int_equal(pass_fds(&d, &t, 1, false), PASSED);
 	close(t);
+	/* nothing drains the queue now: the uid is refused within a few batches past the bound
+	 * (a batch is 253 fds and its connection; the daemon may not have read the last batches
+	 * when it admits the next connection) */
 	for (unsigned i = 0; i < ARRAY_SIZE(nulls); i++)
 		assert_true((nulls[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
-	/* until the daemon admits no more of this uid's connections (its fds waiting to be
-	 * closed past CLOSER_PENDING_MAX), which depends on how fast the closer goes */
-	while (batches < 17 && pass_fds(&d, nulls, ARRAY_SIZE(nulls)))
+	while (batches < 16 && pass_fds(&d, nulls, ARRAY_SIZE(nulls), false) == PASSED)
 		batches++;
-	assert_true(batches >= 1);
+	assert_true(batches >= CLOSER_PENDING_MAX / (ARRAY_SIZE(nulls) + 1) && batches < 16);
+	/* refused with its connection: nothing passed, the test's copy is the last reference,
+	 * and its close would wait for the hour */
 	t = lingering_socket(&l2, 3600);
-	pass_fds(&d, &t, 1); /* refused or queued: either way the loop closes nothing */
-	close(t);
-	/* a client of another uid is answered (welcomed: the bound is per uid) */
+	assert_int_equal(pass_fds(&d, &t, 1, false), REFUSED);
+	close_unlingered(t);
+	/* a client of another uid is welcomed: the bound is per uid */
 	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, victim_main, (void *)d.socket), 0);
+	/* let the blocked close end: the queue drains, and the daemon stops as usual */
+	drain_listener(lb);
 	for (unsigned i = 0; i < ARRAY_SIZE(nulls); i++)
 		close(nulls[i]);
+	close(lb);
 	close(l1);
 	close(l2);
 	stop(&d);
@@ -1383,5 +1462,5 @@ int main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return run_cases("hostile", tests);
 }
