@@ -621,6 +621,62 @@ static void test_closer_never_blocks_loop(void **state)
 	stop(&d);
 }
 
+/*
+ * Found while mending the case above: on a kernel without SO_PASSRIGHTS a client may send fds
+ * before its hello, into a connection the daemon has not accepted yet. A connection the daemon
+ * refuses (here: past max_connections_per_uid) was closed on the event loop, and closing it
+ * released the fds still in flight in it there: a lingering socket among them held the loop
+ * for its linger time, nobody served. Now a refused connection is shut (its client can add
+ * nothing more) and whatever it carried is closed on the closer's threads, charged to its uid.
+ */
+static void test_refused_connection_closed_off_loop(void **state)
+{
+	struct harness_opts o = { .wrapper = "tests/nopassrights" };
+	struct proto_hello hello = { .name = "carrier" };
+	static struct daemon d;
+	hp_conn *held;
+	int l, t, fd;
+
+	(void)state;
+	if (!harness_two_uids())
+		skip();
+	assert_int_equal(harness_start_opts(&d, "max_connections_per_uid = 1\n", "[class one]\nsize = 2M\ncount = 1\n", &o),
+			 0);
+	running = &d;
+	held = conn(&d); /* the uid's one connection: the next is refused */
+	t = lingering_socket(&l, 3600);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	{
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d.socket);
+		/* stopped, the daemon accepts nothing: the hello and t wait in the new connection, and
+		 * the copy in flight is t's last reference once ours is closed */
+		assert_int_equal(kill(d.pid, SIGSTOP), 0);
+		assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(proto_send(fd, PROTO_HELLO, &hello, sizeof(hello), &t, 1), 0);
+		close(t);
+		assert_int_equal(kill(d.pid, SIGCONT), 0);
+	}
+	/* refused: an answer that is not a welcome, or the connection's end */
+	{
+		struct proto_hdr h;
+		void *payload = NULL;
+		int r = proto_recv(fd, &h, &payload, NULL, 0);
+
+		free(payload);
+		assert_true(r == -ECONNRESET || (r == 0 && h.type == PROTO_RESULT));
+	}
+	close(fd);
+	/* a client of another uid is welcomed while t still lingers */
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, victim_main, (void *)d.socket), 0);
+	drain_listener(l);
+	close(l);
+	hp_disconnect(held);
+	stop(&d);
+}
+
 /* --- finding 4: fds a client makes the daemon queue are bounded ---------------------------- */
 
 #define JOURNAL "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n"
@@ -1445,6 +1501,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_passed_fd_refused, teardown),
 		cmocka_unit_test_teardown(test_passed_fd_closed_off_loop, teardown),
 		cmocka_unit_test_teardown(test_closer_never_blocks_loop, teardown),
+		cmocka_unit_test_teardown(test_refused_connection_closed_off_loop, teardown),
 		cmocka_unit_test_teardown(test_queued_fds_bounded, teardown),
 		cmocka_unit_test_teardown(test_out_of_fds, teardown),
 		cmocka_unit_test_teardown(test_unread_replies_bounded, teardown),
