@@ -13,14 +13,10 @@ failures=()
 . "$(dirname "$0")/../scripts/hugepages.sh"
 trap hugepages_restore EXIT
 
-# run BINARY [ENV...]: run one cmocka test binary, add its counts
-run() {
-	local bin=$1 label=$2 out rc p f s t0=$SECONDS
-	shift 2
-	# 9>&-: the hugepages lock stays this shell's; a test (or its daemon) left running after a
-	# killed run must not hold it and block the next run
-	out=$(env "$@" HP_BUILD="$build" timeout 600 "$bin" 2>&1 9>&-)
-	rc=$?
+# tally LABEL OUTPUT RC T0: add the counts of one cmocka test binary's output (RC its exit status,
+# T0 when it started), print its line, and what it printed about a failure
+tally() {
+	local label=$1 out=$2 rc=$3 t0=$4 p f s
 	# a binary may run several cmocka groups: add up their closing lines
 	p=$(awk '/^\[  PASSED  \] [0-9]+ test/ {n += $4} END {print n + 0}' <<<"$out")
 	f=$(awk '/^\[  FAILED  \] [0-9]+ test/ {n += $4} END {print n + 0}' <<<"$out")
@@ -34,6 +30,38 @@ run() {
 		failures+=("$label")
 		echo "$out" | grep -v '^\[ \(RUN\|      OK\) ' | tail -60
 	fi
+}
+
+# run BINARY LABEL [ENV...]: run one cmocka test binary, add its counts
+run() {
+	local bin=$1 label=$2 out rc t0=$SECONDS
+	shift 2
+	# 9>&-: the hugepages lock stays this shell's; a test (or its daemon) left running after a
+	# killed run must not hold it and block the next run
+	out=$(env "$@" HP_BUILD="$build" timeout 600 "$bin" 2>&1 9>&-)
+	rc=$?
+	tally "$label" "$out" "$rc" "$t0"
+}
+
+# run_shards BINARY LABEL VAR [ENV...]: a binary whose work splits into shards (VAR=I/N runs
+# shard I of N): a shard per CPU, all at once, each counted as a binary of its own
+run_shards() {
+	local bin=$1 label=$2 var=$3 n i t0=$SECONDS dir
+	shift 3
+	n=$(nproc 2>/dev/null || echo 1)
+	[ "$n" -le 4 ] || n=4
+	dir=$(mktemp -d)
+	for ((i = 0; i < n; i++)); do
+		(
+			env "$@" "$var=$i/$n" HP_BUILD="$build" timeout 600 "$bin" >"$dir/$i" 2>&1
+			echo $? >"$dir/$i.rc"
+		) 9>&- &
+	done
+	wait
+	for ((i = 0; i < n; i++)); do
+		tally "$label (shard $((i + 1))/$n)" "$(cat "$dir/$i")" "$(cat "$dir/$i.rc" 2>/dev/null || echo 1)" "$t0"
+	done
+	rm -rf "$dir"
 }
 
 # run_script LABEL COMMAND...: a test script that ends with "LABEL: N passed, N failed, N
@@ -52,6 +80,9 @@ run_script() {
 	[ "$f" -eq 0 ] || failures+=("$label")
 }
 
+# unit tests whose work splits into shards run at once, one per CPU (the variable that picks one)
+declare -A sharded=([test_crash_points]=HP_CRASH_SHARD)
+
 # integration tests that do not depend on hugepages: run once, with hugepages = off (the lying
 # daemon is no hugepoold at all)
 declare -A hugepage_modes=([test_spill]="off" [test_lying_daemon]="off" [test_metrics]="off")
@@ -67,7 +98,11 @@ for t in "$build"/tests/test_*; do
 			printf '%-34s not run: no source in tests/ (left by an older tree; make clean)\n' "$name"
 			continue
 		fi
-		run "$t" "$name"
+		if [ "${sharded[$name]:-}" ]; then
+			run_shards "$t" "$name" "${sharded[$name]}"
+		else
+			run "$t" "$name"
+		fi
 	elif [ "${hugepage_modes[$name]:-}" = off ]; then
 		run "$t" "$name" HP_TEST_HUGEPAGES=off
 	else
