@@ -45,6 +45,7 @@
  * per backend configured alike, and runs ours on each of its journals in the same turns, each on
  * a line "base:BACKEND" with the ratio of this build's same backend to it: a change measured
  * against what it replaces in the same seconds;
+ * $HP_BENCH_WARMUP_SECONDS: ours appends that long, unmeasured, before each of its runs (0);
  * $HP_BENCH_ONLY=ours (or limit, threads, per-append, timer; a comma list) runs only those, for
  * profiles; $HP_BENCH_REPEAT=N runs each method N times per cell, in turns, and keeps the best.
  * The targets' turns within a round follow a Williams design (run_order): over n rounds (2n when
@@ -104,6 +105,9 @@ static uint64_t end_time(void)
 {
 	return bench_now_ns() + (uint64_t)(cell_seconds * 1e9);
 }
+
+/* $HP_BENCH_WARMUP_SECONDS: ours appends this long before a cell's measured seconds begin (0) */
+static uint64_t warmup_ns;
 
 /* A file of zeros already written, so that overwrites need no metadata at fdatasync. */
 static int prealloc_file(const char *name)
@@ -313,13 +317,16 @@ static void *ours_main(void *arg)
 	if (w->err == 0)
 		w->err = hp_journal_open(c, w->journal ? w->journal : "bench", &j);
 	pthread_barrier_wait(&start_line);
-	w->stop_ns = end_time();
+	w->stop_ns = end_time() + warmup_ns;
+	uint64_t from = w->stop_ns - (uint64_t)(cell_seconds * 1e9);
 	while (w->err == 0 && bench_now_ns() < w->stop_ns) {
 		uint64_t t0 = bench_now_ns();
 
 		w->err = hp_journal_append_wait(j, buf, w->size, NULL);
 		if (w->err)
 			break;
+		if (t0 < from)
+			continue; /* the warm-up */
 		hist_add(&w->r.lat, bench_now_ns() - t0);
 		w->r.appends++;
 		w->r.bytes += w->size;
@@ -475,7 +482,7 @@ static int run_cell(void *(*fn)(void *), unsigned n, unsigned size, const char *
 			err = w[i].err;
 	}
 	t1 = bench_now_ns();
-	ret->ns = t1 - t0;
+	ret->ns = t1 - t0 - (fn == ours_main ? warmup_ns : 0);
 	pthread_barrier_destroy(&start_line);
 	free(w);
 	return err;
@@ -857,6 +864,8 @@ int main(void)
 
 	if (secs && atof(secs) > 0)
 		cell_seconds = atof(secs);
+	if (getenv("HP_BENCH_WARMUP_SECONDS") && atof(getenv("HP_BENCH_WARMUP_SECONDS")) > 0)
+		warmup_ns = (uint64_t)(atof(getenv("HP_BENCH_WARMUP_SECONDS")) * 1e9);
 	repeat = bench_env_uint("HP_BENCH_REPEAT", repeat, 1, 1000);
 	rounds = calloc(repeat * MAX_TARGETS, sizeof(*rounds));
 	if (!rounds)
@@ -871,8 +880,8 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	printf("bench_journal: durable appends (append, then wait until synced), %.1f s per cell, files in %s\n",
-	       cell_seconds, workdir);
+	printf("bench_journal: durable appends (append, then wait until synced), %.1f s per cell%s, files in %s\n",
+	       cell_seconds, warmup_ns ? " after a warm-up (HP_BENCH_WARMUP_SECONDS)" : "", workdir);
 	printf("  ours       = hugepoold journal (backend: see below), adaptive group commit\n");
 	printf("  per-append = one pwrite + fdatasync per append (all writers, one preallocated file)\n");
 	printf("  timer      = fixed-timer batch: a flusher writes and syncs what gathered every T\n");
