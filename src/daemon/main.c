@@ -109,7 +109,7 @@ static void print_summary(const struct config *cfg, const char *path)
 	printf("%s: OK\n", path);
 	printf("socket %s (mode %04o%s%s)\n", cfg->socket_path, (unsigned)cfg->socket_mode,
 	       cfg->socket_group[0] ? ", group " : "", cfg->socket_group);
-	printf("hugepages %s, page size %s, prefault threads %u\n", hugepages_mode_name(cfg->hugepages),
+	printf("hugepages %s, page size %s, prefault threads %u\n", hugepages_mode_to_string(cfg->hugepages),
 	       cfg->hugepages == HUGEPAGES_OFF ? "4.0 KiB" : size_format(cfg->page_size, b, sizeof(b)),
 	       cfg->prefault_threads ? cfg->prefault_threads : prefault_default_threads());
 	for (unsigned i = 0; i < cfg->nclasses; i++)
