@@ -29,6 +29,7 @@
 #include "jformat.h"
 #include "jring.h"
 #include "pattern.h"
+#include "util.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -38,9 +39,6 @@
 #define JOURNAL "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nmax_batch_bytes = 256K\n"
 #define SEG_DATA (MIB - JFORMAT_BLOCK) /* record bytes one segment holds */
 #define LIVENESS_MS 10000 /* "an ack arrives within": generous for sanitizer builds */
-#ifndef MAX
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
-#endif
 
 /* --- the daemon under test (case.h starts, stops and tears it down) ------------------------------ */
 

@@ -45,10 +45,10 @@
 #include "hugepool.h"
 #include "proto.h"
 #include "case.h"
+#include "util.h"
 
 #define KIB 1024ull
 #define MIB (1024ull * 1024)
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CLASSES "[class s]\nsize = 2M\ncount = 1\n"
 
 /* Deterministic bytes: byte i of stream `seed`. */
