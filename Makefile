@@ -96,6 +96,10 @@ INTEG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_BIN := $(patsubst tests/fuzz/fuzz_%.c,$(BUILD)/tests/test_fuzz_%,$(FUZZ_SRC))
 TESTLIB_OBJ := $(call obj,tests/integration/harness.c) $(call obj,tests/integration/manager.c)
+# the crash-point harness's model of a file system (tests/lib/crashfs.h), and its recording
+# through the journal's taps, which needs the daemon's jio and journal_fs
+CRASHFS_OBJ := $(call obj,tests/lib/crashfs.c)
+CRASHFS_TAP_OBJ := $(call obj,tests/lib/crashfs_tap.c)
 
 all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc \
 	$(HEAP_SO) $(HEAP_A) $(BUILD)/hugepool-heap.pc
@@ -240,11 +244,13 @@ $(BUILD)/tests/test_journal_backends $(BUILD)/tests/test_hostile: | $(BUILD)/tes
 # the daemon with its journals' operations traced (tests/integration/traced.c), which
 # test_journal_power runs to build the states a power loss could leave; not named test_*, so
 # run-tests.sh does not run it; built whenever that test is
-$(BUILD)/tests/hugepoold-traced: $(call obj,src/daemon/main.c) $(call obj,tests/integration/traced.c) $(LIBDAEMON) $(LIBCOMMON)
+$(BUILD)/tests/hugepoold-traced: $(call obj,src/daemon/main.c) $(call obj,tests/integration/traced.c) $(CRASHFS_OBJ) \
+		$(CRASHFS_TAP_OBJ) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
-$(BUILD)/tests/test_journal_power: | $(BUILD)/tests/hugepoold-traced
+$(BUILD)/tests/test_journal_power: $(CRASHFS_OBJ) | $(BUILD)/tests/hugepoold-traced
+$(BUILD)/tests/test_crash_points: $(CRASHFS_OBJ) $(CRASHFS_TAP_OBJ)
 
 # a fuzz target with replay.c: its saved corpus as an ordinary test
 $(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuzz/replay.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)

@@ -45,7 +45,7 @@
 #include <stdatomic.h>
 
 #include "journal_unit.h"
-#include "crashfs.h"
+#include "../lib/crashfs.h"
 
 #define CP_WRITERS 32
 #define CP_RECORDS 220 /* per writer: about 5 MiB through 4 segments of 1 MiB, so they are reused */
