@@ -133,17 +133,41 @@ static void throw_hp(JNIEnv *env, int err, const char *what, const char *words)
 		(*env)->Throw(env, e);
 }
 
+/* Throw a new exception of class name (java/lang/...) with message msg; false, for returning. */
+static bool throw_new(JNIEnv *env, const char *name, const char *msg)
+{
+	jclass k = (*env)->FindClass(env, name);
+
+	if (k)
+		(*env)->ThrowNew(env, k, msg);
+	return false;
+}
+
+/*
+ * Whether [off, off + len) lies within array a (Java checked it first: this is the second line),
+ * else false with NullPointerException or IndexOutOfBoundsException pending.
+ */
+static bool array_range(JNIEnv *env, jarray a, jint off, jint len)
+{
+	if (!a)
+		return throw_new(env, "java/lang/NullPointerException", "a null array");
+	if (off < 0 || len < 0 || (jlong)off + len > (*env)->GetArrayLength(env, a))
+		return throw_new(env, "java/lang/IndexOutOfBoundsException", "the range is outside the array");
+	return true;
+}
+
 /* The address of a direct buffer's bytes [off, off + len), or NULL (an exception pending). */
 static char *direct(JNIEnv *env, jobject buf, jint off, jint len)
 {
-	char *p = (*env)->GetDirectBufferAddress(env, buf);
-	jlong cap = (*env)->GetDirectBufferCapacity(env, buf);
+	char *p;
 
-	if (!p || off < 0 || len < 0 || (jlong)off + len > cap) {
-		jclass k = (*env)->FindClass(env, "java/lang/IllegalArgumentException");
-
-		if (k)
-			(*env)->ThrowNew(env, k, "not a direct buffer, or the range is outside it");
+	if (!buf) {
+		throw_new(env, "java/lang/NullPointerException", "a null buffer");
+		return NULL;
+	}
+	p = (*env)->GetDirectBufferAddress(env, buf);
+	if (!p || off < 0 || len < 0 || (jlong)off + len > (*env)->GetDirectBufferCapacity(env, buf)) {
+		throw_new(env, "java/lang/IllegalArgumentException", "not a direct buffer, or the range is outside it");
 		return NULL;
 	}
 	return p + off;
@@ -447,8 +471,8 @@ static jlong append_one(JNIEnv *env, struct writer *w, jobject buf, jbyteArray a
 	char *p;
 	int r;
 
-	if (array) {
-		if (off < 0 || len < 0 || (jlong)off + len > (*env)->GetArrayLength(env, array))
+	if (!buf) {
+		if (!array_range(env, array, off, len))
 			return -EINVAL;
 		if (!(p = scratch(w, (size_t)len)))
 			return -ENOMEM;
@@ -483,7 +507,7 @@ JNIEXPORT jlong JNICALL Java_org_hugepool_Native_appendBatch(JNIEnv *env, jclass
 							     jintArray offs, jintArray lens, jboolean wait)
 {
 	struct writer *w = (struct writer *)(uintptr_t)h;
-	jsize n = (*env)->GetArrayLength(env, recs);
+	jsize n = recs ? (*env)->GetArrayLength(env, recs) : 0;
 	jint off[BATCH_MAX], len[BATCH_MAX];
 	struct iovec iov[BATCH_MAX];
 	size_t copy = 0, at = 0;
@@ -493,6 +517,10 @@ JNIEXPORT jlong JNICALL Java_org_hugepool_Native_appendBatch(JNIEnv *env, jclass
 
 	if (n <= 0 || n > BATCH_MAX)
 		return -EINVAL;
+	if (!offs || !lens || (*env)->GetArrayLength(env, offs) != n || (*env)->GetArrayLength(env, lens) != n) {
+		throw_new(env, "java/lang/IllegalArgumentException", "a batch's records, offsets and lengths differ in number");
+		return -EINVAL;
+	}
 	(*env)->GetIntArrayRegion(env, offs, 0, n, off);
 	(*env)->GetIntArrayRegion(env, lens, 0, n, len);
 	for (jsize i = 0; i < n; i++) {
@@ -689,7 +717,7 @@ JNIEXPORT jint JNICALL Java_org_hugepool_Native_spillWriteArray(JNIEnv *env, jcl
 	struct spill *s = (struct spill *)(uintptr_t)h;
 	(void)k;
 
-	if (off < 0 || len < 0 || (jlong)off + len > (*env)->GetArrayLength(env, a))
+	if (!array_range(env, a, off, len))
 		return -EINVAL;
 	do {
 		jint n = len < (jint)SPILL_SCRATCH ? len : (jint)SPILL_SCRATCH;

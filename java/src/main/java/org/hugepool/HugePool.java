@@ -118,9 +118,20 @@ public final class HugePool implements AutoCloseable {
      * @throws HugepoolException any other failure
      */
     public Lease acquire(String className, int count, Duration timeout) throws HugepoolException {
-        long ms = timeout == null || timeout.isNegative() ? -1 : Math.max(timeout.toMillis(), timeout.isZero() ? 0 : 1);
-        return acquire(className, count, ms);
+        return acquire(className, count, millis(timeout));
     }
+
+    /*
+     * A timeout for the library: -1 (no limit) for null, negative, or more milliseconds than a
+     * long holds; 0 for zero; else its milliseconds, at least 1.
+     */
+    static long millis(Duration timeout) {
+        if (timeout == null || timeout.isNegative() || timeout.compareTo(MAX_TIMEOUT) > 0)
+            return -1;
+        return timeout.isZero() ? 0 : Math.max(timeout.toMillis(), 1);
+    }
+
+    private static final Duration MAX_TIMEOUT = Duration.ofMillis(Long.MAX_VALUE);
 
     private Lease acquire(String className, int count, long timeoutMillis) throws HugepoolException {
         if (className == null)
@@ -247,10 +258,13 @@ public final class HugePool implements AutoCloseable {
      *        {@code spill_threshold}, {@link SpillStream#ALWAYS_FILE} for a file from the first byte,
      *        at most 1 GiB
      * @return the stream
+     * @throws IllegalArgumentException threshold is negative and not {@link SpillStream#ALWAYS_FILE}
      * @throws ClosedException this HugePool is closed
      * @throws HugepoolException any other failure
      */
     public SpillStream openSpill(long threshold) throws HugepoolException {
+        if (threshold < 0 && threshold != SpillStream.ALWAYS_FILE)
+            throw new IllegalArgumentException("spill threshold " + threshold + ": 0, ALWAYS_FILE or a size");
         return child("opening a spill stream", c -> Native.spillOpen(c, threshold), s -> new SpillStream(this, s));
     }
 

@@ -15,6 +15,7 @@ package org.hugepool;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * A writer of a durable journal ({@code [journal NAME]} in hugepoold.conf), from
@@ -81,8 +82,10 @@ public final class JournalWriter implements AutoCloseable {
      * @param len its length
      * @return the ticket
      * @throws HugepoolException as {@link #append(byte[])}
+     * @throws IndexOutOfBoundsException the range is not within the array
      */
     public synchronized long append(byte[] record, int off, int len) throws HugepoolException {
+        Objects.checkFromIndexSize(off, len, record.length);
         return check(Native.appendArray(handle("appending"), record, off, len, false), "appending");
     }
 
@@ -186,7 +189,7 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public synchronized void await(long ticket, Duration timeout) throws HugepoolException {
-        check(Native.await(handle("waiting"), ticket, millis(timeout)), "waiting for ticket " + ticket);
+        check(Native.await(handle("waiting"), ticket, HugePool.millis(timeout)), "waiting for ticket " + ticket);
     }
 
     /**
@@ -198,7 +201,7 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public synchronized void awaitLsn(long lsn, Duration timeout) throws HugepoolException {
-        check(Native.awaitLsn(handle("waiting"), lsn, millis(timeout)), "waiting for LSN " + lsn);
+        check(Native.awaitLsn(handle("waiting"), lsn, HugePool.millis(timeout)), "waiting for LSN " + lsn);
     }
 
     /**
@@ -279,10 +282,6 @@ public final class JournalWriter implements AutoCloseable {
         byte[] a = new byte[b.remaining()];
         b.duplicate().get(a);
         return a;
-    }
-
-    private static long millis(Duration timeout) {
-        return timeout == null || timeout.isNegative() ? -1 : timeout.toMillis();
     }
 
     /* With this writer's monitor held. */

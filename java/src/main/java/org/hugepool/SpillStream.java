@@ -15,6 +15,7 @@ package org.hugepool;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.util.Objects;
 
 /**
  * Somewhere to put a run of bytes (a sorted run, a partial aggregate) that may be tiny or huge, to
@@ -76,8 +77,10 @@ public final class SpillStream extends PoolHandle {
      * @param off where the bytes start
      * @param len how many
      * @throws HugepoolException as {@link #write(byte[])}
+     * @throws IndexOutOfBoundsException the range is not within the array
      */
     public void write(byte[] b, int off, int len) throws HugepoolException {
+        Objects.checkFromIndexSize(off, len, b.length);
         pool.lock.lock();
         try {
             String what = "writing " + len + " bytes to a spill stream";
