@@ -91,7 +91,10 @@ public final class JournalWriter implements AutoCloseable {
 
     /**
      * Append the bytes between {@code record}'s position and limit, without waiting; the position
-     * moves to the limit. A direct buffer is read in place.
+     * moves to the limit. A direct buffer is read in place, unless it is a view of a
+     * {@code MemorySegment} of an Arena or of a file mapping (Java 22 and later): those are copied
+     * through Java's own accessors, which throw {@link IllegalStateException} once the Arena is
+     * closed and {@link InternalError} where the file no longer covers the mapping.
      *
      * @param record the bytes
      * @return the ticket
@@ -235,7 +238,7 @@ public final class JournalWriter implements AutoCloseable {
     private synchronized long appendBuffer(ByteBuffer record, boolean wait, String what) throws HugepoolException {
         int pos = record.position(), len = record.remaining();
         long r;
-        if (record.isDirect())
+        if (record.isDirect() && Segments.inPlace(record))
             r = Native.append(handle(what), record, pos, len, wait);
         else if (record.hasArray())
             r = Native.appendArray(handle(what), record.array(), record.arrayOffset() + pos, len, wait);
@@ -260,7 +263,7 @@ public final class JournalWriter implements AutoCloseable {
             } else {
                 ByteBuffer b = (ByteBuffer) o;
                 lens[i] = b.remaining();
-                if (b.isDirect()) {
+                if (b.isDirect() && Segments.inPlace(b)) {
                     recs[i] = b;
                     offs[i] = b.position();
                 } else if (b.hasArray()) {

@@ -97,7 +97,7 @@ public final class SpillStream extends PoolHandle {
      * @throws HugepoolException as {@link #write(byte[])}
      */
     public void write(ByteBuffer src) throws HugepoolException {
-        if (!src.isDirect()) {
+        if (!src.isDirect() || !Segments.inPlace(src)) {
             if (src.hasArray()) {
                 write(src.array(), src.arrayOffset() + src.position(), src.remaining());
             } else {

@@ -131,6 +131,22 @@ final class Attacks {
                     w.appendBatch(ByteBuffer.allocateDirect(8), stale);
                 }
             };
+        case "liveArenaAppend": // the copy a segment's buffer takes carries its bytes
+            return pool -> {
+                needs22();
+                ByteBuffer b = liveArenaBuffer();
+                for (int i = 0; i < b.capacity(); i++)
+                    b.put(i, (byte) (i * 7));
+                long lsn;
+                try (JournalWriter w = pool.openJournalWriter("j")) {
+                    lsn = w.appendAndWait(b.duplicate());
+                }
+                try (JournalReader r = pool.openJournalReader("j", lsn)) {
+                    JournalRecord rec = r.next();
+                    if (rec == null || rec.lsn() != lsn || !rec.data().equals(b.clear()))
+                        throw new AssertionError("the record read back is not the segment's bytes: " + rec);
+                }
+            };
         case "truncatedMappingAppend":
             return pool -> {
                 needs22();
@@ -186,18 +202,27 @@ final class Attacks {
         return stale;
     }
 
-    /* A ByteBuffer of a segment of the program's own shared Arena, which it closed. */
     private static ByteBuffer closedArenaBuffer() throws Exception {
+        return arenaBuffer(true);
+    }
+
+    private static ByteBuffer liveArenaBuffer() throws Exception {
+        return arenaBuffer(false);
+    }
+
+    /* A ByteBuffer of a 64 KiB segment of the program's own shared Arena, which it closed if close. */
+    private static ByteBuffer arenaBuffer(boolean close) throws Exception {
         needs22();
         try {
             MethodHandles.Lookup l = MethodHandles.publicLookup();
             Class<?> arenaType = Class.forName("java.lang.foreign.Arena"), seg = Segments.SEGMENT;
             Object arena = l.findStatic(arenaType, "ofShared", MethodType.methodType(arenaType)).invoke();
             MethodHandle allocate = l.findVirtual(arenaType, "allocate", MethodType.methodType(seg, long.class));
-            Object s = allocate.invoke(arena, 1L << 20);
+            Object s = allocate.invoke(arena, 1L << 16);
             ByteBuffer b = (ByteBuffer) l.findVirtual(seg, "asByteBuffer", MethodType.methodType(ByteBuffer.class))
                     .invoke(s);
-            l.findVirtual(arenaType, "close", MethodType.methodType(void.class)).invoke(arena);
+            if (close)
+                l.findVirtual(arenaType, "close", MethodType.methodType(void.class)).invoke(arena);
             return b;
         } catch (Throwable t) {
             throw Segments.rethrown(t);

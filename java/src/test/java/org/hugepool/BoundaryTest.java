@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT
  *
  * BoundaryTest.java - what the binding does with arguments a caller should not pass (issue 39's
- * finding 6, and the JNI entry points read again): each one is refused with the
+ * findings 6 and 7, and the JNI entry points read again): each one is refused with the
  * exception Java's own classes throw for it, before anything reaches native code, and the JVM
  * lives. The attacks run in another JVM (Attacks), all in one, since some of them crashed the
  * JVM before their fix: a crash fails the attack it happened in and every one after it, each
@@ -33,7 +33,9 @@ class BoundaryTest {
             "[class one]\nsize = 2M\ncount = 2\n[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n");
 
     private static final String[] ATTACKS = { "appendNullArray", "spillNullArray", "appendBadRange", "spillBadRange",
-            "batchMismatchedArrays", "acquireForever", "awaitForever", "spillNegativeThreshold" };
+            "batchMismatchedArrays", "acquireForever", "awaitForever", "spillNegativeThreshold",
+            "closedLeaseSegmentAppend", "closedLeaseSegmentSpill", "closedArenaAppend", "closedArenaBatch",
+            "liveArenaAppend", "truncatedMappingAppend" };
     private static final Map<String, String> results = new HashMap<>();
     private static final List<String> output = new ArrayList<>();
     private static int exit;
@@ -105,5 +107,24 @@ class BoundaryTest {
     @Test
     void spillThresholdBelowZero() {
         threw("spillNegativeThreshold", IllegalArgumentException.class);
+    }
+
+    @Test
+    void closedSegmentsBuffers() { // finding 7: SIGSEGV, or another lease's bytes carried
+        threw("closedLeaseSegmentAppend", IllegalStateException.class);
+        threw("closedLeaseSegmentSpill", IllegalStateException.class);
+        threw("closedArenaAppend", IllegalStateException.class);
+        threw("closedArenaBatch", IllegalStateException.class);
+    }
+
+    @Test
+    void liveSegmentsBuffers() {
+        String r = result("liveArenaAppend");
+        assertTrue(r.equals("ok") || r.equals("skipped"), r);
+    }
+
+    @Test
+    void truncatedMapping() { // SIGBUS in the native method; Java's own read throws InternalError
+        threw("truncatedMappingAppend", InternalError.class);
     }
 }
