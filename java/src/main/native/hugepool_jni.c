@@ -407,7 +407,12 @@ JNIEXPORT jlong JNICALL Java_org_hugepool_Native_writerOpen(JNIEnv *env, jclass 
 	}
 	r = hp_connect(path, &w->c);
 	if (r < 0) {
-		throw_hp(env, r, "connecting to hugepoold", hp_last_error(NULL));
+		char what[128];
+
+		/* the uid's connection limit counts it: say whose connection it is */
+		snprintf(what, sizeof(what), "connecting to hugepoold for a writer of journal \"%s\" (its own connection)",
+			 name);
+		throw_hp(env, r, what, hp_last_error(NULL));
 		goto fail;
 	}
 	r = hp_journal_open(w->c, name, &w->j);

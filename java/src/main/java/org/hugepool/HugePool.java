@@ -189,7 +189,9 @@ public final class HugePool implements AutoCloseable {
      * @return the writer; close it when done (closing this HugePool closes it too)
      * @throws NotFoundException no such journal
      * @throws PermissionDeniedException not in the journal's {@code append} list
-     * @throws LimitExceededException too many writers (of this user, or of the journal)
+     * @throws LimitExceededException too many writers (of this user, or of the journal), or too
+     *         many connections of this user: the writer's connection counts against the daemon's
+     *         {@code max_connections_per_uid} (64 by default) beside this HugePool's
      * @throws ClosedException this HugePool is closed
      * @throws HugepoolException any other failure
      */

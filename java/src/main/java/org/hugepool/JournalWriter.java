@@ -37,7 +37,11 @@ import java.util.Objects;
  *
  * <p><b>Threads.</b> Thread-safe, its calls serialised: a thread waiting for durability holds the
  * writer, so for parallel appends use one writer per thread (a writer is a connection, a ring
- * and a few pages; the daemon allows {@code max_journal_writers_per_uid}, 64 by default).
+ * and a few pages). Each writer is a connection of its own, counted by the daemon's
+ * {@code max_connections_per_uid} (64 by default) beside the HugePool's own connection and every
+ * other connection of the same user, and {@code max_journal_writers_per_uid} (64 by default)
+ * bounds the writers: under the defaults one HugePool opens at most 63 writers. Past a limit
+ * {@link HugePool#openJournalWriter} throws {@link LimitExceededException}, whose message names it.
  *
  * <p><b>The daemon's restart</b> recovers the journal from disk and closes writers: the next call
  * throws {@link DaemonGoneException}, whose message says up to which LSN the journal is durable;
