@@ -136,8 +136,8 @@ public final class HugePool implements AutoCloseable {
     private Lease acquire(String className, int count, long timeoutMillis) throws HugepoolException {
         if (className == null)
             throw new NullPointerException("className");
-        if (count < 1 || count > 1024)
-            throw new IllegalArgumentException("count " + count + " is not within 1..1024");
+        if (count < 1 || count > Native.ACQUIRE_MAX)
+            throw new IllegalArgumentException("count " + count + " is not within 1.." + Native.ACQUIRE_MAX);
         String what = "acquiring " + count + " buffer" + (count == 1 ? "" : "s") + " of class \"" + className + "\"";
         long[] v = new long[3 * count];
         lock.lock();
@@ -176,9 +176,12 @@ public final class HugePool implements AutoCloseable {
      * @throws HugepoolException any other failure
      */
     public Status status() throws HugepoolException {
-        Object[] out = new Object[2];
-        call("reading the status", c -> Native.status(c, out));
-        return Status.decode((String[]) out[0], (long[]) out[1]);
+        lock.lock();
+        try {
+            return Native.status(handle("reading the status"));
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**

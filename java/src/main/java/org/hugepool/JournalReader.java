@@ -28,8 +28,8 @@ import java.nio.ByteBuffer;
  * replay is one sequence: read it from one thread.
  */
 public final class JournalReader extends PoolHandle {
-    private static final int EOVERFLOW = HugepoolException.EOVERFLOW;
-    private static final int BATCH = 64;
+    private static final int EOVERFLOW = Native.EOVERFLOW;
+    private static final int BATCH = Native.READ_MAX;
 
     private final String journal;
     private ByteBuffer window = ByteBuffer.allocateDirect(256 << 10);

@@ -49,7 +49,7 @@ import java.util.Objects;
  */
 public final class JournalWriter implements AutoCloseable {
     /** The most records {@link #appendBatch} takes at once. */
-    public static final int BATCH_MAX = 1024;
+    public static final int BATCH_MAX = Native.BATCH_MAX;
 
     private final HugePool pool;
     private final String journal;

@@ -156,7 +156,7 @@ public final class SpillStream extends PoolHandle {
             if (left == 0)
                 return null;
             if (left < rowSize)
-                throw HugepoolException.create(74 /* EBADMSG */, what, left + " bytes remain, less than a row",
+                throw HugepoolException.create(Native.EBADMSG, false, what, left + " bytes remain, less than a row",
                         "");
             int want = (int) Math.min(WINDOW - WINDOW % rowSize, left - left % rowSize);
             int n = (int) pool.check(Native.spillRead(h, window, 0, want), what);
@@ -251,7 +251,7 @@ public final class SpillStream extends PoolHandle {
     public boolean inFile() throws ClosedException {
         pool.lock.lock();
         try {
-            return Native.spillState(handle("reading a spill stream's state")) == 1;
+            return Native.spillState(handle("reading a spill stream's state")) == Native.SPILL_FILE;
         } finally {
             pool.lock.unlock();
         }
@@ -278,7 +278,7 @@ public final class SpillStream extends PoolHandle {
     private long readable(String what) throws HugepoolException {
         long h = handle(what);
         if (!finished)
-            throw HugepoolException.create(HugepoolException.EINVAL, what, "invalid argument",
+            throw HugepoolException.create(Native.EINVAL, false, what, Native.strerror(Native.EINVAL),
                     "the stream is read only after finish()");
         return h;
     }
