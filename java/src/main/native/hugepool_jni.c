@@ -94,10 +94,12 @@ static const struct {
 #define ARG(kind, e) ARG_##kind(e),
 
 /*
- * The classes and methods looked up once and let go of by JNI_OnUnload: the first M_LOADED by
- * JNI_OnLoad, the status's at the first status call (status_methods). Not the status's at load:
- * GetMethodID initialises the class, and Status.Journal's initialiser reads Native's constants,
- * which no native call can fetch while the library is still loading.
+ * The classes and methods looked up once and let go of by JNI_OnUnload: byte[] by JNI_OnLoad,
+ * the others when first needed (found()): the exception's at the first throw, the status's at
+ * the first status call. Not at load: GetMethodID initialises the class, so HugepoolException
+ * would be verified (loading its six subclasses) on every program's first connect, and
+ * Status.Journal's initialiser reads Native's constants, which no native call can fetch while
+ * the library is still loading.
  */
 static struct method {
 	const char *class_name, *name, *sig;
@@ -105,12 +107,11 @@ static struct method {
 	jclass k; /* a global reference */
 	jmethodID m;
 } methods[] = {
-#define M_EXCEPTION 0 /* HugepoolException create(errno, connecting, what, explanation, words) */
+#define M_BYTES 0 /* byte[]: its class only */
+	{ "[B", NULL, NULL, false, NULL, NULL },
+#define M_EXCEPTION 1 /* HugepoolException create(errno, connecting, what, explanation, words) */
 	{ "org/hugepool/HugepoolException", "create",
 	  "(IZ" SIG_S SIG_S SIG_S ")Lorg/hugepool/HugepoolException;", true, NULL, NULL },
-#define M_BYTES 1 /* byte[]: its class only */
-	{ "[B", NULL, NULL, false, NULL, NULL },
-#define M_LOADED 2
 #define M_CLASS 2
 	{ STATUS_CLASS, "<init>", "(" STATUS_CLASS_ARGS(SIG, 0) ")V", false, NULL, NULL },
 #define M_JOURNAL 3
@@ -119,8 +120,7 @@ static struct method {
 	{ "org/hugepool/Status", "of", "(" STATUS_ARGS(SIG, 0, 0, 0) ")Lorg/hugepool/Status;", true, NULL, NULL },
 #define M_ALL 5
 };
-static pthread_mutex_t status_methods_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool status_methods_found; /* guarded by status_methods_lock */
+static pthread_mutex_t methods_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the lookups after load */
 
 /* Look methods [from, to) up: true, or false with an exception pending. */
 static bool lookup(JNIEnv *env, size_t from, size_t to)
@@ -137,6 +137,28 @@ static bool lookup(JNIEnv *env, size_t from, size_t to)
 			return false; /* NoSuchMethodError pending: a record differs from its rows */
 	}
 	return true;
+}
+
+/* Methods [from, to) looked up, once: true, or false with an exception pending. */
+static bool found(JNIEnv *env, size_t from, size_t to)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&methods_lock);
+	if (!methods[to - 1].k) {
+		for (size_t i = from; i < to; i++) {
+			if (methods[i].k)
+				(*env)->DeleteGlobalRef(env, methods[i].k); /* of a lookup that failed */
+			methods[i].k = NULL;
+		}
+		ok = lookup(env, from, to);
+		if (!ok && methods[to - 1].k) {
+			(*env)->DeleteGlobalRef(env, methods[to - 1].k);
+			methods[to - 1].k = NULL;
+		}
+	}
+	pthread_mutex_unlock(&methods_lock);
+	return ok;
 }
 
 /* A journal writer: its own connection (its waits watch the socket) and a copy area for arrays. */
@@ -166,12 +188,21 @@ struct spill {
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 {
+	static char none;
 	JNIEnv *env;
+	jobject b;
 	(void)reserved;
 
 	if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK)
 		return JNI_ERR;
-	return lookup(env, 0, M_LOADED) ? JNI_VERSION_1_8 : JNI_ERR;
+	if (!lookup(env, M_BYTES, M_BYTES + 1))
+		return JNI_ERR;
+	/* the JVM readies its direct buffer support at the first NewDirectByteBuffer (0.3 ms):
+	 * here, with the library's loading, rather than in the first acquire */
+	if (!(b = (*env)->NewDirectByteBuffer(env, &none, 0)))
+		return JNI_ERR;
+	(*env)->DeleteLocalRef(env, b);
+	return JNI_VERSION_1_8;
 }
 
 /* The class loader that loaded this library is being collected: let go of its classes. */
@@ -188,7 +219,6 @@ JNIEXPORT void JNICALL JNI_OnUnload(JavaVM *vm, void *reserved)
 		methods[i].k = NULL;
 		methods[i].m = NULL;
 	}
-	status_methods_found = false;
 }
 
 /* Throw a new exception of class name (java/lang/...) with message msg; false, for returning. */
@@ -246,7 +276,7 @@ static jstring text(JNIEnv *env, const char *s)
 static void throw_hp(JNIEnv *env, int err, bool connecting, const char *what, const char *words)
 {
 	const struct method *c = &methods[M_EXCEPTION];
-	jstring w = text(env, what);
+	jstring w = found(env, M_EXCEPTION, M_EXCEPTION + 1) ? text(env, what) : NULL;
 	jstring m = w ? text(env, hp_strerror(err)) : NULL;
 	jstring d = m ? text(env, words) : NULL;
 	jobject e;
@@ -479,11 +509,7 @@ JNIEXPORT jobject JNICALL Java_org_hugepool_Native_status(JNIEnv *env, jclass k,
 	int r;
 	(void)k;
 
-	pthread_mutex_lock(&status_methods_lock);
-	if (!status_methods_found)
-		status_methods_found = lookup(env, M_LOADED, M_ALL);
-	pthread_mutex_unlock(&status_methods_lock);
-	if (!status_methods_found)
+	if (!found(env, M_CLASS, M_ALL))
 		return NULL; /* the exception pending */
 	r = hp_status(conn, &st);
 	if (r < 0) {

@@ -59,12 +59,15 @@ public final class JournalReader extends PoolHandle {
         pool.lock.lock();
         try {
             if (next == have) {
-                String what = "reading journal \"" + journal + "\"";
-                long h = handle(what);
+                long h = handleOrZero();
+                if (h == 0)
+                    throw closed(reading());
                 int n;
                 while ((n = Native.readerNext(h, window, window.capacity(), meta, BATCH)) == -EOVERFLOW)
                     window = ByteBuffer.allocateDirect((int) Math.max(meta[0], 2L * window.capacity()));
-                have = (int) pool.check(n, what);
+                if (n < 0)
+                    throw pool.failure(n, reading());
+                have = n;
                 next = 0;
                 if (have == 0)
                     return null;
@@ -76,6 +79,10 @@ public final class JournalReader extends PoolHandle {
         } finally {
             pool.lock.unlock();
         }
+    }
+
+    private String reading() {
+        return "reading journal \"" + journal + "\"";
     }
 
     @Override

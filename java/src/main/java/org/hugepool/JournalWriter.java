@@ -196,7 +196,9 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public synchronized void await(long ticket, Duration timeout) throws HugepoolException {
-        check(Native.await(handle("waiting"), ticket, HugePool.millis(timeout)), "waiting for ticket " + ticket);
+        int r = Native.await(handle("waiting"), ticket, HugePool.millis(timeout));
+        if (r < 0)
+            throw failure(r, "waiting for ticket " + ticket);
     }
 
     /**
@@ -208,7 +210,9 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public synchronized void awaitLsn(long lsn, Duration timeout) throws HugepoolException {
-        check(Native.awaitLsn(handle("waiting"), lsn, HugePool.millis(timeout)), "waiting for LSN " + lsn);
+        int r = Native.awaitLsn(handle("waiting"), lsn, HugePool.millis(timeout));
+        if (r < 0)
+            throw failure(r, "waiting for LSN " + lsn);
     }
 
     /**
@@ -300,8 +304,14 @@ public final class JournalWriter implements AutoCloseable {
 
     /* With this writer's monitor held: the value, or the exception with the daemon's words. */
     private long check(long r, String what) throws HugepoolException {
-        return r >= 0 ? r
-                : HugepoolException.check(r, what + " (journal \"" + journal + "\")", Native.writerLastError(handle));
+        if (r < 0)
+            throw failure(r, what);
+        return r;
+    }
+
+    /* With this writer's monitor held: the exception for r, a negative errno. */
+    private HugepoolException failure(long r, String what) {
+        return HugepoolException.create((int) -r, what + " (journal \"" + journal + "\")", Native.writerLastError(handle));
     }
 
     /** @return "JournalWriter(NAME)" */

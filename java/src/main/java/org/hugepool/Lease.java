@@ -55,6 +55,12 @@ public final class Lease implements AutoCloseable {
 
     private static final Cleaner CLEANER = Cleaner.create();
 
+    static {
+        // Range's class and the Cleaner's registration path readied with Lease (HugePool's
+        // initialiser), not by the first acquire: a Range never released unmaps nothing
+        CLEANER.register(new Object(), new Range(0, 0));
+    }
+
     private final HugePool pool;
     private final String className;
     private final long[] description; // addr, size, lease id of each buffer: what release sends
@@ -140,7 +146,8 @@ public final class Lease implements AutoCloseable {
      * @throws IllegalStateException the buffer is larger than a ByteBuffer can be: use {@link #slices(int)}
      */
     public ByteBuffer buffer(int i) throws ClosedException {
-        checkOpen("buffer(" + i + ")");
+        if (!open)
+            throw closed("buffer(", i);
         ByteBuffer[] s = roots[index(i)];
         if (s.length != 1 || bufferSize(i) > Integer.MAX_VALUE)
             throw new IllegalStateException("buffer " + i + " of " + this + " has " + bufferSize(i)
@@ -157,7 +164,8 @@ public final class Lease implements AutoCloseable {
      * @throws ClosedException the lease was closed
      */
     public List<ByteBuffer> slices(int i) throws ClosedException {
-        checkOpen("slices(" + i + ")");
+        if (!open)
+            throw closed("slices(", i);
         List<ByteBuffer> l = new ArrayList<>();
         for (ByteBuffer root : roots[index(i)])
             l.add(view(root));
@@ -191,7 +199,8 @@ public final class Lease implements AutoCloseable {
         int k = index(i);
         pool.lock.lock();
         try {
-            checkOpen("segment(" + i + ")");
+            if (!open)
+                throw closed("segment(", i);
             if (arena == null)
                 arena = Segments.newArena();
             if (segments[k] == null)
@@ -267,9 +276,9 @@ public final class Lease implements AutoCloseable {
         return i;
     }
 
-    private void checkOpen(String what) throws ClosedException {
-        if (!open)
-            throw new ClosedException(what, "the lease");
+    /* The exception of a call on a closed lease: what(i). */
+    private static ClosedException closed(String what, int i) {
+        return new ClosedException(what + i + ")", "the lease");
     }
 
     /** @return "Lease(N x CLASS)" */

@@ -5,7 +5,7 @@
  * C side says what each returns), and the numbers both sides use, read from C once when this
  * class initialises (the C side's JNI_CONSTANTS defines each: errno values, limits, states).
  * Package-private: the public classes call these under their locks and turn negative errnos into
- * exceptions (HugepoolException.check). Nothing here is thread-safe by itself.
+ * exceptions (HugepoolException.create). Nothing here is thread-safe by itself.
  */
 package org.hugepool;
 

@@ -83,8 +83,12 @@ public final class SpillStream extends PoolHandle {
         Objects.checkFromIndexSize(off, len, b.length);
         pool.lock.lock();
         try {
-            String what = "writing " + len + " bytes to a spill stream";
-            pool.check(Native.spillWriteArray(handle(what), b, off, len), what);
+            long h = handleOrZero();
+            if (h == 0)
+                throw closed(writing(len));
+            int r = Native.spillWriteArray(h, b, off, len);
+            if (r < 0)
+                throw pool.failure(r, writing(len));
         } finally {
             pool.lock.unlock();
         }
@@ -110,8 +114,12 @@ public final class SpillStream extends PoolHandle {
         }
         pool.lock.lock();
         try {
-            String what = "writing " + src.remaining() + " bytes to a spill stream";
-            pool.check(Native.spillWrite(handle(what), src, src.position(), src.remaining()), what);
+            long h = handleOrZero();
+            if (h == 0)
+                throw closed(writing(src.remaining()));
+            int r = Native.spillWrite(h, src, src.position(), src.remaining());
+            if (r < 0)
+                throw pool.failure(r, writing(src.remaining()));
             src.position(src.limit());
         } finally {
             pool.lock.unlock();
@@ -150,16 +158,19 @@ public final class SpillStream extends PoolHandle {
             throw new IllegalArgumentException("row size " + rowSize + ": 1 to " + ROW_MAX);
         pool.lock.lock();
         try {
-            String what = "reading rows of " + rowSize + " bytes from a spill stream";
-            long h = readable(what);
+            long h = handleOrZero();
+            if (h == 0 || !finished)
+                throw unreadable(h, readingRows(rowSize));
             long left = Native.spillSize(h) - pos;
             if (left == 0)
                 return null;
             if (left < rowSize)
-                throw HugepoolException.create(Native.EBADMSG, false, what, left + " bytes remain, less than a row",
-                        "");
+                throw HugepoolException.create(Native.EBADMSG, false, readingRows(rowSize),
+                        left + " bytes remain, less than a row", "");
             int want = (int) Math.min(WINDOW - WINDOW % rowSize, left - left % rowSize);
-            int n = (int) pool.check(Native.spillRead(h, window, 0, want), what);
+            int n = Native.spillRead(h, window, 0, want);
+            if (n < 0)
+                throw pool.failure(n, readingRows(rowSize));
             pos += n;
             ByteBuffer view = window.duplicate();
             view.position(0).limit(n);
@@ -270,17 +281,32 @@ public final class SpillStream extends PoolHandle {
         }
     }
 
+    private static String writing(int len) {
+        return "writing " + len + " bytes to a spill stream";
+    }
+
     @Override
     void nativeClose(long handle) {
         Native.spillClose(handle);
     }
 
     private long readable(String what) throws HugepoolException {
-        long h = handle(what);
-        if (!finished)
-            throw HugepoolException.create(Native.EINVAL, false, what, Native.strerror(Native.EINVAL),
-                    "the stream is read only after finish()");
+        long h = handleOrZero();
+        if (h == 0 || !finished)
+            throw unreadable(h, what);
         return h;
+    }
+
+    /* Why a read cannot start: h is 0 (closed) or the stream is not finished. */
+    private HugepoolException unreadable(long h, String what) {
+        if (h == 0)
+            return closed(what);
+        return HugepoolException.create(Native.EINVAL, false, what, Native.strerror(Native.EINVAL),
+                "the stream is read only after finish()");
+    }
+
+    private static String readingRows(int rowSize) {
+        return "reading rows of " + rowSize + " bytes from a spill stream";
     }
 
     /** @return "SpillStream" */
