@@ -104,7 +104,7 @@ static const struct {
 static struct method {
 	const char *class_name, *name, *sig;
 	bool is_static;
-	jclass k; /* a global reference */
+	jclass k; /* a weak global reference (see lookup) */
 	jmethodID m;
 } methods[] = {
 #define M_BYTES 0 /* byte[]: its class only */
@@ -129,7 +129,11 @@ static bool lookup(JNIEnv *env, size_t from, size_t to)
 		struct method *m = &methods[i];
 		jclass k = (*env)->FindClass(env, m->class_name);
 
-		if (!k || !(m->k = (*env)->NewGlobalRef(env, k)))
+		/* weak: a global reference to a class of the class loader that loaded this library
+		 * would keep that loader, so the library, from ever being collected, and JNI_OnUnload
+		 * from ever running. Used as is: the classes cannot go while their loader lives, and
+		 * it lives while one of its classes (Native) calls in here. */
+		if (!k || !(m->k = (*env)->NewWeakGlobalRef(env, k)))
 			return false; /* NoClassDefFoundError or OutOfMemoryError pending */
 		(*env)->DeleteLocalRef(env, k);
 		if (m->name && !(m->m = m->is_static ? (*env)->GetStaticMethodID(env, m->k, m->name, m->sig)
@@ -148,12 +152,12 @@ static bool found(JNIEnv *env, size_t from, size_t to)
 	if (!methods[to - 1].k) {
 		for (size_t i = from; i < to; i++) {
 			if (methods[i].k)
-				(*env)->DeleteGlobalRef(env, methods[i].k); /* of a lookup that failed */
+				(*env)->DeleteWeakGlobalRef(env, methods[i].k); /* of a lookup that failed */
 			methods[i].k = NULL;
 		}
 		ok = lookup(env, from, to);
 		if (!ok && methods[to - 1].k) {
-			(*env)->DeleteGlobalRef(env, methods[to - 1].k);
+			(*env)->DeleteWeakGlobalRef(env, methods[to - 1].k);
 			methods[to - 1].k = NULL;
 		}
 	}
@@ -215,7 +219,7 @@ JNIEXPORT void JNICALL JNI_OnUnload(JavaVM *vm, void *reserved)
 		return;
 	for (size_t i = 0; i < M_ALL; i++) {
 		if (methods[i].k)
-			(*env)->DeleteGlobalRef(env, methods[i].k);
+			(*env)->DeleteWeakGlobalRef(env, methods[i].k);
 		methods[i].k = NULL;
 		methods[i].m = NULL;
 	}
