@@ -34,6 +34,9 @@
 
 #define BATCH_MAX 1024 /* records in one appendBatch; Java splits larger batches */
 #define READ_MAX 64 /* records one readerNext hands over */
+/* what append, appendBatch and spillWrite return for a direct buffer they may not read in place
+ * (in_place): below every -errno, so Java tells it apart and copies the buffer through Java */
+#define NOT_IN_PLACE (-(1 << 20))
 
 /*
  * The numbers both sides use, each defined once, here or in a C header, and read by Java by name
@@ -45,7 +48,7 @@
 	X(EPERM) X(ENOENT) X(E2BIG) X(EBADF) X(EAGAIN) X(ENOMEM) X(EACCES) X(EINVAL) X(EPIPE)      \
 	X(EBADMSG) X(EOVERFLOW) X(EUSERS) X(ECONNRESET) X(ENOTCONN) X(ETIMEDOUT) X(ECONNREFUSED)  \
 	X(EDQUOT) X(HP_ACQUIRE_MAX) X(BATCH_MAX) X(READ_MAX) X(HP_JOURNAL_OK) X(HP_JOURNAL_FULL)   \
-	X(HP_JOURNAL_FAILED) X(HP_SPILL_FILE) X(HP_SPILL_THRESHOLD_MAX)
+	X(HP_JOURNAL_FAILED) X(HP_SPILL_FILE) X(HP_SPILL_THRESHOLD_MAX) X(NOT_IN_PLACE)
 
 #define CONSTANT_ROW(name) { #name, (jlong)(name) },
 static const struct {
@@ -109,18 +112,30 @@ static struct method {
 } methods[] = {
 #define M_BYTES 0 /* byte[]: its class only */
 	{ "[B", NULL, NULL, false, NULL, NULL },
-#define M_EXCEPTION 1 /* HugepoolException create(errno, connecting, what, explanation, words) */
+#define M_MAPPED 1 /* java.nio.MappedByteBuffer: its class only (in_place) */
+	{ "java/nio/MappedByteBuffer", NULL, NULL, false, NULL, NULL },
+#define M_LOADED 2 /* the ones before it are looked up at load */
+#define M_EXCEPTION 2 /* HugepoolException create(errno, connecting, what, explanation, words) */
 	{ "org/hugepool/HugepoolException", "create",
 	  "(IZ" SIG_S SIG_S SIG_S ")Lorg/hugepool/HugepoolException;", true, NULL, NULL },
-#define M_CLASS 2
+#define M_CLASS 3
 	{ STATUS_CLASS, "<init>", "(" STATUS_CLASS_ARGS(SIG, 0) ")V", false, NULL, NULL },
-#define M_JOURNAL 3
+#define M_JOURNAL 4
 	{ STATUS_JOURNAL, "<init>", "(" STATUS_JOURNAL_ARGS(SIG, 0) ")V", false, NULL, NULL },
-#define M_STATUS 4 /* static Status of(...) */
+#define M_STATUS 5 /* static Status of(...) */
 	{ "org/hugepool/Status", "of", "(" STATUS_ARGS(SIG, 0, 0, 0) ")Lorg/hugepool/Status;", true, NULL, NULL },
-#define M_ALL 5
+#define M_ALL 6
 };
 static pthread_mutex_t methods_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the lookups after load */
+
+/*
+ * java.nio.Buffer's `segment` (set when the buffer is a view of a MemorySegment: Java 17's
+ * incubating API, 21's preview, 22's final one) and MappedByteBuffer's `fd` (set when it maps a
+ * file), found by JNI_OnLoad where this JDK has them: the JDK's own fields, the only way native
+ * code can tell such a buffer (in_place) without java.lang.foreign, whose first use costs a fresh
+ * JVM tens of milliseconds. NULL where not found; then Java asks (BufferViews).
+ */
+static jfieldID buffer_segment, buffer_fd;
 
 /* Look methods [from, to) up: true, or false with an exception pending. */
 static bool lookup(JNIEnv *env, size_t from, size_t to)
@@ -141,6 +156,19 @@ static bool lookup(JNIEnv *env, size_t from, size_t to)
 			return false; /* NoSuchMethodError pending: a record differs from its rows */
 	}
 	return true;
+}
+
+/* A field of a JDK class by name and type, or NULL, no exception pending, where this JDK has none. */
+static jfieldID field(JNIEnv *env, const char *class_name, const char *name, const char *sig)
+{
+	jclass k = (*env)->FindClass(env, class_name);
+	jfieldID f = k ? (*env)->GetFieldID(env, k, name, sig) : NULL;
+
+	if (!f)
+		(*env)->ExceptionClear(env);
+	if (k)
+		(*env)->DeleteLocalRef(env, k);
+	return f;
 }
 
 /* Methods [from, to) looked up, once: true, or false with an exception pending. */
@@ -199,14 +227,25 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 
 	if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK)
 		return JNI_ERR;
-	if (!lookup(env, M_BYTES, M_BYTES + 1))
+	if (!lookup(env, 0, M_LOADED))
 		return JNI_ERR;
+	buffer_segment = field(env, "java/nio/Buffer", "segment", "Ljava/lang/foreign/MemorySegment;");
+	if (!buffer_segment)
+		buffer_segment = field(env, "java/nio/Buffer", "segment", "Ljdk/internal/access/foreign/MemorySegmentProxy;");
+	buffer_fd = field(env, "java/nio/MappedByteBuffer", "fd", "Ljava/io/FileDescriptor;");
 	/* the JVM readies its direct buffer support at the first NewDirectByteBuffer (0.3 ms):
 	 * here, with the library's loading, rather than in the first acquire */
 	if (!(b = (*env)->NewDirectByteBuffer(env, &none, 0)))
 		return JNI_ERR;
 	(*env)->DeleteLocalRef(env, b);
 	return JNI_VERSION_1_8;
+}
+
+/* Whether native code checks direct buffers itself (in_place): Native.CHECKS_BUFFERS. */
+JNIEXPORT jboolean JNICALL Java_org_hugepool_Native_checksBuffers(JNIEnv *env, jclass k)
+{
+	(void)env, (void)k;
+	return buffer_segment && buffer_fd;
 }
 
 /* The class loader that loaded this library is being collected: let go of its classes. */
@@ -223,6 +262,7 @@ JNIEXPORT void JNICALL JNI_OnUnload(JavaVM *vm, void *reserved)
 		methods[i].k = NULL;
 		methods[i].m = NULL;
 	}
+	buffer_segment = buffer_fd = NULL;
 }
 
 /* Throw a new exception of class name (java/lang/...) with message msg; false, for returning. */
@@ -302,6 +342,28 @@ static bool array_range(JNIEnv *env, jarray a, jint off, jint len)
 		return throw_new(env, "java/lang/NullPointerException", "a null array");
 	if (off < 0 || len < 0 || (jlong)off + len > (*env)->GetArrayLength(env, a))
 		return throw_new(env, "java/lang/IndexOutOfBoundsException", "the range is outside the array");
+	return true;
+}
+
+/*
+ * Whether native code may read the direct buffer buf in place: not a view of a MemorySegment (its
+ * Arena may close, and free or unmap the memory under it, at any moment) nor of a file mapping (a
+ * truncate turns a read into SIGBUS). Java copies those through its own accessors, which check
+ * the Arena atomically with its close and turn a vanished page into InternalError.
+ */
+static bool in_place(JNIEnv *env, jobject buf)
+{
+	jobject o;
+
+	if (buffer_segment && (o = (*env)->GetObjectField(env, buf, buffer_segment))) {
+		(*env)->DeleteLocalRef(env, o);
+		return false;
+	}
+	if (buffer_fd && (*env)->IsInstanceOf(env, buf, methods[M_MAPPED].k) &&
+	    (o = (*env)->GetObjectField(env, buf, buffer_fd))) {
+		(*env)->DeleteLocalRef(env, o);
+		return false;
+	}
 	return true;
 }
 
@@ -656,6 +718,8 @@ static jlong append_one(JNIEnv *env, struct writer *w, jobject buf, jbyteArray a
 		(*env)->GetByteArrayRegion(env, array, off, len, (jbyte *)p);
 	} else if (!(p = direct(env, buf, off, len))) {
 		return -EINVAL;
+	} else if (!in_place(env, buf)) {
+		return NOT_IN_PLACE;
 	}
 	r = wait ? hp_journal_append_wait(w->j, p, (size_t)len, &v) : hp_journal_append(w->j, p, (size_t)len, &v);
 	return r < 0 ? r : (jlong)v;
@@ -723,6 +787,8 @@ JNIEXPORT jlong JNICALL Java_org_hugepool_Native_appendBatch(JNIEnv *env, jclass
 
 			if (!p)
 				return -EINVAL;
+			if (!in_place(env, o))
+				return NOT_IN_PLACE; /* before anything was appended */
 			iov[i] = (struct iovec){ p, (size_t)len[i] };
 		}
 		(*env)->DeleteLocalRef(env, o);
@@ -887,7 +953,11 @@ JNIEXPORT jint JNICALL Java_org_hugepool_Native_spillWrite(JNIEnv *env, jclass k
 	char *p = direct(env, buf, off, len);
 	(void)k;
 
-	return p ? hp_spill_write(((struct spill *)(uintptr_t)h)->s, p, (size_t)len) : -EINVAL;
+	if (!p)
+		return -EINVAL;
+	if (!in_place(env, buf))
+		return NOT_IN_PLACE;
+	return hp_spill_write(((struct spill *)(uintptr_t)h)->s, p, (size_t)len);
 }
 
 JNIEXPORT jint JNICALL Java_org_hugepool_Native_spillWriteArray(JNIEnv *env, jclass k, jlong h, jbyteArray a,

@@ -96,7 +96,7 @@ public final class JournalWriter implements AutoCloseable {
     /**
      * Append the bytes between {@code record}'s position and limit, without waiting; the position
      * moves to the limit. A direct buffer is read in place, unless it is a view of a
-     * {@code MemorySegment} of an Arena or of a file mapping (Java 22 and later): those are copied
+     * {@code MemorySegment} of an Arena or of a file mapping: those are copied
      * through Java's own accessors, which throw {@link IllegalStateException} once the Arena is
      * closed and {@link InternalError} where the file no longer covers the mapping.
      *
@@ -246,9 +246,11 @@ public final class JournalWriter implements AutoCloseable {
     private synchronized long appendBuffer(ByteBuffer record, boolean wait, String what) throws HugepoolException {
         int pos = record.position(), len = record.remaining();
         long r;
-        if (record.isDirect() && Segments.inPlace(record))
+        if (record.isDirect() && (Native.CHECKS_BUFFERS || BufferViews.inPlace(record))) {
             r = Native.append(handle(what), record, pos, len, wait);
-        else if (record.hasArray())
+            if (r == Native.NOT_IN_PLACE)
+                r = Native.appendArray(handle(what), copy(record), 0, len, wait);
+        } else if (record.hasArray())
             r = Native.appendArray(handle(what), record.array(), record.arrayOffset() + pos, len, wait);
         else
             r = Native.appendArray(handle(what), copy(record), 0, len, wait);
@@ -271,7 +273,7 @@ public final class JournalWriter implements AutoCloseable {
             } else {
                 ByteBuffer b = (ByteBuffer) o;
                 lens[i] = b.remaining();
-                if (b.isDirect() && Segments.inPlace(b)) {
+                if (b.isDirect() && (Native.CHECKS_BUFFERS || BufferViews.inPlace(b))) {
                     recs[i] = b;
                     offs[i] = b.position();
                 } else if (b.hasArray()) {
@@ -282,7 +284,18 @@ public final class JournalWriter implements AutoCloseable {
                 }
             }
         }
-        long r = check(Native.appendBatch(handle(what), recs, offs, lens, wait), what);
+        long r = Native.appendBatch(handle(what), recs, offs, lens, wait);
+        if (r == Native.NOT_IN_PLACE) { // a buffer native code may not read: copy them all, once
+            for (int i = 0; i < n; i++) {
+                if (recs[i] instanceof ByteBuffer) {
+                    ByteBuffer b = (ByteBuffer) recs[i];
+                    recs[i] = copy(b.duplicate().position(offs[i]).limit(offs[i] + lens[i]));
+                    offs[i] = 0;
+                }
+            }
+            r = Native.appendBatch(handle(what), recs, offs, lens, wait);
+        }
+        check(r, what);
         for (Object o : records)
             if (o instanceof ByteBuffer)
                 ((ByteBuffer) o).position(((ByteBuffer) o).limit());

@@ -31,6 +31,13 @@ final class Native {
     static final int JOURNAL_OK = (int) constant("HP_JOURNAL_OK"), JOURNAL_FULL = (int) constant("HP_JOURNAL_FULL"),
             JOURNAL_FAILED = (int) constant("HP_JOURNAL_FAILED"), SPILL_FILE = (int) constant("HP_SPILL_FILE");
     static final long SPILL_THRESHOLD_MAX = constant("HP_SPILL_THRESHOLD_MAX");
+    /*
+     * What append, appendBatch and spillWrite return for a direct buffer native code may not read
+     * in place (a view of a MemorySegment or of a file mapping): copy it through Java and call
+     * again. They answer so only where CHECKS_BUFFERS; elsewhere BufferViews tells first.
+     */
+    static final int NOT_IN_PLACE = (int) constant("NOT_IN_PLACE");
+    static final boolean CHECKS_BUFFERS = checksBuffers();
 
     private Native() {
     }
@@ -39,6 +46,8 @@ final class Native {
     static native long constant(String name);
 
     static native String journalStateName(int state);
+
+    static native boolean checksBuffers();
 
     static native long connect(String socket) throws HugepoolException;
 

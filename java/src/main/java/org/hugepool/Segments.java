@@ -8,20 +8,12 @@
  * compile against the final java.lang.foreign, and a jar whose features depended on the JDK that
  * built it would differ between the package and a developer's build (docs/ARCHITECTURE.md, "Java
  * binding"). The arena and segments are held as Object here and typed by the caller's Class.
- *
- * It also tells which direct ByteBuffers native code may read in place (inPlace): on Java 22 and
- * later a ByteBuffer can be a view of a MemorySegment whose Arena closes (its memory freed or, for
- * a Lease's, unmapped once unreachable) or of a file mapping the file may shrink under (SIGBUS on
- * a read past its end). JNI sees neither: it takes the address and reads. Such buffers are copied
- * through Java's own accessors instead, which throw IllegalStateException for a closed Arena
- * (atomically with its close) and InternalError for a vanished page, as for any Java reader.
  */
 package org.hugepool;
 
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
-import java.nio.ByteBuffer;
 import java.util.function.Consumer;
 
 final class Segments {
@@ -33,19 +25,9 @@ final class Segments {
 
     private static final MethodHandle OF_SHARED, OF_ADDRESS, REINTERPRET, CLOSE;
 
-    /*
-     * MemorySegment.ofBuffer as (ByteBuffer)Object, isMapped as (Object)boolean and scope as
-     * (Object)Object, for invokeExact; the class of the scope of a buffer of no Arena (JNI's,
-     * allocateDirect's: the "global" kind, which never closes). Null before Java 22.
-     */
-    private static final MethodHandle OF_BUFFER, IS_MAPPED, SCOPE;
-    private static final Class<?> PLAIN_SCOPE;
-
     static {
         Class<?> segment = null;
         MethodHandle ofShared = null, ofAddress = null, reinterpret = null, close = null;
-        MethodHandle ofBuffer = null, isMapped = null, scope = null;
-        Class<?> plainScope = null;
         if (Runtime.version().feature() >= JAVA) {
             try {
                 MethodHandles.Lookup l = MethodHandles.lookup();
@@ -56,23 +38,10 @@ final class Segments {
                 reinterpret = l.findVirtual(segment, "reinterpret",
                         MethodType.methodType(segment, long.class, arena, Consumer.class));
                 close = l.findVirtual(arena, "close", MethodType.methodType(void.class));
-                Class<?> scopeType = Class.forName("java.lang.foreign.MemorySegment$Scope");
-                ofBuffer = l.findStatic(segment, "ofBuffer", MethodType.methodType(segment, java.nio.Buffer.class))
-                        .asType(MethodType.methodType(Object.class, ByteBuffer.class));
-                isMapped = l.findVirtual(segment, "isMapped", MethodType.methodType(boolean.class))
-                        .asType(MethodType.methodType(boolean.class, Object.class));
-                scope = l.findVirtual(segment, "scope", MethodType.methodType(scopeType))
-                        .asType(MethodType.methodType(Object.class, Object.class));
-                plainScope = ((Object) scope.invokeExact((Object) ofBuffer.invokeExact(ByteBuffer.allocateDirect(1))))
-                        .getClass();
-            } catch (Throwable e) {
+            } catch (ReflectiveOperationException e) {
                 throw new ExceptionInInitializerError(e); // the Java SE API of 22 and later
             }
         }
-        OF_BUFFER = ofBuffer;
-        IS_MAPPED = isMapped;
-        SCOPE = scope;
-        PLAIN_SCOPE = plainScope;
         SEGMENT = segment;
         OF_SHARED = ofShared;
         OF_ADDRESS = ofAddress;
@@ -81,23 +50,6 @@ final class Segments {
     }
 
     private Segments() {
-    }
-
-    /*
-     * Whether native code may read the direct buffer b in place: memory that stays mapped while b
-     * is reachable (a Lease's buffer, JNI's, allocateDirect's, a global segment's). False for a
-     * view of a segment of an Arena that can close, and for a file mapping: copy those through
-     * Java. Always true before Java 22, which has no such buffers in its final API.
-     */
-    static boolean inPlace(ByteBuffer b) {
-        if (OF_BUFFER == null)
-            return true;
-        try {
-            Object s = (Object) OF_BUFFER.invokeExact(b);
-            return !(boolean) IS_MAPPED.invokeExact(s) && ((Object) SCOPE.invokeExact(s)).getClass() == PLAIN_SCOPE;
-        } catch (Throwable t) {
-            throw rethrown(t);
-        }
     }
 
     /* UnsupportedOperationException where this Java has no final java.lang.foreign. */

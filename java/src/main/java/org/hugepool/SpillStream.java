@@ -101,29 +101,32 @@ public final class SpillStream extends PoolHandle {
      * @throws HugepoolException as {@link #write(byte[])}
      */
     public void write(ByteBuffer src) throws HugepoolException {
-        if (!src.isDirect() || !Segments.inPlace(src)) {
-            if (src.hasArray()) {
-                write(src.array(), src.arrayOffset() + src.position(), src.remaining());
-            } else {
-                byte[] a = new byte[src.remaining()];
-                src.duplicate().get(a);
-                write(a);
+        if (src.isDirect() && (Native.CHECKS_BUFFERS || BufferViews.inPlace(src))) {
+            pool.lock.lock();
+            try {
+                long h = handleOrZero();
+                if (h == 0)
+                    throw closed(writing(src.remaining()));
+                int r = Native.spillWrite(h, src, src.position(), src.remaining());
+                if (r != Native.NOT_IN_PLACE) {
+                    if (r < 0)
+                        throw pool.failure(r, writing(src.remaining()));
+                    src.position(src.limit());
+                    return;
+                }
+            } finally {
+                pool.lock.unlock();
             }
-            src.position(src.limit());
-            return;
         }
-        pool.lock.lock();
-        try {
-            long h = handleOrZero();
-            if (h == 0)
-                throw closed(writing(src.remaining()));
-            int r = Native.spillWrite(h, src, src.position(), src.remaining());
-            if (r < 0)
-                throw pool.failure(r, writing(src.remaining()));
-            src.position(src.limit());
-        } finally {
-            pool.lock.unlock();
+        // a heap buffer, or one native code may not read in place: through an array
+        if (src.hasArray()) {
+            write(src.array(), src.arrayOffset() + src.position(), src.remaining());
+        } else {
+            byte[] a = new byte[src.remaining()];
+            src.duplicate().get(a);
+            write(a);
         }
+        src.position(src.limit());
     }
 
     /**

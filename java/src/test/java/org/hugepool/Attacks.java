@@ -147,23 +147,33 @@ final class Attacks {
                         throw new AssertionError("the record read back is not the segment's bytes: " + rec);
                 }
             };
-        case "truncatedMappingAppend":
+        case "truncatedMappingAppend": // SIGBUS in the native method
             return pool -> {
-                needs22();
-                Path f = Files.createTempFile("hugepool-attack", ".map");
-                try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                    ch.write(ByteBuffer.wrap(new byte[1 << 16]));
-                    MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, 0, 1 << 16);
-                    ch.truncate(0);
-                    try (JournalWriter w = pool.openJournalWriter("j")) {
-                        w.append(m);
-                    }
-                } finally {
-                    Files.delete(f);
+                try (JournalWriter w = pool.openJournalWriter("j")) {
+                    w.append(truncatedMapping());
+                }
+            };
+        case "truncatedMappingSliceSpill": // a view of the mapping, not the mapping itself
+            return pool -> {
+                try (SpillStream s = pool.openSpill()) {
+                    s.write(truncatedMapping().slice(4096, 8192));
                 }
             };
         default:
             throw new IllegalArgumentException("no attack " + name);
+        }
+    }
+
+    /* A read-only mapping of 64 KiB of a file truncated to nothing since: every page is gone. */
+    private static MappedByteBuffer truncatedMapping() throws Exception {
+        Path f = Files.createTempFile("hugepool-attack", ".map");
+        try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ch.write(ByteBuffer.wrap(new byte[1 << 16]));
+            MappedByteBuffer m = ch.map(FileChannel.MapMode.READ_ONLY, 0, 1 << 16);
+            ch.truncate(0);
+            return m;
+        } finally {
+            Files.delete(f);
         }
     }
 

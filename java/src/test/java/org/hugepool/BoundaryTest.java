@@ -35,7 +35,7 @@ class BoundaryTest {
     private static final String[] ATTACKS = { "appendNullArray", "spillNullArray", "appendBadRange", "spillBadRange",
             "batchMismatchedArrays", "acquireForever", "awaitForever", "spillNegativeThreshold",
             "closedLeaseSegmentAppend", "closedLeaseSegmentSpill", "closedArenaAppend", "closedArenaBatch",
-            "liveArenaAppend", "truncatedMappingAppend" };
+            "liveArenaAppend", "truncatedMappingAppend", "truncatedMappingSliceSpill" };
     private static final Map<String, String> results = new HashMap<>();
     private static final List<String> output = new ArrayList<>();
     private static int exit;
@@ -126,5 +126,6 @@ class BoundaryTest {
     @Test
     void truncatedMapping() { // SIGBUS in the native method; Java's own read throws InternalError
         threw("truncatedMappingAppend", InternalError.class);
+        threw("truncatedMappingSliceSpill", InternalError.class);
     }
 }

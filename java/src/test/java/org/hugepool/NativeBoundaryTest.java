@@ -16,6 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.reflect.Field;
 import java.lang.reflect.Modifier;
@@ -93,6 +94,27 @@ class NativeBoundaryTest {
                 pool.lock.unlock();
             }
             assertEquals(0, pool.status().bufferClass("two").leased());
+        }
+    }
+
+    @Test
+    void buffersNativeCodeMayNotReadInPlace() throws Exception {
+        // the JNI side finds the JDK's fields on the JDKs the binding is tested on (17 and 25)
+        assertTrue(Native.CHECKS_BUFFERS, "hugepool_jni.c found no java.nio.Buffer.segment or MappedByteBuffer.fd");
+        // BufferViews, for a JDK where it would not: a lease's and allocateDirect's buffers in
+        // place, a segment's and a mapping's not
+        assumeTrue(Segments.SEGMENT != null, "java.lang.foreign is final from Java 22");
+        assertTrue(BufferViews.inPlace(ByteBuffer.allocateDirect(8)));
+        java.nio.file.Path f = java.nio.file.Files.createTempFile("hugepool-test", ".map");
+        try (HugePool pool = HugePool.connect(daemon.socketPath()); Lease lease = pool.acquire("two", 1, Duration.ZERO);
+                java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f,
+                        java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            assertTrue(BufferViews.inPlace(lease.buffer(0)));
+            assertFalse(BufferViews.inPlace(Seg.bytes(Seg.of(lease, 0), 0, 4096)));
+            ch.write(ByteBuffer.wrap(new byte[4096]));
+            assertFalse(BufferViews.inPlace(ch.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0, 4096)));
+        } finally {
+            java.nio.file.Files.delete(f);
         }
     }
 
