@@ -6,13 +6,18 @@
  * Conventions: handles (hp_conn, writers, readers, spill streams) cross into Java as jlong
  * pointers; a call that can fail returns a negative errno (a ticket, LSN, count or pointer
  * otherwise, all below 2^63) and Java builds the exception, reading the daemon's words with
- * lastError under the same lock. Only the two calls that connect throw here: why a connect
- * failed is hp_last_error(NULL), the calling thread's, read in the same native call.
+ * lastError under the same lock. The calls that connect throw here (why a connect failed is
+ * hp_last_error(NULL), the calling thread's, read in the same native call), and so does status,
+ * which returns an object; an argument no Java caller should pass (a null or short array, a range
+ * outside a buffer) throws Java's own exception, so every failure leaves one pending or returns
+ * an errno. The numbers Java needs (JNI_CONSTANTS) and the status's records (STATUS_*_ARGS) are
+ * described here once.
  *
- * Threads and memory: this file holds no global state besides the class references JNI_OnLoad
- * caches. Java serialises the calls on each handle (HugePool's lock for a connection and what
- * belongs to it; a writer's own lock for a writer, which has a connection of its own), so
- * nothing here locks. Buffers are released with hp_release_keep_range, never hp_release: a
+ * Threads and memory: this file's global state is what it looks up once (the classes and
+ * methods of `methods`, weakly referenced, the buffer fields), written at load or under
+ * methods_lock. Java serialises the calls on each handle (HugePool's lock for a connection and
+ * what belongs to it; a writer's own lock for a writer, which has a connection of its own), so
+ * nothing else here locks. Buffers are released with hp_release_keep_range, never hp_release: a
  * ByteBuffer Java handed out may outlive the lease, and the range it points at must stay
  * mapped (private zeroes) until Java's Cleaner calls unmap. Java arrays are copied in with
  * Get*ArrayRegion, never pinned across a call that may block.
