@@ -18,7 +18,7 @@
 #include "benchutil.h"
 #include "hugepool.h"
 
-static void fail(const char *what, int r)
+static _Noreturn void fail(const char *what, int r)
 {
 	fprintf(stderr, "bench_first_calls: %s: %s\n", what, hp_strerror(r));
 	exit(1);
