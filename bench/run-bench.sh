@@ -11,8 +11,8 @@
 # run, with the syscalls of each counted under ptrace), bench_metrics (a scrape of a daemon with
 # 10,000 leases and 16 journals, hugepoolctl metrics --http, against hugepoolctl status --json,
 # and a client's round trips while it runs), and bench_java.sh (the Java binding: a
-# JVM's buffers from hugepoold against allocateDirect, durable appends against Artemis's journal
-# and against a C writer). Every figure is printed beside its
+# JVM's buffers from hugepoold against allocateDirect, a fresh JVM's first calls beside the C
+# client's (bench_first_calls), durable appends against Artemis's journal and against a C writer). Every figure is printed beside its
 # baseline from the same run, with the ratio; nothing is asserted. As root it reserves the
 # 2 MiB hugepages the run needs and restores the previous count on exit; as a normal user the
 # hugetlb figures are skipped unless enough are already free, and it says why. Always exits 0.

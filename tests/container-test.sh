@@ -7,7 +7,8 @@
 # directory that survives a restart, spill files under the private /var/tmp, hugepages reserved
 # by hugepool-hugepages.service and given back on stop, prefer and require when they are short,
 # Restart=on-failure after SIGSEGV, systemd-analyze verify and security, journalctl; the Java
-# packages installed and a Java client run on them (the host's JDK bound into the container);
+# packages installed and a Java client run on them (the host's JDK bound into the container), and
+# a Maven project built offline against libhugepool-java's /usr/share/maven-repo;
 # the metrics: the socket-activated endpoint scraped by Debian's Prometheus (its figures, queried
 # through Prometheus' HTTP API, against hugepoolctl's), its service's systemd-analyze security,
 # silent, garbage and non-reading scrapers, thousands of scrapes that leave no process, fd or
@@ -100,6 +101,20 @@ debs=$(cd "$work/src" && ls hugepool_*.deb libhugepool0_*.deb libhugepool-dev_*.
 # lintian: nothing but the tags debian/*.lintian-overrides explains
 lintian_clean() { local out; out=$(lintian --fail-on error,warning,info,pedantic -I --pedantic "$work"/src/*.changes 2>&1 | grep -v 'running with root privileges'); [ -z "$out" ] || { echo "$out"; false; }; }
 check "lintian clean (overrides explained in debian/)" lintian_clean
+# Debian's Java policy for Maven users: a Maven project (tests/container/maven) resolves
+# org.hugepool:hugepool from libhugepool-java's /usr/share/maven-repo, offline, its plugins from
+# the local repository the package build used; the repository's jar is /usr/share/java's
+maven_consumer() {
+	local m=$work/maven repo=usr/share/maven-repo/org/hugepool/hugepool/0.1.0
+	rm -rf "$m" && mkdir -p "$m/root" && cp -r "$top/tests/container/maven" "$m/project" &&
+		dpkg-deb -x "$(ls "$work"/src/libhugepool-java_*.deb)" "$m/root" &&
+		[ -f "$m/root/$repo/hugepool-0.1.0.pom" ] &&
+		[ "$(readlink -f "$m/root/$repo/hugepool-0.1.0.jar")" = "$(readlink -f "$m/root/usr/share/java/hugepool.jar")" ] &&
+		(cd "$m/project" && "${MVN:-mvn}" -o -B -q -Daether.offline.protocols=file -Dmaven.repo.local="$m/m2" \
+			-Ddebian.repo="file://$m/root/usr/share/maven-repo" -Dplugins.repo="file://$HOME/.m2/repository" compile) &&
+		[ -f "$m/project/target/classes/consumer/Uses.class" ]
+}
+check "a Maven project depends on org.hugepool:hugepool offline (libhugepool-java's /usr/share/maven-repo)" maven_consumer
 # the client, linked against the package build's libhugepool.so.0: the packaged one runs it
 cc -O2 -o "$work/hpclient" "$top/tests/container/hpclient.c" -I"$src/include" -L"$src/build" -lhugepool ||
 	{ check "build the test client" false; say "$passed passed, $failed failed"; exit 1; }

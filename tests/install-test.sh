@@ -51,7 +51,7 @@ if [ -n "$java_built" ]; then
 		check "installed $f" test -e "$dest/$f"
 	done
 	check "only JNI entry points exported by the JNI library" sh -c \
-		"! nm -D --defined-only '$dest/usr/lib/jni/libhugepool_jni.so' | awk '{print \$3}' | grep -v -e '^Java_org_hugepool_Native_' -e '^JNI_OnLoad\$' | grep ."
+		"! nm -D --defined-only '$dest/usr/lib/jni/libhugepool_jni.so' | awk '{print \$3}' | grep -v -e '^Java_org_hugepool_Native_' -e '^JNI_OnLoad\$' -e '^JNI_OnUnload\$' | grep ."
 	check "the JNI library needs no other library than libc" sh -c \
 		"! objdump -p '$dest/usr/lib/jni/libhugepool_jni.so' | awk '\$1 == \"NEEDED\"' | grep -v -e libc.so -e ld-linux"
 fi
