@@ -224,15 +224,44 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 			names = *end ? end + 1 : NULL;
 	}
 	stored_set(fds, (unsigned)nfds);
+	fdstore_sort(fds, (unsigned)nfds);
 	*ret = fds;
 	*n = (unsigned)nfds;
 	return 0;
 }
 
+static int handed_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fdstore_fd *)a)->name, ((const struct fdstore_fd *)b)->name);
+}
+
+void fdstore_sort(struct fdstore_fd *fds, unsigned n)
+{
+	if (n > 1)
+		qsort(fds, n, sizeof(*fds), handed_cmp);
+}
+
+/* Where the first entry named name is, or would be (the array is sorted by name). */
+static unsigned handed_first(const struct fdstore_fd *fds, unsigned n, const char *name)
+{
+	unsigned lo = 0, hi = n;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (strcmp(fds[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int fdstore_take(struct fdstore_fd *fds, unsigned n, const char *name)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (fds[i].fd >= 0 && strcmp(fds[i].name, name) == 0) {
+	/* a name the manager holds twice: the copies follow each other */
+	for (unsigned i = handed_first(fds, n, name); i < n && strcmp(fds[i].name, name) == 0; i++)
+		if (fds[i].fd >= 0) {
 			int fd = fds[i].fd;
 
 			fds[i].fd = -1;
@@ -243,8 +272,8 @@ int fdstore_take(struct fdstore_fd *fds, unsigned n, const char *name)
 
 bool fdstore_has(const struct fdstore_fd *fds, unsigned n, const char *name)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (fds[i].fd >= 0 && strcmp(fds[i].name, name) == 0)
+	for (unsigned i = handed_first(fds, n, name); i < n && strcmp(fds[i].name, name) == 0; i++)
+		if (fds[i].fd >= 0)
 			return true;
 	return false;
 }

@@ -46,11 +46,13 @@ struct fdstore_fd {
 /*
  * The fds the previous life left, as LISTEN_PID/LISTEN_FDS/LISTEN_FDNAMES (or, after a
  * re-execution, HUGEPOOLD_FDNAMES_FD) describe them (the variables are unset, the fds made
- * close-on-exec). *ret is NULL and *n 0 when there are none. The caller owns the array and every
- * fd still in it (fdstore_received_free closes them).
+ * close-on-exec), sorted by name. *ret is NULL and *n 0 when there are none. The caller owns the
+ * array and every fd still in it (fdstore_received_free closes them).
  */
 int fdstore_receive(struct fdstore_fd **ret, unsigned *n);
-/* Take the fd named name out of the array (-1 if none): the caller owns it now. */
+/* Sort the array by name again (after names in it changed), for fdstore_take and fdstore_has. */
+void fdstore_sort(struct fdstore_fd *fds, unsigned n);
+/* Take the fd named name out of the array (-1 if none): the caller owns it now. A binary search. */
 int fdstore_take(struct fdstore_fd *fds, unsigned n, const char *name);
 /* Is the fd named name still in the array (not taken)? */
 bool fdstore_has(const struct fdstore_fd *fds, unsigned n, const char *name);

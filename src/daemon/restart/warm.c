@@ -181,15 +181,20 @@ bool warm_parse_name(const char *name, enum warm_name_kind k, uint64_t *id)
 
 void warm_upgrade_names(struct fdstore_fd *fds, unsigned n)
 {
+	bool renamed = false;
+
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < ARRAY_SIZE(kinds); k++) {
 			uint64_t id;
 
 			if (parse_legacy(fds[i].name, kinds[k].legacy, &id)) {
 				warm_name((enum warm_name_kind)k, id, fds[i].name);
+				renamed = true;
 				break;
 			}
 		}
+	if (renamed)
+		fdstore_sort(fds, n);
 }
 
 /* The whole state memfd copied into private memory once (*ret_buf, *ret_len): only the copy is
