@@ -45,11 +45,84 @@ struct kept {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kept *kept; /* the fds kept now, under lock */
 static unsigned nkept, capkept;
+/*
+ * kept[] by name: an open-addressing table of indices + 1 (0 empty, SLOT_GONE a removed one),
+ * nslots a power of two at least twice capkept, so that a name is found in a probe or two and
+ * keeping or forgetting an fd costs the same with thousands kept. Under lock.
+ */
+#define SLOT_GONE UINT32_MAX
+static uint32_t *slots;
+static unsigned nslots, nslots_gone;
 static unsigned nsent; /* of them, sent to the service manager */
 static size_t sent_bytes; /* their names with a separator each: what LISTEN_FDNAMES will hold */
 static bool prepared; /* fdstore_exec_prepare ran: the table owns a copy of every fd */
 static unsigned entries_max = FDSTORE_ENTRIES_DEFAULT; /* set once at boot ($FDSTORE) */
 static uint64_t due = UINT64_MAX; /* when fdstore_flush has something to send */
+
+static uint32_t name_hash(const char *name)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return h;
+}
+
+/* The slot that holds name, or the one it would go to (the first removed or empty on its way). */
+static uint32_t *slot_find(const char *name, bool *found)
+{
+	uint32_t *spare = NULL;
+
+	*found = false;
+	for (unsigned i = name_hash(name) & (nslots - 1);; i = (i + 1) & (nslots - 1)) {
+		uint32_t *sl = &slots[i];
+
+		if (*sl == 0)
+			return spare ? spare : sl;
+		if (*sl == SLOT_GONE) {
+			if (!spare)
+				spare = sl;
+		} else if (strcmp(kept[*sl - 1].name, name) == 0) {
+			*found = true;
+			return sl;
+		}
+	}
+}
+
+/* Index every kept fd again into a table of n slots (a power of two); -ENOMEM leaves it as it was. */
+static int slots_rebuild(unsigned n)
+{
+	uint32_t *old = slots;
+
+	slots = calloc(n, sizeof(*slots));
+	if (!slots) {
+		slots = old;
+		return -ENOMEM;
+	}
+	nslots = n;
+	nslots_gone = 0;
+	for (unsigned i = 0; i < nkept; i++) {
+		bool found;
+
+		*slot_find(kept[i].name, &found) = i + 1;
+	}
+	free(old);
+	return 0;
+}
+
+/* kept[i] is gone: its slot freed, the last entry moved into its place (its slot follows). */
+static void kept_drop(unsigned i)
+{
+	bool found;
+
+	*slot_find(kept[i].name, &found) = SLOT_GONE;
+	nslots_gone++;
+	if (i != nkept - 1) {
+		kept[i] = kept[nkept - 1];
+		*slot_find(kept[i].name, &found) = i + 1;
+	}
+	nkept--;
+}
 
 /*
  * What the service manager already holds: the fds handed to this life, by name, sorted, with
@@ -338,16 +411,13 @@ int fdstore_add(const char *name, int fd, unsigned flags)
 {
 	struct kept *k;
 	struct stored *st;
+	uint32_t *slot;
+	bool found;
 	int own = -1, r = 0;
 
 	if (!name_valid(name) || fd < 0)
 		return -EINVAL;
 	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < nkept; i++)
-		if (strcmp(kept[i].name, name) == 0) {
-			r = -EEXIST;
-			goto out;
-		}
 	if (nkept == capkept) {
 		unsigned cap = capkept ? 2 * capkept : 64;
 		struct kept *n = realloc(kept, cap * sizeof(*n));
@@ -358,6 +428,15 @@ int fdstore_add(const char *name, int fd, unsigned flags)
 		}
 		kept = n;
 		capkept = cap;
+	}
+	/* at most half the slots taken or removed, so that every probe ends soon */
+	if ((nslots < 2 * capkept || 2 * (nkept + 1 + nslots_gone) > nslots) &&
+	    (r = slots_rebuild(MAX(nslots, 4 * capkept))) < 0)
+		goto out;
+	slot = slot_find(name, &found);
+	if (found) {
+		r = -EEXIST;
+		goto out;
 	}
 	/* kept after fdstore_exec_prepare: the table needs its own copy too */
 	if (prepared && (own = fcntl(fd, F_DUPFD_CLOEXEC, FIRST_FD)) < 0) {
@@ -379,7 +458,9 @@ int fdstore_add(const char *name, int fd, unsigned flags)
 	}
 	if (under_manager() && !k->sent)
 		due = MIN(due, k->since + FDSTORE_CLIENT_DELAY_NS);
-	nkept++;
+	if (*slot == SLOT_GONE)
+		nslots_gone--;
+	*slot = ++nkept;
 	r = 0;
 out:
 	pthread_mutex_unlock(&lock);
@@ -432,24 +513,25 @@ void fdstore_remove(const char *name)
 {
 	char state[FDSTORE_NAME_MAX + 40];
 	struct stored *gone;
+	uint32_t *sl;
 	bool found = false, sent = false;
 
 	if (!name_valid(name))
 		return;
 	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < nkept; i++)
-		if (strcmp(kept[i].name, name) == 0) {
-			if (kept[i].own >= 0)
-				close(kept[i].own);
-			found = true;
-			sent = kept[i].sent;
-			if (sent) {
-				nsent--;
-				sent_bytes -= strlen(kept[i].name) + 1;
-			}
-			kept[i] = kept[--nkept];
-			break;
+	sl = nslots ? slot_find(name, &found) : NULL;
+	if (found) {
+		struct kept *k = &kept[*sl - 1];
+
+		if (k->own >= 0)
+			close(k->own);
+		sent = k->sent;
+		if (sent) {
+			nsent--;
+			sent_bytes -= strlen(k->name) + 1;
 		}
+		kept_drop(*sl - 1);
+	}
 	gone = stored_find(name);
 	if (gone)
 		gone->gone = true;
