@@ -126,14 +126,16 @@ static void kept_drop(unsigned i)
 
 /*
  * What the service manager already holds: the fds handed to this life, by name, sorted, with
- * the file each one is. Adding one of them again (the same file under the same name) sends
- * nothing: systemd would drop the copy as a duplicate after comparing it with every fd in the
- * store, which for a pool of thousands of buffers is most of a warm start.
+ * the number each came as. Adding one of them again (the fd taken under that name, kept again
+ * under it) sends nothing: systemd would drop the copy as a duplicate after comparing it with
+ * every fd in the store, which for a pool of thousands of buffers is most of a warm start. A
+ * name stands for one object for its whole life (warm.h's ids are random and never reused), and
+ * the fd taken under it is its taker's until fdstore_remove: the same name on the same number is
+ * the same file, without a system call to compare them.
  */
 struct stored {
 	char name[FDSTORE_NAME_MAX + 1];
-	dev_t dev;
-	ino_t ino;
+	int fd; /* the number it was handed to this life as */
 	bool gone; /* removed since: adding it again must send it */
 	bool claimed; /* kept again by this life, under the same name */
 };
@@ -160,13 +162,10 @@ static void stored_set(const struct fdstore_fd *fds, unsigned n)
 	unsigned k = 0;
 
 	for (unsigned i = 0; st && i < n; i++) {
-		struct stat sb;
-
-		if (fds[i].fd < 0 || !fds[i].name[0] || fstat(fds[i].fd, &sb) < 0)
+		if (fds[i].fd < 0 || !fds[i].name[0])
 			continue;
 		snprintf(st[k].name, sizeof(st[k].name), "%s", fds[i].name);
-		st[k].dev = sb.st_dev;
-		st[k++].ino = sb.st_ino;
+		st[k++].fd = fds[i].fd;
 	}
 	qsort(st, k, sizeof(*st), stored_cmp);
 	pthread_mutex_lock(&lock);
@@ -180,9 +179,8 @@ static void stored_set(const struct fdstore_fd *fds, unsigned n)
 static bool stored_has(const char *name, int fd)
 {
 	const struct stored *s = stored_find(name);
-	struct stat sb;
 
-	return s && !s->gone && fstat(fd, &sb) == 0 && sb.st_dev == s->dev && sb.st_ino == s->ino;
+	return s && !s->gone && s->fd == fd;
 }
 
 /* systemd's fdname_is_valid(): printable ASCII except ':' */
@@ -241,9 +239,22 @@ out:
 	return buf;
 }
 
+/* The lowest fd number at or above FIRST_FD that is not open (-1 if none can be had). */
+static int first_free_fd(void)
+{
+	int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, FIRST_FD);
+
+	if (fd < 0)
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* no stderr: the lowest free of all */
+	if (fd >= 0)
+		close(fd);
+	return fd;
+}
+
 int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 {
 	uint64_t pid, nfds, v;
+	bool whole;
 	_cleanup_free_ char *owned = NULL;
 	const char *names = getenv("LISTEN_FDNAMES");
 	struct fdstore_fd *fds;
@@ -281,12 +292,17 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 	fds = calloc(nfds, sizeof(*fds));
 	if (!fds)
 		return log_oom("the fds handed over");
+	/* every one close-on-exec in one call (Linux 5.11), where none is missing: a number in
+	 * their range that is not open would be taken, once this life opens a file, for the fd
+	 * named there */
+	whole = close_range(FIRST_FD, FIRST_FD + (unsigned)nfds - 1, CLOSE_RANGE_CLOEXEC) == 0 &&
+		first_free_fd() >= FIRST_FD + (int)nfds;
 	for (uint64_t i = 0; i < nfds; i++) {
 		const char *end = names ? strchrnul(names, ':') : NULL;
 		size_t len = end ? (size_t)(end - names) : 0;
 
 		fds[i].fd = FIRST_FD + (int)i;
-		if (fcntl(fds[i].fd, F_SETFD, FD_CLOEXEC) < 0)
+		if (!whole && fcntl(fds[i].fd, F_SETFD, FD_CLOEXEC) < 0)
 			fds[i].fd = -1; /* not open after all; its name is still the i-th */
 		/* a missing or bad name makes the fd one nobody takes: it is closed with the rest */
 		if (fds[i].fd >= 0 && len <= FDSTORE_NAME_MAX) {
