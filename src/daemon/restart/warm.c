@@ -317,6 +317,61 @@ static void spill_decode(const uint8_t *p, struct warm_spill *sp)
 	sp->fd_id = r.fd_id;
 }
 
+static int ref_cmp(const void *a, const void *b)
+{
+	const struct warm_ref *x = a, *y = b;
+
+	if (x->conn_id != y->conn_id)
+		return x->conn_id < y->conn_id ? -1 : 1;
+	return x->record < y->record ? -1 : x->record > y->record;
+}
+
+/* prev's connections' records, sorted: warm_prev_leases and warm_prev_spills look them up. */
+static int index_by_conn(struct warm_prev *prev)
+{
+	prev->leased = calloc(prev->nbuffers ? prev->nbuffers : 1, sizeof(*prev->leased));
+	prev->spilled = calloc(prev->nspills ? prev->nspills : 1, sizeof(*prev->spilled));
+	if (!prev->leased || !prev->spilled)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < prev->nbuffers; i++)
+		if (prev->bufs[i].state == WARM_BUF_LEASED)
+			prev->leased[prev->nleased++] = (struct warm_ref){ prev->bufs[i].conn_id, i };
+	for (uint32_t i = 0; i < prev->nspills; i++)
+		if (prev->spills[i].state == WARM_SPILL_FILE || prev->spills[i].state == WARM_SPILL_PAGE)
+			prev->spilled[prev->nspilled++] = (struct warm_ref){ prev->spills[i].conn_id, i };
+	qsort(prev->leased, prev->nleased, sizeof(*prev->leased), ref_cmp);
+	qsort(prev->spilled, prev->nspilled, sizeof(*prev->spilled), ref_cmp);
+	return 0;
+}
+
+static uint32_t refs_of(const struct warm_ref *refs, uint32_t n, uint64_t conn_id, const struct warm_ref **ret)
+{
+	uint32_t lo = 0, hi = n, end;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (refs[mid].conn_id < conn_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (end = lo; end < n && refs[end].conn_id == conn_id; end++)
+		;
+	*ret = refs + lo;
+	return end - lo;
+}
+
+uint32_t warm_prev_leases(const struct warm_prev *prev, uint64_t conn_id, const struct warm_ref **ret)
+{
+	return refs_of(prev->leased, prev->nleased, conn_id, ret);
+}
+
+uint32_t warm_prev_spills(const struct warm_prev *prev, uint64_t conn_id, const struct warm_ref **ret)
+{
+	return refs_of(prev->spilled, prev->nspilled, conn_id, ret);
+}
+
 int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
@@ -355,6 +410,10 @@ int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 		conn_decode(p, &prev->conns[i]);
 	for (uint32_t i = 0; i < h.nspills; i++, p += sizeof(struct warm_spill_record))
 		spill_decode(p, &prev->spills[i]);
+	if (index_by_conn(prev) < 0) {
+		warm_prev_free(prev);
+		return -ENOMEM;
+	}
 	*ret = prev;
 	return 0;
 }
@@ -413,6 +472,8 @@ void warm_prev_free(struct warm_prev *prev)
 	free(prev->bufs);
 	free(prev->conns);
 	free(prev->spills);
+	free(prev->leased);
+	free(prev->spilled);
 	free(prev);
 }
 

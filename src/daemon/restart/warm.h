@@ -107,6 +107,12 @@ struct warm_spill {
 	uint64_t fd_id;
 };
 
+/* A record of a connection's: which (an index into warm_prev.bufs or .spills), whose. */
+struct warm_ref {
+	uint64_t conn_id;
+	uint32_t record;
+};
+
 /* What a predecessor left, as read and checked by warm_read. */
 struct warm_prev {
 	uint64_t id; /* its memfd was kept as warm_name(WARM_NAME_STATE, id) */
@@ -119,7 +125,16 @@ struct warm_prev {
 	struct warm_conn *conns; /* FREE ones included */
 	uint32_t nspills;
 	struct warm_spill *spills; /* FREE ones included */
+	/* the LEASED buffer records and the FILE and PAGE spill records, by connection then record
+	 * (warm_prev_leases, warm_prev_spills): a connection's are found without reading them all */
+	struct warm_ref *leased, *spilled;
+	uint32_t nleased, nspilled;
 };
+
+/* The records of prev's buffers leased to conn_id (*ret: that many warm_refs, in record order). */
+uint32_t warm_prev_leases(const struct warm_prev *prev, uint64_t conn_id, const struct warm_ref **ret);
+/* The same for its spill files and counters page (records of prev->spills). */
+uint32_t warm_prev_spills(const struct warm_prev *prev, uint64_t conn_id, const struct warm_ref **ret);
 
 /*
  * Among the fds a previous life left (fdstore.h), take the state memfds, read them, and keep

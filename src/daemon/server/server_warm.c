@@ -153,16 +153,18 @@ int warm_socket_adopt(const struct config *cfg, gid_t gid, int fd)
  * Serve the connection the previous life recorded in c again, if its socket came back, is the
  * same client (credentials) and its leases can all be given back; else close it.
  */
-static bool adopt_conn(struct server *s, struct server_handover *h, const struct warm_conn *c)
+static bool adopt_conn(struct server *s, struct server_handover *h, const uint32_t *rec_buf,
+		       const struct warm_conn *c)
 {
 	char name[WARM_NAME_MAX], text[PROTO_TEXT_MAX];
+	const struct warm_ref *leased;
+	uint32_t nleased;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	int type = 0, fd;
 	socklen_t il = sizeof(type);
 	struct peer *p;
 	bool ok = true;
-	int64_t held = 0; /* the previous life's leases of this connection, less those given back */
 
 	warm_name(WARM_NAME_CONN, c->conn_id, name);
 	fd = fdstore_take(h->fds, h->nfds, name);
@@ -207,18 +209,14 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 	/* its leases: every buffer the previous life had leased to it, adopted by the pool; all of
 	 * them, or the connection is closed (the pool could not take one: more retired classes than
 	 * there is room for) */
-	for (uint32_t i = 0; i < s->pool->nbuffers && ok; i++) {
-		struct pool_buffer *b = &s->pool->buffers[i];
-		const struct warm_buf *wb = b->adopted ? &h->prev->bufs[b->prev_record] : NULL;
+	nleased = warm_prev_leases(h->prev, c->conn_id, &leased);
+	for (uint32_t i = 0; i < nleased && ok; i++) {
+		uint32_t b = rec_buf[leased[i].record];
+		const struct warm_buf *wb = &h->prev->bufs[leased[i].record];
 
-		if (wb && wb->state == WARM_BUF_LEASED && wb->conn_id == c->conn_id) {
-			ok = lease_adopt(s->leases, &p->owner, b, wb->lease_id, wb->since_rt) == 0;
-			held--;
-		}
+		ok = b != UINT32_MAX &&
+		     lease_adopt(s->leases, &p->owner, &s->pool->buffers[b], wb->lease_id, wb->since_rt) == 0;
 	}
-	for (uint32_t r = 0; r < h->prev->nbuffers; r++)
-		held += h->prev->bufs[r].state == WARM_BUF_LEASED && h->prev->bufs[r].conn_id == c->conn_id;
-	ok = ok && held == 0;
 	/* and its spill files (with their charges) and page */
 	if (ok && spill_adopt_owner(s->spill, &p->spill, c->conn_id, h->prev, h->fds, h->nfds) < 0) {
 		peer_kill(p, "its spill files could not all be given back after the restart");
@@ -261,11 +259,24 @@ static void resume_wait(struct server *s, struct peer *p)
 
 void warm_adopt_conns(struct server *s, struct server_handover *h)
 {
+	_cleanup_free_ uint32_t *rec_buf = NULL;
 	struct peer *p;
 
+	/* which pool buffer each of the previous life's records became (UINT32_MAX: none) */
+	if (h->prev) {
+		rec_buf = malloc((h->prev->nbuffers ? h->prev->nbuffers : 1) * sizeof(*rec_buf));
+		if (!rec_buf) {
+			log_oom("the connections to take over");
+			return; /* their fds are closed with the rest: the clients see their connections end */
+		}
+		memset(rec_buf, 0xff, h->prev->nbuffers * sizeof(*rec_buf));
+		for (uint32_t i = 0; i < s->pool->nbuffers; i++)
+			if (s->pool->buffers[i].adopted)
+				rec_buf[s->pool->buffers[i].prev_record] = i;
+	}
 	for (uint32_t i = 0; h->prev && i < h->prev->nconns; i++)
 		if (h->prev->conns[i].state != WARM_CONN_FREE)
-			adopt_conn(s, h, &h->prev->conns[i]);
+			adopt_conn(s, h, rec_buf, &h->prev->conns[i]);
 	/* retired buffers whose holders did not come back go now, and so do their spill files */
 	lease_retire_unheld(s->leases);
 	spill_adopt_rest(s->spill, h->prev, h->fds, h->nfds);

@@ -157,15 +157,15 @@ static int adopt_file(struct spill *sp, struct spill_owner *o, const struct warm
 int spill_adopt_owner(struct spill *sp, struct spill_owner *o, uint64_t conn_id, const struct warm_prev *prev,
 		      struct fdstore_fd *fds, unsigned nfds)
 {
+	const struct warm_ref *refs = NULL;
+	uint32_t n = prev ? warm_prev_spills(prev, conn_id, &refs) : 0;
 	int ret = 0;
 
 	o->conn_id = conn_id;
-	for (uint32_t i = 0; prev && i < prev->nspills; i++) {
-		const struct warm_spill *ws = &prev->spills[i];
+	for (uint32_t i = 0; i < n; i++) {
+		const struct warm_spill *ws = &prev->spills[refs[i].record];
 		int fd;
 
-		if ((ws->state != WARM_SPILL_FILE && ws->state != WARM_SPILL_PAGE) || ws->conn_id != conn_id)
-			continue;
 		fd = take(ws, fds, nfds);
 		if (fd < 0) {
 			ret = -EBADF;
