@@ -313,6 +313,30 @@ int manager_dup(struct manager *m, const char *name_prefix)
 	return fd;
 }
 
+int manager_swap(struct manager *m, const char *name, int fd)
+{
+	int r = -ENOENT;
+	struct stat st;
+
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < m->nkept && r < 0; i++)
+		if (strcmp(m->kept[i].name, name) == 0 && fstat(fd, &st) == 0) {
+			int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+			if (copy < 0) {
+				r = -errno;
+				break;
+			}
+			close(m->kept[i].fd);
+			m->kept[i].fd = copy;
+			m->kept[i].dev = st.st_dev;
+			m->kept[i].ino = st.st_ino;
+			r = 0;
+		}
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
 struct manager_layout *manager_prepare(struct manager *m)
 {
 	struct manager_layout *l = calloc(1, sizeof(*l));

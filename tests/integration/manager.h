@@ -49,6 +49,9 @@ void manager_layout_free(struct manager_layout *l);
 /* A dup of the first kept fd whose name starts with name_prefix, -1 if none (for attacks). */
 int manager_dup(struct manager *m, const char *name_prefix);
 
+/* Put fd in the place of the kept fd named name (an attack on the store); -ENOENT if none. */
+int manager_swap(struct manager *m, const char *name, int fd);
+
 /* Drop every kept fd (systemctl stop: the store is flushed). */
 void manager_flush(struct manager *m);
 

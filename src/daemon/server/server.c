@@ -157,11 +157,39 @@ static void refuse(const struct server *s, int fd, uid_t uid, int err, const cha
 	unadmitted_close(s, fd, uid);
 }
 
+/* Who the client on p's socket is (cred, and its groups from the socket): what it may do. */
+static void peer_set_creds(struct server *s, struct peer *p, const struct ucred *cred)
+{
+	access_creds_free(&p->creds);
+	access_creds_get(p->fd, cred, &p->creds);
+	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
+	p->sees_all = p->admin || (s->have_monitor_gid && access_in_group(&p->creds, s->monitor_gid));
+}
+
+int peer_verify(struct peer *p)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred), il = sizeof(int);
+	int type = 0;
+
+	if (!p->unverified)
+		return 0;
+	if (getsockopt(p->fd, SOL_SOCKET, SO_TYPE, &type, &il) < 0 || type != SOCK_STREAM ||
+	    getsockopt(p->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != p->owner.uid ||
+	    cred.gid != p->owner.gid || cred.pid != p->owner.pid) {
+		peer_kill(p, "its socket is not the connection the previous life of the daemon recorded");
+		return -EBADF;
+	}
+	p->unverified = false;
+	peer_set_creds(p->srv, p, &cred);
+	return 0;
+}
+
 /*
  * A peer for connection fd of cred, admitted (server_admit): counted, polled, attached to the
  * lease table. NULL when it could not be set up (it is closed then).
  */
-struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt)
+struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt, bool verified)
 {
 	struct peer *p = calloc(1, sizeof(*p));
 	char text[PROTO_TEXT_MAX];
@@ -181,9 +209,12 @@ struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64
 	p->connected_rt = connected_rt;
 	p->owner.pid = cred->pid;
 	p->owner.uid = cred->uid;
-	access_creds_get(fd, cred, &p->creds);
-	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
-	p->sees_all = p->admin || (s->have_monitor_gid && access_in_group(&p->creds, s->monitor_gid));
+	p->owner.gid = cred->gid;
+	p->unverified = !verified;
+	if (verified)
+		peer_set_creds(s, p, cred);
+	else /* what the record says, and no more rights than any client until peer_verify */
+		p->creds = (struct access_creds){ .uid = cred->uid, .gid = cred->gid };
 	spill_owner_init(s->spill, &p->spill, cred->uid, cred->pid);
 	TAILQ_INSERT_TAIL(&s->peers, p, link);
 	s->npeers++;
@@ -223,7 +254,7 @@ static void accept_one(struct server *s, int fd)
 		refuse(s, fd, cred.uid, r, text);
 		return;
 	}
-	p = peer_new(s, fd, &cred, realtime_ns());
+	p = peer_new(s, fd, &cred, realtime_ns(), true);
 	if (!p)
 		return;
 	p->conn_id = warm_new_id();

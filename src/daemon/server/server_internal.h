@@ -82,6 +82,9 @@ struct peer {
 	bool closing; /* destroy once out[] is flushed; ignore input */
 	bool busy; /* a request awaits its reply */
 	bool admin; /* root, the daemon's uid or admin_group: may restart the daemon */
+	/* taken over from a previous life and not yet compared with its record (peer_verify):
+	 * nothing is read from it or sent to it before */
+	bool unverified;
 	bool sees_all; /* an admin or of monitor_group: sees every client and uid in status */
 	struct access_creds creds; /* uid, gid and groups, as of connect() */
 	char name[PROTO_NAME_MAX];
@@ -189,9 +192,18 @@ void peer_note_busy(struct peer *p);
 int server_admit(struct server *s, const struct ucred *cred, char *text, size_t len);
 /*
  * A peer for connection fd of cred, admitted: counted, polled, attached to the lease table.
- * NULL when it could not be set up (fd closed).
+ * NULL when it could not be set up (fd closed). verified: cred is the socket's own (accepted
+ * now); else it is what a previous life recorded, and peer_verify compares them before the
+ * connection is first read or written.
  */
-struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt);
+struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt, bool verified);
+/*
+ * A connection taken over unverified: is its socket the client its record names (type and
+ * credentials)? Then its groups are read and it gets its rights; else it is killed (-EBADF).
+ * Taking over thousands of connections costs no system call for each this way, only the first
+ * use of each does.
+ */
+int peer_verify(struct peer *p);
 
 /* --- server_warm.c: warm restart ------------------------------------------------------------ */
 

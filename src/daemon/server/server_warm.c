@@ -150,8 +150,9 @@ int warm_socket_adopt(const struct config *cfg, gid_t gid, int fd)
 }
 
 /*
- * Serve the connection the previous life recorded in c again, if its socket came back, is the
- * same client (credentials) and its leases can all be given back; else close it.
+ * Serve the connection the previous life recorded in c again, if its socket came back and its
+ * leases can all be given back; else close it. Whether the socket is the client the record
+ * names (its credentials) is checked at its first use (peer_verify).
  */
 static bool adopt_conn(struct server *s, struct server_handover *h, const uint32_t *rec_buf,
 		       const struct warm_conn *c)
@@ -160,11 +161,9 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const uint32
 	const struct warm_ref *leased;
 	uint32_t nleased;
 	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	int type = 0, fd;
-	socklen_t il = sizeof(type);
 	struct peer *p;
 	bool ok = true;
+	int fd;
 
 	warm_name(WARM_NAME_CONN, c->conn_id, name);
 	fd = fdstore_take(h->fds, h->nfds, name);
@@ -180,14 +179,9 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const uint32
 						     : "ended in the middle of one of its requests");
 		return false;
 	}
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &il) < 0 || type != SOCK_STREAM ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != c->uid || cred.gid != c->gid ||
-	    cred.pid != c->pid || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
-		fdstore_remove(name);
-		close(fd);
-		h->closed++;
-		return false;
-	}
+	/* the socket is compared with the record before its first use (peer_verify); every
+	 * read and write of it is MSG_DONTWAIT, so whether it is O_NONBLOCK does not matter */
+	cred = (struct ucred){ .pid = c->pid, .uid = c->uid, .gid = c->gid };
 	if (server_admit(s, &cred, text, sizeof(text)) < 0) { /* the limits were lowered meanwhile */
 		log_info("Closing connection of pid %d (uid %u, \"%s\"): %s", (int)c->pid, (unsigned)c->uid, c->name,
 			 text);
@@ -196,7 +190,7 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const uint32
 		h->closed++;
 		return false;
 	}
-	p = peer_new(s, fd, &cred, c->connected_rt);
+	p = peer_new(s, fd, &cred, c->connected_rt, false);
 	if (!p) {
 		fdstore_remove(name);
 		h->closed++;
