@@ -126,23 +126,43 @@ static void handle(struct manager *m, const char *msg, int *fds, unsigned nfds)
 			close(fds[i]);
 }
 
-/* FDPOLL: a kept fd that hung up is dropped. */
+/* FDPOLL: a kept fd that hung up is dropped. One poll(2) for all of them, as systemd's one epoll. */
 static void poll_kept(struct manager *m)
 {
-	pthread_mutex_lock(&m->lock);
-	for (unsigned i = m->nkept; i-- > 0;) {
-		struct pollfd p = { .fd = m->kept[i].fd, .events = 0 };
+	struct pollfd *p;
+	unsigned *at, n = 0;
 
-		if (m->kept[i].poll && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)))
-			kept_drop(m, i);
-	}
+	pthread_mutex_lock(&m->lock);
+	p = calloc(m->nkept ? m->nkept : 1, sizeof(*p));
+	at = calloc(m->nkept ? m->nkept : 1, sizeof(*at));
+	for (unsigned i = 0; p && at && i < m->nkept; i++)
+		if (m->kept[i].poll) {
+			p[n] = (struct pollfd){ .fd = m->kept[i].fd, .events = 0 };
+			at[n++] = i;
+		}
+	/* from the last: dropping one moves the last kept fd into its place */
+	if (n && poll(p, n, 0) > 0)
+		for (unsigned k = n; k-- > 0;)
+			if (p[k].revents & (POLLHUP | POLLERR))
+				kept_drop(m, at[k]);
 	pthread_mutex_unlock(&m->lock);
+	free(p);
+	free(at);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static void *run(void *arg)
 {
 	struct manager *m = arg;
 	static char buf[8192];
+	double polled = 0;
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = m->sock, .events = POLLIN }, { .fd = m->stop_pipe[0], .events = POLLIN } };
@@ -161,7 +181,11 @@ static void *run(void *arg)
 			break;
 		if (p[1].revents)
 			break;
-		poll_kept(m);
+		/* every 20 ms, not per datagram: a barrier after thousands of fds is answered at once */
+		if (now_ms() - polled >= 20) {
+			poll_kept(m);
+			polled = now_ms();
+		}
 		if (!(p[0].revents & POLLIN))
 			continue;
 		n = recvmsg(m->sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
