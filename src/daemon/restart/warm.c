@@ -233,7 +233,11 @@ static int state_copy(int fd, uint8_t **ret_buf, size_t *ret_len, char *err, siz
 static int header_check(const struct warm_header *h, size_t len, char *err, size_t errlen)
 {
 	if (memcmp(h->magic, magic, sizeof(magic)) != 0) {
-		snprintf(err, errlen, "no state magic");
+		static const char zeros[sizeof(magic)];
+
+		/* warm_create's, until warm_publish: its life never served */
+		snprintf(err, errlen, memcmp(h->magic, zeros, sizeof(zeros)) == 0 ? "a state never published"
+										    : "no state magic");
 		return -EBADMSG;
 	}
 	if (h->version != WARM_VERSION) {
@@ -534,10 +538,20 @@ int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t l
 					.spill_record_size = sizeof(struct warm_spill_record), .nspills = nspills,
 					.id = warm_new_id(), .lives = lives, .page_size = page_size,
 					.hugetlb = hugetlb };
+	/* the checksum is of the published header: only the magic is missing until then */
 	memcpy(w->hdr->magic, magic, sizeof(magic));
 	w->hdr->crc = crc32c(0, w->hdr, offsetof(struct warm_header, crc));
+	memset(w->hdr->magic, 0, sizeof(magic));
 	*ret = w;
 	return 0;
+}
+
+void warm_publish(struct warm *w)
+{
+	/* every record is written before the magic: stores the compiler keeps in order suffice,
+	 * the next life reads the memory after this process ended */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memcpy(w->hdr->magic, magic, sizeof(magic));
 }
 
 int warm_fd(const struct warm *w)

@@ -152,13 +152,19 @@ void warm_prev_free(struct warm_prev *prev);
 
 /*
  * This life's state: a new memfd with nbuffers UNKNOWN records, nconns and nspills FREE ones.
- * Logs a failure and returns it as a negative errno.
+ * Logs a failure and returns it as a negative errno. It is not published: a next life does not
+ * read it (warm_read: "never published") until warm_publish writes its header's magic, which
+ * this life does once its records say everything it took over, before it serves anyone. So a
+ * life that dies while it boots, or while it prepares a take-over, leaves the state of the life
+ * before it the one to read.
  */
 struct warm;
 int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t lives, uint64_t page_size,
 		bool hugetlb, struct warm **ret);
+void warm_publish(struct warm *w);
 int warm_fd(const struct warm *w);
 uint64_t warm_id(const struct warm *w);
+
 /* Write record i (its old content is replaced; the sequence number brackets the write). */
 void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b);
 /* A FREE connection record for a new connection (-1: all taken), its record, giving it back. */

@@ -531,6 +531,12 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	}
 	if (h)
 		warm_adopt_conns(s, h);
+	/* the records say everything taken over: a next life reads this state from now on, and
+	 * nothing has been sent to a client before (a grant a crash could leave unrecorded) */
+	if (s->warm)
+		warm_publish(s->warm);
+	if (h)
+		warm_resume_waits(s);
 	log_info("Listening on '%s' (mode %04o)", cfg->socket_path, (unsigned)cfg->socket_mode);
 	if ((cfg->socket_mode & 0002) && (!cfg->max_bytes_per_uid || !cfg->spill_max_bytes_per_uid))
 		log_notice("Every user of this machine may connect (socket_mode %04o), and %s is 0 (no limit): "

@@ -218,8 +218,10 @@ void server_restart_checked(struct server *s, uint64_t now);
 void peer_keep(struct server *s, struct peer *p);
 /* The listening socket fd a previous life left if it is still the configured one, else -1 (closed). */
 int warm_socket_adopt(const struct config *cfg, gid_t gid, int fd);
-/* Serve on the connections h's state describes, give their leases back, queue their acquires. */
+/* Serve on the connections h's state describes, give their leases back (their acquires wait). */
 void warm_adopt_conns(struct server *s, struct server_handover *h);
+/* Queue again the acquires the connections taken over were waiting in (once published). */
+void warm_resume_waits(struct server *s);
 /* Stopping for a next life: send what is queued, write every record, then change nothing more. */
 void warm_quiesce(struct server *s);
 

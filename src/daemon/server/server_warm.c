@@ -254,7 +254,6 @@ static void resume_wait(struct server *s, struct peer *p)
 void warm_adopt_conns(struct server *s, struct server_handover *h)
 {
 	_cleanup_free_ uint32_t *rec_buf = NULL;
-	struct peer *p;
 
 	/* which pool buffer each of the previous life's records became (UINT32_MAX: none) */
 	if (h->prev) {
@@ -274,7 +273,14 @@ void warm_adopt_conns(struct server *s, struct server_handover *h)
 	/* retired buffers whose holders did not come back go now, and so do their spill files */
 	lease_retire_unheld(s->leases);
 	spill_adopt_rest(s->spill, h->prev, h->fds, h->nfds);
-	/* only now: a waiter must not be given what an adopted connection still holds */
+}
+
+void warm_resume_waits(struct server *s)
+{
+	struct peer *p;
+
+	/* only once every connection has its leases back: a waiter must not be given what an
+	 * adopted connection still holds */
 	TAILQ_FOREACH(p, &s->peers, link)
 		if (p->busy && !p->dead)
 			resume_wait(s, p);
