@@ -34,6 +34,13 @@ enum hugepages_mode {
 	HUGEPAGES_OFF, /* regular shared memory (memfd) with MADV_HUGEPAGE */
 };
 
+/* How a restart asked of the running daemon (hugepoolctl restart, SIGUSR2) happens (reexec.h). */
+enum restart_mode {
+	RESTART_AUTO, /* takeover under a service manager ($NOTIFY_SOCKET), else exec */
+	RESTART_TAKEOVER, /* the next life starts beside this one and takes over (a new pid) */
+	RESTART_EXEC, /* this process executes the binary again (the same pid) */
+};
+
 struct config_class {
 	char name[CONFIG_CLASS_NAME_MAX + 1];
 	uint64_t size; /* bytes per buffer, > 0, a multiple of the page size in use */
@@ -96,6 +103,7 @@ struct config {
 	/* its members see in status what admins see, and may do nothing else they may; "" = none */
 	char monitor_group[CONFIG_GROUP_MAX];
 	enum hugepages_mode hugepages; /* default prefer */
+	enum restart_mode restart; /* default auto */
 	uint64_t page_size; /* 2M (default) or 1G; the hugetlb page size asked for */
 	unsigned prefault_threads; /* 0 = one per online CPU (default) */
 	uint32_t max_connections; /* all clients together; default 1024 */
@@ -146,5 +154,8 @@ uint64_t config_buffers(const struct config *cfg);
 const char *hugepages_mode_to_string(enum hugepages_mode m);
 int hugepages_mode_from_string(const char *s, enum hugepages_mode *ret);
 const char *journal_backend_name(enum journal_backend b);
+/* "auto", "takeover", "exec" */
+const char *restart_mode_to_string(enum restart_mode m);
+int restart_mode_from_string(const char *s, enum restart_mode *ret);
 
 #endif
