@@ -373,7 +373,7 @@ static int open_spill(struct boot *b)
 	char size[32];
 	int r;
 
-	r = spill_open(&b->cfg, &b->spill);
+	r = spill_open(&b->cfg, false, &b->spill);
 	if (r < 0)
 		return r;
 	log_info("Spill directory '%s', in-memory threshold %s", b->cfg.spill_directory,

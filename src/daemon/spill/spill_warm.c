@@ -244,3 +244,48 @@ void spill_adopt_rest(struct spill *sp, const struct warm_prev *prev, struct fds
 	if (sp->files)
 		sp->next_audit = now_ns() + 10000000ull;
 }
+
+/* Forget kept here only (the object lives on under its name) and give fd back to fds, by name. */
+static void give_back(struct spill *sp, struct spill_kept *kept, bool page, int fd, struct fdstore_fd *fds,
+		      unsigned nfds)
+{
+	char name[WARM_NAME_MAX];
+
+	warm_name(page ? WARM_NAME_SPAGE : WARM_NAME_SPILL, kept->fd_id, name);
+	if (kept->slot >= 0) {
+		fdstore_forget(name);
+		if (sp->warm && !sp->sealed)
+			warm_spill_release(sp->warm, kept->slot);
+		kept->slot = -1;
+	}
+	if (fdstore_untake(fds, nfds, name, fd) < 0)
+		close(fd);
+}
+
+void spill_owner_unadopt(struct spill *sp, struct spill_owner *o, struct fdstore_fd *fds, unsigned nfds)
+{
+	while (o->nfiles) {
+		struct spill_file *f = &o->files[o->nfiles - 1];
+
+		spill_charge_sub(sp, o, f, f->charged);
+		give_back(sp, &f->kept, false, f->fd, fds, nfds);
+		o->acct->files--;
+		sp->files--;
+		o->nfiles--;
+	}
+	free(o->files);
+	o->files = NULL;
+	o->cap = 0;
+	if (o->counters.page) {
+		int fd = o->counters.fd;
+
+		counters_free(&o->counters, false);
+		give_back(sp, &o->page_kept, true, fd, fds, nfds);
+	}
+	if (o->acct)
+		spill_uid_put(sp, o->acct);
+	o->acct = NULL;
+	if (o->linked)
+		TAILQ_REMOVE(&sp->owners, o, link);
+	o->linked = 0;
+}
