@@ -337,6 +337,20 @@ int manager_dup(struct manager *m, const char *name_prefix)
 	return fd;
 }
 
+bool manager_name(struct manager *m, const char *name_prefix, char *name, size_t len)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < m->nkept && !found; i++)
+		if (strncmp(m->kept[i].name, name_prefix, strlen(name_prefix)) == 0) {
+			snprintf(name, len, "%s", m->kept[i].name);
+			found = true;
+		}
+	pthread_mutex_unlock(&m->lock);
+	return found;
+}
+
 int manager_swap(struct manager *m, const char *name, int fd)
 {
 	int r = -ENOENT;

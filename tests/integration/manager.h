@@ -18,6 +18,7 @@
 #define HP_TEST_MANAGER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct manager;
 
@@ -49,6 +50,8 @@ void manager_layout_free(struct manager_layout *l);
 /* A dup of the first kept fd whose name starts with name_prefix, -1 if none (for attacks). */
 int manager_dup(struct manager *m, const char *name_prefix);
 
+/* The name of the first kept fd whose name starts with name_prefix (false if none). */
+bool manager_name(struct manager *m, const char *name_prefix, char *name, size_t len);
 /* Put fd in the place of the kept fd named name (an attack on the store); -ENOENT if none. */
 int manager_swap(struct manager *m, const char *name, int fd);
 

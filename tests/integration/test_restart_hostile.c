@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -523,6 +524,60 @@ static void test_swapped_connections_not_served(void **state)
 	stop(&d);
 }
 
+/*
+ * A buffer is taken over without looking at its memfd, which is checked before it is first
+ * handed out (pool_buffer_usable). A memfd of the wrong size put in the store under a buffer's
+ * name: the client that acquires the class gets every buffer, that one with fresh pages in a new
+ * memfd (the others as it left them), and never the file the store held.
+ */
+static void test_swapped_buffer_renewed(void **state)
+{
+	static const struct harness_opts o = { .fdstore_max = 4096 };
+	static struct daemon d;
+	struct hp_buffer b[4];
+	char name[NAME_MAX_];
+	unsigned zeros = 0;
+	hp_conn *c;
+	int fd;
+
+	(void)state;
+	start_opts(&d, "hugepages = off\n", ONE, &o);
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 4, 1000, b), 0);
+	for (int i = 0; i < 4; i++)
+		memset(b[i].addr, 0x5a, b[i].size);
+	assert_int_equal(hp_release(c, b, 4), 0);
+	assert_true(manager_name(d.mgr, "b", name, sizeof(name)));
+	/* with every page of a buffer there: what the intact check alone would let through */
+	fd = memfd_create("impostor", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	{
+		static uint8_t page[8192];
+
+		memset(page, 0x77, sizeof(page));
+		assert_int_equal(write(fd, page, sizeof(page)), (ssize_t)sizeof(page));
+	}
+	assert_int_equal(manager_swap(d.mgr, name, fd), 0);
+	close(fd);
+	hp_disconnect(c);
+	assert_int_equal(harness_kill(&d), 128 + SIGKILL);
+	running = NULL;
+	assert_int_equal(harness_restart(&d), 0);
+	running = &d;
+	check_log(&d, "Warm start (life 2): adopted 4 buffers", 1);
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 4, 1000, b), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(b[i].size, 4096);
+		zeros += ((uint8_t *)b[i].addr)[0] == 0;
+	}
+	assert_int_equal(zeros, 1);
+	check_log(&d, "is not the memfd the previous life recorded", 1);
+	assert_int_equal(hp_release(c, b, 4), 0);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -531,6 +586,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_impossible_restart_refused, teardown),
 		cmocka_unit_test_teardown(test_renewal_during_reexec, teardown),
 		cmocka_unit_test_teardown(test_swapped_connections_not_served, teardown),
+		cmocka_unit_test_teardown(test_swapped_buffer_renewed, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

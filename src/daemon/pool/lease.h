@@ -79,8 +79,9 @@ struct lease_ops {
 	void (*failed)(struct lease_owner *o, int err, const char *text, void *ud);
 	/* give b fresh memory, then call lease_renewed() on the event loop */
 	void (*renew)(struct pool_buffer *b, void *ud);
-	/* has b still every page it was given? (a holder may punch pages out of its memfd); NULL:
-	 * assume so. A warm buffer that is not is renewed before it is granted again. */
+	/* may b be handed out as it is: has it still every page it was given (a holder may punch
+	 * pages out of its memfd), and is it, taken over unverified, the memfd its record said
+	 * (pool_buffer_usable)? NULL: assume so. One that is not is renewed before it is granted. */
 	bool (*intact)(struct pool_buffer *b, void *ud);
 	/* what the next life must know of b changed (struct lease_note); NULL: not told */
 	void (*changed)(struct pool_buffer *b, const struct lease_note *n, void *ud);

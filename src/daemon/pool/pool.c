@@ -76,6 +76,7 @@ static int buffer_create(struct pool *p, struct pool_buffer *b)
 	b->addr = addr;
 	b->fd = fd;
 	b->fd_id = warm_new_id();
+	b->unverified = false; /* made here */
 	b->boot_state = WARM_BUF_CLEAN;
 	return 0;
 }
@@ -237,8 +238,6 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 		const struct warm_buf *wb = &prev->bufs[r];
 		char name[WARM_NAME_MAX];
 		struct pool_buffer *b = NULL;
-		uint64_t page;
-		bool hugetlb, intact;
 		int fd;
 
 		if (wb->state == WARM_BUF_UNKNOWN)
@@ -251,8 +250,7 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 			if (!p->classes[c].retired && strcmp(p->classes[c].name, wb->class_name) == 0 &&
 			    wb->index < p->classes[c].count && p->classes[c].size == wb->size)
 				b = &p->buffers[p->classes[c].first + wb->index];
-		if ((b && b->fd >= 0) || !buffer_adoptable(fd, wb->size, &page, &hugetlb, &intact) ||
-		    hugetlb != prev->hugetlb || page != prev->page_size) {
+		if (b && b->fd >= 0) {
 			drop_fd(a, fd, wb->fd_id);
 			continue;
 		}
@@ -261,11 +259,13 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 			drop_fd(a, fd, wb->fd_id);
 			continue;
 		}
+		/* what the file is, is looked at before it is first handed out (pool_buffer_usable) */
 		b->fd = fd;
 		b->fd_id = wb->fd_id;
 		b->adopted = true;
+		b->unverified = true;
 		b->prev_record = r;
-		b->boot_state = intact ? wb->state : WARM_BUF_BROKEN;
+		b->boot_state = wb->state;
 		b->boot_uid = wb->uid;
 	}
 	/* every other buffer fd: its pages may be wanted by the buffers made now */
@@ -418,6 +418,20 @@ unsigned pool_store_fds(struct pool *p)
 		failed += fdstore_add(name, p->buffers[i].fd, 0) < 0;
 	}
 	return failed;
+}
+
+bool pool_buffer_usable(const struct pool *p, struct pool_buffer *b)
+{
+	uint64_t page;
+	bool hugetlb, intact;
+
+	if (!b->unverified)
+		return pool_buffer_intact(b);
+	if (b->fd < 0 || !buffer_adoptable(b->fd, b->size, &page, &hugetlb, &intact) || hugetlb != p->hugetlb ||
+	    page != p->page_size)
+		return false; /* not what its record said: renewed, a fresh memfd in its place */
+	b->unverified = false;
+	return intact;
 }
 
 int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progress, void *userdata)

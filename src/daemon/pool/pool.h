@@ -35,6 +35,9 @@ struct pool_buffer {
 	uid_t boot_uid; /* DIRTY, LEASED */
 	bool adopted; /* taken over from the previous life: not faulted again */
 	uint32_t prev_record; /* adopted: its record in the previous life's state (warm_prev.bufs) */
+	/* adopted, and its fd not looked at yet (pool_buffer_usable does, before it is handed out):
+	 * a take-over of thousands of buffers costs no system call for each */
+	bool unverified;
 };
 
 /*
@@ -86,6 +89,13 @@ int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool 
 
 /* Keep every buffer's memfd in the fd store (fdstore.h) under its name; returns how many failed. */
 unsigned pool_store_fds(struct pool *p);
+
+/*
+ * May b be handed out as it is? Adopted unverified, its fd is checked first (a sealed memfd of
+ * b's size on the pool's file system: a state that names the wrong file is not trusted), then
+ * every time: has it still every page (pool_buffer_intact)? false: renew it first.
+ */
+bool pool_buffer_usable(const struct pool *p, struct pool_buffer *b);
 
 /* Fault in the buffers that were not adopted, in parallel; logs the figures. */
 int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progress, void *userdata);
