@@ -39,6 +39,7 @@ struct manager {
 	pthread_mutex_t lock;
 	pthread_cond_t ready_cond;
 	bool ready;
+	pid_t main_pid; /* MAINPID= */
 	unsigned stores; /* FDSTORE=1 datagrams since the last manager_reset_ready */
 	struct kept *kept;
 	unsigned nkept, capkept;
@@ -82,6 +83,8 @@ static void handle(struct manager *m, const char *msg, int *fds, unsigned nfds)
 	char name[NAME_MAX_ + 1], v[16];
 
 	pthread_mutex_lock(&m->lock);
+	if (field(msg, "MAINPID", v, sizeof(v)))
+		m->main_pid = (pid_t)atoi(v);
 	if (strstr(msg, "READY=1")) {
 		m->ready = true;
 		pthread_cond_broadcast(&m->ready_cond);
@@ -282,6 +285,7 @@ void manager_reset_ready(struct manager *m)
 {
 	pthread_mutex_lock(&m->lock);
 	m->ready = false;
+	m->main_pid = 0;
 	m->stores = 0;
 	pthread_mutex_unlock(&m->lock);
 }
@@ -301,6 +305,16 @@ bool manager_wait_ready(struct manager *m, int timeout_ms)
 	r = m->ready;
 	pthread_mutex_unlock(&m->lock);
 	return r;
+}
+
+pid_t manager_main_pid(struct manager *m)
+{
+	pid_t pid;
+
+	pthread_mutex_lock(&m->lock);
+	pid = m->main_pid;
+	pthread_mutex_unlock(&m->lock);
+	return pid;
 }
 
 unsigned manager_stores(struct manager *m)

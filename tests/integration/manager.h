@@ -11,6 +11,8 @@
  * connection); BARRIER=1 closes the fd it carries after everything before it was done. Without
  * a store, fds sent are closed at once (systemd ignores them the same way).
  *
+ * MAINPID= names the service's main process from then on (a take-over, takeover.h): manager_main_pid.
+ *
  * manager_fds() lays the kept fds out for the next start from fd 3 with LISTEN_FDS,
  * LISTEN_FDNAMES (LISTEN_PID is the child's pid): harness.c calls it in the forked child.
  */
@@ -19,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct manager;
 
@@ -29,6 +32,9 @@ void manager_free(struct manager *m);
 /* Forget READY=1 (before a new start); wait at most timeout_ms for READY=1: has it come since? */
 void manager_reset_ready(struct manager *m);
 bool manager_wait_ready(struct manager *m, int timeout_ms);
+
+/* The pid the last MAINPID= named since manager_reset_ready (0: none). */
+pid_t manager_main_pid(struct manager *m);
 
 /* FDSTORE=1 datagrams received since the last manager_reset_ready (this life's), duplicates too. */
 unsigned manager_stores(struct manager *m);

@@ -715,29 +715,44 @@ static void test_mid_request_closed(void **state)
 	stop(&d);
 }
 
-/* --- without systemd: hugepoolctl restart and SIGUSR2 re-execute the daemon ------------------ */
+/* --- hugepoolctl restart and SIGUSR2: a take-over, or a re-execution in place --------------- */
 
 static int restart_refused(hp_conn *c)
 {
 	return hp_daemon_restart(c) == -EPERM ? 0 : 11;
 }
 
+/* Status until it comes from life `lives` (a restart's answer comes before its end). */
+static struct hp_status *status_of_life(hp_conn *c, uint64_t lives)
+{
+	struct hp_status *st = status(c);
+
+	for (int i = 0; i < 5000 && st->start.lives < lives; i++) {
+		hp_status_free(st);
+		usleep(1000);
+		st = status(c);
+	}
+	assert_int_equal(st->start.lives, lives);
+	return st;
+}
+
 /*
- * The same process becomes the daemon's binary again, handing its fds over itself: a client
- * holding buffers keeps its connection and its leases; hugepoolctl restart says how warm.
+ * Under a service manager (restart = auto) the next life starts beside the running one, prepares,
+ * and takes over; the manager follows it (MAINPID=). A client holding buffers keeps its
+ * connection and its leases throughout; hugepoolctl restart says how warm; SIGUSR2 does the same.
  */
-static void test_reexec(void **state)
+static void test_takeover(void **state)
 {
 	static struct daemon d;
 	struct hp_buffer b[2];
 	struct hp_status *st;
 	char out[1024];
-	pid_t pid;
+	pid_t first, second;
 	hp_conn *c;
 
 	(void)state;
-	start(&d, NULL, ONE); /* no fd store: nothing but the daemon itself keeps anything */
-	pid = d.pid;
+	start(&d, NULL, ONE); /* no fd store: the running life hands everything over itself */
+	first = d.pid;
 	c = conn(&d);
 	assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
 	memset(b[0].addr, 0x77, b[0].size);
@@ -745,18 +760,17 @@ static void test_reexec(void **state)
 	assert_non_null(strstr(out, "hugepoold restarted (pid "));
 	assert_non_null(strstr(out, "Start:       warm (life 2): adopted 4 buffers, faulted 0, dropped 0; 2 connections "
 				    "served on, 0 closed"));
-	/* SIGUSR2 does the same, once its check (run beside the serving daemon) passed: this
-	 * connection is answered throughout, and served on by the next life */
-	kill(pid, SIGUSR2);
-	st = status(c);
-	for (int i = 0; i < 5000 && st->start.lives < 3; i++) {
-		hp_status_free(st);
-		usleep(1000);
-		st = status(c);
-	}
-	assert_int_equal(st->daemon_pid, pid);
+	st = status_of_life(c, 2);
+	second = st->daemon_pid;
+	hp_status_free(st);
+	assert_int_not_equal(second, first);
+	assert_true(harness_follows(&d, second, 5000));
+	/* SIGUSR2 to the new one: this connection is answered throughout, and served on again */
+	kill(second, SIGUSR2);
+	st = status_of_life(c, 3);
+	assert_int_not_equal(st->daemon_pid, second);
+	assert_true(harness_follows(&d, st->daemon_pid, 5000));
 	assert_int_equal(st->start.warm, 1);
-	assert_int_equal(st->start.lives, 3);
 	assert_int_equal(st->start.adopted_buffers, NBUF);
 	assert_int_equal(st->start.faulted_buffers, 0);
 	assert_int_equal(st->nleases, 2);
@@ -766,7 +780,46 @@ static void test_reexec(void **state)
 	if (harness_two_uids())
 		assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, on_conn, &(struct on_conn){ &d, restart_refused }), 0);
 	hp_disconnect(c);
+	assert_int_equal(harness_log_count(&d, "Taken over by pid "), 2);
+	assert_int_equal(harness_log_count(&d, "Re-executing '"), 0);
+	stop(&d);
+}
+
+/*
+ * restart = exec: the same process becomes the daemon's binary again, handing its fds over
+ * itself, and keeps its pid (the way for supervisors that follow no MAINPID=).
+ */
+static void test_reexec_in_place(void **state)
+{
+	static struct daemon d;
+	struct hp_buffer b[2];
+	struct hp_status *st;
+	char out[1024];
+	pid_t pid;
+	hp_conn *c;
+
+	(void)state;
+	start(&d, "restart = exec\n", ONE);
+	pid = d.pid;
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
+	memset(b[0].addr, 0x77, b[0].size);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepoold restarted (pid "));
+	assert_non_null(strstr(out, "Start:       warm (life 2): adopted 4 buffers, faulted 0, dropped 0; 2 connections "
+				    "served on, 0 closed"));
+	kill(pid, SIGUSR2);
+	st = status_of_life(c, 3);
+	assert_int_equal(st->daemon_pid, pid);
+	assert_int_equal(st->start.warm, 1);
+	assert_int_equal(st->start.adopted_buffers, NBUF);
+	assert_int_equal(st->nleases, 2);
+	hp_status_free(st);
+	assert_int_equal(((uint8_t *)b[0].addr)[0], 0x77);
+	assert_int_equal(hp_release(c, b, 2), 0);
+	hp_disconnect(c);
 	assert_int_equal(harness_log_count(&d, "Re-executing '"), 2);
+	assert_int_equal(d.pid, pid);
 	stop(&d);
 }
 
@@ -1047,7 +1100,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_client_left_while_down, teardown),
 		cmocka_unit_test_teardown(test_spill_survives, teardown),
 		cmocka_unit_test_teardown(test_mid_request_closed, teardown),
-		cmocka_unit_test_teardown(test_reexec, teardown),
+		cmocka_unit_test_teardown(test_takeover, teardown),
+		cmocka_unit_test_teardown(test_reexec_in_place, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
 		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),
 	};

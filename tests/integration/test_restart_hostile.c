@@ -99,13 +99,26 @@ static int hoarder_main(void *arg)
  * The re-execution passed every fd's name in one LISTEN_FDNAMES string; past 128 KiB execve
  * failed with E2BIG after the daemon had torn itself down, and it exited: pool, leases, every
  * client gone. A pool of 5000 buffers and one uid within its limits (64 connections, 1024 spill
- * files) made it so. Now the names travel in a memfd: everything comes back.
+ * files) made it so. Now the names travel in a memfd: everything comes back; and a take-over
+ * (restart = auto under a manager) hands the same over through its channel.
  */
+static void check_everything_back(struct daemon *d, hp_conn *c, uint64_t lives)
+{
+	struct hp_status *st = status(c);
+
+	assert_true(harness_follows(d, st->daemon_pid, 5000));
+	assert_int_equal(st->start.lives, lives);
+	assert_int_equal(st->start.adopted_buffers, 5000);
+	assert_int_equal(st->start.adopted_connections, CONNS + 2);
+	assert_int_equal(st->start.closed_connections, 0);
+	assert_int_equal(st->spill.files, CONNS * STREAMS_PER_CONN);
+	hp_status_free(st);
+}
+
 static void test_reexec_hands_over_everything(void **state)
 {
 	static struct daemon d;
 	struct attacker a;
-	struct hp_status *st;
 	char out[2048];
 	pid_t pid;
 	hp_conn *c;
@@ -113,20 +126,19 @@ static void test_reexec_hands_over_everything(void **state)
 	(void)state;
 	if (!harness_two_uids())
 		skip();
-	start(&d, "hugepages = off\n", "[class many]\nsize = 4K\ncount = 5000\n");
+	start(&d, "hugepages = off\nrestart = exec\n", "[class many]\nsize = 4K\ncount = 5000\n");
 	pid = d.pid;
 	a.socket = d.socket;
 	assert_int_equal(harness_other_start(&a.o, HARNESS_OTHER_UID, hoarder_main, &a), 0);
 	c = conn(&d);
+	/* the next life takes over (the running one re-executes itself in place first) */
+	assert_int_equal(harness_reconfigure(&d, "hugepages = off\n", "[class many]\nsize = 4K\ncount = 5000\n"), 0);
 	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
-	st = status(c);
-	assert_int_equal(st->daemon_pid, pid);
-	assert_int_equal(st->start.lives, 2);
-	assert_int_equal(st->start.adopted_buffers, 5000);
-	assert_int_equal(st->start.adopted_connections, CONNS + 2);
-	assert_int_equal(st->start.closed_connections, 0);
-	assert_int_equal(st->spill.files, CONNS * STREAMS_PER_CONN);
-	hp_status_free(st);
+	check_everything_back(&d, c, 2);
+	assert_int_equal(d.pid, pid);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	check_everything_back(&d, c, 3);
+	assert_int_not_equal(d.pid, pid);
 	assert_int_equal(harness_other_finish(&a.o), 0);
 	hp_disconnect(c);
 	stop(&d);
@@ -236,10 +248,11 @@ static void test_impossible_restart_refused(void **state)
 	assert_non_null(strstr(out, "cannot run"));
 	/* SIGUSR2 is refused the same way */
 	kill(pid, SIGUSR2);
-	for (int i = 0; i < 5000 && harness_log_count(&d, "not re-executing") == 0; i++)
+	for (int i = 0; i < 5000 && harness_log_count(&d, "Refusing the restart: cannot run") < 2; i++)
 		usleep(1000);
-	check_log(&d, "not re-executing", 1);
+	check_log(&d, "Refusing the restart: cannot run", 2);
 	check_log(&d, "Re-executing '", 0);
+	check_log(&d, "Taken over by", 0);
 
 	/* the same life served on throughout: its lease and the buffer's bytes are there */
 	st = status(c);
@@ -253,7 +266,7 @@ static void test_impossible_restart_refused(void **state)
 	assert_int_equal(rename("/tmp/hugepool-bin-saved", bin), 0);
 	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	st = status(c);
-	assert_int_equal(st->daemon_pid, pid);
+	assert_true(harness_follows(&d, st->daemon_pid, 5000));
 	assert_int_equal(st->start.lives, 2);
 	assert_int_equal(st->nleases, 1);
 	hp_status_free(st);
@@ -590,5 +603,7 @@ int main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
+	if (getenv("HP_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("HP_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

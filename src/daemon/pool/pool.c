@@ -244,13 +244,23 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 			continue;
 		warm_name(WARM_NAME_BUF, wb->fd_id, name);
 		fd = fdstore_take(a->fds, a->nfds, name);
-		if (fd < 0)
+		if (fd < 0 && !a->snapshot)
 			continue;
 		for (unsigned c = 0; c < p->nclasses && !b; c++)
 			if (!p->classes[c].retired && strcmp(p->classes[c].name, wb->class_name) == 0 &&
 			    wb->index < p->classes[c].count && p->classes[c].size == wb->size)
 				b = &p->buffers[p->classes[c].first + wb->index];
-		if (b && b->fd >= 0) {
+		if (fd < 0) { /* a snapshot's buffer being renewed: its memfd comes later */
+			if (b && !b->adopted) {
+				b->fd_id = wb->fd_id;
+				b->adopted = true;
+				b->prev_record = r;
+				b->boot_state = WARM_BUF_BROKEN;
+				b->boot_uid = wb->uid;
+			}
+			continue;
+		}
+		if (b && (b->fd >= 0 || b->adopted)) {
 			drop_fd(a, fd, wb->fd_id);
 			continue;
 		}
@@ -268,8 +278,9 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 		b->boot_state = wb->state;
 		b->boot_uid = wb->uid;
 	}
-	/* every other buffer fd: its pages may be wanted by the buffers made now */
-	for (unsigned i = 0; i < a->nfds; i++) {
+	/* every other buffer fd: its pages may be wanted by the buffers made now; not a
+	 * snapshot's, which the running life holds anyway: a record may name it once it stopped */
+	for (unsigned i = 0; i < a->nfds && !a->snapshot; i++) {
 		uint64_t id;
 
 		if (a->fds[i].fd >= 0 && warm_parse_name(a->fds[i].name, WARM_NAME_BUF, &id)) {
@@ -418,6 +429,14 @@ unsigned pool_store_fds(struct pool *p)
 		failed += fdstore_add(name, p->buffers[i].fd, 0) < 0;
 	}
 	return failed;
+}
+
+void pool_buffer_replace(struct pool_buffer *b, int fd, uint64_t fd_id, int *ret_old)
+{
+	*ret_old = b->fd;
+	b->fd = fd;
+	b->fd_id = fd_id;
+	b->unverified = true;
 }
 
 bool pool_buffer_usable(const struct pool *p, struct pool_buffer *b)

@@ -447,10 +447,11 @@ static int resolve_access(struct server *s)
 		s->monitor_gid = g->gr_gid;
 		s->have_monitor_gid = true;
 	}
-	s->jaccess = calloc(s->njournals ? s->njournals : 1, sizeof(*s->jaccess));
+	/* every configured journal's, also where they are opened later (a take-over) */
+	s->jaccess = calloc(cfg->njournals ? cfg->njournals : 1, sizeof(*s->jaccess));
 	if (!s->jaccess)
 		return log_oom("the journals' access lists");
-	for (unsigned i = 0; i < s->njournals; i++)
+	for (unsigned i = 0; i < cfg->njournals; i++)
 		for (unsigned op = 0; op < JOURNAL_OPS; op++)
 			if (access_list_resolve(&cfg->journals[i].access[op], s->socket_gid, &s->jaccess[i][op], err,
 						sizeof(err)) < 0)
@@ -485,6 +486,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	s->warm = warm;
 	spill_set_warm(spill, warm);
 	s->listen_fd = s->epoll_fd = s->signal_fd = s->reserve_fd = s->restart_fd = -1;
+	s->next.chan = s->next.state_fd = s->prev_life.chan = -1;
 	s->started_rt = realtime_ns();
 	TAILQ_INIT(&s->peers);
 	r = lease_table_new(pool, &lim, &svc_lease_ops, s, &s->leases);
@@ -532,10 +534,11 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	if (h)
 		warm_adopt_conns(s, h);
 	/* the records say everything taken over: a next life reads this state from now on, and
-	 * nothing has been sent to a client before (a grant a crash could leave unrecorded) */
-	if (s->warm)
+	 * nothing has been sent to a client before (a grant a crash could leave unrecorded); a
+	 * take-over's next life does this once it has taken over (server_takeover_finish) */
+	if (s->warm && !(h && h->prepare))
 		warm_publish(s->warm);
-	if (h)
+	if (h && !h->prepare)
 		warm_resume_waits(s);
 	log_info("Listening on '%s' (mode %04o)", cfg->socket_path, (unsigned)cfg->socket_mode);
 	if ((cfg->socket_mode & 0002) && (!cfg->max_bytes_per_uid || !cfg->spill_max_bytes_per_uid))
@@ -579,6 +582,10 @@ int server_run(struct server *s)
 		if (now >= reexec_check_deadline())
 			server_restart_checked(s, now); /* given up: it took too long */
 		deadline = MIN(deadline, reexec_check_deadline());
+		if (s->next.chan >= 0 && now >= s->next.deadline)
+			server_takeover_event(s, 0, now);
+		if (s->next.chan >= 0)
+			deadline = MIN(deadline, s->next.deadline);
 
 		if (s->listen_paused_until && now >= s->listen_paused_until) {
 			s->listen_paused_until = 0;
@@ -621,6 +628,10 @@ int server_run(struct server *s)
 				s->stop = true;
 			} else if (tag == &s->restart_fd) {
 				server_restart_checked(s, now_ns());
+			} else if (tag == &s->next.chan) {
+				server_takeover_event(s, evs[i].events, now_ns());
+			} else if (tag == &s->prev_life.chan) {
+				server_prev_life_event(s);
 			} else if (tag == &tag_recycler) {
 				recycler_collect(s->recycler, svc_lease_renewed, s);
 			} else {
@@ -637,10 +648,16 @@ int server_run(struct server *s)
 		lease_expire(s->leases, now_ns());
 		reap(s);
 	}
+	s->stopped_ns = now_ns();
 	warm_quiesce(s);
-	if (s->reexec)
+	if (s->reexec || s->takeover)
 		s->listen_kept = true; /* the next life serves it, at the same path */
-	return s->reexec ? SERVER_REEXEC : 0;
+	return s->takeover ? SERVER_TAKEOVER : s->reexec ? SERVER_REEXEC : 0;
+}
+
+uint64_t server_stopped_at(const struct server *s)
+{
+	return s->stopped_ns;
 }
 
 void server_free(struct server *s)
@@ -650,6 +667,14 @@ void server_free(struct server *s)
 	if (!s)
 		return;
 	reexec_check_cancel(); /* stopped while a restart was checked */
+	server_takeover_cancel(s); /* ... or prepared */
+	if (s->prev_life.chan >= 0)
+		close(s->prev_life.chan);
+	if (s->prev_life.fds)
+		fdstore_received_free(s->prev_life.fds, s->prev_life.nfds);
+	free(s->parked);
+	if (s->next.state_fd >= 0)
+		close(s->next.state_fd);
 	while ((p = TAILQ_FIRST(&s->peers)))
 		peer_destroy(s, p);
 	/* stop the recycler before the lease table: it may still hold a buffer */
