@@ -884,8 +884,10 @@ void warm_quiesce(struct server *s)
 			break;
 		(void)poll(NULL, 0, 5);
 	}
+	/* every record as it is now; those already so are not written again (a take-over hands
+	 * over the records written since its snapshot: each rewritten here would be one more) */
 	TAILQ_FOREACH(p, &s->peers, link)
-		peer_note(p, true);
+		peer_note(p, false);
 	/* a stop leaves the next life what the service manager holds: all of it (a re-execution
 	 * hands the whole table over itself) */
 	if (!s->reexec && !s->takeover)
