@@ -672,6 +672,7 @@ static int takeover(struct boot *b)
 	pid_t pid;
 	int r;
 
+	server_drop_writers(b->srv);
 	for (unsigned i = 0; i < b->njournals; i++)
 		journal_close(b->journals[i]);
 	b->njournals = 0;

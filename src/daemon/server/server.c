@@ -655,6 +655,17 @@ int server_run(struct server *s)
 	return s->takeover ? SERVER_TAKEOVER : s->reexec ? SERVER_REEXEC : 0;
 }
 
+void server_drop_writers(struct server *s)
+{
+	struct peer *p;
+
+	TAILQ_FOREACH(p, &s->peers, link) {
+		for (unsigned i = 0; i < p->nwriters; i++)
+			journal_writer_close(p->writers[i].w);
+		p->nwriters = 0;
+	}
+}
+
 uint64_t server_stopped_at(const struct server *s)
 {
 	return s->stopped_ns;

@@ -53,11 +53,18 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 /*
  * 0 after SIGTERM/SIGINT; SERVER_REEXEC when a restart was asked: main re-executes the daemon;
  * SERVER_TAKEOVER when a restart by take-over was (takeover.h) and the next life is prepared:
- * main closes the journals and calls server_takeover_go.
+ * main lets the connections' journal writers go (server_drop_writers), closes the journals and
+ * calls server_takeover_go.
  */
 #define SERVER_REEXEC 1
 #define SERVER_TAKEOVER 2
 int server_run(struct server *s);
+/*
+ * Close every connection's journal writers: the journals close before the server is freed (a
+ * take-over's running life closes them for the next life to recover), and a writer must not
+ * outlive its journal. The connections that held them are closed by the next life.
+ */
+void server_drop_writers(struct server *s);
 /* When server_run stopped serving (CLOCK_MONOTONIC ns). */
 uint64_t server_stopped_at(const struct server *s);
 /*
