@@ -786,6 +786,64 @@ static void test_takeover(void **state)
 }
 
 /*
+ * A take-over that fails at a step (HUGEPOOLD_TAKEOVER_FAULT) costs the client nothing: a next
+ * life killed before it is prepared has the restart refused with why, and the running life serves
+ * on; one that refuses, or is killed, once the running life stopped has the running life
+ * re-execute itself in place, which takes its own state over. Either way the connection, its
+ * leases and their memory are there after, and the restart after a re-execution takes over.
+ */
+static void test_takeover_faults(void **state)
+{
+	static const struct {
+		const char *env, *out, *logged;
+		int status;
+		uint64_t lives; /* the life serving after the failed restart */
+	} cases[] = {
+		{ "HUGEPOOLD_TAKEOVER_FAULT=prepare@2", "was killed by signal 9", "Refusing the restart: ", 3, 1 },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=refuse@2", "hugepoold restarted (pid ", "re-executing '", 0, 2 },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=go@2", "hugepoold restarted (pid ", "re-executing '", 0, 2 },
+	};
+	static struct daemon d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct harness_opts o = { .env = { cases[i].env } };
+		struct hp_buffer b[2];
+		struct hp_status *st;
+		char out[1024];
+		pid_t first;
+		hp_conn *c;
+
+		start_opts(&d, NULL, ONE, &o);
+		first = d.pid;
+		c = conn(&d);
+		assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
+		memset(b[0].addr, 0x5a, b[0].size);
+		assert_int_equal(ctl(&d, "restart", out, sizeof(out)), cases[i].status);
+		if (!strstr(out, cases[i].out))
+			fail_msg("%s: hugepoolctl restart said: %s", cases[i].env, out);
+		st = status_of_life(c, cases[i].lives);
+		assert_int_equal(st->daemon_pid, first); /* the running life, or its re-execution */
+		assert_int_equal(st->nleases, 2);
+		hp_status_free(st);
+		assert_int_equal(harness_log_count(&d, cases[i].logged), 1);
+		assert_int_equal(((uint8_t *)b[0].addr)[0], 0x5a);
+		/* past the faulty life (life 2 would be killed again): a take-over, served on */
+		if (cases[i].lives == 2) {
+			assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+			st = status_of_life(c, 3);
+			assert_int_not_equal(st->daemon_pid, first);
+			assert_true(harness_follows(&d, st->daemon_pid, 5000));
+			assert_int_equal(st->nleases, 2);
+			hp_status_free(st);
+		}
+		assert_int_equal(hp_release(c, b, 2), 0);
+		hp_disconnect(c);
+		stop(&d);
+	}
+}
+
+/*
  * restart = exec: the same process becomes the daemon's binary again, handing its fds over
  * itself, and keeps its pid (the way for supervisors that follow no MAINPID=).
  */
@@ -1107,6 +1165,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_spill_survives, teardown),
 		cmocka_unit_test_teardown(test_mid_request_closed, teardown),
 		cmocka_unit_test_teardown(test_takeover, teardown),
+		cmocka_unit_test_teardown(test_takeover_faults, teardown),
 		cmocka_unit_test_teardown(test_reexec_in_place, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
 		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),
