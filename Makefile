@@ -9,7 +9,8 @@
 #   make java                the Java binding: the JNI library and the jar (Maven), in build/java
 #   make druid               the Druid extension druid-hugepool (java/druid/druid.mk), in build/java/druid
 #   make install             PREFIX=/usr/local DESTDIR= (binaries, libraries, headers, .pc, man, units,
-#                            sysusers.d, the hugepage reservation helper; the jar and the JNI library)
+#                            sysusers.d, the hugepage reservation helper; the jar and the JNI library;
+#                            the Druid extension's directory, DRUIDEXTDIR)
 #   dpkg-buildpackage -b     the Debian packages (debian/), which use make install
 #   make SANITIZE=address,undefined check    a sanitizer build in its own build directory
 #   V=1                      show the commands
