@@ -35,6 +35,9 @@ endif
 
 check: $(if $(JAVA_SKIP),,druid)
 
+# its benchmarks (bench/bench_druid.sh) need it
+bench: $(if $(JAVA_SKIP),,druid)
+
 install: $(if $(JAVA_SKIP),,install-druid)
 
 # the binding's jar is a link to JAVADIR's: one copy of a jar, as Debian's Java policy has it
