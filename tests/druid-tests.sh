@@ -95,8 +95,12 @@ cat >"$work/log4j2.xml" <<'EOF'
 </Configuration>
 EOF
 
-# a free loopback port (the kernel's pick, released at once: taken again by the service)
-port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# a free loopback port below the kernel's ephemeral range (32768 and up), where no outgoing
+# connection takes it between this pick and the service's bind
+port() { python3 -c 'import random, socket
+for p in random.sample(range(20000, 32000), 200):
+    try: socket.socket().bind(("127.0.0.1", p)); print(p); break
+    except OSError: pass'; }
 # alive PID: PID runs (an exited child not yet waited for is a zombie: not alive)
 alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${s#Z}" = "$s" ]; }
 # await LOG PATTERN PID: 0 once LOG has a line matching PATTERN; 1 if PID exited first; 2 at the deadline
@@ -188,8 +192,8 @@ no_leases_of() {
 	false
 }
 
-# the query: every key's rows and values over both segments, spilling allowed up to the server's
-# maxOnDiskStorage, or (MAXDISK 0) not at all
+# query NAME MAXDISK: every key's rows and values over both segments into $work/NAME.json, spilling
+# allowed up to MAXDISK bytes (the server's maxOnDiskStorage bounds it), or with 0 not at all
 query() {
 	curl -sS -o "$work/$1.json" -w '%{http_code}' --max-time "$deadline" -H 'Content-Type: application/json' \
 		-d '{"queryType":"groupBy","dataSource":"hp","intervals":["2026-01-01/2026-02-01"],"granularity":"all",
@@ -220,9 +224,9 @@ check "Druid allocated no merge or processing buffer of its own" \
 check "groupBy whose groups outgrow a merge buffer: refused without spilling" refused_without_spill
 check "groupBy with spilling to disk answers" answered ext
 check "groupBy answered every group of both segments" test "$(groups_of "$work/ext.json")" = "$((rows * 3 / 2)) $((rows * 2))"
-kill -KILL "$hpid"
+# the wait with stderr to /dev/null: bash reports a child killed by a signal there
+{ kill -KILL "$hpid"; wait "$hpid"; } 2>/dev/null
 check "SIGKILL of the service gives its buffers back" no_leases_of "$hpid"
-wait "$hpid" 2>/dev/null
 
 quick=1 historical restarted 'druid.extensions.loadList=["druid-hugepool"]'
 await "$work/restarted.log" 'druid-hugepool: .* leased from hugepoold' "$hpid" ||
