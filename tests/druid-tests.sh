@@ -17,7 +17,8 @@
 #    unknown class, a class of another size than druid.processing.buffer.sizeBytes, too few
 #    buffers, a per-uid limit.
 # Every wait is for a log line, a process's exit or the daemon's state, with a deadline that only
-# tells a hang from an answer. Prints one closing line, "druid: N passed, N failed, N skipped".
+# tells a hang from an answer. Needs curl and jq (./dev.sh installs them) and ss; without one the
+# tests are skipped, saying which. Prints one closing line, "druid: N passed, N failed, N skipped".
 # Run by tests/run-tests.sh (make check), or alone after make druid: tests/druid-tests.sh build
 # Usage: tests/druid-tests.sh BUILD_DIR
 set -u
@@ -71,6 +72,9 @@ fatal() {
 }
 
 [ -e "$ext/druid-hugepool-0.1.0.jar" ] || fatal "the extension is not built (make druid)"
+for t in curl jq ss; do
+	command -v "$t" >/dev/null || { echo "druid: no $t (./dev.sh installs curl and jq): skipped"; skipped=1; finish; }
+done
 
 # Druid's test class path: druid-services and what it needs, the helpers of java/druid/src/test;
 # without the binding's jar, which the service must find in the extension's directory
@@ -96,11 +100,12 @@ cat >"$work/log4j2.xml" <<'EOF'
 EOF
 
 # a free loopback port below the kernel's ephemeral range (32768 and up), where no outgoing
-# connection takes it between this pick and the service's bind
-port() { python3 -c 'import random, socket
-for p in random.sample(range(20000, 32000), 200):
-    try: socket.socket().bind(("127.0.0.1", p)); print(p); break
-    except OSError: pass'; }
+# connection takes it between this pick and the service's bind: none listens there now
+port() {
+	local p
+	while p=$((20000 + RANDOM % 12000)); [ -n "$(ss -Hltn "sport = :$p")" ]; do :; done
+	echo "$p"
+}
 # alive PID: PID runs (an exited child not yet waited for is a zombie: not alive)
 alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${s#Z}" = "$s" ]; }
 # await LOG PATTERN PID: 0 once LOG has a line matching PATTERN; 1 if PID exited first; 2 at the deadline
@@ -202,7 +207,7 @@ query() {
 		"http://127.0.0.1:$httpport/druid/v2/"
 }
 answered() { local code; code=$(query "$1" 1000000000) && [ "$code" = 200 ] || { echo "HTTP $code: $(head -c 600 "$work/$1.json")"; false; }; }
-groups_of() { python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(len(d), sum(r["event"]["rows"] for r in d))' "$1"; }
+groups_of() { jq -r '"\(length) \(map(.event.rows) | add)"' "$1"; }
 refused_without_spill() {
 	local code; code=$(query nospill 0)
 	[ "$code" = 400 ] && grep -q 'Not enough merge buffer memory' "$work/nospill.json" ||
