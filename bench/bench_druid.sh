@@ -161,11 +161,12 @@ threads=2 merge=2
 	exit 0
 }
 # a free loopback port below the kernel's ephemeral range (32768 and up), where no outgoing
-# connection takes it between this pick and the service's bind
-port() { python3 -c 'import random, socket
-for p in random.sample(range(20000, 32000), 200):
-    try: socket.socket().bind(("127.0.0.1", p)); print(p); break
-    except OSError: pass'; }
+# connection takes it between this pick and the service's bind: none listens there now
+port() {
+	local p
+	while p=$((20000 + RANDOM % 12000)); [ -n "$(ss -Hltn "sport = :$p")" ]; do :; done
+	echo "$p"
+}
 zkport=$(port)
 mkdir -p "$work/zk"
 printf 'dataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n' "$work/zk" "$zkport" >"$work/zoo.cfg"
