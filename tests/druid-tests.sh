@@ -241,7 +241,7 @@ sed -n 's/.*\(leased from hugepoold at .* in [0-9.]* ms\).*/  restart: \1/p' "$w
 stop
 check "a stopped service gives its buffers back" no_leases_of "$hpid"
 
-# --- stock Druid, and the fallback --------------------------------------------------------------
+# --- stock Druid ------------------------------------------------------------------------------------
 historical stock 'druid.extensions.loadList=[]'
 up stock || fatal "stock historical starts" "$work/stock.log"
 check "stock historical allocates its own merge buffers" test "$(allocated_by_druid stock 'result merging')" = 2
@@ -249,21 +249,34 @@ check "stock historical answers" answered stock
 check "the extension's answer equals stock Druid's, byte for byte" cmp "$work/ext.json" "$work/stock.json"
 stop
 
-# the fallback: until Druid made its merge buffers (the pools are made as the service starts)
+# --- the fallback, and the operator's errors: each fails the start, naming the cause ------------
+# Six starts side by side: each error fails as its lifecycle starts, before it binds a port; the
+# fallback is waited for until Druid made its merge buffers (its pools are made as it starts)
 quick=1 historical fallback 'druid.extensions.loadList=["druid-hugepool"]' "druid.hugepool.socket=$work/none.sock" \
 	druid.hugepool.required=false
+fbpid=$hpid
+declare -A failing
+start_failing() {
+	local name=$1
+	shift
+	quick=1 historical "$name" 'druid.extensions.loadList=["druid-hugepool"]' "$@"
+	failing[$name]=$hpid
+}
+start_failing nodaemon "druid.hugepool.socket=$work/none.sock"
+start_failing unknown druid.hugepool.mergeClass=nope
+start_failing size druid.hugepool.processingClass=odd
+start_failing few druid.hugepool.mergeClass=few
+start_failing limit "druid.hugepool.socket=$work/limited.sock"
+hpid=$fbpid
 await "$work/fallback.log" 'Allocating new result merging buffer\[1\]' "$hpid" ||
 	fatal "required=false without a daemon: the service starts on Druid's own merge buffers" "$work/fallback.log"
 check "required=false without a daemon: the service starts on Druid's own buffers, said once" \
 	test "$(grep -ac 'no hugepoold listens at .*druid.hugepool.required=false, so Druid allocates its own' "$work/fallback.log")" = 1
 stop
-
-# --- the operator's errors: each fails the start, naming the cause -------------------------------
-# fails NAME PATTERN PROPERTY=VALUE...: the start fails and its log has a line matching PATTERN
-fails() {
+# failed NAME PATTERN: that start failed, and its log has a line of the extension matching PATTERN
+failed() {
 	local name=$1 pattern=$2 rc
-	shift 2
-	quick=1 historical "$name" 'druid.extensions.loadList=["druid-hugepool"]' "$@"
+	hpid=${failing[$name]}
 	await "$work/$name.log" 'Started ServerConnector' "$hpid"
 	rc=$?
 	if [ $rc -eq 0 ]; then stop; echo "the service started"; return 1; fi
@@ -276,15 +289,14 @@ fails() {
 		false
 	}
 }
-check "no daemon: the start fails, naming the socket" fails nodaemon \
-	"no hugepoold listens at \[$work/none.sock\] (druid.hugepool.socket)" "druid.hugepool.socket=$work/none.sock"
-check "unknown class: the start fails, naming it and the daemon's classes" fails unknown \
-	'has no buffer class \[nope\] (druid.hugepool.mergeClass); its classes: druid-processing' druid.hugepool.mergeClass=nope
-check "a class of another size: the start fails, naming both sizes" fails size \
-	'buffer class \[odd\] (druid.hugepool.processingClass) has buffers of \[4,194,304\] bytes, but druid.processing.buffer.sizeBytes is \[2,097,152\]' \
-	druid.hugepool.processingClass=odd
-check "too few buffers: the start fails, naming both counts" fails few \
-	'buffer class \[few\] (druid.hugepool.mergeClass) has 1 buffers, but the service needs 2' druid.hugepool.mergeClass=few
-check "a per-uid limit: the start fails, naming the limit" fails limit \
-	'hugepoold refused .* buffers of class .*max_bytes_per_uid' "druid.hugepool.socket=$work/limited.sock"
+check "no daemon: the start fails, naming the socket" failed nodaemon \
+	"no hugepoold listens at \[$work/none.sock\] (druid.hugepool.socket)"
+check "unknown class: the start fails, naming it and the daemon's classes" failed unknown \
+	'has no buffer class \[nope\] (druid.hugepool.mergeClass); its classes: druid-processing'
+check "a class of another size: the start fails, naming both sizes" failed size \
+	'buffer class \[odd\] (druid.hugepool.processingClass) has buffers of \[4,194,304\] bytes, but druid.processing.buffer.sizeBytes is \[2,097,152\]'
+check "too few buffers: the start fails, naming both counts" failed few \
+	'buffer class \[few\] (druid.hugepool.mergeClass) has 1 buffers, but the service needs 2'
+check "a per-uid limit: the start fails, naming the limit" failed limit \
+	'hugepoold refused .* buffers of class .*max_bytes_per_uid'
 finish
