@@ -202,7 +202,7 @@ public class HugepoolBuffers
     catch (LimitExceededException e) {
       throw new Unavailable(StringUtils.format(
           "druid-hugepool: hugepoold refused %d buffers of class [%s], [%,d] bytes, to this user: %s "
-          + "(max_bytes_per_uid in hugepoold.conf)",
+          + "(a limit of hugepoold.conf, max_bytes_per_uid most often)",
           count, className, (long) count * bufferBytes, e.getMessage()), e);
     }
     catch (HugepoolException e) {
