@@ -109,6 +109,9 @@ public class HugepoolBuffers
     }
     catch (Unavailable e) {
       closeQuietly();
+      // a processing lease taken before the merge lease failed is released: keep no view of it
+      p = Collections.emptyList();
+      m = Collections.emptyList();
       if (config.isRequired()) {
         throw new ISE(e, "%s; the service does not start (druid.hugepool.required=true)", e.getMessage());
       }
