@@ -7,8 +7,10 @@
 #   make bench               benchmarks, each figure beside its baseline from the same run
 #   make fuzz                libFuzzer on each tests/fuzz target (FUZZ_SECONDS=60 each)
 #   make java                the Java binding: the JNI library and the jar (Maven), in build/java
+#   make druid               the Druid extension druid-hugepool (java/druid/druid.mk), in build/java/druid
 #   make install             PREFIX=/usr/local DESTDIR= (binaries, libraries, headers, .pc, man, units,
-#                            sysusers.d, the hugepage reservation helper; the jar and the JNI library)
+#                            sysusers.d, the hugepage reservation helper; the jar and the JNI library;
+#                            the Druid extension's directory, DRUIDEXTDIR)
 #   dpkg-buildpackage -b     the Debian packages (debian/), which use make install
 #   make SANITIZE=address,undefined check    a sanitizer build in its own build directory
 #   V=1                      show the commands
@@ -363,6 +365,8 @@ install-java: java
 	install -m 0644 man/hugepool-java.7 $(DESTDIR)$(MANDIR)/man7/
 
 .PHONY: java java-check install-java
+
+include java/druid/druid.mk
 
 # the units and the reservation helper name install paths
 UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g'

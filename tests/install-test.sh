@@ -55,6 +55,14 @@ if [ -n "$java_built" ]; then
 	check "the JNI library needs no other library than libc" sh -c \
 		"! objdump -p '$dest/usr/lib/jni/libhugepool_jni.so' | awk '\$1 == \"NEEDED\"' | grep -v -e libc.so -e ld-linux"
 fi
+# the Druid extension (hugepool-druid(7)), where make builds it: its directory, the extension's
+# jar and a relative link that resolves to the binding's jar
+if [ -n "$java_built" ]; then
+	check "installed the Druid extension's jar" \
+		test -f "$dest/usr/share/hugepool/druid/druid-hugepool/druid-hugepool-0.1.0.jar"
+	check "the Druid extension's link to the binding's jar resolves, relative" sh -c \
+		"test -f '$dest/usr/share/hugepool/druid/druid-hugepool/hugepool-0.1.0.jar' && readlink '$dest/usr/share/hugepool/druid/druid-hugepool/hugepool-0.1.0.jar' | grep -q '^\.\./'"
+fi
 # plain make on a machine without the build dependencies: headers that do not preprocess stand in
 # for missing ones; make names the Debian packages in one line and points to ./dev.sh
 mkdir -p "$dest/noinc" && for h in liburing.h libaio.h; do echo '#error missing' > "$dest/noinc/$h"; done

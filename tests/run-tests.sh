@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Run hugepool's test suite: every unit test once, every integration test twice (hugepages as
-# reserved, "prefer", and again with hugepages = off), the Java binding's tests once, the man
-# pages' test (tests/man-pages.sh) once. As root it reserves the hugepages the
-# suite needs for the run and gives them back afterwards; as a normal user it runs without them
-# (the daemon falls back) and says so. Prints one closing line: "N passed, N failed, N skipped".
+# reserved, "prefer", and again with hugepages = off), the Java binding's tests and the Druid
+# extension's (tests/druid-tests.sh) once, the man pages' test (tests/man-pages.sh) once. As root
+# it reserves the hugepages the suite needs for the run and gives them back afterwards; as a
+# normal user it runs without them (the daemon falls back) and says so. Prints one closing line:
+# "N passed, N failed, N skipped".
 # Usage: tests/run-tests.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -120,6 +121,19 @@ if [ -n "$java_skip" ]; then
 	skipped=$((skipped + 1))
 else
 	run_script java tests/java-tests.sh "$build"
+fi
+# the Druid extension's tests (tests/druid-tests.sh), once, where the binding's run: a real Druid
+# service with the extension (make druid builds it beside the binding)
+if [ -n "$java_skip" ]; then
+	printf '%-34s skipped: %s\n' "druid" "$java_skip"
+	skipped=$((skipped + 1))
+elif [ ! -e "$build/java/druid/druid-hugepool/druid-hugepool-0.1.0.jar" ]; then
+	printf '%-34s skipped: %s\n' "druid" "not built (make druid)"
+	skipped=$((skipped + 1))
+else
+	t0=$SECONDS
+	run_script druid tests/druid-tests.sh "$build"
+	printf '%-34s %4d s\n' "druid (Druid 33 historical)" $((SECONDS - t0))
 fi
 # the man pages (tests/man-pages.sh), once: every public function has its page, every page lints
 run_script man tests/man-pages.sh
