@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check-all.sh - everything `make check-all` runs, with one closing line for all of it:
 # the suite (tests/run-tests.sh) with the normal build (there with every crash point of the
-# journal's crash-point harness, HP_CRASH_POINTS=all), under ASan+UBSan and under TSan; a clang
+# journal's crash-point harness, HP_CRASH_POINTS=all), under ASan+UBSan and under TSan (their
+# integration tests in one hugepages mode each: prefer under ASan, off under TSan); a clang
 # build with -Werror (tests compiled, not run again); a gcc -Werror build; the install test; the
 # Debian packages installed and run under a real systemd in a container (tests/container-test.sh,
 # which exits 77, counted as skipped, where it cannot run: not root, no container).
@@ -41,8 +42,10 @@ stage() {
 }
 
 stage "suite" env HP_CRASH_POINTS=all $make check
-stage "suite under ASan+UBSan" $make check SANITIZE=address,undefined
-stage "suite under TSan" $make check SANITIZE=thread
+# the integration tests run in both hugepages modes in the suite, and in one under each
+# sanitizer (hugetlb under ASan, regular memory under TSan): each mode's code is sanitized once
+stage "suite under ASan+UBSan" env HP_TEST_HUGEPAGES_MODES=prefer $make check SANITIZE=address,undefined
+stage "suite under TSan" env HP_TEST_HUGEPAGES_MODES=off $make check SANITIZE=thread
 stage "clang -Werror build" $make BUILD=build-clang CC=clang WERROR=-Werror all tests
 stage "gcc -Werror build" $make BUILD=build-werror WERROR=-Werror all tests
 stage "install" tests/install-test.sh

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run hugepool's test suite: every unit test once, every integration test twice (hugepages as
-# reserved, "prefer", and again with hugepages = off), the Java binding's tests and the Druid
+# reserved, "prefer", and again with hugepages = off; HP_TEST_HUGEPAGES_MODES="prefer" or "off"
+# runs one of them), the Java binding's tests and the Druid
 # extension's (tests/druid-tests.sh) once, the man pages' test (tests/man-pages.sh) once. As root
 # it reserves the hugepages the suite needs for the run and gives them back afterwards; as a
 # normal user it runs without them (the daemon falls back) and says so. Prints one closing line:
@@ -84,6 +85,10 @@ run_script() {
 # unit tests whose work splits into shards run at once, one per CPU (the variable that picks one)
 declare -A sharded=([test_crash_points]=HP_CRASH_SHARD)
 
+# the modes the other integration tests run in, each in turn: HP_TEST_HUGEPAGES_MODES picks some
+# (check-all runs each mode once more under one of the sanitizers: the suite is long)
+modes=${HP_TEST_HUGEPAGES_MODES:-prefer off}
+
 # integration tests that do not depend on hugepages: run once, with hugepages = off (the lying
 # daemon is no hugepoold at all)
 declare -A hugepage_modes=([test_spill]="off" [test_lying_daemon]="off" [test_metrics]="off")
@@ -107,8 +112,9 @@ for t in "$build"/tests/test_*; do
 	elif [ "${hugepage_modes[$name]:-}" = off ]; then
 		run "$t" "$name" HP_TEST_HUGEPAGES=off
 	else
-		run "$t" "$name (hugepages=prefer)" HP_TEST_HUGEPAGES=prefer
-		run "$t" "$name (hugepages=off)" HP_TEST_HUGEPAGES=off
+		for mode in $modes; do
+			run "$t" "$name (hugepages=$mode)" HP_TEST_HUGEPAGES="$mode"
+		done
 	fi
 done
 # the Java binding's tests (tests/java-tests.sh), once, with hugepages as reserved: make check
