@@ -46,6 +46,8 @@
  * a line "base:BACKEND" with the ratio of this build's same backend to it: a change measured
  * against what it replaces in the same seconds;
  * $HP_BENCH_WARMUP_SECONDS: ours appends that long, unmeasured, before each of its runs (0);
+ * $HP_BENCH_WHY=1 adds, to auto's line, the controller's own words at the end of the cell
+ * (status' why: the rates it last measured, its comparisons and changes);
  * $HP_BENCH_ONLY=ours (or limit, threads, per-append, timer; a comma list) runs only those, for
  * profiles; $HP_BENCH_REPEAT=N runs each method N times per cell, in turns, and keeps the best.
  * The targets' turns within a round follow a Williams design (run_order): over n rounds (2n when
@@ -58,6 +60,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -574,6 +577,8 @@ struct jcounters {
 	uint64_t by_size[HP_BATCH_BUCKETS]; /* batches by records, as hp_journal_batches */
 	uint64_t by_path[3]; /* batches inline-spin, inline, queued (hp_journal_path) */
 	char chosen[16]; /* backend = auto: the path it measured best for more writers than CPUs */
+	uint64_t changes; /* backend = auto: times its measurements changed the path */
+	char why[256]; /* backend = auto: the controller's own words */
 };
 
 static struct jcounters journal_counters(hp_conn *c, const char *name)
@@ -593,6 +598,8 @@ static struct jcounters journal_counters(hp_conn *c, const char *name)
 			k.by_path[1] = st->journal_paths[i].inline_batches;
 			k.by_path[2] = st->journal_paths[i].queued_batches;
 			snprintf(k.chosen, sizeof(k.chosen), "%s", st->journal_paths[i].chosen);
+			k.changes = st->journal_paths[i].path_changes;
+			snprintf(k.why, sizeof(k.why), "%s", st->journal_paths[i].why);
 		}
 		hp_status_free(st);
 	}
@@ -626,7 +633,8 @@ static void print_paths(const struct jcounters *k0, const struct jcounters *k1)
 	for (unsigned p = 0; p < 3 && total; p++)
 		printf(" %s %.0f%%", names[p], 100.0 * (double)(k1->by_path[p] - k0->by_path[p]) / (double)total);
 	if (k1->chosen[0])
-		printf(" (auto chose %s)", k1->chosen);
+		printf(" (auto chose %s, %" PRIu64 " changes%s%s)", k1->chosen, k1->changes - k0->changes,
+		       getenv("HP_BENCH_WHY") ? ": " : "", getenv("HP_BENCH_WHY") ? k1->why : "");
 }
 
 static void print_batch_paths(const struct jcounters *k0, const struct jcounters *k1)
