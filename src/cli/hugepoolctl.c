@@ -453,18 +453,23 @@ static int metrics_collect(struct invocation *inv, enum expo_format fmt, char **
 /*
  * Replace path with len bytes of buf so that a reader sees the old file or the new one, never a
  * part: a file beside it (a dot name, which node_exporter's textfile collector does not read),
- * written, synced, readable by all (0644), renamed over path. 0 or a negative errno.
+ * written, synced, renamed over path. Its mode is what the umask leaves of 0666, as for any file
+ * a command makes: who may read the figures is the caller's to say (the textfile service's UMask=).
+ * 0 or a negative errno.
  */
 static int write_atomically(const char *path, const char *buf, size_t len)
 {
 	const char *slash = strrchr(path, '/');
 	char tmp[4096];
 	int fd, r = 0;
+	mode_t mask;
 
 	if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path,
 		     slash ? slash + 1 : path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = mkostemp(tmp, O_CLOEXEC);
+	mask = umask(0);
+	umask(mask);
+	fd = mkostemp(tmp, O_CLOEXEC); /* 0600 */
 	if (fd < 0)
 		return -errno;
 	while (len && r == 0) {
@@ -477,7 +482,7 @@ static int write_atomically(const char *path, const char *buf, size_t len)
 			len -= (size_t)k;
 		}
 	}
-	if (r == 0 && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
+	if (r == 0 && (fchmod(fd, 0666 & ~mask) < 0 || fsync(fd) < 0))
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;

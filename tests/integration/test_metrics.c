@@ -294,7 +294,11 @@ static void test_daemon_down(void **state)
 	assert_null(strstr(out, "hugepool_class"));
 }
 
-/* --output FILE replaces FILE (0644), via a temporary file that does not stay behind. */
+/*
+ * --output FILE replaces FILE, via a temporary file that does not stay behind, with the mode
+ * the umask gives a new file (0644 under 022; 0600 under 077: the figures are for whom the
+ * caller says, never for everyone whatever the umask).
+ */
 static void test_output_atomic(void **state)
 {
 	static struct daemon d;
@@ -311,7 +315,16 @@ static void test_output_atomic(void **state)
 	snprintf(args, sizeof(args), "mkdir -p %s/tf && echo old > %s", d.dir, path);
 	assert_int_equal(sh(args, out, sizeof(out)), 0);
 	snprintf(args, sizeof(args), "metrics --output %s", path);
-	assert_int_equal(ctl(&d, args, out, sizeof(out)), 0);
+	{
+		mode_t old = umask(077); /* popen's shell and hugepoolctl inherit it */
+
+		assert_int_equal(ctl(&d, args, out, sizeof(out)), 0);
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_mode & 07777, 0600);
+		umask(022);
+		assert_int_equal(ctl(&d, args, out, sizeof(out)), 0);
+		umask(old);
+	}
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_mode & 07777, 0644);
 	f = fopen(path, "r");
