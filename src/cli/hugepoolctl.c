@@ -420,8 +420,8 @@ static int connect_daemon(struct invocation *inv)
 }
 
 /*
- * The metrics in fmt, into a buffer (*ret_buf, malloc'd, *ret_len bytes): the daemon's status,
- * or hugepool_up 0 when it cannot be had. Connects for the status alone and disconnects before
+ * The metrics in fmt, into a buffer (*ret_buf, malloc'd, *ret_len bytes): the daemon's status
+ * (the figures that name a uid with --uids), or hugepool_up 0 when it cannot be had. Connects for the status alone and disconnects before
  * returning: whoever reads the metrics after (slowly) holds nothing of the daemon's. Returns
  * the exit status of the daemon's part (0, EXIT_CONNECT, EXIT_DAEMON), or -ENOMEM.
  */
@@ -443,7 +443,7 @@ static int metrics_collect(struct invocation *inv, enum expo_format fmt, char **
 		return -ENOMEM;
 	}
 	expo_init(&e, f, fmt);
-	metrics_print(&e, st);
+	metrics_print(&e, st, inv->uids);
 	hp_status_free(st);
 	if (fclose(f) != 0)
 		return -ENOMEM;
@@ -601,7 +601,7 @@ const struct command commands[] = {
 	VIEW(spill, "spill files, bytes and limits, per uid and client", run_spill),
 	{ .name = "metrics",
 	  .help = "the daemon's state as Prometheus metrics",
-	  .opts = OPT_OPENMETRICS | OPT_OUTPUT | OPT_HTTP,
+	  .opts = OPT_OPENMETRICS | OPT_OUTPUT | OPT_HTTP | OPT_UIDS,
 	  .run = run_metrics,
 	  .own_connection = true },
 	{ .name = "restart",
@@ -631,6 +631,11 @@ const struct option_row options[] = {
 	  "metrics: answer one HTTP request on standard input\n"
 	  "(GET /metrics) on standard output, as a socket-activated\n"
 	  "service does" },
+	{ "uids", LONGOPT_UIDS, NULL, OPT_UIDS,
+	  "metrics: also the spill figures of each uid the daemon\n"
+	  "shows (every uid to root, admin_group and monitor_group)\n"
+	  "and the machine's spill totals: for readers who may see\n"
+	  "them all" },
 	{ "help", 'h', NULL, 0, "show this help and exit" },
 	{ "version", 'V', NULL, 0, "show the version and exit" },
 };
@@ -686,6 +691,10 @@ int main(int argc, char **argv)
 		case LONGOPT_HTTP:
 			inv.http = true;
 			inv.given |= OPT_HTTP;
+			break;
+		case LONGOPT_UIDS:
+			inv.uids = true;
+			inv.given |= OPT_UIDS;
 			break;
 		case 'h':
 			usage(stdout);

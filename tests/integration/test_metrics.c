@@ -198,7 +198,16 @@ static void test_busy_daemon_promtool(void **state)
 		skip();
 	}
 	busy_start(&d, &b);
+	/* no figure names a uid unless asked, whoever asks (root sees every uid) */
 	assert_int_equal(ctl(&d, "metrics", out, sizeof(out)), 0);
+	promtool_check(&d, out);
+	assert_null(strstr(out, "hugepool_spill_uid_bytes{"));
+	assert_null(strstr(out, "hugepool_spill_uid_files{"));
+	assert_null(strstr(out, "\nhugepool_spill_bytes "));
+	assert_null(strstr(out, "\nhugepool_spill_files "));
+	assert_int_equal(sample(out, "hugepool_scrape_sees_all_uids"), 0);
+	assert_int_equal(sample(out, "hugepool_spill_limit_bytes"), 64 << 20);
+	assert_int_equal(ctl(&d, "metrics --uids", out, sizeof(out)), 0);
 	promtool_check(&d, out);
 	st = status(b.c);
 	assert_int_equal(sample(out, "hugepool_up"), 1);
@@ -243,12 +252,12 @@ static void test_busy_daemon_promtool(void **state)
 	busy_stop(&d, &b);
 }
 
-/* As a uid outside monitor_group: its own figures, no machine-wide spill figure but the limits. */
+/* As a uid outside monitor_group, --uids: its own figures, no machine-wide spill figure but the limits. */
 static int other_uid_main(void *arg)
 {
 	const struct daemon *d = arg;
 
-	if (ctl(d, "metrics", out, sizeof(out)) != 0)
+	if (ctl(d, "metrics --uids", out, sizeof(out)) != 0)
 		return 20;
 	if (strstr(out, "hugepool_spill_bytes ") || strstr(out, "hugepool_spill_files ") ||
 	    strstr(out, "hugepool_spill_uid_bytes{"))
@@ -437,6 +446,9 @@ static void test_http(void **state)
 	assert_int_equal(http_exchange(&d, "GET /metrics HTTP/1.0\r\n\r\n", false), 0);
 	assert_non_null(strstr(out, "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
 	assert_non_null(strstr(out, "\nhugepool_up 1\n"));
+	/* to whoever connects, though it runs as root: nothing that names a uid */
+	assert_non_null(strstr(out, "\nhugepool_scrape_sees_all_uids 0\n"));
+	assert_null(strstr(out, "\nhugepool_spill_bytes "));
 	assert_int_equal(http_exchange(&d, "GET /metrics?x=1 HTTP/1.1\r\naccept: */*\r\n\r\n", false), 0);
 	assert_non_null(strstr(out, "text/plain; version=0.0.4"));
 	/* HEAD: the headers alone */
