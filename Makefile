@@ -395,7 +395,7 @@ install: all
 	done
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
-	for u in hugepoold hugepool-hugepages hugepool-metrics@ hugepool-metrics-textfile; do \
+	for u in hugepoold hugepool-hugepages hugepool-metrics hugepool-metrics-textfile; do \
 		$(UNIT_SED) systemd/$$u.service.in > $(DESTDIR)$(UNITDIR)/$$u.service && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service || exit; \
 	done

@@ -29,13 +29,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmdline.h"
 #include "expo.h"
 #include "format.h"
-#include "http.h"
+#include "http_server.h"
 #include "hugepool.h"
 #include "util.h"
 #include "views.h"
@@ -493,37 +494,62 @@ static int write_atomically(const char *path, const char *buf, size_t len)
 	return r;
 }
 
+/* http_server.h's body_fn: the metrics of the daemon, in the format a request asked for. */
+static int metrics_body(void *arg, bool openmetrics, char **ret_buf, size_t *ret_len)
+{
+	int r = metrics_collect(arg, openmetrics ? EXPO_OPENMETRICS : EXPO_PROMETHEUS, ret_buf, ret_len);
+
+	return r < 0 ? r : 0; /* the daemon not answering is hugepool_up 0, not an HTTP error */
+}
+
+static const char *metrics_type(bool openmetrics)
+{
+	return expo_content_type(openmetrics ? EXPO_OPENMETRICS : EXPO_PROMETHEUS);
+}
+
 /*
- * hugepoolctl metrics --http: one HTTP request on standard input, its answer on standard output
- * (a connection systemd accepted). The daemon is asked only for a request that passed; every
- * answered request exits 0, so that a scraper's mistakes leave no failed unit behind.
+ * The listening sockets systemd passed (sd_listen_fds(3)'s protocol: LISTEN_PID, LISTEN_FDS, from
+ * fd 3), into lfds (at most max); how many. The variables are unset, as sd_listen_fds(1) does.
+ */
+static unsigned listen_fds(int *lfds, unsigned max)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	uint64_t p, n;
+	unsigned k = 0;
+
+	if (!pid || !fds || !parse_positive(pid, &p) || p != (uint64_t)getpid() || !parse_positive(fds, &n))
+		return 0;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	for (int fd = 3; fd < 3 + (int)n && k < max; fd++) {
+		int listening = 0;
+		socklen_t len = sizeof(listening);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
+		    fcntl(fd, F_SETFD, FD_CLOEXEC) == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0)
+			lfds[k++] = fd;
+	}
+	return k;
+}
+
+/*
+ * hugepoolctl metrics --http: serve the listening sockets systemd passed (Accept=no), every
+ * scraper of them, for as long as the service runs; or, without any, answer the one request on
+ * standard input on standard output (inetd, Accept=yes). The daemon is asked only for requests
+ * that passed; no peer's doing ends the process (http_server.h).
  */
 static int run_metrics_http(struct invocation *inv)
 {
-	struct http_request req;
-	size_t len = 0;
-	char *buf = NULL;
-	int r;
+	int lfds[16], r;
+	unsigned n = listen_fds(lfds, ARRAY_SIZE(lfds));
 
 	signal(SIGPIPE, SIG_IGN); /* a peer gone: write says EPIPE */
-	r = http_read_request(STDIN_FILENO, HTTP_TIMEOUT_MS, &req);
-	if (r < 0)
-		return 0; /* gone before asking: nothing to answer */
-	if (req.status == 0) {
-		enum expo_format fmt = req.openmetrics ? EXPO_OPENMETRICS : EXPO_PROMETHEUS;
-
-		r = metrics_collect(inv, fmt, &buf, &len);
-		if (r >= 0)
-			r = http_respond(STDIN_FILENO, STDOUT_FILENO, 200, expo_content_type(fmt), buf, len, req.head,
-					 HTTP_TIMEOUT_MS);
-		else
-			r = http_respond(STDIN_FILENO, STDOUT_FILENO, 500, NULL, NULL, 0, req.head, HTTP_TIMEOUT_MS);
-	} else {
-		r = http_respond(STDIN_FILENO, STDOUT_FILENO, req.status, NULL, NULL, 0, req.head, HTTP_TIMEOUT_MS);
+	r = http_serve(lfds, n, STDIN_FILENO, STDOUT_FILENO, metrics_body, metrics_type, inv);
+	if (r < 0) {
+		fprintf(stderr, "hugepoolctl: cannot serve HTTP: %s\n", strerror(-r));
+		return EXIT_USAGE;
 	}
-	if (r < 0)
-		fprintf(stderr, "hugepoolctl: cannot answer the HTTP request: %s\n", strerror(-r));
-	free(buf);
 	return 0;
 }
 
