@@ -27,6 +27,13 @@
 #define LINGER_MS 1000 /* after the answer: how long what the peer still sends is read away */
 #define LINGER_MAX (64u << 10)
 #define LISTENERS_MAX 16
+/*
+ * The bytes of bodies that connections still write (peers that do not read keep theirs): past
+ * it, the oldest such connections are closed for a new body, so that no number of non-reading
+ * peers takes the process past its unit's MemoryMax= (an OOM kill a few times over would stop
+ * the service for good, at its start limit).
+ */
+#define BODIES_MAX (16u << 20)
 
 enum conn_state { C_FREE, C_READ, C_WANT, C_WRITE, C_LINGER };
 
@@ -56,11 +63,14 @@ struct conn {
 
 static struct conn conns[HTTP_CONNS];
 static uint64_t born_next;
+static size_t bodies_bytes; /* of every body alive */
 
 static void body_put(struct body *b)
 {
-	if (b && --b->refs == 0)
+	if (b && --b->refs == 0) {
+		bodies_bytes -= b->len;
 		free(b);
+	}
 }
 
 static void conn_close(struct conn *c)
@@ -178,24 +188,39 @@ static void conn_drain(struct conn *c)
 	}
 }
 
-/* Take a slot for a new connection: a free one, else the oldest that has not finished is closed. */
-static struct conn *conn_slot(void)
+/*
+ * The connection to close for a new one: the oldest still sending its request or already
+ * answered, else the oldest writing its answer, else the oldest about to be answered; NULL if
+ * none is open.
+ */
+static struct conn *conn_victim(void)
 {
 	struct conn *victim = NULL;
 	int rank_victim = 0;
 
 	for (unsigned i = 0; i < HTTP_CONNS; i++) {
 		struct conn *c = &conns[i];
-		/* still sending its request, or already answered, go first; one about to be answered last */
 		int rank = c->state == C_READ || c->state == C_LINGER ? 0 : c->state == C_WRITE ? 1 : 2;
 
 		if (c->state == C_FREE)
-			return c;
+			continue;
 		if (!victim || rank < rank_victim || (rank == rank_victim && c->born < victim->born)) {
 			victim = c;
 			rank_victim = rank;
 		}
 	}
+	return victim;
+}
+
+/* Take a slot for a new connection: a free one, else conn_victim's, closed. */
+static struct conn *conn_slot(void)
+{
+	struct conn *victim;
+
+	for (unsigned i = 0; i < HTTP_CONNS; i++)
+		if (conns[i].state == C_FREE)
+			return &conns[i];
+	victim = conn_victim();
 	conn_close(victim);
 	return victim;
 }
@@ -232,16 +257,36 @@ static int accept_some(int lfd, uint64_t now)
 			case ENOMEM:
 				continue;
 			case EMFILE:
-			case ENFILE:
-				/* not ours (HTTP_CONNS fit the limit) unless the limit is lower: a slot frees an fd */
-				conn_close(conn_slot());
-				continue;
+			case ENFILE: {
+				/* HTTP_CONNS fit the unit's limit: the machine's, then; conn_victim frees one */
+				struct conn *c = conn_victim();
+
+				if (!c)
+					return -errno; /* none open: the limit is below what serving needs */
+				conn_close(c);
+				return 0;
+			}
 			}
 			return -errno;
 		}
 		conn_read(conn_new(fd, fd, now), now);
 	}
 	return 0;
+}
+
+/* Room for a body of len bytes: the oldest connections still writing one are closed until it fits. */
+static void bodies_make_room(size_t len)
+{
+	while (bodies_bytes + len > BODIES_MAX) {
+		struct conn *oldest = NULL;
+
+		for (unsigned i = 0; i < HTTP_CONNS; i++)
+			if (conns[i].state == C_WRITE && conns[i].body && (!oldest || conns[i].born < oldest->born))
+				oldest = &conns[i];
+		if (!oldest)
+			return; /* one body alone may be larger: it is what there is to send */
+		conn_close(oldest);
+	}
 }
 
 /* Every connection that asked this turn gets the body of its format, made once for all of them. */
@@ -261,12 +306,17 @@ static void answer_wanting(http_body_fn body_fn, http_type_fn type_fn, void *arg
 				char *buf = NULL;
 				size_t len = 0;
 
+				int r = body_fn(arg, om, &buf, &len);
+
 				made = true;
-				if (body_fn(arg, om, &buf, &len) < 0 || !(b = malloc(sizeof(*b) + len)))
+				if (r == 0)
+					bodies_make_room(len);
+				if (r < 0 || !(b = malloc(sizeof(*b) + len))) {
 					status = 500;
-				else {
+				} else {
 					*b = (struct body){ .refs = 1, .len = len };
 					memcpy(b->data, buf, len);
+					bodies_bytes += len;
 				}
 				free(buf);
 			}
