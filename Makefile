@@ -246,7 +246,9 @@ $(BUILD)/tests/hugepoold-traced: $(call obj,src/daemon/main.c) $(call obj,tests/
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 $(BUILD)/tests/test_journal_power: | $(BUILD)/tests/hugepoold-traced
 
-# a fuzz target with replay.c: its saved corpus as an ordinary test
+# a fuzz target with replay.c: its saved corpus as an ordinary test (fuzz_http: hugepoolctl's parser)
+$(BUILD)/tests/test_fuzz_http: $(call obj,src/cli/http.c)
+$(call obj,tests/fuzz/fuzz_http.c): CFLAGS += -Isrc/cli
 $(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuzz/replay.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
