@@ -353,10 +353,10 @@ int http_serve(const int *lfds, unsigned nl, int in, int out, http_body_fn body_
 	struct pollfd pfd[LISTENERS_MAX + HTTP_CONNS];
 	struct conn *owner[LISTENERS_MAX + HTTP_CONNS];
 
+	/* conns[] is static, all C_FREE (0) until used: not written here, so that a process that
+	 * answers one connection does not fault in the pages of 64 */
 	if (nl > LISTENERS_MAX)
 		return -EMFILE;
-	for (unsigned i = 0; i < HTTP_CONNS; i++)
-		conns[i] = (struct conn){ .state = C_FREE, .in = -1, .out = -1 };
 	if (nl == 0) {
 		fcntl(in, F_SETFL, fcntl(in, F_GETFL) | O_NONBLOCK);
 		fcntl(out, F_SETFL, fcntl(out, F_GETFL) | O_NONBLOCK);
