@@ -12,7 +12,7 @@
 #include "fuzz.h"
 #include "http.h"
 
-/* Parse data[0..size) in reads of step bytes (0: at once); *ret_done: the head ended or failed. */
+/* Parse data[0..size) in reads of step bytes (0: at once); *ret_used: the bytes read when it answered. */
 static struct http_request parse_in_steps(const uint8_t *data, size_t size, size_t step, size_t *ret_used)
 {
 	static char buf[HTTP_REQUEST_MAX];
