@@ -370,6 +370,7 @@ as_unit() { # as_unit UNIT COMMAND...: run COMMAND with UNIT's user and suppleme
 	local u=$1 user groups
 	shift
 	user=$(c systemctl show -P User "$u") groups=$(c systemctl show -P SupplementaryGroups "$u")
+	[ -n "$user" ] || { echo "$u has no User= (no such unit?): not run as root instead"; return 1; }
 	if [ "$(c systemctl show -P DynamicUser "$u")" = yes ]; then
 		c systemd-run --wait --pipe -q -p DynamicUser=yes -p User="$user-probe" -p SupplementaryGroups="$groups" "$@"
 	else
