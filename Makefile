@@ -254,7 +254,9 @@ $(BUILD)/tests/hugepoold-traced: $(call obj,src/daemon/main.c) $(call obj,tests/
 $(BUILD)/tests/test_journal_power: $(CRASHFS_OBJ) | $(BUILD)/tests/hugepoold-traced
 $(BUILD)/tests/test_crash_points: $(CRASHFS_OBJ) $(CRASHFS_TAP_OBJ)
 
-# a fuzz target with replay.c: its saved corpus as an ordinary test
+# a fuzz target with replay.c: its saved corpus as an ordinary test (fuzz_http: hugepoolctl's parser)
+$(BUILD)/tests/test_fuzz_http: $(call obj,src/cli/http.c)
+$(call obj,tests/fuzz/fuzz_http.c): CFLAGS += -Isrc/cli
 $(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuzz/replay.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
@@ -405,7 +407,7 @@ install: all
 	done
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
-	for u in hugepoold hugepool-hugepages hugepool-metrics@ hugepool-metrics-textfile; do \
+	for u in hugepoold hugepool-hugepages hugepool-metrics hugepool-metrics-textfile; do \
 		$(UNIT_SED) systemd/$$u.service.in > $(DESTDIR)$(UNITDIR)/$$u.service && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service || exit; \
 	done

@@ -30,10 +30,11 @@ enum {
 	OPT_OPENMETRICS = 1u << 4,
 	OPT_OUTPUT = 1u << 5,
 	OPT_HTTP = 1u << 6,
+	OPT_UIDS = 1u << 7,
 };
 
 /* getopt values of the options without a short form */
-enum { LONGOPT_FROM = 256, LONGOPT_MAX, LONGOPT_HEX, LONGOPT_OPENMETRICS, LONGOPT_HTTP };
+enum { LONGOPT_FROM = 256, LONGOPT_MAX, LONGOPT_HEX, LONGOPT_OPENMETRICS, LONGOPT_HTTP, LONGOPT_UIDS };
 
 /*
  * An option, one row each, in --help's order: getopt's tables, --help's lines and the usage
@@ -64,7 +65,7 @@ struct arg {
 struct invocation {
 	char cmd[64]; /* the command's words, "journal dump" */
 	unsigned given; /* OPT_* seen on the command line */
-	bool json, hex, openmetrics, http;
+	bool json, hex, openmetrics, http, uids;
 	const char *output; /* --output FILE */
 	uint64_t from, max; /* --from, --max; 0 when not given */
 	const char *journal; /* ARG_JOURNAL */

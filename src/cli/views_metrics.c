@@ -8,8 +8,12 @@
  * row can say is written by hand below the tables: the up and build info gauges, the pool, the
  * start time, a journal's state (one series per state of PROTO_JOURNAL_STATES), the records per
  * batch histogram. No family names a pid or a client: a series per process would be churn.
- * Figures that depend on who asks (other uids' spill figures) are left out, not shown wrong,
- * when the status says the asker does not see every uid (hugepool_scrape_sees_all_uids 0).
+ * The figures that name a uid (each uid's spill figures, and the machine's spill totals, which
+ * sum every uid's) are written only when asked (--uids): metrics go wherever a scraper takes
+ * them, to whoever reaches the endpoint and whoever may query the Prometheus that keeps them,
+ * and Prometheus' security model presumes that is anyone. Even then they are left out, not
+ * shown wrong, where the status says the asker does not see every uid; the gauge
+ * hugepool_scrape_sees_all_uids says which it is.
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -271,17 +275,20 @@ static void print_class_bytes(struct expo *e, const struct hp_status *st)
 	}
 }
 
-void metrics_print(struct expo *e, const struct hp_status *st)
+void metrics_print(struct expo *e, const struct hp_status *st, bool uids)
 {
+	bool all;
+
 	print_up(e, st != NULL);
 	if (!st) {
 		expo_end(e);
 		return;
 	}
+	all = uids && st->server.sees_all;
 	gauge(e, PREFIX "scrape_sees_all_uids",
-	      "1: these metrics show every uid (hugepoolctl runs as an admin or in monitor_group); "
-	      "0: only its own, and no machine-wide spill figures",
-	      (uint64_t)st->server.sees_all);
+	      "1: these metrics show every uid's spill figures (hugepoolctl metrics --uids as an admin or in "
+	      "monitor_group); 0: none but the spill limits (its own uid's too with --uids)",
+	      (uint64_t)all);
 	/* the daemon and its life */
 	expo_family(e, PREFIX "start_time_seconds", EXPO_GAUGE,
 		    "When this life of the daemon started, in seconds since the epoch");
@@ -308,8 +315,9 @@ void metrics_print(struct expo *e, const struct hp_status *st)
 	print_batch_sizes(e, st);
 	PRINT_ROWS(e, st, durability_rows, EACH(st->journal_durability, st->njournals, journal_labels), NULL);
 	PRINT_ROWS(e, st, jpath_rows, EACH(st->journal_paths, st->njournals, journal_labels), NULL);
-	/* spill: the machine's (its limits only, to whom does not see every uid), each uid's */
-	PRINT_ROWS(e, st, spill_rows, ONE(&st->spill), st->server.sees_all ? NULL : spill_names_nobody);
-	PRINT_ROWS(e, st, spill_uid_rows, EACH(st->spill_uids, st->nspill_uids, uid_labels), NULL);
+	/* spill: the machine's (its limits only, but to whom asked and sees every uid), each uid's */
+	PRINT_ROWS(e, st, spill_rows, ONE(&st->spill), all ? NULL : spill_names_nobody);
+	if (uids)
+		PRINT_ROWS(e, st, spill_uid_rows, EACH(st->spill_uids, st->nspill_uids, uid_labels), NULL);
 	expo_end(e);
 }

@@ -1506,6 +1506,105 @@ static void test_closed_writer_takes_nothing(void **state)
 	stop(&d);
 }
 
+/*
+ * --- issue 39, finding 8: the monitoring identity sees figures and does nothing else ----------
+ *
+ * The packaged metrics services ran in the socket's group to connect, which is also every
+ * journal's default access list and the right to lease: their identity could dump and truncate
+ * journals. monitor_group now connects through an ACL entry on the socket, and a client that
+ * only that entry let in may ask for the status and nothing else. Here the other uid is in
+ * monitor_group (nogroup) and not in the socket's group (root's, mode 0660).
+ */
+static int status_only_main(void *arg)
+{
+	struct hp_spill_opts so = { .threshold = HP_SPILL_ALWAYS_FILE };
+	const char *socket = arg; /* the daemon's */
+	hp_journal_reader *rd;
+	struct hp_status *st;
+	struct hp_buffer b;
+	hp_journal *w;
+	hp_spill *sp;
+	hp_conn *c;
+	int r = 0;
+
+	if (hp_connect(socket, &c) < 0)
+		return 20; /* main: the socket's mode kept it out */
+	if (hp_status(c, &st) < 0)
+		return 21;
+	/* every uid's figures, as monitor_group's: root's client and its journal's records */
+	if (!st->server.sees_all || st->nclients < 1 || st->clients[0].uid != 0 || st->journals[0].durable_lsn != 3)
+		r = 22;
+	hp_status_free(st);
+	if (r == 0 && hp_journal_reader_open(c, "orders", 1, &rd) != -EACCES)
+		r = 23;
+	if (r == 0 && hp_journal_truncate(c, "orders", 3) != -EACCES)
+		r = 24;
+	if (r == 0 && hp_journal_open(c, "orders", &w) != -EACCES)
+		r = 25;
+	if (r == 0 && hp_acquire(c, "one", 1, 0, &b) != -EACCES)
+		r = 26;
+	if (r == 0 && hp_spill_open(c, &so, &sp) == 0 && hp_spill_write(sp, "x", 1) == 0)
+		r = 27; /* a stream in memory is the client's own; a file is the daemon's to make */
+	if (r == 0 && hp_daemon_restart(c) != -EACCES)
+		r = 28;
+	/* and the connection still serves the status */
+	if (r == 0 && hp_status(c, &st) == 0)
+		hp_status_free(st);
+	else if (r == 0)
+		r = 29;
+	hp_disconnect(c);
+	return r;
+}
+
+/* Not in monitor_group either: the ACL entry lets nobody else in. */
+static int outsider_main(void *arg)
+{
+	hp_conn *c;
+
+	if (hp_connect(arg, &c) == 0) {
+		hp_disconnect(c);
+		return 30;
+	}
+	return 0;
+}
+
+static void test_monitor_group_status_only(void **state)
+{
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
+	struct hp_status *st;
+	uint64_t lsn, retain;
+	hp_journal *w;
+	hp_conn *c;
+	(void)state;
+
+	if (!harness_two_uids())
+		skip();
+	start(&d, "socket_mode = 0660\nmonitor_group = nogroup\n",
+	      "[class one]\nsize = 2M\ncount = 2\n[journal orders]\ndirectory = @DIR@/orders\nsegment_size = 1M\n"
+	      "segments = 2\n");
+	c = conn(&d);
+	assert_int_equal(hp_journal_open(c, "orders", &w), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(hp_journal_append_wait(w, "record", 6, &lsn), 0);
+	st = status(c);
+	retain = st->journals[0].retain_lsn;
+	hp_status_free(st);
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, status_only_main, d.socket), 0);
+	/* nothing was truncated, leased or spilled by it */
+	st = status(c);
+	assert_int_equal(st->journals[0].retain_lsn, retain);
+	assert_int_equal(st->classes[0].free, 2);
+	assert_int_equal(st->spill.files, 0);
+	hp_status_free(st);
+	hp_journal_close(w);
+	hp_disconnect(c);
+	stop(&d);
+	/* the same uid outside monitor_group stays out, as the mode says */
+	start(&d, "socket_mode = 0660\n", "[class one]\nsize = 2M\ncount = 2\n");
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, outsider_main, d.socket), 0);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1528,6 +1627,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_revoked_reader_warm, teardown),
 		cmocka_unit_test_teardown(test_revoked_reader_cold, teardown),
 		cmocka_unit_test_teardown(test_closed_writer_takes_nothing, teardown),
+		cmocka_unit_test_teardown(test_monitor_group_status_only, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -48,6 +48,8 @@
 /* Terminal escapes that set the title, clear the screen and forge a line; invalid UTF-8, a C1 CSI. */
 #define EVIL "\x1b]0;pwned\x07\x1b[2J\rhugepool OK\n\xff\xc2\x9b"
 #define EVIL_ESCAPED "\\x1b]0;pwned\\x07\\x1b[2J\\rhugepool OK\\n\\xff\\xc2\\x9b"
+/* The same as a label value of the exposition formats: EVIL_ESCAPED with its backslashes escaped. */
+#define EVIL_LABEL "\\\\x1b]0;pwned\\\\x07\\\\x1b[2J\\\\rhugepool OK\\\\n\\\\xff\\\\xc2\\\\x9b"
 
 extern char **environ;
 
@@ -942,6 +944,13 @@ static void test_ctl_escapes_strings(void **state)
 	assert_int_equal(ctl("--json spill", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "\"directory\":\"/var/tmp/é/\\u001b]0;pwned\\u0007"));
 	assert_non_null(strstr(out, "\\u00ff\\u009b\""));
+	/* the exposition formats: names as label values, escaped as the text is, then for the format */
+	assert_int_equal(ctl("metrics", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepool_class_buffers{class=\"" EVIL_LABEL "\"} 1\n"));
+	assert_non_null(strstr(out, "hugepool_journal_durable_lsn{journal=\"" EVIL_LABEL "\"} "));
+	assert_int_equal(ctl("metrics --openmetrics", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepool_class_buffers{class=\"" EVIL_LABEL "\"} 1\n"));
+	assert_int_equal(ctl("stats", out, sizeof(out)), 0);
 }
 
 /* Every request but the hello refused, with EVIL as the daemon's words. */
