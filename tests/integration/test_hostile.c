@@ -41,10 +41,9 @@
 #include "proto.h"
 #include "case.h"
 #include "closer.h"
+#include "util.h"
 
 #define MIB (1024ull * 1024)
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 static void sleep_ms(int ms)
 {
@@ -188,7 +187,7 @@ static int attacker_main(void *arg)
 
 static void test_delayed_grant_is_not_another_uids_buffer(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct attack at;
 	int ready[2], held[2], code;
 	struct hp_buffer buf;
@@ -356,7 +355,7 @@ static void close_unlingered(int t)
 static void test_passed_fd_refused(void **state)
 {
 	struct proto_status_req req = { 0 };
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	int l, t, fd, r;
 	(void)state;
 
@@ -405,7 +404,7 @@ static void test_passed_fd_closed_off_loop(void **state)
 	struct harness_opts o = { .wrapper = "tests/nopassrights" };
 	struct proto_status_req req = { 0 };
 	static char junk[1 << 16];
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	int l, t, fd, peer, r;
 	char b;
 	(void)state;
@@ -693,7 +692,7 @@ static void test_queued_fds_bounded(void **state)
 	size_t len = 0, rl = sizeof(struct proto_hdr) + sizeof(jr);
 	uint8_t *req = malloc(nreq * rl);
 	char rec[4000] = { 1 };
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_journal *j;
 	uint64_t lsn;
 	int a, base, most = 0;
@@ -737,7 +736,7 @@ static void test_out_of_fds(void **state)
 {
 	char wrapper[128];
 	struct harness_opts o = { .wrapper = wrapper };
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	int fds[80], r;
 	FILE *f;
 	(void)state;
@@ -798,7 +797,7 @@ static void test_unread_replies_bounded(void **state)
 	struct proto_status_req sr = { 0 };
 	hp_conn *idle[40];
 	long base, most = 0;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	int a;
 	(void)state;
 
@@ -857,7 +856,7 @@ static void test_status_hides_other_uids(void **state)
 {
 	struct hp_buffer b;
 	struct hp_status *st;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_conn *c;
 	(void)state;
 
@@ -962,7 +961,7 @@ static int writers_main(void *arg)
 
 static void test_journal_writers_per_uid(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_journal *j;
 	hp_conn *c;
 	(void)state;
@@ -991,7 +990,7 @@ static void test_punched_buffer_renewed(void **state)
 {
 	struct hp_buffer b;
 	struct hp_status *st;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_conn *c;
 	(void)state;
 
@@ -1042,7 +1041,7 @@ static void test_acquire_wait_capped(void **state)
 	struct hog h;
 	struct hp_buffer held, b;
 	struct hp_status *st;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	pthread_t t;
 	hp_conn *c, *v;
 	uint32_t waiters = 0;
@@ -1082,7 +1081,7 @@ static void test_acquire_wait_capped(void **state)
 static void test_open_socket_without_uid_limits(void **state)
 {
 	static const char *const notice = "Every user of this machine may connect";
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 
 	(void)state;
 	start(&d, "", "[class one]\nsize = 2M\ncount = 1\n"); /* the harness's socket is 0666 */
@@ -1141,7 +1140,7 @@ static int jaccess_main(void *arg)
  */
 static void test_journal_access(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_journal *j;
 	uint64_t lsn;
 	hp_conn *c;

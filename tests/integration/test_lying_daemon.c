@@ -41,9 +41,9 @@
 #include "jformat.h"
 #include "jring.h"
 #include "proto.h"
+#include "util.h"
 
 #define MIB (1024ull * 1024)
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Terminal escapes that set the title, clear the screen and forge a line; invalid UTF-8, a C1 CSI. */
 #define EVIL "\x1b]0;pwned\x07\x1b[2J\rhugepool OK\n\xff\xc2\x9b"

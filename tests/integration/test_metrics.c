@@ -39,6 +39,7 @@
 #include "hugepool.h"
 #include "proto.h"
 #include "case.h"
+#include "util.h"
 
 #define CLASSES                                                                                  \
 	"[class small]\nsize = 2M\ncount = 4\n[class big]\nsize = 4M\ncount = 2\n"                 \
@@ -47,7 +48,6 @@
 #define OUT_MAX (1u << 20)
 #define HTTP_BIG 9000 /* more than hugepoolctl's HTTP_REQUEST_MAX, 8192 */
 #define HTTP_CONNS 64 /* hugepoolctl's connections at once (http_server.h) */
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static char out[OUT_MAX];
 
