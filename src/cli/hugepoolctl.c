@@ -517,7 +517,7 @@ static unsigned listen_fds(int *lfds, unsigned max)
 	uint64_t p, n;
 	unsigned k = 0;
 
-	if (!pid || !fds || !parse_positive(pid, &p) || p != (uint64_t)getpid() || !parse_positive(fds, &n))
+	if (!pid || !fds || !cmdline_parse_positive(pid, &p) || p != (uint64_t)getpid() || !cmdline_parse_positive(fds, &n))
 		return 0;
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
@@ -563,7 +563,7 @@ static int run_metrics(const struct command *cmd, struct invocation *inv)
 
 	(void)cmd;
 	if (inv->http && (inv->output || inv->openmetrics))
-		return usage_error("--http answers a request on standard input: it takes neither --output nor --openmetrics");
+		return cmdline_usage_error("--http answers a request on standard input: it takes neither --output nor --openmetrics");
 	if (inv->http)
 		return run_metrics_http(inv);
 	status = metrics_collect(inv, fmt, &buf, &len);
@@ -619,7 +619,7 @@ static const struct command journal_commands[] = {
 	{ .name = #view, .help = help_, .opts = OPT_JSON, .run = run_, .text = view##_text, .json = view##_json }
 
 /* The commands, in --help's order. */
-const struct command commands[] = {
+const struct command cmdline_commands[] = {
 	VIEW(status, "the daemon, its pool, its boot and its classes", run_status),
 	VIEW(classes, "the buffer classes and how many buffers are free", run_status),
 	VIEW(leases, "who holds which buffer, and the connected clients", run_status),
@@ -636,10 +636,10 @@ const struct command commands[] = {
 	  .run = run_restart },
 	{ .name = "journal", .sub = journal_commands, .nsub = ARRAY_SIZE(journal_commands) },
 };
-const size_t ncommands = ARRAY_SIZE(commands);
+const size_t cmdline_ncommands = ARRAY_SIZE(cmdline_commands);
 
 /* The options, in --help's order (main's switch says what each one does). */
-const struct option_row options[] = {
+const struct optrow cmdline_options[] = {
 	{ "socket", 's', "PATH", 0, "the daemon's socket (default $HUGEPOOL_SOCKET, else\n" HP_DEFAULT_SOCKET ")" },
 	{ "json", 'j', NULL, OPT_JSON,
 	  "print JSON instead of text (all but journal truncate and\n"
@@ -665,81 +665,77 @@ const struct option_row options[] = {
 	{ "help", 'h', NULL, 0, "show this help and exit" },
 	{ "version", 'V', NULL, 0, "show the version and exit" },
 };
-const size_t noptions = ARRAY_SIZE(options);
+const size_t cmdline_noptions = ARRAY_SIZE(cmdline_options);
 
 /* --- main -------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
-	struct option longopts[ARRAY_SIZE(options) + 1];
-	char shortopts[2 * ARRAY_SIZE(options) + 2];
+	struct option longopts[ARRAY_SIZE(cmdline_options) + 1];
+	char shortopts[2 * ARRAY_SIZE(cmdline_options) + 2];
 	struct invocation inv = { 0 };
 	const struct command *cmd = NULL;
 	int c, r;
 
-	getopt_tables(longopts, shortopts);
+	optrow_getopt(cmdline_options, cmdline_noptions, longopts, shortopts);
 	opterr = 0; /* say it ourselves, as "hugepoolctl: ..." whatever argv[0] is */
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		const struct optrow *o = optrow_find(cmdline_options, cmdline_noptions, c);
+
+		if (o) /* the commands it applies to are checked once the command is known */
+			inv.given |= o->flag;
 		switch (c) {
 		case 's':
 			if (!*optarg)
-				return usage_error("the socket path is empty");
+				return cmdline_usage_error("the socket path is empty");
 			inv.path = optarg;
 			break;
 		case 'j':
 			inv.json = true;
-			inv.given |= OPT_JSON;
 			break;
 		case LONGOPT_FROM:
-			if (!parse_positive(optarg, &inv.from))
-				return usage_error("invalid LSN '%s' for --from: must be a positive integer", optarg);
-			inv.given |= OPT_FROM;
+			if (!cmdline_parse_positive(optarg, &inv.from))
+				return cmdline_usage_error("invalid LSN '%s' for --from: must be a positive integer", optarg);
 			break;
 		case LONGOPT_MAX:
-			if (!parse_positive(optarg, &inv.max))
-				return usage_error("invalid count '%s' for --max: must be a positive integer", optarg);
-			inv.given |= OPT_MAX;
+			if (!cmdline_parse_positive(optarg, &inv.max))
+				return cmdline_usage_error("invalid count '%s' for --max: must be a positive integer", optarg);
 			break;
 		case LONGOPT_HEX:
 			inv.hex = true;
-			inv.given |= OPT_HEX;
 			break;
 		case LONGOPT_OPENMETRICS:
 			inv.openmetrics = true;
-			inv.given |= OPT_OPENMETRICS;
 			break;
 		case 'o':
 			if (!*optarg)
-				return usage_error("the output file name is empty");
+				return cmdline_usage_error("the output file name is empty");
 			inv.output = optarg;
-			inv.given |= OPT_OUTPUT;
 			break;
 		case LONGOPT_HTTP:
 			inv.http = true;
-			inv.given |= OPT_HTTP;
 			break;
 		case LONGOPT_UIDS:
 			inv.uids = true;
-			inv.given |= OPT_UIDS;
 			break;
 		case 'h':
-			usage(stdout);
+			cmdline_usage(stdout);
 			return 0;
 		case 'V':
 			printf("hugepoolctl %s\n", HUGEPOOL_VERSION);
 			return 0;
 		case ':':
-			return missing_argument(optopt);
+			return cmdline_missing_argument(optopt);
 		default:
 			/* a bad short option sets optopt to itself; a bad long one to 0 or to its val */
 			if (optopt >= '0' && optopt <= '9')
-				return usage_error("invalid option '-%c' (LSNs and counts are positive integers)", optopt);
-			if (optopt > 0 && optopt < 128 && !option_find(optopt))
-				return usage_error("invalid option '-%c'", optopt);
-			return usage_error("invalid option '%s'", argv[optind - 1]);
+				return cmdline_usage_error("invalid option '-%c' (LSNs and counts are positive integers)", optopt);
+			if (optopt > 0 && optopt < OPTROW_LONG_ONLY && !optrow_find(cmdline_options, cmdline_noptions, optopt))
+				return cmdline_usage_error("invalid option '-%c'", optopt);
+			return cmdline_usage_error("invalid option '%s'", argv[optind - 1]);
 		}
 	}
-	r = resolve(argv + optind, argc - optind, &cmd, &inv);
+	r = cmdline_resolve(argv + optind, argc - optind, &cmd, &inv);
 	if (r)
 		return r;
 

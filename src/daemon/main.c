@@ -56,15 +56,15 @@ enum { EXIT_STATUSES(EXIT_ENUM) };
 /* The options, in --help's order (parse_options' switch says what each one does). */
 enum { OPT_PRINT_HUGEPAGES = OPTROW_LONG_ONLY };
 static const struct optrow options[] = {
-	{ "config", 'c', "FILE", "configuration file (default " CONFIG_DEFAULT_PATH ")" },
-	{ "check-config", 't', NULL, "check the configuration, print a summary and exit" },
-	{ "print-hugepages", OPT_PRINT_HUGEPAGES, NULL,
+	{ "config", 'c', "FILE", 0, "configuration file (default " CONFIG_DEFAULT_PATH ")" },
+	{ "check-config", 't', NULL, 0, "check the configuration, print a summary and exit" },
+	{ "print-hugepages", OPT_PRINT_HUGEPAGES, NULL, 0,
 	  "check the configuration, print the hugepages the pool\n"
 	  "needs as \"COUNT PAGE_SIZE_BYTES\" and exit" },
-	{ "foreground", 'f', NULL, "accepted for compatibility: hugepoold never forks" },
-	{ "verbose", 'v', NULL, "log debug messages too" },
-	{ "help", 'h', NULL, "show this help and exit" },
-	{ "version", 'V', NULL, "show the version and exit" },
+	{ "foreground", 'f', NULL, 0, "accepted for compatibility: hugepoold never forks" },
+	{ "verbose", 'v', NULL, 0, "log debug messages too" },
+	{ "help", 'h', NULL, 0, "show this help and exit" },
+	{ "version", 'V', NULL, 0, "show the version and exit" },
 };
 
 static void usage(FILE *f)
@@ -532,11 +532,11 @@ static int parse_options(int argc, char **argv, struct boot *b, enum action *act
 		default:
 			/* a long option as written, a short one by its letter ("-vx": x) */
 			if (strncmp(argv[optind - 1], "--", 2) != 0 && optopt > 0 && optopt < OPTROW_LONG_ONLY)
-				fprintf(stderr, "hugepoold: %s '-%c'\n", c == ':' ? "option needs an argument:" : "unknown option",
-					optopt);
+				fprintf(stderr, c == ':' ? "hugepoold: option '-%c' requires an argument\n"
+							 : "hugepoold: invalid option '-%c'\n", optopt);
 			else
-				fprintf(stderr, "hugepoold: %s '%s'\n", c == ':' ? "option needs an argument:" : "unknown option",
-					argv[optind - 1]);
+				fprintf(stderr, c == ':' ? "hugepoold: option '%s' requires an argument\n"
+							 : "hugepoold: invalid option '%s'\n", argv[optind - 1]);
 			usage(stderr);
 			return -EINVAL;
 		}
