@@ -588,18 +588,18 @@ static struct jcounters journal_counters(hp_conn *c, const char *name)
 
 	if (c && hp_status(c, &st) == 0) {
 		for (uint32_t i = 0; i < st->njournals; i++) {
-			if (strcmp(st->journals[i].name, name))
+			if (strcmp(st->journals[i]->name, name))
 				continue;
-			k.appends = st->journals[i].appends;
-			k.batches = st->journals[i].batches;
-			k.syncs = st->journals[i].syncs;
-			memcpy(k.by_size, st->journal_batches[i].by_size, sizeof(k.by_size));
-			k.by_path[0] = st->journal_paths[i].inline_spin_batches;
-			k.by_path[1] = st->journal_paths[i].inline_batches;
-			k.by_path[2] = st->journal_paths[i].queued_batches;
-			snprintf(k.chosen, sizeof(k.chosen), "%s", st->journal_paths[i].chosen);
-			k.changes = st->journal_paths[i].path_changes;
-			snprintf(k.why, sizeof(k.why), "%s", st->journal_paths[i].why);
+			k.appends = st->journals[i]->appends;
+			k.batches = st->journals[i]->batches;
+			k.syncs = st->journals[i]->syncs;
+			memcpy(k.by_size, st->journals[i]->batch_sizes.by_size, sizeof(k.by_size));
+			k.by_path[0] = st->journals[i]->path.inline_spin_batches;
+			k.by_path[1] = st->journals[i]->path.inline_batches;
+			k.by_path[2] = st->journals[i]->path.queued_batches;
+			snprintf(k.chosen, sizeof(k.chosen), "%s", st->journals[i]->path.chosen);
+			k.changes = st->journals[i]->path.path_changes;
+			snprintf(k.why, sizeof(k.why), "%s", st->journals[i]->path.why);
 		}
 		hp_status_free(st);
 	}
@@ -1026,10 +1026,10 @@ int main(void)
 			for (uint32_t i = 0; i < st->njournals; i++)
 				printf("\nours, whole run: journal %s, backend %s, %lu appends in %lu batches (%.1f per batch), "
 				       "sync p50 %.0f us p99 %.0f us p999 %.0f us\n",
-				       st->journals[i].name, st->journals[i].backend, (unsigned long)st->journals[i].appends,
-				       (unsigned long)st->journals[i].batches, st->journals[i].mean_batch,
-				       us(st->journals[i].sync_p50_ns), us(st->journals[i].sync_p99_ns),
-				       us(st->journals[i].sync_p999_ns));
+				       st->journals[i]->name, st->journals[i]->backend, (unsigned long)st->journals[i]->appends,
+				       (unsigned long)st->journals[i]->batches, st->journals[i]->mean_batch,
+				       us(st->journals[i]->sync_p50_ns), us(st->journals[i]->sync_p99_ns),
+				       us(st->journals[i]->sync_p999_ns));
 			hp_status_free(st);
 			hp_disconnect(c);
 		}

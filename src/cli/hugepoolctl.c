@@ -78,8 +78,8 @@ static int no_journal(const struct invocation *inv)
 static const struct hp_journal_status *journal_find(const struct hp_status *st, const char *name)
 {
 	for (uint32_t i = 0; i < st->njournals; i++)
-		if (strcmp(st->journals[i].name, name) == 0)
-			return &st->journals[i];
+		if (strcmp(st->journals[i]->name, name) == 0)
+			return st->journals[i];
 	return NULL;
 }
 
@@ -209,7 +209,7 @@ static int run_journal_stat(const struct command *cmd, struct invocation *inv)
 	(void)cmd;
 	if (r)
 		return r;
-	journal_stat_print(st, (uint32_t)(js - st->journals), inv->json);
+	journal_stat_print(js, inv->json);
 	hp_status_free(st);
 	return 0;
 }

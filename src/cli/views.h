@@ -50,7 +50,7 @@ void journals_json(struct json *j, const struct hp_status *st);
 
 /* Everything the daemon reports about st's journal i: its status, batches by size, latencies
  * and path to the disk. */
-void journal_stat_print(const struct hp_status *st, uint32_t i, bool json);
+void journal_stat_print(const struct hp_journal_status *js, bool json);
 
 /* What journal verify found. */
 struct journal_check {

@@ -135,8 +135,8 @@ static int attacker_main(void *arg)
 		if (hp_status(c, &st) < 0)
 			return 23;
 		for (uint32_t k = 0; k < st->nleases; k++)
-			if (st->leases[k].uid == getuid())
-				id = st->leases[k].lease_id;
+			if (st->leases[k]->uid == getuid())
+				id = st->leases[k]->lease_id;
 		hp_status_free(st);
 		if (!id)
 			sleep_ms(5);
@@ -837,15 +837,15 @@ static int peek_main(void *arg)
 	if (hp_connect(socket, &c) < 0 || hp_status(c, &st) < 0)
 		return 20;
 	for (uint32_t i = 0; i < st->nclients; i++) {
-		own |= st->clients[i].uid == getuid() && st->clients[i].pid == getpid();
-		foreign |= st->clients[i].uid != getuid();
+		own |= st->clients[i]->uid == getuid() && st->clients[i]->pid == getpid();
+		foreign |= st->clients[i]->uid != getuid();
 		/* uid 0's client reports heaps; none of its figures may show here */
-		foreign |= st->client_heaps[i].heaps != 0 || st->client_heaps[i].heap_bytes != 0;
+		foreign |= st->clients[i]->heaps.heaps != 0 || st->clients[i]->heaps.heap_bytes != 0;
 	}
 	for (uint32_t i = 0; i < st->nleases; i++)
-		foreign |= st->leases[i].uid != getuid();
+		foreign |= st->leases[i]->uid != getuid();
 	/* the pool's own figures name nobody and stay visible */
-	if (st->nclasses != 1 || st->classes[0].leased != 1)
+	if (st->nclasses != 1 || st->classes[0]->leased != 1)
 		return 21;
 	hp_status_free(st);
 	hp_disconnect(c);
@@ -872,9 +872,9 @@ static void test_status_hides_other_uids(void **state)
 	assert_int_equal(st->nleases, 1);
 	assert_true(st->nclients >= 1);
 	for (uint32_t i = 0; i < st->nclients; i++)
-		if (st->clients[i].pid == getpid()) {
-			assert_int_equal(st->client_heaps[i].heaps, 7);
-			assert_int_equal(st->client_heaps[i].heap_bytes, 12345);
+		if (st->clients[i]->pid == getpid()) {
+			assert_int_equal(st->clients[i]->heaps.heaps, 7);
+			assert_int_equal(st->clients[i]->heaps.heap_bytes, 12345);
 		}
 	hp_status_free(st);
 	hp_release(c, &b, 1);
@@ -898,10 +898,10 @@ static int monitor_main(void *arg)
 	if (hp_connect(socket, &c) < 0 || hp_status(c, &st) < 0)
 		return 20;
 	for (uint32_t i = 0; i < st->nclients; i++)
-		foreign |= st->clients[i].uid == 0 && st->client_heaps[i].heaps == 7;
-	r = !foreign ? 13 : st->nleases != 1 || st->leases[0].uid != 0 ? 14 : st->spill.files != 1 ? 15 : 0;
+		foreign |= st->clients[i]->uid == 0 && st->clients[i]->heaps.heaps == 7;
+	r = !foreign ? 13 : st->nleases != 1 || st->leases[0]->uid != 0 ? 14 : st->spill.files != 1 ? 15 : 0;
 	/* version 6: root's spill account, and the reply says it shows all */
-	if (r == 0 && (st->nspill_uids != 1 || st->spill_uids[0].uid != 0 || !st->server.sees_all))
+	if (r == 0 && (st->nspill_uids != 1 || st->spill_uids[0]->uid != 0 || !st->server.sees_all))
 		r = 17;
 	hp_status_free(st);
 	if (r == 0 && hp_daemon_restart(c) != -EPERM)
@@ -1056,7 +1056,7 @@ static void test_acquire_wait_capped(void **state)
 	assert_int_equal(pthread_create(&t, NULL, hog_main, &h), 0);
 	for (int i = 0; i < 6000 && waiters == 0; i++) { /* bounded only so a broken daemon cannot hang */
 		st = status(c);
-		waiters = st->classes[0].waiters;
+		waiters = st->classes[0]->waiters;
 		hp_status_free(st);
 		if (!waiters)
 			sleep_ms(5);
@@ -1443,7 +1443,7 @@ static const struct hp_journal_status *jstatus(hp_conn *c, struct hp_status **st
 {
 	hp_status_free(*st);
 	*st = status(c);
-	return &(*st)->journals[0];
+	return (*st)->journals[0];
 }
 
 /*
@@ -1477,7 +1477,7 @@ static void test_closed_writer_takes_nothing(void **state)
 	for (n = 0; n < 5000 && jstatus(c, &st)->state == 0; n++)
 		assert_int_equal(hp_journal_append(w, rec, sizeof(rec), &ticket), 0);
 	assert_int_equal(jstatus(c, &st)->state, 1);
-	lsn = st->journals[0].next_lsn;
+	lsn = st->journals[0]->next_lsn;
 	/* a raw writer: one record committed, closed, then another one appended to its ring */
 	a = raw_connect(&d);
 	jc.writer_id = raw_writer(a, &ring);
@@ -1492,10 +1492,10 @@ static void test_closed_writer_takes_nothing(void **state)
 	assert_int_equal(hp_journal_truncate(c, "j", lsn), 0);
 	for (int i = 0; i < 5000 && jstatus(c, &st)->writers > 0; i++)
 		usleep(1000);
-	assert_int_equal(st->journals[0].writers, 0);
-	assert_int_equal(st->journals[0].state, 0);
+	assert_int_equal(st->journals[0]->writers, 0);
+	assert_int_equal(st->journals[0]->state, 0);
 	/* LSNs 1..n: the library writer's, all of them; n + 1: the closed one's first, not its second */
-	assert_int_equal(st->journals[0].next_lsn, (uint64_t)n + 2);
+	assert_int_equal(st->journals[0]->next_lsn, (uint64_t)n + 2);
 	hp_status_free(st);
 	close(ring.doorbell);
 	munmap(ring.hdr, JRING_HDR_SIZE + ring.size);
@@ -1531,7 +1531,7 @@ static int status_only_main(void *arg)
 	if (hp_status(c, &st) < 0)
 		return 21;
 	/* every uid's figures, as monitor_group's: root's client and its journal's records */
-	if (!st->server.sees_all || st->nclients < 1 || st->clients[0].uid != 0 || st->journals[0].durable_lsn != 3)
+	if (!st->server.sees_all || st->nclients < 1 || st->clients[0]->uid != 0 || st->journals[0]->durable_lsn != 3)
 		r = 22;
 	hp_status_free(st);
 	if (r == 0 && hp_journal_reader_open(c, "orders", 1, &rd) != -EACCES)
@@ -1586,13 +1586,13 @@ static void test_monitor_group_status_only(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(hp_journal_append_wait(w, "record", 6, &lsn), 0);
 	st = status(c);
-	retain = st->journals[0].retain_lsn;
+	retain = st->journals[0]->retain_lsn;
 	hp_status_free(st);
 	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, status_only_main, d.socket), 0);
 	/* nothing was truncated, leased or spilled by it */
 	st = status(c);
-	assert_int_equal(st->journals[0].retain_lsn, retain);
-	assert_int_equal(st->classes[0].free, 2);
+	assert_int_equal(st->journals[0]->retain_lsn, retain);
+	assert_int_equal(st->classes[0]->free, 2);
 	assert_int_equal(st->spill.files, 0);
 	hp_status_free(st);
 	hp_journal_close(w);

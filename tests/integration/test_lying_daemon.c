@@ -751,7 +751,7 @@ static void test_status_lies(void **state)
 	liar_start(answer_status, 0);
 	c = liar_conn();
 	assert_int_equal(hp_status(c, &st), 0);
-	assert_string_equal(st->classes[0].name, "ok");
+	assert_string_equal(st->classes[0]->name, "ok");
 	assert_int_equal(st->nspill_uids, 1);
 	hp_status_free(st);
 	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
@@ -763,11 +763,11 @@ static void test_status_lies(void **state)
 	/* strings without their NUL end within their public fields */
 	liar.lie = 7;
 	assert_int_equal(hp_status(c, &st), 0);
-	assert_int_equal(strlen(st->classes[0].name), sizeof(st->classes[0].name) - 1);
+	assert_int_equal(strlen(st->classes[0]->name), sizeof(st->classes[0]->name) - 1);
 	assert_int_equal(strlen(st->fallback_reason), sizeof(st->fallback_reason) - 1);
 	assert_int_equal(strlen(st->spill.directory), sizeof(st->spill.directory) - 1);
-	assert_int_equal(strlen(st->journal_paths[0].why), sizeof(st->journal_paths[0].why) - 1);
-	assert_int_equal(strlen(st->journal_paths[0].path), sizeof(st->journal_paths[0].path) - 1);
+	assert_int_equal(strlen(st->journals[0]->path.why), sizeof(st->journals[0]->path.why) - 1);
+	assert_int_equal(strlen(st->journals[0]->path.path), sizeof(st->journals[0]->path.path) - 1);
 	hp_status_free(st);
 	/* a result whose error is no errno */
 	assert_refused(c, hp_journal_truncate(c, "j", 1), "malformed result from the daemon");

@@ -74,7 +74,7 @@ static void wait_big_waiter(hp_conn *c)
 {
 	for (int i = 0; i < 2000; i++) {
 		struct hp_status *st = status(c);
-		uint32_t w = st->classes[1].waiters;
+		uint32_t w = st->classes[1]->waiters;
 
 		hp_status_free(st);
 		if (w == 1)
@@ -218,7 +218,7 @@ static void test_busy_daemon_promtool(void **state)
 	st = status(b.c);
 	assert_int_equal(sample(out, "hugepool_up"), 1);
 	assert_int_equal(sample(out, "hugepool_class_leased_buffers{class=\"small\"}"), 3);
-	assert_int_equal(sample(out, "hugepool_class_free_buffers{class=\"small\"}"), st->classes[0].free);
+	assert_int_equal(sample(out, "hugepool_class_free_buffers{class=\"small\"}"), st->classes[0]->free);
 	assert_int_equal(sample(out, "hugepool_class_leased_buffers{class=\"big\"}"), 2);
 	assert_int_equal(sample(out, "hugepool_class_waiters{class=\"big\"}"), 1);
 	assert_int_equal(sample(out, "hugepool_class_acquires_refused_total{class=\"small\",reason=\"too_large\"}"), 1);
@@ -230,7 +230,7 @@ static void test_busy_daemon_promtool(void **state)
 	assert_int_equal(sample(out, "hugepool_journal_appends_total{journal=\"orders\"}"), 100);
 	assert_int_equal(sample(out, "hugepool_journal_append_durable_seconds_count{journal=\"orders\"}"), 100);
 	assert_int_equal(sample(out, "hugepool_journal_batch_records_sum{journal=\"orders\"}"), 100);
-	dur = &st->journal_durability[0];
+	dur = &st->journals[0]->durability;
 	assert_int_equal(sample(out, "hugepool_journal_sync_seconds_count{journal=\"orders\"}"), dur->write_sync.count);
 	assert_int_equal(sample(out, "hugepool_journal_state{journal=\"orders\",state=\"ok\"}"), 1);
 	assert_int_equal(sample(out, "hugepool_journal_state{journal=\"audit\",state=\"failed\"}"), 1);

@@ -592,7 +592,7 @@ JNIEXPORT jobject JNICALL Java_org_hugepool_Native_status(JNIEnv *env, jclass k,
 	if (!journals)
 		goto out; /* OutOfMemoryError pending */
 	for (uint32_t i = 0; i < st->nclasses; i++) {
-		const struct hp_class_status *cs = &st->classes[i];
+		const struct hp_class_status *cs = st->classes[i];
 		jobject cs_obj;
 
 		STATUS_RECORD(M_CLASS, STATUS_CLASS_ARGS, cs);
@@ -602,7 +602,7 @@ JNIEXPORT jobject JNICALL Java_org_hugepool_Native_status(JNIEnv *env, jclass k,
 		(*env)->DeleteLocalRef(env, cs_obj);
 	}
 	for (uint32_t i = 0; i < st->njournals; i++) {
-		const struct hp_journal_status *js = &st->journals[i];
+		const struct hp_journal_status *js = st->journals[i];
 		jobject js_obj;
 
 		STATUS_RECORD(M_JOURNAL, STATUS_JOURNAL_ARGS, js);
