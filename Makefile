@@ -347,6 +347,9 @@ else
 java: $(JNI_SO) $(JAR)
 endif
 
+# every part Maven builds: the binding, and the engines' modules (their .mk files add theirs)
+java-all: java
+
 java-check: all java
 	$(Q)tests/java-tests.sh $(BUILD)
 
@@ -366,7 +369,7 @@ install-java: java
 	install -m 0644 $(JNI_SO) $(DESTDIR)$(JNIDIR)/libhugepool_jni.so
 	install -m 0644 man/hugepool-java.7 $(DESTDIR)$(MANDIR)/man7/
 
-.PHONY: java java-check install-java
+.PHONY: java java-all java-check install-java
 
 include java/druid/druid.mk
 

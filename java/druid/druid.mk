@@ -33,6 +33,17 @@ else
 druid: $(JNI_SO) $(DRUID_BUILD)/.druid-hugepool
 endif
 
+# what the tests take from Maven Central beside the extension (Druid's services, for a real
+# historical: some 230 MB on a fresh machine), fetched by the same Maven run as the tests make
+# (tests/druid-tests.sh), so that check-all fetches it in the background (java-all)
+$(DRUID_BUILD)/test-classpath: $(DRUID_JAR) $(shell find java/druid/src/test -type f)
+	$(say) MVN $@
+	$(Q)cd java/druid && $(MVN) $(MVN_FLAGS) -Pservice test-compile dependency:build-classpath \
+		-Dmdep.includeScope=test -Dmdep.outputFile=$(abspath $@) -DbuildDir=$(abspath $(DRUID_BUILD))/target \
+		-Dhugepool.jar=$(abspath $(JAR))
+
+java-all: druid $(if $(JAVA_SKIP),,$(DRUID_BUILD)/test-classpath)
+
 check: $(if $(JAVA_SKIP),,druid)
 
 # its benchmarks (bench/bench_druid.sh) need it
