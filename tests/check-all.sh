@@ -7,7 +7,9 @@
 # build with -Werror (tests compiled, not run again); a gcc -Werror build; the install test; the
 # Debian packages installed and run under a real systemd in a container (tests/container-test.sh,
 # which exits 77, counted as skipped, where it cannot run: not root, no container).
-# Each stage prints its own "N passed, N failed" line; the last line adds them up.
+# Each stage prints its own "N passed, N failed" line; the last line adds them up. What a fresh
+# machine downloads (Maven's ~/.m2, the container's Debian tree) is fetched in the background
+# while the first stages run.
 set -u
 cd "$(dirname "$0")/.."
 make=${MAKE:-make}
@@ -50,6 +52,9 @@ java_log=$(mktemp)
 $make java-all >"$java_log" 2>&1 &
 java_build=$!
 t_java=$SECONDS
+# the container stage's Debian tree, likewise downloaded once (debootstrap), kept in a cache:
+# built meanwhile too (its lock makes the stage wait for it if it is not done by then)
+tests/container-test.sh --tree-only >/dev/null 2>&1 &
 # the integration tests run in both hugepages modes in the suite, and in one under each
 # sanitizer (hugetlb under ASan, regular memory under TSan): each mode's code is sanitized once
 stage "suite under ASan+UBSan" env HP_TEST_HUGEPAGES_MODES=prefer $make check SANITIZE=address,undefined

@@ -20,7 +20,8 @@
 # Part of `make check-all`; prints "container: N passed, N failed". Exits 77 (skipped, with the
 # reason) when not root, when a tool is missing, when the tree cannot be built or cannot boot.
 # The Debian tree (debootstrap --variant=minbase, ~80 s) is built once and kept as a tarball in
-# $HUGEPOOL_TEST_CACHE (default /var/cache/hugepool-test). It takes the test suite's hugepages
+# $HUGEPOOL_TEST_CACHE (default /var/cache/hugepool-test); `--tree-only` builds it and stops
+# (check-all runs that in the background, early). It takes the test suite's hugepages
 # lock for the whole run, takes the free hugepages out of the kernel's pool so that the
 # service's own reservation is what the daemon gets, and puts the counts back as they were.
 set -u
@@ -76,7 +77,39 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The Debian tree: from the cache, or built once into it (a lock keeps two runs from building it).
+tree_build() {
+	local tmp
+	mkdir -p "$cache"
+	exec 8>"$cache/.lock"
+	flock 8
+	if [ ! -s "$tarball" ]; then
+		mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p; s/^deb  *\(http[^ ]*\)  *bookworm .*/\1/p' \
+			/etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | grep -m1 -v security)
+		[ -n "$mirror" ] || skip "no Debian mirror in /etc/apt/sources.list* to build the tree from"
+		say "building the Debian tree once (debootstrap from $mirror, about 80 s) into $tarball"
+		tmp=$(mktemp -d /tmp/hugepool-tree.XXXXXX)
+		if ! debootstrap --variant=minbase --include="$tree_include" bookworm "$tmp/bootstrap" "$mirror" \
+			>"$tmp/debootstrap.log" 2>&1; then
+			tail -5 "$tmp/debootstrap.log"
+			rm -rf "$tmp"
+			skip "debootstrap could not build the tree (log above)"
+		fi
+		tar -C "$tmp/bootstrap" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball" ||
+			{ rm -rf "$tmp"; skip "cannot write $tarball"; }
+		rm -rf "$tmp"
+	fi
+	flock -u 8
+}
+
 [ "$(id -u)" -eq 0 ] || skip "not root: booting a container needs root"
+# --tree-only: build the cached Debian tree (check-all does it in the background, early) and stop
+if [ "${1:-}" = --tree-only ]; then
+	command -v debootstrap >/dev/null || skip "debootstrap is missing"
+	tree_build
+	say "the Debian tree is $tarball"
+	exit 0
+fi
 for t in systemd-nspawn debootstrap dpkg-buildpackage lintian nsenter flock cc curl jq; do
 	command -v "$t" >/dev/null || skip "$t is missing (./dev.sh installs what the tests need)"
 done
@@ -133,26 +166,8 @@ if [ -n "$java" ] && [ "${java#/usr/lib/jvm/}" != "$java" ] && command -v javac 
 	for d in /etc/java-*; do [ -d "$d" ] && java_binds+=("--bind-ro=$d"); done
 fi
 
-# --- the Debian tree, from the cache or built once -----------------------------------------------
-mkdir -p "$cache"
-exec 8>"$cache/.lock"
-flock 8
-if [ ! -s "$tarball" ]; then
-	mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p; s/^deb  *\(http[^ ]*\)  *bookworm .*/\1/p' \
-		/etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | grep -m1 -v security)
-	[ -n "$mirror" ] || skip "no Debian mirror in /etc/apt/sources.list* to build the tree from"
-	say "building the Debian tree once (debootstrap from $mirror, about 80 s) into $tarball"
-	mkdir -p "$work/bootstrap"
-	if ! debootstrap --variant=minbase --include="$tree_include" bookworm "$work/bootstrap" "$mirror" \
-		>"$work/debootstrap.log" 2>&1; then
-		tail -5 "$work/debootstrap.log"
-		skip "debootstrap could not build the tree (log above)"
-	fi
-	tar -C "$work/bootstrap" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball" ||
-		skip "cannot write $tarball"
-	rm -rf "$work/bootstrap"
-fi
-flock -u 8
+# --- the Debian tree, from the cache or built once (tree_build, above) -----------------------------
+tree_build
 mkdir "$work/root"
 tar -C "$work/root" -xzf "$tarball" || skip "cannot unpack $tarball"
 mkdir "$work/root/root/hp"
