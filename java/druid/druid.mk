@@ -11,7 +11,7 @@
 DRUID_BUILD := $(BUILD)/java/druid
 DRUID_JAR := $(DRUID_BUILD)/target/druid-hugepool-$(VERSION).jar
 DRUID_EXT := $(DRUID_BUILD)/druid-hugepool
-DRUID_SRC := $(shell find java/druid/src/main -type f)
+DRUID_SRC := $(call rwildcard,java/druid/src/main,*)
 # where an operator links it from, into Druid's druid.extensions.directory (hugepool-druid(7))
 DRUIDEXTDIR ?= $(PREFIX)/share/hugepool/druid
 
@@ -36,7 +36,7 @@ endif
 # what the tests take from Maven Central beside the extension (Druid's services, for a real
 # historical: some 230 MB on a fresh machine), fetched by the same Maven run as the tests make
 # (tests/druid-tests.sh), so that check-all fetches it in the background (java-all)
-$(DRUID_BUILD)/test-classpath: $(DRUID_JAR) $(shell find java/druid/src/test -type f)
+$(DRUID_BUILD)/test-classpath: $(DRUID_JAR) $(call rwildcard,java/druid/src/test,*)
 	$(say) MVN $@
 	$(Q)cd java/druid && $(MVN) $(MVN_FLAGS) -Pservice test-compile dependency:build-classpath \
 		-Dmdep.includeScope=test -Dmdep.outputFile=$(abspath $@) -DbuildDir=$(abspath $(DRUID_BUILD))/target \
