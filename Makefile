@@ -277,7 +277,7 @@ $(BUILD)/bench/bench_heap: $(call obj,bench/bench_heap.c) $(call obj,bench/bench
 $(filter-out $(BUILD)/bench/bench_heap,$(BENCH_BIN)): $(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lm
 
 # the C++ allocator example of hugepool-heap(3), built when there is a C++ compiler (test_heap
 # runs it, and skips that case otherwise)

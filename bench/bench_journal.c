@@ -61,6 +61,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -757,19 +758,47 @@ static unsigned best_in(unsigned a, unsigned from, unsigned to)
  * of the figures). With a repeat of two Williams periods (8 rounds of 4 targets) each half is
  * balanced on its own.
  */
-static void print_against_best(void)
+/* Over the cells so far, the split-half figure of print_against_best: for the run's summary. */
+static struct {
+	double log_sum, lowest;
+	unsigned cells, below_95, below_90;
+	char lowest_cell[32];
+} against;
+
+static void print_against_best(unsigned n, unsigned size)
 {
 	unsigned half = repeat / 2, all, b1, b2;
+	double split;
 
 	if (nbackends < 3 || repeat < 4)
 		return;
 	all = best_in(0, 0, repeat);
 	b1 = best_in(0, 0, half);
 	b2 = best_in(0, half, repeat);
+	split = (paired_in(0, b1, half, repeat) + paired_in(0, b2, 0, half)) / 2;
 	printf("        %s against the best other: %.2fx %s (picked on the same rounds); %.2fx picked on one half "
 	       "of the rounds, measured on the other (the halves picked %s and %s)\n",
-	       labels[0], paired(0, all), labels[all], (paired_in(0, b1, half, repeat) + paired_in(0, b2, 0, half)) / 2,
-	       labels[b1], labels[b2]);
+	       labels[0], paired(0, all), labels[all], split, labels[b1], labels[b2]);
+	if (split <= 0)
+		return;
+	against.log_sum += log(split);
+	against.below_95 += split < 0.95;
+	against.below_90 += split < 0.90;
+	if (!against.cells++ || split < against.lowest) {
+		against.lowest = split;
+		snprintf(against.lowest_cell, sizeof(against.lowest_cell), "%u x %u B", n, size);
+	}
+}
+
+/* The run's summary of print_against_best's split-half figures. */
+static void print_against_summary(void)
+{
+	if (!against.cells)
+		return;
+	printf("\n%s against the best other backend, picked on one half of the rounds and measured on the other, "
+	       "over %u cells: %.3fx in geometric mean, the lowest %.2fx (%s); %u cells below 0.95x, %u below 0.90x\n",
+	       labels[0], against.cells, exp(against.log_sum / against.cells), against.lowest, against.lowest_cell,
+	       against.below_95, against.below_90);
 }
 
 /*
@@ -999,7 +1028,7 @@ int main(void)
 			for (unsigned b = 0; b < ntargets && ntargets > 1 && method_on("ours"); b++)
 				print_backend(b, best_ours, best_k0, best_k1);
 			if (ntargets > 1 && repeat > 1 && method_on("ours")) {
-				print_against_best();
+				print_against_best(n, size);
 				print_rounds();
 			}
 			for (unsigned m = 0; m < NMETHOD; m++)
@@ -1013,6 +1042,7 @@ int main(void)
 			fflush(stdout);
 		}
 	}
+	print_against_summary();
 	pthread_mutex_lock(&tb.lock);
 	tb.stop = true;
 	pthread_cond_signal(&tb.filled);

@@ -5,7 +5,8 @@
 # the memory bandwidth ceiling), bench_acquire (a client getting that much memory from a
 # real hugepoold against allocating and zeroing it itself), bench_restart (a restart under
 # clients holding the whole pool: warm through the fd store and by re-execution against cold),
-# bench_journal, bench_merge, bench_heap (a cold process building a hash table of
+# bench_journal, bench_journal_default.sh (the default journal against each explicit backend,
+# issue 46's cells), bench_merge, bench_heap (a cold process building a hash table of
 # $HP_BENCH_HEAP_GIB GiB, default 1, on the hugepage heap against glibc malloc and jemalloc) and
 # bench_spill (spill streams of 6 KiB, 200 KiB and 4 MiB runs against a classic temp file per
 # run, with the syscalls of each counted under ptrace), bench_metrics (a scrape of a daemon with
@@ -24,7 +25,7 @@ set -u
 build=${1:-build}
 shift
 benches=("$@")
-[ ${#benches[@]} -gt 0 ] || benches=(bench_prefault bench_acquire bench_restart bench_journal bench_merge bench_heap bench_spill
+[ ${#benches[@]} -gt 0 ] || benches=(bench_prefault bench_acquire bench_restart bench_journal bench_journal_default bench_merge bench_heap bench_spill
 	bench_metrics bench_java bench_druid)
 gib=${HP_BENCH_GIB:-4}
 case $gib in '' | *[!0-9]*) gib=4 ;; esac
