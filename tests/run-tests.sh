@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Run hugepool's test suite: every unit test once, every integration test twice (hugepages as
 # reserved, "prefer", and again with hugepages = off; HP_TEST_HUGEPAGES_MODES="prefer" or "off"
-# runs one of them), the Java binding's tests and the Druid
-# extension's (tests/druid-tests.sh) once, the man pages' test (tests/man-pages.sh) once. As root
-# it reserves the hugepages the suite needs for the run and gives them back afterwards; as a
-# normal user it runs without them (the daemon falls back) and says so. Prints one closing line:
-# "N passed, N failed, N skipped".
+# runs one of them), and once each: the Java binding's tests, the Druid extension's
+# (tests/druid-tests.sh), the man pages' (tests/man-pages.sh) and the file map's
+# (tests/file-map.sh). As root it reserves the hugepages the suite needs for the run and gives
+# them back afterwards; as a normal user it runs without them (the daemon falls back) and says
+# so. Prints one closing line: "N passed, N failed, N skipped".
 # Usage: tests/run-tests.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -143,6 +143,8 @@ else
 fi
 # the man pages (tests/man-pages.sh), once: every public function has its page, every page lints
 run_script man tests/man-pages.sh
+# docs/ARCHITECTURE.md's file map against the tree (tests/file-map.sh), once
+run_script map tests/file-map.sh
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
