@@ -350,7 +350,7 @@ static int prefault_pool(struct boot *b)
 static int create_warm_state(struct boot *b)
 {
 	return warm_create(b->pool->nbuffers, b->cfg.max_connections, spill_records(&b->cfg),
-			   b->prev ? b->prev->lives + 1 : 1, b->pool->page_size, b->pool->hugetlb, &b->warm);
+			   b->prev ? b->prev->lives + 1 : 1, &b->warm);
 }
 
 /* Journals recover before anyone can connect: clients only ever see a consistent log. */

@@ -251,8 +251,9 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 			if (!p->classes[c].retired && strcmp(p->classes[c].name, wb->class_name) == 0 &&
 			    wb->index < p->classes[c].count && p->classes[c].size == wb->size)
 				b = &p->buffers[p->classes[c].first + wb->index];
+		/* its pages must be what its record says: a kept fd is never taken for another */
 		if ((b && b->fd >= 0) || !buffer_adoptable(fd, wb->size, &page, &hugetlb, &intact) ||
-		    hugetlb != prev->hugetlb || page != prev->page_size) {
+		    page != wb->page_size) {
 			drop_fd(a, fd, wb->fd_id);
 			continue;
 		}
@@ -281,17 +282,21 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 		(void)fdstore_barrier(5000);
 }
 
+/* The page size of an adopted buffer's pages, as its record says (adopt_find checked the fd). */
+static uint64_t adopted_page(const struct pool_adopt *a, const struct pool_buffer *b)
+{
+	return a->prev->bufs[b->prev_record].page_size;
+}
+
 /* Keep what adopt_find found if it fits the backing decided; drop what does not. */
 static void adopt_keep(struct pool *p, struct pool_adopt *a)
 {
-	bool fits = a->prev && a->prev->hugetlb == p->hugetlb && a->prev->page_size == p->page_size;
-
 	for (uint32_t i = 0; i < p->nbuffers; i++) {
 		struct pool_buffer *b = &p->buffers[i];
 
 		if (!b->adopted)
 			continue;
-		if (!fits) {
+		if (adopted_page(a, b) != p->page_size) {
 			drop_fd(a, b->fd, b->fd_id);
 			*b = (struct pool_buffer){ .fd = -1, .size = b->size, .class_index = b->class_index,
 						   .index = b->index };
@@ -338,9 +343,9 @@ int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool 
 	}
 	if (adopt) {
 		adopt_find(p, adopt);
-		if (adopt->prev && adopt->prev->hugetlb && adopt->prev->page_size == cfg->page_size)
-			for (uint32_t i = 0; i < p->nbuffers; i++)
-				adopted_huge += p->buffers[i].adopted ? p->buffers[i].size : 0;
+		for (uint32_t i = 0; i < p->nbuffers; i++)
+			if (p->buffers[i].adopted && adopted_page(adopt, &p->buffers[i]) == cfg->page_size)
+				adopted_huge += p->buffers[i].size;
 	}
 
 	if (cfg->hugepages == HUGEPAGES_OFF) {
