@@ -6,7 +6,7 @@
  * rows, the best-of-N bookkeeping, and the two memory loops the benchmarks use as references:
  * a memset split over threads (the bandwidth ceiling of already-faulted memory) and a
  * one-byte-per-page touch (proof that leased memory is usable). Hugepage availability comes
- * from the daemon's own pool_hugepages_available, so a bench skips exactly when the daemon
+ * from the daemon's own pages_available (pages.h), so a bench skips exactly when the daemon
  * with hugepages = require would refuse to start.
  */
 #define _GNU_SOURCE
@@ -22,7 +22,7 @@
 #include <time.h>
 
 #include "benchutil.h"
-#include "pool.h"
+#include "pages.h"
 #include "prefault.h"
 #include "size.h"
 
@@ -66,7 +66,7 @@ unsigned bench_cpus(void)
 bool bench_hugetlb_ok(uint64_t bytes, uint64_t page_size, char *why, size_t whylen)
 {
 	uint64_t need = (bytes + page_size - 1) / page_size;
-	uint64_t avail = pool_hugepages_available(page_size);
+	uint64_t avail = pages_available(page_size);
 
 	if (avail >= need)
 		return true;

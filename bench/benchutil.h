@@ -7,7 +7,7 @@
  * across runs. This header gives them a monotonic clock, GB/s (10^9 bytes per second, while
  * sizes are in binary GiB/MiB), a best-of-N series, the "figure | baseline | ratio" row, a
  * parallel memset (the memory bandwidth ceiling), a one-byte-per-page toucher and the check of
- * free hugepages (the daemon's own pool_hugepages_available). Benchmarks print, never assert.
+ * free hugepages (the daemon's own pages_available). Benchmarks print, never assert.
  */
 #ifndef HP_BENCHUTIL_H
 #define HP_BENCHUTIL_H
