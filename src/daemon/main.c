@@ -118,10 +118,19 @@ static void print_summary(const struct config *cfg, const char *path)
 	printf("hugepages %s, page size %s, prefault threads %u\n", hugepages_mode_to_string(cfg->hugepages),
 	       cfg->hugepages == HUGEPAGES_OFF ? "4K" : config_page_size_name(cfg->page_size),
 	       cfg->prefault_threads ? cfg->prefault_threads : prefault_default_threads());
-	for (unsigned i = 0; i < cfg->nclasses; i++)
-		printf("class %s: %u x %s, page size %s\n", cfg->classes[i].name, cfg->classes[i].count,
-		       size_format(cfg->classes[i].size, b, sizeof(b)),
-		       cfg->hugepages == HUGEPAGES_OFF ? "4K" : config_page_size_name(cfg->classes[i].page_size));
+	for (unsigned i = 0; i < cfg->nclasses; i++) {
+		const struct config_class *c = &cfg->classes[i];
+		uint64_t cand[PAGES_HUGE_SIZES];
+
+		/* auto: what it asks for first on this machine */
+		pages_candidates(c, cand);
+		printf("class %s: %u x %s, page size %s%s%s\n", c->name, c->count, size_format(c->size, b, sizeof(b)),
+		       cfg->hugepages == HUGEPAGES_OFF ? "4K" : config_page_size_name(c->page_size),
+		       cfg->hugepages != HUGEPAGES_OFF && c->page_size == CONFIG_PAGE_SIZE_AUTO ? ": " : "",
+		       cfg->hugepages != HUGEPAGES_OFF && c->page_size == CONFIG_PAGE_SIZE_AUTO
+			       ? config_page_size_name(cand[0])
+			       : "");
+	}
 	for (unsigned i = 0; i < cfg->njournals; i++)
 		printf("journal %s: %s, %u segments of %s, backend %s%s\n", cfg->journals[i].name,
 		       cfg->journals[i].directory, cfg->journals[i].segments,
