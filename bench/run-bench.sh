@@ -3,10 +3,12 @@
 # run-bench.sh - run hugepool's benchmarks: bench_prefault (the daemon's boot pre-fault of
 # $HP_BENCH_GIB GiB, default 4, against a JVM-style serial allocate-and-zero loop and against
 # the memory bandwidth ceiling), bench_acquire (a client getting that much memory from a
-# real hugepoold against allocating and zeroing it itself), bench_restart (a restart under
-# clients holding the whole pool: warm through the fd store and by re-execution against cold),
-# bench_journal, bench_journal_default.sh (the default journal against each explicit backend,
-# issue 46's cells), bench_merge, bench_heap (a cold process building a hash table of
+# real hugepoold against allocating and zeroing it itself; then 8 x 1 GiB on 1 GiB, 2 MiB and
+# 4 KiB pages, the acquire and random 8-byte updates over them side by side, the 1 GiB pages
+# and the extra 2 MiB ones reserved by the bench itself, as root, only while their part runs),
+# bench_restart (a restart under clients holding the whole pool: warm through the fd store and
+# by re-execution against cold), bench_journal, bench_journal_default.sh (the default journal
+# against each explicit backend, issue 46's cells), bench_merge, bench_heap (a cold process building a hash table of
 # $HP_BENCH_HEAP_GIB GiB, default 1, on the hugepage heap against glibc malloc and jemalloc) and
 # bench_spill (spill streams of 6 KiB, 200 KiB and 4 MiB runs against a classic temp file per
 # run, with the syscalls of each counted under ptrace), bench_metrics (a scrape of a daemon with

@@ -154,6 +154,21 @@ struct hp_journal_path {
 	char why[256];
 };
 
+/*
+ * The pages a class's buffers are on (hp_class_status.pages): hugetlb pages of page_size, or
+ * regular shared memory (hugetlb 0, page_size 4096). want_page_size is the hugetlb page size it
+ * asked for (its page_size in hugepoold.conf, with auto the one the daemon picked; 0 with
+ * hugepages = off); fallback is 1 when it has other pages than those, and fallback_reason says
+ * why (too few were free when the daemon started).
+ */
+struct hp_class_pages {
+	uint64_t page_size;
+	uint64_t want_page_size;
+	int hugetlb;
+	int fallback;
+	char fallback_reason[128];
+};
+
 struct hp_class_status {
 	char name[HP_NAME_MAX];
 	uint64_t size; /* bytes per buffer */
@@ -161,6 +176,7 @@ struct hp_class_status {
 	uint32_t zeroing; /* being given fresh pages for another uid (counted in none of the others) */
 	int retired; /* 1: no longer configured; its buffers still held after a restart, then gone */
 	struct hp_class_acquire acquire; /* its acquires since the daemon started, by outcome */
+	struct hp_class_pages pages; /* the pages its buffers are on */
 };
 
 struct hp_client_status {
@@ -262,10 +278,11 @@ struct hp_status {
 	char daemon_version[16];
 	pid_t daemon_pid;
 	uint64_t started_ns; /* CLOCK_REALTIME */
-	uint64_t page_size;
-	int hugetlb; /* 1: hugetlb pages of page_size */
-	int fallback; /* 1: hugepages were preferred but not available */
-	char fallback_reason[128];
+	/* every class's pages in one word (each class's: hp_class_status.pages) */
+	uint64_t page_size; /* the smallest page size of any class */
+	int hugetlb; /* 1: every class has hugetlb pages */
+	int fallback; /* 1: a class has other pages than it asked for (too few were free) */
+	char fallback_reason[128]; /* the first such class's reason, after its name */
 	uint64_t pool_bytes;
 	uint64_t boot_prefault_ns;
 	uint32_t boot_threads;

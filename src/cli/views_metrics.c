@@ -53,6 +53,7 @@ struct metric_row {
 #define ROW_SERVER(kind, type, name, metric) ROW_OF(struct hp_server_status, kind, name, metric)
 #define ROW_CLASS(kind, type, name, metric) ROW_OF(struct hp_class_status, kind, name, metric)
 #define ROW_ACQUIRE(kind, type, name, metric) ROW_OF(struct hp_class_acquire, kind, name, metric)
+#define ROW_PAGES(kind, type, name, metric) ROW_OF(struct hp_class_pages, kind, name, metric)
 #define ROW_JOURNAL(kind, type, name, metric) ROW_OF(struct hp_journal_status, kind, name, metric)
 #define ROW_DURABILITY(kind, type, name, metric) ROW_OF(struct hp_journal_durability, kind, name, metric)
 #define ROW_JPATH(kind, type, name, metric) ROW_OF(struct hp_journal_path, kind, name, metric)
@@ -64,6 +65,7 @@ static const struct metric_row start_rows[] = { PROTO_STATUS_START_FIELDS(ROW_ST
 static const struct metric_row server_rows[] = { PROTO_STATUS_SERVER_FIELDS(ROW_SERVER) };
 static const struct metric_row class_rows[] = { PROTO_STATUS_CLASS_FIELDS(ROW_CLASS) };
 static const struct metric_row acquire_rows[] = { PROTO_STATUS_ACQUIRE_FIELDS(ROW_ACQUIRE) };
+static const struct metric_row pages_rows[] = { PROTO_STATUS_PAGES_FIELDS(ROW_PAGES) };
 static const struct metric_row journal_rows[] = { PROTO_STATUS_JOURNAL_FIELDS(ROW_JOURNAL) };
 static const struct metric_row durability_rows[] = { PROTO_STATUS_DURABILITY_FIELDS(ROW_DURABILITY) };
 static const struct metric_row jpath_rows[] = { PROTO_STATUS_JPATH_FIELDS(ROW_JPATH) };
@@ -77,7 +79,7 @@ static const struct metric_row spill_uid_rows[] = { PROTO_STATUS_SPILL_UID_FIELD
 struct records {
 	const void *one; /* the section's one record; or */
 	const void *const *each; /* each record of the status's array of them, */
-	size_t at; /* and the section at this offset in it (a journal's path, a class's acquires) */
+	size_t at; /* and the section at this offset in it (a journal's path, a class's acquires or pages) */
 	uint32_t count;
 	/* writes record i's labels (expo_label) into buf; NULL: the section has one record, no label */
 	void (*labels)(const struct hp_status *st, uint32_t i, char *buf, size_t len);
@@ -303,12 +305,14 @@ void metrics_print(struct expo *e, const struct hp_status *st, bool uids)
 	PRINT_ROWS(e, st, start_rows, ONE(&st->start), NULL);
 	/* the pool */
 	gauge(e, PREFIX "pool_bytes", "Bytes of the pool's buffers", st->pool_bytes);
-	gauge(e, PREFIX "pool_page_size_bytes", "The page size the pool got", st->page_size);
-	gauge(e, PREFIX "pool_hugetlb", "1: the pool is backed by hugetlb pages", (uint64_t)st->hugetlb);
-	gauge(e, PREFIX "pool_fallback", "1: hugepages were preferred but the pool fell back to regular memory",
-	      (uint64_t)st->fallback);
+	gauge(e, PREFIX "pool_page_size_bytes", "The smallest page size of any class (each class's: class_page_size_bytes)",
+	      st->page_size);
+	gauge(e, PREFIX "pool_hugetlb", "1: every class is backed by hugetlb pages", (uint64_t)st->hugetlb);
+	gauge(e, PREFIX "pool_fallback",
+	      "1: a class has other pages than it asked for (which: class_page_fallback)", (uint64_t)st->fallback);
 	PRINT_ROWS(e, st, class_rows, EACH(st->classes, st->nclasses, class_labels), NULL);
 	print_class_bytes(e, st);
+	PRINT_ROWS(e, st, pages_rows, EACH_IN(st->classes, st->nclasses, pages, class_labels), NULL);
 	PRINT_ROWS(e, st, acquire_rows, EACH_IN(st->classes, st->nclasses, acquire, class_labels), NULL);
 	/* connections and the daemon's counters */
 	PRINT_ROWS(e, st, server_rows, ONE(&st->server), NULL);

@@ -41,6 +41,12 @@ static const char *backing_name(const struct hp_status *st)
 	return st->hugetlb ? "hugetlb" : st->fallback ? "fallback" : "regular";
 }
 
+/* A class's pages in a column: "2.0 MiB", "1.0 GiB"; "4.0 KiB" for regular shared memory. */
+static const char *pages_text(const struct hp_class_pages *pg, char *buf, size_t len)
+{
+	return size_format(pg->page_size, buf, len);
+}
+
 static const char *lease_class_name(const struct hp_status *st, const struct hp_lease_status *l)
 {
 	/* libhugepool checks class_index against nclasses */
@@ -80,14 +86,21 @@ void classes_text(const struct hp_status *st)
 	int w = class_name_width(st, 5);
 	char b[32];
 
-	printf("%-*s %10s %8s %8s %8s %8s %8s\n", w, "CLASS", "SIZE", "TOTAL", "FREE", "LEASED", "WAITERS",
-	       "ZEROING");
+	char pg[32];
+
+	printf("%-*s %10s %10s %8s %8s %8s %8s %8s\n", w, "CLASS", "SIZE", "PAGES", "TOTAL", "FREE", "LEASED",
+	       "WAITERS", "ZEROING");
 	for (uint32_t i = 0; i < st->nclasses; i++) {
 		const struct hp_class_status *c = st->classes[i];
 
-		printf("%-*s %10s %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 "%s\n", w, ESCAPED(c->name),
-		       size_format(c->size, b, sizeof(b)), c->total, c->free, c->leased, c->waiters, c->zeroing,
-		       c->retired ? "  retired" : "");
+		printf("%-*s %10s %10s %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 "%s", w,
+		       ESCAPED(c->name), size_format(c->size, b, sizeof(b)), pages_text(&c->pages, pg, sizeof(pg)),
+		       c->total, c->free, c->leased, c->waiters, c->zeroing, c->retired ? "  retired" : "");
+		/* the pages it asked for and why it has others */
+		if (c->pages.fallback)
+			printf("  fallback from %s: %s", size_format(c->pages.want_page_size, pg, sizeof(pg)),
+			       ESCAPED(c->pages.fallback_reason));
+		printf("\n");
 	}
 }
 
@@ -96,6 +109,15 @@ static void acquire_json(struct json *j, const struct hp_class_acquire *src)
 {
 	json_open(j, "acquire", '{');
 	PROTO_STATUS_ACQUIRE_FIELDS(JSON_FIELD)
+	json_close(j, '}');
+}
+
+/* The pages a class's buffers are on (version 7), as the member "pages". */
+static void pages_json(struct json *j, const struct hp_class_pages *src)
+{
+	json_open(j, "pages", '{');
+	PROTO_STATUS_PAGES_FIELDS(JSON_FIELD)
+	json_str(j, "fallback_reason", src->fallback_reason);
 	json_close(j, '}');
 }
 
@@ -110,6 +132,7 @@ void classes_json(struct json *j, const struct hp_status *st)
 		PROTO_STATUS_CLASS_FIELDS(JSON_FIELD)
 		json_bool(j, "retired", src->retired);
 		acquire_json(j, &st->classes[i]->acquire);
+		pages_json(j, &st->classes[i]->pages);
 		json_close(j, '}');
 	}
 	json_close(j, ']');
@@ -139,9 +162,51 @@ void start_json(struct json *j, const struct hp_status *st)
 	json_close(j, '}');
 }
 
+/*
+ * "Backing:     hugetlb pages of 2.0 MiB and 1.0 GiB", then what fell back. Pages of each kind,
+ * smallest first; the classes say which is whose.
+ */
+static void backing_text(const struct hp_status *st)
+{
+	uint64_t sizes[8];
+	unsigned n = 0;
+	bool small = false;
+	char b[32];
+
+	for (uint32_t i = 0; i < st->nclasses; i++) {
+		const struct hp_class_pages *pg = &st->classes[i]->pages;
+		unsigned k = 0;
+
+		small |= !pg->hugetlb;
+		if (!pg->hugetlb)
+			continue;
+		while (k < n && sizes[k] != pg->page_size)
+			k++;
+		if (k == n && n < ARRAY_SIZE(sizes))
+			sizes[n++] = pg->page_size;
+	}
+	for (unsigned a = 1; a < n; a++) /* a few: insertion sort */
+		for (unsigned k = a; k > 0 && sizes[k - 1] > sizes[k]; k--) {
+			uint64_t t = sizes[k];
+
+			sizes[k] = sizes[k - 1];
+			sizes[k - 1] = t;
+		}
+	printf("Backing:     ");
+	for (unsigned k = 0; k < n; k++)
+		printf("%s%s", k == 0 ? "hugetlb pages of " : k + 1 == n ? " and " : ", ", size_format(sizes[k], b, sizeof(b)));
+	if (small)
+		printf("%sregular shared memory", n ? "; " : "");
+	if (st->fallback)
+		printf(" (fallback: %s)", ESCAPED(st->fallback_reason));
+	else if (small)
+		printf(" (hugepages = off)");
+	printf("\n");
+}
+
 void status_text(const struct hp_status *st)
 {
-	char b1[32], b2[32], b3[64];
+	char b1[32], b3[64];
 	uint64_t buffers = 0;
 
 	for (uint32_t i = 0; i < st->nclasses; i++)
@@ -149,14 +214,8 @@ void status_text(const struct hp_status *st)
 	printf("hugepoold %s, pid %d, up %s (since %s)\n", ESCAPED(st->daemon_version), (int)st->daemon_pid,
 	       duration_format((uint64_t)uptime_seconds(st), b1, sizeof(b1)),
 	       time_format(st->started_ns, b3, sizeof(b3)));
-	printf("Pool:        %s in %" PRIu64 " buffers, page size %s\n",
-	       size_format(st->pool_bytes, b1, sizeof(b1)), buffers, size_format(st->page_size, b2, sizeof(b2)));
-	if (st->hugetlb)
-		printf("Backing:     hugetlb pages\n");
-	else if (st->fallback)
-		printf("Backing:     regular shared memory (fallback: %s)\n", ESCAPED(st->fallback_reason));
-	else
-		printf("Backing:     regular shared memory (hugepages = off)\n");
+	printf("Pool:        %s in %" PRIu64 " buffers\n", size_format(st->pool_bytes, b1, sizeof(b1)), buffers);
+	backing_text(st);
 	if (st->start.faulted_buffers || !st->start.warm)
 		printf("Boot:        pre-faulted in %.3f s with %" PRIu32 " threads (%.2f GB/s)\n",
 		       (double)st->boot_prefault_ns / 1e9, st->boot_threads, boot_gbps(st));
@@ -177,7 +236,7 @@ void status_json(struct json *j, const struct hp_status *st)
 	json_u64(j, "started_ns", st->started_ns);
 	json_double(j, "uptime_s", uptime_seconds(st));
 	json_u64(j, "pool_bytes", st->pool_bytes);
-	json_u64(j, "page_size", st->page_size);
+	json_u64(j, "page_size", st->page_size); /* the smallest; each class's in "classes" */
 	json_str(j, "backing", backing_name(st));
 	json_bool(j, "hugetlb", st->hugetlb);
 	json_bool(j, "fallback", st->fallback);

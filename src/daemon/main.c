@@ -28,6 +28,7 @@
 #include "log.h"
 #include "notify.h"
 #include "optrow.h"
+#include "pages.h"
 #include "pool.h"
 #include "reexec.h"
 #include "server.h"
@@ -115,11 +116,21 @@ static void print_summary(const struct config *cfg, const char *path)
 	printf("socket %s (mode %04o%s%s)\n", cfg->socket_path, (unsigned)cfg->socket_mode,
 	       cfg->socket_group[0] ? ", group " : "", cfg->socket_group);
 	printf("hugepages %s, page size %s, prefault threads %u\n", hugepages_mode_to_string(cfg->hugepages),
-	       cfg->hugepages == HUGEPAGES_OFF ? "4.0 KiB" : size_format(cfg->page_size, b, sizeof(b)),
+	       cfg->hugepages == HUGEPAGES_OFF ? "4K" : config_page_size_name(cfg->page_size),
 	       cfg->prefault_threads ? cfg->prefault_threads : prefault_default_threads());
-	for (unsigned i = 0; i < cfg->nclasses; i++)
-		printf("class %s: %u x %s\n", cfg->classes[i].name, cfg->classes[i].count,
-		       size_format(cfg->classes[i].size, b, sizeof(b)));
+	for (unsigned i = 0; i < cfg->nclasses; i++) {
+		const struct config_class *c = &cfg->classes[i];
+		uint64_t cand[PAGES_HUGE_SIZES];
+
+		/* auto: what it asks for first on this machine */
+		pages_candidates(c, cand);
+		printf("class %s: %u x %s, page size %s%s%s\n", c->name, c->count, size_format(c->size, b, sizeof(b)),
+		       cfg->hugepages == HUGEPAGES_OFF ? "4K" : config_page_size_name(c->page_size),
+		       cfg->hugepages != HUGEPAGES_OFF && c->page_size == CONFIG_PAGE_SIZE_AUTO ? ": " : "",
+		       cfg->hugepages != HUGEPAGES_OFF && c->page_size == CONFIG_PAGE_SIZE_AUTO
+			       ? config_page_size_name(cand[0])
+			       : "");
+	}
 	for (unsigned i = 0; i < cfg->njournals; i++)
 		printf("journal %s: %s, %u segments of %s, backend %s%s\n", cfg->journals[i].name,
 		       cfg->journals[i].directory, cfg->journals[i].segments,
@@ -137,14 +148,18 @@ static void print_summary(const struct config *cfg, const char *path)
 
 /*
  * --print-hugepages: what the pool needs reserved, for the unit that reserves it with hugeadm
- * before the daemon starts (hugepool-hugepages.service): "COUNT PAGE_SIZE_BYTES", COUNT 0 when
- * the pool uses no hugepages. Class sizes are multiples of the page size (config.c checks).
+ * before the daemon starts (hugepool-hugepages.service): a line "COUNT PAGE_SIZE_BYTES" per page
+ * size its classes ask for (pages.h), smallest first; one "0 2097152" when it asks for none.
  */
 static void print_hugepages(const struct config *cfg)
 {
-	uint64_t pages = cfg->hugepages == HUGEPAGES_OFF ? 0 : config_pool_bytes(cfg) / cfg->page_size;
+	struct pages_need need[PAGES_HUGE_SIZES];
+	unsigned n = pages_needed(cfg, need);
 
-	printf("%" PRIu64 " %" PRIu64 "\n", pages, cfg->page_size);
+	for (unsigned i = 0; i < n; i++)
+		printf("%" PRIu64 " %" PRIu64 "\n", need[i].count, need[i].page_size);
+	if (n == 0)
+		printf("0 %" PRIu64 "\n", PAGES_2M);
 }
 
 /*
@@ -350,7 +365,7 @@ static int prefault_pool(struct boot *b)
 static int create_warm_state(struct boot *b)
 {
 	return warm_create(b->pool->nbuffers, b->cfg.max_connections, spill_records(&b->cfg),
-			   b->prev ? b->prev->lives + 1 : 1, b->pool->page_size, b->pool->hugetlb, &b->warm);
+			   b->prev ? b->prev->lives + 1 : 1, &b->warm);
 }
 
 /* Journals recover before anyone can connect: clients only ever see a consistent log. */

@@ -174,6 +174,18 @@ static int get_spill_uid(struct hp_status *st, uint32_t i, const struct proto_st
 	return 0;
 }
 
+static int get_pages(struct hp_status *st, uint32_t i, const struct proto_status_pages *w)
+{
+	const struct proto_status_pages src = *w;
+	struct hp_class_pages *dst = &st->classes[i]->pages;
+
+	PROTO_STATUS_PAGES_FIELDS(COPY_FIELD)
+	dst->hugetlb = !!src.hugetlb;
+	dst->fallback = !!src.fallback;
+	copy_name(dst->fallback_reason, sizeof(dst->fallback_reason), src.fallback_reason, sizeof(src.fallback_reason));
+	return 0;
+}
+
 static int get_jpath(struct hp_status *st, uint32_t i, const struct proto_status_jpath *w)
 {
 	const struct proto_status_jpath src = *w;

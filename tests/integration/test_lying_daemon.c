@@ -610,7 +610,8 @@ static void test_spill_lies(void **state)
 
 /*
  * A whole status reply: one class, client, lease, two journals, the spill and start sections, and
- * version 6's server section with one spill_uid record, and the journals' paths.
+ * version 6's server section with one spill_uid record, and the journals' paths, and version 7's
+ * pages of the class.
  */
 struct status_reply {
 	uint8_t bytes[sizeof(struct proto_status) + sizeof(struct proto_status_class) +
@@ -619,7 +620,8 @@ struct status_reply {
 		      sizeof(struct proto_status_start) + 2 * sizeof(struct proto_status_batches) +
 		      sizeof(struct proto_status_heaps) + sizeof(struct proto_status_server) +
 		      sizeof(struct proto_status_acquire) + 2 * sizeof(struct proto_status_durability) +
-		      sizeof(struct proto_status_spill_uid) + 2 * sizeof(struct proto_status_jpath)];
+		      sizeof(struct proto_status_spill_uid) + 2 * sizeof(struct proto_status_jpath) +
+		      sizeof(struct proto_status_pages)];
 	size_t len;
 	struct proto_status *s;
 	struct proto_status_class *cls;
@@ -629,6 +631,7 @@ struct status_reply {
 	struct proto_status_spill *spill;
 	struct proto_status_server *server;
 	struct proto_status_jpath *jpath; /* two, as the journals */
+	struct proto_status_pages *pages;
 };
 
 static void *status_put(struct status_reply *m, size_t size)
@@ -657,6 +660,7 @@ static void status_build(struct status_reply *m, const char *text)
 			      sizeof(struct proto_status_spill_uid));
 	m->server->nuids = 1;
 	m->jpath = status_put(m, 2 * sizeof(*m->jpath));
+	m->pages = status_put(m, sizeof(*m->pages));
 	*m->s = (struct proto_status){ .nclasses = 1, .nclients = 1, .nleases = 1, .njournals = 2, .nspill = 1,
 				       .pool_flags = PROTO_POOL_FALLBACK, .page_size = 4096, .pool_bytes = 2 * MIB,
 				       .pid = 1 };
@@ -665,6 +669,8 @@ static void status_build(struct status_reply *m, const char *text)
 	proto_set_name(m->cls->name, sizeof(m->cls->name), text);
 	m->cls->size = 2 * MIB;
 	m->cls->total = 1;
+	*m->pages = (struct proto_status_pages){ .page_size = 4096, .want_page_size = 2 * MIB, .fallback = 7 };
+	proto_set_name(m->pages->fallback_reason, sizeof(m->pages->fallback_reason), text);
 	proto_set_name(m->client->name, sizeof(m->client->name), text);
 	m->client->pid = 1;
 	m->client->spill_files = 1;
@@ -719,12 +725,16 @@ static void answer_status(int fd, const struct proto_hdr *h, const void *req)
 	case 9: /* a version 5 reply: no server section */
 		m.len = (size_t)((uint8_t *)m.server - m.bytes);
 		break;
+	case 10: /* a version 6 reply: no pages section */
+		m.len = (size_t)((uint8_t *)m.pages - m.bytes);
+		break;
 	case 7: /* no string ends within its field */
 		memset(m.cls->name, 'A', sizeof(m.cls->name));
 		memset(m.s->fallback_reason, 'B', sizeof(m.s->fallback_reason));
 		memset(m.spill->directory, 'C', sizeof(m.spill->directory));
 		memset(m.jpath[0].why, 'D', sizeof(m.jpath[0].why));
 		memset(m.jpath[0].path, 'E', sizeof(m.jpath[0].path));
+		memset(m.pages->fallback_reason, 'F', sizeof(m.pages->fallback_reason));
 		break;
 	}
 	reply(fd, PROTO_STATUS_REPLY, m.bytes, (uint32_t)m.len, NULL, 0);
@@ -743,6 +753,7 @@ static void test_status_lies(void **state)
 		NULL, /* 7: below */
 		"malformed status reply from the daemon",
 		"malformed status reply from the daemon",
+		"malformed status reply from the daemon",
 	};
 	struct hp_status *st;
 	hp_conn *c;
@@ -753,6 +764,9 @@ static void test_status_lies(void **state)
 	assert_int_equal(hp_status(c, &st), 0);
 	assert_string_equal(st->classes[0]->name, "ok");
 	assert_int_equal(st->nspill_uids, 1);
+	/* a flag is 0 or 1 whatever the daemon sends */
+	assert_int_equal(st->classes[0]->pages.fallback, 1);
+	assert_string_equal(st->classes[0]->pages.fallback_reason, "ok");
 	hp_status_free(st);
 	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
 		if (!why[lie])
@@ -768,6 +782,7 @@ static void test_status_lies(void **state)
 	assert_int_equal(strlen(st->spill.directory), sizeof(st->spill.directory) - 1);
 	assert_int_equal(strlen(st->journals[0]->path.why), sizeof(st->journals[0]->path.why) - 1);
 	assert_int_equal(strlen(st->journals[0]->path.path), sizeof(st->journals[0]->path.path) - 1);
+	assert_int_equal(strlen(st->classes[0]->pages.fallback_reason), sizeof(st->classes[0]->pages.fallback_reason) - 1);
 	hp_status_free(st);
 	/* a result whose error is no errno */
 	assert_refused(c, hp_journal_truncate(c, "j", 1), "malformed result from the daemon");

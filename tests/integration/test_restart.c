@@ -818,8 +818,8 @@ static int connect_version(const struct daemon *d, uint16_t version, struct prot
  * A client of protocol version 3 (libhugepool before warm restart) is served in version 3:
  * its replies carry its version and the status it knows, without the start section; the
  * restart request does not exist for it. Each later version gets its own sections more (4 the
- * start, 5 the batches and heaps, 6 the journals' paths). Version 2 is refused, saying which are
- * spoken.
+ * start, 5 the batches and heaps, 6 the journals' paths, 7 the classes' pages), and no record of
+ * an earlier section grows. Version 2 is refused, saying which are spoken.
  */
 static void test_old_protocol_client(void **state)
 {
@@ -828,8 +828,8 @@ static void test_old_protocol_client(void **state)
 	struct proto_status_req sreq = { 0 };
 	struct proto_restart rreq = { 0 };
 	struct proto_hdr h;
-	uint32_t len3, len4, len5, len6;
-	int v3, v4, v5, v6, v2;
+	uint32_t len3, len4, len5, len6, len7;
+	int v3, v4, v5, v6, v7, v2;
 
 	(void)state;
 	/* two journals: versions 5 and 6 add a section per journal */
@@ -842,8 +842,10 @@ static void test_old_protocol_client(void **state)
 	assert_int_equal(h.version, 4);
 	v5 = connect_version(&d, 5, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 5);
-	v6 = connect_version(&d, 6, &h, buf, sizeof(buf)); /* all four connected: the same clients */
+	v6 = connect_version(&d, 6, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 6);
+	v7 = connect_version(&d, 7, &h, buf, sizeof(buf)); /* all five connected: the same clients */
+	assert_int_equal(h.version, 7);
 	raw_send(v3, 3, PROTO_STATUS, &sreq, sizeof(sreq));
 	len3 = raw_recv(v3, &h, buf, sizeof(buf));
 	assert_int_equal(h.type, PROTO_STATUS_REPLY);
@@ -855,8 +857,8 @@ static void test_old_protocol_client(void **state)
 	raw_send(v5, 5, PROTO_STATUS, &sreq, sizeof(sreq));
 	len5 = raw_recv(v5, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 5);
-	/* two journals, four clients (v3 to v6) */
-	assert_int_equal(len5 - len4, 2 * sizeof(struct proto_status_batches) + 4 * sizeof(struct proto_status_heaps));
+	/* two journals, five clients (v3 to v7) */
+	assert_int_equal(len5 - len4, 2 * sizeof(struct proto_status_batches) + 5 * sizeof(struct proto_status_heaps));
 	raw_send(v6, 6, PROTO_STATUS, &sreq, sizeof(sreq));
 	len6 = raw_recv(v6, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 6);
@@ -864,8 +866,14 @@ static void test_old_protocol_client(void **state)
 	assert_int_equal(len6 - len5, sizeof(struct proto_status_server) + sizeof(struct proto_status_acquire) +
 					      2 * sizeof(struct proto_status_durability) +
 					      2 * sizeof(struct proto_status_jpath));
+	raw_send(v7, 7, PROTO_STATUS, &sreq, sizeof(sreq));
+	len7 = raw_recv(v7, &h, buf, sizeof(buf));
+	assert_int_equal(h.version, 7);
+	/* one class: its pages */
+	assert_int_equal(len7 - len6, sizeof(struct proto_status_pages));
 	close(v5);
 	close(v6);
+	close(v7);
 	/* a request of another version than its hello's, and one its version does not have */
 	raw_send(v4, 3, PROTO_STATUS, &sreq, sizeof(sreq));
 	assert_true(recv(v4, buf, 1, 0) <= 0); /* closed (reset: its payload was left unread) */
@@ -877,7 +885,7 @@ static void test_old_protocol_client(void **state)
 	v2 = connect_version(&d, 2, &h, buf, sizeof(buf) - 1);
 	assert_int_equal(h.type, PROTO_RESULT);
 	buf[h.len] = '\0';
-	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 6)", 58));
+	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 7)", 58));
 	close(v2);
 	stop(&d);
 }

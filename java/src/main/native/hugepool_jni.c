@@ -74,7 +74,8 @@ static const struct {
  */
 #define STATUS_CLASS_ARGS(X, cs)                                                                  \
 	X(S, (cs)->name) X(J, (cs)->size) X(I, (cs)->total) X(I, (cs)->free) X(I, (cs)->leased)     \
-	X(I, (cs)->waiters) X(Z, (cs)->retired)
+	X(I, (cs)->waiters) X(Z, (cs)->retired) X(J, (cs)->pages.page_size) X(Z, (cs)->pages.hugetlb) \
+	X(S, (cs)->pages.fallback_reason)
 #define STATUS_JOURNAL_ARGS(X, js)                                                                \
 	X(S, (js)->name) X(S, (js)->backend) X(S, (js)->note) X(I, (js)->state) X(J, (js)->next_lsn) \
 	X(J, (js)->durable_lsn) X(J, (js)->retain_lsn) X(J, (js)->appends) X(J, (js)->syncs)          \
