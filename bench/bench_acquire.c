@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_acquire.c - "A client getting 4 GiB of buffers ready to use", through a real hugepoold.
+ * bench_acquire.c - "A client getting 4 GiB of buffers ready to use", through a real hugepoold,
+ * and what the size of their pages does to the acquire and to random access over them.
  *
  * Starts $HP_BUILD/hugepoold (tests/integration/harness.c) with one class of 64 MiB buffers,
  * $HP_BENCH_GIB GiB in all (default 4: 64 buffers), for 2 MiB hugetlb pages (hugepages =
@@ -11,6 +12,27 @@
  *  - baseline: the client allocating the same buffers itself: mmap anonymous (MAP_HUGETLB for
  *    hugetlb) + memset, one after the other, plus the same writes.
  * Prints ms and baseline/ours, best of 3 runs (a fresh daemon for each run).
+ *
+ * Then page sizes (issue 44): 8 buffers of 1 GiB ($HP_BENCH_PAGES_BUFFERS) on 1 GiB pages
+ * (page_size = 1G), on 2 MiB pages and on 4 KiB pages (hugepages = off), one daemon each, in
+ * the same run:
+ *  - connect + acquire of all of them (mapped with MAP_POPULATE: the page-table entries the
+ *    mapping needs, 8 for 1 GiB pages, 4096 for 2 MiB ones, 2 million for 4 KiB), then a write
+ *    per 4 KiB; best of 3 acquires by the same client uid (release and acquire again: the same
+ *    buffers, warm); the 1 GiB figure beside the 2 MiB one as its baseline, and the 4 KiB one;
+ *  - random 8-byte updates over all of them (an xorshift index into the buffers, as a hash
+ *    aggregation's probes are: one TLB miss per update where the TLB covers less than the
+ *    buffers), ns per update: 3 runs of $HP_BENCH_PAGES_UPDATES million (default 16) in
+ *    chunks of a million, each run's figure its fastest chunk (the two CPUs are shared: a
+ *    chunk nobody else disturbed is the workload's own speed), the best run's; each page size
+ *    beside 4 KiB pages and 1 GiB beside 2 MiB; dTLB-load-misses per update counted with
+ *    perf_event_open where the machine has hardware counters, else the time ratio is the page
+ *    walks' cost and the note says why not counted.
+ * The hugepages each part needs are reserved (as root) just before its daemon starts and given
+ * back right after it stops (bench_hugepages_reserve); without them that page size is skipped
+ * saying why, and the others run. 1 GiB pages need 1 GiB of contiguous free memory each: where
+ * the kernel finds fewer than asked, every page size is measured with as many buffers as it
+ * found, said in the title.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
 
 #include "../tests/integration/harness.h"
 #include "benchutil.h"
@@ -233,6 +257,252 @@ static void run_kind(const struct kind *k, unsigned n)
 	report(k, n, &res);
 }
 
+/* --- page sizes: 8 x 1 GiB on 1 GiB, 2 MiB and 4 KiB pages ------------------------------- */
+
+struct page_kind {
+	const char *name;
+	uint64_t page; /* BENCH_SMALL_PAGE: regular shared memory */
+	const char *globals;
+};
+
+static const struct page_kind page_kinds[] = {
+	{ "1 GiB", BENCH_HUGE_1G, "hugepages = require\npage_size = 1G\n" },
+	{ "2 MiB", BENCH_HUGE_2M, "hugepages = require\npage_size = 2M\n" },
+	{ "4 KiB", BENCH_SMALL_PAGE, "hugepages = off\n" },
+};
+#define NKINDS (sizeof(page_kinds) / sizeof(page_kinds[0]))
+
+struct page_results {
+	bool ran;
+	char why[256]; /* when it did not */
+	struct bench_series acquire, touch, random;
+	double misses; /* dTLB-load-misses per update of the best random run; < 0: not counted */
+	uint64_t boot_ns;
+};
+
+#define CHUNK_UPDATES (UINT64_C(1) << 20)
+
+/*
+ * n random 8-byte updates over nbuf buffers of size bytes (a power of two): xorshift64 (its
+ * state in *x) picks the buffer (the high half, scaled) and the 8-byte word in it. The updates
+ * are independent, as a hash aggregation's are: the CPU overlaps their cache and TLB misses as
+ * it can.
+ */
+static void random_updates(uint64_t *const *base, unsigned nbuf, uint64_t size, uint64_t n, uint64_t *x)
+{
+	uint64_t words = size / 8, v = *x;
+
+	for (uint64_t i = 0; i < n; i++) {
+		v ^= v << 13;
+		v ^= v >> 7;
+		v ^= v << 17;
+		base[((v >> 32) * nbuf) >> 32][v & (words - 1)] += i;
+	}
+	*x = v;
+	bench_clobber(base[0]);
+}
+
+/* A run of n updates in chunks of CHUNK_UPDATES: the fastest chunk's ns, scaled to n. */
+static uint64_t random_run(uint64_t *const *base, unsigned nbuf, uint64_t n, uint64_t *x)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (uint64_t done = 0; done < n; done += CHUNK_UPDATES) {
+		uint64_t t0 = bench_now_ns(), ns;
+
+		random_updates(base, nbuf, BENCH_GIB, CHUNK_UPDATES, x);
+		ns = bench_now_ns() - t0;
+		if (ns < best)
+			best = ns;
+	}
+	return best * (n / CHUNK_UPDATES);
+}
+
+/* The class's pages, as the daemon says: the kind measured must be the kind served. */
+static bool served_on(hp_conn *c, uint64_t page, char *why, size_t len)
+{
+	struct hp_status *st = NULL;
+	bool ok;
+
+	if (hp_status(c, &st) < 0 || st->nclasses < 1) {
+		snprintf(why, len, "no status");
+		hp_status_free(st);
+		return false;
+	}
+	ok = st->classes[0]->pages.page_size == page;
+	if (!ok)
+		snprintf(why, len, "the daemon serves pages of %" PRIu64 " bytes, not %" PRIu64 ": not comparable",
+			 st->classes[0]->pages.page_size, page);
+	hp_status_free(st);
+	return ok;
+}
+
+/* One page size: its daemon, 3 acquires, 3 runs of random updates over the last one's buffers. */
+static void run_page_kind(const struct page_kind *k, unsigned nbuf, uint64_t updates, int counter,
+			  struct page_results *res)
+{
+	struct hp_buffer bufs[64];
+	struct bench_range r[64];
+	uint64_t *base[64];
+	char classes[96];
+	struct daemon d;
+	hp_conn *c = NULL;
+	int ret;
+
+	if (k->page != BENCH_SMALL_PAGE &&
+	    bench_hugepages_reserve(k->page, nbuf * BENCH_GIB / k->page, res->why, sizeof(res->why)) <
+		    (long)(nbuf * BENCH_GIB / k->page)) {
+		bench_hugepages_give_back();
+		return;
+	}
+	snprintf(classes, sizeof(classes), "[class gig]\nsize = 1G\ncount = %u\n", nbuf);
+	ret = harness_start(&d, k->globals, classes);
+	if (ret < 0) {
+		snprintf(res->why, sizeof(res->why), "could not start hugepoold: %s", strerror(-ret));
+		if (ret == -ECHILD) {
+			harness_dump_log(&d);
+			harness_cleanup(&d);
+		}
+		bench_hugepages_give_back();
+		return;
+	}
+	for (unsigned rep = 0; rep < BENCH_REPS; rep++) {
+		uint64_t t0 = bench_now_ns(), t1, t2;
+
+		ret = hp_connect(d.socket, &c);
+		if (ret == 0)
+			ret = hp_acquire(c, "gig", nbuf, 10000, bufs);
+		t1 = bench_now_ns();
+		if (ret < 0) {
+			snprintf(res->why, sizeof(res->why), "connect/acquire failed: %s (%s)", hp_strerror(ret),
+				 c ? hp_last_error(c) : "");
+			goto out;
+		}
+		for (unsigned i = 0; i < nbuf; i++)
+			r[i] = (struct bench_range){ bufs[i].addr, bufs[i].size };
+		bench_touch(r, nbuf, BENCH_SMALL_PAGE);
+		t2 = bench_now_ns();
+		bench_series_add(&res->acquire, t1 - t0);
+		bench_series_add(&res->touch, t2 - t1);
+		if (rep + 1 < BENCH_REPS) {
+			hp_release(c, bufs, nbuf);
+			hp_disconnect(c);
+			c = NULL;
+		}
+	}
+	if (!served_on(c, k->page, res->why, sizeof(res->why)))
+		goto out;
+	for (unsigned i = 0; i < nbuf; i++)
+		base[i] = bufs[i].addr;
+	res->misses = -1;
+	for (unsigned rep = 0; rep < BENCH_REPS; rep++) {
+		uint64_t x = 0x9e3779b97f4a7c15ull + rep, ns, m = 0;
+
+		if (counter >= 0)
+			bench_counter_reset(counter);
+		ns = random_run(base, nbuf, updates, &x);
+		if (counter >= 0)
+			m = bench_counter_read(counter);
+		if (!res->random.n || ns < bench_series_best(&res->random))
+			res->misses = counter >= 0 ? (double)m / (double)updates : -1;
+		bench_series_add(&res->random, ns);
+	}
+	res->ran = true;
+	{
+		struct hp_status *st = NULL;
+
+		if (hp_status(c, &st) == 0)
+			res->boot_ns = st->boot_prefault_ns;
+		hp_status_free(st);
+	}
+out:
+	if (c)
+		hp_release(c, bufs, nbuf);
+	hp_disconnect(c);
+	if (harness_stop(&d) != 0)
+		printf("   hugepoold did not exit cleanly (its log is above)\n");
+	bench_hugepages_give_back();
+}
+
+/* Figure a of kind i beside figure b of kind j, both in the unit, when both ran. */
+static void page_row(const struct page_results *res, size_t i, size_t j, const char *what, bool random,
+		     double scale, const char *unit, uint64_t updates)
+{
+	const struct bench_series *a = random ? &res[i].random : &res[i].acquire;
+	const struct bench_series *b = random ? &res[j].random : &res[j].acquire;
+	double fa = (double)bench_series_best(a) / scale, fb = (double)bench_series_best(b) / scale;
+	char wa[96], wb[96];
+
+	if (!res[i].ran || !res[j].ran)
+		return;
+	if (random) {
+		fa /= (double)updates;
+		fb /= (double)updates;
+	}
+	snprintf(wa, sizeof(wa), "%s, %s pages", what, page_kinds[i].name);
+	snprintf(wb, sizeof(wb), "%s pages", page_kinds[j].name);
+	bench_row(wa, fa, wb, fb, unit, "baseline/ours", fb / fa);
+}
+
+static void run_pages(void)
+{
+	static struct page_results res[NKINDS];
+	unsigned nbuf = bench_env_uint("HP_BENCH_PAGES_BUFFERS", 8, 1, 64);
+	uint64_t updates = (uint64_t)bench_env_uint("HP_BENCH_PAGES_UPDATES", 16, 1, 4096) << 20;
+	char why[256], thp[96], b[4][96];
+	unsigned asked = nbuf;
+	long got;
+	int counter;
+
+	/* 1 GiB pages first, while memory is least fragmented: as many buffers as there are pages */
+	got = bench_hugepages_reserve(BENCH_HUGE_1G, nbuf, why, sizeof(why));
+	if (got > 0 && got < (long)nbuf)
+		nbuf = (unsigned)got;
+	bench_title("page sizes: %u buffers of 1 GiB on 1 GiB, 2 MiB and 4 KiB pages, best of %d runs", nbuf,
+		    BENCH_REPS);
+	if (nbuf < asked)
+		bench_note("%u buffers, not %u: %s", nbuf, asked, why);
+	counter = bench_counter_open(PERF_TYPE_HW_CACHE,
+				     PERF_COUNT_HW_CACHE_DTLB | (PERF_COUNT_HW_CACHE_OP_READ << 8) |
+					     (PERF_COUNT_HW_CACHE_RESULT_MISS << 16),
+				     why, sizeof(why));
+	for (size_t k = 0; k < NKINDS; k++) {
+		run_page_kind(&page_kinds[k], nbuf, updates, counter, &res[k]);
+		if (!res[k].ran)
+			bench_note("%s pages skipped: %s", page_kinds[k].name, res[k].why);
+	}
+	printf("   %-51s | %-43s | %s\n", "figure (best run)", "baseline", "ratio (> 1: ours faster)");
+	page_row(res, 0, 1, "connect + acquire", false, 1e6, "ms", 0);
+	page_row(res, 0, 2, "connect + acquire", false, 1e6, "ms", 0);
+	page_row(res, 1, 2, "connect + acquire", false, 1e6, "ms", 0);
+	page_row(res, 0, 2, "random 8-byte update", true, 1, "ns", updates);
+	page_row(res, 1, 2, "random 8-byte update", true, 1, "ns", updates);
+	page_row(res, 0, 1, "random 8-byte update", true, 1, "ns", updates);
+	for (size_t k = 0; k < NKINDS; k++) {
+		if (!res[k].ran)
+			continue;
+		bench_note("%s pages: a write per 4 KiB after the acquire took %.1f ms; the daemon's boot pre-fault %.2f s; "
+			   "all runs, ms: acquire %s | touch %s; s per %" PRIu64 " million updates (each run's fastest "
+			   "chunk): %s",
+			   page_kinds[k].name, (double)bench_series_best(&res[k].touch) / 1e6, (double)res[k].boot_ns / 1e9,
+			   bench_series_str(&res[k].acquire, true, b[0], sizeof(b[0])),
+			   bench_series_str(&res[k].touch, true, b[1], sizeof(b[1])), updates >> 20,
+			   bench_series_str(&res[k].random, false, b[2], sizeof(b[2])));
+	}
+	if (counter >= 0) {
+		for (size_t k = 0; k < NKINDS; k++)
+			if (res[k].ran)
+				bench_note("dTLB-load-misses per update, %s pages: %.3f", page_kinds[k].name, res[k].misses);
+		close(counter);
+	} else {
+		bench_note("dTLB-load-misses not counted (%s): the ratio of the times is the page walks' cost", why);
+	}
+	bench_thp_settings(thp, sizeof(thp));
+	bench_note("random updates: %" PRIu64 " million per run over %u GiB, one thread; 4 KiB pages are regular shared "
+		   "memory (%s: with shmem THP on they may be 2 MiB)",
+		   updates >> 20, nbuf, thp);
+}
+
 int main(void)
 {
 	static const struct kind kinds[] = {
@@ -255,6 +525,7 @@ int main(void)
 	}
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		run_kind(&kinds[i], n);
+	run_pages();
 	printf("\n");
 	return 0;
 }

@@ -6,23 +6,29 @@
  * rows, the best-of-N bookkeeping, and the two memory loops the benchmarks use as references:
  * a memset split over threads (the bandwidth ceiling of already-faulted memory) and a
  * one-byte-per-page touch (proof that leased memory is usable). Hugepage availability comes
- * from the daemon's own pool_hugepages_available, so a bench skips exactly when the daemon
+ * from the daemon's own pages_available (pages.h), so a bench skips exactly when the daemon
  * with hugepages = require would refuse to start.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
 
 #include "benchutil.h"
-#include "pool.h"
+#include "pages.h"
 #include "prefault.h"
 #include "size.h"
 
@@ -66,7 +72,7 @@ unsigned bench_cpus(void)
 bool bench_hugetlb_ok(uint64_t bytes, uint64_t page_size, char *why, size_t whylen)
 {
 	uint64_t need = (bytes + page_size - 1) / page_size;
-	uint64_t avail = pool_hugepages_available(page_size);
+	uint64_t avail = pages_available(page_size);
 
 	if (avail >= need)
 		return true;
@@ -75,6 +81,159 @@ bool bench_hugetlb_ok(uint64_t bytes, uint64_t page_size, char *why, size_t whyl
 		 "echo N > /sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/nr_hugepages, or run make bench as root)",
 		 avail, page_size / 1024, need, page_size / 1024);
 	return false;
+}
+
+/* "/sys/kernel/mm/hugepages/hugepages-<kB>kB/<file>": its number, -1 if none. */
+static long hugepages_get(uint64_t page_size, const char *file)
+{
+	char path[128], buf[32];
+	ssize_t n;
+	long v;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/%s", page_size / 1024, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	v = strtol(buf, NULL, 10);
+	return v;
+}
+
+static void hugepages_set(uint64_t page_size, long v)
+{
+	char path[128], buf[32];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-%" PRIu64 "kB/nr_hugepages", page_size / 1024);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = snprintf(buf, sizeof(buf), "%ld\n", v);
+	/* a refusal is seen by the caller, which reads back what the kernel did */
+	(void)!write(fd, buf, (size_t)n);
+	close(fd);
+}
+
+/* The persistent pool: nr_hugepages minus the surplus pages on their way out (hugeadm's count). */
+static long hugepages_persistent(uint64_t page_size)
+{
+	long nr = hugepages_get(page_size, "nr_hugepages"), surplus = hugepages_get(page_size, "surplus_hugepages");
+
+	return nr < 0 || surplus < 0 ? -1 : nr - surplus;
+}
+
+/* What bench_hugepages_reserve added: [0] 2 MiB pages, [1] 1 GiB pages. */
+static volatile long reserved_added[2];
+
+void bench_hugepages_give_back(void)
+{
+	static const uint64_t sizes[2] = { BENCH_HUGE_2M, BENCH_HUGE_1G };
+
+	for (int k = 0; k < 2; k++) {
+		long n = reserved_added[k], now;
+
+		if (n <= 0)
+			continue;
+		reserved_added[k] = 0;
+		now = hugepages_persistent(sizes[k]);
+		hugepages_set(sizes[k], now > n ? now - n : 0);
+	}
+}
+
+static void give_back_on_signal(int sig)
+{
+	bench_hugepages_give_back();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Ask the kernel to compact memory, so that more large contiguous ranges are free. */
+static void compact_memory(void)
+{
+	int fd = open("/proc/sys/vm/compact_memory", O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		(void)!write(fd, "1\n", 2);
+		close(fd);
+	}
+}
+
+long bench_hugepages_reserve(uint64_t page_size, uint64_t n, char *why, size_t whylen)
+{
+	static bool hooked;
+	long free_now = (long)pages_available(page_size), before = hugepages_persistent(page_size), got;
+
+	if (free_now >= (long)n)
+		return free_now;
+	if (before < 0) {
+		snprintf(why, whylen, "this kernel has no hugepages of %" PRIu64 " KiB", page_size / 1024);
+		return -EOPNOTSUPP;
+	}
+	if (geteuid() != 0) {
+		snprintf(why, whylen, "%ld free hugepages of %" PRIu64 " KiB, %" PRIu64 " needed, and only root may reserve "
+				      "more (run make bench as root)", free_now, page_size / 1024, n);
+		return free_now;
+	}
+	if (!hooked) {
+		hooked = true;
+		atexit(bench_hugepages_give_back);
+		signal(SIGINT, give_back_on_signal);
+		signal(SIGTERM, give_back_on_signal);
+	}
+	for (int attempt = 0; attempt < 2; attempt++) {
+		long now = hugepages_persistent(page_size);
+
+		free_now = (long)pages_available(page_size);
+		if (free_now >= (long)n)
+			break;
+		if (attempt)
+			compact_memory();
+		hugepages_set(page_size, now + ((long)n - free_now));
+		got = hugepages_persistent(page_size) - now;
+		if (got > 0)
+			reserved_added[page_size == BENCH_HUGE_1G] += got;
+	}
+	free_now = (long)pages_available(page_size);
+	if (free_now < (long)n)
+		snprintf(why, whylen, "%" PRIu64 " free hugepages of %" PRIu64 " KiB wanted, the kernel found %ld (memory "
+				      "too fragmented: reserve them at boot, hugepagesz=1G hugepages=N)",
+			 n, page_size / 1024, free_now);
+	return free_now;
+}
+
+int bench_counter_open(uint32_t type, uint64_t config, char *why, size_t whylen)
+{
+	struct perf_event_attr a = { .size = sizeof(a), .type = type, .config = config, .disabled = 0,
+				     .exclude_kernel = 1, .exclude_hv = 1 };
+	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd < 0) {
+		int e = errno;
+
+		snprintf(why, whylen, "perf_event_open: %s%s", strerror(e),
+			 e == ENOENT || e == EOPNOTSUPP ? " (no hardware counters here: a VM without a virtual PMU?)" : "");
+		return -e;
+	}
+	return (int)fd;
+}
+
+void bench_counter_reset(int fd)
+{
+	(void)ioctl(fd, PERF_EVENT_IOC_RESET, 0);
+}
+
+uint64_t bench_counter_read(int fd)
+{
+	uint64_t v = 0;
+
+	if (read(fd, &v, sizeof(v)) != (ssize_t)sizeof(v))
+		return 0;
+	return v;
 }
 
 static unsigned settle_ms;

@@ -6,8 +6,10 @@
  * ratio, because absolute timings on a shared or virtual machine are too noisy to compare
  * across runs. This header gives them a monotonic clock, GB/s (10^9 bytes per second, while
  * sizes are in binary GiB/MiB), a best-of-N series, the "figure | baseline | ratio" row, a
- * parallel memset (the memory bandwidth ceiling), a one-byte-per-page toucher and the check of
- * free hugepages (the daemon's own pool_hugepages_available). Benchmarks print, never assert.
+ * parallel memset (the memory bandwidth ceiling), a one-byte-per-page toucher, the check of
+ * free hugepages (the daemon's own pages_available), hugepages reserved for one part of a
+ * benchmark and given back right after, and a hardware event counter (perf_event_open) where
+ * the machine has one. Benchmarks print, never assert.
  */
 #ifndef HP_BENCHUTIL_H
 #define HP_BENCHUTIL_H
@@ -20,6 +22,7 @@
 #define BENCH_MIB (UINT64_C(1) << 20)
 #define BENCH_GIB (UINT64_C(1) << 30)
 #define BENCH_HUGE_2M (UINT64_C(2) << 20)
+#define BENCH_HUGE_1G (UINT64_C(1) << 30)
 #define BENCH_SMALL_PAGE UINT64_C(4096)
 
 /* CLOCK_MONOTONIC in nanoseconds. */
@@ -41,6 +44,27 @@ unsigned bench_cpus(void);
  * If not, writes the reason (free vs needed, and how to reserve more) into why.
  */
 bool bench_hugetlb_ok(uint64_t bytes, uint64_t page_size, char *why, size_t whylen);
+
+/*
+ * Make n hugepages of page_size free for a part of a benchmark: as root, the shortfall is added
+ * to the kernel's persistent pool (as hugeadm counts it; memory is compacted once if the kernel
+ * finds too few) and remembered; bench_hugepages_give_back takes exactly that back, by the
+ * difference (others may change the pool meanwhile), and is also run at exit and on SIGINT and
+ * SIGTERM. Returns how many are free now, n or fewer (the reason in why: not root, memory too
+ * fragmented), or -errno with the reason in why (no such pages in this kernel).
+ */
+long bench_hugepages_reserve(uint64_t page_size, uint64_t n, char *why, size_t whylen);
+void bench_hugepages_give_back(void);
+
+/*
+ * A counter of a hardware event for the calling thread, user space only (perf_event_open(2)):
+ * type and config as perf_event_attr has them, e.g. PERF_TYPE_HW_CACHE and the dTLB read-miss
+ * config. -errno with the reason in why where the machine counts none (a VM without a virtual
+ * PMU: perf stat -e instructions says "not supported"). Reset and read it around the code.
+ */
+int bench_counter_open(uint32_t type, uint64_t config, char *why, size_t whylen);
+void bench_counter_reset(int fd);
+uint64_t bench_counter_read(int fd);
 
 /*
  * Free page reporting: a virtio-balloon with VIRTIO_BALLOON_F_REPORTING hands memory freed in

@@ -9,8 +9,7 @@
 #   hugepages_restore
 #     puts nr_hugepages back to what it was before hugepages_reserve changed it (call it from
 #     the caller's EXIT trap).
-# The pool code reads the same two sysfs files (pool_hugepages_available in
-# src/daemon/pool/pool.c).
+# The pool code reads the same two sysfs files (pages_available in src/daemon/pool/pages.c).
 
 HUGEPAGES_DIR=/sys/kernel/mm/hugepages/hugepages-2048kB
 HUGEPAGES_RESTORE=""

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Run hugepool's test suite: every unit test once, every integration test twice (hugepages as
-# reserved, "prefer", and again with hugepages = off), the Java binding's tests once, the man
-# pages' test (tests/man-pages.sh) once. As root it reserves the hugepages the
-# suite needs for the run and gives them back afterwards; as a normal user it runs without them
-# (the daemon falls back) and says so. Prints one closing line: "N passed, N failed, N skipped".
+# reserved, "prefer", and again with hugepages = off; HP_TEST_HUGEPAGES_MODES="prefer" or "off"
+# runs one of them), and once each: the Java binding's tests, the Druid extension's
+# (tests/druid-tests.sh), the man pages' (tests/man-pages.sh) and the file map's
+# (tests/file-map.sh). As root it reserves the hugepages the suite needs for the run and gives
+# them back afterwards; as a normal user it runs without them (the daemon falls back) and says
+# so. Prints one closing line: "N passed, N failed, N skipped".
 # Usage: tests/run-tests.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -83,6 +85,10 @@ run_script() {
 # unit tests whose work splits into shards run at once, one per CPU (the variable that picks one)
 declare -A sharded=([test_crash_points]=HP_CRASH_SHARD)
 
+# the modes the other integration tests run in, each in turn: HP_TEST_HUGEPAGES_MODES picks some
+# (check-all runs each mode once more under one of the sanitizers: the suite is long)
+modes=${HP_TEST_HUGEPAGES_MODES:-prefer off}
+
 # integration tests that do not depend on hugepages: run once, with hugepages = off (the lying
 # daemon is no hugepoold at all)
 declare -A hugepage_modes=([test_spill]="off" [test_lying_daemon]="off" [test_metrics]="off")
@@ -106,8 +112,9 @@ for t in "$build"/tests/test_*; do
 	elif [ "${hugepage_modes[$name]:-}" = off ]; then
 		run "$t" "$name" HP_TEST_HUGEPAGES=off
 	else
-		run "$t" "$name (hugepages=prefer)" HP_TEST_HUGEPAGES=prefer
-		run "$t" "$name (hugepages=off)" HP_TEST_HUGEPAGES=off
+		for mode in $modes; do
+			run "$t" "$name (hugepages=$mode)" HP_TEST_HUGEPAGES="$mode"
+		done
 	fi
 done
 # the Java binding's tests (tests/java-tests.sh), once, with hugepages as reserved: make check
@@ -121,8 +128,23 @@ if [ -n "$java_skip" ]; then
 else
 	run_script java tests/java-tests.sh "$build"
 fi
+# the Druid extension's tests (tests/druid-tests.sh), once, where the binding's run: a real Druid
+# service with the extension (make druid builds it beside the binding)
+if [ -n "$java_skip" ]; then
+	printf '%-34s skipped: %s\n' "druid" "$java_skip"
+	skipped=$((skipped + 1))
+elif [ ! -e "$build/java/druid/druid-hugepool/druid-hugepool-0.1.0.jar" ]; then
+	printf '%-34s skipped: %s\n' "druid" "not built (make druid)"
+	skipped=$((skipped + 1))
+else
+	t0=$SECONDS
+	run_script druid tests/druid-tests.sh "$build"
+	printf '%-34s %4d s\n' "druid (Druid 33 historical)" $((SECONDS - t0))
+fi
 # the man pages (tests/man-pages.sh), once: every public function has its page, every page lints
 run_script man tests/man-pages.sh
+# docs/ARCHITECTURE.md's file map against the tree (tests/file-map.sh), once
+run_script map tests/file-map.sh
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -41,10 +41,16 @@ static const char *backing_name(const struct hp_status *st)
 	return st->hugetlb ? "hugetlb" : st->fallback ? "fallback" : "regular";
 }
 
+/* A class's pages in a column: "2.0 MiB", "1.0 GiB"; "4.0 KiB" for regular shared memory. */
+static const char *pages_text(const struct hp_class_pages *pg, char *buf, size_t len)
+{
+	return size_format(pg->page_size, buf, len);
+}
+
 static const char *lease_class_name(const struct hp_status *st, const struct hp_lease_status *l)
 {
 	/* libhugepool checks class_index against nclasses */
-	return l->class_index < st->nclasses ? st->classes[l->class_index].name : "?";
+	return l->class_index < st->nclasses ? st->classes[l->class_index]->name : "?";
 }
 
 /* The width of the class column: the names as printed (escaped), at least min. */
@@ -53,7 +59,7 @@ static int class_name_width(const struct hp_status *st, int min)
 	int w = min;
 
 	for (uint32_t i = 0; i < st->nclasses; i++)
-		w = MAX(w, (int)strlen(ESCAPED(st->classes[i].name)));
+		w = MAX(w, (int)strlen(ESCAPED(st->classes[i]->name)));
 	return w;
 }
 
@@ -80,14 +86,21 @@ void classes_text(const struct hp_status *st)
 	int w = class_name_width(st, 5);
 	char b[32];
 
-	printf("%-*s %10s %8s %8s %8s %8s %8s\n", w, "CLASS", "SIZE", "TOTAL", "FREE", "LEASED", "WAITERS",
-	       "ZEROING");
-	for (uint32_t i = 0; i < st->nclasses; i++) {
-		const struct hp_class_status *c = &st->classes[i];
+	char pg[32];
 
-		printf("%-*s %10s %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 "%s\n", w, ESCAPED(c->name),
-		       size_format(c->size, b, sizeof(b)), c->total, c->free, c->leased, c->waiters, c->zeroing,
-		       c->retired ? "  retired" : "");
+	printf("%-*s %10s %10s %8s %8s %8s %8s %8s\n", w, "CLASS", "SIZE", "PAGES", "TOTAL", "FREE", "LEASED",
+	       "WAITERS", "ZEROING");
+	for (uint32_t i = 0; i < st->nclasses; i++) {
+		const struct hp_class_status *c = st->classes[i];
+
+		printf("%-*s %10s %10s %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 "%s", w,
+		       ESCAPED(c->name), size_format(c->size, b, sizeof(b)), pages_text(&c->pages, pg, sizeof(pg)),
+		       c->total, c->free, c->leased, c->waiters, c->zeroing, c->retired ? "  retired" : "");
+		/* the pages it asked for and why it has others */
+		if (c->pages.fallback)
+			printf("  fallback from %s: %s", size_format(c->pages.want_page_size, pg, sizeof(pg)),
+			       ESCAPED(c->pages.fallback_reason));
+		printf("\n");
 	}
 }
 
@@ -99,17 +112,27 @@ static void acquire_json(struct json *j, const struct hp_class_acquire *src)
 	json_close(j, '}');
 }
 
+/* The pages a class's buffers are on (version 7), as the member "pages". */
+static void pages_json(struct json *j, const struct hp_class_pages *src)
+{
+	json_open(j, "pages", '{');
+	PROTO_STATUS_PAGES_FIELDS(JSON_FIELD)
+	json_str(j, "fallback_reason", src->fallback_reason);
+	json_close(j, '}');
+}
+
 void classes_json(struct json *j, const struct hp_status *st)
 {
 	json_open(j, "classes", '[');
 	for (uint32_t i = 0; i < st->nclasses; i++) {
-		const struct hp_class_status *src = &st->classes[i];
+		const struct hp_class_status *src = st->classes[i];
 
 		json_open(j, NULL, '{');
 		json_str(j, "name", src->name);
 		PROTO_STATUS_CLASS_FIELDS(JSON_FIELD)
 		json_bool(j, "retired", src->retired);
-		acquire_json(j, &st->class_acquire[i]);
+		acquire_json(j, &st->classes[i]->acquire);
+		pages_json(j, &st->classes[i]->pages);
 		json_close(j, '}');
 	}
 	json_close(j, ']');
@@ -139,24 +162,60 @@ void start_json(struct json *j, const struct hp_status *st)
 	json_close(j, '}');
 }
 
+/*
+ * "Backing:     hugetlb pages of 2.0 MiB and 1.0 GiB", then what fell back. Pages of each kind,
+ * smallest first; the classes say which is whose.
+ */
+static void backing_text(const struct hp_status *st)
+{
+	uint64_t sizes[8];
+	unsigned n = 0;
+	bool small = false;
+	char b[32];
+
+	for (uint32_t i = 0; i < st->nclasses; i++) {
+		const struct hp_class_pages *pg = &st->classes[i]->pages;
+		unsigned k = 0;
+
+		small |= !pg->hugetlb;
+		if (!pg->hugetlb)
+			continue;
+		while (k < n && sizes[k] != pg->page_size)
+			k++;
+		if (k == n && n < ARRAY_SIZE(sizes))
+			sizes[n++] = pg->page_size;
+	}
+	for (unsigned a = 1; a < n; a++) /* a few: insertion sort */
+		for (unsigned k = a; k > 0 && sizes[k - 1] > sizes[k]; k--) {
+			uint64_t t = sizes[k];
+
+			sizes[k] = sizes[k - 1];
+			sizes[k - 1] = t;
+		}
+	printf("Backing:     ");
+	for (unsigned k = 0; k < n; k++)
+		printf("%s%s", k == 0 ? "hugetlb pages of " : k + 1 == n ? " and " : ", ", size_format(sizes[k], b, sizeof(b)));
+	if (small)
+		printf("%sregular shared memory", n ? "; " : "");
+	if (st->fallback)
+		printf(" (fallback: %s)", ESCAPED(st->fallback_reason));
+	else if (small)
+		printf(" (hugepages = off)");
+	printf("\n");
+}
+
 void status_text(const struct hp_status *st)
 {
-	char b1[32], b2[32], b3[64];
+	char b1[32], b3[64];
 	uint64_t buffers = 0;
 
 	for (uint32_t i = 0; i < st->nclasses; i++)
-		buffers += st->classes[i].total;
+		buffers += st->classes[i]->total;
 	printf("hugepoold %s, pid %d, up %s (since %s)\n", ESCAPED(st->daemon_version), (int)st->daemon_pid,
 	       duration_format((uint64_t)uptime_seconds(st), b1, sizeof(b1)),
 	       time_format(st->started_ns, b3, sizeof(b3)));
-	printf("Pool:        %s in %" PRIu64 " buffers, page size %s\n",
-	       size_format(st->pool_bytes, b1, sizeof(b1)), buffers, size_format(st->page_size, b2, sizeof(b2)));
-	if (st->hugetlb)
-		printf("Backing:     hugetlb pages\n");
-	else if (st->fallback)
-		printf("Backing:     regular shared memory (fallback: %s)\n", ESCAPED(st->fallback_reason));
-	else
-		printf("Backing:     regular shared memory (hugepages = off)\n");
+	printf("Pool:        %s in %" PRIu64 " buffers\n", size_format(st->pool_bytes, b1, sizeof(b1)), buffers);
+	backing_text(st);
 	if (st->start.faulted_buffers || !st->start.warm)
 		printf("Boot:        pre-faulted in %.3f s with %" PRIu32 " threads (%.2f GB/s)\n",
 		       (double)st->boot_prefault_ns / 1e9, st->boot_threads, boot_gbps(st));
@@ -177,7 +236,7 @@ void status_json(struct json *j, const struct hp_status *st)
 	json_u64(j, "started_ns", st->started_ns);
 	json_double(j, "uptime_s", uptime_seconds(st));
 	json_u64(j, "pool_bytes", st->pool_bytes);
-	json_u64(j, "page_size", st->page_size);
+	json_u64(j, "page_size", st->page_size); /* the smallest; each class's in "classes" */
 	json_str(j, "backing", backing_name(st));
 	json_bool(j, "hugetlb", st->hugetlb);
 	json_bool(j, "fallback", st->fallback);
@@ -204,7 +263,7 @@ void leases_text(const struct hp_status *st)
 	} else {
 		printf("%-18s %-*s %8s %8s  %s\n", "LEASE", w, "CLASS", "PID", "UID", "SINCE");
 		for (uint32_t i = 0; i < st->nleases; i++) {
-			const struct hp_lease_status *l = &st->leases[i];
+			const struct hp_lease_status *l = st->leases[i];
 
 			printf("%#-18" PRIx64 " %-*s %8d %8u  %s\n", l->lease_id, w, ESCAPED(lease_class_name(st, l)),
 			       (int)l->pid, (unsigned)l->uid, time_format(l->since_ns, b, sizeof(b)));
@@ -213,8 +272,8 @@ void leases_text(const struct hp_status *st)
 	printf("\n%8s %8s %-16s %8s %12s %7s %5s %9s %12s\n", "PID", "UID", "NAME", "LEASES", "LEASED", "WAITING",
 	       "HEAPS", "HEAP-BUFS", "HEAP-CARVED");
 	for (uint32_t i = 0; i < st->nclients; i++) {
-		const struct hp_client_status *c = &st->clients[i];
-		const struct hp_client_heaps *h = &st->client_heaps[i];
+		const struct hp_client_status *c = st->clients[i];
+		const struct hp_client_heaps *h = &st->clients[i]->heaps;
 		char hb[32];
 
 		printf("%8d %8u %-16s %8" PRIu32 " %12s %7s %5" PRIu64 " %9" PRIu64 " %12s\n", (int)c->pid,
@@ -230,7 +289,7 @@ void leases_json(struct json *j, const struct hp_status *st)
 
 	json_open(j, "leases", '[');
 	for (uint32_t i = 0; i < st->nleases; i++) {
-		const struct hp_lease_status *l = &st->leases[i];
+		const struct hp_lease_status *l = st->leases[i];
 
 		/* a string: lease ids use all 64 bits, more than a JSON number keeps exactly */
 		snprintf(b, sizeof(b), "%#" PRIx64, l->lease_id);
@@ -252,7 +311,7 @@ void leases_json(struct json *j, const struct hp_status *st)
 
 void client_json(struct json *j, const struct hp_status *st, uint32_t i, unsigned parts)
 {
-	const struct hp_client_status *c = &st->clients[i];
+	const struct hp_client_status *c = st->clients[i];
 	char b[64];
 
 	json_open(j, NULL, '{');
@@ -267,7 +326,7 @@ void client_json(struct json *j, const struct hp_status *st, uint32_t i, unsigne
 		json_bool(j, "waiting", c->waiting);
 	}
 	if (parts & CLIENT_HEAPS) {
-		const struct hp_client_heaps *src = &st->client_heaps[i];
+		const struct hp_client_heaps *src = &st->clients[i]->heaps;
 
 		PROTO_STATUS_HEAPS_FIELDS(JSON_FIELD)
 	}
@@ -288,12 +347,12 @@ void stats_text(const struct hp_status *st)
 		printf("%-32s %" PRIu64 "\n", counters[i].name, counter_value(st, i));
 	PROTO_STATUS_SERVER_FIELDS(TEXT_FIELD)
 	for (uint32_t c = 0; c < st->nclasses; c++) {
-		const struct hp_class_acquire *a = &st->class_acquire[c];
+		const struct hp_class_acquire *a = &st->classes[c]->acquire;
 
 		printf("\nclass %s: %" PRIu64 " acquires, %" PRIu64 " granted (%" PRIu64 " buffers), refused: %" PRIu64
 		       " limit, %" PRIu64 " timeout, %" PRIu64 " all-or-nothing, %" PRIu64 " too large, %" PRIu64
 		       " renewal; %" PRIu64 " cancelled; mean wait %.1f us\n",
-		       ESCAPED(st->classes[c].name), a->acquires, a->granted, a->buffers_granted, a->refused_limit,
+		       ESCAPED(st->classes[c]->name), a->acquires, a->granted, a->buffers_granted, a->refused_limit,
 		       a->refused_timeout, a->refused_all_or_nothing, a->refused_too_large, a->refused_renewal,
 		       a->cancelled, a->wait.count ? (double)a->wait.sum_ns / (double)a->wait.count / 1e3 : 0.0);
 	}

@@ -23,6 +23,14 @@ void optrow_getopt(const struct optrow *rows, size_t n, struct option *longopts,
 	*shortopts = '\0';
 }
 
+const struct optrow *optrow_find(const struct optrow *rows, size_t n, int val)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].val == val)
+			return &rows[i];
+	return NULL;
+}
+
 void optrow_usage(FILE *f, const struct optrow *rows, size_t n, int width)
 {
 	for (size_t i = 0; i < n; i++) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * optrow.h - a program's command-line options as rows, one per option, from which getopt_long's
- * tables and --help's option lines are both made (hugepoold's main.c; hugepoolctl's cmdline.c
- * has its own rows of the same shape). Plain functions of the rows: no state.
+ * tables and --help's option lines are both made (hugepoold's main.c, hugepoolctl's cmdline.c).
+ * Plain functions of the rows: no state.
  */
 #ifndef HP_OPTROW_H
 #define HP_OPTROW_H
@@ -17,8 +17,12 @@ struct optrow {
 	const char *name; /* --name */
 	int val; /* getopt's: the short letter, or OPTROW_LONG_ONLY and up for a long option only */
 	const char *arg; /* the argument's name in --help; NULL: the option takes none */
+	unsigned flag; /* the program's own (hugepoolctl: the OPT_* bit a command lists); 0: none */
 	const char *help; /* for --help; each '\n' goes on under the first line, aligned */
 };
+
+/* The row whose getopt value is val, or NULL. */
+const struct optrow *optrow_find(const struct optrow *rows, size_t n, int val);
 
 /* getopt_long's tables from n rows: longopts has n + 1 entries, shortopts 2 * n + 2 chars
  * (':' first, so that a missing argument is the caller's to report). */

@@ -31,9 +31,10 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is 
  * (from its counters page) at the end of status; 6: what monitoring needs at the end of status
  * (connections and refusals, each class's acquires by outcome and their wait, each journal's
  * latencies and I/O errors, each uid's spill figures) and each journal's path to the disk
- * (inline or queued, and why).
+ * (inline or queued, and why); 7: each class's pages at the end of status (a pool's classes may
+ * have pages of different sizes).
  */
-#define PROTO_VERSION 6
+#define PROTO_VERSION 7
 #define PROTO_VERSION_MIN 3
 #define PROTO_NAME_MAX 32 /* class and client names on the wire, NUL-padded */
 #define PROTO_MAX_FDS 32 /* fds in one message; grants larger than this are split */
@@ -115,7 +116,7 @@ struct proto_hello {
 struct proto_welcome {
 	uint32_t version; /* PROTO_VERSION */
 	uint32_t nclasses;
-	uint64_t page_size; /* page size the pool really got */
+	uint64_t page_size; /* the smallest page size of any class (status says each one's) */
 	char daemon_version[16];
 };
 
@@ -381,6 +382,24 @@ struct proto_status_jpath {
 	char why[256];
 };
 
+/*
+ * Version 7 on: one per class, in the classes' order, after the journals' paths: the pages its
+ * buffers are on. page_size: a hugetlb page's, or 4096 for regular shared memory;
+ * want_page_size: the hugetlb page it asked for (its page_size, with auto 1 GiB or 2 MiB as the
+ * daemon picked; 0 with hugepages = off); fallback: 1 when it has other pages than those,
+ * fallback_reason why (too few were free at start, or mmap could not reserve them).
+ */
+#define PROTO_STATUS_PAGES_FIELDS(X)                                                          \
+	X(NUM, uint64_t, page_size, M(GAUGE, "class_page_size_bytes", "", "Bytes of each page of the class's buffers: a hugetlb page's, or 4096 for regular shared memory")) \
+	X(NUM, uint64_t, want_page_size, NOMETRIC) \
+	X(NUM, uint32_t, hugetlb, NOMETRIC) /* 1: hugetlb pages of page_size */ \
+	X(NUM, uint32_t, fallback, M(GAUGE, "class_page_fallback", "", "1: the class has other pages than it asked for (too few were free when the daemon started)"))
+
+struct proto_status_pages {
+	PROTO_STATUS_PAGES_FIELDS(PROTO_FIELD)
+	char fallback_reason[128];
+};
+
 /* "1", "2", "3-4", ..., "1025+": the records of a batch in by_size[k]; returns buf. */
 const char *proto_batch_bucket_name(unsigned k, char *buf, size_t len);
 
@@ -394,8 +413,9 @@ static inline unsigned proto_batch_bucket(uint64_t n)
 	return k;
 }
 
-#define PROTO_POOL_HUGETLB 1u /* pages are hugetlb pages of page_size */
-#define PROTO_POOL_FALLBACK 2u /* hugetlb was wanted (prefer) but the pool fell back */
+/* struct proto_status's one word for every class (the pages section says each one's) */
+#define PROTO_POOL_HUGETLB 1u /* every class has hugetlb pages; page_size is the smallest */
+#define PROTO_POOL_FALLBACK 2u /* a class has other pages than it asked for; fallback_reason: the first one's */
 
 /* The daemon's counters since it started, in struct proto_status: a status list as those below. */
 #define PROTO_STATUS_COUNTERS(X)                                                              \
@@ -637,7 +657,8 @@ struct proto_status_spill_uid {
 	X(acquire, struct proto_status_acquire, nclasses, 6)                  \
 	X(durability, struct proto_status_durability, njournals, 6)           \
 	X(spill_uid, struct proto_status_spill_uid, nuids, 6)                 \
-	X(jpath, struct proto_status_jpath, njournals, 6)
+	X(jpath, struct proto_status_jpath, njournals, 6)                     \
+	X(pages, struct proto_status_pages, nclasses, 7)
 
 /*
  * How many records a section of PROTO_STATUS_SECTIONS has in the reply whose header is st and

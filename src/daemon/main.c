@@ -28,6 +28,7 @@
 #include "log.h"
 #include "notify.h"
 #include "optrow.h"
+#include "pages.h"
 #include "pool.h"
 #include "reexec.h"
 #include "server.h"
@@ -60,15 +61,15 @@ enum { EXIT_STATUSES(EXIT_ENUM) };
 /* The options, in --help's order (parse_options' switch says what each one does). */
 enum { OPT_PRINT_HUGEPAGES = OPTROW_LONG_ONLY };
 static const struct optrow options[] = {
-	{ "config", 'c', "FILE", "configuration file (default " CONFIG_DEFAULT_PATH ")" },
-	{ "check-config", 't', NULL, "check the configuration, print a summary and exit" },
-	{ "print-hugepages", OPT_PRINT_HUGEPAGES, NULL,
+	{ "config", 'c', "FILE", 0, "configuration file (default " CONFIG_DEFAULT_PATH ")" },
+	{ "check-config", 't', NULL, 0, "check the configuration, print a summary and exit" },
+	{ "print-hugepages", OPT_PRINT_HUGEPAGES, NULL, 0,
 	  "check the configuration, print the hugepages the pool\n"
 	  "needs as \"COUNT PAGE_SIZE_BYTES\" and exit" },
-	{ "foreground", 'f', NULL, "accepted for compatibility: hugepoold never forks" },
-	{ "verbose", 'v', NULL, "log debug messages too" },
-	{ "help", 'h', NULL, "show this help and exit" },
-	{ "version", 'V', NULL, "show the version and exit" },
+	{ "foreground", 'f', NULL, 0, "accepted for compatibility: hugepoold never forks" },
+	{ "verbose", 'v', NULL, 0, "log debug messages too" },
+	{ "help", 'h', NULL, 0, "show this help and exit" },
+	{ "version", 'V', NULL, 0, "show the version and exit" },
 };
 
 static void usage(FILE *f)
@@ -119,11 +120,21 @@ static void print_summary(const struct config *cfg, const char *path)
 	printf("socket %s (mode %04o%s%s)\n", cfg->socket_path, (unsigned)cfg->socket_mode,
 	       cfg->socket_group[0] ? ", group " : "", cfg->socket_group);
 	printf("hugepages %s, page size %s, prefault threads %u\n", hugepages_mode_to_string(cfg->hugepages),
-	       cfg->hugepages == HUGEPAGES_OFF ? "4.0 KiB" : size_format(cfg->page_size, b, sizeof(b)),
+	       cfg->hugepages == HUGEPAGES_OFF ? "4K" : config_page_size_name(cfg->page_size),
 	       cfg->prefault_threads ? cfg->prefault_threads : prefault_default_threads());
-	for (unsigned i = 0; i < cfg->nclasses; i++)
-		printf("class %s: %u x %s\n", cfg->classes[i].name, cfg->classes[i].count,
-		       size_format(cfg->classes[i].size, b, sizeof(b)));
+	for (unsigned i = 0; i < cfg->nclasses; i++) {
+		const struct config_class *c = &cfg->classes[i];
+		uint64_t cand[PAGES_HUGE_SIZES];
+
+		/* auto: what it asks for first on this machine */
+		pages_candidates(c, cand);
+		printf("class %s: %u x %s, page size %s%s%s\n", c->name, c->count, size_format(c->size, b, sizeof(b)),
+		       cfg->hugepages == HUGEPAGES_OFF ? "4K" : config_page_size_name(c->page_size),
+		       cfg->hugepages != HUGEPAGES_OFF && c->page_size == CONFIG_PAGE_SIZE_AUTO ? ": " : "",
+		       cfg->hugepages != HUGEPAGES_OFF && c->page_size == CONFIG_PAGE_SIZE_AUTO
+			       ? config_page_size_name(cand[0])
+			       : "");
+	}
 	for (unsigned i = 0; i < cfg->njournals; i++)
 		printf("journal %s: %s, %u segments of %s, backend %s%s\n", cfg->journals[i].name,
 		       cfg->journals[i].directory, cfg->journals[i].segments,
@@ -141,14 +152,18 @@ static void print_summary(const struct config *cfg, const char *path)
 
 /*
  * --print-hugepages: what the pool needs reserved, for the unit that reserves it with hugeadm
- * before the daemon starts (hugepool-hugepages.service): "COUNT PAGE_SIZE_BYTES", COUNT 0 when
- * the pool uses no hugepages. Class sizes are multiples of the page size (config.c checks).
+ * before the daemon starts (hugepool-hugepages.service): a line "COUNT PAGE_SIZE_BYTES" per page
+ * size its classes ask for (pages.h), smallest first; one "0 2097152" when it asks for none.
  */
 static void print_hugepages(const struct config *cfg)
 {
-	uint64_t pages = cfg->hugepages == HUGEPAGES_OFF ? 0 : config_pool_bytes(cfg) / cfg->page_size;
+	struct pages_need need[PAGES_HUGE_SIZES];
+	unsigned n = pages_needed(cfg, need);
 
-	printf("%" PRIu64 " %" PRIu64 "\n", pages, cfg->page_size);
+	for (unsigned i = 0; i < n; i++)
+		printf("%" PRIu64 " %" PRIu64 "\n", need[i].count, need[i].page_size);
+	if (n == 0)
+		printf("0 %" PRIu64 "\n", PAGES_2M);
 }
 
 /*
@@ -421,7 +436,7 @@ static int prefault_pool(struct boot *b)
 static int create_warm_state(struct boot *b)
 {
 	return warm_create(b->pool->nbuffers, b->cfg.max_connections, spill_records(&b->cfg),
-			   b->prev ? b->prev->lives + 1 : 1, b->pool->page_size, b->pool->hugetlb, &b->warm);
+			   b->prev ? b->prev->lives + 1 : 1, &b->warm);
 }
 
 /*
@@ -747,11 +762,11 @@ static int parse_options(int argc, char **argv, struct boot *b, enum action *act
 		default:
 			/* a long option as written, a short one by its letter ("-vx": x) */
 			if (strncmp(argv[optind - 1], "--", 2) != 0 && optopt > 0 && optopt < OPTROW_LONG_ONLY)
-				fprintf(stderr, "hugepoold: %s '-%c'\n", c == ':' ? "option needs an argument:" : "unknown option",
-					optopt);
+				fprintf(stderr, c == ':' ? "hugepoold: option '-%c' requires an argument\n"
+							 : "hugepoold: invalid option '-%c'\n", optopt);
 			else
-				fprintf(stderr, "hugepoold: %s '%s'\n", c == ':' ? "option needs an argument:" : "unknown option",
-					argv[optind - 1]);
+				fprintf(stderr, c == ':' ? "hugepoold: option '%s' requires an argument\n"
+							 : "hugepoold: invalid option '%s'\n", argv[optind - 1]);
 			usage(stderr);
 			return -EINVAL;
 		}

@@ -101,8 +101,8 @@ static inline hp_journal *jopen(hp_conn *c)
 static inline const struct hp_journal_status *jst(const struct hp_status *st)
 {
 	for (uint32_t i = 0; i < st->njournals; i++)
-		if (strcmp(st->journals[i].name, JNAME) == 0)
-			return &st->journals[i];
+		if (strcmp(st->journals[i]->name, JNAME) == 0)
+			return st->journals[i];
 	fail_msg("no journal %s in status", JNAME);
 	abort(); /* not reached: fail_msg leaves the case, but cmocka.h does not declare it noreturn */
 }
@@ -425,7 +425,7 @@ static inline bool two_queues(void)
 	start_journal(&d, JOURNAL "backend = auto\n");
 	c = conn(&d);
 	st = status(c);
-	p = &st->journal_paths[jst(st) - st->journals];
+	p = &jst(st)->path;
 	known = !strcmp(jst(st)->backend, "libaio") && strstr(p->why, "queued through io_uring") != NULL;
 	hp_status_free(st);
 	hp_disconnect(c);

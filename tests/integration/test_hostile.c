@@ -41,10 +41,9 @@
 #include "proto.h"
 #include "case.h"
 #include "closer.h"
+#include "util.h"
 
 #define MIB (1024ull * 1024)
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 static void sleep_ms(int ms)
 {
@@ -136,8 +135,8 @@ static int attacker_main(void *arg)
 		if (hp_status(c, &st) < 0)
 			return 23;
 		for (uint32_t k = 0; k < st->nleases; k++)
-			if (st->leases[k].uid == getuid())
-				id = st->leases[k].lease_id;
+			if (st->leases[k]->uid == getuid())
+				id = st->leases[k]->lease_id;
 		hp_status_free(st);
 		if (!id)
 			sleep_ms(5);
@@ -188,7 +187,7 @@ static int attacker_main(void *arg)
 
 static void test_delayed_grant_is_not_another_uids_buffer(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct attack at;
 	int ready[2], held[2], code;
 	struct hp_buffer buf;
@@ -356,7 +355,7 @@ static void close_unlingered(int t)
 static void test_passed_fd_refused(void **state)
 {
 	struct proto_status_req req = { 0 };
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	int l, t, fd, r;
 	(void)state;
 
@@ -405,7 +404,7 @@ static void test_passed_fd_closed_off_loop(void **state)
 	struct harness_opts o = { .wrapper = "tests/nopassrights" };
 	struct proto_status_req req = { 0 };
 	static char junk[1 << 16];
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	int l, t, fd, peer, r;
 	char b;
 	(void)state;
@@ -693,7 +692,7 @@ static void test_queued_fds_bounded(void **state)
 	size_t len = 0, rl = sizeof(struct proto_hdr) + sizeof(jr);
 	uint8_t *req = malloc(nreq * rl);
 	char rec[4000] = { 1 };
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_journal *j;
 	uint64_t lsn;
 	int a, base, most = 0;
@@ -737,7 +736,7 @@ static void test_out_of_fds(void **state)
 {
 	char wrapper[128];
 	struct harness_opts o = { .wrapper = wrapper };
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	int fds[80], r;
 	FILE *f;
 	(void)state;
@@ -798,7 +797,7 @@ static void test_unread_replies_bounded(void **state)
 	struct proto_status_req sr = { 0 };
 	hp_conn *idle[40];
 	long base, most = 0;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	int a;
 	(void)state;
 
@@ -838,15 +837,15 @@ static int peek_main(void *arg)
 	if (hp_connect(socket, &c) < 0 || hp_status(c, &st) < 0)
 		return 20;
 	for (uint32_t i = 0; i < st->nclients; i++) {
-		own |= st->clients[i].uid == getuid() && st->clients[i].pid == getpid();
-		foreign |= st->clients[i].uid != getuid();
+		own |= st->clients[i]->uid == getuid() && st->clients[i]->pid == getpid();
+		foreign |= st->clients[i]->uid != getuid();
 		/* uid 0's client reports heaps; none of its figures may show here */
-		foreign |= st->client_heaps[i].heaps != 0 || st->client_heaps[i].heap_bytes != 0;
+		foreign |= st->clients[i]->heaps.heaps != 0 || st->clients[i]->heaps.heap_bytes != 0;
 	}
 	for (uint32_t i = 0; i < st->nleases; i++)
-		foreign |= st->leases[i].uid != getuid();
+		foreign |= st->leases[i]->uid != getuid();
 	/* the pool's own figures name nobody and stay visible */
-	if (st->nclasses != 1 || st->classes[0].leased != 1)
+	if (st->nclasses != 1 || st->classes[0]->leased != 1)
 		return 21;
 	hp_status_free(st);
 	hp_disconnect(c);
@@ -857,7 +856,7 @@ static void test_status_hides_other_uids(void **state)
 {
 	struct hp_buffer b;
 	struct hp_status *st;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_conn *c;
 	(void)state;
 
@@ -873,9 +872,9 @@ static void test_status_hides_other_uids(void **state)
 	assert_int_equal(st->nleases, 1);
 	assert_true(st->nclients >= 1);
 	for (uint32_t i = 0; i < st->nclients; i++)
-		if (st->clients[i].pid == getpid()) {
-			assert_int_equal(st->client_heaps[i].heaps, 7);
-			assert_int_equal(st->client_heaps[i].heap_bytes, 12345);
+		if (st->clients[i]->pid == getpid()) {
+			assert_int_equal(st->clients[i]->heaps.heaps, 7);
+			assert_int_equal(st->clients[i]->heaps.heap_bytes, 12345);
 		}
 	hp_status_free(st);
 	hp_release(c, &b, 1);
@@ -899,10 +898,10 @@ static int monitor_main(void *arg)
 	if (hp_connect(socket, &c) < 0 || hp_status(c, &st) < 0)
 		return 20;
 	for (uint32_t i = 0; i < st->nclients; i++)
-		foreign |= st->clients[i].uid == 0 && st->client_heaps[i].heaps == 7;
-	r = !foreign ? 13 : st->nleases != 1 || st->leases[0].uid != 0 ? 14 : st->spill.files != 1 ? 15 : 0;
+		foreign |= st->clients[i]->uid == 0 && st->clients[i]->heaps.heaps == 7;
+	r = !foreign ? 13 : st->nleases != 1 || st->leases[0]->uid != 0 ? 14 : st->spill.files != 1 ? 15 : 0;
 	/* version 6: root's spill account, and the reply says it shows all */
-	if (r == 0 && (st->nspill_uids != 1 || st->spill_uids[0].uid != 0 || !st->server.sees_all))
+	if (r == 0 && (st->nspill_uids != 1 || st->spill_uids[0]->uid != 0 || !st->server.sees_all))
 		r = 17;
 	hp_status_free(st);
 	if (r == 0 && hp_daemon_restart(c) != -EPERM)
@@ -962,7 +961,7 @@ static int writers_main(void *arg)
 
 static void test_journal_writers_per_uid(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_journal *j;
 	hp_conn *c;
 	(void)state;
@@ -991,7 +990,7 @@ static void test_punched_buffer_renewed(void **state)
 {
 	struct hp_buffer b;
 	struct hp_status *st;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_conn *c;
 	(void)state;
 
@@ -1042,7 +1041,7 @@ static void test_acquire_wait_capped(void **state)
 	struct hog h;
 	struct hp_buffer held, b;
 	struct hp_status *st;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	pthread_t t;
 	hp_conn *c, *v;
 	uint32_t waiters = 0;
@@ -1057,7 +1056,7 @@ static void test_acquire_wait_capped(void **state)
 	assert_int_equal(pthread_create(&t, NULL, hog_main, &h), 0);
 	for (int i = 0; i < 6000 && waiters == 0; i++) { /* bounded only so a broken daemon cannot hang */
 		st = status(c);
-		waiters = st->classes[0].waiters;
+		waiters = st->classes[0]->waiters;
 		hp_status_free(st);
 		if (!waiters)
 			sleep_ms(5);
@@ -1082,7 +1081,7 @@ static void test_acquire_wait_capped(void **state)
 static void test_open_socket_without_uid_limits(void **state)
 {
 	static const char *const notice = "Every user of this machine may connect";
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 
 	(void)state;
 	start(&d, "", "[class one]\nsize = 2M\ncount = 1\n"); /* the harness's socket is 0666 */
@@ -1141,7 +1140,7 @@ static int jaccess_main(void *arg)
  */
 static void test_journal_access(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_journal *j;
 	uint64_t lsn;
 	hp_conn *c;
@@ -1444,7 +1443,7 @@ static const struct hp_journal_status *jstatus(hp_conn *c, struct hp_status **st
 {
 	hp_status_free(*st);
 	*st = status(c);
-	return &(*st)->journals[0];
+	return (*st)->journals[0];
 }
 
 /*
@@ -1478,7 +1477,7 @@ static void test_closed_writer_takes_nothing(void **state)
 	for (n = 0; n < 5000 && jstatus(c, &st)->state == 0; n++)
 		assert_int_equal(hp_journal_append(w, rec, sizeof(rec), &ticket), 0);
 	assert_int_equal(jstatus(c, &st)->state, 1);
-	lsn = st->journals[0].next_lsn;
+	lsn = st->journals[0]->next_lsn;
 	/* a raw writer: one record committed, closed, then another one appended to its ring */
 	a = raw_connect(&d);
 	jc.writer_id = raw_writer(a, &ring);
@@ -1493,16 +1492,115 @@ static void test_closed_writer_takes_nothing(void **state)
 	assert_int_equal(hp_journal_truncate(c, "j", lsn), 0);
 	for (int i = 0; i < 5000 && jstatus(c, &st)->writers > 0; i++)
 		usleep(1000);
-	assert_int_equal(st->journals[0].writers, 0);
-	assert_int_equal(st->journals[0].state, 0);
+	assert_int_equal(st->journals[0]->writers, 0);
+	assert_int_equal(st->journals[0]->state, 0);
 	/* LSNs 1..n: the library writer's, all of them; n + 1: the closed one's first, not its second */
-	assert_int_equal(st->journals[0].next_lsn, (uint64_t)n + 2);
+	assert_int_equal(st->journals[0]->next_lsn, (uint64_t)n + 2);
 	hp_status_free(st);
 	close(ring.doorbell);
 	munmap(ring.hdr, JRING_HDR_SIZE + ring.size);
 	munmap(ring.wake, JRING_WAKE_SIZE);
 	hp_disconnect(c);
 	close(a);
+	stop(&d);
+}
+
+/*
+ * --- issue 39, finding 8: the monitoring identity sees figures and does nothing else ----------
+ *
+ * The packaged metrics services ran in the socket's group to connect, which is also every
+ * journal's default access list and the right to lease: their identity could dump and truncate
+ * journals. monitor_group now connects through an ACL entry on the socket, and a client that
+ * only that entry let in may ask for the status and nothing else. Here the other uid is in
+ * monitor_group (nogroup) and not in the socket's group (root's, mode 0660).
+ */
+static int status_only_main(void *arg)
+{
+	struct hp_spill_opts so = { .threshold = HP_SPILL_ALWAYS_FILE };
+	const char *socket = arg; /* the daemon's */
+	hp_journal_reader *rd;
+	struct hp_status *st;
+	struct hp_buffer b;
+	hp_journal *w;
+	hp_spill *sp;
+	hp_conn *c;
+	int r = 0;
+
+	if (hp_connect(socket, &c) < 0)
+		return 20; /* main: the socket's mode kept it out */
+	if (hp_status(c, &st) < 0)
+		return 21;
+	/* every uid's figures, as monitor_group's: root's client and its journal's records */
+	if (!st->server.sees_all || st->nclients < 1 || st->clients[0]->uid != 0 || st->journals[0]->durable_lsn != 3)
+		r = 22;
+	hp_status_free(st);
+	if (r == 0 && hp_journal_reader_open(c, "orders", 1, &rd) != -EACCES)
+		r = 23;
+	if (r == 0 && hp_journal_truncate(c, "orders", 3) != -EACCES)
+		r = 24;
+	if (r == 0 && hp_journal_open(c, "orders", &w) != -EACCES)
+		r = 25;
+	if (r == 0 && hp_acquire(c, "one", 1, 0, &b) != -EACCES)
+		r = 26;
+	if (r == 0 && hp_spill_open(c, &so, &sp) == 0 && hp_spill_write(sp, "x", 1) == 0)
+		r = 27; /* a stream in memory is the client's own; a file is the daemon's to make */
+	if (r == 0 && hp_daemon_restart(c) != -EACCES)
+		r = 28;
+	/* and the connection still serves the status */
+	if (r == 0 && hp_status(c, &st) == 0)
+		hp_status_free(st);
+	else if (r == 0)
+		r = 29;
+	hp_disconnect(c);
+	return r;
+}
+
+/* Not in monitor_group either: the ACL entry lets nobody else in. */
+static int outsider_main(void *arg)
+{
+	hp_conn *c;
+
+	if (hp_connect(arg, &c) == 0) {
+		hp_disconnect(c);
+		return 30;
+	}
+	return 0;
+}
+
+static void test_monitor_group_status_only(void **state)
+{
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
+	struct hp_status *st;
+	uint64_t lsn, retain;
+	hp_journal *w;
+	hp_conn *c;
+	(void)state;
+
+	if (!harness_two_uids())
+		skip();
+	start(&d, "socket_mode = 0660\nmonitor_group = nogroup\n",
+	      "[class one]\nsize = 2M\ncount = 2\n[journal orders]\ndirectory = @DIR@/orders\nsegment_size = 1M\n"
+	      "segments = 2\n");
+	c = conn(&d);
+	assert_int_equal(hp_journal_open(c, "orders", &w), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(hp_journal_append_wait(w, "record", 6, &lsn), 0);
+	st = status(c);
+	retain = st->journals[0]->retain_lsn;
+	hp_status_free(st);
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, status_only_main, d.socket), 0);
+	/* nothing was truncated, leased or spilled by it */
+	st = status(c);
+	assert_int_equal(st->journals[0]->retain_lsn, retain);
+	assert_int_equal(st->classes[0]->free, 2);
+	assert_int_equal(st->spill.files, 0);
+	hp_status_free(st);
+	hp_journal_close(w);
+	hp_disconnect(c);
+	stop(&d);
+	/* the same uid outside monitor_group stays out, as the mode says */
+	start(&d, "socket_mode = 0660\n", "[class one]\nsize = 2M\ncount = 2\n");
+	assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, outsider_main, d.socket), 0);
 	stop(&d);
 }
 
@@ -1528,6 +1626,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_revoked_reader_warm, teardown),
 		cmocka_unit_test_teardown(test_revoked_reader_cold, teardown),
 		cmocka_unit_test_teardown(test_closed_writer_takes_nothing, teardown),
+		cmocka_unit_test_teardown(test_monitor_group_status_only, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

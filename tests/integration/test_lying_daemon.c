@@ -41,13 +41,15 @@
 #include "jformat.h"
 #include "jring.h"
 #include "proto.h"
+#include "util.h"
 
 #define MIB (1024ull * 1024)
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Terminal escapes that set the title, clear the screen and forge a line; invalid UTF-8, a C1 CSI. */
 #define EVIL "\x1b]0;pwned\x07\x1b[2J\rhugepool OK\n\xff\xc2\x9b"
 #define EVIL_ESCAPED "\\x1b]0;pwned\\x07\\x1b[2J\\rhugepool OK\\n\\xff\\xc2\\x9b"
+/* The same as a label value of the exposition formats: EVIL_ESCAPED with its backslashes escaped. */
+#define EVIL_LABEL "\\\\x1b]0;pwned\\\\x07\\\\x1b[2J\\\\rhugepool OK\\\\n\\\\xff\\\\xc2\\\\x9b"
 
 extern char **environ;
 
@@ -608,7 +610,8 @@ static void test_spill_lies(void **state)
 
 /*
  * A whole status reply: one class, client, lease, two journals, the spill and start sections, and
- * version 6's server section with one spill_uid record, and the journals' paths.
+ * version 6's server section with one spill_uid record, and the journals' paths, and version 7's
+ * pages of the class.
  */
 struct status_reply {
 	uint8_t bytes[sizeof(struct proto_status) + sizeof(struct proto_status_class) +
@@ -617,7 +620,8 @@ struct status_reply {
 		      sizeof(struct proto_status_start) + 2 * sizeof(struct proto_status_batches) +
 		      sizeof(struct proto_status_heaps) + sizeof(struct proto_status_server) +
 		      sizeof(struct proto_status_acquire) + 2 * sizeof(struct proto_status_durability) +
-		      sizeof(struct proto_status_spill_uid) + 2 * sizeof(struct proto_status_jpath)];
+		      sizeof(struct proto_status_spill_uid) + 2 * sizeof(struct proto_status_jpath) +
+		      sizeof(struct proto_status_pages)];
 	size_t len;
 	struct proto_status *s;
 	struct proto_status_class *cls;
@@ -627,6 +631,7 @@ struct status_reply {
 	struct proto_status_spill *spill;
 	struct proto_status_server *server;
 	struct proto_status_jpath *jpath; /* two, as the journals */
+	struct proto_status_pages *pages;
 };
 
 static void *status_put(struct status_reply *m, size_t size)
@@ -655,6 +660,7 @@ static void status_build(struct status_reply *m, const char *text)
 			      sizeof(struct proto_status_spill_uid));
 	m->server->nuids = 1;
 	m->jpath = status_put(m, 2 * sizeof(*m->jpath));
+	m->pages = status_put(m, sizeof(*m->pages));
 	*m->s = (struct proto_status){ .nclasses = 1, .nclients = 1, .nleases = 1, .njournals = 2, .nspill = 1,
 				       .pool_flags = PROTO_POOL_FALLBACK, .page_size = 4096, .pool_bytes = 2 * MIB,
 				       .pid = 1 };
@@ -663,6 +669,8 @@ static void status_build(struct status_reply *m, const char *text)
 	proto_set_name(m->cls->name, sizeof(m->cls->name), text);
 	m->cls->size = 2 * MIB;
 	m->cls->total = 1;
+	*m->pages = (struct proto_status_pages){ .page_size = 4096, .want_page_size = 2 * MIB, .fallback = 7 };
+	proto_set_name(m->pages->fallback_reason, sizeof(m->pages->fallback_reason), text);
 	proto_set_name(m->client->name, sizeof(m->client->name), text);
 	m->client->pid = 1;
 	m->client->spill_files = 1;
@@ -717,12 +725,16 @@ static void answer_status(int fd, const struct proto_hdr *h, const void *req)
 	case 9: /* a version 5 reply: no server section */
 		m.len = (size_t)((uint8_t *)m.server - m.bytes);
 		break;
+	case 10: /* a version 6 reply: no pages section */
+		m.len = (size_t)((uint8_t *)m.pages - m.bytes);
+		break;
 	case 7: /* no string ends within its field */
 		memset(m.cls->name, 'A', sizeof(m.cls->name));
 		memset(m.s->fallback_reason, 'B', sizeof(m.s->fallback_reason));
 		memset(m.spill->directory, 'C', sizeof(m.spill->directory));
 		memset(m.jpath[0].why, 'D', sizeof(m.jpath[0].why));
 		memset(m.jpath[0].path, 'E', sizeof(m.jpath[0].path));
+		memset(m.pages->fallback_reason, 'F', sizeof(m.pages->fallback_reason));
 		break;
 	}
 	reply(fd, PROTO_STATUS_REPLY, m.bytes, (uint32_t)m.len, NULL, 0);
@@ -741,6 +753,7 @@ static void test_status_lies(void **state)
 		NULL, /* 7: below */
 		"malformed status reply from the daemon",
 		"malformed status reply from the daemon",
+		"malformed status reply from the daemon",
 	};
 	struct hp_status *st;
 	hp_conn *c;
@@ -749,8 +762,11 @@ static void test_status_lies(void **state)
 	liar_start(answer_status, 0);
 	c = liar_conn();
 	assert_int_equal(hp_status(c, &st), 0);
-	assert_string_equal(st->classes[0].name, "ok");
+	assert_string_equal(st->classes[0]->name, "ok");
 	assert_int_equal(st->nspill_uids, 1);
+	/* a flag is 0 or 1 whatever the daemon sends */
+	assert_int_equal(st->classes[0]->pages.fallback, 1);
+	assert_string_equal(st->classes[0]->pages.fallback_reason, "ok");
 	hp_status_free(st);
 	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
 		if (!why[lie])
@@ -761,11 +777,12 @@ static void test_status_lies(void **state)
 	/* strings without their NUL end within their public fields */
 	liar.lie = 7;
 	assert_int_equal(hp_status(c, &st), 0);
-	assert_int_equal(strlen(st->classes[0].name), sizeof(st->classes[0].name) - 1);
+	assert_int_equal(strlen(st->classes[0]->name), sizeof(st->classes[0]->name) - 1);
 	assert_int_equal(strlen(st->fallback_reason), sizeof(st->fallback_reason) - 1);
 	assert_int_equal(strlen(st->spill.directory), sizeof(st->spill.directory) - 1);
-	assert_int_equal(strlen(st->journal_paths[0].why), sizeof(st->journal_paths[0].why) - 1);
-	assert_int_equal(strlen(st->journal_paths[0].path), sizeof(st->journal_paths[0].path) - 1);
+	assert_int_equal(strlen(st->journals[0]->path.why), sizeof(st->journals[0]->path.why) - 1);
+	assert_int_equal(strlen(st->journals[0]->path.path), sizeof(st->journals[0]->path.path) - 1);
+	assert_int_equal(strlen(st->classes[0]->pages.fallback_reason), sizeof(st->classes[0]->pages.fallback_reason) - 1);
 	hp_status_free(st);
 	/* a result whose error is no errno */
 	assert_refused(c, hp_journal_truncate(c, "j", 1), "malformed result from the daemon");
@@ -942,6 +959,13 @@ static void test_ctl_escapes_strings(void **state)
 	assert_int_equal(ctl("--json spill", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "\"directory\":\"/var/tmp/é/\\u001b]0;pwned\\u0007"));
 	assert_non_null(strstr(out, "\\u00ff\\u009b\""));
+	/* the exposition formats: names as label values, escaped as the text is, then for the format */
+	assert_int_equal(ctl("metrics", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepool_class_buffers{class=\"" EVIL_LABEL "\"} 1\n"));
+	assert_non_null(strstr(out, "hugepool_journal_durable_lsn{journal=\"" EVIL_LABEL "\"} "));
+	assert_int_equal(ctl("metrics --openmetrics", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepool_class_buffers{class=\"" EVIL_LABEL "\"} 1\n"));
+	assert_int_equal(ctl("stats", out, sizeof(out)), 0);
 }
 
 /* Every request but the hello refused, with EVIL as the daemon's words. */

@@ -34,8 +34,8 @@
 static const struct hp_class_status *cls(const struct hp_status *st, const char *name)
 {
 	for (uint32_t i = 0; i < st->nclasses; i++)
-		if (strcmp(st->classes[i].name, name) == 0)
-			return &st->classes[i];
+		if (strcmp(st->classes[i]->name, name) == 0)
+			return st->classes[i];
 	fail_msg("no class %s in status", name);
 	return NULL;
 }
@@ -101,8 +101,8 @@ static void test_acquire_release(void **state)
 	assert_int_equal(cls(st, "big")->free, 2);
 	assert_int_equal(st->nleases, 2);
 	assert_int_equal(st->nclients, 1);
-	assert_int_equal(st->clients[0].pid, getpid());
-	assert_int_equal(st->clients[0].leased_bytes, 4 * MIB);
+	assert_int_equal(st->clients[0]->pid, getpid());
+	assert_int_equal(st->clients[0]->leased_bytes, 4 * MIB);
 	hp_status_free(st);
 
 	assert_int_equal(hp_release(c, b, 2), 0);
@@ -725,7 +725,7 @@ static void test_status_pool(void **state)
 static struct hp_class_acquire acquires_of(hp_conn *c, const char *name)
 {
 	struct hp_status *st = status(c);
-	struct hp_class_acquire a = st->class_acquire[cls(st, name) - st->classes];
+	struct hp_class_acquire a = cls(st, name)->acquire;
 
 	hp_status_free(st);
 	return a;

@@ -421,12 +421,12 @@ static void test_retired_until_released(void **state)
 	st = status(c);
 	assert_int_equal(st->nclasses, 3);
 	assert_int_equal(st->nleases, 2);
-	assert_false(st->classes[0].retired);
-	assert_int_equal(st->classes[0].size, 4 * MIB);
+	assert_false(st->classes[0]->retired);
+	assert_int_equal(st->classes[0]->size, 4 * MIB);
 	for (unsigned k = 1; k < 3; k++) {
-		assert_true(st->classes[k].retired);
-		assert_int_equal(st->classes[k].total, 1);
-		assert_int_equal(st->classes[k].leased, 1);
+		assert_true(st->classes[k]->retired);
+		assert_int_equal(st->classes[k]->total, 1);
+		assert_int_equal(st->classes[k]->leased, 1);
 	}
 	hp_status_free(st);
 	assert_int_equal(((uint8_t *)b[1].addr)[0], 0x33);
@@ -435,7 +435,7 @@ static void test_retired_until_released(void **state)
 	assert_int_equal(fresh[0].size, 4 * MIB);
 	assert_int_equal(hp_release(c, b, 2), 0);
 	st = status(c);
-	assert_int_equal(st->classes[1].total + st->classes[2].total, 0);
+	assert_int_equal(st->classes[1]->total + st->classes[2]->total, 0);
 	hp_status_free(st);
 	/* gone from the store too (the manager reads its notify socket in a thread of its own) */
 	for (int i = 0; i < 5000 && manager_count(d.mgr, "b") != 4; i++)
@@ -480,8 +480,8 @@ static void test_client_keeps_connection(void **state)
 		st = status(c);
 		assert_int_equal(st->daemon_pid, d.pid);
 		assert_int_equal(st->nleases, 2);
-		assert_int_equal(st->classes[0].leased, 2);
-		assert_int_equal(st->classes[0].free, 2);
+		assert_int_equal(st->classes[0]->leased, 2);
+		assert_int_equal(st->classes[0]->free, 2);
 		hp_status_free(st);
 		/* only the two others are free for anybody else */
 		other = conn(&d);
@@ -516,7 +516,7 @@ static uint32_t waiters(const struct daemon *d)
 {
 	hp_conn *c = conn(d);
 	struct hp_status *st = status(c);
-	uint32_t n = st->classes[0].waiters;
+	uint32_t n = st->classes[0]->waiters;
 
 	hp_status_free(st);
 	hp_disconnect(c);
@@ -576,7 +576,7 @@ static void test_client_left_while_down(void **state)
 	st = status(c);
 	assert_int_equal(st->nleases, 0);
 	assert_int_equal(st->nclients, 1);
-	assert_int_equal(st->classes[0].free, NBUF);
+	assert_int_equal(st->classes[0]->free, NBUF);
 	hp_status_free(st);
 	assert_int_equal(hp_acquire(c, "one", NBUF, 0, b), 0);
 	hp_disconnect(c);
@@ -929,8 +929,8 @@ static int connect_version(const struct daemon *d, uint16_t version, struct prot
  * A client of protocol version 3 (libhugepool before warm restart) is served in version 3:
  * its replies carry its version and the status it knows, without the start section; the
  * restart request does not exist for it. Each later version gets its own sections more (4 the
- * start, 5 the batches and heaps, 6 the journals' paths). Version 2 is refused, saying which are
- * spoken.
+ * start, 5 the batches and heaps, 6 the journals' paths, 7 the classes' pages), and no record of
+ * an earlier section grows. Version 2 is refused, saying which are spoken.
  */
 static void test_old_protocol_client(void **state)
 {
@@ -939,8 +939,8 @@ static void test_old_protocol_client(void **state)
 	struct proto_status_req sreq = { 0 };
 	struct proto_restart rreq = { 0 };
 	struct proto_hdr h;
-	uint32_t len3, len4, len5, len6;
-	int v3, v4, v5, v6, v2;
+	uint32_t len3, len4, len5, len6, len7;
+	int v3, v4, v5, v6, v7, v2;
 
 	(void)state;
 	/* two journals: versions 5 and 6 add a section per journal */
@@ -953,8 +953,10 @@ static void test_old_protocol_client(void **state)
 	assert_int_equal(h.version, 4);
 	v5 = connect_version(&d, 5, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 5);
-	v6 = connect_version(&d, 6, &h, buf, sizeof(buf)); /* all four connected: the same clients */
+	v6 = connect_version(&d, 6, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 6);
+	v7 = connect_version(&d, 7, &h, buf, sizeof(buf)); /* all five connected: the same clients */
+	assert_int_equal(h.version, 7);
 	raw_send(v3, 3, PROTO_STATUS, &sreq, sizeof(sreq));
 	len3 = raw_recv(v3, &h, buf, sizeof(buf));
 	assert_int_equal(h.type, PROTO_STATUS_REPLY);
@@ -966,8 +968,8 @@ static void test_old_protocol_client(void **state)
 	raw_send(v5, 5, PROTO_STATUS, &sreq, sizeof(sreq));
 	len5 = raw_recv(v5, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 5);
-	/* two journals, four clients (v3 to v6) */
-	assert_int_equal(len5 - len4, 2 * sizeof(struct proto_status_batches) + 4 * sizeof(struct proto_status_heaps));
+	/* two journals, five clients (v3 to v7) */
+	assert_int_equal(len5 - len4, 2 * sizeof(struct proto_status_batches) + 5 * sizeof(struct proto_status_heaps));
 	raw_send(v6, 6, PROTO_STATUS, &sreq, sizeof(sreq));
 	len6 = raw_recv(v6, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 6);
@@ -975,8 +977,14 @@ static void test_old_protocol_client(void **state)
 	assert_int_equal(len6 - len5, sizeof(struct proto_status_server) + sizeof(struct proto_status_acquire) +
 					      2 * sizeof(struct proto_status_durability) +
 					      2 * sizeof(struct proto_status_jpath));
+	raw_send(v7, 7, PROTO_STATUS, &sreq, sizeof(sreq));
+	len7 = raw_recv(v7, &h, buf, sizeof(buf));
+	assert_int_equal(h.version, 7);
+	/* one class: its pages */
+	assert_int_equal(len7 - len6, sizeof(struct proto_status_pages));
 	close(v5);
 	close(v6);
+	close(v7);
 	/* a request of another version than its hello's, and one its version does not have */
 	raw_send(v4, 3, PROTO_STATUS, &sreq, sizeof(sreq));
 	assert_true(recv(v4, buf, 1, 0) <= 0); /* closed (reset: its payload was left unread) */
@@ -988,7 +996,7 @@ static void test_old_protocol_client(void **state)
 	v2 = connect_version(&d, 2, &h, buf, sizeof(buf) - 1);
 	assert_int_equal(h.type, PROTO_RESULT);
 	buf[h.len] = '\0';
-	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 6)", 58));
+	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 7)", 58));
 	close(v2);
 	stop(&d);
 }

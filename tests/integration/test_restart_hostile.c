@@ -529,7 +529,7 @@ static void test_swapped_connections_not_served(void **state)
 	c = conn(&d);
 	st = status(c);
 	assert_int_equal(st->nleases, 0);
-	assert_int_equal(st->classes[0].free, 4);
+	assert_int_equal(st->classes[0]->free, 4);
 	hp_status_free(st);
 	hp_disconnect(c);
 	hp_disconnect(w.c);

@@ -273,16 +273,16 @@ static void test_large_write_and_status(void **state)
 	assert_string_equal(st->spill.method, "O_TMPFILE");
 	assert_int_equal(st->spill.threshold, 1 * MIB);
 	assert_int_equal(st->nclients, 1);
-	assert_int_equal(st->clients[0].spill_files, 1);
-	assert_int_equal(st->clients[0].spill_bytes, n);
-	assert_int_equal(st->clients[0].spill_streams_memory, 3);
-	assert_int_equal(st->clients[0].spill_bytes_memory, 6000);
+	assert_int_equal(st->clients[0]->spill_files, 1);
+	assert_int_equal(st->clients[0]->spill_bytes, n);
+	assert_int_equal(st->clients[0]->spill_streams_memory, 3);
+	assert_int_equal(st->clients[0]->spill_bytes_memory, 6000);
 	/* the uid's account (version 6): the same file and bytes */
 	assert_int_equal(st->nspill_uids, 1);
-	assert_int_equal(st->spill_uids[0].uid, getuid());
-	assert_int_equal(st->spill_uids[0].files, 1);
-	assert_int_equal(st->spill_uids[0].bytes, n);
-	assert_int_equal(st->spill_uids[0].files_created, 1);
+	assert_int_equal(st->spill_uids[0]->uid, getuid());
+	assert_int_equal(st->spill_uids[0]->files, 1);
+	assert_int_equal(st->spill_uids[0]->bytes, n);
+	assert_int_equal(st->spill_uids[0]->files_created, 1);
 	hp_status_free(st);
 	same_client_json(&d);
 	check_stream(big, data, n);

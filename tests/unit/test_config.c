@@ -283,6 +283,38 @@ static void test_page_size_2m_spellings(void **state)
 	}
 }
 
+/* page_size per class: its own, else the global one; auto as written, for the daemon to pick. */
+static void test_class_page_size(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	parse_ok("[class small]\nsize = 2M\ncount = 4\n"
+		 "[class big]\npage_size = 1G\nsize = 1G\ncount = 2\n"
+		 "[class any]\nsize = 3G\ncount = 1\npage_size = auto\n",
+		 &cfg);
+	assert_true(cfg.page_size == 2 * MiB);
+	assert_true(cfg.classes[0].page_size == 2 * MiB);
+	assert_true(cfg.classes[1].page_size == GiB);
+	assert_true(cfg.classes[2].page_size == CONFIG_PAGE_SIZE_AUTO);
+
+	/* the global key is the default of the classes that say nothing */
+	parse_ok("page_size = auto\n[class a]\nsize = 4M\ncount = 1\n[class b]\nsize = 2M\ncount = 1\n"
+		 "page_size = 2M\n[class c]\nsize = 2G\ncount = 1\n",
+		 &cfg);
+	assert_true(cfg.page_size == CONFIG_PAGE_SIZE_AUTO);
+	assert_true(cfg.classes[0].page_size == CONFIG_PAGE_SIZE_AUTO);
+	assert_true(cfg.classes[1].page_size == 2 * MiB);
+	assert_true(cfg.classes[2].page_size == CONFIG_PAGE_SIZE_AUTO);
+	assert_string_equal(config_page_size_name(cfg.classes[0].page_size), "auto");
+	assert_string_equal(config_page_size_name(cfg.classes[1].page_size), "2M");
+	assert_string_equal(config_page_size_name(GiB), "1G");
+
+	/* with hugepages = off a class's 1G asks for nothing: 4 KiB alignment is enough */
+	parse_ok("hugepages = off\n[class s]\nsize = 12K\ncount = 1\npage_size = 1G\n", &cfg);
+	assert_true(cfg.classes[0].page_size == GiB);
+}
+
 static void test_hugepages_off_uses_4k(void **state)
 {
 	struct config cfg;
@@ -1026,8 +1058,8 @@ static struct bad_case bad_cases[] = {
 	  "unknown key \"sise\" in [class big]" },
 	{ "global_key_in_class", ONE_CLASS "socket = /run/x.sock\n", L(4),
 	  "key \"socket\" belongs before the first section" },
-	{ "page_size_in_class", ONE_CLASS "page_size = 1G\n", L(4),
-	  "key \"page_size\" belongs before the first section" },
+	{ "page_size_in_journal", ONE_JOURNAL "page_size = 1G\n", L(3),
+	  "key \"page_size\" belongs before the first section or in a [class NAME] section" },
 	{ "class_key_in_global", "count = 4\n" ONE_CLASS, L(1),
 	  "key \"count\" is only valid inside a [class NAME] section" },
 	{ "unknown_key_before_empty_value", "[class a]\nsise =\n", L(2),
@@ -1067,7 +1099,24 @@ static struct bad_case bad_cases[] = {
 	{ "not_page_multiple_near_max", "hugepages = off\n[class s]\nsize = 18446744073709551615\ncount = 1\n",
 	  L(3), "size 18446744073709551615 of class \"s\" is not a multiple of the page size (4 KiB" },
 	{ "page_size_unsupported", "page_size = 4M\n" ONE_CLASS, L(1),
-	  "unsupported page size \"4M\" for \"page_size\": expected 2M or 1G" },
+	  "unsupported page size \"4M\" for \"page_size\": expected 2M, 1G or auto" },
+	{ "class_page_size_unsupported", "[class c]\nsize = 4M\npage_size = 4M\ncount = 1\n", L(3),
+	  "unsupported page size \"4M\" for \"page_size\": expected 2M, 1G or auto" },
+	{ "class_page_size_auto_case", "[class c]\nsize = 4M\npage_size = Auto\ncount = 1\n", L(3),
+	  "bad size \"Auto\" for \"page_size\"" },
+	/* a class's own page size, written after its size: the error still names the size's line */
+	{ "class_not_page_multiple_1g", "[class g]\nsize = 1536M\ncount = 1\npage_size = 1G\n", L(2),
+	  "size 1610612736 of class \"g\" is not a multiple of the page size (1 GiB): "
+	  "round it up to 2147483648 (2.0 GiB)" },
+	/* the global 1G is every class's default; a class that says 2M is checked against 2M */
+	{ "default_1g_then_class", "page_size = 1G\n[class a]\nsize = 2M\ncount = 1\npage_size = 2M\n"
+				   "[class b]\nsize = 2M\ncount = 1\n", L(7),
+	  "size 2097152 of class \"b\" is not a multiple of the page size (1 GiB)" },
+	/* auto takes 1 GiB pages only for multiples of 1 GiB: 2 MiB is what every size needs */
+	{ "auto_not_page_multiple", "page_size = auto\n[class a]\nsize = 3M\ncount = 1\n", L(3),
+	  "size 3145728 of class \"a\" is not a multiple of the page size (2 MiB)" },
+	{ "class_page_size_twice", "[class c]\nsize = 1G\npage_size = 1G\npage_size = 2M\ncount = 1\n", L(4),
+	  "duplicate key \"page_size\"" },
 	{ "page_size_4k", "page_size = 4K\n" ONE_CLASS, L(1), "unsupported page size \"4K\"" },
 	{ "page_size_bad", "page_size = huge\n" ONE_CLASS, L(1),
 	  "bad size \"huge\" for \"page_size\"" },
@@ -1313,6 +1362,7 @@ int main(void)
 		cmocka_unit_test(test_hugepages_modes),
 		cmocka_unit_test(test_page_size_1g),
 		cmocka_unit_test(test_page_size_2m_spellings),
+		cmocka_unit_test(test_class_page_size),
 		cmocka_unit_test(test_hugepages_off_uses_4k),
 		cmocka_unit_test(test_quoted_values),
 		cmocka_unit_test(test_comments_and_blanks),

@@ -714,7 +714,7 @@ static void test_recv_fd_mismatch(void **state)
 	/* fds with a header that is refused outright */
 	send_hdr(sv[0], 0xdeadbeef, PROTO_VERSION, PROTO_GRANT, glen, 1, memfd, 1);
 	assert_int_equal(recv_err(sv[1], PROTO_MAX_FDS), -EPROTO);
-	send_hdr(sv[0], PROTO_MAGIC, 7, PROTO_GRANT, glen, 1, memfd, 1);
+	send_hdr(sv[0], PROTO_MAGIC, PROTO_VERSION + 1, PROTO_GRANT, glen, 1, memfd, 1);
 	assert_int_equal(recv_err(sv[1], PROTO_MAX_FDS), -EPROTONOSUPPORT);
 	close_pair(sv);
 	assert_int_equal(count_fds(), before);

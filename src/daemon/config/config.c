@@ -42,6 +42,7 @@
 enum {
 	CKEY_SIZE,
 	CKEY_COUNT,
+	CKEY_PAGE_SIZE,
 	CKEY_NUM,
 };
 
@@ -66,9 +67,15 @@ _Static_assert(CONFIG_CLASS_NAME_MAX <= SECTION_NAME_MAX &&
 		       CONFIG_JOURNAL_NAME_MAX <= SECTION_NAME_MAX,
 	       "SECTION_NAME_MAX covers every section kind");
 
-static uint64_t page_size_in_use(const struct config *cfg)
+/*
+ * What a class's buffer size must be a multiple of: the page the class may be backed by. auto
+ * picks 1 GiB pages only for sizes that are multiples of it, so it needs 2 MiB.
+ */
+static uint64_t class_page_floor(const struct config *cfg, const struct config_class *c)
 {
-	return cfg->hugepages == HUGEPAGES_OFF ? PAGE_SIZE_4K : cfg->page_size;
+	if (cfg->hugepages == HUGEPAGES_OFF)
+		return PAGE_SIZE_4K;
+	return c->page_size == PAGE_SIZE_1G ? PAGE_SIZE_1G : PAGE_SIZE_2M;
 }
 
 static const char *page_size_name(uint64_t page)
@@ -170,29 +177,34 @@ static int set_restart(struct parser *p, const struct key *k, const char *value)
 	return 0;
 }
 
+/* The global page_size (every class's default) or a class's own. */
 static int set_page_size(struct parser *p, const struct key *k, const char *value)
 {
 	struct config *cfg = p->global;
+	uint64_t *dst = p->obj ? &((struct config_class *)p->obj)->page_size : &cfg->page_size;
 	const char *key = k->name;
 	uint64_t v;
 	int r;
 
+	if (!strcmp(value, "auto")) {
+		*dst = CONFIG_PAGE_SIZE_AUTO;
+		return 0;
+	}
 	r = ini_get_size(p, key, value, &v);
 	if (r < 0)
 		return r;
 	if (v != PAGE_SIZE_2M && v != PAGE_SIZE_1G)
-		return ini_fail(p, "unsupported page size \"%.*s%s\" for \"%s\": expected 2M or 1G",
+		return ini_fail(p, "unsupported page size \"%.*s%s\" for \"%s\": expected 2M, 1G or auto",
 				CLIP(value), key);
-	cfg->page_size = v;
+	*dst = v;
 	return 0;
 }
 
 static int set_class_size(struct parser *p, const struct key *k, const char *value)
 {
-	struct config *cfg = p->global;
 	const char *key = k->name;
 	struct config_class *c = p->obj;
-	uint64_t page, v;
+	uint64_t v;
 	int r;
 
 	r = ini_get_size(p, key, value, &v);
@@ -200,25 +212,27 @@ static int set_class_size(struct parser *p, const struct key *k, const char *val
 		return r;
 	if (v == 0)
 		return ini_fail(p, "size of class \"%s\" must be greater than 0", c->name);
-
-	/*
-	 * Global keys are only allowed before the first section, so the page size is final by now
-	 * and the error can point at this line rather than at the end of the file.
-	 */
-	page = page_size_in_use(cfg);
-	if (v % page) {
-		uint64_t up = v - v % page + page;
-		char buf[32];
-
-		if (up < v)
-			return ini_fail(p, "size %" PRIu64 " of class \"%s\" is not a multiple of the page size (%s)",
-					v, c->name, page_size_name(page));
-		return ini_fail(p, "size %" PRIu64 " of class \"%s\" is not a multiple of the page size (%s): "
-				   "round it up to %" PRIu64 " (%s)",
-				v, c->name, page_size_name(page), up, size_format(up, buf, sizeof(buf)));
-	}
+	/* whether it fits the class's pages is finish_class's: page_size may come later */
 	c->size = v;
 	return 0;
+}
+
+/* The class's size is a multiple of its pages; the error points at the size's line. */
+static int check_class_size(struct parser *p, const struct config_class *c)
+{
+	uint64_t page = class_page_floor(p->global, c), v = c->size;
+	unsigned line = p->section_lines[CKEY_SIZE];
+	uint64_t up = v - v % page + page;
+	char buf[32];
+
+	if (v % page == 0)
+		return 0;
+	if (up < v)
+		return ini_fail_at(p, line, "size %" PRIu64 " of class \"%s\" is not a multiple of the page size (%s)",
+				   v, c->name, page_size_name(page));
+	return ini_fail_at(p, line, "size %" PRIu64 " of class \"%s\" is not a multiple of the page size (%s): "
+				    "round it up to %" PRIu64 " (%s)",
+			   v, c->name, page_size_name(page), up, size_format(up, buf, sizeof(buf)));
 }
 
 /*
@@ -427,6 +441,7 @@ _Static_assert(ARRAY_SIZE(global_keys) <= KEYS_MAX, "KEYS_MAX covers the global 
 static const struct key class_keys[CKEY_NUM] = {
 	[CKEY_SIZE] = { .name = "size", .set = set_class_size },
 	[CKEY_COUNT] = U32_KEY("count", 1, 1000000, struct config_class, count),
+	[CKEY_PAGE_SIZE] = { .name = "page_size", .set = set_page_size },
 };
 
 /*
@@ -520,17 +535,26 @@ static bool pool_bytes(const struct config *cfg, uint64_t *total)
 	return true;
 }
 
-/* A class is complete once its section ends: both keys set and the pool total still in 64 bits. */
+/*
+ * A class is complete once its section ends: size and count set, a page size (its own or the
+ * global one) that its size is a multiple of, and the pool total still in 64 bits.
+ */
 static int finish_class(struct parser *p)
 {
 	struct config *cfg = p->global;
 	struct config_class *c = p->obj;
 	uint64_t total;
+	int r;
 
 	if (!p->section_lines[CKEY_SIZE])
 		return ini_fail_at(p, c->line, "class \"%s\" has no \"size\" key", c->name);
 	if (!p->section_lines[CKEY_COUNT])
 		return ini_fail_at(p, c->line, "class \"%s\" has no \"count\" key", c->name);
+	/* global keys are only allowed before the first section: the default is final by now */
+	if (!p->section_lines[CKEY_PAGE_SIZE])
+		c->page_size = cfg->page_size;
+	if ((r = check_class_size(p, c)) < 0)
+		return r;
 	/* c is the last of cfg->classes, and the total of those before it fits */
 	if (!pool_bytes(cfg, &total))
 		return ini_fail_at(p, c->line,
@@ -696,6 +720,13 @@ uint64_t config_buffers(const struct config *cfg)
 	for (unsigned i = 0; i < cfg->nclasses; i++)
 		n += cfg->classes[i].count;
 	return n;
+}
+
+const char *config_page_size_name(uint64_t page_size)
+{
+	if (page_size == CONFIG_PAGE_SIZE_AUTO)
+		return "auto";
+	return page_size == PAGE_SIZE_1G ? "1G" : "2M";
 }
 
 const char *journal_backend_name(enum journal_backend b)

@@ -41,10 +41,18 @@ enum restart_mode {
 	RESTART_EXEC, /* this process executes the binary again (the same pid) */
 };
 
+/*
+ * page_size = auto: the daemon picks a class's hugepage size at start (pages.h): 1 GiB for a
+ * class whose buffers are a multiple of 1 GiB where the kernel offers 1 GiB pages, else 2 MiB.
+ */
+#define CONFIG_PAGE_SIZE_AUTO UINT64_C(0)
+
 struct config_class {
 	char name[CONFIG_CLASS_NAME_MAX + 1];
 	uint64_t size; /* bytes per buffer, > 0, a multiple of the page size in use */
 	uint32_t count; /* buffers, > 0 */
+	/* 2M, 1G or CONFIG_PAGE_SIZE_AUTO: its page_size key, else the global one */
+	uint64_t page_size;
 	unsigned line; /* where it was defined, for messages */
 };
 
@@ -104,7 +112,9 @@ struct config {
 	char monitor_group[CONFIG_GROUP_MAX];
 	enum hugepages_mode hugepages; /* default prefer */
 	enum restart_mode restart; /* default auto */
-	uint64_t page_size; /* 2M (default) or 1G; the hugetlb page size asked for */
+	/* 2M (default), 1G or CONFIG_PAGE_SIZE_AUTO: the hugetlb page size of every class that
+	 * does not say its own */
+	uint64_t page_size;
 	unsigned prefault_threads; /* 0 = one per online CPU (default) */
 	uint32_t max_connections; /* all clients together; default 1024 */
 	uint32_t max_connections_per_uid; /* default 64; 0 = unlimited */
@@ -149,6 +159,9 @@ int config_parse(const char *name, const char *text, struct config *cfg, char *e
 uint64_t config_pool_bytes(const struct config *cfg);
 /* Buffers of every class together. */
 uint64_t config_buffers(const struct config *cfg);
+
+/* A page_size value as the file writes it: "2M", "1G" or "auto". */
+const char *config_page_size_name(uint64_t page_size);
 
 /* "prefer", "require", "off" (config.c's table, also what `hugepages` takes) */
 const char *hugepages_mode_to_string(enum hugepages_mode m);

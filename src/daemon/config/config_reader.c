@@ -436,13 +436,19 @@ static int parse_assignment(struct parser *p, char *s)
 
 	k = find_key(keys, nkeys, key);
 	if (k < 0) {
-		if (p->kind && find_key(p->schema->keys, p->schema->nkeys, key) >= 0)
-			return ini_fail(p, "key \"%s\" belongs before the first section", key);
-		for (i = 0; i < p->schema->nkinds; i++)
+		const char *other = NULL; /* another kind of section that has the key */
+
+		for (i = 0; i < p->schema->nkinds && !other; i++)
 			if (&p->schema->kinds[i] != p->kind &&
 			    find_key(p->schema->kinds[i].keys, p->schema->kinds[i].nkeys, key) >= 0)
-				return ini_fail(p, "key \"%s\" is only valid inside a [%s NAME] section", key,
-						p->schema->kinds[i].kind);
+				other = p->schema->kinds[i].kind;
+		/* a key both global and of a section (page_size): say both places */
+		if (p->kind && find_key(p->schema->keys, p->schema->nkeys, key) >= 0)
+			return other ? ini_fail(p, "key \"%s\" belongs before the first section or in a [%s NAME] section",
+						key, other)
+				     : ini_fail(p, "key \"%s\" belongs before the first section", key);
+		if (other)
+			return ini_fail(p, "key \"%s\" is only valid inside a [%s NAME] section", key, other);
 		if (p->kind)
 			return ini_fail(p, "unknown key \"%.*s%s\" in [%s %s]", CLIP(key), p->kind->kind,
 					p->section_name);

@@ -3,7 +3,8 @@
  * pool.h - the buffer pool: every buffer is its own sealed memfd, whose pages the daemon
  * faults in and then keeps by the fd alone.
  *
- * pool_create() decides the backing (hugetlb pages of the configured size, or regular shared
+ * pool_create() decides each class's backing (hugetlb pages of the size the class asks for,
+ * pages.h; with page_size = auto 2 MiB ones when too few 1 GiB ones are free; regular shared
  * memory when hugepages = off or, with prefer, when too few are free) and creates every buffer;
  * pool_prefault() faults them all in on a temporary thread pool. Both run on the main thread at
  * boot. Afterwards the pool's layout is immutable; a buffer's fd and mapping change only in
@@ -74,6 +75,16 @@ struct pool_class {
 	 * acquire from it; a buffer released goes away. After the configured classes.
 	 */
 	bool retired;
+	/*
+	 * Its backing, the same for all its buffers: hugetlb pages of page_size, or regular shared
+	 * memory (page_size 4096). want_page is the hugetlb page size it asked for first (0 with
+	 * hugepages = off); fallback says it got other pages than those, fallback_reason why.
+	 */
+	bool hugetlb;
+	uint64_t page_size;
+	uint64_t want_page;
+	bool fallback;
+	char fallback_reason[128];
 };
 
 struct pool {
@@ -82,10 +93,15 @@ struct pool {
 	struct pool_buffer *buffers;
 	uint32_t nbuffers;
 	uint64_t bytes;
-	uint64_t page_size; /* of the pages really used */
+	/*
+	 * The classes' backings summed up for where one word must do (WELCOME, the status header):
+	 * the smallest page size of any class (every buffer is a multiple of it), hugetlb when every
+	 * class has hugetlb pages, fallback when a class fell back, with the first one's reason.
+	 */
+	uint64_t page_size;
 	bool hugetlb;
-	bool fallback; /* hugetlb was preferred but not available */
-	char fallback_reason[128];
+	bool fallback;
+	char fallback_reason[CONFIG_CLASS_NAME_MAX + 8 + 128]; /* "class NAME: " and the class's */
 	struct prefault_stats boot; /* filled by pool_prefault */
 };
 
@@ -125,8 +141,5 @@ int pool_buffer_renew(struct pool *p, struct pool_buffer *b);
  */
 bool pool_buffer_intact(const struct pool_buffer *b);
 void pool_free(struct pool *p);
-
-/* Hugepages of `page_size` free and not reserved by anyone, from sysfs; 0 if unknown. */
-uint64_t pool_hugepages_available(uint64_t page_size);
 
 #endif

@@ -3,15 +3,19 @@
  * warm.c - see warm.h. The layout of the state memfd (version WARM_VERSION):
  *
  *   header   magic "HPWARM\0\0", version, header and record sizes, nbuffers, this memfd's id,
- *            lives, page size, hugetlb, CRC-32C of the header before it
+ *            lives, page size and hugetlb (version 2: of every buffer; 0 since), CRC-32C of the
+ *            header before it
  *   buffers  nbuffers x struct warm_record: seq (odd while being written), CRC-32C of the rest,
- *            state, uid, index in class, size, fd id, class name, connection and lease id
+ *            state, uid, index in class, log2 of its page size (version 3; 0 before), size,
+ *            fd id, class name, connection and lease id
  *   conns    nconns x struct warm_conn_record: seq, CRC, state, credentials, name, the acquire
  *   spills   nspills x struct warm_spill_record: seq, CRC, state, uid, pid, connection, file id,
  *            charge, fd id
  *
  * Nothing in it is a pointer or an fd number: a record names its buffer's memfd by the name the
- * fd store keeps it under, so it means the same thing in the next process.
+ * fd store keeps it under, so it means the same thing in the next process. Version 3 has version
+ * 2's layout: the page size moved from the header into each record's spare word, so that a
+ * pool's classes may have pages of different sizes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -47,8 +51,8 @@ struct warm_header {
 	uint32_t nspills;
 	uint64_t id;
 	uint64_t lives;
-	uint64_t page_size;
-	uint32_t hugetlb;
+	uint64_t page_size; /* version 2: every buffer's (4096: regular shared memory); 0 since */
+	uint32_t hugetlb; /* version 2: page_size is a hugetlb page's; 0 since */
 	uint32_t crc; /* of everything before it */
 };
 
@@ -58,7 +62,7 @@ struct warm_record {
 	uint32_t state;
 	uint32_t uid;
 	uint32_t index;
-	uint32_t reserved;
+	uint32_t page_shift; /* log2 of the page size; version 2 wrote 0 here (the header's) */
 	uint64_t size;
 	uint64_t fd_id;
 	char class_name[WARM_CLASS_NAME_MAX];
@@ -249,8 +253,9 @@ static int header_check(const struct warm_header *h, size_t len, char *err, size
 										    : "no state magic");
 		return -EBADMSG;
 	}
-	if (h->version != WARM_VERSION) {
-		snprintf(err, errlen, "state version %" PRIu32 ", this daemon reads %d", h->version, WARM_VERSION);
+	if (h->version < WARM_VERSION_MIN || h->version > WARM_VERSION) {
+		snprintf(err, errlen, "state version %" PRIu32 ", this daemon reads %d to %d", h->version,
+			 WARM_VERSION_MIN, WARM_VERSION);
 		return -EBADMSG;
 	}
 	if (h->crc != crc32c(0, h, offsetof(struct warm_header, crc))) {
@@ -269,23 +274,35 @@ static int header_check(const struct warm_header *h, size_t len, char *err, size
 	return 0;
 }
 
+/* The smallest and largest page a record may name: 4 KiB and 16 GiB (powerpc's largest). */
+#define PAGE_SHIFT_MIN 12
+#define PAGE_SHIFT_MAX 34
+
 /*
  * One record of each kind, decoded from the copy at p into what the next life uses. A torn
  * record (odd sequence number), a corrupt one or one never written decodes to nothing: the
  * buffer is UNKNOWN and not trusted, the connection and the spill file FREE (closed, if kept).
+ * A buffer's page size is its record's, or in a version 2 state the header's (h).
  */
-static void buf_decode(const uint8_t *p, struct warm_buf *b)
+static void buf_decode(const uint8_t *p, const struct warm_header *h, struct warm_buf *b)
 {
 	struct warm_record r;
+	uint64_t page;
 
 	memcpy(&r, p, sizeof(r));
 	if ((r.seq & 1) || r.crc != RECORD_CRC(&r) || r.state > WARM_BUF_BROKEN ||
 	    memchr(r.class_name, '\0', sizeof(r.class_name)) == NULL)
 		return;
+	page = h->version == 2 && r.page_shift == 0 ? h->page_size
+	       : r.page_shift >= PAGE_SHIFT_MIN && r.page_shift <= PAGE_SHIFT_MAX ? UINT64_C(1) << r.page_shift
+										: 0;
+	if (page < (UINT64_C(1) << PAGE_SHIFT_MIN) || page > (UINT64_C(1) << PAGE_SHIFT_MAX) || (page & (page - 1)))
+		return;
 	b->state = (enum warm_buf_state)r.state;
 	b->uid = (uid_t)r.uid;
 	b->index = r.index;
 	b->size = r.size;
+	b->page_size = page;
 	b->fd_id = r.fd_id;
 	memcpy(b->class_name, r.class_name, sizeof(b->class_name));
 	b->conn_id = r.conn_id;
@@ -495,15 +512,15 @@ static int read_state(int fd, bool live, struct warm_prev **ret, char *err, size
 	}
 	prev->id = h.id;
 	prev->lives = h.lives;
+	prev->version = h.version;
 	prev->page_size = h.page_size;
-	prev->hugetlb = h.hugetlb != 0;
 	prev->nbuffers = h.nbuffers;
 	prev->nconns = h.nconns;
 	prev->nspills = h.nspills;
 	/* the records follow the header: the buffers', the connections', the spill files' */
 	p = buf + sizeof(h);
 	for (uint32_t i = 0; i < h.nbuffers; i++, p += sizeof(struct warm_record))
-		buf_decode(p, &prev->bufs[i]);
+		buf_decode(p, &h, &prev->bufs[i]);
 	for (uint32_t i = 0; i < h.nconns; i++, p += sizeof(struct warm_conn_record))
 		conn_decode(p, &prev->conns[i]);
 	for (uint32_t i = 0; i < h.nspills; i++, p += sizeof(struct warm_spill_record))
@@ -531,6 +548,7 @@ int warm_prev_update(struct warm_prev *prev, int fd, enum warm_kind k, const uin
 	static const size_t size[WARM_KINDS] = { sizeof(struct warm_record), sizeof(struct warm_conn_record),
 						 sizeof(struct warm_spill_record) };
 	uint32_t count = k == WARM_KIND_BUF ? prev->nbuffers : k == WARM_KIND_CONN ? prev->nconns : prev->nspills;
+	const struct warm_header hdr = { .version = prev->version, .page_size = prev->page_size };
 	off_t base = (off_t)sizeof(struct warm_header);
 	union {
 		struct warm_record b;
@@ -554,7 +572,7 @@ int warm_prev_update(struct warm_prev *prev, int fd, enum warm_kind k, const uin
 			if (prev->bufs[r].state == WARM_BUF_LEASED)
 				ref_remove(prev->leased, &prev->nleased, (struct warm_ref){ prev->bufs[r].conn_id, r });
 			prev->bufs[r] = (struct warm_buf){ 0 };
-			buf_decode((const uint8_t *)&rec, &prev->bufs[r]);
+			buf_decode((const uint8_t *)&rec, &hdr, &prev->bufs[r]);
 			if (prev->bufs[r].state == WARM_BUF_LEASED)
 				ref_insert(prev->leased, &prev->nleased, (struct warm_ref){ prev->bufs[r].conn_id, r });
 		} else if (k == WARM_KIND_CONN) {
@@ -660,8 +678,7 @@ static void slots_put(struct slots *sl, int slot)
 	sl->free[sl->n++] = slot;
 }
 
-int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t lives, uint64_t page_size,
-		bool hugetlb, struct warm **ret)
+int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t lives, struct warm **ret)
 {
 	struct warm *w = calloc(1, sizeof(*w));
 	size_t w_size;
@@ -694,8 +711,7 @@ int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t l
 					.record_size = sizeof(struct warm_record), .nbuffers = nbuffers,
 					.conn_record_size = sizeof(struct warm_conn_record), .nconns = nconns,
 					.spill_record_size = sizeof(struct warm_spill_record), .nspills = nspills,
-					.id = warm_new_id(), .lives = lives, .page_size = page_size,
-					.hugetlb = hugetlb };
+					.id = warm_new_id(), .lives = lives };
 	/* the checksum is of the published header: only the magic is missing until then */
 	memcpy(w->hdr->magic, magic, sizeof(magic));
 	w->hdr->crc = crc32c(0, w->hdr, offsetof(struct warm_header, crc));
@@ -792,7 +808,7 @@ void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b)
 	r->state = b->state;
 	r->uid = (uint32_t)b->uid;
 	r->index = b->index;
-	r->reserved = 0;
+	r->page_shift = b->page_size ? (uint32_t)__builtin_ctzll(b->page_size) : 0;
 	r->size = b->size;
 	r->fd_id = b->fd_id;
 	memset(r->class_name, 0, sizeof(r->class_name));

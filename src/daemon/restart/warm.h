@@ -3,8 +3,8 @@
  * warm.h - the warm state: what the next life of hugepoold needs to take over this one's pool.
  *
  * The daemon keeps one memfd, mapped, that it never gives to a client: a header and one
- * fixed-size record per pool buffer saying which class and index it is, the name its memfd is
- * kept under in the fd store (warm_name), and whether its pages are fresh (CLEAN), were last
+ * fixed-size record per pool buffer saying which class and index it is, the size of its pages,
+ * the name its memfd is kept under in the fd store (warm_name), and whether its pages are fresh (CLEAN), were last
  * written by a uid (DIRTY), are held by a connection (LEASED: which, under which lease id) or
  * must be renewed before anyone gets them (BROKEN); then one record per connection slot
  * (max_connections of them): its socket's name in the store, its credentials and name, whether
@@ -18,7 +18,9 @@
  *
  * warm_read() copies a predecessor's memfd into private memory once and checks it; anything it
  * cannot understand (other magic or version, a bad header CRC, sizes that do not add up) is an
- * error with a reason, and the caller starts cold.
+ * error with a reason, and the caller starts cold. It reads the state of the version before
+ * too (WARM_VERSION_MIN: a daemon upgraded by a warm restart keeps its pool), whose header
+ * named one page size for every buffer.
  */
 #ifndef HP_WARM_H
 #define HP_WARM_H
@@ -28,7 +30,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define WARM_VERSION 2 /* 2: spill records */
+#define WARM_VERSION 3 /* 2: spill records; 3: each buffer's page size in its record */
+#define WARM_VERSION_MIN 2 /* the oldest state warm_read takes */
 #define WARM_CLASS_NAME_MAX 32 /* with the NUL */
 
 enum warm_buf_state {
@@ -44,6 +47,7 @@ struct warm_buf {
 	uid_t uid; /* DIRTY, LEASED */
 	uint32_t index; /* in its class */
 	uint64_t size;
+	uint64_t page_size; /* of its pages, a power of two: 4096 for regular shared memory */
 	uint64_t fd_id; /* its memfd is kept as warm_name(WARM_NAME_BUF, fd_id) */
 	char class_name[WARM_CLASS_NAME_MAX];
 	/* LEASED: to which connection, under which lease id, since when */
@@ -120,8 +124,10 @@ struct warm_ref {
 struct warm_prev {
 	uint64_t id; /* its memfd was kept as warm_name(WARM_NAME_STATE, id) */
 	uint64_t lives; /* daemon lives that handed this pool over, this one's predecessor included */
+	/* its header's version and (version 2) page size: how its buffer records read again at a
+	 * take-over (warm_prev_update) */
+	uint32_t version;
 	uint64_t page_size;
-	bool hugetlb;
 	uint32_t nbuffers;
 	struct warm_buf *bufs;
 	uint32_t nconns;
@@ -175,8 +181,7 @@ void warm_prev_free(struct warm_prev *prev);
  * before it the one to read.
  */
 struct warm;
-int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t lives, uint64_t page_size,
-		bool hugetlb, struct warm **ret);
+int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t lives, struct warm **ret);
 void warm_publish(struct warm *w);
 int warm_fd(const struct warm *w);
 uint64_t warm_id(const struct warm *w);

@@ -164,6 +164,8 @@ static void peer_set_creds(struct server *s, struct peer *p, const struct ucred 
 	access_creds_get(p->fd, cred, &p->creds);
 	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
 	p->sees_all = p->admin || (s->have_monitor_gid && access_in_group(&p->creds, s->monitor_gid));
+	/* not admitted by the mode: only the ACL entry of monitor_group can have let it in */
+	p->status_only = !p->admin && !access_mode_admits(&p->creds, s->cfg->socket_mode, s->socket_gid);
 }
 
 int peer_verify(struct peer *p)
@@ -460,6 +462,23 @@ static int resolve_access(struct server *s)
 	return 0;
 }
 
+/*
+ * monitor_group may connect without being in the socket's group (access.h): an ACL entry on the
+ * socket, set at every start (a previous life's, or one monitor_group no longer names, is
+ * replaced). Without it the daemon serves on, and members outside the socket's group cannot
+ * connect, as before monitor_group could.
+ */
+static void grant_monitor(const struct server *s)
+{
+	const struct config *cfg = s->cfg;
+	int r = access_socket_grant(cfg->socket_path, cfg->socket_mode, s->have_monitor_gid ? &s->monitor_gid : NULL);
+
+	if (r < 0 && s->have_monitor_gid)
+		log_warning_errno(r, "Cannot let monitor_group '%s' connect to '%s' (a POSIX ACL entry: %m); only its members "
+				     "in the socket's group can, ignoring",
+				  cfg->monitor_group, cfg->socket_path);
+}
+
 static int epoll_add_tag(int epfd, int fd, int *tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
@@ -520,6 +539,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 			goto fail;
 		s->listen_fd = r;
 	}
+	grant_monitor(s);
 	/* kept across a restart only where a service manager keeps it (re-execution needs no
 	 * manager: the same process holds it) */
 	s->listen_kept = fdstore_add("listen", s->listen_fd, 0) == 0 && getenv("NOTIFY_SOCKET");

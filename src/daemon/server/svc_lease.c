@@ -82,7 +82,8 @@ void svc_lease_renewed(struct pool_buffer *b, int err, void *ud)
 static void on_changed(struct pool_buffer *b, const struct lease_note *n, void *ud)
 {
 	struct server *s = ud;
-	struct warm_buf wb = { .state = n->state, .uid = n->uid, .size = b->size, .fd_id = b->fd_id,
+	struct warm_buf wb = { .state = n->state, .uid = n->uid, .size = b->size,
+			       .page_size = s->pool->classes[b->class_index].page_size, .fd_id = b->fd_id,
 			       .index = b->index - s->pool->classes[b->class_index].first,
 			       .lease_id = n->lease_id, .since_rt = n->since_rt };
 

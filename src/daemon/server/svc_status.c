@@ -263,6 +263,23 @@ static uint8_t *put_durability(struct status *ctx, uint8_t *w)
 	return put_per_journal(ctx, w, ctx->durability, sizeof(ctx->durability[0]));
 }
 
+static uint8_t *put_pages(struct status *ctx, uint8_t *w)
+{
+	const struct pool *pool = ctx->s->pool;
+
+	for (unsigned c = 0; c < pool->nclasses; c++, w += sizeof(struct proto_status_pages)) {
+		const struct pool_class *pc = &pool->classes[c];
+		struct proto_status_pages pp = { .page_size = pc->page_size,
+						 .want_page_size = pc->want_page,
+						 .hugetlb = pc->hugetlb,
+						 .fallback = pc->fallback };
+
+		proto_set_name(pp.fallback_reason, sizeof(pp.fallback_reason), pc->fallback_reason);
+		memcpy(w, &pp, sizeof(pp));
+	}
+	return w;
+}
+
 static uint8_t *put_spill_uid(struct status *ctx, uint8_t *w)
 {
 	struct proto_status_spill_uid *recs = (struct proto_status_spill_uid *)w; /* malloc'd: aligned */

@@ -74,7 +74,8 @@ static const struct {
  */
 #define STATUS_CLASS_ARGS(X, cs)                                                                  \
 	X(S, (cs)->name) X(J, (cs)->size) X(I, (cs)->total) X(I, (cs)->free) X(I, (cs)->leased)     \
-	X(I, (cs)->waiters) X(Z, (cs)->retired)
+	X(I, (cs)->waiters) X(Z, (cs)->retired) X(J, (cs)->pages.page_size) X(Z, (cs)->pages.hugetlb) \
+	X(S, (cs)->pages.fallback_reason)
 #define STATUS_JOURNAL_ARGS(X, js)                                                                \
 	X(S, (js)->name) X(S, (js)->backend) X(S, (js)->note) X(I, (js)->state) X(J, (js)->next_lsn) \
 	X(J, (js)->durable_lsn) X(J, (js)->retain_lsn) X(J, (js)->appends) X(J, (js)->syncs)          \
@@ -592,7 +593,7 @@ JNIEXPORT jobject JNICALL Java_org_hugepool_Native_status(JNIEnv *env, jclass k,
 	if (!journals)
 		goto out; /* OutOfMemoryError pending */
 	for (uint32_t i = 0; i < st->nclasses; i++) {
-		const struct hp_class_status *cs = &st->classes[i];
+		const struct hp_class_status *cs = st->classes[i];
 		jobject cs_obj;
 
 		STATUS_RECORD(M_CLASS, STATUS_CLASS_ARGS, cs);
@@ -602,7 +603,7 @@ JNIEXPORT jobject JNICALL Java_org_hugepool_Native_status(JNIEnv *env, jclass k,
 		(*env)->DeleteLocalRef(env, cs_obj);
 	}
 	for (uint32_t i = 0; i < st->njournals; i++) {
-		const struct hp_journal_status *js = &st->journals[i];
+		const struct hp_journal_status *js = st->journals[i];
 		jobject js_obj;
 
 		STATUS_RECORD(M_JOURNAL, STATUS_JOURNAL_ARGS, js);

@@ -16,9 +16,10 @@ import java.util.List;
  *
  * @param daemonVersion the daemon's version
  * @param daemonPid its process id
- * @param pageSize the pool's page size in bytes (2 MiB for hugetlb pages of 2 MiB)
- * @param hugetlb true when the pool is hugetlb memory
- * @param fallbackReason why hugepages were preferred but not used; "" when they were
+ * @param pageSize the smallest page size of any class, in bytes (each class's: {@link BufferClass#pageSize()})
+ * @param hugetlb true when every class is on hugetlb pages
+ * @param fallbackReason why a class has other pages than it asked for (the first such class, after its
+ *        name); "" when none has
  * @param poolBytes the pool's bytes
  * @param clients connections the daemon serves (only this user's unless an administrator asks)
  * @param leases leases held (likewise)
@@ -39,8 +40,14 @@ public record Status(String daemonVersion, int daemonPid, long pageSize, boolean
      * @param leased buffers leased now
      * @param waiters acquires waiting
      * @param retired no longer configured (held across a restart, then gone)
+     * @param pageSize bytes of each page its buffers are on: 2 MiB or 1 GiB for hugetlb pages, 4096 for
+     *        regular shared memory (its page_size in hugepoold.conf, auto as the daemon picked)
+     * @param hugetlb true when its buffers are on hugetlb pages
+     * @param fallbackReason why it has other pages than it asked for (too few were free); "" when it has
+     *        those
      */
-    public record BufferClass(String name, long size, int total, int free, int leased, int waiters, boolean retired) {
+    public record BufferClass(String name, long size, int total, int free, int leased, int waiters, boolean retired,
+            long pageSize, boolean hugetlb, String fallbackReason) {
     }
 
     /**

@@ -130,7 +130,12 @@ class NativeBoundaryTest {
             assertEquals(st.hugetlb(), st.fallbackReason().isEmpty() && st.pageSize() > 4096, st.toString());
             assertTrue(st.clients() >= 2 && st.leases() == lease.count(), st.toString());
             Status.BufferClass c = st.bufferClass("two");
-            assertEquals(new Status.BufferClass("two", 2 << 20, 3, 1, 2, 0, false), c);
+            assertEquals(new Status.BufferClass("two", 2 << 20, 3, 1, 2, 0, false, c.hugetlb() ? 2 << 20 : 4096,
+                    st.hugetlb(), st.fallbackReason().isEmpty() ? "" : c.fallbackReason()), c);
+            /* the class's pages are what the daemon says of them: the pool's, with one class */
+            assertEquals(st.pageSize(), c.pageSize(), c.toString());
+            assertEquals(st.fallbackReason().isEmpty(), c.fallbackReason().isEmpty(), c.toString());
+            assertTrue(st.fallbackReason().endsWith(c.fallbackReason()), st.toString());
             Status.Journal j = st.journal("j");
             assertEquals(Status.Journal.OK, j.state());
             assertEquals("ok", j.stateName());
