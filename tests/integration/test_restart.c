@@ -798,16 +798,19 @@ static void test_takeover_faults(void **state)
 		const char *env, *out, *logged;
 		int status;
 		uint64_t lives; /* the life serving after the failed restart */
+		bool store; /* with the service manager's fd store, whose table the fallback hands on */
 	} cases[] = {
-		{ "HUGEPOOLD_TAKEOVER_FAULT=prepare@2", "was killed by signal 9", "Refusing the restart: ", 3, 1 },
-		{ "HUGEPOOLD_TAKEOVER_FAULT=refuse@2", "hugepoold restarted (pid ", "re-executing '", 0, 2 },
-		{ "HUGEPOOLD_TAKEOVER_FAULT=go@2", "hugepoold restarted (pid ", "re-executing '", 0, 2 },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=prepare@2", "was killed by signal 9", "Refusing the restart: ", 3, 1, false },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=refuse@2", "hugepoold restarted (pid ", "re-executing '", 0, 2, false },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=go@2", "hugepoold restarted (pid ", "re-executing '", 0, 2, false },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=refuse@2", "hugepoold restarted (pid ", "re-executing '", 0, 2, true },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=go@2", "hugepoold restarted (pid ", "re-executing '", 0, 2, true },
 	};
 	static struct daemon d;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct harness_opts o = { .env = { cases[i].env } };
+		struct harness_opts o = { .env = { cases[i].env }, .fdstore_max = cases[i].store ? 4096 : 0 };
 		struct hp_buffer b[2];
 		struct hp_status *st;
 		char out[1024];
