@@ -667,6 +667,13 @@ static int id_add(struct id_set *set, uint64_t id)
 	return 0;
 }
 
+/* Sorted for id_has; an empty set has no array (qsort's must not be NULL). */
+static void id_sort(struct id_set *set)
+{
+	if (set->n > 1)
+		qsort(set->ids, set->n, sizeof(*set->ids), id_cmp);
+}
+
 static bool id_has(const struct id_set *set, uint64_t id)
 {
 	return set->n && bsearch(&id, set->ids, set->n, sizeof(id), id_cmp);
@@ -762,7 +769,7 @@ int server_takeover_apply(struct server *s, struct server_handover *h, int prev_
 		r = id_add(&touched, s->parked[i]);
 	if (r < 0)
 		goto out_oom;
-	qsort(touched.ids, touched.n, sizeof(*touched.ids), id_cmp);
+	id_sort(&touched);
 	/* those taken over from the snapshot let go: taken again from the records as they are */
 	for (p = TAILQ_FIRST(&s->peers); p; p = next) {
 		next = TAILQ_NEXT(p, link);
@@ -787,7 +794,7 @@ int server_takeover_apply(struct server *s, struct server_handover *h, int prev_
 		r = touched_by(h->prev, (enum warm_kind)k, d->dirty[k], d->ndirty[k], &touched);
 	if (r < 0 || !(rec_buf = records_to_buffers(s, h->prev)))
 		goto out_oom;
-	qsort(touched.ids, touched.n, sizeof(*touched.ids), id_cmp);
+	id_sort(&touched);
 	for (uint32_t i = 0; i < d->ndirty[WARM_KIND_BUF] && r == 0; i++)
 		r = buffer_again(s, h, rec_buf, d->dirty[WARM_KIND_BUF][i], why, len);
 	/* the touched connections, as the records say now (a new one's socket came with the delta) */
