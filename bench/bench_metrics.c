@@ -109,35 +109,6 @@ static int run_ctl(const struct daemon *d, const char *ctl, bool http, uint64_t 
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-/* The served endpoint: hugepoolctl metrics --http on a listening socket (fd 3, LISTEN_FDS); its port. */
-static pid_t server_start(const struct daemon *d, int *port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	char bin[256];
-	pid_t pid;
-
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 128) < 0 ||
-	    getsockname(lfd, (struct sockaddr *)&sa, &len) < 0)
-		return -1;
-	*port = ntohs(sa.sin_port);
-	snprintf(bin, sizeof(bin), "%s/hugepoolctl", harness_build());
-	pid = fork();
-	if (pid == 0) {
-		char n[16];
-
-		dup2(lfd, 3);
-		snprintf(n, sizeof(n), "%d", (int)getpid());
-		setenv("LISTEN_PID", n, 1);
-		setenv("LISTEN_FDS", "1", 1);
-		execl(bin, bin, "-s", d->socket, "metrics", "--http", (char *)NULL);
-		_exit(127);
-	}
-	close(lfd);
-	return pid;
-}
-
 /* One scrape of the served endpoint: connect, ask, read it all. 0 or -1. */
 static int scrape_served(int port, uint64_t *ret_ns, size_t *ret_bytes)
 {
@@ -265,7 +236,7 @@ static void served_vs_before(const struct daemon *d)
 	uint64_t served[SCRAPES], ours[SCRAPES], theirs[SCRAPES];
 	size_t bytes = 0, theirs_bytes = 0;
 	int port = 0, st;
-	pid_t pid = server_start(d, &port);
+	pid_t pid = harness_metrics_http(d, &port);
 
 	if (pid < 0 || scrape_served(port, &served[0], &bytes) < 0) { /* untimed: the server's own start */
 		bench_note("skipped: the served endpoint did not start");

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -139,6 +140,16 @@ static inline struct hp_status *status(hp_conn *c)
 	return st;
 }
 
+/* The class called name in st (the case fails without one). */
+static inline const struct hp_class_status *status_class(const struct hp_status *st, const char *name)
+{
+	for (uint32_t i = 0; i < st->nclasses; i++)
+		if (strcmp(st->classes[i]->name, name) == 0)
+			return st->classes[i];
+	fail_msg("no class %s in status", name);
+	return NULL;
+}
+
 /* Run hugepoolctl with args against d: its exit status, its standard output and error in out. */
 static inline int ctl(const struct daemon *d, const char *args, char *out, size_t outlen)
 {
@@ -170,10 +181,12 @@ int __lsan_is_turned_off(void)
 
 /*
  * main's: run the group `tests` named `name`, return the number of failed cases.
- * HP_TEST_FILTER (a cmocka pattern such as "test_eio*") runs some cases only, for debugging.
+ * HP_TEST_FILTER (a cmocka pattern such as "test_eio*") runs some cases only, for debugging;
+ * empty, all of them.
  */
 #define run_cases(name, tests)                                                                       \
-	(getenv("HP_TEST_FILTER") ? cmocka_set_test_filter(getenv("HP_TEST_FILTER")) : (void)0,     \
+	(getenv("HP_TEST_FILTER") && *getenv("HP_TEST_FILTER") ? cmocka_set_test_filter(getenv("HP_TEST_FILTER")) \
+							       : (void)0,                                  \
 	 failed_cases = cmocka_run_group_tests_name(name, tests, NULL, NULL))
 
 #endif

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <netinet/in.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -147,6 +148,38 @@ const char *harness_build(void)
 	const char *b = getenv("HP_BUILD");
 
 	return b && *b ? b : "build";
+}
+
+pid_t harness_metrics_http(const struct daemon *d, int *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char bin[256];
+	pid_t pid;
+
+	if (lfd < 0)
+		return -1;
+	if (bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 4096) < 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &len) < 0) {
+		close(lfd);
+		return -1;
+	}
+	*port = ntohs(sa.sin_port);
+	snprintf(bin, sizeof(bin), "%s/hugepoolctl", harness_build());
+	pid = fork();
+	if (pid == 0) {
+		char n[16];
+
+		dup2(lfd, 3);
+		snprintf(n, sizeof(n), "%d", (int)getpid());
+		setenv("LISTEN_PID", n, 1);
+		setenv("LISTEN_FDS", "1", 1);
+		execl(bin, bin, "-s", d->socket, "metrics", "--http", (char *)NULL);
+		_exit(127);
+	}
+	close(lfd);
+	return pid;
 }
 
 static int write_file(const char *path, const char *text)

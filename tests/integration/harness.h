@@ -157,6 +157,14 @@ void harness_watchdog_watch(const struct daemon *d);
 bool harness_watchdog_fired(void);
 void harness_watchdog_disarm(void);
 
+/*
+ * The metrics endpoint as systemd's Accept=no socket serves it: `hugepoolctl -s SOCKET metrics
+ * --http` started with a listening TCP socket on 127.0.0.1 (an ephemeral port, in *port) as fd 3,
+ * LISTEN_FDS=1 and LISTEN_PID its own. Returns its pid (kill and reap it), -1 if the socket could
+ * not be made, or the fork failed.
+ */
+pid_t harness_metrics_http(const struct daemon *d, int *port);
+
 /* The build directory under test: $HP_BUILD, default "build". */
 const char *harness_build(void);
 

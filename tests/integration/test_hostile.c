@@ -333,6 +333,22 @@ static int lingering_socket(int *listener, int seconds)
 	return t;
 }
 
+/* Take what a lingering socket's peer was sent, until its close ends (EOF), so the linger ends. */
+static void drain_listener(int l)
+{
+	static char junk[1 << 16];
+	int peer = accept(l, NULL, NULL);
+
+	assert_true(peer >= 0);
+	for (;;) {
+		struct pollfd pfd = { .fd = peer, .events = POLLIN };
+
+		if (poll(&pfd, 1, 10000) <= 0 || read(peer, junk, sizeof(junk)) <= 0)
+			break;
+	}
+	close(peer);
+}
+
 /*
  * Close a lingering socket whose last reference may be the caller's: its linger is turned off
  * first (the unsent data is dropped with a reset), so the close cannot wait for an hour.
@@ -403,9 +419,8 @@ static void test_passed_fd_closed_off_loop(void **state)
 {
 	struct harness_opts o = { .wrapper = "tests/nopassrights" };
 	struct proto_status_req req = { 0 };
-	static char junk[1 << 16];
 	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
-	int l, t, fd, peer, r;
+	int l, t, fd, r;
 	char b;
 	(void)state;
 
@@ -434,15 +449,7 @@ static void test_passed_fd_closed_off_loop(void **state)
 		hp_disconnect(c);
 	}
 	/* let the linger end: take the data, until the daemon's close sends FIN */
-	peer = accept(l, NULL, NULL);
-	assert_true(peer >= 0);
-	for (;;) {
-		struct pollfd pfd = { .fd = peer, .events = POLLIN };
-
-		if (poll(&pfd, 1, 10000) <= 0 || read(peer, junk, sizeof(junk)) <= 0)
-			break;
-	}
-	close(peer);
+	drain_listener(l);
 	close(l);
 	stop(&d);
 }
@@ -528,22 +535,6 @@ static int victim_main(void *arg)
 	free(payload);
 	close(fd);
 	return r;
-}
-
-/* Take what a lingering socket's peer was sent, until its close ends (EOF), so the linger ends. */
-static void drain_listener(int l)
-{
-	static char junk[1 << 16];
-	int peer = accept(l, NULL, NULL);
-
-	assert_true(peer >= 0);
-	for (;;) {
-		struct pollfd pfd = { .fd = peer, .events = POLLIN };
-
-		if (poll(&pfd, 1, 10000) <= 0 || read(peer, junk, sizeof(junk)) <= 0)
-			break;
-	}
-	close(peer);
 }
 
 /*

@@ -509,40 +509,6 @@ static void test_http(void **state)
 
 /* --- --http serving a listening socket (systemd's Accept=no) --------------------------------- */
 
-/*
- * hugepoolctl metrics --http with a listening TCP socket on 127.0.0.1 (an ephemeral port, in
- * *port) as systemd passes it: fd 3, LISTEN_FDS=1, LISTEN_PID its own.
- */
-static pid_t server_start(const struct daemon *d, int *port)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	char bin[256];
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	pid_t pid;
-
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4096), 0);
-	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
-	*port = ntohs(sa.sin_port);
-	snprintf(bin, sizeof(bin), "%s/hugepoolctl", harness_build());
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		char n[16];
-
-		dup2(lfd, 3);
-		snprintf(n, sizeof(n), "%d", (int)getpid());
-		setenv("LISTEN_PID", n, 1);
-		setenv("LISTEN_FDS", "1", 1);
-		execl(bin, bin, "-s", d->socket, "metrics", "--http", (char *)NULL);
-		_exit(127);
-	}
-	close(lfd);
-	return pid;
-}
-
 /* A TCP connection to 127.0.0.1:port from source address 127.0.0.src (any local user may bind them). */
 static int tcp_connect(int port, int src)
 {
@@ -588,7 +554,8 @@ static void test_http_server_held_and_cycled(void **state)
 	(void)state;
 
 	start(&d, NULL, CLASSES);
-	pid = server_start(&d, &port);
+	pid = harness_metrics_http(&d, &port);
+	assert_true(pid > 0);
 	assert_true(scrape(port));
 	/* held: three times as many silent connections as it keeps, and one sending a byte at a time */
 	slow = tcp_connect(port, 2);

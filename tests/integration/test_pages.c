@@ -183,21 +183,12 @@ static uint64_t kernel_page_size(const void *addr)
 	return (uint64_t)kb * 1024;
 }
 
-static const struct hp_class_status *cls(const struct hp_status *st, const char *name)
-{
-	for (uint32_t i = 0; i < st->nclasses; i++)
-		if (strcmp(st->classes[i]->name, name) == 0)
-			return st->classes[i];
-	fail_msg("no class %s in status", name);
-	return NULL;
-}
-
 /* Class name of d has hugetlb pages of page (0: regular memory), asked for want, fell back or not. */
 static void expect_pages(const struct daemon *d, const char *name, uint64_t page, uint64_t want, bool fallback)
 {
 	hp_conn *c = conn(d);
 	struct hp_status *st = status(c);
-	const struct hp_class_pages *pg = &cls(st, name)->pages;
+	const struct hp_class_pages *pg = &status_class(st, name)->pages;
 
 	if (pg->page_size != (page ? page : 4096) || pg->hugetlb != (page != 0) || pg->want_page_size != want ||
 	    pg->fallback != fallback)
@@ -396,7 +387,7 @@ static void test_short_of_1g(void **state)
 		assert_int_equal(st->hugetlb, 0);
 		assert_int_equal(st->fallback, 1);
 		assert_non_null(strstr(st->fallback_reason, "class big: "));
-		assert_non_null(strstr(cls(st, "big")->pages.fallback_reason, "of 1.0 GiB needed"));
+		assert_non_null(strstr(status_class(st, "big")->pages.fallback_reason, "of 1.0 GiB needed"));
 		hp_status_free(st);
 		hp_disconnect(c);
 	}

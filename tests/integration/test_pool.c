@@ -31,15 +31,6 @@
 #define CLASSES "[class small]\nsize = 2M\ncount = 4\n[class big]\nsize = 8M\ncount = 2\n"
 #define NOBODY 65534
 
-static const struct hp_class_status *cls(const struct hp_status *st, const char *name)
-{
-	for (uint32_t i = 0; i < st->nclasses; i++)
-		if (strcmp(st->classes[i]->name, name) == 0)
-			return st->classes[i];
-	fail_msg("no class %s in status", name);
-	return NULL;
-}
-
 static void sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -52,7 +43,7 @@ static void wait_waiters(hp_conn *c, const char *name, uint32_t waiters)
 {
 	for (int i = 0; i < 2000; i++) {
 		struct hp_status *st = status(c);
-		uint32_t w = cls(st, name)->waiters;
+		uint32_t w = status_class(st, name)->waiters;
 
 		hp_status_free(st);
 		if (w == waiters)
@@ -96,9 +87,9 @@ static void test_acquire_release(void **state)
 	}
 	assert_true(b[0].lease_id != b[1].lease_id);
 	st = status(c);
-	assert_int_equal(cls(st, "small")->leased, 2);
-	assert_int_equal(cls(st, "small")->free, 2);
-	assert_int_equal(cls(st, "big")->free, 2);
+	assert_int_equal(status_class(st, "small")->leased, 2);
+	assert_int_equal(status_class(st, "small")->free, 2);
+	assert_int_equal(status_class(st, "big")->free, 2);
 	assert_int_equal(st->nleases, 2);
 	assert_int_equal(st->nclients, 1);
 	assert_int_equal(st->clients[0]->pid, getpid());
@@ -108,8 +99,8 @@ static void test_acquire_release(void **state)
 	assert_int_equal(hp_release(c, b, 2), 0);
 	assert_null(b[0].addr);
 	st = status(c);
-	assert_int_equal(cls(st, "small")->free, 4);
-	assert_int_equal(cls(st, "small")->leased, 0);
+	assert_int_equal(status_class(st, "small")->free, 4);
+	assert_int_equal(status_class(st, "small")->leased, 0);
 	assert_int_equal(st->nleases, 0);
 	assert_int_equal(st->releases, 2);
 	hp_status_free(st);
@@ -143,7 +134,7 @@ static void test_timeout(void **state)
 	assert_true(harness_ms() - t0 >= 300 - 1);
 	st = status(c);
 	assert_int_equal(st->timeouts, 1);
-	assert_int_equal(cls(st, "small")->waiters, 0);
+	assert_int_equal(status_class(st, "small")->waiters, 0);
 	hp_status_free(st);
 	/* after a release the same call succeeds */
 	assert_int_equal(hp_release(a, held, 1), 0);
@@ -198,10 +189,10 @@ static void test_fifo_and_all_or_nothing(void **state)
 	/* one free: C could use it, but B is first in line and needs 3 */
 	assert_int_equal(hp_release(a, &held[0], 1), 0);
 	st = status(a);
-	assert_int_equal(cls(st, "small")->free, 1);
-	assert_int_equal(cls(st, "small")->waiters, 2);
+	assert_int_equal(status_class(st, "small")->free, 1);
+	assert_int_equal(status_class(st, "small")->waiters, 2);
 	/* all or nothing: B took none of the free one */
-	assert_int_equal(cls(st, "small")->leased, 3);
+	assert_int_equal(status_class(st, "small")->leased, 3);
 	hp_status_free(st);
 	assert_int_equal(atomic_load(&wb.done) + atomic_load(&wc.done), 0);
 
@@ -290,7 +281,7 @@ static void test_sigkill_releases(void **state)
 	assert_int_equal(read(pfd[0], &ok, 1), 1);
 	c = conn(&d);
 	st = status(c);
-	assert_int_equal(cls(st, "small")->leased, 4);
+	assert_int_equal(status_class(st, "small")->leased, 4);
 	hp_status_free(st);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -353,7 +344,7 @@ static void test_sealed_buffers(void **state)
 	/* the daemon lives on and still counts the lease */
 	c = conn(&d);
 	st = status(c);
-	assert_int_equal(cls(st, "small")->leased, 1);
+	assert_int_equal(status_class(st, "small")->leased, 1);
 	hp_status_free(st);
 	close(fd);
 	hp_disconnect(c);
@@ -466,7 +457,7 @@ static void test_garbage_input(void **state)
 	 * open until the daemon sees its close) */
 	wait_clients(good, 1);
 	st = status(good);
-	assert_int_equal(cls(st, "small")->leased, 1);
+	assert_int_equal(status_class(st, "small")->leased, 1);
 	assert_int_equal(st->nclients, 1);
 	assert_true(st->protocol_errors >= (uint64_t)closed - 2);
 	hp_status_free(st);
@@ -539,7 +530,7 @@ static void test_many_clients(void **state)
 	}
 	c = conn(&d);
 	st = status(c);
-	assert_int_equal(cls(st, "small")->free, 8);
+	assert_int_equal(status_class(st, "small")->free, 8);
 	assert_int_equal(st->nleases, 0);
 	assert_int_equal(st->grants, NCLIENTS * ROUNDS);
 	assert_int_equal(st->connections_total, NCLIENTS + 1);
@@ -725,7 +716,7 @@ static void test_status_pool(void **state)
 static struct hp_class_acquire acquires_of(hp_conn *c, const char *name)
 {
 	struct hp_status *st = status(c);
-	struct hp_class_acquire a = cls(st, name)->acquire;
+	struct hp_class_acquire a = status_class(st, name)->acquire;
 
 	hp_status_free(st);
 	return a;

@@ -181,7 +181,7 @@ static void note_add(char *note, size_t len, enum jio_kind k, int err)
  * which of the two (and inline) makes more records durable per second (journal_path.h).
  * libaio syncs on the flusher's thread, with no hop, which wins while a batch is small;
  * io_uring syncs on an io-wq worker while the flusher gathers the next batch, which won by
- * 1.15x where 128 writers made batches of 0.5-1 MB (README, "Durable appends"). The note says
+ * 1.15x where 128 writers made batches of 0.5-1 MB (docs/MEASURED.md, "Durable appends"). The note says
  * why io_uring could not be opened; libaio's queue alone then serves.
  */
 static void second_queue(struct jio_gen *g, char *note, size_t notelen)
@@ -215,7 +215,7 @@ int jio_open(enum jio_kind kind, bool direct, struct jio **ret, char *ret_note, 
 	 * wakes the flusher when it is done: a thread hop per batch that auto's queued path does
 	 * not need. Measured in the same turns on a 2-vCPU VM, 32-128 writers: auto queuing
 	 * through libaio made 1.03x (page cache) and 1.06x (O_DIRECT) the appends/s of auto
-	 * queuing through io_uring, in geometric mean (README, "Durable appends").
+	 * queuing through io_uring, in geometric mean (docs/MEASURED.md, "Durable appends").
 	 */
 	static const enum jio_kind auto_order[] = { JIO_AIO, JIO_URING, JIO_SYNC };
 	_cleanup_free_ struct jio_gen *g = NULL;

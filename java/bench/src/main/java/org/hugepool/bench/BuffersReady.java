@@ -113,7 +113,7 @@ public final class BuffersReady {
         List<ByteBuffer> keep = new ArrayList<>();
         // hugepoold's rounds first, as a starting JVM gets its buffers: on this VM the first
         // acquire and touch after the same JVM freed gigabytes of direct memory took 4-40 times
-        // as long, though no page faulted (the host's doing, not the JVM's: see README)
+        // as long, though no page faulted (the host's doing, not the JVM's: see docs/MEASURED.md)
         for (int r = 0; r < rounds; r++) {
             best[0] = Math.min(best[0], ours(socket, cls, n, page));
             best[3] = Math.min(best[3], ours(socket, cls, n, PAGE));

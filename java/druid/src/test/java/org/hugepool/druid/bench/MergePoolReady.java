@@ -119,7 +119,7 @@ public final class MergePoolReady
     for (ReferenceCountingResourceHolder<ByteBuffer> h : all) {
       ByteBuffer b = h.get();
       // a value of each page's own: a host that merges pages written alike would otherwise
-      // take them back from under the measurement (README, "Measured", the Java binding)
+      // take them back from under the measurement (docs/MEASURED.md, the Java binding)
       for (int i = 0; i + 8 <= b.capacity(); i += 4096) {
         b.putLong(i, ++k);
       }
