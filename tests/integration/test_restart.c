@@ -43,6 +43,7 @@
 #define NBUF 4
 #define ONE "[class one]\nsize = 2M\ncount = 4\n"
 #define TWO "[class two]\nsize = 4M\ncount = 1\n"
+#define JCONF "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nsegments = 64\nmax_batch_bytes = 256K\n"
 
 static const struct harness_opts with_store = { .fdstore_max = 4096 };
 
@@ -790,7 +791,8 @@ static void test_takeover(void **state)
  * life killed before it is prepared has the restart refused with why, and the running life serves
  * on; one that refuses, or is killed, once the running life stopped has the running life
  * re-execute itself in place, which takes its own state over. Either way the connection, its
- * leases and their memory are there after, and the restart after a re-execution takes over.
+ * leases and their memory are there after, and the restart after a re-execution takes over; a
+ * journal writer's connection is served on, or closed by the re-execution as by any restart.
  */
 static void test_takeover_faults(void **state)
 {
@@ -813,15 +815,22 @@ static void test_takeover_faults(void **state)
 		struct harness_opts o = { .env = { cases[i].env }, .fdstore_max = cases[i].store ? 4096 : 0 };
 		struct hp_buffer b[2];
 		struct hp_status *st;
+		uint32_t rec = 1;
 		char out[1024];
+		hp_journal *j;
+		uint64_t lsn;
 		pid_t first;
-		hp_conn *c;
+		hp_conn *c, *wc;
 
-		start_opts(&d, NULL, ONE, &o);
+		start_opts(&d, NULL, ONE JCONF, &o);
 		first = d.pid;
 		c = conn(&d);
 		assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
 		memset(b[0].addr, 0x5a, b[0].size);
+		/* a journal writer too: its journal is closed before the life holding it ends */
+		wc = conn(&d);
+		assert_int_equal(hp_journal_open(wc, "j", &j), 0);
+		assert_int_equal(hp_journal_append_wait(j, &rec, sizeof(rec), &lsn), 0);
 		assert_int_equal(ctl(&d, "restart", out, sizeof(out)), cases[i].status);
 		if (!strstr(out, cases[i].out))
 			fail_msg("%s: hugepoolctl restart said: %s", cases[i].env, out);
@@ -831,6 +840,10 @@ static void test_takeover_faults(void **state)
 		hp_status_free(st);
 		assert_int_equal(harness_log_count(&d, cases[i].logged), 1);
 		assert_int_equal(((uint8_t *)b[0].addr)[0], 0x5a);
+		/* served on where nothing restarted; cut off by the re-execution, as by any restart */
+		assert_int_equal(hp_journal_append_wait(j, &rec, sizeof(rec), &lsn), cases[i].lives == 1 ? 0 : -ECONNRESET);
+		hp_journal_close(j);
+		hp_disconnect(wc);
 		/* past the faulty life (life 2 would be killed again): a take-over, served on */
 		if (cases[i].lives == 2) {
 			assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
@@ -1009,8 +1022,6 @@ static void test_old_protocol_client(void **state)
 #define JWRITERS 32
 #define JRESTARTS 50
 #define JMAX_ACKS 100000
-#define JCONF "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nsegments = 64\nmax_batch_bytes = 256K\n"
-
 struct jwriter {
 	pthread_t t;
 	const char *socket;
