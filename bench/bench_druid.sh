@@ -34,6 +34,7 @@ if [ ! -e "$ext/druid-hugepool-0.1.0.jar" ]; then
 	exit 0
 fi
 . "$top/scripts/hugepages.sh"
+. "$top/java/druid/druid-jvm.sh"
 work=$(mktemp -d /var/tmp/hugepool-bench-druid.XXXXXX)
 started=()
 cleanup() {
@@ -53,18 +54,10 @@ if ! (cd "$top/java/druid" && ${MVN:-mvn} -B -q -Pservice test-compile dependenc
 	exit 0
 fi
 deps=$(tr ':' '\n' <"$work/cp" | grep -v '/hugepool-0\.1\.0\.jar$' | paste -sd:)
-# Druid's start script's flags for Java 17 (bin/run-java)
-jvm=(--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED
-	--add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
-	--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED
-	--add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=jdk.management/com.sun.management.internal=ALL-UNNAMED
+# Druid's start script's flags for Java 17 (druid-jvm.sh)
+jvm=("${druid_jvm[@]}"
 	"-Dhugepool.jni.library=$jni" "-Dlog4j.configurationFile=$work/log4j2.xml" -Djava.io.tmpdir="$work")
-cat >"$work/log4j2.xml" <<'EOF'
-<Configuration status="WARN">
-  <Appenders><Console name="out" target="SYSTEM_OUT"><PatternLayout pattern="%d{yyyy-MM-dd HH:mm:ss.SSS} %p [%t] %c - %m%n"/></Console></Appenders>
-  <Loggers><Root level="info"><AppenderRef ref="out"/></Root></Loggers>
-</Configuration>
-EOF
+druid_log4j "$work/log4j2.xml"
 
 alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) && [ "${s#Z}" = "$s" ]; }
 # await LOG PATTERN PID: 0 once LOG has a line matching PATTERN, 1 if PID exited first

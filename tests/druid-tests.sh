@@ -23,6 +23,7 @@
 # Usage: tests/druid-tests.sh BUILD_DIR
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/java/druid/druid-jvm.sh"
 build=$(cd "${1:-build}" && pwd)
 mvn=${MVN:-mvn}
 java=${JAVA:-java}
@@ -83,21 +84,12 @@ done
 	-Dhugepool.jar="$build/java/target/hugepool-0.1.0.jar") >"$work/mvn.log" 2>&1 ||
 	fatal "Maven: the test class path (java/druid/pom.xml)" "$work/mvn.log"
 cp="$build/java/druid/target/test-classes:$(tr ':' '\n' <"$work/cp" | grep -v '/hugepool-0\.1\.0\.jar$' | paste -sd:)"
-# the flags Druid's own start script gives Java 17 (its bin/run-java): without them segments do
-# not map (an IllegalAccessError the bootstrap swallows)
-jvm=(--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED
-	--add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
-	--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED --add-opens=java.base/java.io=ALL-UNNAMED
-	--add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=jdk.management/com.sun.management.internal=ALL-UNNAMED
+# Druid's start script's flags for Java 17 (druid-jvm.sh)
+jvm=("${druid_jvm[@]}"
 	-Xmx512m -XX:MaxDirectMemorySize=64m -XX:+UseSerialGC "-Dhugepool.jni.library=$jni"
 	"-Dlog4j.configurationFile=$work/log4j2.xml" -Djava.io.tmpdir="$work/tmp")
 mkdir -p "$work/tmp" "$work/spill" "$work/zk"
-cat >"$work/log4j2.xml" <<'EOF'
-<Configuration status="WARN">
-  <Appenders><Console name="out" target="SYSTEM_OUT"><PatternLayout pattern="%d{ISO8601} %p [%t] %c - %m%n"/></Console></Appenders>
-  <Loggers><Root level="info"><AppenderRef ref="out"/></Root></Loggers>
-</Configuration>
-EOF
+druid_log4j "$work/log4j2.xml"
 
 # a free loopback port below the kernel's ephemeral range (32768 and up), where no outgoing
 # connection takes it between this pick and the service's bind: none listens there now

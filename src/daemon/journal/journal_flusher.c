@@ -373,7 +373,7 @@ static void path_published(struct journal *j, const struct batch *b, uint64_t no
 
 	if (!j->adaptive)
 		return;
-	ev = jpath_published(&j->path, b->path, b->end_lsn - b->first_lsn, b->rec_len, b->writers, now);
+	ev = jpath_published(&j->path, b->path, b->end_lsn - b->first_lsn, b->rec_len, b->writers, b->t_submit, now);
 	if (ev == JPATH_SAME)
 		return;
 	journal_path_words(j, why, sizeof(why));

@@ -328,7 +328,7 @@ static void published_test(struct jpath_ctl *c, enum jpath path)
 }
 
 enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t records, uint64_t bytes,
-				 unsigned writers, uint64_t now_ns)
+				 unsigned writers, uint64_t submit_ns, uint64_t now_ns)
 {
 	bool changed = false;
 
@@ -359,8 +359,10 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 	}
 	if (path != jpath_next(c))
 		return JPATH_SAME; /* in flight from before the path changed: belongs to no window */
-	if (c->w_path != JPATH_NONE && now_ns - c->w_last_ns > c->idle_ns)
-		c->w_path = JPATH_NONE; /* the journal was idle: not a measure of the path */
+	/* the journal was idle (this batch began after the gap): not a measure of the path; a gap
+	 * with the batch in flight is (journal_path.h) */
+	if (c->w_path != JPATH_NONE && submit_ns > c->w_last_ns && submit_ns - c->w_last_ns > c->idle_ns)
+		c->w_path = JPATH_NONE;
 	if (c->w_path == JPATH_NONE) {
 		/* the window starts at its first publish: the time to it (a drain of the other
 		 * path's batches, a wake-up after idling) is not the path's, nor are its records;

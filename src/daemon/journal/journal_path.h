@@ -50,7 +50,11 @@
  * within twice or half of one kept goes on from there: an engine whose connections come and go,
  * or a bench's runs, pays the first comparisons of a load once, not every time it comes back. A
  * new load begins with every challenger's turn at once (the spacing carried over). An idle gap
- * (idle_ns between publishes) or a batch of a few writers ends the window being measured.
+ * (a batch submitted more than idle_ns after the publish before it: nothing was appended
+ * meanwhile) or a batch of a few writers ends the window being measured. A gap while a batch was
+ * in flight is the path's own time (a stalled sync, a queue that fell behind) and counts: were
+ * it thrown away with its window, a path that stalls now and then would be measured by its good
+ * windows only, and chosen over a steadier one that is faster overall.
  *
  * Pure functions of the samples the flusher gives them (unit-tested in
  * tests/unit/test_journal_path.c). Thread model: a controller belongs to one journal's flusher;
@@ -160,12 +164,13 @@ enum jpath_event {
 
 /*
  * A batch of `records` records (`bytes` bytes of them, headers included, padding not) that went
- * by `path` was published (made durable and acknowledged) at now_ns, when `writers` writers
- * were open. A batch of another path than the one jpath_next names is not counted (one still
- * in flight from before a change of path); JPATH_INLINE_SPIN ends the window being measured.
+ * by `path` was submitted at submit_ns and published (made durable and acknowledged) at now_ns,
+ * when `writers` writers were open. A batch of another path than the one jpath_next names is not
+ * counted (one still in flight from before a change of path); JPATH_INLINE_SPIN ends the window
+ * being measured.
  */
 enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t records, uint64_t bytes,
-				 unsigned writers, uint64_t now_ns);
+				 unsigned writers, uint64_t submit_ns, uint64_t now_ns);
 
 /*
  * For the tests, which want each path, and switches between them, under a workload of their
