@@ -783,6 +783,8 @@ static void test_takeover(void **state)
 	hp_disconnect(c);
 	assert_int_equal(harness_log_count(&d, "Taken over by pid "), 2);
 	assert_int_equal(harness_log_count(&d, "Re-executing '"), 0);
+	/* the lives that handed over closed nothing and released nothing of this client's */
+	assert_int_equal(harness_log_count(&d, "released its"), 0);
 	stop(&d);
 }
 
@@ -893,6 +895,7 @@ static void test_reexec_in_place(void **state)
 	assert_int_equal(hp_release(c, b, 2), 0);
 	hp_disconnect(c);
 	assert_int_equal(harness_log_count(&d, "Re-executing '"), 2);
+	assert_int_equal(harness_log_count(&d, "released its"), 0);
 	assert_int_equal(d.pid, pid);
 	stop(&d);
 }

@@ -77,7 +77,9 @@ static void peer_destroy(struct server *s, struct peer *p)
 		unsigned held = p->owner.nleases;
 
 		lease_owner_detach(s->leases, &p->owner);
-		if (held)
+		/* a life handing over to the next one lets go of its view only: the client keeps
+		 * its connection and its leases, so nothing was closed or released to log */
+		if (held && !(s->sealed && (s->takeover || s->reexec)))
 			log_msg_ratelimited(&rl, LOG_INFO, "Connection %u (pid %d, uid %u, \"%s\") closed; released its %u leases",
 					    p->id, (int)p->owner.pid, (unsigned)p->owner.uid, p->name, held);
 	}
