@@ -85,6 +85,8 @@ if [ -n "$java_skip" ]; then
 	skipped=$((skipped + 1))
 else
 	run_script java tests/java-tests.sh "$build"
+	# hugepool-artemis (tests/artemis-tests.sh): its journal and a standalone broker, once
+	[ -e "$build/java/artemis/hugepool-artemis-0.1.0.jar" ] && run_script artemis tests/artemis-tests.sh "$build"
 fi
 # the man pages (tests/man-pages.sh), once: every public function has its page, every page lints
 run_script man tests/man-pages.sh
