@@ -7,7 +7,7 @@
  *    go on, then SIGKILL of the broker mid-load and a restart: every send acknowledged to its
  *    producer is delivered exactly once, nothing consumed and acknowledged before the kill comes
  *    back, an XA transaction prepared before the kill is still prepared and commits;
- *  - 40 MB sent and consumed through journals of 16 MiB each: the reclaim keeps them bounded
+ *  - 30 MB sent and consumed through journals of 8 MiB each: the reclaim keeps them bounded
  *    (with when_full = block the broker would stall otherwise) and the daemon's truncation point
  *    moved;
  *  - the operator's errors: no daemon at the socket, a journal the daemon does not have: the
@@ -49,7 +49,7 @@ class StandaloneBrokerTest {
     private static final long WAIT_MS = 60_000; // a receive that waits this long is a hang, not an answer
 
     private static String journals() {
-        return TestDaemon.journal("artemis-messages", "2M", 8) + TestDaemon.journal("artemis-bindings", "2M", 8);
+        return TestDaemon.journal("artemis-messages", "2M", 4) + TestDaemon.journal("artemis-bindings", "2M", 4);
     }
 
     private static ClientSessionFactory factory(Broker b) throws Exception {
@@ -164,7 +164,7 @@ class StandaloneBrokerTest {
                     assertTrue(id == -1 || acked.contains(id) || tried.contains(id), "message " + id + " was never sent");
             }
 
-            // reclaim: 40 MB through 16 MiB journals
+            // reclaim: 30 MB through 8 MiB journals
             long before;
             try (HugePool pool = HugePool.connect(d.socket.toString())) {
                 before = pool.status().journal("artemis-messages").retainLsn();
@@ -173,7 +173,7 @@ class StandaloneBrokerTest {
                     ClientProducer p = s.createProducer("q")) {
                 s.start();
                 try (ClientConsumer c = s.createConsumer("q")) {
-                    for (long i = 0; i < 4000; i++) {
+                    for (long i = 0; i < 3000; i++) {
                         send(p, s, 5_000_000L + i, 10_000);
                         ClientMessage m = c.receive(WAIT_MS);
                         assertNotNull(m, "message " + i + " of the reclaim run did not come");
