@@ -1,13 +1,18 @@
 /*
  * SPDX-License-Identifier: MIT
  *
- * Broker.java - a standalone ActiveMQ Artemis 2.40.0 broker for the tests: made with the
+ * Broker.java - a standalone ActiveMQ Artemis 2.40.0 broker for the tests: made once with the
  * distribution's own `artemis create` (unpacked by Maven into the build directory, system
  * property hugepool.artemis.home), switched to hugepool as hugepool-artemis(7) tells an operator
  * (the two jars in the instance's lib/, the plugin in broker.xml's <core>, the JNI library's path
- * in etc/artemis.profile), and run with `artemis run` as a child process. start() returns at the
- * broker's "Server is now active" line or fails with its output when it exits first; kill() is
- * SIGKILL. Only the core acceptor, on a free port of 127.0.0.1.
+ * in etc/artemis.profile), and run with `artemis run` as a child process, as often as a test
+ * class needs: configure() rewrites the plugin's properties between runs, so one instance serves
+ * every case (`artemis create` costs seconds).
+ *
+ * start() returns at the broker's "Server is now active" line, or fails with that run's output
+ * once the broker exited (its output ended and the process is gone: never a fixed wait).
+ * kill() is SIGKILL, stop() SIGTERM, awaitExit() waits for
+ * a broker that stops by itself. Only the core acceptor, on a free port of 127.0.0.1.
  */
 package org.hugepool.artemis;
 
@@ -27,15 +32,33 @@ import java.util.concurrent.TimeUnit;
 
 final class Broker implements AutoCloseable {
     static final Path HOME = Paths.get(System.getProperty("hugepool.artemis.home", "dist/apache-artemis-2.40.0"));
-    private static final long START_MS = 120_000;
+    private static final long START_MS = 120_000; // a start that takes this long is a hang
+    private static final String PLUGINS = "(?s)\\n *<broker-plugins>.*?</broker-plugins>\\n";
+    /*
+     * The JVM options of `artemis create` and `artemis run` in place of the profiles' defaults
+     * (both scripts take JAVA_ARGS from the environment when it is set): C1 only, the serial
+     * collector and a small heap halve a broker's start on a loaded 2-core machine (13 s against
+     * 27 s), and nothing a test checks depends on them. The last two are the profile's own.
+     */
+    private static final String JAVA_ARGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms64M -Xmx512M"
+            + " --add-opens java.base/jdk.internal.misc=ALL-UNNAMED -Dlog4j2.disableJmx=true";
 
     final Path instance;
     final int port;
     private Process proc;
-    private final List<String> lines = new ArrayList<>(); // guarded by itself
-    private int actives;
+    private Output out;
 
-    /** `artemis create` an instance in dir, and switch it to hugepool with these plugin properties. */
+    /** The output of one run of the broker, read by a thread of its own. */
+    private static final class Output {
+        final List<String> lines = new ArrayList<>(); // guarded by this
+        boolean ended; // guarded by this
+
+        synchronized String text() {
+            return String.join("\n", lines);
+        }
+    }
+
+    /** `artemis create` an instance in dir and switch it to hugepool with these plugin properties. */
     Broker(Path dir, Map<String, String> plugin) throws IOException, InterruptedException {
         instance = dir.resolve("broker");
         try (ServerSocket s = new ServerSocket(0)) {
@@ -51,22 +74,33 @@ final class Broker implements AutoCloseable {
         Files.copy(Paths.get(System.getProperty("hugepool.jar")), lib.resolve("hugepool.jar"), StandardCopyOption.REPLACE_EXISTING);
         Files.copy(Paths.get(System.getProperty("hugepool.artemis.jar")), lib.resolve("hugepool-artemis.jar"),
                 StandardCopyOption.REPLACE_EXISTING);
-        StringBuilder props = new StringBuilder();
-        for (Map.Entry<String, String> p : plugin.entrySet())
-            props.append("            <property key=\"").append(p.getKey()).append("\" value=\"").append(p.getValue()).append("\"/>\n");
-        Path xml = instance.resolve("etc/broker.xml");
-        String b = Files.readString(xml);
-        b = b.replaceFirst("(?s)(<core xmlns=\"urn:activemq:core\"[^>]*>)", "$1\n        <broker-plugins>\n"
-                + "          <broker-plugin class-name=\"org.hugepool.artemis.HugepoolJournals\">\n" + props
-                + "          </broker-plugin>\n        </broker-plugins>\n");
-        Files.writeString(xml, b);
+        configure(plugin);
         Path profile = instance.resolve("etc/artemis.profile");
         Files.writeString(profile, Files.readString(profile) + "\nJAVA_ARGS=\"$JAVA_ARGS -Dhugepool.jni.library="
                 + System.getProperty("hugepool.jni.library") + "\"\n");
     }
 
+    /** Put the plugin in broker.xml's <core> with these properties, in place of the one there. */
+    void configure(Map<String, String> plugin) throws IOException {
+        StringBuilder props = new StringBuilder();
+        for (Map.Entry<String, String> p : plugin.entrySet())
+            props.append("            <property key=\"").append(p.getKey()).append("\" value=\"").append(p.getValue()).append("\"/>\n");
+        Path xml = instance.resolve("etc/broker.xml");
+        String b = Files.readString(xml).replaceFirst(PLUGINS, "\n");
+        b = b.replaceFirst("(?s)(<core xmlns=\"urn:activemq:core\"[^>]*>)", "$1\n        <broker-plugins>\n"
+                + "          <broker-plugin class-name=\"org.hugepool.artemis.HugepoolJournals\">\n" + props
+                + "          </broker-plugin>\n        </broker-plugins>\n");
+        Files.writeString(xml, b);
+    }
+
+    private static ProcessBuilder process(List<String> cmd) {
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.environment().put("JAVA_ARGS", JAVA_ARGS);
+        return pb;
+    }
+
     private static String run(List<String> cmd) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        Process p = process(cmd).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (p.waitFor() != 0)
             throw new IllegalStateException(String.join(" ", cmd) + ":\n" + out);
@@ -75,61 +109,82 @@ final class Broker implements AutoCloseable {
 
     /** Start `artemis run`; return once it is active, or fail with its output if it exits first. */
     Broker start() throws IOException, InterruptedException {
-        ProcessBuilder pb = new ProcessBuilder(instance.resolve("bin/artemis").toString(), "run").redirectErrorStream(true);
-        proc = pb.start();
-        Process p = proc;
+        return start(List.of());
+    }
+
+    private Broker start(List<String> prefix) throws IOException, InterruptedException {
+        if (proc != null && proc.isAlive())
+            throw new IllegalStateException("the broker already runs");
+        List<String> cmd = new ArrayList<>(prefix);
+        cmd.addAll(List.of(instance.resolve("bin/artemis").toString(), "run"));
+        Process p = process(cmd).start();
+        Output o = new Output();
+        proc = p;
+        out = o;
         Thread t = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
                 for (String line; (line = r.readLine()) != null;)
-                    synchronized (lines) {
-                        lines.add(line);
-                        lines.notifyAll();
+                    synchronized (o) {
+                        o.lines.add(line);
+                        o.notifyAll();
                     }
             } catch (IOException e) {
-                // gone
+                // the broker is gone: its output ended
             }
-            synchronized (lines) {
-                lines.notifyAll();
+            synchronized (o) {
+                o.ended = true;
+                o.notifyAll();
             }
         }, "broker output");
         t.setDaemon(true);
         t.start();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(START_MS);
-        synchronized (lines) {
+        synchronized (o) {
             for (;;) {
-                int n = (int) lines.stream().filter(l -> l.contains("AMQ221007")).count();
-                if (n > actives) {
-                    actives = n;
+                if (o.lines.stream().anyMatch(l -> l.contains("AMQ221007")))
                     return this;
-                }
                 long left = deadline - System.nanoTime();
-                if (!proc.isAlive() || left <= 0)
-                    throw new BrokerFailed(String.join("\n", lines));
-                lines.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+                if (o.ended || left <= 0)
+                    break;
+                o.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
             }
         }
+        // its output ended: the broker exited, or is about to (it was not active)
+        if (!p.waitFor(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+            p.destroyForcibly().waitFor();
+            throw new IllegalStateException("the broker neither became active nor exited in " + START_MS / 1000 + " s:\n"
+                    + o.text());
+        }
+        throw new BrokerFailed(p.exitValue(), o.text());
     }
 
-    /** The broker did not become active: its output. */
+    /** The broker did not become active: its exit status and output. */
     static final class BrokerFailed extends IllegalStateException {
         private static final long serialVersionUID = 1L;
 
-        BrokerFailed(String output) {
-            super("the broker did not start:\n" + output);
+        BrokerFailed(int status, String output) {
+            super("the broker did not start (exit status " + status + "):\n" + output);
         }
     }
 
-    /** Wait for the broker to exit by itself (a failed journal stops it); its output. */
+    boolean running() {
+        return proc != null && proc.isAlive();
+    }
+
+    /** Wait for the broker to exit by itself (a failed journal stops it); this run's output. */
     String awaitExit(long seconds) throws InterruptedException {
         if (!proc.waitFor(seconds, TimeUnit.SECONDS))
             throw new IllegalStateException("the broker still runs after " + seconds + " s:\n" + output());
+        synchronized (out) {
+            while (!out.ended)
+                out.wait();
+        }
         return output();
     }
 
+    /** This run's output so far. */
     String output() {
-        synchronized (lines) {
-            return String.join("\n", lines);
-        }
+        return out == null ? "" : out.text();
     }
 
     String url() {
