@@ -92,6 +92,8 @@ public final class HugepoolJournal implements Journal {
     public static final int MAX_RECORD = (512 << 10) - 1024;
     /* the reclaim's bookmarks: one per this many bytes of journal */
     static final int MARK_BYTES = 256 << 10;
+    /* Status.Journal.state() of a journal that a write or sync error made read-only */
+    private static final int STATE_FAILED = 2;
     /* the appender waits for durability at the latest after this many bytes appended unawaited */
     private static final long UNAWAITED_BYTES = 4 << 20;
 
@@ -203,6 +205,10 @@ public final class HugepoolJournal implements Journal {
         return "hugepoold journal \"" + name + "\" (socket " + (socket == null ? "default" : socket) + ")";
     }
 
+    private String failedText(Status.Journal j) {
+        return where() + " failed and is read-only until hugepoold restarts: " + j.note();
+    }
+
     @Override
     public synchronized void start() throws Exception {
         if (state != JournalState.STOPPED)
@@ -213,8 +219,8 @@ public final class HugepoolJournal implements Journal {
             if (j == null)
                 throw new IllegalStateException(where() + ": the daemon has no such journal; add a [journal " + name
                         + "] section to hugepoold.conf (hugepool-artemis(7))");
-            if (j.state() == 2)
-                throw new IllegalStateException(where() + " failed and is read-only until hugepoold restarts: " + j.note());
+            if (j.state() == STATE_FAILED)
+                throw new IllegalStateException(failedText(j));
             writer = pool.openJournalWriter(name);
             awaitSoleWriter();
         } catch (HugepoolException e) {
@@ -874,9 +880,26 @@ public final class HugepoolJournal implements Journal {
                 where(), survived, pending.size(), pending.size() - survived);
     }
 
+    /*
+     * What an error of the daemon's means for the operator: when the journal itself failed (a
+     * write or sync error made it read-only), the daemon's status says so and why, which the
+     * error of the call that met it (EIO) does not; asked on a connection of its own, since the
+     * one that failed may be the appender's, in use on another thread.
+     */
+    private String explain(HugepoolException e) {
+        try (HugePool p = connect()) {
+            Status.Journal j = p.status().journal(name);
+            if (j != null && j.state() == STATE_FAILED)
+                return failedText(j) + " (" + e.getMessage() + ")";
+        } catch (HugepoolException | RuntimeException ignored) {
+            // the daemon cannot say more: the error is all there is
+        }
+        return where() + ": " + e.getMessage();
+    }
+
     /* The journal cannot go on: every later operation fails, and the broker is told. */
     private Throwable fail(Throwable e) {
-        String msg = e instanceof HugepoolException ? where() + ": " + e.getMessage() : e.getMessage();
+        String msg = e instanceof HugepoolException ? explain((HugepoolException) e) : e.getMessage();
         Throwable f = e instanceof IllegalStateException ? e : new IllegalStateException(msg, e);
         lock.lock();
         try {
@@ -887,7 +910,7 @@ public final class HugepoolJournal implements Journal {
         } finally {
             lock.unlock();
         }
-        log.error("{}: {}; the journal is failed, nothing appended from now on is acknowledged", where(), msg, e);
+        log.error("{}; the journal is failed, nothing appended from now on is acknowledged", msg, e);
         IOCriticalErrorListener l = critical;
         if (l != null)
             l.onIOException(f, msg, name);

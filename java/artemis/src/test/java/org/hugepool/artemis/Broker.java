@@ -10,8 +10,8 @@
  * every case (`artemis create` costs seconds).
  *
  * start() returns at the broker's "Server is now active" line, or fails with that run's output
- * once the broker exited (its output ended and the process is gone: never a fixed wait).
- * kill() is SIGKILL, stop() SIGTERM, awaitExit() waits for
+ * once the broker exited (its output ended and the process is gone: never a fixed wait);
+ * startAs(uid) runs it as another uid. kill() is SIGKILL, stop() SIGTERM, awaitExit() waits for
  * a broker that stops by itself. Only the core acceptor, on a free port of 127.0.0.1.
  */
 package org.hugepool.artemis;
@@ -110,6 +110,17 @@ final class Broker implements AutoCloseable {
     /** Start `artemis run`; return once it is active, or fail with its output if it exits first. */
     Broker start() throws IOException, InterruptedException {
         return start(List.of());
+    }
+
+    /*
+     * Start it as uid (and gid) `uid`, with no supplementary groups: the daemon sees that uid on
+     * its socket. The broker keeps root's power over files (CAP_DAC_OVERRIDE and
+     * CAP_DAC_READ_SEARCH, ambient), so it reads the build and the Maven repository wherever the
+     * tree is checked out; what hugepoold allows that uid is all that changes.
+     */
+    Broker startAs(int uid) throws IOException, InterruptedException {
+        return start(List.of("/usr/bin/setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups",
+                "--inh-caps=+dac_override,+dac_read_search", "--ambient-caps=+dac_override,+dac_read_search", "--"));
     }
 
     private Broker start(List<String> prefix) throws IOException, InterruptedException {

@@ -13,6 +13,10 @@
  *  - 32 MB sent and consumed through journals of 8 MiB each: the reclaim keeps them bounded
  *    (with when_full = block the broker would stall otherwise) and the daemon's truncation point
  *    moved;
+ *  - the broker run as a uid the journals do not let append (65534): it does not start, says
+ *    why, and what it had acknowledged before is all there when it runs as its own user again;
+ *  - the message journal failing read-only under load (the daemon's fault injection): the broker
+ *    stops and says why; restarted on a sound daemon, every send it acknowledged is there once.
  * No daemon and an unknown journal are EmbeddedBrokerTest's: the same start checks, in-process.
  */
 package org.hugepool.artemis;
@@ -20,6 +24,7 @@ package org.hugepool.artemis;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -57,6 +62,7 @@ import org.junit.jupiter.api.TestMethodOrder;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class StandaloneBrokerTest {
     private static final long WAIT_MS = 60_000; // a wait this long is a hang, not an answer
+    private static final int OTHER_UID = 65534; // the harness's other uid (nobody)
 
     private TestDaemon daemon;
     private Broker broker;
@@ -278,6 +284,60 @@ class StandaloneBrokerTest {
         try (HugePool pool = HugePool.connect(daemon.socket.toString())) {
             long after = pool.status().journal("artemis-messages").retainLsn();
             assertTrue(after > before, "the journal was never truncated: retain LSN " + before + " then " + after);
+        }
+    }
+
+    @Test
+    @Order(3)
+    void refusedUidStopsTheBroker() throws Exception {
+        Broker b = running();
+        createQueue(b, "denied");
+        Sends sends = new Sends();
+        try (ClientSessionFactory f = factory(b); ClientSession s = f.createSession(false, true, true);
+                ClientProducer p = s.createProducer("denied")) {
+            for (long i = 0; i < 20; i++) {
+                sends.trying(i);
+                send(p, s, i, 100);
+                sends.acked(i);
+            }
+        }
+        b.kill();
+
+        // the journals' append lists are the default, the socket's group (root's): 65534 is not in it
+        Broker.BrokerFailed e = assertThrows(Broker.BrokerFailed.class, () -> b.startAs(OTHER_UID));
+        assertTrue(e.getMessage().contains("hugepool-artemis: ") && e.getMessage().contains("uid " + OTHER_UID
+                + " may not append to journal \"artemis-"), "a refused uid: " + e.getMessage());
+
+        b.start();
+        try (ClientSessionFactory f = factory(b)) {
+            assertEquals(20, exactlyOnce(drain(f, "denied"), sends).size());
+        }
+    }
+
+    @Test
+    @Order(4)
+    void failedJournalStopsTheBroker() throws Exception {
+        Broker b = running();
+        createQueue(b, "fault");
+        // a cold restart of the daemon under the running broker, its message journal's 20th write to fail
+        daemon.stop();
+        daemon.start(Map.of("HUGEPOOLD_FAULT_INJECT", "artemis-messages:write:20"));
+        assertTrue(daemon.log().contains("fault injection armed"), "no fault armed:\n" + daemon.log());
+
+        Sends sends = new Sends();
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> producers = producers(b, "fault", 4, 1000, sends, stop);
+        String out = b.awaitExit(WAIT_MS / 1000);
+        join(producers);
+        assertFalse(sends.acked().isEmpty(), "nothing was acknowledged before the journal failed");
+        assertTrue(out.contains("journal \"artemis-messages\"") && out.contains("failed and is read-only until hugepoold restarts"),
+                "the broker's output does not say the journal failed:\n" + out);
+
+        daemon.stop();
+        daemon.start();
+        b.start();
+        try (ClientSessionFactory f = factory(b)) {
+            exactlyOnce(drain(f, "fault"), sends);
         }
     }
 }

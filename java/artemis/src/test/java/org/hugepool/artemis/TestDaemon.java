@@ -4,9 +4,11 @@
  * TestDaemon.java - a real hugepoold for the Artemis tests: the build's daemon (system property
  * hugepool.build) on a private socket and configuration in a temporary directory, with the
  * journals a test names. start() returns once the daemon logged its start line, which it writes
- * once its socket listens (never a fixed wait); restart() is `hugepoolctl restart`, a warm
- * restart by re-execution, and returns at the next life's start line. The daemon's output goes to
- * daemon.log in the directory, read by a thread of its own.
+ * once its socket listens (never a fixed wait); start(env) starts it with more environment (the
+ * daemon's fault injection, HUGEPOOLD_FAULT_INJECT), stop() and start() again is a cold restart;
+ * restart() is `hugepoolctl restart`, a warm restart by re-execution, and returns at the next
+ * life's start line. The daemon's output goes to daemon.log in the directory, read by a thread of
+ * its own.
  */
 package org.hugepool.artemis;
 
@@ -22,6 +24,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -50,6 +53,10 @@ final class TestDaemon implements AutoCloseable {
     }
 
     TestDaemon start() throws IOException, InterruptedException {
+        return start(Map.of());
+    }
+
+    TestDaemon start(Map<String, String> env) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>();
         if (Files.isExecutable(Paths.get("/usr/bin/setpriv")))
             cmd.addAll(List.of("/usr/bin/setpriv", "--pdeathsig", "TERM", "--"));
@@ -57,6 +64,7 @@ final class TestDaemon implements AutoCloseable {
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
         pb.environment().remove("NOTIFY_SOCKET");
         pb.environment().remove("LISTEN_FDS");
+        pb.environment().putAll(env);
         proc = pb.start();
         Process p = proc;
         Thread t = new Thread(() -> pump(p), "hugepoold output");
