@@ -12,7 +12,8 @@
  * records are given at its commit, positives in their order then negatives; committed records
  * carried forward are plain records at their commit's place. Then, in the order of their first
  * record, each open transaction: prepared ones as prepared transactions, the others as failed
- * (JournalImpl's "uncommitted transaction": the caller appends their rollbacks).
+ * (JournalImpl's "uncommitted transaction": the caller appends their rollbacks, so they are
+ * open transactions of the Live model until then).
  *
  * Called by HugepoolJournal.load, on the loading thread, before the appender starts.
  */
@@ -231,18 +232,20 @@ final class Replay {
             if (t.prepare == null) {
                 res.failed.add(t.id);
                 cb.failedTransaction(t.id, pos, neg);
-                continue;
+            } else {
+                PreparedTransactionInfo info = new PreparedTransactionInfo(t.id, t.prepare.data);
+                info.getRecords().addAll(pos);
+                info.getRecordsToDelete().addAll(neg);
+                cb.addPreparedTransaction(info);
             }
-            PreparedTransactionInfo info = new PreparedTransactionInfo(t.id, t.prepare.data);
-            info.getRecords().addAll(pos);
-            info.getRecordsToDelete().addAll(neg);
-            cb.addPreparedTransaction(info);
+            // open in the model too, a failed one until the load's rollback of it (which needs it there)
             Live.Tx tx = live.tx(t.id);
             for (Item it : recs) {
                 tx.records.add(new Live.TxEntry(it.kind, it.id, it.major, it.minor, t.id, it.lsn));
                 tx.nextIdx = Math.max(tx.nextIdx, it.minor + 1);
             }
-            tx.prepare = new Live.Entry(Records.PREPARE, t.prepare.major, 0, t.id, t.prepare.lsn);
+            if (t.prepare != null)
+                tx.prepare = new Live.Entry(Records.PREPARE, t.prepare.major, 0, t.id, t.prepare.lsn);
         }
         return res;
     }

@@ -4,7 +4,7 @@
  * Workload.java - the same random sequence of journal operations for several Journals at once
  * (SameAsJournalImplTest: Artemis's JournalImpl and a HugepoolJournal): plain adds, updates and
  * deletes, and transactions of adds, updates and deletes that are prepared, committed or rolled
- * back, or left open. A seed makes the sequence; ids start at a base so that two workloads on the
+ * back, or left open, with most live records deleted every 500 operations. A seed makes the sequence; ids start at a base so that two workloads on the
  * same journals never touch each other's records. `describe` turns a load into text, the form two
  * loads are compared in. main() is the child JVM the kill case runs: it loads both journals, runs
  * a workload, makes it durable, says SYNCED and waits to be killed.
@@ -144,9 +144,26 @@ final class Workload {
         return n < open.size() ? open.remove(n) : prepared.remove(n - open.size());
     }
 
+    /*
+     * n operations, and after each 500 nine in ten of the live records deleted, as a broker's
+     * consumers delete the messages they got: most of what is written dies, as in a broker, so
+     * that a reclaim (which runs once the live records are a third of the journal or less) has
+     * something to drop.
+     */
     void run(int n, Journal... js) throws Exception {
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             step(js);
+            if (i % 500 == 499)
+                consume(js);
+        }
+    }
+
+    private void consume(Journal... js) throws Exception {
+        for (int k = live.size() * 9 / 10; k > 0; k--) {
+            long id = live.remove(r.nextInt(live.size()));
+            for (Journal j : js)
+                j.appendDeleteRecord(id, false);
+        }
     }
 
     /** Everything appended so far durable, on every journal (a sync add of a record, then its delete). */
