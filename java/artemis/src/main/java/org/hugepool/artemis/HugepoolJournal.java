@@ -13,10 +13,13 @@
  * without waiting, waits once for the last record when anyone needs durability (an IOCompletion, a
  * caller blocked on sync), and then completes the callbacks in the order of the records. While it
  * waits, the next group gathers in the queue: one wait per group, never one per record. One
- * reclaimer thread, woken when the journal's bytes from the cut on pass `reclaimAt`, reads the
- * oldest half back, queues copies of what is still live (checked again under the lock, so a record
- * deleted meanwhile is not brought back), then a CUT record, and truncates below the cut once both
- * are durable.
+ * reclaimer thread, woken when the journal's bytes from the cut on (`windowBytes`) pass
+ * RECLAIM_RATIO times the bytes of the records still needed (`live.bytes`), and `reclaimAt` at
+ * least, cuts everything queued so far: reads it back, queues copies of what is still live
+ * (checked again under the lock, so a record deleted meanwhile is not brought back), then a CUT
+ * record, and truncates below the cut once both are durable. A reclaim copies at most a third of
+ * the bytes since the last cut, and those are what was appended since plus the last reclaim's
+ * copies: so everything a journal ever copies is at most half of what was appended to it.
  *
  * The daemon going away (a restart, warm or not) closes the writer: the appender connects again
  * within `reconnect`, reads what became durable after the last LSN it knew, checks it is its own
@@ -90,8 +93,15 @@ public final class HugepoolJournal implements Journal {
      * larger message as a large message, in a file of its own.
      */
     public static final int MAX_RECORD = (512 << 10) - 1024;
-    /* the reclaim's bookmarks: one per this many bytes of journal */
-    static final int MARK_BYTES = 256 << 10;
+    /*
+     * A reclaim runs once the bytes from the cut on are this many times the live bytes: it then
+     * copies at most 1 / (RATIO - 1) of what was appended since the last one. 3 is Artemis's own
+     * measure (JournalImpl compacts files less than 30% live): half of what is appended copied
+     * at most, a journal of three times the live bytes and the reclaim-at floor.
+     */
+    static final int RECLAIM_RATIO = 3;
+    /* the smallest reclaim-at: below it an empty journal would reclaim every few records */
+    static final long MIN_RECLAIM_AT = 512 << 10;
     /* Status.Journal.state() of a journal that a write or sync error made read-only */
     private static final int STATE_FAILED = 2;
     /* the appender waits for durability at the latest after this many bytes appended unawaited */
@@ -127,20 +137,19 @@ public final class HugepoolJournal implements Journal {
     }
 
     private final ReentrantLock lock = new ReentrantLock();
-    private final Condition work = lock.newCondition(), reclaimWork = lock.newCondition();
+    private final Condition work = lock.newCondition(), reclaimWork = lock.newCondition(), room = lock.newCondition();
     // guarded by lock
     private ArrayDeque<Op> queue = new ArrayDeque<>();
     private Live live = new Live();
     private long nextLsn; // the LSN our next record gets
     private long cut = 1; // the records below it are no longer needed
     private long windowBytes; // on disk from the cut on
-    private final ArrayDeque<long[]> marks = new ArrayDeque<>(); // {lsn, windowBytes before it}
     private boolean running, reclaimRunning, reclaiming;
     private Throwable failure; // the journal failed: every later operation fails with it
-    private long reclaims; // done, for tests and logs
+    private long reclaims, copiedBytes; // done and carried forward, for tests and logs
     private volatile int liveRecords;
 
-    private Thread appender, reclaimer;
+    private volatile Thread appender, reclaimer;
     // the appender's alone
     private HugePool pool;
     private JournalWriter writer;
@@ -149,15 +158,16 @@ public final class HugepoolJournal implements Journal {
     /**
      * @param socket hugepoold's socket; null for $HUGEPOOL_SOCKET or the default
      * @param name the journal's name in hugepoold.conf
-     * @param reclaimAt reclaim once the journal holds this many bytes from its oldest needed record on
+     * @param reclaimAt the least the journal holds from its oldest needed record on before a reclaim:
+     *        one runs when it holds this much and {@value #RECLAIM_RATIO} times the records still needed
      * @param reconnect how long to wait for the daemon to come back after it went away
      * @param critical told of a failure the journal cannot go on from (the broker stops); may be null
      */
     public HugepoolJournal(String socket, String name, long reclaimAt, Duration reconnect, IOCriticalErrorListener critical) {
         if (name == null)
             throw new NullPointerException("name");
-        if (reclaimAt < 2L * MARK_BYTES)
-            throw new IllegalArgumentException("reclaimAt " + reclaimAt + ": at least " + 2 * MARK_BYTES + " bytes");
+        if (reclaimAt < MIN_RECLAIM_AT)
+            throw new IllegalArgumentException("reclaimAt " + reclaimAt + ": at least " + MIN_RECLAIM_AT + " bytes");
         this.socket = socket;
         this.name = name;
         this.reclaimAt = reclaimAt;
@@ -185,6 +195,16 @@ public final class HugepoolJournal implements Journal {
         lock.lock();
         try {
             return windowBytes;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** @return the bytes of the records reclaims carried forward since the start (for tests and monitoring) */
+    public long copiedBytes() {
+        lock.lock();
+        try {
+            return copiedBytes;
         } finally {
             lock.unlock();
         }
@@ -279,6 +299,7 @@ public final class HugepoolJournal implements Journal {
         try {
             reclaimRunning = false;
             reclaimWork.signalAll();
+            room.signalAll();
         } finally {
             lock.unlock();
         }
@@ -288,6 +309,7 @@ public final class HugepoolJournal implements Journal {
         try {
             running = false;
             work.signalAll();
+            room.signalAll();
         } finally {
             lock.unlock();
         }
@@ -323,8 +345,6 @@ public final class HugepoolJournal implements Journal {
             nextLsn = Math.max(j.nextLsn(), 1);
             cut = r.cut;
             windowBytes = r.windowBytes;
-            marks.clear();
-            marks.addAll(r.marks);
             liveRecords = live.records.size();
             running = reclaimRunning = true;
             failure = null;
@@ -436,9 +456,7 @@ public final class HugepoolJournal implements Journal {
         } else if (rec != null) {
             nextLsn++;
             windowBytes += op.size;
-            if (marks.isEmpty() || windowBytes - marks.peekLast()[1] >= MARK_BYTES)
-                marks.add(new long[] { op.lsn + 1, windowBytes });
-            if (windowBytes > reclaimAt && !reclaiming)
+            if (!reclaiming && reclaimDue())
                 reclaimWork.signal();
         }
         queue.add(op);
@@ -480,8 +498,9 @@ public final class HugepoolJournal implements Journal {
         byte[] rec = encode(Records.ADD, recordType, id, 0, persister, record);
         lock.lock();
         try {
+            awaitRoom();
             Op op = queue(rec, cb);
-            live.add(id, new Live.Entry(Records.ADD, op.lsn, 0, 0, op.lsn));
+            live.add(id, new Live.Entry(Records.ADD, op.lsn, 0, 0, op.size, op.lsn));
             liveRecords = live.records.size();
         } finally {
             lock.unlock();
@@ -496,6 +515,7 @@ public final class HugepoolJournal implements Journal {
         byte[] rec = encode(Records.EVENT, recordType, id, 0, persister, record);
         lock.lock();
         try {
+            awaitRoom();
             queue(rec, cb);
         } finally {
             lock.unlock();
@@ -514,10 +534,11 @@ public final class HugepoolJournal implements Journal {
         boolean found;
         lock.lock();
         try {
+            awaitRoom();
             found = live.contains(id) && failure == null;
             Op op = queue(found ? rec : null, cb);
             if (found)
-                live.update(id, new Live.Entry(Records.UPDATE, op.lsn, 0, 0, op.lsn));
+                live.update(id, new Live.Entry(Records.UPDATE, op.lsn, 0, 0, op.size, op.lsn));
         } finally {
             lock.unlock();
         }
@@ -533,6 +554,7 @@ public final class HugepoolJournal implements Journal {
         boolean found;
         lock.lock();
         try {
+            awaitRoom();
             found = live.contains(id) && failure == null;
             queue(found ? rec : null, cb);
             if (found)
@@ -621,11 +643,12 @@ public final class HugepoolJournal implements Journal {
         checkLoaded();
         lock.lock();
         try {
+            awaitRoom();
             Live.Tx tx = live.tx(txId);
             int idx = tx.nextIdx++;
             Records.setIdx(rec, idx);
             Op op = queue(rec, null);
-            tx.records.add(new Live.TxEntry(kind, id, op.lsn, idx, txId, op.lsn));
+            live.txRecord(tx, new Live.TxEntry(kind, id, op.lsn, idx, txId, op.size, op.lsn));
         } finally {
             lock.unlock();
         }
@@ -688,9 +711,10 @@ public final class HugepoolJournal implements Journal {
         byte[] rec = encode(Records.PREPARE, (byte) 0, 0, txID, transactionData);
         lock.lock();
         try {
+            awaitRoom();
             Live.Tx tx = live.tx(txID);
             Op op = queue(rec, cb);
-            tx.prepare = new Live.Entry(Records.PREPARE, op.lsn, 0, txID, op.lsn);
+            live.prepare(tx, new Live.Entry(Records.PREPARE, op.lsn, 0, txID, op.size, op.lsn));
         } finally {
             lock.unlock();
         }
@@ -735,6 +759,7 @@ public final class HugepoolJournal implements Journal {
         IllegalStateException missing = null;
         lock.lock();
         try {
+            awaitRoom();
             Live.Tx tx = live.txs.get(txID);
             if (tx == null) {
                 missing = new IllegalStateException("Cannot find tx with id " + txID);
@@ -905,6 +930,7 @@ public final class HugepoolJournal implements Journal {
         try {
             if (failure == null)
                 failure = f;
+            room.signalAll();
             for (Op op : queue)
                 op.error = failure;
         } finally {
@@ -966,24 +992,56 @@ public final class HugepoolJournal implements Journal {
 
     // --- reclaim -------------------------------------------------------------------------------
 
+    /* With the lock: the window's size at which a reclaim runs. */
+    private long reclaimPoint() {
+        return Math.max(reclaimAt, RECLAIM_RATIO * live.bytes);
+    }
+
+    /* With the lock: is a reclaim due? */
+    private boolean reclaimDue() {
+        return windowBytes > reclaimPoint();
+    }
+
+    /*
+     * With the lock, before a broker operation queues its record: wait while the window is half
+     * as large again as the reclaim point, i.e. the reclaim under way is behind the broker. Its
+     * copies and CUT are queued behind whatever the broker queued before them; without this, a
+     * broker appending faster than a reclaim reads back would fill the daemon's journal
+     * (when_full = block) with records queued ahead of the CUT that would free it, and wait for
+     * ever. So the journal holds at most 1.5 reclaim points and a reclaim's copies (at most a
+     * third of one): twice the reclaim point is the daemon journal's size (hugepool-artemis(7)).
+     * Never on the appender or the reclaimer (a callback may append from the appender), which
+     * are what makes room.
+     */
+    private void awaitRoom() {
+        Thread me = Thread.currentThread();
+        if (me == appender || me == reclaimer)
+            return;
+        while (running && reclaimRunning && failure == null && windowBytes > reclaimPoint() * 3 / 2)
+            room.awaitUninterruptibly();
+    }
+
     private void reclaimLoop() {
         HugePool rpool = null;
         try {
             for (;;) {
+                Cut c;
                 lock.lock();
                 try {
-                    while (reclaimRunning && failure == null && windowBytes <= reclaimAt)
+                    while (reclaimRunning && failure == null && !reclaimDue())
                         reclaimWork.awaitUninterruptibly();
                     if (!reclaimRunning || failure != null)
                         return;
                     reclaiming = true;
+                    // decided and cut in one hold of the lock: the live bytes it copies are what made it due
+                    c = new Cut(cut, nextLsn, windowBytes, live.bytes);
                 } finally {
                     lock.unlock();
                 }
                 try {
                     if (rpool == null)
                         rpool = connect();
-                    reclaim(rpool);
+                    reclaim(rpool, c);
                 } catch (DaemonGoneException | NoDaemonException e) {
                     // the appender reconnects; try again with a new connection once it did
                     log.info("{}: reclaim interrupted by the daemon going away ({}); it will run again", where(), e.getMessage());
@@ -996,6 +1054,7 @@ public final class HugepoolJournal implements Journal {
                     lock.lock();
                     try {
                         reclaiming = false;
+                        room.signalAll();
                     } finally {
                         lock.unlock();
                     }
@@ -1025,25 +1084,21 @@ public final class HugepoolJournal implements Journal {
         return null;
     }
 
+    /** A reclaim's plan: everything queued before `to` goes, what is still needed carried forward. */
+    private record Cut(long from, long to, long below, long liveBytes) {
+    }
+
     /*
-     * Carry forward every record still needed from the oldest half of the journal, then cut it:
-     * copies, then CUT(newCut) once they are durable, then truncate once that is.
+     * Carry forward every record still needed that lies below c.to, then cut there: copies,
+     * then CUT(c.to) once they are durable, then truncate once that is. Everything queued
+     * before the reclaim is cut, not an older part: the live bytes, at most a third of it, are
+     * copied once, and the journal holds nothing older than the last reclaim.
      */
-    private void reclaim(HugePool rpool) throws Exception {
-        long oldCut, newCut = 0, below = 0;
+    private void reclaim(HugePool rpool, Cut c) throws Exception {
+        long oldCut = c.from, newCut = c.to;
         List<Live.Entry> todo;
         lock.lock();
         try {
-            oldCut = cut;
-            // the first bookmark past half the journal: what lies below it goes
-            for (long[] m : marks) {
-                newCut = m[0];
-                below = m[1];
-                if (below >= windowBytes / 2)
-                    break;
-            }
-            if (newCut <= oldCut)
-                return;
             todo = live.below(newCut);
         } finally {
             lock.unlock();
@@ -1051,7 +1106,7 @@ public final class HugepoolJournal implements Journal {
         // a cut needs every record below it durable (they are read back)
         barrier().get();
         int copied = 0;
-        long copiedBytes = 0;
+        long copiedNow = 0;
         // a transaction committed meanwhile has new entries where its records lie: another pass
         for (int pass = 0; !todo.isEmpty(); pass++) {
             if (pass == 3)
@@ -1074,6 +1129,7 @@ public final class HugepoolJournal implements Journal {
                             Op op = queue(copy, null);
                             e.lsn = op.lsn;
                             copied++;
+                            copiedNow += op.size;
                             copiedBytes += op.size;
                         }
                     } finally {
@@ -1096,18 +1152,15 @@ public final class HugepoolJournal implements Journal {
         lock.lock();
         try {
             before = windowBytes;
-            windowBytes -= below;
-            while (!marks.isEmpty() && marks.peekFirst()[0] <= newCut)
-                marks.pollFirst();
-            for (long[] m : marks)
-                m[1] -= below;
+            windowBytes -= c.below;
             cut = newCut;
             reclaims++;
+            room.signalAll();
         } finally {
             lock.unlock();
         }
-        log.debug("{}: reclaimed LSN {} to {}: carried {} records ({} bytes) forward; {} bytes before, {} after", where(),
-                oldCut, newCut, copied, copiedBytes, before, windowBytes);
+        log.debug("{}: reclaimed LSN {} to {} ({} bytes, {} live): carried {} records ({} bytes) forward; {} bytes before, {} after",
+                where(), oldCut, newCut, c.below, c.liveBytes, copied, copiedNow, before, windowBytes);
     }
 
     // --- what does not apply, and plain answers ------------------------------------------------

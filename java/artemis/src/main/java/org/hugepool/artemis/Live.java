@@ -6,7 +6,8 @@
  * each record remembered by where it lies in the hugepool journal (its LSN, or its newest copy's)
  * and where it belongs in the journal's order (its place: the LSN it had first, or its
  * transaction's commit's, and its place in that transaction). Nothing here holds a record's bytes:
- * a reclaim reads them back from the journal (HugepoolJournal.reclaim).
+ * a reclaim reads them back from the journal (HugepoolJournal.reclaim), but it counts their size on
+ * disk: `bytes`, what a reclaim would copy, which sets when one is worth it.
  *
  * The rules are JournalImpl's: a plain add replaces what the id had; a plain update of an id not
  * live is not written at all; a committed transaction's adds and updates create or extend the
@@ -28,14 +29,16 @@ final class Live {
         final long major; // its place in the journal's order
         final int minor;
         final long txId; // the open transaction it belongs to; 0 once committed
+        final int size; // on disk (Records.onDisk), the same for every copy
         long lsn; // where it lies now (the newest copy)
         boolean dead; // no longer part of the model (a reclaim that chose it skips it)
 
-        Entry(byte copyKind, long major, int minor, long txId, long lsn) {
+        Entry(byte copyKind, long major, int minor, long txId, int size, long lsn) {
             this.copyKind = copyKind;
             this.major = major;
             this.minor = minor;
             this.txId = txId;
+            this.size = size;
             this.lsn = lsn;
         }
     }
@@ -44,8 +47,8 @@ final class Live {
     static final class TxEntry extends Entry {
         final long id;
 
-        TxEntry(byte kind, long id, long major, int idx, long txId, long lsn) {
-            super(kind, major, idx, txId, lsn);
+        TxEntry(byte kind, long id, long major, int idx, long txId, int size, long lsn) {
+            super(kind, major, idx, txId, size, lsn);
             this.id = id;
         }
     }
@@ -68,6 +71,7 @@ final class Live {
 
     final Map<Long, List<Entry>> records = new HashMap<>();
     final Map<Long, Tx> txs = new LinkedHashMap<>();
+    long bytes; // the size on disk of every entry not dead: of records, transactions' records, prepares
 
     boolean contains(long id) {
         return records.containsKey(id);
@@ -76,13 +80,21 @@ final class Live {
     void add(long id, Entry e) {
         List<Entry> l = new ArrayList<>(2);
         l.add(e);
+        bytes += e.size;
         bury(records.put(id, l));
     }
 
-    private static void bury(List<? extends Entry> l) {
+    private void bury(List<? extends Entry> l) {
         if (l != null)
             for (Entry e : l)
-                e.dead = true;
+                bury(e);
+    }
+
+    private void bury(Entry e) {
+        if (e != null && !e.dead) {
+            e.dead = true;
+            bytes -= e.size;
+        }
     }
 
     /** @return false when the id is not live (JournalImpl then writes nothing) */
@@ -91,6 +103,7 @@ final class Live {
         if (l == null)
             return false;
         l.add(e);
+        bytes += e.size;
         return true;
     }
 
@@ -103,12 +116,24 @@ final class Live {
     void rollback(Tx tx) {
         txs.remove(tx.id);
         bury(tx.records);
-        if (tx.prepare != null)
-            tx.prepare.dead = true;
+        bury(tx.prepare);
     }
 
     Tx tx(long txId) {
         return txs.computeIfAbsent(txId, Tx::new);
+    }
+
+    /** A record of open transaction tx. */
+    void txRecord(Tx tx, TxEntry e) {
+        tx.records.add(e);
+        bytes += e.size;
+    }
+
+    /** tx's prepare (a second one replaces the first, as in JournalImpl's load). */
+    void prepare(Tx tx, Entry e) {
+        bury(tx.prepare);
+        tx.prepare = e;
+        bytes += e.size;
     }
 
     /** Commit tx at commitLsn: positives in order, then negatives. */
@@ -117,19 +142,16 @@ final class Live {
         for (TxEntry r : tx.records) {
             if (r.copyKind == Records.DELETE_TX)
                 continue;
-            Entry e = new Entry(r.copyKind == Records.ADD_TX ? Records.ADD : Records.UPDATE, commitLsn, r.minor, 0, r.lsn);
-            List<Entry> l = records.get(r.id);
-            if (l == null)
+            Entry e = new Entry(r.copyKind == Records.ADD_TX ? Records.ADD : Records.UPDATE, commitLsn, r.minor, 0, r.size,
+                    r.lsn);
+            if (!update(r.id, e))
                 add(r.id, e);
-            else
-                l.add(e);
         }
         for (TxEntry r : tx.records)
             if (r.copyKind == Records.DELETE_TX)
                 delete(r.id);
         bury(tx.records);
-        if (tx.prepare != null)
-            tx.prepare.dead = true;
+        bury(tx.prepare);
     }
 
     /** Every record lying below lsn, the open transactions' and their prepares included. */

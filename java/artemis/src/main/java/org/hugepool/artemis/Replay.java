@@ -42,15 +42,17 @@ final class Replay {
         final byte kind, userType;
         final long id;
         final byte[] data;
+        final int size; // on disk
         long lsn;
 
-        Item(long major, int minor, byte kind, byte userType, long id, byte[] data, long lsn) {
+        Item(long major, int minor, byte kind, byte userType, long id, byte[] data, int size, long lsn) {
             this.major = major;
             this.minor = minor;
             this.kind = kind;
             this.userType = userType;
             this.id = id;
             this.data = data;
+            this.size = size;
             this.lsn = lsn;
         }
     }
@@ -76,7 +78,6 @@ final class Replay {
         long lastLsn; // the last LSN read (0: none)
         long maxId = -1;
         long windowBytes; // on disk from the cut on, as the reclaim counts it
-        final List<long[]> marks = new ArrayList<>(); // {lsn, bytes from the cut up to it}
         final List<Long> failed = new ArrayList<>(); // transactions to roll back
         final Live live = new Live();
     }
@@ -120,25 +121,22 @@ final class Replay {
 
         Map<String, Item> plain = new HashMap<>();
         Map<Long, TxLoad> txs = new HashMap<>();
-        long bytes = 0, nextMark = 0;
+        long bytes = 0;
         for (int i = 0; i < all.size(); i++) {
             Records.Read r = all.get(i);
             if (r.lsn < res.cut)
                 continue;
-            bytes += Records.onDisk(r.size);
-            if (bytes >= nextMark) {
-                res.marks.add(new long[] { r.lsn + 1, bytes });
-                nextMark = bytes + HugepoolJournal.MARK_BYTES;
-            }
+            int size = Records.onDisk(r.size);
+            bytes += size;
             byte[] data = payloads.get(i);
             switch (r.kind) {
             case Records.ADD:
             case Records.UPDATE:
                 checkId(res, r.id);
-                keep(plain, new Item(r.major(), r.idx, r.kind, r.userType, r.id, data, r.lsn));
+                keep(plain, new Item(r.major(), r.idx, r.kind, r.userType, r.id, data, size, r.lsn));
                 break;
             case Records.DELETE:
-                keep(plain, new Item(r.lsn, 0, r.kind, (byte) 0, r.id, null, r.lsn));
+                keep(plain, new Item(r.lsn, 0, r.kind, (byte) 0, r.id, null, size, r.lsn));
                 break;
             case Records.ADD_TX:
             case Records.UPDATE_TX:
@@ -147,7 +145,7 @@ final class Replay {
                     checkId(res, r.id);
                 TxLoad t = txs.computeIfAbsent(r.txId, TxLoad::new);
                 t.first = Math.min(t.first, r.major());
-                Item it = new Item(r.major(), r.idx, r.kind, r.userType, r.id, data, r.lsn);
+                Item it = new Item(r.major(), r.idx, r.kind, r.userType, r.id, data, size, r.lsn);
                 Item had = t.records.putIfAbsent(r.idx, it);
                 if (had != null)
                     had.lsn = Math.max(had.lsn, r.lsn);
@@ -157,7 +155,7 @@ final class Replay {
                 TxLoad t = txs.computeIfAbsent(r.txId, TxLoad::new);
                 t.first = Math.min(t.first, r.major());
                 if (t.prepare == null || t.prepare.lsn < r.lsn)
-                    t.prepare = new Item(r.major(), 0, r.kind, (byte) 0, 0, data, r.lsn);
+                    t.prepare = new Item(r.major(), 0, r.kind, (byte) 0, 0, data, size, r.lsn);
                 break;
             }
             case Records.COMMIT:
@@ -182,7 +180,7 @@ final class Replay {
                     boolean neg = it.kind == Records.DELETE_TX;
                     byte kind = neg ? Records.DELETE : it.kind == Records.ADD_TX ? Records.ADD : Records.UPDATE;
                     keep(plain, new Item(t.commitLsn, neg ? Live.NEGATIVE + it.minor : it.minor, kind, it.userType, it.id,
-                            it.data, it.lsn));
+                            it.data, it.size, it.lsn));
                 }
             } else if (!t.records.isEmpty() || t.prepare != null) {
                 open.add(t);
@@ -196,7 +194,7 @@ final class Replay {
             switch (it.kind) {
             case Records.ADD: {
                 cb.addRecord(new RecordInfo(it.id, it.userType, it.data, false, false, (short) 0));
-                Live.Entry e = new Live.Entry(Records.ADD, it.major, it.minor, 0, it.lsn);
+                Live.Entry e = new Live.Entry(Records.ADD, it.major, it.minor, 0, it.size, it.lsn);
                 // a plain add replaces the record; a committed transaction's extends it (JournalTransaction.commit)
                 if (it.minor == 0 || !live.update(it.id, e))
                     live.add(it.id, e);
@@ -204,7 +202,7 @@ final class Replay {
             }
             case Records.UPDATE: {
                 cb.updateRecord(new RecordInfo(it.id, it.userType, it.data, true, replaceable.contains(it.userType), (short) 0));
-                Live.Entry e = new Live.Entry(Records.UPDATE, it.major, it.minor, 0, it.lsn);
+                Live.Entry e = new Live.Entry(Records.UPDATE, it.major, it.minor, 0, it.size, it.lsn);
                 // a committed transaction's update creates the record, as JournalTransaction.commit does
                 if (!live.update(it.id, e) && it.minor != 0)
                     live.add(it.id, e);
@@ -241,11 +239,11 @@ final class Replay {
             // open in the model too, a failed one until the load's rollback of it (which needs it there)
             Live.Tx tx = live.tx(t.id);
             for (Item it : recs) {
-                tx.records.add(new Live.TxEntry(it.kind, it.id, it.major, it.minor, t.id, it.lsn));
+                live.txRecord(tx, new Live.TxEntry(it.kind, it.id, it.major, it.minor, t.id, it.size, it.lsn));
                 tx.nextIdx = Math.max(tx.nextIdx, it.minor + 1);
             }
             if (t.prepare != null)
-                tx.prepare = new Live.Entry(Records.PREPARE, t.prepare.major, 0, t.id, t.prepare.lsn);
+                live.prepare(tx, new Live.Entry(Records.PREPARE, t.prepare.major, 0, t.id, t.prepare.size, t.prepare.lsn));
         }
         return res;
     }
