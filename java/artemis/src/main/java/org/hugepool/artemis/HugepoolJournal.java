@@ -1096,19 +1096,29 @@ public final class HugepoolJournal implements Journal {
      */
     private void reclaim(HugePool rpool, Cut c) throws Exception {
         long oldCut = c.from, newCut = c.to;
-        List<Live.Entry> todo;
-        lock.lock();
-        try {
-            todo = live.below(newCut);
-        } finally {
-            lock.unlock();
-        }
         // a cut needs every record below it durable (they are read back)
         barrier().get();
         int copied = 0;
         long copiedNow = 0;
-        // a transaction committed meanwhile has new entries where its records lie: another pass
-        for (int pass = 0; !todo.isEmpty(); pass++) {
+        /*
+         * Copy until nothing needed lies below the cut, then CUT in the same hold of the lock,
+         * even when there was nothing to copy: the load starts at the last CUT it finds. From
+         * then on every record still needed lies above the cut, and so will every one later
+         * operations derive from them. A transaction committed meanwhile has new entries where
+         * its records lie: another pass.
+         */
+        for (int pass = 0;; pass++) {
+            List<Live.Entry> todo;
+            lock.lock();
+            try {
+                todo = live.below(newCut);
+                if (todo.isEmpty()) {
+                    queue(Records.make(Records.CUT, (byte) 0, newCut, 0, 0), null);
+                    break;
+                }
+            } finally {
+                lock.unlock();
+            }
             if (pass == 3)
                 throw new IllegalStateException(where() + ": the record at LSN " + todo.get(0).lsn + " is still needed but"
                         + " was not found between LSN " + oldCut + " and " + newCut + ": records were discarded"
@@ -1136,14 +1146,6 @@ public final class HugepoolJournal implements Journal {
                         lock.unlock();
                     }
                 }
-            }
-            lock.lock();
-            try {
-                todo = live.below(newCut);
-                if (todo.isEmpty())
-                    queue(Records.make(Records.CUT, (byte) 0, newCut, 0, 0), null);
-            } finally {
-                lock.unlock();
             }
         }
         barrier().get();
