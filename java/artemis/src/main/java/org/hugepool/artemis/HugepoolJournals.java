@@ -17,8 +17,9 @@
  *
  * Properties (broker.xml <property key= value=>, or the map given to init): socket (default
  * $HUGEPOOL_SOCKET or /run/hugepool/hugepoold.sock), messages (default artemis-messages),
- * bindings (default artemis-bindings), reclaim-at (bytes, K/M/G suffixes; default 64M),
- * reconnect-timeout (seconds; default 30).
+ * bindings (default artemis-bindings), reclaim-at (the message journal's reclaim floor: bytes,
+ * K/M/G suffixes; default 64M), bindings-reclaim-at (the bindings journal's, which holds a few
+ * records per address and queue; default 4M), reconnect-timeout (seconds; default 30).
  */
 package org.hugepool.artemis;
 
@@ -50,11 +51,12 @@ import org.slf4j.LoggerFactory;
  */
 public class HugepoolJournals implements ActiveMQServerPlugin {
     private static final Logger log = LoggerFactory.getLogger(HugepoolJournals.class);
-    private static final Set<String> KEYS = Set.of("socket", "messages", "bindings", "reclaim-at", "reconnect-timeout");
+    private static final Set<String> KEYS = Set.of("socket", "messages", "bindings", "reclaim-at", "bindings-reclaim-at",
+            "reconnect-timeout");
 
     private String socket;
     private String messages = "artemis-messages", bindings = "artemis-bindings";
-    private long reclaimAt = 64L << 20;
+    private long reclaimAt = 64L << 20, bindingsReclaimAt = 4L << 20;
     private Duration reconnect = Duration.ofSeconds(30);
     private HugepoolJournal messageJournal, bindingsJournal;
 
@@ -65,7 +67,8 @@ public class HugepoolJournals implements ActiveMQServerPlugin {
     /**
      * A plugin for an embedded broker.
      *
-     * @param properties as broker.xml's properties: socket, messages, bindings, reclaim-at, reconnect-timeout
+     * @param properties as broker.xml's properties: socket, messages, bindings, reclaim-at, bindings-reclaim-at,
+     *        reconnect-timeout
      */
     public HugepoolJournals(Map<String, String> properties) {
         init(properties);
@@ -89,7 +92,10 @@ public class HugepoolJournals implements ActiveMQServerPlugin {
                 bindings = v;
                 break;
             case "reclaim-at":
-                reclaimAt = size(k, v);
+                reclaimAt = floor(k, v);
+                break;
+            case "bindings-reclaim-at":
+                bindingsReclaimAt = floor(k, v);
                 break;
             default:
                 try {
@@ -104,7 +110,8 @@ public class HugepoolJournals implements ActiveMQServerPlugin {
                     + "\": each needs a hugepool journal of its own");
     }
 
-    private static long size(String key, String v) {
+    /* A reclaim floor: a size in bytes, K, M or G suffixed, at least HugepoolJournal.MIN_RECLAIM_AT. */
+    private static long floor(String key, String v) {
         String t = v.trim();
         long mult = 1;
         char last = t.isEmpty() ? ' ' : Character.toUpperCase(t.charAt(t.length() - 1));
@@ -112,11 +119,16 @@ public class HugepoolJournals implements ActiveMQServerPlugin {
             mult = last == 'K' ? 1L << 10 : last == 'M' ? 1L << 20 : 1L << 30;
             t = t.substring(0, t.length() - 1);
         }
+        long n;
         try {
-            return Math.multiplyExact(Long.parseLong(t), mult);
+            n = Math.multiplyExact(Long.parseLong(t), mult);
         } catch (NumberFormatException | ArithmeticException e) {
             throw new IllegalArgumentException("hugepool-artemis: " + key + " \"" + v + "\": a size in bytes (K, M, G allowed)");
         }
+        if (n < HugepoolJournal.MIN_RECLAIM_AT)
+            throw new IllegalArgumentException("hugepool-artemis: " + key + " \"" + v + "\": at least "
+                    + (HugepoolJournal.MIN_RECLAIM_AT >> 10) + "K");
+        return n;
     }
 
     /** @return the message journal, once the broker started (null before) */
@@ -148,7 +160,7 @@ public class HugepoolJournals implements ActiveMQServerPlugin {
         get(jsm, JournalStorageManager.class, "originalBindingsJournal", Journal.class);
 
         HugepoolJournal m = new HugepoolJournal(socket, messages, reclaimAt, reconnect, critical);
-        HugepoolJournal b = new HugepoolJournal(socket, bindings, reclaimAt, reconnect, critical);
+        HugepoolJournal b = new HugepoolJournal(socket, bindings, bindingsReclaimAt, reconnect, critical);
         m.replaceableRecord(JournalRecordIds.UPDATE_DELIVERY_COUNT);
         m.replaceableRecord(JournalRecordIds.SET_SCHEDULED_DELIVERY_TIME);
         try {

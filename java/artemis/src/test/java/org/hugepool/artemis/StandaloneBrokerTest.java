@@ -71,7 +71,8 @@ class StandaloneBrokerTest {
     void create() throws Exception {
         daemon = new TestDaemon(TestDaemon.journal("artemis-messages", "2M", 4) + TestDaemon.journal("artemis-bindings", "2M", 4))
                 .start();
-        broker = new Broker(daemon.dir, Map.of("socket", daemon.socket.toString(), "reclaim-at", "1M"));
+        broker = new Broker(daemon.dir,
+                Map.of("socket", daemon.socket.toString(), "reclaim-at", "1M", "bindings-reclaim-at", "1M"));
     }
 
     @AfterAll

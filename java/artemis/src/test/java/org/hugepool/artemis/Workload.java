@@ -4,10 +4,11 @@
  * Workload.java - the same random sequence of journal operations for several Journals at once
  * (SameAsJournalImplTest: Artemis's JournalImpl and a HugepoolJournal): plain adds, updates and
  * deletes, and transactions of adds, updates and deletes that are prepared, committed or rolled
- * back, or left open, with most live records deleted every 500 operations. A seed makes the sequence; ids start at a base so that two workloads on the
- * same journals never touch each other's records. `describe` turns a load into text, the form two
- * loads are compared in. main() is the child JVM the kill case runs: it loads both journals, runs
- * a workload, makes it durable, says SYNCED and waits to be killed.
+ * back, or left open, with most live records deleted every 500 operations. A seed makes the
+ * sequence; ids start at a base so that two workloads on the same journals never touch each
+ * other's records. `describe` turns a load into text, the form two loads are compared in. main()
+ * is the child JVM the kill case runs: it loads both journals, runs a workload, makes it durable,
+ * says SYNCED and waits to be killed.
  */
 package org.hugepool.artemis;
 
