@@ -10,9 +10,10 @@
 # bench_spill (spill streams of 6 KiB, 200 KiB and 4 MiB runs against a classic temp file per
 # run, with the syscalls of each counted under ptrace), bench_metrics (a scrape of a daemon with
 # 10,000 leases and 16 journals, hugepoolctl metrics --http, against hugepoolctl status --json,
-# and a client's round trips while it runs), and bench_java.sh (the Java binding: a
+# and a client's round trips while it runs), bench_java.sh (the Java binding: a
 # JVM's buffers from hugepoold against allocateDirect, durable appends against Artemis's journal
-# and against a C writer). Every figure is printed beside its
+# and against a C writer) and bench_artemis.sh (an Artemis broker on hugepool-artemis against the
+# same broker on its ASYNCIO and NIO journals, under Artemis's own load generator). Every figure is printed beside its
 # baseline from the same run, with the ratio; nothing is asserted. As root it reserves the
 # 2 MiB hugepages the run needs and restores the previous count on exit; as a normal user the
 # hugetlb figures are skipped unless enough are already free, and it says why. Always exits 0.
@@ -22,7 +23,7 @@ build=${1:-build}
 shift
 benches=("$@")
 [ ${#benches[@]} -gt 0 ] || benches=(bench_prefault bench_acquire bench_restart bench_journal bench_merge bench_heap bench_spill
-	bench_metrics bench_java)
+	bench_metrics bench_java bench_artemis)
 gib=${HP_BENCH_GIB:-4}
 case $gib in '' | *[!0-9]*) gib=4 ;; esac
 export HP_BENCH_GIB=$gib

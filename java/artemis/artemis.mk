@@ -5,6 +5,8 @@
 #   make artemis          the jar, $(BUILD)/java/artemis/hugepool-artemis-$(VERSION).jar (Maven,
 #                         against the binding's jar of this build and Artemis 2.40.0 from Maven Central)
 #   make check            also runs tests/artemis-tests.sh (from tests/run-tests.sh), plain build only
+#   make bench            also runs bench/bench_artemis.sh (from bench/run-bench.sh): a broker on
+#                         hugepool against the same broker on its own journals
 #   make install          installs the jar and hugepool-artemis(7) when `make artemis` built it; the
 #                         Debian packages do not ship it (Artemis is not in Debian: building it needs
 #                         Maven Central, which a Debian build may not reach)
@@ -23,6 +25,7 @@ ifneq ($(JAVA_SKIP),)
 else
 artemis: java $(ARTEMIS_JAR)
 check: artemis
+bench: artemis
 endif
 
 install-artemis:
