@@ -7,9 +7,10 @@
 #   make check            also runs tests/artemis-tests.sh (from tests/run-tests.sh), plain build only
 #   make bench            also runs bench/bench_artemis.sh (from bench/run-bench.sh): a broker on
 #                         hugepool against the same broker on its own journals
-#   make install          installs the jar and hugepool-artemis(7) when `make artemis` built it; the
-#                         Debian packages do not ship it (Artemis is not in Debian: building it needs
-#                         Maven Central, which a Debian build may not reach)
+#   make install          also builds and installs the jar (JAVADIR, versioned, with an unversioned
+#                         link, as the binding's) and hugepool-artemis(7); the Debian package
+#                         hugepool-artemis ships them (debian/rules builds it as it builds the
+#                         binding's jar, from the builder's Maven repository or Maven Central)
 ARTEMIS_JAR := $(BUILD)/java/artemis/hugepool-artemis-$(VERSION).jar
 ARTEMIS_SRC := $(shell find java/artemis/src/main/java -name '*.java')
 
@@ -28,11 +29,11 @@ check: artemis
 bench: artemis
 endif
 
-install-artemis:
+install-artemis: artemis
 	install -d $(DESTDIR)$(JAVADIR) $(DESTDIR)$(MANDIR)/man7
 	install -m 0644 $(ARTEMIS_JAR) $(DESTDIR)$(JAVADIR)/hugepool-artemis-$(VERSION).jar
 	ln -sf hugepool-artemis-$(VERSION).jar $(DESTDIR)$(JAVADIR)/hugepool-artemis.jar
 	install -m 0644 man/hugepool-artemis.7 $(DESTDIR)$(MANDIR)/man7/
-install: $(if $(wildcard $(ARTEMIS_JAR)),install-artemis)
+install: $(if $(JAVA_SKIP),,install-artemis)
 
 .PHONY: artemis install-artemis
