@@ -144,6 +144,7 @@ public final class HugepoolJournal implements Journal {
     private long nextLsn; // the LSN our next record gets
     private long cut = 1; // the records below it are no longer needed
     private long windowBytes; // on disk from the cut on
+    private long reclaimFrom; // windowBytes when the reclaim under way began
     private boolean running, reclaimRunning, reclaiming;
     private Throwable failure; // the journal failed: every later operation fails with it
     private long reclaims, copiedBytes; // done and carried forward, for tests and logs
@@ -1003,21 +1004,33 @@ public final class HugepoolJournal implements Journal {
     }
 
     /*
-     * With the lock, before a broker operation queues its record: wait while the window is half
-     * as large again as the reclaim point, i.e. the reclaim under way is behind the broker. Its
-     * copies and CUT are queued behind whatever the broker queued before them; without this, a
-     * broker appending faster than a reclaim reads back would fill the daemon's journal
-     * (when_full = block) with records queued ahead of the CUT that would free it, and wait for
-     * ever. So the journal holds at most 1.5 reclaim points and a reclaim's copies (at most a
-     * third of one): twice the reclaim point is the daemon journal's size (hugepool-artemis(7)).
-     * Never on the appender or the reclaimer (a callback may append from the appender), which
-     * are what makes room.
+     * With the lock: the window a broker operation may not queue past, i.e. where the reclaim is
+     * behind the broker. Its copies and CUT are queued behind whatever the broker queued before
+     * them; without a limit, a broker appending faster than a reclaim reads back would fill the
+     * daemon's journal (when_full = block) with records queued ahead of the CUT that would free
+     * it, and wait for ever. The limit is half as large again as the reclaim point, so the journal
+     * holds at most 1.5 reclaim points and a reclaim's copies (at most a third of one): twice the
+     * largest reclaim point is the daemon journal's size (hugepool-artemis(7)). A reclaim under way
+     * that began past the limit (the live records died, a consumer caught up with a backlog: the
+     * point fell under a window made when it was higher, which the journal held then) lets the
+     * broker append half a point more than the window it cuts, not stall until it has read it
+     * all: at most 1.5 times the old point and half the new one, still within twice the largest.
+     */
+    private long roomLimit() {
+        long point = reclaimPoint(), limit = point + point / 2;
+        return reclaiming && reclaimFrom > limit ? reclaimFrom + point / 2 : limit;
+    }
+
+    /*
+     * With the lock, before a broker operation queues its record: wait while the window is past
+     * roomLimit(). Never on the appender or the reclaimer (a callback may append from the
+     * appender), which are what makes room.
      */
     private void awaitRoom() {
         Thread me = Thread.currentThread();
         if (me == appender || me == reclaimer)
             return;
-        while (running && reclaimRunning && failure == null && windowBytes > reclaimPoint() * 3 / 2)
+        while (running && reclaimRunning && failure == null && windowBytes > roomLimit())
             room.awaitUninterruptibly();
     }
 
@@ -1033,6 +1046,8 @@ public final class HugepoolJournal implements Journal {
                     if (!reclaimRunning || failure != null)
                         return;
                     reclaiming = true;
+                    reclaimFrom = windowBytes;
+                    room.signalAll(); // the limit may have grown (roomLimit)
                     // decided and cut in one hold of the lock: the live bytes it copies are what made it due
                     c = new Cut(cut, nextLsn, windowBytes, live.bytes);
                 } finally {
