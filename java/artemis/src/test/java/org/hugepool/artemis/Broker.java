@@ -64,8 +64,10 @@ final class Broker implements AutoCloseable {
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
         }
+        // --nio: the journals are hugepool's anyway, and ASYNCIO would load libaio's glue, whose
+        // lock file in /tmp (artemisJLHandler_*) a broker killed by a test leaves behind
         run(List.of(HOME.resolve("bin/artemis").toString(), "create", "--silent", "--force", "--no-web", "--allow-anonymous",
-                "--user", "a", "--password", "a", "--no-autotune", "--no-amqp-acceptor", "--no-hornetq-acceptor",
+                "--user", "a", "--password", "a", "--nio", "--no-autotune", "--no-amqp-acceptor", "--no-hornetq-acceptor",
                 "--no-mqtt-acceptor", "--no-stomp-acceptor", "--host", "127.0.0.1", "--default-port", Integer.toString(port),
                 instance.toString()));
         // the operator's change (hugepool-artemis(7), STANDALONE BROKER)
