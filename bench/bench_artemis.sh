@@ -12,9 +12,10 @@
 # each cell the three brokers take turns, the order rotating from cell to cell and round to round;
 # with several rounds a broker's best run counts. Prints each broker's durable sends/s and send
 # latency p50/p99 (the generator's HDR histogram), and hugepool's against the better Artemis
-# journal's (the one with more sends/s) as ratios. Nothing is asserted. Default: P in {1, 8, 64}
-# x S in {100, 1000, 10000}, 5 s after 2 s, two rounds: about 10 minutes on 2 CPUs; set
-# HP_BENCH_ARTEMIS_PRODUCERS, _SIZES, _SECONDS, _WARMUP, _ROUNDS for others.
+# journal's (the one with more sends/s) as ratios. Nothing is asserted. Each broker runs 15 s of
+# load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100, 1000, 10000}, 5 s
+# after 2 s, two rounds: about 12 minutes on 2 CPUs; set HP_BENCH_ARTEMIS_PRODUCERS, _SIZES,
+# _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others.
 # Usage: bench/bench_artemis.sh BUILD_DIR
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -132,6 +133,15 @@ run() {
 		END { if (end > start && n > 0 && p50 != "") printf "%.0f %s %s\n", n * 1000 / (end - start), p50, p99 }' "$json" 2>/dev/null)
 	echo "${out:-- - -}"
 }
+
+# each broker's JIT warmed up before the first cell: just started, a broker spends most of its
+# CPU compiling (C2 took two thirds of the hugepool broker's in its first seconds under load)
+echo "bench_artemis: warming each broker up (${HP_BENCH_ARTEMIS_JIT_SECONDS:-15} s of 8 x 1000 B, not measured)"
+for b in "${brokers[@]}"; do
+	"$home/bin/artemis" perf client --url "tcp://127.0.0.1:${port[$b]}?confirmationWindowSize=1048576" --persistent \
+		--producers 8 --consumers 1 --threads "$(nproc)" --message-size 1000 --max-pending 1 \
+		--duration "${HP_BENCH_ARTEMIS_JIT_SECONDS:-15}" queue://bench.jit >"$work/$b.jit.log" 2>&1
+done
 
 IFS=, read -r -a ps <<<"$producers"
 IFS=, read -r -a ss <<<"$sizes"
