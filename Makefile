@@ -7,8 +7,10 @@
 #   make bench               benchmarks, each figure beside its baseline from the same run
 #   make fuzz                libFuzzer on each tests/fuzz target (FUZZ_SECONDS=60 each)
 #   make java                the Java binding: the JNI library and the jar (Maven), in build/java
+#   make druid               the Druid extension druid-hugepool (java/druid/druid.mk), in build/java/druid
 #   make install             PREFIX=/usr/local DESTDIR= (binaries, libraries, headers, .pc, man, units,
-#                            sysusers.d, the hugepage reservation helper; the jar and the JNI library)
+#                            sysusers.d, the hugepage reservation helper; the jar and the JNI library;
+#                            the Druid extension's directory, DRUIDEXTDIR)
 #   dpkg-buildpackage -b     the Debian packages (debian/), which use make install
 #   make SANITIZE=address,undefined check    a sanitizer build in its own build directory
 #   V=1                      show the commands
@@ -39,12 +41,12 @@ override CFLAGS += $(CPPFLAGS) -std=gnu11 -fPIC -pthread -MMD -MP \
 override LDFLAGS += -pthread
 
 SANITIZE ?=
+comma := ,
 ifneq ($(SANITIZE),)
 override CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 override LDFLAGS += -fsanitize=$(SANITIZE)
 BUILD ?= build-$(subst $(comma),-,$(SANITIZE))
 endif
-comma := ,
 BUILD ?= build
 
 ifeq ($(V),1)
@@ -55,19 +57,24 @@ Q := @
 say = @printf '  %-6s %s\n'
 endif
 
+# every file below the folders $(1) whose name matches $(2), as $(wildcard) does, without a shell
+rwildcard = $(foreach d,$(wildcard $(addsuffix /*,$(1))),$(call rwildcard,$(d),$(2)) $(filter $(subst *,%,$(2)),$(d)))
+
 COMMON_SRC := $(wildcard src/common/*.c)
 # the daemon's subsystems, a folder each (docs/ARCHITECTURE.md, "Layers"), and the folders each
-# may use (its headers' includes included): its files are compiled with those on the include path
-# and no other, and no file includes another folder's *_internal.h (daemon-includes, below)
+# uses directly: its files are compiled with those on the include path, and the folders they use
+# in turn (daemon_uses), and no other; no file includes another folder's *_internal.h
+# (daemon-includes, below)
 DAEMON_DIRS := base jio config restart pool journal spill server
 DAEMON_USES_base :=
 DAEMON_USES_jio := base
-DAEMON_USES_config := base jio
+DAEMON_USES_config := jio
 DAEMON_USES_restart := base
-DAEMON_USES_pool := base jio config restart
-DAEMON_USES_journal := base jio config
-DAEMON_USES_spill := base jio config restart
-DAEMON_USES_server := base jio config restart pool journal spill
+DAEMON_USES_pool := config restart
+DAEMON_USES_journal := config
+DAEMON_USES_spill := config restart
+DAEMON_USES_server := pool journal spill
+daemon_uses = $(sort $(foreach u,$(DAEMON_USES_$(1)),$(u) $(call daemon_uses,$(u))))
 DAEMON_SRC := $(foreach d,$(DAEMON_DIRS),$(wildcard src/daemon/$(d)/*.c))
 DAEMON_INCLUDES := $(addprefix -Isrc/daemon/,$(DAEMON_DIRS))
 LIB_SRC := $(wildcard src/lib/*.c)
@@ -96,6 +103,10 @@ INTEG_BIN := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(INTEG_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZ_BIN := $(patsubst tests/fuzz/fuzz_%.c,$(BUILD)/tests/test_fuzz_%,$(FUZZ_SRC))
 TESTLIB_OBJ := $(call obj,tests/integration/harness.c) $(call obj,tests/integration/manager.c)
+# the crash-point harness's model of a file system (tests/lib/crashfs.h), and its recording
+# through the journal's taps, which needs the daemon's jio and journal_fs
+CRASHFS_OBJ := $(call obj,tests/lib/crashfs.c)
+CRASHFS_TAP_OBJ := $(call obj,tests/lib/crashfs_tap.c)
 
 all: $(BUILD)/hugepoold $(if $(CLI_SRC),$(BUILD)/hugepoolctl) $(LIBSO) $(LIBA) $(BUILD)/hugepool.pc \
 	$(HEAP_SO) $(HEAP_A) $(BUILD)/hugepool-heap.pc
@@ -124,7 +135,7 @@ $(BUILD)/.test-deps:
 # The layers (docs/ARCHITECTURE.md, "Layers"), enforced by the include path: a source file in
 # src/common, src/lib, src/heap or src/cli sees the public header, src/common and its own
 # directory (the compiler looks there first), nothing else; one in a folder of src/daemon also
-# the folders DAEMON_USES_<folder> names (main.c: all of them); tests, benchmarks and fuzz
+# the folders daemon_uses gives for it (main.c: all of them); tests, benchmarks and fuzz
 # targets see everything.
 define layer_rule
 $$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c | $$(BUILD)/.build-deps $(3)
@@ -133,7 +144,7 @@ $$(BUILD)/obj/src/$(1)/%.o: src/$(1)/%.c | $$(BUILD)/.build-deps $(3)
 	$$(Q)$$(CC) $$(CFLAGS) $(2) -c -o $$@ $$<
 endef
 $(foreach layer,common lib heap cli,$(eval $(call layer_rule,$(layer))))
-$(foreach d,$(DAEMON_DIRS),$(eval $(call layer_rule,daemon/$(d),$(addprefix -Isrc/daemon/,$(DAEMON_USES_$(d))),$$(BUILD)/.daemon-includes)))
+$(foreach d,$(DAEMON_DIRS),$(eval $(call layer_rule,daemon/$(d),$(addprefix -Isrc/daemon/,$(call daemon_uses,$(d))),$$(BUILD)/.daemon-includes)))
 $(BUILD)/obj/src/daemon/main.o: src/daemon/main.c | $(BUILD)/.build-deps $(BUILD)/.daemon-includes
 	@mkdir -p $(dir $@)
 	$(say) CC $@
@@ -201,7 +212,7 @@ $(BUILD)/%.pc: %.pc.in Makefile
 	@mkdir -p $(dir $@)
 	$(Q)$(PC_SED) $< > $@
 
-$(BUILD)/tests/test_%: $(call obj,tests/unit/test_%.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
+$(filter-out $(BUILD)/tests/test_dlopen,$(UNIT_BIN)): $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(DAEMON_LIBS)
@@ -240,13 +251,17 @@ $(BUILD)/tests/test_journal_backends $(BUILD)/tests/test_hostile: | $(BUILD)/tes
 # the daemon with its journals' operations traced (tests/integration/traced.c), which
 # test_journal_power runs to build the states a power loss could leave; not named test_*, so
 # run-tests.sh does not run it; built whenever that test is
-$(BUILD)/tests/hugepoold-traced: $(call obj,src/daemon/main.c) $(call obj,tests/integration/traced.c) $(LIBDAEMON) $(LIBCOMMON)
+$(BUILD)/tests/hugepoold-traced: $(call obj,src/daemon/main.c) $(call obj,tests/integration/traced.c) $(CRASHFS_OBJ) \
+		$(CRASHFS_TAP_OBJ) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
-$(BUILD)/tests/test_journal_power: | $(BUILD)/tests/hugepoold-traced
+$(BUILD)/tests/test_journal_power: $(CRASHFS_OBJ) | $(BUILD)/tests/hugepoold-traced
+$(BUILD)/tests/test_crash_points: $(CRASHFS_OBJ) $(CRASHFS_TAP_OBJ)
 
-# a fuzz target with replay.c: its saved corpus as an ordinary test
+# a fuzz target with replay.c: its saved corpus as an ordinary test (fuzz_http: hugepoolctl's parser)
+$(BUILD)/tests/test_fuzz_http: $(call obj,src/cli/http.c)
+$(call obj,tests/fuzz/fuzz_http.c): CFLAGS += -Isrc/cli
 $(BUILD)/tests/test_fuzz_%: $(call obj,tests/fuzz/fuzz_%.c) $(call obj,tests/fuzz/replay.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
@@ -262,11 +277,11 @@ $(BUILD)/bench/bench_heap: $(call obj,bench/bench_heap.c) $(call obj,bench/bench
 $(filter-out $(BUILD)/bench/bench_heap,$(BENCH_BIN)): $(BUILD)/bench/%: $(call obj,bench/%.c) $(call obj,bench/benchutil.c) $(TESTLIB_OBJ) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) -lm
 
 # the C++ allocator example of hugepool-heap(3), built when there is a C++ compiler (test_heap
 # runs it, and skips that case otherwise)
-CXX_FOUND := $(shell command -v $(firstword $(CXX)) 2>/dev/null)
+CXX_FOUND = $(eval CXX_FOUND := $(shell command -v $(firstword $(CXX)) 2>/dev/null))$(CXX_FOUND)
 HEAP_EXAMPLE := $(if $(CXX_FOUND),$(BUILD)/examples/heap_allocator)
 $(BUILD)/examples/heap_allocator: examples/heap_allocator.cpp include/hugepool-heap.h $(HEAP_SO)
 	@mkdir -p $(dir $@)
@@ -296,16 +311,17 @@ bench: all $(BENCH_BIN)
 # $(BUILD)/java/target. `make check` runs the Java tests (tests/java-tests.sh) once, in the plain
 # build only: a sanitizer's runtime would have to be preloaded into the JVM. Where there is no JDK
 # or no Maven they are skipped with a line that says what is missing; ./dev.sh installs both.
-JAVAC := $(shell command -v javac 2>/dev/null)
+# (looked up once, and only when a rule needs them: `make clean` asks no shell)
+JAVAC = $(eval JAVAC := $(shell command -v javac 2>/dev/null))$(JAVAC)
 MVN ?= mvn
-MVN_FOUND := $(shell command -v $(MVN) 2>/dev/null)
+MVN_FOUND = $(eval MVN_FOUND := $(shell command -v $(MVN) 2>/dev/null))$(MVN_FOUND)
 MVN_FLAGS ?= -B -q
 JAVA_HOME ?= $(if $(JAVAC),$(patsubst %/bin/javac,%,$(realpath $(JAVAC))))
 JAVADIR ?= $(PREFIX)/share/java
 JNIDIR ?= $(LIBDIR)/jni
 JNI_SO := $(BUILD)/java/libhugepool_jni.so
 JAR := $(BUILD)/java/target/hugepool-$(VERSION).jar
-JAVA_SRC := $(shell find java/src/main/java -name '*.java')
+JAVA_SRC := $(call rwildcard,java/src/main/java,*.java)
 # why the Java part is not built and tested here; empty when it is
 JAVA_SKIP := $(if $(SANITIZE),a sanitizer build,$(if $(JAVAC),$(if $(MVN_FOUND),,no Maven: install maven or run ./dev.sh),no JDK: install default-jdk or run ./dev.sh))
 
@@ -337,6 +353,9 @@ else
 java: $(JNI_SO) $(JAR)
 endif
 
+# every part Maven builds: the binding, and the engines' modules (their .mk files add theirs)
+java-all: java
+
 java-check: all java
 	$(Q)tests/java-tests.sh $(BUILD)
 
@@ -356,7 +375,9 @@ install-java: java
 	install -m 0644 $(JNI_SO) $(DESTDIR)$(JNIDIR)/libhugepool_jni.so
 	install -m 0644 man/hugepool-java.7 $(DESTDIR)$(MANDIR)/man7/
 
-.PHONY: java java-check install-java
+.PHONY: java java-all java-check install-java
+
+include java/druid/druid.mk
 
 include java/artemis/artemis.mk
 
@@ -397,7 +418,7 @@ install: all
 	done
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
-	for u in hugepoold hugepool-hugepages hugepool-metrics@ hugepool-metrics-textfile; do \
+	for u in hugepoold hugepool-hugepages hugepool-metrics hugepool-metrics-textfile; do \
 		$(UNIT_SED) systemd/$$u.service.in > $(DESTDIR)$(UNITDIR)/$$u.service && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u.service || exit; \
 	done
@@ -418,4 +439,4 @@ clean:
 .PHONY: all tests check check-all fuzz bench install clean
 .SECONDARY:
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(call rwildcard,$(BUILD)/obj,*.d)

@@ -16,9 +16,11 @@ cd "$(dirname "$0")"
 # lintian to build and check them, debootstrap for the Debian tree, systemd-container for
 # systemd-nspawn, libhugetlbfs-bin for hugeadm, which the packaged units use, curl and jq to
 # ask the container's Prometheus; default-jdk and maven for the Java binding, java/: Maven
-# fetches its plugins and JUnit once, into ~/.m2).
+# fetches its plugins and JUnit once, into ~/.m2; maven-repo-helper puts its POM in the Debian
+# package's /usr/share/maven-repo).
 PACKAGES=(gcc make pkg-config libcmocka-dev liburing-dev libaio-dev libjemalloc-dev clang g++ mandoc systemd
-	debhelper dpkg-dev lintian debootstrap systemd-container libhugetlbfs-bin curl jq default-jdk maven)
+	debhelper dpkg-dev lintian debootstrap systemd-container libhugetlbfs-bin curl jq default-jdk maven
+	maven-repo-helper)
 # Installed without their Recommends: prometheus for promtool, which checks hugepoolctl metrics'
 # output in make check (its Recommends is node_exporter, which nothing here needs). On a machine
 # booted with systemd, Debian starts the Prometheus server it brings (port 9090): `systemctl

@@ -7,6 +7,13 @@
 #    ByteBuffer.allocateDirect of 1 GiB buffers + the same writes, serial and on a ForkJoinPool
 #    (Druid's processing buffers before and after its PR 19025); 2 MiB hugetlb pages when enough
 #    are free (run-bench.sh reserves them as root), regular shared memory otherwise, said so;
+#  - FirstCalls: each call's first time in a fresh JVM (connect, acquire of the same N x 1 GiB,
+#    release, a journal writer's open, its first append and the wait for it) beside the C
+#    client's in a fresh process (bench_first_calls) on the same daemon, and a fresh JVM's
+#    buffers ready (connect + acquire) against a fresh JVM's parallel allocateDirect of the same
+#    bytes, each with the time of a write per page after it; HP_BENCH_JAVA_FRESH rounds
+#    (default 5) of the three processes in turn, medians; 1 GiB hugetlb pages when N are free,
+#    else 2 MiB ones when enough are free, else regular shared memory, said so;
 #  - DurableAppends: W threads x S-byte records, append-and-wait, against ActiveMQ Artemis's own
 #    journal (NIO and ASYNCIO, the buffer timeout `artemis create` picks), and against a C
 #    writer's appends/s in the same cell (bench_journal's "ours", run just before, the same
@@ -48,6 +55,9 @@ fi
 cp="$jar:$(cat "$work/cp")"
 javac -nowarn -XDsuppressNotes -d "$work/classes" -cp "$cp" "$top"/java/bench/src/main/java/org/hugepool/bench/*.java 2>&1 |
 	grep -v 'internal proprietary API\|^ *\^\|Unsafe\|warning' || true
+# in a jar, as a program's classes are: the JDK's jar reading is then ready before main, and a
+# fresh JVM's first connect pays for the binding's jar, not for the first jar the JVM opens
+(cd "$work/classes" && jar cf "$work/bench.jar" .)
 # ASYNCIO's libaio glue is a native library inside activemq-artemis-native's jar; an Artemis
 # installation has it on java.library.path (bin/lib/linux-x86_64), and so does this run
 native_jar=$(tr ':' '\n' <"$work/cp" | grep -m1 activemq-artemis-native)
@@ -55,7 +65,7 @@ mkdir -p "$work/native"
 [ -z "$native_jar" ] || (cd "$work/native" && jar xf "$native_jar" lib/linux-x86_64 2>/dev/null)
 run_java() {
 	"$java" --enable-native-access=ALL-UNNAMED -Dhugepool.jni.library="$jni" \
-		-Djava.library.path="$work/native/lib/linux-x86_64" -cp "$work/classes:$cp" "$@"
+		-Djava.library.path="$work/native/lib/linux-x86_64" -cp "$work/bench.jar:$cp" "$@"
 }
 
 # start_daemon NAME CONF: run hugepoold on CONF, return once it logged its start line
@@ -76,16 +86,66 @@ start_daemon() {
 }
 stop_daemon() { kill "$dpid"; wait "$dpid" 2>/dev/null; dpid=""; }
 
-free=$(($(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages 2>/dev/null || echo 0) -
-	$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/resv_hugepages 2>/dev/null || echo 0)))
-if [ "$free" -ge $((gib * 512)) ]; then huge=require pages="2 MiB hugetlb pages"; else huge=off pages="regular shared memory (4 KiB pages: not $((gib * 512)) free hugepages)"; fi
+# free_pages KB: hugepages of that size free and not reserved by someone else
+free_pages() {
+	local d=/sys/kernel/mm/hugepages/hugepages-${1}kB
+	echo $(($(cat "$d/free_hugepages" 2>/dev/null || echo 0) - $(cat "$d/resv_hugepages" 2>/dev/null || echo 0)))
+}
+if [ "$(free_pages 1048576)" -ge "$gib" ]; then
+	huge="require\npage_size = 1G" page=$((1 << 30)) pages="1 GiB hugetlb pages"
+elif [ "$(free_pages 2048)" -ge $((gib * 512)) ]; then
+	huge="require\npage_size = 2M" page=$((2 << 20)) pages="2 MiB hugetlb pages"
+else
+	huge=off page=4096 pages="regular shared memory (4 KiB pages: not $((gib * 512)) free hugepages)"
+fi
+# median NAME FILE: the median of NAME=ns over FILE's lines, in ms
+median() {
+	tr ' ' '\n' <"$2" | sed -n "s/^$1=//p" | sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) / 1e6 }'
+}
+
+# first_calls: the fresh-process rounds on the buffers daemon (see the header), then the tables
+first_calls() {
+	local rounds=${HP_BENCH_JAVA_FRESH:-5} r name j c x
+	for ((r = 0; r < rounds; r++)); do
+		"$build/bench/bench_first_calls" "$work/buffers.sock" gib "$gib" "$page" first >>"$work/first.c" ||
+			{ echo "bench_java: bench_first_calls failed"; return; }
+		run_java org.hugepool.bench.FirstCalls ours "$work/buffers.sock" gib "$gib" "$page" first >>"$work/first.java" ||
+			{ echo "bench_java: FirstCalls failed"; return; }
+		run_java -XX:MaxDirectMemorySize=$((gib + 1))g org.hugepool.bench.FirstCalls alloc "$gib" >>"$work/first.alloc" ||
+			{ echo "bench_java: FirstCalls alloc failed"; return; }
+	done
+	echo
+	echo "First calls in a fresh process, medians of $rounds rounds (a fresh JVM; the C client in a fresh process; same daemon, $pages)"
+	echo "| call | Java, fresh JVM | C client, fresh process | Java / C |"
+	echo "|---|---|---|---|"
+	for name in connect acquire release journal_open append append_wait; do
+		j=$(median $name "$work/first.java") c=$(median $name "$work/first.c")
+		x=$(awk -v j="$j" -v c="$c" 'BEGIN { if (c > 0) printf "%.1fx", j / c; else print "-" }')
+		case $name in acquire) name="acquire $gib x 1 GiB" ;; journal_open) name="journal writer open" ;;
+			append) name="first append" ;; append_wait) name="its wait (durable)" ;; esac
+		echo "| $name | $j ms | $c ms | $x |"
+	done
+	local jc ja jt at aa
+	jc=$(median connect "$work/first.java") ja=$(median acquire "$work/first.java") jt=$(median touch "$work/first.java")
+	aa=$(median alloc "$work/first.alloc") at=$(median touch "$work/first.alloc")
+	echo
+	echo "$gib GiB of buffers ready in a fresh JVM: hugepoold (connect + acquire) against a parallel allocateDirect (ForkJoinPool, one thread a CPU), medians of $rounds rounds"
+	echo "| | from hugepoold | parallel allocateDirect | allocateDirect / hugepoold |"
+	echo "|---|---|---|---|"
+	awk -v jc="$jc" -v ja="$ja" -v jt="$jt" -v aa="$aa" -v at="$at" -v ps="$((page >> 10))" 'BEGIN {
+		h = jc + ja; printf "| ready | %.2f ms | %.0f ms | **%.0fx** |\n", h, aa, aa / h
+		printf "| then a write per page (%d KiB; 4 KiB) | %.2f ms | %.1f ms | |\n", ps, jt, at
+		printf "| ready and written | %.2f ms | %.0f ms | **%.0fx** |\n", h + jt, aa + at, (aa + at) / (h + jt) }'
+}
+
 echo "bench_java: Java $("$java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.version = //p'), binding $jar"
 echo
 echo "A JVM getting $gib GiB of buffers ready: hugepoold's pool on $pages"
-printf 'socket = %s/buffers.sock\nhugepages = %s\nspill_directory = %s/spill\n[class gib]\nsize = 1G\ncount = %s\n' \
-	"$work" "$huge" "$work" "$gib" >"$work/buffers.conf"
+printf 'socket = %s/buffers.sock\nhugepages = %b\nspill_directory = %s/spill\n[class gib]\nsize = 1G\ncount = %s\n[journal first]\ndirectory = %s/first\nsegment_size = 1M\n' \
+	"$work" "$huge" "$work" "$gib" "$work" >"$work/buffers.conf"
 if start_daemon buffers "$work/buffers.conf"; then
 	run_java -XX:MaxDirectMemorySize=$((gib + 1))g org.hugepool.bench.BuffersReady "$work/buffers.sock" gib "$gib" 3
+	first_calls
 	stop_daemon
 else
 	echo "bench_java: hugepoold did not start for $gib GiB (log above)"

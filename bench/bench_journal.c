@@ -45,6 +45,9 @@
  * per backend configured alike, and runs ours on each of its journals in the same turns, each on
  * a line "base:BACKEND" with the ratio of this build's same backend to it: a change measured
  * against what it replaces in the same seconds;
+ * $HP_BENCH_WARMUP_SECONDS: ours appends that long, unmeasured, before each of its runs (0);
+ * $HP_BENCH_WHY=1 adds, to auto's line, the controller's own words at the end of the cell
+ * (status' why: the rates it last measured, its comparisons and changes);
  * $HP_BENCH_ONLY=ours (or limit, threads, per-append, timer; a comma list) runs only those, for
  * profiles; $HP_BENCH_REPEAT=N runs each method N times per cell, in turns, and keeps the best.
  * The targets' turns within a round follow a Williams design (run_order): over n rounds (2n when
@@ -57,6 +60,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -104,6 +109,9 @@ static uint64_t end_time(void)
 {
 	return bench_now_ns() + (uint64_t)(cell_seconds * 1e9);
 }
+
+/* $HP_BENCH_WARMUP_SECONDS: ours appends this long before a cell's measured seconds begin (0) */
+static uint64_t warmup_ns;
 
 /* A file of zeros already written, so that overwrites need no metadata at fdatasync. */
 static int prealloc_file(const char *name)
@@ -313,13 +321,16 @@ static void *ours_main(void *arg)
 	if (w->err == 0)
 		w->err = hp_journal_open(c, w->journal ? w->journal : "bench", &j);
 	pthread_barrier_wait(&start_line);
-	w->stop_ns = end_time();
+	w->stop_ns = end_time() + warmup_ns;
+	uint64_t from = w->stop_ns - (uint64_t)(cell_seconds * 1e9);
 	while (w->err == 0 && bench_now_ns() < w->stop_ns) {
 		uint64_t t0 = bench_now_ns();
 
 		w->err = hp_journal_append_wait(j, buf, w->size, NULL);
 		if (w->err)
 			break;
+		if (t0 < from)
+			continue; /* the warm-up */
 		hist_add(&w->r.lat, bench_now_ns() - t0);
 		w->r.appends++;
 		w->r.bytes += w->size;
@@ -475,7 +486,7 @@ static int run_cell(void *(*fn)(void *), unsigned n, unsigned size, const char *
 			err = w[i].err;
 	}
 	t1 = bench_now_ns();
-	ret->ns = t1 - t0;
+	ret->ns = t1 - t0 - (fn == ours_main ? warmup_ns : 0);
 	pthread_barrier_destroy(&start_line);
 	free(w);
 	return err;
@@ -567,6 +578,8 @@ struct jcounters {
 	uint64_t by_size[HP_BATCH_BUCKETS]; /* batches by records, as hp_journal_batches */
 	uint64_t by_path[3]; /* batches inline-spin, inline, queued (hp_journal_path) */
 	char chosen[16]; /* backend = auto: the path it measured best for more writers than CPUs */
+	uint64_t changes; /* backend = auto: times its measurements changed the path */
+	char why[256]; /* backend = auto: the controller's own words */
 };
 
 static struct jcounters journal_counters(hp_conn *c, const char *name)
@@ -576,16 +589,18 @@ static struct jcounters journal_counters(hp_conn *c, const char *name)
 
 	if (c && hp_status(c, &st) == 0) {
 		for (uint32_t i = 0; i < st->njournals; i++) {
-			if (strcmp(st->journals[i].name, name))
+			if (strcmp(st->journals[i]->name, name))
 				continue;
-			k.appends = st->journals[i].appends;
-			k.batches = st->journals[i].batches;
-			k.syncs = st->journals[i].syncs;
-			memcpy(k.by_size, st->journal_batches[i].by_size, sizeof(k.by_size));
-			k.by_path[0] = st->journal_paths[i].inline_spin_batches;
-			k.by_path[1] = st->journal_paths[i].inline_batches;
-			k.by_path[2] = st->journal_paths[i].queued_batches;
-			snprintf(k.chosen, sizeof(k.chosen), "%s", st->journal_paths[i].chosen);
+			k.appends = st->journals[i]->appends;
+			k.batches = st->journals[i]->batches;
+			k.syncs = st->journals[i]->syncs;
+			memcpy(k.by_size, st->journals[i]->batch_sizes.by_size, sizeof(k.by_size));
+			k.by_path[0] = st->journals[i]->path.inline_spin_batches;
+			k.by_path[1] = st->journals[i]->path.inline_batches;
+			k.by_path[2] = st->journals[i]->path.queued_batches;
+			snprintf(k.chosen, sizeof(k.chosen), "%s", st->journals[i]->path.chosen);
+			k.changes = st->journals[i]->path.path_changes;
+			snprintf(k.why, sizeof(k.why), "%s", st->journals[i]->path.why);
 		}
 		hp_status_free(st);
 	}
@@ -619,7 +634,8 @@ static void print_paths(const struct jcounters *k0, const struct jcounters *k1)
 	for (unsigned p = 0; p < 3 && total; p++)
 		printf(" %s %.0f%%", names[p], 100.0 * (double)(k1->by_path[p] - k0->by_path[p]) / (double)total);
 	if (k1->chosen[0])
-		printf(" (auto chose %s)", k1->chosen);
+		printf(" (auto chose %s, %" PRIu64 " changes%s%s)", k1->chosen, k1->changes - k0->changes,
+		       getenv("HP_BENCH_WHY") ? ": " : "", getenv("HP_BENCH_WHY") ? k1->why : "");
 }
 
 static void print_batch_paths(const struct jcounters *k0, const struct jcounters *k1)
@@ -742,19 +758,47 @@ static unsigned best_in(unsigned a, unsigned from, unsigned to)
  * of the figures). With a repeat of two Williams periods (8 rounds of 4 targets) each half is
  * balanced on its own.
  */
-static void print_against_best(void)
+/* Over the cells so far, the split-half figure of print_against_best: for the run's summary. */
+static struct {
+	double log_sum, lowest;
+	unsigned cells, below_95, below_90;
+	char lowest_cell[32];
+} against;
+
+static void print_against_best(unsigned n, unsigned size)
 {
 	unsigned half = repeat / 2, all, b1, b2;
+	double split;
 
 	if (nbackends < 3 || repeat < 4)
 		return;
 	all = best_in(0, 0, repeat);
 	b1 = best_in(0, 0, half);
 	b2 = best_in(0, half, repeat);
+	split = (paired_in(0, b1, half, repeat) + paired_in(0, b2, 0, half)) / 2;
 	printf("        %s against the best other: %.2fx %s (picked on the same rounds); %.2fx picked on one half "
 	       "of the rounds, measured on the other (the halves picked %s and %s)\n",
-	       labels[0], paired(0, all), labels[all], (paired_in(0, b1, half, repeat) + paired_in(0, b2, 0, half)) / 2,
-	       labels[b1], labels[b2]);
+	       labels[0], paired(0, all), labels[all], split, labels[b1], labels[b2]);
+	if (split <= 0)
+		return;
+	against.log_sum += log(split);
+	against.below_95 += split < 0.95;
+	against.below_90 += split < 0.90;
+	if (!against.cells++ || split < against.lowest) {
+		against.lowest = split;
+		snprintf(against.lowest_cell, sizeof(against.lowest_cell), "%u x %u B", n, size);
+	}
+}
+
+/* The run's summary of print_against_best's split-half figures. */
+static void print_against_summary(void)
+{
+	if (!against.cells)
+		return;
+	printf("\n%s against the best other backend, picked on one half of the rounds and measured on the other, "
+	       "over %u cells: %.3fx in geometric mean, the lowest %.2fx (%s); %u cells below 0.95x, %u below 0.90x\n",
+	       labels[0], against.cells, exp(against.log_sum / against.cells), against.lowest, against.lowest_cell,
+	       against.below_95, against.below_90);
 }
 
 /*
@@ -857,6 +901,8 @@ int main(void)
 
 	if (secs && atof(secs) > 0)
 		cell_seconds = atof(secs);
+	if (getenv("HP_BENCH_WARMUP_SECONDS") && atof(getenv("HP_BENCH_WARMUP_SECONDS")) > 0)
+		warmup_ns = (uint64_t)(atof(getenv("HP_BENCH_WARMUP_SECONDS")) * 1e9);
 	repeat = bench_env_uint("HP_BENCH_REPEAT", repeat, 1, 1000);
 	rounds = calloc(repeat * MAX_TARGETS, sizeof(*rounds));
 	if (!rounds)
@@ -871,8 +917,8 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
-	printf("bench_journal: durable appends (append, then wait until synced), %.1f s per cell, files in %s\n",
-	       cell_seconds, workdir);
+	printf("bench_journal: durable appends (append, then wait until synced), %.1f s per cell%s, files in %s\n",
+	       cell_seconds, warmup_ns ? " after a warm-up (HP_BENCH_WARMUP_SECONDS)" : "", workdir);
 	printf("  ours       = hugepoold journal (backend: see below), adaptive group commit\n");
 	printf("  per-append = one pwrite + fdatasync per append (all writers, one preallocated file)\n");
 	printf("  timer      = fixed-timer batch: a flusher writes and syncs what gathered every T\n");
@@ -982,7 +1028,7 @@ int main(void)
 			for (unsigned b = 0; b < ntargets && ntargets > 1 && method_on("ours"); b++)
 				print_backend(b, best_ours, best_k0, best_k1);
 			if (ntargets > 1 && repeat > 1 && method_on("ours")) {
-				print_against_best();
+				print_against_best(n, size);
 				print_rounds();
 			}
 			for (unsigned m = 0; m < NMETHOD; m++)
@@ -996,6 +1042,7 @@ int main(void)
 			fflush(stdout);
 		}
 	}
+	print_against_summary();
 	pthread_mutex_lock(&tb.lock);
 	tb.stop = true;
 	pthread_cond_signal(&tb.filled);
@@ -1009,10 +1056,10 @@ int main(void)
 			for (uint32_t i = 0; i < st->njournals; i++)
 				printf("\nours, whole run: journal %s, backend %s, %lu appends in %lu batches (%.1f per batch), "
 				       "sync p50 %.0f us p99 %.0f us p999 %.0f us\n",
-				       st->journals[i].name, st->journals[i].backend, (unsigned long)st->journals[i].appends,
-				       (unsigned long)st->journals[i].batches, st->journals[i].mean_batch,
-				       us(st->journals[i].sync_p50_ns), us(st->journals[i].sync_p99_ns),
-				       us(st->journals[i].sync_p999_ns));
+				       st->journals[i]->name, st->journals[i]->backend, (unsigned long)st->journals[i]->appends,
+				       (unsigned long)st->journals[i]->batches, st->journals[i]->mean_batch,
+				       us(st->journals[i]->sync_p50_ns), us(st->journals[i]->sync_p99_ns),
+				       us(st->journals[i]->sync_p999_ns));
 			hp_status_free(st);
 			hp_disconnect(c);
 		}

@@ -79,12 +79,88 @@ int hp_release(hp_conn *c, struct hp_buffer *bufs, unsigned n);
  */
 int hp_release_keep_range(hp_conn *c, struct hp_buffer *bufs, unsigned n);
 
+/*
+ * The status's records: hp_status() fills one struct per class, client, lease, journal and uid
+ * with spill files, each reached through an array of pointers (st->journals[i]->name). A struct
+ * grows only at its end, and the sections it holds (a journal's batches, durability and path; a
+ * class's acquires; a client's heaps) never grow: a figure added later goes at the end of the
+ * record that holds them. So a program built against this header keeps working with a later
+ * libhugepool, which only ever adds members after those it knows.
+ */
+
+/*
+ * A latency histogram: buckets[i] counts the samples above bound i - 1 and at most bound i of
+ * 1, 2.5, 5, 10, 25, 50, 100, 250, 500 us, 1, 2.5, ... 500 ms, 1, 2.5, 5 and 10 s
+ * (HP_LATENCY_BUCKETS bounds); buckets[HP_LATENCY_BUCKETS] those above 10 s.
+ */
+#define HP_LATENCY_BUCKETS 22
+struct hp_latency {
+	uint64_t count; /* samples */
+	uint64_t sum_ns; /* their sum */
+	uint64_t buckets[HP_LATENCY_BUCKETS + 1];
+};
+
+/* A class's acquires since the daemon started, by outcome (hp_class_status.acquire). */
+struct hp_class_acquire {
+	uint64_t acquires, granted, buffers_granted;
+	/* refused or failed: over max_bytes_per_uid, timed out, not all free at once and not
+	 * willing to wait, more than the class has, no fresh pages to be had */
+	uint64_t refused_limit, refused_timeout, refused_all_or_nothing, refused_too_large, refused_renewal;
+	uint64_t cancelled; /* its connection ended while it waited */
+	struct hp_latency wait; /* from arrival to grant, every granted acquire */
+};
+
+/* A client's hugepage heaps (libhugepool-heap), as its library reports them to the daemon. */
+struct hp_client_heaps {
+	uint64_t heaps; /* open */
+	uint64_t heap_buffers; /* leased buffers they hold (part of the client's leases) */
+	uint64_t heap_bytes; /* of those buffers' bytes, given to the heaps' allocator */
+};
+
+/*
+ * How many batches (one write and the sync that covers it) a journal wrote, by the records in
+ * them: by_size[0] at most 1 record, by_size[k] more than 2^(k-1) and at most 2^k, the last
+ * more than 2^(HP_BATCH_BUCKETS - 2) (1024).
+ */
+#define HP_BATCH_BUCKETS 12
+struct hp_journal_batches {
+	uint64_t by_size[HP_BATCH_BUCKETS];
+};
+
+/* A journal's latencies and I/O errors since the daemon started (hp_journal_status.durability). */
+struct hp_journal_durability {
+	uint64_t io_errors; /* writes and syncs that failed */
+	uint64_t batch_records; /* records in the batches written (the sum of their sizes) */
+	struct hp_latency to_durable; /* per record: taken from its writer's ring -> durable */
+	struct hp_latency write_sync; /* per batch: its write and sync */
+};
+
+/*
+ * How a journal's batches reach the disk. path: the last batch's, "inline-spin" (no more active
+ * writers than cpus: written and synced on the daemon's flusher thread while the writers poll),
+ * "inline" (the same for more writers than cpus), "queued" (through the I/O backend's queue) or
+ * "queued-alt" (backend = auto: through io_uring's queue, set up beside libaio's); "none"
+ * before the first batch. With backend = auto (adaptive = 1) the daemon measures which of
+ * these makes more records durable per second for more writers than CPUs, and chosen names it
+ * once it knows ("" before). why says it in words.
+ */
+struct hp_journal_path {
+	char path[16];
+	char chosen[16];
+	uint32_t adaptive, cpus;
+	uint64_t inline_spin_batches, inline_batches, queued_batches; /* since the daemon started (queued: both queues) */
+	uint64_t path_changes; /* adaptive: times the measurements changed the path */
+	uint64_t inline_rate, queued_rate; /* adaptive: records/s of each path when last measured (queued: the faster queue) */
+	char why[256];
+};
+
 struct hp_class_status {
 	char name[HP_NAME_MAX];
 	uint64_t size; /* bytes per buffer */
 	uint32_t total, free, leased, waiters;
 	uint32_t zeroing; /* being given fresh pages for another uid (counted in none of the others) */
 	int retired; /* 1: no longer configured; its buffers still held after a restart, then gone */
+	struct hp_class_acquire acquire; /* its acquires since the daemon started, by outcome */
 };
 
 struct hp_client_status {
@@ -99,6 +175,7 @@ struct hp_client_status {
 	uint32_t spill_files; /* spill streams of this client on disk */
 	uint64_t spill_bytes; /* bytes charged to them */
 	uint64_t spill_streams_memory, spill_bytes_memory; /* its streams in memory, as it reports */
+	struct hp_client_heaps heaps; /* its hugepage heaps, as its library reports them */
 };
 
 struct hp_lease_status {
@@ -132,6 +209,9 @@ struct hp_journal_status {
 	uint64_t recovered_records;
 	char note[160]; /* why this backend, or what failed */
 	char recovery[200]; /* what recovery found at start */
+	struct hp_journal_batches batch_sizes; /* its batches by the records in them */
+	struct hp_journal_durability durability; /* its latencies and I/O errors */
+	struct hp_journal_path path; /* how its batches reach the disk */
 };
 
 /* Spill streams, all clients together; limits of 0 mean unlimited. */
@@ -158,35 +238,6 @@ struct hp_start_status {
 	uint64_t ready_ns; /* from the start of this life to ready */
 };
 
-/*
- * How many batches (one write and the sync that covers it) a journal wrote, by the records in
- * them: by_size[0] at most 1 record, by_size[k] more than 2^(k-1) and at most 2^k, the last
- * more than 2^(HP_BATCH_BUCKETS - 2) (1024).
- */
-#define HP_BATCH_BUCKETS 12
-struct hp_journal_batches {
-	uint64_t by_size[HP_BATCH_BUCKETS];
-};
-
-/* A client's hugepage heaps (libhugepool-heap), as its library reports them to the daemon. */
-struct hp_client_heaps {
-	uint64_t heaps; /* open */
-	uint64_t heap_buffers; /* leased buffers they hold (part of the client's leases) */
-	uint64_t heap_bytes; /* of those buffers' bytes, given to the heaps' allocator */
-};
-
-/*
- * A latency histogram: buckets[i] counts the samples above bound i - 1 and at most bound i of
- * 1, 2.5, 5, 10, 25, 50, 100, 250, 500 us, 1, 2.5, ... 500 ms, 1, 2.5, 5 and 10 s
- * (HP_LATENCY_BUCKETS bounds); buckets[HP_LATENCY_BUCKETS] those above 10 s.
- */
-#define HP_LATENCY_BUCKETS 22
-struct hp_latency {
-	uint64_t count; /* samples */
-	uint64_t sum_ns; /* their sum */
-	uint64_t buckets[HP_LATENCY_BUCKETS + 1];
-};
-
 /* The daemon's connections, and what the status shows to whom asked. */
 struct hp_server_status {
 	uint32_t connections; /* open now */
@@ -199,49 +250,12 @@ struct hp_server_status {
 	int sees_all; /* 1: the status shows every client and uid (admin or monitor_group) */
 };
 
-/* A class's acquires since the daemon started, by outcome (hp_status.class_acquire). */
-struct hp_class_acquire {
-	uint64_t acquires, granted, buffers_granted;
-	/* refused or failed: over max_bytes_per_uid, timed out, not all free at once and not
-	 * willing to wait, more than the class has, no fresh pages to be had */
-	uint64_t refused_limit, refused_timeout, refused_all_or_nothing, refused_too_large, refused_renewal;
-	uint64_t cancelled; /* its connection ended while it waited */
-	struct hp_latency wait; /* from arrival to grant, every granted acquire */
-};
-
-/* A journal's latencies and I/O errors since the daemon started (hp_status.journal_durability). */
-struct hp_journal_durability {
-	uint64_t io_errors; /* writes and syncs that failed */
-	uint64_t batch_records; /* records in the batches written (the sum of their sizes) */
-	struct hp_latency to_durable; /* per record: taken from its writer's ring -> durable */
-	struct hp_latency write_sync; /* per batch: its write and sync */
-};
-
 /* One uid's spill files (open and lingering) and bytes now; its counters since it last had none. */
 struct hp_spill_uid_status {
 	uid_t uid;
 	uint32_t files;
 	uint64_t bytes;
 	uint64_t files_created, bytes_charged_total, refusals, truncated;
-};
-
-/*
- * How a journal's batches reach the disk. path: the last batch's, "inline-spin" (no more active
- * writers than cpus: written and synced on the daemon's flusher thread while the writers poll),
- * "inline" (the same for more writers than cpus), "queued" (through the I/O backend's queue) or
- * "queued-alt" (backend = auto: through io_uring's queue, set up beside libaio's); "none"
- * before the first batch. With backend = auto (adaptive = 1) the daemon measures which of
- * these makes more records durable per second for more writers than CPUs, and chosen names it
- * once it knows ("" before). why says it in words.
- */
-struct hp_journal_path {
-	char path[16];
-	char chosen[16];
-	uint32_t adaptive, cpus;
-	uint64_t inline_spin_batches, inline_batches, queued_batches; /* since the daemon started (queued: both queues) */
-	uint64_t path_changes; /* adaptive: times the measurements changed the path */
-	uint64_t inline_rate, queued_rate; /* adaptive: records/s of each path when last measured (queued: the faster queue) */
-	char why[256];
 };
 
 struct hp_status {
@@ -258,20 +272,15 @@ struct hp_status {
 	uint64_t connections_total, acquires, grants, releases, timeouts, denials, protocol_errors,
 		recycled_buffers, disconnect_releases;
 	uint32_t nclasses, nclients, nleases, njournals;
-	struct hp_class_status *classes;
-	struct hp_client_status *clients;
-	struct hp_lease_status *leases;
-	struct hp_journal_status *journals;
+	struct hp_class_status **classes; /* nclasses */
+	struct hp_client_status **clients; /* nclients */
+	struct hp_lease_status **leases; /* nleases */
+	struct hp_journal_status **journals; /* njournals */
 	struct hp_spill_status spill;
 	struct hp_start_status start;
-	struct hp_journal_batches *journal_batches; /* njournals, in the order of journals */
-	struct hp_client_heaps *client_heaps; /* nclients, in the order of clients */
 	struct hp_server_status server;
-	struct hp_class_acquire *class_acquire; /* nclasses, in the order of classes */
-	struct hp_journal_durability *journal_durability; /* njournals, in the order of journals */
 	uint32_t nspill_uids;
-	struct hp_spill_uid_status *spill_uids; /* each uid with spill files (only yours unless sees_all) */
-	struct hp_journal_path *journal_paths; /* njournals, in the order of journals */
+	struct hp_spill_uid_status **spill_uids; /* each uid with spill files (only yours unless sees_all) */
 };
 
 /* The daemon's state. Free the result with hp_status_free. */

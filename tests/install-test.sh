@@ -31,7 +31,7 @@ for f in usr/sbin/hugepoold usr/bin/hugepoolctl usr/lib/libhugepool.so.0 usr/lib
 	 usr/lib/pkgconfig/hugepool-heap.pc usr/share/man/man3/hugepool-heap.3 \
 	 usr/share/man/man5/hugepoold.conf.5 usr/share/man/man1/hugepoolctl.1 usr/share/man/man3/libhugepool.3 \
 	 usr/lib/systemd/system/hugepoold.service usr/lib/systemd/system/hugepool-hugepages.service \
-	 usr/lib/systemd/system/hugepool-metrics.socket usr/lib/systemd/system/hugepool-metrics@.service \
+	 usr/lib/systemd/system/hugepool-metrics.socket usr/lib/systemd/system/hugepool-metrics.service \
 	 usr/lib/systemd/system/hugepool-metrics-textfile.service usr/lib/systemd/system/hugepool-metrics-textfile.timer \
 	 usr/libexec/hugepool/hugepool-hugepages usr/lib/sysusers.d/hugepool.conf \
 	 usr/share/doc/hugepool/examples/60-hugepool.conf etc/hugepool/hugepoold.conf; do
@@ -51,9 +51,17 @@ if [ -n "$java_built" ]; then
 		check "installed $f" test -e "$dest/$f"
 	done
 	check "only JNI entry points exported by the JNI library" sh -c \
-		"! nm -D --defined-only '$dest/usr/lib/jni/libhugepool_jni.so' | awk '{print \$3}' | grep -v -e '^Java_org_hugepool_Native_' -e '^JNI_OnLoad\$' | grep ."
+		"! nm -D --defined-only '$dest/usr/lib/jni/libhugepool_jni.so' | awk '{print \$3}' | grep -v -e '^Java_org_hugepool_Native_' -e '^JNI_OnLoad\$' -e '^JNI_OnUnload\$' | grep ."
 	check "the JNI library needs no other library than libc" sh -c \
 		"! objdump -p '$dest/usr/lib/jni/libhugepool_jni.so' | awk '\$1 == \"NEEDED\"' | grep -v -e libc.so -e ld-linux"
+fi
+# the Druid extension (hugepool-druid(7)), where make builds it: its directory, the extension's
+# jar and a relative link that resolves to the binding's jar
+if [ -n "$java_built" ]; then
+	check "installed the Druid extension's jar" \
+		test -f "$dest/usr/share/hugepool/druid/druid-hugepool/druid-hugepool-0.1.0.jar"
+	check "the Druid extension's link to the binding's jar resolves, relative" sh -c \
+		"test -f '$dest/usr/share/hugepool/druid/druid-hugepool/hugepool-0.1.0.jar' && readlink '$dest/usr/share/hugepool/druid/druid-hugepool/hugepool-0.1.0.jar' | grep -q '^\.\./'"
 fi
 # hugepool-artemis, which make install builds and installs with the binding: its jar as the
 # binding's, holding the broker plugin (its page is among man/'s above)
@@ -219,7 +227,7 @@ if command -v mandoc >/dev/null; then
 	done
 fi
 if command -v systemd-analyze >/dev/null; then
-	for u in hugepoold.service hugepool-hugepages.service hugepool-metrics.socket hugepool-metrics@.service \
+	for u in hugepoold.service hugepool-hugepages.service hugepool-metrics.socket hugepool-metrics.service \
 		hugepool-metrics-textfile.service hugepool-metrics-textfile.timer; do
 		check "systemd-analyze verify $u" sh -c "cd '$dest' && systemd-analyze verify --root='$dest' usr/lib/systemd/system/$u 2>&1 | grep -v -e 'Cannot add dependency job' -e 'Failed to load' -e 'Unit .*\.service not found' -e '^\$' | { ! grep -i -e error -e invalid -e unknown; }"
 	done

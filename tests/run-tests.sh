@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Run hugepool's test suite: every unit test once, every integration test twice (hugepages as
-# reserved, "prefer", and again with hugepages = off), the Java binding's tests once, the man
-# pages' test (tests/man-pages.sh) once. As root it reserves the hugepages the
-# suite needs for the run and gives them back afterwards; as a normal user it runs without them
-# (the daemon falls back) and says so. Prints one closing line: "N passed, N failed, N skipped".
+# reserved, "prefer", and again with hugepages = off; HP_TEST_HUGEPAGES_MODES="prefer" or "off"
+# runs one of them), and once each: the Java binding's tests, the Druid extension's
+# (tests/druid-tests.sh), the man pages' (tests/man-pages.sh) and the file map's
+# (tests/file-map.sh). As root it reserves the hugepages the suite needs for the run and gives
+# them back afterwards; as a normal user it runs without them (the daemon falls back) and says
+# so. Prints one closing line: "N passed, N failed, N skipped".
 # Usage: tests/run-tests.sh BUILD_DIR
 set -u
 build=${1:-build}
@@ -13,14 +15,10 @@ failures=()
 . "$(dirname "$0")/../scripts/hugepages.sh"
 trap hugepages_restore EXIT
 
-# run BINARY [ENV...]: run one cmocka test binary, add its counts
-run() {
-	local bin=$1 label=$2 out rc p f s t0=$SECONDS
-	shift 2
-	# 9>&-: the hugepages lock stays this shell's; a test (or its daemon) left running after a
-	# killed run must not hold it and block the next run
-	out=$(env "$@" HP_BUILD="$build" timeout 600 "$bin" 2>&1 9>&-)
-	rc=$?
+# tally LABEL OUTPUT RC T0: add the counts of one cmocka test binary's output (RC its exit status,
+# T0 when it started), print its line, and what it printed about a failure
+tally() {
+	local label=$1 out=$2 rc=$3 t0=$4 p f s
 	# a binary may run several cmocka groups: add up their closing lines
 	p=$(awk '/^\[  PASSED  \] [0-9]+ test/ {n += $4} END {print n + 0}' <<<"$out")
 	f=$(awk '/^\[  FAILED  \] [0-9]+ test/ {n += $4} END {print n + 0}' <<<"$out")
@@ -34,6 +32,38 @@ run() {
 		failures+=("$label")
 		echo "$out" | grep -v '^\[ \(RUN\|      OK\) ' | tail -60
 	fi
+}
+
+# run BINARY LABEL [ENV...]: run one cmocka test binary, add its counts
+run() {
+	local bin=$1 label=$2 out rc t0=$SECONDS
+	shift 2
+	# 9>&-: the hugepages lock stays this shell's; a test (or its daemon) left running after a
+	# killed run must not hold it and block the next run
+	out=$(env "$@" HP_BUILD="$build" timeout 600 "$bin" 2>&1 9>&-)
+	rc=$?
+	tally "$label" "$out" "$rc" "$t0"
+}
+
+# run_shards BINARY LABEL VAR [ENV...]: a binary whose work splits into shards (VAR=I/N runs
+# shard I of N): a shard per CPU, all at once, each counted as a binary of its own
+run_shards() {
+	local bin=$1 label=$2 var=$3 n i t0=$SECONDS dir
+	shift 3
+	n=$(nproc 2>/dev/null || echo 1)
+	[ "$n" -le 4 ] || n=4
+	dir=$(mktemp -d)
+	for ((i = 0; i < n; i++)); do
+		(
+			env "$@" "$var=$i/$n" HP_BUILD="$build" timeout 600 "$bin" >"$dir/$i" 2>&1
+			echo $? >"$dir/$i.rc"
+		) 9>&- &
+	done
+	wait
+	for ((i = 0; i < n; i++)); do
+		tally "$label (shard $((i + 1))/$n)" "$(cat "$dir/$i")" "$(cat "$dir/$i.rc" 2>/dev/null || echo 1)" "$t0"
+	done
+	rm -rf "$dir"
 }
 
 # run_script LABEL COMMAND...: a test script that ends with "LABEL: N passed, N failed, N
@@ -52,6 +82,13 @@ run_script() {
 	[ "$f" -eq 0 ] || failures+=("$label")
 }
 
+# unit tests whose work splits into shards run at once, one per CPU (the variable that picks one)
+declare -A sharded=([test_crash_points]=HP_CRASH_SHARD)
+
+# the modes the other integration tests run in, each in turn: HP_TEST_HUGEPAGES_MODES picks some
+# (check-all runs each mode once more under one of the sanitizers: the suite is long)
+modes=${HP_TEST_HUGEPAGES_MODES:-prefer off}
+
 # integration tests that do not depend on hugepages: run once, with hugepages = off (the lying
 # daemon is no hugepoold at all)
 declare -A hugepage_modes=([test_spill]="off" [test_lying_daemon]="off" [test_metrics]="off")
@@ -67,12 +104,17 @@ for t in "$build"/tests/test_*; do
 			printf '%-34s not run: no source in tests/ (left by an older tree; make clean)\n' "$name"
 			continue
 		fi
-		run "$t" "$name"
+		if [ "${sharded[$name]:-}" ]; then
+			run_shards "$t" "$name" "${sharded[$name]}"
+		else
+			run "$t" "$name"
+		fi
 	elif [ "${hugepage_modes[$name]:-}" = off ]; then
 		run "$t" "$name" HP_TEST_HUGEPAGES=off
 	else
-		run "$t" "$name (hugepages=prefer)" HP_TEST_HUGEPAGES=prefer
-		run "$t" "$name (hugepages=off)" HP_TEST_HUGEPAGES=off
+		for mode in $modes; do
+			run "$t" "$name (hugepages=$mode)" HP_TEST_HUGEPAGES="$mode"
+		done
 	fi
 done
 # the Java binding's tests (tests/java-tests.sh), once, with hugepages as reserved: make check
@@ -88,8 +130,23 @@ else
 	# hugepool-artemis (tests/artemis-tests.sh): its journal and a standalone broker, once
 	[ -e "$build/java/artemis/hugepool-artemis-0.1.0.jar" ] && run_script artemis tests/artemis-tests.sh "$build"
 fi
+# the Druid extension's tests (tests/druid-tests.sh), once, where the binding's run: a real Druid
+# service with the extension (make druid builds it beside the binding)
+if [ -n "$java_skip" ]; then
+	printf '%-34s skipped: %s\n' "druid" "$java_skip"
+	skipped=$((skipped + 1))
+elif [ ! -e "$build/java/druid/druid-hugepool/druid-hugepool-0.1.0.jar" ]; then
+	printf '%-34s skipped: %s\n' "druid" "not built (make druid)"
+	skipped=$((skipped + 1))
+else
+	t0=$SECONDS
+	run_script druid tests/druid-tests.sh "$build"
+	printf '%-34s %4d s\n' "druid (Druid 33 historical)" $((SECONDS - t0))
+fi
 # the man pages (tests/man-pages.sh), once: every public function has its page, every page lints
 run_script man tests/man-pages.sh
+# docs/ARCHITECTURE.md's file map against the tree (tests/file-map.sh), once
+run_script map tests/file-map.sh
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -16,6 +16,7 @@
 
 #include "hugepool.h"
 #include "json.h"
+#include "optrow.h"
 
 #define EXIT_USAGE 1 /* bad options or command */
 #define EXIT_CONNECT 2 /* no daemon to talk to, or not allowed to talk to it */
@@ -30,21 +31,17 @@ enum {
 	OPT_OPENMETRICS = 1u << 4,
 	OPT_OUTPUT = 1u << 5,
 	OPT_HTTP = 1u << 6,
+	OPT_UIDS = 1u << 7,
 };
 
 /* getopt values of the options without a short form */
-enum { LONGOPT_FROM = 256, LONGOPT_MAX, LONGOPT_HEX, LONGOPT_OPENMETRICS, LONGOPT_HTTP };
-
-/*
- * An option, one row each, in --help's order: getopt's tables, --help's lines and the usage
- * errors are all made from these rows (main's switch says what each one does).
- */
-struct option_row {
-	const char *name; /* --name */
-	int val; /* getopt's: the short letter, or LONGOPT_* for a long option only */
-	const char *arg; /* the argument's name in --help; NULL: the option takes none */
-	unsigned bit; /* the OPT_* a command lists when the option applies to it; 0: it applies to all */
-	const char *help; /* for --help; each '\n' goes on under the first line, aligned */
+enum {
+	LONGOPT_FROM = OPTROW_LONG_ONLY,
+	LONGOPT_MAX,
+	LONGOPT_HEX,
+	LONGOPT_OPENMETRICS,
+	LONGOPT_HTTP,
+	LONGOPT_UIDS,
 };
 
 /* What positional arguments are, so that they are checked before connecting. */
@@ -64,7 +61,7 @@ struct arg {
 struct invocation {
 	char cmd[64]; /* the command's words, "journal dump" */
 	unsigned given; /* OPT_* seen on the command line */
-	bool json, hex, openmetrics, http;
+	bool json, hex, openmetrics, http, uids;
 	const char *output; /* --output FILE */
 	uint64_t from, max; /* --from, --max; 0 when not given */
 	const char *journal; /* ARG_JOURNAL */
@@ -89,34 +86,32 @@ struct command {
 	void (*json)(struct json *j, const struct hp_status *st);
 };
 
-/* hugepoolctl.c's tables */
-extern const struct command commands[];
-extern const size_t ncommands;
-extern const struct option_row options[];
-extern const size_t noptions;
+/*
+ * hugepoolctl.c's tables: the commands, and the options, one row each in --help's order
+ * (optrow.h: getopt's tables, --help's lines and the usage errors are made from them; a row's
+ * flag is the OPT_* a command lists when the option applies to it, 0 when it applies to all)
+ */
+extern const struct command cmdline_commands[];
+extern const size_t cmdline_ncommands;
+extern const struct optrow cmdline_options[];
+extern const size_t cmdline_noptions;
 
 /* --help, to f. */
-void usage(FILE *f);
+void cmdline_usage(FILE *f);
 
 /* "hugepoolctl: <the error>" and a pointer to --help on stderr; returns EXIT_USAGE. */
-int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cmdline_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A positive decimal integer: digits only, no sign, no blank, no overflow. */
-bool parse_positive(const char *s, uint64_t *ret);
-
-/* The option whose getopt value is val, or NULL. */
-const struct option_row *option_find(int val);
-
-/* getopt_long's tables from the rows: longopts has noptions + 1 entries, shortopts 2 * noptions + 2. */
-void getopt_tables(struct option *longopts, char *shortopts);
+bool cmdline_parse_positive(const char *s, uint64_t *ret);
 
 /* Say that the option with getopt value val lacks its argument; returns EXIT_USAGE. */
-int missing_argument(int val);
+int cmdline_missing_argument(int val);
 
 /*
  * Find the command that words[0..] name, walking into groups; check its arguments and the
  * options given (inv->given) into inv. Returns 0 or the usage error's exit status.
  */
-int resolve(char **words, int nwords, const struct command **ret, struct invocation *inv);
+int cmdline_resolve(char **words, int nwords, const struct command **ret, struct invocation *inv);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "expo.h"
+#include "format.h"
 
 const char *expo_content_type(enum expo_format fmt)
 {
@@ -82,13 +83,20 @@ void expo_family(struct expo *e, const char *name, enum expo_type type, const ch
 
 char *expo_label(char *buf, size_t len, const char *name, const char *value)
 {
+	char safe[TEXT_ESCAPED_MAX];
 	size_t at = strlen(buf), start = at;
 	int n = snprintf(buf + at, len - at, "%s%s=\"", at ? "," : "", name);
 
 	if (n < 0 || (size_t)n >= len - at)
 		goto cut;
 	at += (size_t)n;
-	for (const char *v = value; *v; v++) {
+	/*
+	 * The value as hugepoolctl's text shows it (format.h): a name the daemon sent may hold
+	 * terminal escapes or invalid UTF-8, which the formats would carry raw (they escape only
+	 * the three characters below) to a terminal, and which Prometheus refuses whole scrapes for.
+	 */
+	text_escape(value, safe, sizeof(safe));
+	for (const char *v = safe; *v; v++) {
 		const char *esc = *v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : NULL;
 		size_t k = esc ? 2 : 1;
 

@@ -42,9 +42,11 @@ void expo_init(struct expo *e, FILE *f, enum expo_format fmt);
 void expo_family(struct expo *e, const char *name, enum expo_type type, const char *help);
 
 /*
- * Labels, as written inside the braces: expo_label appends name="value" (value escaped) to buf
- * (size len, holding a NUL-terminated list, "" at first); returns buf. A list too long for buf
- * is cut at the last whole label.
+ * Labels, as written inside the braces: expo_label appends name="value" to buf (size len, holding
+ * a NUL-terminated list, "" at first); returns buf. The value is written as hugepoolctl's text
+ * writes a string (format.h's text_escape: no control character, no invalid UTF-8, whoever
+ * wrote it), then escaped as both formats want (\\, \" and \n). A list too long for buf is cut
+ * at the last whole label.
  */
 char *expo_label(char *buf, size_t len, const char *name, const char *value);
 

@@ -1,27 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * http.c - see http.h. Reading: poll() with what is left of one deadline, read() into a buffer of
- * HTTP_REQUEST_MAX bytes until the blank line that ends the head. Parsing: the request line's
- * three words, then header lines "Name: value", of which only Accept matters. Writing: the
- * whole answer is one buffer written with poll() and its own deadline; SIGPIPE is the caller's
- * to ignore. Status codes and reasons come from one table (http_reason).
+ * http.c - see http.h. Parsing: the end of the head is the first blank line; the request line's
+ * three words, then header lines "Name: value", of which only Accept matters. Status codes and
+ * reasons come from one table (http_reason).
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "http.h"
-#include "util.h"
-
-#define LINGER_MS 1000 /* after the answer: how long what the peer still sends is read away */
-#define LINGER_MAX (64u << 10)
 
 static const char *http_reason(int status)
 {
@@ -40,36 +29,13 @@ static const char *http_reason(int status)
 	return "Internal Server Error";
 }
 
-static int ms_left(uint64_t deadline)
+/*
+ * The end of the head in buf[0..n): just after "\r\n\r\n" or "\n\n"; NULL if not there yet.
+ * The search starts at from: what was searched before, but for its last 3 bytes.
+ */
+static char *head_end(char *buf, size_t n, size_t from)
 {
-	uint64_t now = now_ns();
-
-	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
-}
-
-/* Wait until fd is ready for events or the deadline: 1 ready, 0 timed out, or -errno. */
-static int wait_fd(int fd, short events, uint64_t deadline)
-{
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
-		int left = ms_left(deadline), r;
-
-		if (left == 0)
-			return 0;
-		r = poll(&p, 1, left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r > 0)
-			return 1;
-	}
-}
-
-/* The end of the head in buf[0..n): just after "\r\n\r\n" or "\n\n"; NULL if not there yet. */
-static char *head_end(char *buf, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i++) {
+	for (size_t i = from > 3 ? from - 3 : 0; i + 1 < n; i++) {
 		if (buf[i] == '\n' && buf[i + 1] == '\n')
 			return buf + i + 2;
 		if (i + 3 < n && memcmp(buf + i, "\r\n\r\n", 4) == 0)
@@ -151,40 +117,18 @@ static void parse(char *buf, char *end, struct http_request *req)
 	req->status = 0;
 }
 
-int http_read_request(int fd, int timeout_ms, struct http_request *req)
+int http_request_parse(char *buf, size_t n, size_t *searched, bool eof, struct http_request *req)
 {
-	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
-	char buf[HTTP_REQUEST_MAX + 1];
-	size_t n = 0;
-	char *end;
+	char *end = head_end(buf, n, *searched);
 
+	*searched = n;
 	*req = (struct http_request){ .status = 400 };
-	for (;;) {
-		ssize_t k;
-		int r = wait_fd(fd, POLLIN, deadline);
-
-		if (r < 0)
-			return r;
-		if (r == 0) {
-			req->status = 408;
-			return 0;
-		}
-		k = read(fd, buf + n, HTTP_REQUEST_MAX - n);
-		if (k < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (k < 0)
-			return -errno;
-		if (k == 0)
-			return n ? 0 : -ECONNRESET; /* a part of a request: 400 */
-		n += (size_t)k;
-		end = head_end(buf, n);
-		if (end) {
-			parse(buf, end, req);
-			return 0;
-		}
-		if (n == HTTP_REQUEST_MAX)
-			return 0; /* too long: 400 */
+	if (end) {
+		parse(buf, end, req);
+		return 1;
 	}
+	/* too long, or cut short: 400 */
+	return n >= HTTP_REQUEST_MAX || eof;
 }
 
 /* The q of one media range's parameters (";q=0.5;version=1.0.0"), and whether its version is ok. */
@@ -255,71 +199,24 @@ bool http_prefers_openmetrics(const char *accept)
 	return q_om > 0 && q_om > q_text;
 }
 
-/* Write all of buf to fd before the deadline. */
-static int write_all(int fd, const char *buf, size_t len, uint64_t deadline)
+const char *http_error_body(int status)
 {
-	while (len) {
-		ssize_t k = write(fd, buf, len);
+	static char text[64];
 
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0 && errno == EAGAIN) {
-			int r = wait_fd(fd, POLLOUT, deadline);
-
-			if (r <= 0)
-				return r < 0 ? r : -ETIMEDOUT;
-			continue;
-		}
-		if (k < 0)
-			return -errno;
-		buf += k;
-		len -= (size_t)k;
-	}
-	return 0;
+	snprintf(text, sizeof(text), "%d %s\n", status, http_reason(status));
+	return text;
 }
 
-/* After the answer: no more writing, and what the peer still sends read away, for a moment. */
-static void linger(int in, int out)
+size_t http_answer_head(char *hdr, int status, const char *content_type, size_t len)
 {
-	uint64_t deadline = now_ns() + LINGER_MS * 1000000ull;
-	size_t drained = 0;
-	char buf[4096];
-
-	if (shutdown(out, SHUT_WR) < 0)
-		return; /* not a socket (a test's pipe): nothing to reset */
-	while (drained < LINGER_MAX && wait_fd(in, POLLIN, deadline) > 0) {
-		ssize_t k = read(in, buf, sizeof(buf));
-
-		if (k < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (k <= 0)
-			break;
-		drained += (size_t)k;
-	}
-}
-
-int http_respond(int in, int out, int status, const char *content_type, const void *body, size_t len, bool head,
-		 int timeout_ms)
-{
-	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
-	char hdr[512], text[128];
-	int n, r;
+	int n;
 
 	if (status != 200) {
-		n = snprintf(text, sizeof(text), "%d %s\n", status, http_reason(status));
 		content_type = "text/plain; charset=utf-8";
-		body = text;
-		len = (size_t)n;
+		len = strlen(http_error_body(status));
 	}
-	n = snprintf(hdr, sizeof(hdr),
+	n = snprintf(hdr, HTTP_HEAD_MAX,
 		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n", status,
 		     http_reason(status), content_type, len, status == 405 ? "Allow: GET, HEAD\r\n" : "");
-	/* non-blocking: a peer that does not read costs at most the deadline */
-	fcntl(out, F_SETFL, fcntl(out, F_GETFL) | O_NONBLOCK);
-	r = write_all(out, hdr, (size_t)n, deadline);
-	if (r == 0 && !head)
-		r = write_all(out, body, len, deadline);
-	if (r == 0)
-		linger(in, out);
-	return r;
+	return n < 0 ? 0 : (size_t)n < HTTP_HEAD_MAX ? (size_t)n : HTTP_HEAD_MAX - 1;
 }

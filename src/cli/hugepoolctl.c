@@ -29,13 +29,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmdline.h"
 #include "expo.h"
 #include "format.h"
-#include "http.h"
+#include "http_server.h"
 #include "hugepool.h"
 #include "util.h"
 #include "views.h"
@@ -77,8 +78,8 @@ static int no_journal(const struct invocation *inv)
 static const struct hp_journal_status *journal_find(const struct hp_status *st, const char *name)
 {
 	for (uint32_t i = 0; i < st->njournals; i++)
-		if (strcmp(st->journals[i].name, name) == 0)
-			return &st->journals[i];
+		if (strcmp(st->journals[i]->name, name) == 0)
+			return st->journals[i];
 	return NULL;
 }
 
@@ -208,7 +209,7 @@ static int run_journal_stat(const struct command *cmd, struct invocation *inv)
 	(void)cmd;
 	if (r)
 		return r;
-	journal_stat_print(st, (uint32_t)(js - st->journals), inv->json);
+	journal_stat_print(js, inv->json);
 	hp_status_free(st);
 	return 0;
 }
@@ -420,8 +421,8 @@ static int connect_daemon(struct invocation *inv)
 }
 
 /*
- * The metrics in fmt, into a buffer (*ret_buf, malloc'd, *ret_len bytes): the daemon's status,
- * or hugepool_up 0 when it cannot be had. Connects for the status alone and disconnects before
+ * The metrics in fmt, into a buffer (*ret_buf, malloc'd, *ret_len bytes): the daemon's status
+ * (the figures that name a uid with --uids), or hugepool_up 0 when it cannot be had. Connects for the status alone and disconnects before
  * returning: whoever reads the metrics after (slowly) holds nothing of the daemon's. Returns
  * the exit status of the daemon's part (0, EXIT_CONNECT, EXIT_DAEMON), or -ENOMEM.
  */
@@ -443,7 +444,7 @@ static int metrics_collect(struct invocation *inv, enum expo_format fmt, char **
 		return -ENOMEM;
 	}
 	expo_init(&e, f, fmt);
-	metrics_print(&e, st);
+	metrics_print(&e, st, inv->uids);
 	hp_status_free(st);
 	if (fclose(f) != 0)
 		return -ENOMEM;
@@ -453,18 +454,23 @@ static int metrics_collect(struct invocation *inv, enum expo_format fmt, char **
 /*
  * Replace path with len bytes of buf so that a reader sees the old file or the new one, never a
  * part: a file beside it (a dot name, which node_exporter's textfile collector does not read),
- * written, synced, readable by all (0644), renamed over path. 0 or a negative errno.
+ * written, synced, renamed over path. Its mode is what the umask leaves of 0666, as for any file
+ * a command makes: who may read the figures is the caller's to say (the textfile service's UMask=).
+ * 0 or a negative errno.
  */
 static int write_atomically(const char *path, const char *buf, size_t len)
 {
 	const char *slash = strrchr(path, '/');
 	char tmp[4096];
 	int fd, r = 0;
+	mode_t mask;
 
 	if (snprintf(tmp, sizeof(tmp), "%.*s.%s.XXXXXX", slash ? (int)(slash - path + 1) : 0, path,
 		     slash ? slash + 1 : path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = mkostemp(tmp, O_CLOEXEC);
+	mask = umask(0);
+	umask(mask);
+	fd = mkostemp(tmp, O_CLOEXEC); /* 0600 */
 	if (fd < 0)
 		return -errno;
 	while (len && r == 0) {
@@ -477,7 +483,7 @@ static int write_atomically(const char *path, const char *buf, size_t len)
 			len -= (size_t)k;
 		}
 	}
-	if (r == 0 && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
+	if (r == 0 && (fchmod(fd, 0666 & ~mask) < 0 || fsync(fd) < 0))
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -488,37 +494,62 @@ static int write_atomically(const char *path, const char *buf, size_t len)
 	return r;
 }
 
+/* http_server.h's body_fn: the metrics of the daemon, in the format a request asked for. */
+static int metrics_body(void *arg, bool openmetrics, char **ret_buf, size_t *ret_len)
+{
+	int r = metrics_collect(arg, openmetrics ? EXPO_OPENMETRICS : EXPO_PROMETHEUS, ret_buf, ret_len);
+
+	return r < 0 ? r : 0; /* the daemon not answering is hugepool_up 0, not an HTTP error */
+}
+
+static const char *metrics_type(bool openmetrics)
+{
+	return expo_content_type(openmetrics ? EXPO_OPENMETRICS : EXPO_PROMETHEUS);
+}
+
 /*
- * hugepoolctl metrics --http: one HTTP request on standard input, its answer on standard output
- * (a connection systemd accepted). The daemon is asked only for a request that passed; every
- * answered request exits 0, so that a scraper's mistakes leave no failed unit behind.
+ * The listening sockets systemd passed (sd_listen_fds(3)'s protocol: LISTEN_PID, LISTEN_FDS, from
+ * fd 3), into lfds (at most max); how many. The variables are unset, as sd_listen_fds(1) does.
+ */
+static unsigned listen_fds(int *lfds, unsigned max)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	uint64_t p, n;
+	unsigned k = 0;
+
+	if (!pid || !fds || !cmdline_parse_positive(pid, &p) || p != (uint64_t)getpid() || !cmdline_parse_positive(fds, &n))
+		return 0;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	for (int fd = 3; fd < 3 + (int)n && k < max; fd++) {
+		int listening = 0;
+		socklen_t len = sizeof(listening);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening &&
+		    fcntl(fd, F_SETFD, FD_CLOEXEC) == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0)
+			lfds[k++] = fd;
+	}
+	return k;
+}
+
+/*
+ * hugepoolctl metrics --http: serve the listening sockets systemd passed (Accept=no), every
+ * scraper of them, for as long as the service runs; or, without any, answer the one request on
+ * standard input on standard output (inetd, Accept=yes). The daemon is asked only for requests
+ * that passed; no peer's doing ends the process (http_server.h).
  */
 static int run_metrics_http(struct invocation *inv)
 {
-	struct http_request req;
-	size_t len = 0;
-	char *buf = NULL;
-	int r;
+	int lfds[16], r;
+	unsigned n = listen_fds(lfds, ARRAY_SIZE(lfds));
 
 	signal(SIGPIPE, SIG_IGN); /* a peer gone: write says EPIPE */
-	r = http_read_request(STDIN_FILENO, HTTP_TIMEOUT_MS, &req);
-	if (r < 0)
-		return 0; /* gone before asking: nothing to answer */
-	if (req.status == 0) {
-		enum expo_format fmt = req.openmetrics ? EXPO_OPENMETRICS : EXPO_PROMETHEUS;
-
-		r = metrics_collect(inv, fmt, &buf, &len);
-		if (r >= 0)
-			r = http_respond(STDIN_FILENO, STDOUT_FILENO, 200, expo_content_type(fmt), buf, len, req.head,
-					 HTTP_TIMEOUT_MS);
-		else
-			r = http_respond(STDIN_FILENO, STDOUT_FILENO, 500, NULL, NULL, 0, req.head, HTTP_TIMEOUT_MS);
-	} else {
-		r = http_respond(STDIN_FILENO, STDOUT_FILENO, req.status, NULL, NULL, 0, req.head, HTTP_TIMEOUT_MS);
+	r = http_serve(lfds, n, STDIN_FILENO, STDOUT_FILENO, metrics_body, metrics_type, inv);
+	if (r < 0) {
+		fprintf(stderr, "hugepoolctl: cannot serve HTTP: %s\n", strerror(-r));
+		return EXIT_USAGE;
 	}
-	if (r < 0)
-		fprintf(stderr, "hugepoolctl: cannot answer the HTTP request: %s\n", strerror(-r));
-	free(buf);
 	return 0;
 }
 
@@ -532,7 +563,7 @@ static int run_metrics(const struct command *cmd, struct invocation *inv)
 
 	(void)cmd;
 	if (inv->http && (inv->output || inv->openmetrics))
-		return usage_error("--http answers a request on standard input: it takes neither --output nor --openmetrics");
+		return cmdline_usage_error("--http answers a request on standard input: it takes neither --output nor --openmetrics");
 	if (inv->http)
 		return run_metrics_http(inv);
 	status = metrics_collect(inv, fmt, &buf, &len);
@@ -588,7 +619,7 @@ static const struct command journal_commands[] = {
 	{ .name = #view, .help = help_, .opts = OPT_JSON, .run = run_, .text = view##_text, .json = view##_json }
 
 /* The commands, in --help's order. */
-const struct command commands[] = {
+const struct command cmdline_commands[] = {
 	VIEW(status, "the daemon, its pool, its boot and its classes", run_status),
 	VIEW(classes, "the buffer classes and how many buffers are free", run_status),
 	VIEW(leases, "who holds which buffer, and the connected clients", run_status),
@@ -596,7 +627,7 @@ const struct command commands[] = {
 	VIEW(spill, "spill files, bytes and limits, per uid and client", run_spill),
 	{ .name = "metrics",
 	  .help = "the daemon's state as Prometheus metrics",
-	  .opts = OPT_OPENMETRICS | OPT_OUTPUT | OPT_HTTP,
+	  .opts = OPT_OPENMETRICS | OPT_OUTPUT | OPT_HTTP | OPT_UIDS,
 	  .run = run_metrics,
 	  .own_connection = true },
 	{ .name = "restart",
@@ -605,10 +636,10 @@ const struct command commands[] = {
 	  .run = run_restart },
 	{ .name = "journal", .sub = journal_commands, .nsub = ARRAY_SIZE(journal_commands) },
 };
-const size_t ncommands = ARRAY_SIZE(commands);
+const size_t cmdline_ncommands = ARRAY_SIZE(cmdline_commands);
 
 /* The options, in --help's order (main's switch says what each one does). */
-const struct option_row options[] = {
+const struct optrow cmdline_options[] = {
 	{ "socket", 's', "PATH", 0, "the daemon's socket (default $HUGEPOOL_SOCKET, else\n" HP_DEFAULT_SOCKET ")" },
 	{ "json", 'j', NULL, OPT_JSON,
 	  "print JSON instead of text (all but journal truncate and\n"
@@ -626,80 +657,85 @@ const struct option_row options[] = {
 	  "metrics: answer one HTTP request on standard input\n"
 	  "(GET /metrics) on standard output, as a socket-activated\n"
 	  "service does" },
+	{ "uids", LONGOPT_UIDS, NULL, OPT_UIDS,
+	  "metrics: also the spill figures of each uid the daemon\n"
+	  "shows (every uid to root, admin_group and monitor_group)\n"
+	  "and the machine's spill totals: for readers who may see\n"
+	  "them all" },
 	{ "help", 'h', NULL, 0, "show this help and exit" },
 	{ "version", 'V', NULL, 0, "show the version and exit" },
 };
-const size_t noptions = ARRAY_SIZE(options);
+const size_t cmdline_noptions = ARRAY_SIZE(cmdline_options);
 
 /* --- main -------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
-	struct option longopts[ARRAY_SIZE(options) + 1];
-	char shortopts[2 * ARRAY_SIZE(options) + 2];
+	struct option longopts[ARRAY_SIZE(cmdline_options) + 1];
+	char shortopts[2 * ARRAY_SIZE(cmdline_options) + 2];
 	struct invocation inv = { 0 };
 	const struct command *cmd = NULL;
 	int c, r;
 
-	getopt_tables(longopts, shortopts);
+	optrow_getopt(cmdline_options, cmdline_noptions, longopts, shortopts);
 	opterr = 0; /* say it ourselves, as "hugepoolctl: ..." whatever argv[0] is */
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		const struct optrow *o = optrow_find(cmdline_options, cmdline_noptions, c);
+
+		if (o) /* the commands it applies to are checked once the command is known */
+			inv.given |= o->flag;
 		switch (c) {
 		case 's':
 			if (!*optarg)
-				return usage_error("the socket path is empty");
+				return cmdline_usage_error("the socket path is empty");
 			inv.path = optarg;
 			break;
 		case 'j':
 			inv.json = true;
-			inv.given |= OPT_JSON;
 			break;
 		case LONGOPT_FROM:
-			if (!parse_positive(optarg, &inv.from))
-				return usage_error("invalid LSN '%s' for --from: must be a positive integer", optarg);
-			inv.given |= OPT_FROM;
+			if (!cmdline_parse_positive(optarg, &inv.from))
+				return cmdline_usage_error("invalid LSN '%s' for --from: must be a positive integer", optarg);
 			break;
 		case LONGOPT_MAX:
-			if (!parse_positive(optarg, &inv.max))
-				return usage_error("invalid count '%s' for --max: must be a positive integer", optarg);
-			inv.given |= OPT_MAX;
+			if (!cmdline_parse_positive(optarg, &inv.max))
+				return cmdline_usage_error("invalid count '%s' for --max: must be a positive integer", optarg);
 			break;
 		case LONGOPT_HEX:
 			inv.hex = true;
-			inv.given |= OPT_HEX;
 			break;
 		case LONGOPT_OPENMETRICS:
 			inv.openmetrics = true;
-			inv.given |= OPT_OPENMETRICS;
 			break;
 		case 'o':
 			if (!*optarg)
-				return usage_error("the output file name is empty");
+				return cmdline_usage_error("the output file name is empty");
 			inv.output = optarg;
-			inv.given |= OPT_OUTPUT;
 			break;
 		case LONGOPT_HTTP:
 			inv.http = true;
-			inv.given |= OPT_HTTP;
+			break;
+		case LONGOPT_UIDS:
+			inv.uids = true;
 			break;
 		case 'h':
-			usage(stdout);
+			cmdline_usage(stdout);
 			return 0;
 		case 'V':
 			printf("hugepoolctl %s\n", HUGEPOOL_VERSION);
 			return 0;
 		case ':':
-			return missing_argument(optopt);
+			return cmdline_missing_argument(optopt);
 		default:
 			/* a bad short option sets optopt to itself; a bad long one to 0 or to its val */
 			if (optopt >= '0' && optopt <= '9')
-				return usage_error("invalid option '-%c' (LSNs and counts are positive integers)", optopt);
-			if (optopt > 0 && optopt < 128 && !option_find(optopt))
-				return usage_error("invalid option '-%c'", optopt);
-			return usage_error("invalid option '%s'", argv[optind - 1]);
+				return cmdline_usage_error("invalid option '-%c' (LSNs and counts are positive integers)", optopt);
+			if (optopt > 0 && optopt < OPTROW_LONG_ONLY && !optrow_find(cmdline_options, cmdline_noptions, optopt))
+				return cmdline_usage_error("invalid option '-%c'", optopt);
+			return cmdline_usage_error("invalid option '%s'", argv[optind - 1]);
 		}
 	}
-	r = resolve(argv + optind, argc - optind, &cmd, &inv);
+	r = cmdline_resolve(argv + optind, argc - optind, &cmd, &inv);
 	if (r)
 		return r;
 

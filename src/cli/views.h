@@ -37,9 +37,12 @@ void spill_order(struct hp_status *st); /* sort the clients by uid, then pid */
 void spill_text(const struct hp_status *st);
 void spill_json(struct json *j, const struct hp_status *st);
 
-/* views_metrics.c: hugepoolctl metrics, st as Prometheus metrics (st NULL: the daemon did not answer) */
+/*
+ * views_metrics.c: hugepoolctl metrics, st as Prometheus metrics (st NULL: the daemon did not
+ * answer); uids: also the figures that name a uid, as far as st shows them (--uids).
+ */
 struct expo;
-void metrics_print(struct expo *e, const struct hp_status *st);
+void metrics_print(struct expo *e, const struct hp_status *st, bool uids);
 
 /* views_journal.c: journal list, stat, verify and dump */
 void journals_text(const struct hp_status *st);
@@ -47,7 +50,7 @@ void journals_json(struct json *j, const struct hp_status *st);
 
 /* Everything the daemon reports about st's journal i: its status, batches by size, latencies
  * and path to the disk. */
-void journal_stat_print(const struct hp_status *st, uint32_t i, bool json);
+void journal_stat_print(const struct hp_journal_status *js, bool json);
 
 /* What journal verify found. */
 struct journal_check {

@@ -28,11 +28,11 @@ void journals_text(const struct hp_status *st)
 		return;
 	}
 	for (uint32_t i = 0; i < st->njournals; i++)
-		w = MAX(w, (int)strlen(ESCAPED(st->journals[i].name)));
+		w = MAX(w, (int)strlen(ESCAPED(st->journals[i]->name)));
 	printf("%-*s %-6s %-8s %10s %7s %8s %10s %9s %6s %9s %9s %9s\n", w, "JOURNAL", "STATE", "BACKEND",
 	       "DURABLE", "WRITERS", "SEGMENTS", "APPENDS", "BATCHES", "MEAN", "P50(us)", "P99(us)", "P999(us)");
 	for (uint32_t i = 0; i < st->njournals; i++) {
-		const struct hp_journal_status *js = &st->journals[i];
+		const struct hp_journal_status *js = st->journals[i];
 
 		snprintf(segs, sizeof(segs), "%" PRIu32 "/%" PRIu32, js->segments_used, js->segments);
 		printf("%-*s %-6s %-8s %10" PRIu64 " %7" PRIu32 " %8s %10" PRIu64 " %9" PRIu64
@@ -60,13 +60,12 @@ static void journal_path_json(struct json *j, const struct hp_journal_path *src)
 	json_str(j, "path_why", src->why);
 }
 
-/* Every member of st's journal i (struct hp_journal_status) under its own name (state as a
+/* Every member of a journal's record (struct hp_journal_status) under its own name (state as a
  * word), the batches by size as an array of HP_BATCH_BUCKETS counts, its latencies and I/O
  * errors as "durability", and its path to the disk. */
-static void journal_json_members(struct json *j, const struct hp_status *st, uint32_t i)
+static void journal_json_members(struct json *j, const struct hp_journal_status *src)
 {
-	const struct hp_journal_status *src = &st->journals[i];
-	const struct hp_journal_batches *batches = &st->journal_batches[i];
+	const struct hp_journal_batches *batches = &src->batch_sizes;
 
 	json_str(j, "name", src->name);
 	json_str(j, "state", hp_journal_state_name(src->state));
@@ -82,8 +81,8 @@ static void journal_json_members(struct json *j, const struct hp_status *st, uin
 	for (unsigned k = 0; k < HP_BATCH_BUCKETS; k++)
 		json_u64(j, NULL, batches->by_size[k]);
 	json_close(j, ']');
-	durability_json(j, &st->journal_durability[i]);
-	journal_path_json(j, &st->journal_paths[i]);
+	durability_json(j, &src->durability);
+	journal_path_json(j, &src->path);
 }
 
 void journals_json(struct json *j, const struct hp_status *st)
@@ -91,18 +90,17 @@ void journals_json(struct json *j, const struct hp_status *st)
 	json_open(j, "journals", '[');
 	for (uint32_t i = 0; i < st->njournals; i++) {
 		json_open(j, NULL, '{');
-		journal_json_members(j, st, i);
+		journal_json_members(j, st->journals[i]);
 		json_close(j, '}');
 	}
 	json_close(j, ']');
 }
 
-static void journal_stat_text(const struct hp_status *st, uint32_t i)
+static void journal_stat_text(const struct hp_journal_status *js)
 {
-	const struct hp_journal_status *js = &st->journals[i];
-	const struct hp_journal_batches *batches = &st->journal_batches[i];
-	const struct hp_journal_durability *durability = &st->journal_durability[i];
-	const struct hp_journal_path *path = &st->journal_paths[i];
+	const struct hp_journal_batches *batches = &js->batch_sizes;
+	const struct hp_journal_durability *durability = &js->durability;
+	const struct hp_journal_path *path = &js->path;
 	char b[32];
 	bool any = false;
 
@@ -148,16 +146,16 @@ static void journal_stat_text(const struct hp_status *st, uint32_t i)
 	       durability->io_errors);
 }
 
-void journal_stat_print(const struct hp_status *st, uint32_t i, bool json)
+void journal_stat_print(const struct hp_journal_status *js, bool json)
 {
 	if (json) {
 		struct json j;
 
 		json_line_begin(&j);
-		journal_json_members(&j, st, i);
+		journal_json_members(&j, js);
 		json_line_end(&j);
 	} else {
-		journal_stat_text(st, i);
+		journal_stat_text(js);
 	}
 }
 

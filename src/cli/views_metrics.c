@@ -8,8 +8,12 @@
  * row can say is written by hand below the tables: the up and build info gauges, the pool, the
  * start time, a journal's state (one series per state of PROTO_JOURNAL_STATES), the records per
  * batch histogram. No family names a pid or a client: a series per process would be churn.
- * Figures that depend on who asks (other uids' spill figures) are left out, not shown wrong,
- * when the status says the asker does not see every uid (hugepool_scrape_sees_all_uids 0).
+ * The figures that name a uid (each uid's spill figures, and the machine's spill totals, which
+ * sum every uid's) are written only when asked (--uids): metrics go wherever a scraper takes
+ * them, to whoever reaches the endpoint and whoever may query the Prometheus that keeps them,
+ * and Prometheus' security model presumes that is anyone. Even then they are left out, not
+ * shown wrong, where the status says the asker does not see every uid; the gauge
+ * hugepool_scrape_sees_all_uids says which it is.
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -69,10 +73,11 @@ static const struct metric_row spill_uid_rows[] = { PROTO_STATUS_SPILL_UID_FIELD
 #undef M
 #undef NOMETRIC
 
-/* A section's records: count of them, stride bytes apart from base, and each one's key label. */
+/* A section's records: its one, or count of them through the status's array, and each one's key label. */
 struct records {
-	const void *base;
-	size_t stride;
+	const void *one; /* the section's one record; or */
+	const void *const *each; /* each record of the status's array of them, */
+	size_t at; /* and the section at this offset in it (a journal's path, a class's acquires) */
 	uint32_t count;
 	/* writes record i's labels (expo_label) into buf; NULL: the section has one record, no label */
 	void (*labels)(const struct hp_status *st, uint32_t i, char *buf, size_t len);
@@ -158,33 +163,36 @@ static void print_rows(struct expo *e, const struct hp_status *st, const struct 
 			labels[0] = '\0';
 			if (recs->labels)
 				recs->labels(st, k, labels, sizeof(labels));
-			row_sample(e, r, (const char *)recs->base + k * recs->stride, labels);
+			row_sample(e, r, recs->one ? recs->one : (const char *)recs->each[k] + recs->at, labels);
 		}
 	}
 }
 
 static void class_labels(const struct hp_status *st, uint32_t i, char *buf, size_t len)
 {
-	expo_label(buf, len, "class", st->classes[i].name);
+	expo_label(buf, len, "class", st->classes[i]->name);
 }
 
 static void journal_labels(const struct hp_status *st, uint32_t i, char *buf, size_t len)
 {
-	expo_label(buf, len, "journal", st->journals[i].name);
+	expo_label(buf, len, "journal", st->journals[i]->name);
 }
 
 static void uid_labels(const struct hp_status *st, uint32_t i, char *buf, size_t len)
 {
 	char uid[16];
 
-	snprintf(uid, sizeof(uid), "%u", (unsigned)st->spill_uids[i].uid);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)st->spill_uids[i]->uid);
 	expo_label(buf, len, "uid", uid);
 }
 
 /* One record of a section that has one, unlabelled. */
-#define ONE(p) (&(const struct records){ .base = (p), .stride = 0, .count = 1 })
-#define EACH(array, n, fn) \
-	(&(const struct records){ .base = (array), .stride = sizeof(*(array)), .count = (n), .labels = (fn) })
+#define ONE(p) (&(const struct records){ .one = (p), .count = 1 })
+/* Each record of an array of them (st->journals), or the section member of each. */
+#define EACH(array, n, fn) (&(const struct records){ .each = (const void *const *)(array), .count = (n), .labels = (fn) })
+#define EACH_IN(array, n, member, fn)                                                            \
+	(&(const struct records){ .each = (const void *const *)(array), .at = offsetof(__typeof__(**(array)), member), \
+				  .count = (n), .labels = (fn) })
 #define PRINT_ROWS(e, st, rows, recs, keep) print_rows(e, st, rows, ARRAY_SIZE(rows), recs, keep)
 
 /* Of the machine's spill figures, those that name nobody: its limits and threshold. */
@@ -221,12 +229,12 @@ static void print_batch_sizes(struct expo *e, const struct hp_status *st)
 	expo_family(e, PREFIX "journal_batch_records", EXPO_HISTOGRAM,
 		    "Records per batch written (a batch: one write and the sync that covers it)");
 	for (uint32_t i = 0; i < st->njournals; i++) {
-		const uint64_t *by = st->journal_batches[i].by_size;
+		const uint64_t *by = st->journals[i]->batch_sizes.by_size;
 
 		labels[0] = '\0';
 		journal_labels(st, i, labels, sizeof(labels));
-		expo_histogram(e, labels, bounds, HP_BATCH_BUCKETS - 1, by, st->journals[i].batches, NULL,
-			       st->journal_durability[i].batch_records);
+		expo_histogram(e, labels, bounds, HP_BATCH_BUCKETS - 1, by, st->journals[i]->batches, NULL,
+			       st->journals[i]->durability.batch_records);
 	}
 }
 
@@ -248,7 +256,7 @@ static void print_journal_states(struct expo *e, const struct hp_status *st)
 			labels[0] = '\0';
 			journal_labels(st, i, labels, sizeof(labels));
 			expo_label(labels, sizeof(labels), "state", states[k]);
-			expo_sample(e, labels, strcmp(hp_journal_state_name(st->journals[i].state), states[k]) == 0);
+			expo_sample(e, labels, strcmp(hp_journal_state_name(st->journals[i]->state), states[k]) == 0);
 		}
 }
 
@@ -261,27 +269,30 @@ static void print_class_bytes(struct expo *e, const struct hp_status *st)
 	for (uint32_t i = 0; i < st->nclasses; i++) {
 		labels[0] = '\0';
 		class_labels(st, i, labels, sizeof(labels));
-		expo_sample(e, labels, st->classes[i].size * st->classes[i].total);
+		expo_sample(e, labels, st->classes[i]->size * st->classes[i]->total);
 	}
 	expo_family(e, PREFIX "class_leased_bytes", EXPO_GAUGE, "Bytes of the class's buffers leased now");
 	for (uint32_t i = 0; i < st->nclasses; i++) {
 		labels[0] = '\0';
 		class_labels(st, i, labels, sizeof(labels));
-		expo_sample(e, labels, st->classes[i].size * st->classes[i].leased);
+		expo_sample(e, labels, st->classes[i]->size * st->classes[i]->leased);
 	}
 }
 
-void metrics_print(struct expo *e, const struct hp_status *st)
+void metrics_print(struct expo *e, const struct hp_status *st, bool uids)
 {
+	bool all;
+
 	print_up(e, st != NULL);
 	if (!st) {
 		expo_end(e);
 		return;
 	}
+	all = uids && st->server.sees_all;
 	gauge(e, PREFIX "scrape_sees_all_uids",
-	      "1: these metrics show every uid (hugepoolctl runs as an admin or in monitor_group); "
-	      "0: only its own, and no machine-wide spill figures",
-	      (uint64_t)st->server.sees_all);
+	      "1: these metrics show every uid's spill figures (hugepoolctl metrics --uids as an admin or in "
+	      "monitor_group); 0: none but the spill limits (its own uid's too with --uids)",
+	      (uint64_t)all);
 	/* the daemon and its life */
 	expo_family(e, PREFIX "start_time_seconds", EXPO_GAUGE,
 		    "When this life of the daemon started, in seconds since the epoch");
@@ -298,7 +309,7 @@ void metrics_print(struct expo *e, const struct hp_status *st)
 	      (uint64_t)st->fallback);
 	PRINT_ROWS(e, st, class_rows, EACH(st->classes, st->nclasses, class_labels), NULL);
 	print_class_bytes(e, st);
-	PRINT_ROWS(e, st, acquire_rows, EACH(st->class_acquire, st->nclasses, class_labels), NULL);
+	PRINT_ROWS(e, st, acquire_rows, EACH_IN(st->classes, st->nclasses, acquire, class_labels), NULL);
 	/* connections and the daemon's counters */
 	PRINT_ROWS(e, st, server_rows, ONE(&st->server), NULL);
 	PRINT_ROWS(e, st, counter_rows, ONE(st), NULL);
@@ -306,10 +317,11 @@ void metrics_print(struct expo *e, const struct hp_status *st)
 	PRINT_ROWS(e, st, journal_rows, EACH(st->journals, st->njournals, journal_labels), NULL);
 	print_journal_states(e, st);
 	print_batch_sizes(e, st);
-	PRINT_ROWS(e, st, durability_rows, EACH(st->journal_durability, st->njournals, journal_labels), NULL);
-	PRINT_ROWS(e, st, jpath_rows, EACH(st->journal_paths, st->njournals, journal_labels), NULL);
-	/* spill: the machine's (its limits only, to whom does not see every uid), each uid's */
-	PRINT_ROWS(e, st, spill_rows, ONE(&st->spill), st->server.sees_all ? NULL : spill_names_nobody);
-	PRINT_ROWS(e, st, spill_uid_rows, EACH(st->spill_uids, st->nspill_uids, uid_labels), NULL);
+	PRINT_ROWS(e, st, durability_rows, EACH_IN(st->journals, st->njournals, durability, journal_labels), NULL);
+	PRINT_ROWS(e, st, jpath_rows, EACH_IN(st->journals, st->njournals, path, journal_labels), NULL);
+	/* spill: the machine's (its limits only, but to whom asked and sees every uid), each uid's */
+	PRINT_ROWS(e, st, spill_rows, ONE(&st->spill), all ? NULL : spill_names_nobody);
+	if (uids)
+		PRINT_ROWS(e, st, spill_uid_rows, EACH(st->spill_uids, st->nspill_uids, uid_labels), NULL);
 	expo_end(e);
 }

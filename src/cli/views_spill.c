@@ -41,13 +41,13 @@ static int client_compare(const void *a, const void *b)
  */
 static bool spill_next_uid(const struct hp_status *st, uint32_t *i, struct spill_uid *u)
 {
-	while (*i < st->nclients && !client_spills(&st->clients[*i]))
+	while (*i < st->nclients && !client_spills(st->clients[*i]))
 		(*i)++;
 	if (*i >= st->nclients)
 		return false;
-	*u = (struct spill_uid){ .uid = st->clients[*i].uid };
-	for (; *i < st->nclients && st->clients[*i].uid == u->uid; (*i)++) {
-		const struct hp_client_status *c = &st->clients[*i];
+	*u = (struct spill_uid){ .uid = st->clients[*i]->uid };
+	for (; *i < st->nclients && st->clients[*i]->uid == u->uid; (*i)++) {
+		const struct hp_client_status *c = st->clients[*i];
 
 		if (!client_spills(c))
 			continue;
@@ -128,7 +128,7 @@ void spill_text(const struct hp_status *st)
 	printf("\n%8s %-16s %8s %6s %12s %10s %12s\n", "PID", "NAME", "UID", "FILES", "BYTES", "MEM_STRMS",
 	       "MEM_BYTES");
 	for (i = 0; i < st->nclients; i++) {
-		const struct hp_client_status *c = &st->clients[i];
+		const struct hp_client_status *c = st->clients[i];
 
 		if (!client_spills(c))
 			continue;
@@ -161,7 +161,7 @@ void spill_json(struct json *j, const struct hp_status *st)
 	json_close(j, ']');
 	json_open(j, "clients", '[');
 	for (i = 0; i < st->nclients; i++)
-		if (client_spills(&st->clients[i]))
+		if (client_spills(st->clients[i]))
 			client_json(j, st, i, CLIENT_SPILL);
 	json_close(j, ']');
 }

@@ -44,7 +44,7 @@ static const char *backing_name(const struct hp_status *st)
 static const char *lease_class_name(const struct hp_status *st, const struct hp_lease_status *l)
 {
 	/* libhugepool checks class_index against nclasses */
-	return l->class_index < st->nclasses ? st->classes[l->class_index].name : "?";
+	return l->class_index < st->nclasses ? st->classes[l->class_index]->name : "?";
 }
 
 /* The width of the class column: the names as printed (escaped), at least min. */
@@ -53,7 +53,7 @@ static int class_name_width(const struct hp_status *st, int min)
 	int w = min;
 
 	for (uint32_t i = 0; i < st->nclasses; i++)
-		w = MAX(w, (int)strlen(ESCAPED(st->classes[i].name)));
+		w = MAX(w, (int)strlen(ESCAPED(st->classes[i]->name)));
 	return w;
 }
 
@@ -83,7 +83,7 @@ void classes_text(const struct hp_status *st)
 	printf("%-*s %10s %8s %8s %8s %8s %8s\n", w, "CLASS", "SIZE", "TOTAL", "FREE", "LEASED", "WAITERS",
 	       "ZEROING");
 	for (uint32_t i = 0; i < st->nclasses; i++) {
-		const struct hp_class_status *c = &st->classes[i];
+		const struct hp_class_status *c = st->classes[i];
 
 		printf("%-*s %10s %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 " %8" PRIu32 "%s\n", w, ESCAPED(c->name),
 		       size_format(c->size, b, sizeof(b)), c->total, c->free, c->leased, c->waiters, c->zeroing,
@@ -103,13 +103,13 @@ void classes_json(struct json *j, const struct hp_status *st)
 {
 	json_open(j, "classes", '[');
 	for (uint32_t i = 0; i < st->nclasses; i++) {
-		const struct hp_class_status *src = &st->classes[i];
+		const struct hp_class_status *src = st->classes[i];
 
 		json_open(j, NULL, '{');
 		json_str(j, "name", src->name);
 		PROTO_STATUS_CLASS_FIELDS(JSON_FIELD)
 		json_bool(j, "retired", src->retired);
-		acquire_json(j, &st->class_acquire[i]);
+		acquire_json(j, &st->classes[i]->acquire);
 		json_close(j, '}');
 	}
 	json_close(j, ']');
@@ -145,7 +145,7 @@ void status_text(const struct hp_status *st)
 	uint64_t buffers = 0;
 
 	for (uint32_t i = 0; i < st->nclasses; i++)
-		buffers += st->classes[i].total;
+		buffers += st->classes[i]->total;
 	printf("hugepoold %s, pid %d, up %s (since %s)\n", ESCAPED(st->daemon_version), (int)st->daemon_pid,
 	       duration_format((uint64_t)uptime_seconds(st), b1, sizeof(b1)),
 	       time_format(st->started_ns, b3, sizeof(b3)));
@@ -204,7 +204,7 @@ void leases_text(const struct hp_status *st)
 	} else {
 		printf("%-18s %-*s %8s %8s  %s\n", "LEASE", w, "CLASS", "PID", "UID", "SINCE");
 		for (uint32_t i = 0; i < st->nleases; i++) {
-			const struct hp_lease_status *l = &st->leases[i];
+			const struct hp_lease_status *l = st->leases[i];
 
 			printf("%#-18" PRIx64 " %-*s %8d %8u  %s\n", l->lease_id, w, ESCAPED(lease_class_name(st, l)),
 			       (int)l->pid, (unsigned)l->uid, time_format(l->since_ns, b, sizeof(b)));
@@ -213,8 +213,8 @@ void leases_text(const struct hp_status *st)
 	printf("\n%8s %8s %-16s %8s %12s %7s %5s %9s %12s\n", "PID", "UID", "NAME", "LEASES", "LEASED", "WAITING",
 	       "HEAPS", "HEAP-BUFS", "HEAP-CARVED");
 	for (uint32_t i = 0; i < st->nclients; i++) {
-		const struct hp_client_status *c = &st->clients[i];
-		const struct hp_client_heaps *h = &st->client_heaps[i];
+		const struct hp_client_status *c = st->clients[i];
+		const struct hp_client_heaps *h = &st->clients[i]->heaps;
 		char hb[32];
 
 		printf("%8d %8u %-16s %8" PRIu32 " %12s %7s %5" PRIu64 " %9" PRIu64 " %12s\n", (int)c->pid,
@@ -230,7 +230,7 @@ void leases_json(struct json *j, const struct hp_status *st)
 
 	json_open(j, "leases", '[');
 	for (uint32_t i = 0; i < st->nleases; i++) {
-		const struct hp_lease_status *l = &st->leases[i];
+		const struct hp_lease_status *l = st->leases[i];
 
 		/* a string: lease ids use all 64 bits, more than a JSON number keeps exactly */
 		snprintf(b, sizeof(b), "%#" PRIx64, l->lease_id);
@@ -252,7 +252,7 @@ void leases_json(struct json *j, const struct hp_status *st)
 
 void client_json(struct json *j, const struct hp_status *st, uint32_t i, unsigned parts)
 {
-	const struct hp_client_status *c = &st->clients[i];
+	const struct hp_client_status *c = st->clients[i];
 	char b[64];
 
 	json_open(j, NULL, '{');
@@ -267,7 +267,7 @@ void client_json(struct json *j, const struct hp_status *st, uint32_t i, unsigne
 		json_bool(j, "waiting", c->waiting);
 	}
 	if (parts & CLIENT_HEAPS) {
-		const struct hp_client_heaps *src = &st->client_heaps[i];
+		const struct hp_client_heaps *src = &st->clients[i]->heaps;
 
 		PROTO_STATUS_HEAPS_FIELDS(JSON_FIELD)
 	}
@@ -288,12 +288,12 @@ void stats_text(const struct hp_status *st)
 		printf("%-32s %" PRIu64 "\n", counters[i].name, counter_value(st, i));
 	PROTO_STATUS_SERVER_FIELDS(TEXT_FIELD)
 	for (uint32_t c = 0; c < st->nclasses; c++) {
-		const struct hp_class_acquire *a = &st->class_acquire[c];
+		const struct hp_class_acquire *a = &st->classes[c]->acquire;
 
 		printf("\nclass %s: %" PRIu64 " acquires, %" PRIu64 " granted (%" PRIu64 " buffers), refused: %" PRIu64
 		       " limit, %" PRIu64 " timeout, %" PRIu64 " all-or-nothing, %" PRIu64 " too large, %" PRIu64
 		       " renewal; %" PRIu64 " cancelled; mean wait %.1f us\n",
-		       ESCAPED(st->classes[c].name), a->acquires, a->granted, a->buffers_granted, a->refused_limit,
+		       ESCAPED(st->classes[c]->name), a->acquires, a->granted, a->buffers_granted, a->refused_limit,
 		       a->refused_timeout, a->refused_all_or_nothing, a->refused_too_large, a->refused_renewal,
 		       a->cancelled, a->wait.count ? (double)a->wait.sum_ns / (double)a->wait.count / 1e3 : 0.0);
 	}

@@ -79,6 +79,28 @@ static inline void closep(int *fd)
 		_p_;                       \
 	})
 
+/*
+ * An enum's names as one table read both ways (systemd's DEFINE_STRING_TABLE_LOOKUP): with
+ * `static const char *const NAME_table[] = { [VALUE] = "word", ... };` in a .c file,
+ * DEFINE_STRING_TABLE_LOOKUP(NAME, TYPE) defines NAME_to_string(v) ("unknown" for a value the
+ * table has no word for) and NAME_from_string(s, &v) (0, or -EINVAL with v untouched). The .c
+ * file includes <string.h> and <errno.h>.
+ */
+#define DEFINE_STRING_TABLE_LOOKUP(name, type)                                                    \
+	const char *name##_to_string(type v)                                                      \
+	{                                                                                         \
+		return (size_t)v < ARRAY_SIZE(name##_table) && name##_table[v] ? name##_table[v] : "unknown"; \
+	}                                                                                         \
+	int name##_from_string(const char *s, type *ret)                                          \
+	{                                                                                         \
+		for (size_t i = 0; i < ARRAY_SIZE(name##_table); i++)                             \
+			if (name##_table[i] && strcmp(name##_table[i], s) == 0) {                  \
+				*ret = (type)i;                                                     \
+				return 0;                                                           \
+			}                                                                           \
+		return -EINVAL;                                                                     \
+	}
+
 /* In a spin-wait loop: let the sibling hyperthread run, save power. */
 static inline void cpu_relax(void)
 {

@@ -27,6 +27,7 @@
 #include "journal.h"
 #include "log.h"
 #include "notify.h"
+#include "optrow.h"
 #include "pool.h"
 #include "reexec.h"
 #include "server.h"
@@ -52,23 +53,27 @@
 enum { EXIT_STATUSES(EXIT_ENUM) };
 #undef EXIT_ENUM
 
+/* The options, in --help's order (parse_options' switch says what each one does). */
+enum { OPT_PRINT_HUGEPAGES = OPTROW_LONG_ONLY };
+static const struct optrow options[] = {
+	{ "config", 'c', "FILE", 0, "configuration file (default " CONFIG_DEFAULT_PATH ")" },
+	{ "check-config", 't', NULL, 0, "check the configuration, print a summary and exit" },
+	{ "print-hugepages", OPT_PRINT_HUGEPAGES, NULL, 0,
+	  "check the configuration, print the hugepages the pool\n"
+	  "needs as \"COUNT PAGE_SIZE_BYTES\" and exit" },
+	{ "foreground", 'f', NULL, 0, "accepted for compatibility: hugepoold never forks" },
+	{ "verbose", 'v', NULL, 0, "log debug messages too" },
+	{ "help", 'h', NULL, 0, "show this help and exit" },
+	{ "version", 'V', NULL, 0, "show the version and exit" },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: hugepoold [OPTION]...\n"
-		"Pre-fault hugepage-backed shared memory at boot and lease it to local clients.\n"
-		"\n"
-		"  -c, --config=FILE   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
-		"  -t, --check-config  check the configuration, print a summary and exit\n"
-		"      --print-hugepages\n"
-		"                      check the configuration, print the hugepages the pool\n"
-		"                      needs as \"COUNT PAGE_SIZE_BYTES\" and exit\n"
-		"  -f, --foreground    accepted for compatibility: hugepoold never forks\n"
-		"  -v, --verbose       log debug messages too\n"
-		"  -h, --help          show this help and exit\n"
-		"  -V, --version       show the version and exit\n"
-		"\n"
-		"Exit status:\n");
+	fprintf(f, "Usage: hugepoold [OPTION]...\n"
+		   "Pre-fault hugepage-backed shared memory at boot and lease it to local clients.\n"
+		   "\n");
+	optrow_usage(f, options, ARRAY_SIZE(options), 16);
+	fprintf(f, "\nExit status:\n");
 #define EXIT_HELP(name, status, meaning) fprintf(f, "  %d  %s\n", status, meaning);
 	EXIT_STATUSES(EXIT_HELP)
 #undef EXIT_HELP
@@ -109,7 +114,7 @@ static void print_summary(const struct config *cfg, const char *path)
 	printf("%s: OK\n", path);
 	printf("socket %s (mode %04o%s%s)\n", cfg->socket_path, (unsigned)cfg->socket_mode,
 	       cfg->socket_group[0] ? ", group " : "", cfg->socket_group);
-	printf("hugepages %s, page size %s, prefault threads %u\n", hugepages_mode_name(cfg->hugepages),
+	printf("hugepages %s, page size %s, prefault threads %u\n", hugepages_mode_to_string(cfg->hugepages),
 	       cfg->hugepages == HUGEPAGES_OFF ? "4.0 KiB" : size_format(cfg->page_size, b, sizeof(b)),
 	       cfg->prefault_threads ? cfg->prefault_threads : prefault_default_threads());
 	for (unsigned i = 0; i < cfg->nclasses; i++)
@@ -494,18 +499,13 @@ enum action { RUN, CHECK_CONFIG, PRINT_HUGEPAGES };
 /* > 0 to go on with *action, 0 to exit at once (--help, --version), < 0 for a usage error. */
 static int parse_options(int argc, char **argv, struct boot *b, enum action *action)
 {
-	enum { OPT_PRINT_HUGEPAGES = 0x100 };
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' }, { "check-config", no_argument, NULL, 't' },
-		{ "print-hugepages", no_argument, NULL, OPT_PRINT_HUGEPAGES },
-		{ "foreground", no_argument, NULL, 'f' },   { "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },	    { "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct option longopts[ARRAY_SIZE(options) + 1];
+	char shortopts[2 * ARRAY_SIZE(options) + 2];
 	int c;
 
+	optrow_getopt(options, ARRAY_SIZE(options), longopts, shortopts);
 	*action = RUN;
-	while ((c = getopt_long(argc, argv, "c:tfvhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			b->config_path = optarg;
@@ -528,7 +528,15 @@ static int parse_options(int argc, char **argv, struct boot *b, enum action *act
 		case 'V':
 			printf("hugepoold %s\n", HUGEPOOL_VERSION);
 			return 0;
+		case ':':
 		default:
+			/* a long option as written, a short one by its letter ("-vx": x) */
+			if (strncmp(argv[optind - 1], "--", 2) != 0 && optopt > 0 && optopt < OPTROW_LONG_ONLY)
+				fprintf(stderr, c == ':' ? "hugepoold: option '-%c' requires an argument\n"
+							 : "hugepoold: invalid option '-%c'\n", optopt);
+			else
+				fprintf(stderr, c == ':' ? "hugepoold: option '%s' requires an argument\n"
+							 : "hugepoold: invalid option '%s'\n", argv[optind - 1]);
 			usage(stderr);
 			return -EINVAL;
 		}

@@ -60,23 +60,12 @@ static void unmap_ids(hp_conn *c, const uint64_t *ids, unsigned n)
 static int send_release(hp_conn *c, const uint64_t *ids, unsigned n)
 {
 	_cleanup_free_ struct proto_release *rel = malloc(sizeof(*rel) + n * sizeof(uint64_t));
-	struct proto_hdr h;
-	void *payload = NULL;
-	int r;
 
 	if (!rel)
 		return -ENOMEM;
 	*rel = (struct proto_release){ .n = n };
 	memcpy(rel + 1, ids, n * sizeof(uint64_t));
-	r = client_send(c, PROTO_RELEASE, rel, (uint32_t)(sizeof(*rel) + n * sizeof(uint64_t)));
-	if (r < 0)
-		return r;
-	r = client_recv(c, &h, &payload, NULL, 0);
-	if (r == 1) {
-		free(payload);
-		return -EPROTO;
-	}
-	return r;
+	return client_simple_request(c, PROTO_RELEASE, rel, (uint32_t)(sizeof(*rel) + n * sizeof(uint64_t)));
 }
 
 /* Map a granted buffer: a sealed memfd of (at least) the size the grant names, or a lie. */

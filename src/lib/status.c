@@ -6,6 +6,7 @@
  * string within its field.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +47,7 @@ _Static_assert(HP_LATENCY_BUCKETS == PROTO_LATENCY_NBOUNDS, "the public latency 
 static int get_class(struct hp_status *st, uint32_t i, const struct proto_status_class *w)
 {
 	const struct proto_status_class src = *w;
-	struct hp_class_status *dst = &st->classes[i];
+	struct hp_class_status *dst = st->classes[i];
 
 	copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
 	PROTO_STATUS_CLASS_FIELDS(COPY_FIELD)
@@ -57,7 +58,7 @@ static int get_class(struct hp_status *st, uint32_t i, const struct proto_status
 static int get_client(struct hp_status *st, uint32_t i, const struct proto_status_client *w)
 {
 	const struct proto_status_client src = *w;
-	struct hp_client_status *dst = &st->clients[i];
+	struct hp_client_status *dst = st->clients[i];
 
 	copy_name(dst->name, sizeof(dst->name), src.name, sizeof(src.name));
 	PROTO_STATUS_CLIENT_FIELDS(COPY_FIELD)
@@ -73,7 +74,7 @@ static int get_lease(struct hp_status *st, uint32_t i, const struct proto_status
 
 	if (l.class_index >= st->nclasses)
 		return -EPROTO;
-	st->leases[i] = (struct hp_lease_status){ .lease_id = l.lease_id, .pid = (pid_t)l.pid, .uid = l.uid,
+	*st->leases[i] = (struct hp_lease_status){ .lease_id = l.lease_id, .pid = (pid_t)l.pid, .uid = l.uid,
 						  .class_index = l.class_index, .since_ns = l.since_realtime_ns };
 	return 0;
 }
@@ -81,7 +82,7 @@ static int get_lease(struct hp_status *st, uint32_t i, const struct proto_status
 static int get_journal(struct hp_status *st, uint32_t i, const struct proto_status_journal *w)
 {
 	const struct proto_status_journal src = *w;
-	struct hp_journal_status *dst = &st->journals[i];
+	struct hp_journal_status *dst = st->journals[i];
 
 	if (!ERRNO_VALID(src.error))
 		return -EPROTO;
@@ -121,14 +122,14 @@ static int get_start(struct hp_status *st, uint32_t i, const struct proto_status
 
 static int get_batches(struct hp_status *st, uint32_t i, const struct proto_status_batches *w)
 {
-	memcpy(st->journal_batches[i].by_size, w->by_size, sizeof(w->by_size));
+	memcpy(st->journals[i]->batch_sizes.by_size, w->by_size, sizeof(w->by_size));
 	return 0;
 }
 
 static int get_heaps(struct hp_status *st, uint32_t i, const struct proto_status_heaps *w)
 {
 	const struct proto_status_heaps src = *w;
-	struct hp_client_heaps *dst = &st->client_heaps[i];
+	struct hp_client_heaps *dst = &st->clients[i]->heaps;
 
 	PROTO_STATUS_HEAPS_FIELDS(COPY_FIELD)
 	return 0;
@@ -148,7 +149,7 @@ static int get_server(struct hp_status *st, uint32_t i, const struct proto_statu
 static int get_acquire(struct hp_status *st, uint32_t i, const struct proto_status_acquire *w)
 {
 	const struct proto_status_acquire src = *w;
-	struct hp_class_acquire *dst = &st->class_acquire[i];
+	struct hp_class_acquire *dst = &st->classes[i]->acquire;
 
 	PROTO_STATUS_ACQUIRE_FIELDS(COPY_FIELD)
 	return 0;
@@ -157,7 +158,7 @@ static int get_acquire(struct hp_status *st, uint32_t i, const struct proto_stat
 static int get_durability(struct hp_status *st, uint32_t i, const struct proto_status_durability *w)
 {
 	const struct proto_status_durability src = *w;
-	struct hp_journal_durability *dst = &st->journal_durability[i];
+	struct hp_journal_durability *dst = &st->journals[i]->durability;
 
 	PROTO_STATUS_DURABILITY_FIELDS(COPY_FIELD)
 	return 0;
@@ -166,7 +167,7 @@ static int get_durability(struct hp_status *st, uint32_t i, const struct proto_s
 static int get_spill_uid(struct hp_status *st, uint32_t i, const struct proto_status_spill_uid *w)
 {
 	const struct proto_status_spill_uid src = *w;
-	struct hp_spill_uid_status *dst = &st->spill_uids[i];
+	struct hp_spill_uid_status *dst = st->spill_uids[i];
 
 	PROTO_STATUS_SPILL_UID_FIELDS(COPY_FIELD)
 	dst->uid = (uid_t)src.uid;
@@ -176,7 +177,7 @@ static int get_spill_uid(struct hp_status *st, uint32_t i, const struct proto_st
 static int get_jpath(struct hp_status *st, uint32_t i, const struct proto_status_jpath *w)
 {
 	const struct proto_status_jpath src = *w;
-	struct hp_journal_path *dst = &st->journal_paths[i];
+	struct hp_journal_path *dst = &st->journals[i]->path;
 
 	copy_name(dst->path, sizeof(dst->path), src.path, sizeof(src.path));
 	copy_name(dst->chosen, sizeof(dst->chosen), src.chosen, sizeof(src.chosen));
@@ -210,6 +211,26 @@ static void get_header(struct hp_status *st, const struct proto_status *w)
 	st->njournals = w->njournals;
 }
 
+/*
+ * n records of size bytes, zeroed, reached through an array of n pointers (and a NULL after
+ * them): one allocation, freed with free(). The records follow the pointers, each at a multiple
+ * of the largest alignment a record needs.
+ */
+static void *records(uint32_t n, size_t size)
+{
+	size_t head = ((size_t)n + 1) * sizeof(void *), align = _Alignof(max_align_t);
+	size_t stride = (size + align - 1) / align * align;
+	char **v;
+
+	head = (head + align - 1) / align * align;
+	v = calloc(1, head + (size_t)n * stride);
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++)
+		v[i] = (char *)v + head + (size_t)i * stride;
+	return v;
+}
+
 int status_decode(const void *buf, size_t len, struct hp_status **ret)
 {
 	const uint8_t *p = buf;
@@ -235,19 +256,12 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
-	st->classes = calloc(w.nclasses + 1, sizeof(*st->classes));
-	st->clients = calloc(w.nclients + 1, sizeof(*st->clients));
-	st->leases = calloc(w.nleases + 1, sizeof(*st->leases));
-	st->journals = calloc(w.njournals + 1, sizeof(*st->journals));
-	st->journal_batches = calloc(w.njournals + 1, sizeof(*st->journal_batches));
-	st->client_heaps = calloc(w.nclients + 1, sizeof(*st->client_heaps));
-	st->class_acquire = calloc(w.nclasses + 1, sizeof(*st->class_acquire));
-	st->journal_durability = calloc(w.njournals + 1, sizeof(*st->journal_durability));
-	st->spill_uids = calloc(srv.nuids + 1, sizeof(*st->spill_uids));
-	st->journal_paths = calloc(w.njournals + 1, sizeof(*st->journal_paths));
-	if (!st->classes || !st->clients || !st->leases || !st->journals || !st->journal_batches ||
-	    !st->client_heaps || !st->class_acquire || !st->journal_durability || !st->spill_uids ||
-	    !st->journal_paths) {
+	st->classes = records(w.nclasses, sizeof(**st->classes));
+	st->clients = records(w.nclients, sizeof(**st->clients));
+	st->leases = records(w.nleases, sizeof(**st->leases));
+	st->journals = records(w.njournals, sizeof(**st->journals));
+	st->spill_uids = records(srv.nuids, sizeof(**st->spill_uids));
+	if (!st->classes || !st->clients || !st->leases || !st->journals || !st->spill_uids) {
 		hp_status_free(st);
 		return -ENOMEM;
 	}
@@ -324,11 +338,6 @@ void hp_status_free(struct hp_status *st)
 	free(st->clients);
 	free(st->leases);
 	free(st->journals);
-	free(st->journal_batches);
-	free(st->client_heaps);
-	free(st->class_acquire);
-	free(st->journal_durability);
 	free(st->spill_uids);
-	free(st->journal_paths);
 	free(st);
 }

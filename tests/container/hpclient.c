@@ -13,12 +13,22 @@
  *   hpclient spill BYTES          a spill stream that always uses a file: write BYTES, finish,
  *                                 print "spilled BYTES in a file", then hold it until standard
  *                                 input ends, read it back and check it
+ * and, without the daemon, as any local user against the metrics endpoint on 127.0.0.1:
+ *   hpclient tcp-hold PORT N      open N connections from 127.0.0.2-5 (any user may bind them)
+ *                                 that send nothing, print "holding N connections", wait until
+ *                                 standard input ends
+ *   hpclient tcp-burst PORT N     open and close N connections from 127.0.0.2-5 at once
  * Prints what it did on standard output; a failure says what failed and exits 1.
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <hugepool.h>
 
@@ -160,14 +170,64 @@ static int spill(size_t bytes)
 	return 0;
 }
 
+/* A TCP connection from 127.0.0.(2 + i % 4) to 127.0.0.1:port, or -1. */
+static int tcp_connect(unsigned port, unsigned i)
+{
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000002u + i % 4) };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&from, sizeof(from)) < 0 ||
+	    connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
+		fprintf(stderr, "hpclient: connection %u to port %u: %s\n", i, port, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int tcp_hold(unsigned port, unsigned n)
+{
+	char c;
+
+	for (unsigned i = 0; i < n; i++)
+		if (tcp_connect(port, i) < 0)
+			return 1;
+	printf("holding %u connections\n", n);
+	fflush(stdout);
+	while (read(0, &c, 1) > 0)
+		;
+	return 0; /* exit closes them */
+}
+
+static int tcp_burst(unsigned port, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int fd = tcp_connect(port, i);
+
+		if (fd < 0)
+			return 1;
+		close(fd);
+	}
+	printf("opened and closed %u connections\n", n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: hpclient lease CLASS N | hold CLASS N | append JOURNAL N | spill BYTES\n");
+		fprintf(stderr, "usage: hpclient lease CLASS N | hold CLASS N | append JOURNAL N | spill BYTES | "
+				"tcp-hold PORT N | tcp-burst PORT N\n");
 		return 2;
 	}
+	if (!strcmp(argv[1], "tcp-hold") && argc == 4)
+		return tcp_hold((unsigned)strtoul(argv[2], NULL, 10), (unsigned)strtoul(argv[3], NULL, 10));
+	if (!strcmp(argv[1], "tcp-burst") && argc == 4)
+		return tcp_burst((unsigned)strtoul(argv[2], NULL, 10), (unsigned)strtoul(argv[3], NULL, 10));
 	r = hp_connect(NULL, &conn);
 	if (r < 0)
 		return fail("connect", r);

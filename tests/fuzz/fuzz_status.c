@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(copy, data, size);
 	if (status_decode(copy, size, &st) == 0) {
 		for (uint32_t i = 0; i < st->nleases; i++)
-			if (st->leases[i].class_index >= st->nclasses)
+			if (st->leases[i]->class_index >= st->nclasses)
 				abort();
 		hp_status_free(st);
 	}

@@ -10,10 +10,10 @@ secs=${FUZZ_SECONDS:-60}
 out=build-fuzz
 mkdir -p "$out"
 # the daemon is a folder per subsystem (src/daemon/*/): every one of them, main.c aside
-srcs=$(ls src/common/*.c src/lib/*.c src/daemon/*/*.c)
+srcs=$(ls src/common/*.c src/lib/*.c src/daemon/*/*.c src/cli/http.c)
 daemon_includes=$(for d in src/daemon/*/; do printf -- '-I%s ' "${d%/}"; done)
 flags="-std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -pthread
-	-DHUGEPOOL_VERSION=\"fuzz\" -Iinclude -Isrc/common $daemon_includes -Isrc/lib -Itests/fuzz"
+	-DHUGEPOOL_VERSION=\"fuzz\" -Iinclude -Isrc/common $daemon_includes -Isrc/lib -Isrc/cli -Itests/fuzz"
 rc=0
 for f in tests/fuzz/fuzz_*.c; do
 	t=$(basename "$f" .c)

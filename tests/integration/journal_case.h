@@ -29,6 +29,7 @@
 #include "jformat.h"
 #include "jring.h"
 #include "pattern.h"
+#include "util.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -38,9 +39,6 @@
 #define JOURNAL "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nmax_batch_bytes = 256K\n"
 #define SEG_DATA (MIB - JFORMAT_BLOCK) /* record bytes one segment holds */
 #define LIVENESS_MS 10000 /* "an ack arrives within": generous for sanitizer builds */
-#ifndef MAX
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
-#endif
 
 /* --- the daemon under test (case.h starts, stops and tears it down) ------------------------------ */
 
@@ -103,8 +101,8 @@ static inline hp_journal *jopen(hp_conn *c)
 static inline const struct hp_journal_status *jst(const struct hp_status *st)
 {
 	for (uint32_t i = 0; i < st->njournals; i++)
-		if (strcmp(st->journals[i].name, JNAME) == 0)
-			return &st->journals[i];
+		if (strcmp(st->journals[i]->name, JNAME) == 0)
+			return st->journals[i];
 	fail_msg("no journal %s in status", JNAME);
 	abort(); /* not reached: fail_msg leaves the case, but cmocka.h does not declare it noreturn */
 }
@@ -427,7 +425,7 @@ static inline bool two_queues(void)
 	start_journal(&d, JOURNAL "backend = auto\n");
 	c = conn(&d);
 	st = status(c);
-	p = &st->journal_paths[jst(st) - st->journals];
+	p = &jst(st)->path;
 	known = !strcmp(jst(st)->backend, "libaio") && strstr(p->why, "queued through io_uring") != NULL;
 	hp_status_free(st);
 	hp_disconnect(c);

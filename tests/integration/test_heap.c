@@ -398,8 +398,8 @@ static struct hp_client_heaps heaps_of(hp_conn *watcher, pid_t pid, unsigned nth
 
 	assert_int_equal(hp_status(watcher, &st), 0);
 	for (uint32_t i = 0; i < st->nclients; i++)
-		if (st->clients[i].pid == pid && seen++ == nth)
-			ret = st->client_heaps[i];
+		if (st->clients[i]->pid == pid && seen++ == nth)
+			ret = st->clients[i]->heaps;
 	hp_status_free(st);
 	return ret;
 }

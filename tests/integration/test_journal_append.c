@@ -302,7 +302,7 @@ static void check_batch_sizes(hp_conn *c, bool all_single)
 {
 	struct hp_status *st = status(c);
 	const struct hp_journal_status *js = jst(st);
-	const struct hp_journal_batches *b = &st->journal_batches[js - st->journals];
+	const struct hp_journal_batches *b = &js->batch_sizes;
 	uint64_t batches = 0, least = 0, most = 0;
 
 	for (unsigned k = 0; k < HP_BATCH_BUCKETS; k++) {
@@ -315,7 +315,7 @@ static void check_batch_sizes(hp_conn *c, bool all_single)
 		fail_msg("%" PRIu64 " appends in batches of %" PRIu64 " to %" PRIu64 " records", js->appends, least, most);
 	if (all_single)
 		assert_int_equal(b->by_size[0], js->batches);
-	check_durability(&st->journal_durability[js - st->journals], js);
+	check_durability(&js->durability, js);
 	hp_status_free(st);
 }
 

@@ -323,8 +323,8 @@ static void forbidden(const struct forbidden *f)
 	assert_string_equal(jst(st)->backend, f->auto_takes);
 	assert_int_equal(jst(st)->durable_lsn, first + 1);
 	/* one queue: the path's words name no other */
-	if (strstr(st->journal_paths[jst(st) - st->journals].why, f->denied))
-		fail_msg("the path's words name %s: \"%s\"", f->denied, st->journal_paths[jst(st) - st->journals].why);
+	if (strstr(jst(st)->path.why, f->denied))
+		fail_msg("the path's words name %s: \"%s\"", f->denied, jst(st)->path.why);
 	hp_status_free(st);
 	hp_journal_close(j);
 	hp_disconnect(c);

@@ -114,7 +114,7 @@ static void check_paths(hp_conn *c, const char *spec)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	struct hp_status *st = status(c);
-	const struct hp_journal_path *p = &st->journal_paths[jst(st) - st->journals];
+	const struct hp_journal_path *p = &jst(st)->path;
 
 	assert_int_equal(p->adaptive, 1);
 	if (cpus > 0 && cpus < EIO_WRITERS) {
@@ -203,7 +203,7 @@ static const char *eio_case(const char *spec, const char *backend)
 	assert_int_equal(js->error, -EIO);
 	assert_true(strlen(js->note) > 0);
 	/* counted where monitoring sees it (the failed write, maybe another in flight with it) */
-	assert_true(st->journal_durability[js - st->journals].io_errors >= 1);
+	assert_true(js->durability.io_errors >= 1);
 	durable = js->durable_lsn;
 	assert_true(max_acked <= durable);
 	hp_status_free(st);

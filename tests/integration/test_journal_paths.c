@@ -102,7 +102,7 @@ static unsigned cpus_online(void)
 static struct hp_journal_path jpath_of(hp_conn *c)
 {
 	struct hp_status *st = status(c);
-	struct hp_journal_path p = st->journal_paths[jst(st) - st->journals];
+	struct hp_journal_path p = jst(st)->path;
 
 	hp_status_free(st);
 	return p;

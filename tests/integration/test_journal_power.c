@@ -27,7 +27,7 @@
 #include "proto.h"
 #include "case.h"
 #include "journal_case.h"
-#include "../unit/crashfs.h"
+#include "../lib/crashfs.h"
 
 #define PW_WRITERS 16
 #define PW_ACKS 7000 /* about 5 MiB through 4 segments of 1 MiB: every one used, some reused */

@@ -41,13 +41,15 @@
 #include "jformat.h"
 #include "jring.h"
 #include "proto.h"
+#include "util.h"
 
 #define MIB (1024ull * 1024)
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Terminal escapes that set the title, clear the screen and forge a line; invalid UTF-8, a C1 CSI. */
 #define EVIL "\x1b]0;pwned\x07\x1b[2J\rhugepool OK\n\xff\xc2\x9b"
 #define EVIL_ESCAPED "\\x1b]0;pwned\\x07\\x1b[2J\\rhugepool OK\\n\\xff\\xc2\\x9b"
+/* The same as a label value of the exposition formats: EVIL_ESCAPED with its backslashes escaped. */
+#define EVIL_LABEL "\\\\x1b]0;pwned\\\\x07\\\\x1b[2J\\\\rhugepool OK\\\\n\\\\xff\\\\xc2\\\\x9b"
 
 extern char **environ;
 
@@ -749,7 +751,7 @@ static void test_status_lies(void **state)
 	liar_start(answer_status, 0);
 	c = liar_conn();
 	assert_int_equal(hp_status(c, &st), 0);
-	assert_string_equal(st->classes[0].name, "ok");
+	assert_string_equal(st->classes[0]->name, "ok");
 	assert_int_equal(st->nspill_uids, 1);
 	hp_status_free(st);
 	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
@@ -761,11 +763,11 @@ static void test_status_lies(void **state)
 	/* strings without their NUL end within their public fields */
 	liar.lie = 7;
 	assert_int_equal(hp_status(c, &st), 0);
-	assert_int_equal(strlen(st->classes[0].name), sizeof(st->classes[0].name) - 1);
+	assert_int_equal(strlen(st->classes[0]->name), sizeof(st->classes[0]->name) - 1);
 	assert_int_equal(strlen(st->fallback_reason), sizeof(st->fallback_reason) - 1);
 	assert_int_equal(strlen(st->spill.directory), sizeof(st->spill.directory) - 1);
-	assert_int_equal(strlen(st->journal_paths[0].why), sizeof(st->journal_paths[0].why) - 1);
-	assert_int_equal(strlen(st->journal_paths[0].path), sizeof(st->journal_paths[0].path) - 1);
+	assert_int_equal(strlen(st->journals[0]->path.why), sizeof(st->journals[0]->path.why) - 1);
+	assert_int_equal(strlen(st->journals[0]->path.path), sizeof(st->journals[0]->path.path) - 1);
 	hp_status_free(st);
 	/* a result whose error is no errno */
 	assert_refused(c, hp_journal_truncate(c, "j", 1), "malformed result from the daemon");
@@ -942,6 +944,13 @@ static void test_ctl_escapes_strings(void **state)
 	assert_int_equal(ctl("--json spill", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "\"directory\":\"/var/tmp/é/\\u001b]0;pwned\\u0007"));
 	assert_non_null(strstr(out, "\\u00ff\\u009b\""));
+	/* the exposition formats: names as label values, escaped as the text is, then for the format */
+	assert_int_equal(ctl("metrics", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepool_class_buffers{class=\"" EVIL_LABEL "\"} 1\n"));
+	assert_non_null(strstr(out, "hugepool_journal_durable_lsn{journal=\"" EVIL_LABEL "\"} "));
+	assert_int_equal(ctl("metrics --openmetrics", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepool_class_buffers{class=\"" EVIL_LABEL "\"} 1\n"));
+	assert_int_equal(ctl("stats", out, sizeof(out)), 0);
 }
 
 /* Every request but the hello refused, with EVIL as the daemon's words. */

@@ -4,9 +4,11 @@
  * waiting acquire, journals appended to, one of them failed, spill files open): Prometheus'
  * own checker (promtool check metrics, from Debian's prometheus package; the case is skipped,
  * saying so, where it is missing) on both formats' families, the figures against hp_status,
- * what a uid outside monitor_group sees, the daemon down, --output replacing its file at once,
- * and --http on a socket pair as systemd would hand it over: the answers, the content
- * negotiation, and requests that cost the daemon nothing (no connection) however bad they are.
+ * that no figure names a uid without --uids, what a uid outside monitor_group sees, the daemon
+ * down, --output replacing its file at once with the umask's mode, --http on a socket pair as
+ * inetd would hand it over: the answers, the content negotiation, and requests that cost the
+ * daemon nothing (no connection) however bad they are; and --http serving a listening socket as
+ * systemd passes it, held and cycled by connections of one local user.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -25,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -35,6 +39,7 @@
 #include "hugepool.h"
 #include "proto.h"
 #include "case.h"
+#include "util.h"
 
 #define CLASSES                                                                                  \
 	"[class small]\nsize = 2M\ncount = 4\n[class big]\nsize = 4M\ncount = 2\n"                 \
@@ -42,6 +47,7 @@
 	"[journal audit]\ndirectory = @DIR@/audit\nsegment_size = 1M\nsegments = 2\n"
 #define OUT_MAX (1u << 20)
 #define HTTP_BIG 9000 /* more than hugepoolctl's HTTP_REQUEST_MAX, 8192 */
+#define HTTP_CONNS 64 /* hugepoolctl's connections at once (http_server.h) */
 
 static char out[OUT_MAX];
 
@@ -68,7 +74,7 @@ static void wait_big_waiter(hp_conn *c)
 {
 	for (int i = 0; i < 2000; i++) {
 		struct hp_status *st = status(c);
-		uint32_t w = st->classes[1].waiters;
+		uint32_t w = st->classes[1]->waiters;
 
 		hp_status_free(st);
 		if (w == 1)
@@ -198,12 +204,21 @@ static void test_busy_daemon_promtool(void **state)
 		skip();
 	}
 	busy_start(&d, &b);
+	/* no figure names a uid unless asked, whoever asks (root sees every uid) */
 	assert_int_equal(ctl(&d, "metrics", out, sizeof(out)), 0);
+	promtool_check(&d, out);
+	assert_null(strstr(out, "hugepool_spill_uid_bytes{"));
+	assert_null(strstr(out, "hugepool_spill_uid_files{"));
+	assert_null(strstr(out, "\nhugepool_spill_bytes "));
+	assert_null(strstr(out, "\nhugepool_spill_files "));
+	assert_int_equal(sample(out, "hugepool_scrape_sees_all_uids"), 0);
+	assert_int_equal(sample(out, "hugepool_spill_limit_bytes"), 64 << 20);
+	assert_int_equal(ctl(&d, "metrics --uids", out, sizeof(out)), 0);
 	promtool_check(&d, out);
 	st = status(b.c);
 	assert_int_equal(sample(out, "hugepool_up"), 1);
 	assert_int_equal(sample(out, "hugepool_class_leased_buffers{class=\"small\"}"), 3);
-	assert_int_equal(sample(out, "hugepool_class_free_buffers{class=\"small\"}"), st->classes[0].free);
+	assert_int_equal(sample(out, "hugepool_class_free_buffers{class=\"small\"}"), st->classes[0]->free);
 	assert_int_equal(sample(out, "hugepool_class_leased_buffers{class=\"big\"}"), 2);
 	assert_int_equal(sample(out, "hugepool_class_waiters{class=\"big\"}"), 1);
 	assert_int_equal(sample(out, "hugepool_class_acquires_refused_total{class=\"small\",reason=\"too_large\"}"), 1);
@@ -215,7 +230,7 @@ static void test_busy_daemon_promtool(void **state)
 	assert_int_equal(sample(out, "hugepool_journal_appends_total{journal=\"orders\"}"), 100);
 	assert_int_equal(sample(out, "hugepool_journal_append_durable_seconds_count{journal=\"orders\"}"), 100);
 	assert_int_equal(sample(out, "hugepool_journal_batch_records_sum{journal=\"orders\"}"), 100);
-	dur = &st->journal_durability[0];
+	dur = &st->journals[0]->durability;
 	assert_int_equal(sample(out, "hugepool_journal_sync_seconds_count{journal=\"orders\"}"), dur->write_sync.count);
 	assert_int_equal(sample(out, "hugepool_journal_state{journal=\"orders\",state=\"ok\"}"), 1);
 	assert_int_equal(sample(out, "hugepool_journal_state{journal=\"audit\",state=\"failed\"}"), 1);
@@ -243,12 +258,12 @@ static void test_busy_daemon_promtool(void **state)
 	busy_stop(&d, &b);
 }
 
-/* As a uid outside monitor_group: its own figures, no machine-wide spill figure but the limits. */
+/* As a uid outside monitor_group, --uids: its own figures, no machine-wide spill figure but the limits. */
 static int other_uid_main(void *arg)
 {
 	const struct daemon *d = arg;
 
-	if (ctl(d, "metrics", out, sizeof(out)) != 0)
+	if (ctl(d, "metrics --uids", out, sizeof(out)) != 0)
 		return 20;
 	if (strstr(out, "hugepool_spill_bytes ") || strstr(out, "hugepool_spill_files ") ||
 	    strstr(out, "hugepool_spill_uid_bytes{"))
@@ -294,7 +309,11 @@ static void test_daemon_down(void **state)
 	assert_null(strstr(out, "hugepool_class"));
 }
 
-/* --output FILE replaces FILE (0644), via a temporary file that does not stay behind. */
+/*
+ * --output FILE replaces FILE, via a temporary file that does not stay behind, with the mode
+ * the umask gives a new file (0644 under 022; 0600 under 077: the figures are for whom the
+ * caller says, never for everyone whatever the umask).
+ */
 static void test_output_atomic(void **state)
 {
 	static struct daemon d;
@@ -311,7 +330,16 @@ static void test_output_atomic(void **state)
 	snprintf(args, sizeof(args), "mkdir -p %s/tf && echo old > %s", d.dir, path);
 	assert_int_equal(sh(args, out, sizeof(out)), 0);
 	snprintf(args, sizeof(args), "metrics --output %s", path);
-	assert_int_equal(ctl(&d, args, out, sizeof(out)), 0);
+	{
+		mode_t old = umask(077); /* popen's shell and hugepoolctl inherit it */
+
+		assert_int_equal(ctl(&d, args, out, sizeof(out)), 0);
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_mode & 07777, 0600);
+		umask(022);
+		assert_int_equal(ctl(&d, args, out, sizeof(out)), 0);
+		umask(old);
+	}
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_mode & 07777, 0644);
 	f = fopen(path, "r");
@@ -424,6 +452,9 @@ static void test_http(void **state)
 	assert_int_equal(http_exchange(&d, "GET /metrics HTTP/1.0\r\n\r\n", false), 0);
 	assert_non_null(strstr(out, "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
 	assert_non_null(strstr(out, "\nhugepool_up 1\n"));
+	/* to whoever connects, though it runs as root: nothing that names a uid */
+	assert_non_null(strstr(out, "\nhugepool_scrape_sees_all_uids 0\n"));
+	assert_null(strstr(out, "\nhugepool_spill_bytes "));
 	assert_int_equal(http_exchange(&d, "GET /metrics?x=1 HTTP/1.1\r\naccept: */*\r\n\r\n", false), 0);
 	assert_non_null(strstr(out, "text/plain; version=0.0.4"));
 	/* HEAD: the headers alone */
@@ -476,6 +507,119 @@ static void test_http(void **state)
 	stop(&d);
 }
 
+/* --- --http serving a listening socket (systemd's Accept=no) --------------------------------- */
+
+/*
+ * hugepoolctl metrics --http with a listening TCP socket on 127.0.0.1 (an ephemeral port, in
+ * *port) as systemd passes it: fd 3, LISTEN_FDS=1, LISTEN_PID its own.
+ */
+static pid_t server_start(const struct daemon *d, int *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	char bin[256];
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	pid_t pid;
+
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4096), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &len), 0);
+	*port = ntohs(sa.sin_port);
+	snprintf(bin, sizeof(bin), "%s/hugepoolctl", harness_build());
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char n[16];
+
+		dup2(lfd, 3);
+		snprintf(n, sizeof(n), "%d", (int)getpid());
+		setenv("LISTEN_PID", n, 1);
+		setenv("LISTEN_FDS", "1", 1);
+		execl(bin, bin, "-s", d->socket, "metrics", "--http", (char *)NULL);
+		_exit(127);
+	}
+	close(lfd);
+	return pid;
+}
+
+/* A TCP connection to 127.0.0.1:port from source address 127.0.0.src (any local user may bind them). */
+static int tcp_connect(int port, int src)
+{
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000000u | (unsigned)src) };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&to, sizeof(to)), 0);
+	return fd;
+}
+
+/* A scrape as curl does it: GET, the whole answer into out; whether it was a 200 with the metrics. */
+static bool scrape(int port)
+{
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+	int fd = tcp_connect(port, 1);
+	size_t n = 0;
+	ssize_t k;
+
+	assert_int_equal(write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+	while ((k = read(fd, out + n, sizeof(out) - 1 - n)) > 0)
+		n += (size_t)k;
+	out[n] = '\0';
+	close(fd);
+	return strncmp(out, "HTTP/1.1 200 OK\r\n", 17) == 0 && strstr(out, "\nhugepool_up 1\n");
+}
+
+/*
+ * Issue 39, findings 3 and 4, against the server itself: one local user holding connections (more
+ * than it keeps, silent, from four source addresses; or sending a request byte by byte; or asking
+ * and never reading) or cycling them (hundreds opened and closed at once) neither keeps a scraper
+ * from its answer nor stops the server. The packaged socket is attacked in tests/container-test.sh.
+ */
+static void test_http_server_held_and_cycled(void **state)
+{
+	static struct daemon d;
+	static int held[3 * HTTP_CONNS];
+	int port, st, slow, noread;
+	pid_t pid;
+	(void)state;
+
+	start(&d, NULL, CLASSES);
+	pid = server_start(&d, &port);
+	assert_true(scrape(port));
+	/* held: three times as many silent connections as it keeps, and one sending a byte at a time */
+	slow = tcp_connect(port, 2);
+	assert_int_equal(write(slow, "G", 1), 1);
+	for (unsigned i = 0; i < ARRAY_SIZE(held); i++)
+		held[i] = tcp_connect(port, 2 + (int)(i % 4));
+	assert_int_equal(write(slow, "E", 1), 1);
+	noread = tcp_connect(port, 5);
+	assert_int_equal(write(noread, "GET /metrics HTTP/1.1\r\n\r\n", 25), 25);
+	for (int i = 0; i < 5; i++)
+		assert_true(scrape(port));
+	for (unsigned i = 0; i < ARRAY_SIZE(held); i++)
+		close(held[i]);
+	close(slow);
+	close(noread);
+	/* cycled: 1000 connections opened and closed as fast as they go, some with half a request */
+	for (int i = 0; i < 1000; i++) {
+		int fd = tcp_connect(port, 2 + i % 4);
+
+		if (i % 3 == 0)
+			assert_int_equal(write(fd, "GET /met", 8), 8);
+		close(fd);
+	}
+	assert_true(scrape(port));
+	/* still serving, never exited */
+	assert_int_equal(waitpid(pid, &st, WNOHANG), 0);
+	kill(pid, SIGTERM);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +628,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_daemon_down, teardown),
 		cmocka_unit_test_teardown(test_output_atomic, teardown),
 		cmocka_unit_test_teardown(test_http, teardown),
+		cmocka_unit_test_teardown(test_http_server_held_and_cycled, teardown),
 	};
 
 	return run_cases("metrics", tests);

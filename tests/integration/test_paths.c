@@ -112,7 +112,7 @@ static void file_of(const char *dir, const char *name, uid_t uid)
  */
 static void test_spill_symlink_refused(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	char globals[256];
 
 	(void)state;
@@ -128,7 +128,7 @@ static void test_spill_symlink_refused(void **state)
 /* A journal directory planted as a symlink into a directory of root's: refused, nothing made there. */
 static void test_journal_symlink_refused(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	char classes[256];
 
 	(void)state;
@@ -147,7 +147,7 @@ static void test_journal_symlink_refused(void **state)
  */
 static void test_socket_dir_of_another_uid_refused(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	char globals[256];
 
 	(void)state;

@@ -34,8 +34,8 @@
 static const struct hp_class_status *cls(const struct hp_status *st, const char *name)
 {
 	for (uint32_t i = 0; i < st->nclasses; i++)
-		if (strcmp(st->classes[i].name, name) == 0)
-			return &st->classes[i];
+		if (strcmp(st->classes[i]->name, name) == 0)
+			return st->classes[i];
 	fail_msg("no class %s in status", name);
 	return NULL;
 }
@@ -79,7 +79,7 @@ static void wait_clients(hp_conn *c, uint32_t n)
 
 static void test_acquire_release(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_buffer b[2];
 	struct hp_status *st;
 	hp_conn *c;
@@ -101,8 +101,8 @@ static void test_acquire_release(void **state)
 	assert_int_equal(cls(st, "big")->free, 2);
 	assert_int_equal(st->nleases, 2);
 	assert_int_equal(st->nclients, 1);
-	assert_int_equal(st->clients[0].pid, getpid());
-	assert_int_equal(st->clients[0].leased_bytes, 4 * MIB);
+	assert_int_equal(st->clients[0]->pid, getpid());
+	assert_int_equal(st->clients[0]->leased_bytes, 4 * MIB);
 	hp_status_free(st);
 
 	assert_int_equal(hp_release(c, b, 2), 0);
@@ -124,7 +124,7 @@ static void test_acquire_release(void **state)
 
 static void test_timeout(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_buffer held[4], b[1];
 	struct hp_status *st;
 	hp_conn *a, *c;
@@ -177,7 +177,7 @@ static void *waiter_main(void *arg)
 
 static void test_fifo_and_all_or_nothing(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_buffer held[4];
 	struct waiter wb = { .n = 3 }, wc = { .n = 1 };
 	pthread_t tb, tc;
@@ -224,7 +224,7 @@ static void test_fifo_and_all_or_nothing(void **state)
 
 static void test_uid_limits(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_buffer b[4];
 	hp_conn *c[4] = { NULL }, *extra = NULL;
 	struct hp_status *st;
@@ -260,7 +260,7 @@ static void test_uid_limits(void **state)
 
 static void test_sigkill_releases(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_buffer b[4];
 	struct hp_status *st;
 	int pfd[2];
@@ -325,7 +325,7 @@ static int raw_acquire(int fd, const char *cls_name, uint64_t *ret_id)
 
 static void test_sealed_buffers(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_status *st;
 	uint64_t id;
 	int fd, mfd;
@@ -399,7 +399,7 @@ static void assert_closed(int fd)
 
 static void test_garbage_input(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_buffer b[1];
 	struct hp_status *st;
 	struct proto_hdr h;
@@ -519,7 +519,7 @@ static void *worker_main(void *arg)
 
 static void test_many_clients(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	static struct worker w[NCLIENTS];
 	pthread_t t[NCLIENTS];
 	struct hp_status *st;
@@ -558,7 +558,7 @@ static bool all_bytes(const unsigned char *p, size_t n, unsigned char v)
 
 static void test_content_same_uid(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_buffer b;
 	hp_conn *c;
 	(void)state;
@@ -584,7 +584,7 @@ static void test_content_same_uid(void **state)
  */
 static void test_release_keep_range(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_buffer b, next;
 	hp_conn *c;
 	unsigned char *stale;
@@ -610,7 +610,7 @@ static void test_release_keep_range(void **state)
 
 static void test_content_other_uid(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_status *st;
 	uint64_t id;
 	unsigned char *old;
@@ -680,7 +680,7 @@ static void test_content_other_uid(void **state)
 
 static void test_boot_errors(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	(void)state;
 
 	/* a bad configuration: exit 2, naming file and line */
@@ -692,7 +692,7 @@ static void test_boot_errors(void **state)
 
 static void test_status_pool(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_status *st;
 	const char *mode = getenv("HP_TEST_HUGEPAGES");
 	hp_conn *c;
@@ -725,7 +725,7 @@ static void test_status_pool(void **state)
 static struct hp_class_acquire acquires_of(hp_conn *c, const char *name)
 {
 	struct hp_status *st = status(c);
-	struct hp_class_acquire a = st->class_acquire[cls(st, name) - st->classes];
+	struct hp_class_acquire a = cls(st, name)->acquire;
 
 	hp_status_free(st);
 	return a;

@@ -421,12 +421,12 @@ static void test_retired_until_released(void **state)
 	st = status(c);
 	assert_int_equal(st->nclasses, 3);
 	assert_int_equal(st->nleases, 2);
-	assert_false(st->classes[0].retired);
-	assert_int_equal(st->classes[0].size, 4 * MIB);
+	assert_false(st->classes[0]->retired);
+	assert_int_equal(st->classes[0]->size, 4 * MIB);
 	for (unsigned k = 1; k < 3; k++) {
-		assert_true(st->classes[k].retired);
-		assert_int_equal(st->classes[k].total, 1);
-		assert_int_equal(st->classes[k].leased, 1);
+		assert_true(st->classes[k]->retired);
+		assert_int_equal(st->classes[k]->total, 1);
+		assert_int_equal(st->classes[k]->leased, 1);
 	}
 	hp_status_free(st);
 	assert_int_equal(((uint8_t *)b[1].addr)[0], 0x33);
@@ -435,7 +435,7 @@ static void test_retired_until_released(void **state)
 	assert_int_equal(fresh[0].size, 4 * MIB);
 	assert_int_equal(hp_release(c, b, 2), 0);
 	st = status(c);
-	assert_int_equal(st->classes[1].total + st->classes[2].total, 0);
+	assert_int_equal(st->classes[1]->total + st->classes[2]->total, 0);
 	hp_status_free(st);
 	/* gone from the store too (the manager reads its notify socket in a thread of its own) */
 	for (int i = 0; i < 5000 && manager_count(d.mgr, "b") != 4; i++)
@@ -480,8 +480,8 @@ static void test_client_keeps_connection(void **state)
 		st = status(c);
 		assert_int_equal(st->daemon_pid, d.pid);
 		assert_int_equal(st->nleases, 2);
-		assert_int_equal(st->classes[0].leased, 2);
-		assert_int_equal(st->classes[0].free, 2);
+		assert_int_equal(st->classes[0]->leased, 2);
+		assert_int_equal(st->classes[0]->free, 2);
 		hp_status_free(st);
 		/* only the two others are free for anybody else */
 		other = conn(&d);
@@ -516,7 +516,7 @@ static uint32_t waiters(const struct daemon *d)
 {
 	hp_conn *c = conn(d);
 	struct hp_status *st = status(c);
-	uint32_t n = st->classes[0].waiters;
+	uint32_t n = st->classes[0]->waiters;
 
 	hp_status_free(st);
 	hp_disconnect(c);
@@ -576,7 +576,7 @@ static void test_client_left_while_down(void **state)
 	st = status(c);
 	assert_int_equal(st->nleases, 0);
 	assert_int_equal(st->nclients, 1);
-	assert_int_equal(st->classes[0].free, NBUF);
+	assert_int_equal(st->classes[0]->free, NBUF);
 	hp_status_free(st);
 	assert_int_equal(hp_acquire(c, "one", NBUF, 0, b), 0);
 	hp_disconnect(c);

@@ -45,10 +45,10 @@
 #include "hugepool.h"
 #include "proto.h"
 #include "case.h"
+#include "util.h"
 
 #define KIB 1024ull
 #define MIB (1024ull * 1024)
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CLASSES "[class s]\nsize = 2M\ncount = 1\n"
 
 /* Deterministic bytes: byte i of stream `seed`. */
@@ -163,7 +163,7 @@ static unsigned dir_entries(const char *path)
 
 static void test_threshold(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_conn *c;
 
 	(void)state;
@@ -198,7 +198,7 @@ static void test_single_bytes(void **state)
 {
 	const size_t n = 300 * KIB + 17;
 	unsigned char *data = make_data(7, n);
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_spill *s;
 	hp_conn *c;
 
@@ -249,7 +249,7 @@ static void test_large_write_and_status(void **state)
 	unsigned char *data = make_data(3, n);
 	struct hp_status *st;
 	hp_spill *big, *small[3];
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_conn *c;
 
 	(void)state;
@@ -273,16 +273,16 @@ static void test_large_write_and_status(void **state)
 	assert_string_equal(st->spill.method, "O_TMPFILE");
 	assert_int_equal(st->spill.threshold, 1 * MIB);
 	assert_int_equal(st->nclients, 1);
-	assert_int_equal(st->clients[0].spill_files, 1);
-	assert_int_equal(st->clients[0].spill_bytes, n);
-	assert_int_equal(st->clients[0].spill_streams_memory, 3);
-	assert_int_equal(st->clients[0].spill_bytes_memory, 6000);
+	assert_int_equal(st->clients[0]->spill_files, 1);
+	assert_int_equal(st->clients[0]->spill_bytes, n);
+	assert_int_equal(st->clients[0]->spill_streams_memory, 3);
+	assert_int_equal(st->clients[0]->spill_bytes_memory, 6000);
 	/* the uid's account (version 6): the same file and bytes */
 	assert_int_equal(st->nspill_uids, 1);
-	assert_int_equal(st->spill_uids[0].uid, getuid());
-	assert_int_equal(st->spill_uids[0].files, 1);
-	assert_int_equal(st->spill_uids[0].bytes, n);
-	assert_int_equal(st->spill_uids[0].files_created, 1);
+	assert_int_equal(st->spill_uids[0]->uid, getuid());
+	assert_int_equal(st->spill_uids[0]->files, 1);
+	assert_int_equal(st->spill_uids[0]->bytes, n);
+	assert_int_equal(st->spill_uids[0]->files_created, 1);
 	hp_status_free(st);
 	same_client_json(&d);
 	check_stream(big, data, n);
@@ -332,7 +332,7 @@ static void test_limits(void **state)
 	unsigned char *data = make_data(11, n);
 	struct hp_status *st;
 	hp_spill *s, *t, *files[3];
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_conn *c, *c2;
 
 	(void)state;
@@ -395,7 +395,7 @@ static void test_limits(void **state)
 
 static void test_sigkill_returns_quota(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct hp_status *st;
 	char spilldir[128];
 	int ready[2];
@@ -474,7 +474,7 @@ static void test_full_filesystem(void **state)
 {
 	char mnt[128], globals[256];
 	unsigned char *data = make_data(9, 4 * MIB);
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_spill *s;
 	hp_conn *c;
 
@@ -597,7 +597,7 @@ static void test_misbehaving_peer(void **state)
 	struct proto_spill_close cl;
 	unsigned char *data = make_data(1, 1 * MIB);
 	struct hp_status *st;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	struct stat sb;
 	uint64_t id = 0;
 	int fd, file = -1;
@@ -680,7 +680,7 @@ static void test_quota_bypass(void **state)
 	unsigned char *data = make_data(3, 4 * MIB);
 	struct hp_status *st;
 	hp_spill *streams[4];
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	uint64_t id = 0, cuts;
 	int fd, file = -1, passed = -1, go[2];
 	hp_conn *c;
@@ -844,7 +844,7 @@ static int bypass_as_other(void *arg)
 static void test_quota_bypass_other_uid(void **state)
 {
 	struct hp_status *st;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_conn *c;
 
 	(void)state;
@@ -894,7 +894,7 @@ static void test_merge_of_streams(void **state)
 	struct hp_merge_opts o = { .row_size = sizeof(struct row), .cmp = row_cmp, .combine = row_sum };
 	hp_spill *s[K];
 	uint64_t sum = 0, want = 0, last = 0, rows = 0;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_merge *m;
 	hp_conn *c;
 	const void *out;
@@ -942,7 +942,7 @@ static void test_daemon_dies(void **state)
 {
 	unsigned char *data = make_data(4, 1 * MIB);
 	hp_spill *mem, *file, *late;
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	hp_conn *c;
 
 	(void)state;
@@ -972,7 +972,7 @@ static void test_daemon_dies(void **state)
 
 static void test_bad_arguments(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 	const void *v;
 	hp_spill *s;
 	hp_conn *c;
@@ -1086,7 +1086,7 @@ static void test_totals_hide_other_uids(void **state)
 
 static void test_boot_errors(void **state)
 {
-	struct daemon d;
+	static struct daemon d; /* teardown may use it after a failed assertion left the frame */
 
 	(void)state;
 	/* a spill directory the daemon cannot create: exit 6, said in the log */

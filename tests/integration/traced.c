@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../unit/crashfs.h"
+#include "../lib/crashfs.h"
 
 static struct cfs_log trace;
 

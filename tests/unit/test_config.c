@@ -243,10 +243,10 @@ static void test_hugepages_modes(void **state)
 	assert_int_equal(cfg.hugepages, HUGEPAGES_REQUIRE);
 	parse_ok("hugepages = off\n" ONE_CLASS, &cfg);
 	assert_int_equal(cfg.hugepages, HUGEPAGES_OFF);
-	assert_string_equal(hugepages_mode_name(HUGEPAGES_PREFER), "prefer");
-	assert_string_equal(hugepages_mode_name(HUGEPAGES_REQUIRE), "require");
-	assert_string_equal(hugepages_mode_name(HUGEPAGES_OFF), "off");
-	assert_string_equal(hugepages_mode_name((enum hugepages_mode)42), "unknown");
+	assert_string_equal(hugepages_mode_to_string(HUGEPAGES_PREFER), "prefer");
+	assert_string_equal(hugepages_mode_to_string(HUGEPAGES_REQUIRE), "require");
+	assert_string_equal(hugepages_mode_to_string(HUGEPAGES_OFF), "off");
+	assert_string_equal(hugepages_mode_to_string((enum hugepages_mode)42), "unknown");
 }
 
 static void test_page_size_1g(void **state)

@@ -29,8 +29,10 @@
  * Two workloads (32 writers, segments reused: when_full = recycle, and when_full = block with
  * truncations whenever the journal is full), each on every backend, direct on and off. The states
  * are sampled with a seed (HP_CRASH_SEED, printed), as many per workload as `make check` can
- * afford, four times as many with HP_CRASH_POINTS=all (check-all), a quarter under a sanitizer;
- * each workload prints how many it checked.
+ * afford, eight times as many with HP_CRASH_POINTS=all (check-all), a quarter under a sanitizer;
+ * each workload prints how many it checked. HP_CRASH_SHARD=I/N runs the workloads numbered I
+ * modulo N only (and the two single cases in shard 0), with the same seeds as a whole run:
+ * tests/run-tests.sh runs a shard per CPU at once.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -43,7 +45,7 @@
 #include <stdatomic.h>
 
 #include "journal_unit.h"
-#include "crashfs.h"
+#include "../lib/crashfs.h"
 
 #define CP_WRITERS 32
 #define CP_RECORDS 220 /* per writer: about 5 MiB through 4 segments of 1 MiB, so they are reused */
@@ -804,6 +806,25 @@ static void test_kill_unsynced_rename(void **state)
 	cp_work_free(&w);
 }
 
+/* HP_CRASH_SHARD=I/N: this process runs workload k when k % N == I (whole: 0/1). */
+static unsigned shard_index, shard_count = 1;
+
+static void shard_init(void)
+{
+	const char *s = getenv("HP_CRASH_SHARD");
+	unsigned i, n;
+
+	if (s && sscanf(s, "%u/%u", &i, &n) == 2 && n > 0 && i < n) {
+		shard_index = i;
+		shard_count = n;
+	}
+}
+
+static bool shard_mine(unsigned k)
+{
+	return k % shard_count == shard_index;
+}
+
 static void test_crash_points(void **state)
 {
 	const char *mode = getenv("HP_CRASH_POINTS"), *seed_env = getenv("HP_CRASH_SEED");
@@ -811,10 +832,13 @@ static void test_crash_points(void **state)
 	unsigned seed = seed_env ? (unsigned)strtoul(seed_env, NULL, 0) : 0x5eed;
 	(void)state;
 
-	print_message("crash states: seed %u (HP_CRASH_SEED), %s%s\n", seed, scale > 1 ? "HP_CRASH_POINTS=all" : "sampled",
-		      scale_down > 1 ? ", a quarter under a sanitizer" : "");
+	print_message("crash states: seed %u (HP_CRASH_SEED), %s%s, shard %u of %u (HP_CRASH_SHARD)\n", seed,
+		      scale > 1 ? "HP_CRASH_POINTS=all" : "sampled", scale_down > 1 ? ", a quarter under a sanitizer" : "",
+		      shard_index + 1, shard_count);
 	for (size_t k = 0; k < ARRAY_SIZE(cp_modes); k++)
 		for (unsigned full = CP_RECYCLE; full <= CP_BLOCK; full++) {
+			if (!shard_mine((unsigned)(2 * k + full)))
+				continue;
 			struct cp_work w = { .c = { cp_modes[k].backend, cp_modes[k].direct, cp_modes[k].path },
 					     .full = full,
 					     .lone = 64,
@@ -844,11 +868,17 @@ static void test_crash_points(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
+	const struct CMUnitTest single[] = {
 		cmocka_unit_test(test_kill_unsynced_segment_end),
 		cmocka_unit_test(test_kill_unsynced_rename),
+	};
+	const struct CMUnitTest sampled[] = {
 		cmocka_unit_test(test_crash_points),
 	};
+	int failed = 0;
 
-	return cmocka_run_group_tests_name("crash points", tests, group_setup, group_teardown);
+	shard_init();
+	if (shard_mine(0))
+		failed = cmocka_run_group_tests_name("crash points, single", single, group_setup, group_teardown);
+	return failed + cmocka_run_group_tests_name("crash points", sampled, group_setup, group_teardown);
 }

@@ -56,13 +56,13 @@ static struct jio *open_kind(enum jio_kind kind, bool direct)
 
 	if (r < 0 && kind != JIO_SYNC &&
 	    (r == -EPERM || r == -ENOSYS || r == -EAGAIN || r == -EOPNOTSUPP)) {
-		print_message("skipped: the %s backend cannot be opened here: %s\n", jio_kind_name(kind),
+		print_message("skipped: the %s backend cannot be opened here: %s\n", jio_kind_to_string(kind),
 			      note);
 		skip();
 	}
 	assert_int_equal(r, 0);
 	assert_non_null(io);
-	assert_string_equal(io->ops->name, jio_kind_name(kind));
+	assert_string_equal(io->ops->name, jio_kind_to_string(kind));
 	assert_string_equal(note, "");
 	assert_int_equal(io->inflight, 0);
 	return io;
@@ -661,10 +661,10 @@ static void test_open_auto(void **state)
 	assert_int_equal(jio_open(JIO_SYNC, false, &io, NULL, 0), 0);
 	jio_close(io);
 	jio_close(NULL);
-	assert_string_equal(jio_kind_name(JIO_AUTO), "auto");
-	assert_string_equal(jio_kind_name(JIO_URING), "io_uring");
-	assert_string_equal(jio_kind_name(JIO_AIO), "libaio");
-	assert_string_equal(jio_kind_name(JIO_SYNC), "sync");
+	assert_string_equal(jio_kind_to_string(JIO_AUTO), "auto");
+	assert_string_equal(jio_kind_to_string(JIO_URING), "io_uring");
+	assert_string_equal(jio_kind_to_string(JIO_AIO), "libaio");
+	assert_string_equal(jio_kind_to_string(JIO_SYNC), "sync");
 }
 
 /*
@@ -787,13 +787,13 @@ static int denied_child(void *arg)
 	struct jio *io;
 	char note[256], why[64];
 
-	snprintf(why, sizeof(why), "%s: Operation not permitted", jio_kind_name(d->kind));
+	snprintf(why, sizeof(why), "%s: Operation not permitted", jio_kind_to_string(d->kind));
 	CHILD_CHECK(forbid(&d->nr, 1) == 0);
 	CHILD_CHECK(jio_open(JIO_AUTO, false, &io, note, sizeof(note)) == 0);
-	CHILD_CHECK(!strcmp(io->ops->name, jio_kind_name(d->other)));
+	CHILD_CHECK(!strcmp(io->ops->name, jio_kind_to_string(d->other)));
 	CHILD_CHECK(jio_queues(io) == 1);
 	CHILD_CHECK(strstr(note, why) == note);
-	CHILD_CHECK(!strstr(note, jio_kind_name(d->other)));
+	CHILD_CHECK(!strstr(note, jio_kind_to_string(d->other)));
 	CHILD_CHECK(child_roundtrip(io) == 0);
 	jio_close(io);
 	CHILD_CHECK(jio_open(d->kind, false, &io, note, sizeof(note)) == -EPERM);

@@ -132,20 +132,22 @@ static int set_group_name(struct parser *p, const struct key *k, const char *val
 	return 0;
 }
 
+/* The values of `hugepages`, and their words in --check-config's summary. */
+static const char *const hugepages_mode_table[] = {
+	[HUGEPAGES_PREFER] = "prefer",
+	[HUGEPAGES_REQUIRE] = "require",
+	[HUGEPAGES_OFF] = "off",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(hugepages_mode, enum hugepages_mode)
+
 static int set_hugepages(struct parser *p, const struct key *k, const char *value)
 {
 	struct config *cfg = p->global;
-	const char *key = k->name;
 
-	if (!strcmp(value, "prefer"))
-		cfg->hugepages = HUGEPAGES_PREFER;
-	else if (!strcmp(value, "require"))
-		cfg->hugepages = HUGEPAGES_REQUIRE;
-	else if (!strcmp(value, "off"))
-		cfg->hugepages = HUGEPAGES_OFF;
-	else
+	if (hugepages_mode_from_string(value, &cfg->hugepages) < 0)
 		return ini_fail(p, "bad value \"%.*s%s\" for \"%s\": expected require, prefer or off",
-				CLIP(value), key);
+				CLIP(value), k->name);
 	return 0;
 }
 
@@ -327,7 +329,7 @@ static int set_journal_backend(struct parser *p, const struct key *k, const char
 	struct config_journal *j = p->obj;
 	enum jio_kind kind;
 
-	if (jio_kind_from_name(value, &kind) == 0)
+	if (jio_kind_from_string(value, &kind) == 0)
 		j->backend = (enum journal_backend)kind;
 	else
 		return ini_fail(p, "bad value \"%.*s%s\" for \"%s\": expected auto, io_uring, libaio or sync",
@@ -676,20 +678,7 @@ uint64_t config_buffers(const struct config *cfg)
 	return n;
 }
 
-const char *hugepages_mode_name(enum hugepages_mode m)
-{
-	switch (m) {
-	case HUGEPAGES_PREFER:
-		return "prefer";
-	case HUGEPAGES_REQUIRE:
-		return "require";
-	case HUGEPAGES_OFF:
-		return "off";
-	}
-	return "unknown";
-}
-
 const char *journal_backend_name(enum journal_backend b)
 {
-	return jio_kind_name((enum jio_kind)b);
+	return jio_kind_to_string((enum jio_kind)b);
 }

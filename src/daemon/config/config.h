@@ -142,7 +142,9 @@ uint64_t config_pool_bytes(const struct config *cfg);
 /* Buffers of every class together. */
 uint64_t config_buffers(const struct config *cfg);
 
-const char *hugepages_mode_name(enum hugepages_mode m);
+/* "prefer", "require", "off" (config.c's table, also what `hugepages` takes) */
+const char *hugepages_mode_to_string(enum hugepages_mode m);
+int hugepages_mode_from_string(const char *s, enum hugepages_mode *ret);
 const char *journal_backend_name(enum journal_backend b);
 
 #endif

@@ -73,27 +73,14 @@ static const struct jio_gen *cgen_of(const struct jio *io)
 }
 
 /* The one table of backend names: the configuration's values, the log's and status's words. */
-static const char *const kind_names[] = {
+static const char *const jio_kind_table[] = {
 	[JIO_AUTO] = "auto",
 	[JIO_URING] = "io_uring",
 	[JIO_AIO] = "libaio",
 	[JIO_SYNC] = "sync",
 };
 
-const char *jio_kind_name(enum jio_kind k)
-{
-	return (unsigned)k < ARRAY_SIZE(kind_names) ? kind_names[k] : "unknown";
-}
-
-int jio_kind_from_name(const char *name, enum jio_kind *ret)
-{
-	for (unsigned k = 0; k < ARRAY_SIZE(kind_names); k++)
-		if (!strcmp(name, kind_names[k])) {
-			*ret = (enum jio_kind)k;
-			return 0;
-		}
-	return -EINVAL;
-}
+DEFINE_STRING_TABLE_LOOKUP(jio_kind, enum jio_kind)
 
 void jio_signal(struct jio *io)
 {
@@ -185,7 +172,7 @@ static void note_add(char *note, size_t len, enum jio_kind k, int err)
 	if (!note || !len)
 		return;
 	used = strnlen(note, len - 1);
-	snprintf(note + used, len - used, "%s%s: %s%s%s%s", used ? "; " : "", jio_kind_name(k),
+	snprintf(note + used, len - used, "%s%s: %s%s%s%s", used ? "; " : "", jio_kind_to_string(k),
 		 strerror_r(-err, buf, sizeof(buf)), hint ? " (" : "", hint ? hint : "", hint ? ")" : "");
 }
 

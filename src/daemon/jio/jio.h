@@ -155,8 +155,8 @@ void jio_set_tap(jio_tap_fn fn, void *arg);
  * only a tap hears it. */
 void jio_acked(struct jio *io, uint64_t lsn);
 
-const char *jio_kind_name(enum jio_kind k);
+const char *jio_kind_to_string(enum jio_kind k);
 /* The kind a configuration value names ("auto", "io_uring", "libaio", "sync"); -EINVAL if none. */
-int jio_kind_from_name(const char *name, enum jio_kind *ret);
+int jio_kind_from_string(const char *name, enum jio_kind *ret);
 
 #endif

@@ -245,11 +245,170 @@ static unsigned online_cpus(void)
 	return c > 0 ? (unsigned)c : 1u;
 }
 
+/*
+ * journal_open's steps, in order (open_steps). Each takes the journal as the steps before it left
+ * it, logs its own failure once, and returns 0 or -errno; journal_close undoes whatever any of
+ * them did. `fault` is what HUGEPOOLD_FAULT_INJECT armed for this journal (NULL: nothing), and
+ * the steps that use it consume it.
+ */
+
+/* Whoever may write the directory, or one on the way, may plant names in it: only the daemon's
+ * uid may (safedir.h), and nobody else may write it. */
+static int open_directory(struct journal *j, const char **fault)
+{
+	const struct config_journal *cfg = &j->cfg;
+	char why[PATH_MAX + 160];
+	struct stat st;
+
+	(void)fault;
+	j->dirfd = safedir_open(cfg->directory, SAFEDIR_CREATE | SAFEDIR_OWN, why, sizeof(why));
+	if (j->dirfd < 0)
+		return log_error_errno(j->dirfd, "Journal '%s': cannot use directory '%s': %s; refusing it", cfg->name,
+				       cfg->directory, why);
+	if (fstat(j->dirfd, &st) < 0)
+		return log_error_errno(errno, "Journal '%s': cannot open directory '%s': %m", cfg->name, cfg->directory);
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return log_error_errno(-EPERM,
+				       "Journal '%s': directory '%s' has mode %04o, writable by group or others; refusing "
+				       "it (chmod 0700)",
+				       cfg->name, cfg->directory, (unsigned)(st.st_mode & 07777));
+	return 0;
+}
+
+/* The segment files, recovered, and the segments readers held when the last life ended.
+ * Each logs its own failure (journal_segments.c). */
+static int open_segments(struct journal *j, const char **fault)
+{
+	int r;
+
+	(void)fault;
+	r = segment_open_all(j);
+	if (r >= 0)
+		r = journal_recover(j);
+	if (r >= 0)
+		r = segment_leave_readers(j);
+	return r < 0 ? r : 0;
+}
+
+/* The I/O backend asked for, or the one it falls back to (said in the log and the status). */
+static int open_backend(struct journal *j, const char **fault)
+{
+	const struct config_journal *cfg = &j->cfg;
+	char note[160] = "";
+	int r;
+
+	(void)fault;
+	r = jio_open((enum jio_kind)cfg->backend, cfg->direct, &j->io, note, sizeof(note));
+	if (r < 0)
+		return log_error_errno(r, "Journal '%s': no I/O backend could be set up%s%s%s: %m", cfg->name,
+				       note[0] ? " (" : "", note, note[0] ? ")" : "");
+	if (note[0])
+		log_notice("Journal '%s': %s; using %s", cfg->name, note, j->io->ops->name);
+	snprintf(j->st.backend, sizeof(j->st.backend), "%s", j->io->ops->name);
+	snprintf(j->st.note, sizeof(j->st.note), "%s", note);
+	return 0;
+}
+
+/* backend = auto with a queue to compare with: the controller that measures which way more
+ * writers than CPUs go (journal_path.h), inline first, which needs no drain to start; the tests'
+ * choice of path instead ("path:SPEC[,FAULT]", jpath_set_test). */
+static int open_path_controller(struct journal *j, const char **fault)
+{
+	const struct config_journal *cfg = &j->cfg;
+	const char *spec = *fault;
+	int r;
+
+	j->st.cpus = online_cpus();
+	j->adaptive = cfg->backend == JOURNAL_BACKEND_AUTO && j->io->ops->queue;
+	j->st.adaptive = j->adaptive;
+	jpath_init(&j->path, JPATH_INLINE);
+	if (jio_queues(j->io) > 1)
+		jpath_add_queue(&j->path);
+	if (!spec || strncmp(spec, "path:", 5))
+		return 0;
+	r = j->adaptive ? jpath_set_test(&j->path, spec + 5, fault) : -EINVAL;
+	if (r < 0)
+		return log_error_errno(r, "Journal '%s': bad path for the tests (HUGEPOOLD_FAULT_INJECT, which needs backend = "
+				       "auto with io_uring or libaio): '%s'", cfg->name, spec);
+	log_warning("Journal '%s': path chosen by the tests: %s", cfg->name, spec);
+	if (!**fault)
+		*fault = NULL;
+	return 0;
+}
+
+/* The tests' fault in the I/O backend (jio_set_fault), if one is left to arm. */
+static int open_faults(struct journal *j, const char **fault)
+{
+	int r;
+
+	if (!*fault)
+		return 0;
+	r = jio_set_fault(j->io, *fault);
+	if (r < 0)
+		return log_error_errno(r, "Journal '%s': bad fault to inject (HUGEPOOLD_FAULT_INJECT): '%s'", j->cfg.name,
+				       *fault);
+	log_warning("Journal '%s': fault injection armed: %s", j->cfg.name, *fault);
+	return 0;
+}
+
+/* The batch buffers (block-aligned for O_DIRECT) and the segment header's block. */
+static int open_buffers(struct journal *j, const char **fault)
+{
+	(void)fault;
+	for (unsigned i = 0; i < NBATCH; i++) {
+		struct batch *b = &j->batches[i];
+
+		b->cap = j->cfg.max_batch_bytes + JFORMAT_BLOCK;
+		if (posix_memalign((void **)&b->buf, JFORMAT_BLOCK, b->cap))
+			return log_oom("a journal's batch buffers (max_batch_bytes)");
+		/* the padding record must still fit after max_batch_bytes of records */
+		b->cap = j->cfg.max_batch_bytes;
+	}
+	if (posix_memalign((void **)&j->hdr_block, JFORMAT_BLOCK, JFORMAT_BLOCK))
+		return log_oom("a journal's header block");
+	batch_reset(j, &j->batches[0]);
+	return 0;
+}
+
+/* What wakes the flusher: the daemon's doorbell and the epoll set of the writers' doorbells. */
+static int open_wakeups(struct journal *j, const char **fault)
+{
+	(void)fault;
+	j->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (j->doorbell < 0)
+		return log_error_errno(errno, "Journal '%s': cannot create its doorbell (eventfd): %m", j->cfg.name);
+	j->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (j->epfd < 0)
+		return log_error_errno(errno, "Journal '%s': cannot create its flusher's epoll: %m", j->cfg.name);
+	return 0;
+}
+
+/* The status's first figures, and the flusher thread (journal_flusher.c). */
+static int open_flusher(struct journal *j, const char **fault)
+{
+	int r;
+
+	(void)fault;
+	j->st.segments = j->cfg.segments;
+	j->st.segment_size = j->cfg.segment_size;
+	j->st.next_lsn = j->next_lsn;
+	j->st.durable_lsn = j->durable_lsn;
+	r = -pthread_create(&j->thread, NULL, flusher_main, j);
+	if (r < 0)
+		return log_error_errno(r, "Journal '%s': cannot start its flusher thread: %m", j->cfg.name);
+	j->thread_started = true;
+	return 0;
+}
+
+static int (*const open_steps[])(struct journal *j, const char **fault) = {
+	open_directory, open_segments, open_backend, open_path_controller,
+	open_faults, open_buffers, open_wakeups, open_flusher,
+};
+
 int journal_open(const struct config_journal *cfg, const char *fault, struct journal **ret)
 {
 	struct journal *j = calloc(1, sizeof(*j));
-	char note[160] = "", why[PATH_MAX + 160];
-	struct stat st;
+	char size[32];
 	int r;
 
 	if (!j)
@@ -261,125 +420,23 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	pthread_mutex_init(&j->lock, NULL);
 	j->segs = calloc(cfg->segments, sizeof(*j->segs));
 	if (!j->segs) {
-		r = log_oom("a journal's segments");
-		goto fail;
+		journal_close(j);
+		return log_oom("a journal's segments");
 	}
 	for (unsigned i = 0; i < cfg->segments; i++)
 		j->segs[i].fd = -1;
-	/* whoever may write the directory, or one on the way, may plant names in it: only the
-	 * daemon's uid (safedir.h) */
-	j->dirfd = safedir_open(cfg->directory, SAFEDIR_CREATE | SAFEDIR_OWN, why, sizeof(why));
-	if (j->dirfd < 0) {
-		r = log_error_errno(j->dirfd, "Journal '%s': cannot use directory '%s': %s; refusing it", cfg->name,
-				    cfg->directory, why);
-		goto fail;
-	}
-	if (fstat(j->dirfd, &st) < 0) {
-		r = log_error_errno(errno, "Journal '%s': cannot open directory '%s': %m", cfg->name, cfg->directory);
-		goto fail;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		r = log_error_errno(-EPERM,
-				    "Journal '%s': directory '%s' has mode %04o, writable by group or others; refusing "
-				    "it (chmod 0700)",
-				    cfg->name, cfg->directory, (unsigned)(st.st_mode & 07777));
-		goto fail;
-	}
-	/* each logs its own failure (journal_segments.c) */
-	r = segment_open_all(j);
-	if (r < 0)
-		goto fail;
-	r = journal_recover(j);
-	if (r < 0)
-		goto fail;
-	r = segment_leave_readers(j);
-	if (r < 0)
-		goto fail;
-	r = jio_open((enum jio_kind)cfg->backend, cfg->direct, &j->io, note, sizeof(note));
-	if (r < 0) {
-		log_error_errno(r, "Journal '%s': no I/O backend could be set up%s%s%s: %m", cfg->name, note[0] ? " (" : "",
-				note, note[0] ? ")" : "");
-		goto fail;
-	}
-	if (note[0])
-		log_notice("Journal '%s': %s; using %s", cfg->name, note, j->io->ops->name);
-	snprintf(j->st.backend, sizeof(j->st.backend), "%s", j->io->ops->name);
-	snprintf(j->st.note, sizeof(j->st.note), "%s", note);
-	/* auto, with a queue to compare with: measure which way more writers than CPUs go
-	 * (journal_path.h); inline first, which needs no drain to start */
-	j->st.cpus = online_cpus();
-	j->adaptive = cfg->backend == JOURNAL_BACKEND_AUTO && j->io->ops->queue;
-	j->st.adaptive = j->adaptive;
-	jpath_init(&j->path, JPATH_INLINE);
-	if (jio_queues(j->io) > 1)
-		jpath_add_queue(&j->path);
-	if (fault && !strncmp(fault, "path:", 5)) {
-		/* "path:SPEC[,FAULT]": the tests' choice of path for auto (jpath_set_test) */
-		const char *spec = fault;
-
-		r = j->adaptive ? jpath_set_test(&j->path, spec + 5, &fault) : -EINVAL;
+	for (size_t i = 0; i < ARRAY_SIZE(open_steps); i++) {
+		r = open_steps[i](j, &fault);
 		if (r < 0) {
-			log_error_errno(r, "Journal '%s': bad path for the tests (HUGEPOOLD_FAULT_INJECT, which needs backend = "
-					"auto with io_uring or libaio): '%s'", cfg->name, spec);
-			goto fail;
+			journal_close(j);
+			return r;
 		}
-		log_warning("Journal '%s': path chosen by the tests: %s", cfg->name, spec);
-		if (!*fault)
-			fault = NULL;
 	}
-	if (fault) {
-		r = jio_set_fault(j->io, fault);
-		if (r < 0) {
-			log_error_errno(r, "Journal '%s': bad fault to inject (HUGEPOOLD_FAULT_INJECT): '%s'", cfg->name,
-					fault);
-			goto fail;
-		}
-		log_warning("Journal '%s': fault injection armed: %s", cfg->name, fault);
-	}
-	for (unsigned i = 0; i < NBATCH; i++) {
-		struct batch *b = &j->batches[i];
-
-		b->cap = cfg->max_batch_bytes + JFORMAT_BLOCK;
-		if (posix_memalign((void **)&b->buf, JFORMAT_BLOCK, b->cap)) {
-			r = log_oom("a journal's batch buffers (max_batch_bytes)");
-			goto fail;
-		}
-		/* the padding record must still fit after max_batch_bytes of records */
-		b->cap = cfg->max_batch_bytes;
-	}
-	if (posix_memalign((void **)&j->hdr_block, JFORMAT_BLOCK, JFORMAT_BLOCK)) {
-		r = log_oom("a journal's header block");
-		goto fail;
-	}
-	batch_reset(j, &j->batches[0]);
-	j->doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (j->doorbell < 0) {
-		r = log_error_errno(errno, "Journal '%s': cannot create its doorbell (eventfd): %m", cfg->name);
-		goto fail;
-	}
-	j->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (j->epfd < 0) {
-		r = log_error_errno(errno, "Journal '%s': cannot create its flusher's epoll: %m", cfg->name);
-		goto fail;
-	}
-	j->st.segments = cfg->segments;
-	j->st.segment_size = cfg->segment_size;
-	j->st.next_lsn = j->next_lsn;
-	j->st.durable_lsn = j->durable_lsn;
-	r = -pthread_create(&j->thread, NULL, flusher_main, j);
-	if (r < 0) {
-		log_error_errno(r, "Journal '%s': cannot start its flusher thread: %m", cfg->name);
-		goto fail;
-	}
-	j->thread_started = true;
-	log_info("Journal '%s' in '%s': %u segments of %s, backend %s%s; recovered %s", cfg->name,
-		 cfg->directory, cfg->segments, size_format(cfg->segment_size, note, sizeof(note)),
-		 j->io->ops->name, cfg->direct ? " (O_DIRECT)" : "", j->st.recovery);
+	log_info("Journal '%s' in '%s': %u segments of %s, backend %s%s; recovered %s", cfg->name, cfg->directory,
+		 cfg->segments, size_format(cfg->segment_size, size, sizeof(size)), j->io->ops->name,
+		 cfg->direct ? " (O_DIRECT)" : "", j->st.recovery);
 	*ret = j;
 	return 0;
-fail:
-	journal_close(j);
-	return r;
 }
 
 void journal_close(struct journal *j)

@@ -1,16 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lease.c - the lease table, its owners and slots (see lease.h for the rules; requests are
- * lease_acquire.c's, the shared layout lease_internal.h's). Event-loop thread only.
+ * lease.c - the lease table and its owners (see lease.h for the rules): attach, admission and
+ * per-uid accounts, release, detach, adoption after a restart, retired classes, the accessors
+ * and statistics. A slot's changes of state are lease_slot.c's, requests lease_acquire.c's, the
+ * shared layout lease_internal.h's. Event-loop thread only.
  *
- * Every pool buffer has one slot, in exactly one state:
- *   FREE      in its class's clean list (fresh pages) or dirty list (last held by dirty_uid,
- *             or dirty_uid = BROKEN_UID when its renewal failed and must be retried);
- *   RESERVED  taken by a request that is still waiting for other slots to be renewed;
- *   RENEWING  with the recycler; req says which request it is for (NULL: nobody any more);
- *   LEASED    held by owner under lease_id, in the owner's lease list;
- *   GONE      a retired class's buffer (pool.h) that was let go: handed to ops->retire, never
- *             granted again.
  * A request holds its slots in req->held until all are ready, then they all become LEASED at
  * once (all-or-nothing). A uid is charged for a request's bytes when its slots are reserved.
  * Lease ids are (random << 32 | slot index): O(1) to look up, not guessable, and never the id
@@ -26,8 +20,6 @@
 #include "proto.h"
 #include "size.h"
 #include "util.h"
-
-void lt_slot_free(struct lease_table *lt, struct lease_slot *s);
 
 int lease_table_new(struct pool *pool, const struct lease_limits *limits, const struct lease_ops *ops,
 		    void *userdata, struct lease_table **ret)
@@ -99,68 +91,6 @@ void lease_table_free(struct lease_table *lt)
 	free(lt->slots);
 	free(lt->classes);
 	free(lt);
-}
-
-struct lease_class *lt_class_of(struct lease_table *lt, const struct lease_slot *s)
-{
-	return &lt->classes[s->pb->class_index];
-}
-
-/* Tell the server what the next life must know of s's buffer (lease_ops.changed). */
-void lt_slot_note(struct lease_table *lt, const struct lease_slot *s)
-{
-	struct lease_note n = { .uid = s->clean ? 0 : s->dirty_uid };
-
-	if (!lt->ops.changed)
-		return;
-	if (s->state == SLOT_GONE)
-		n.state = WARM_BUF_UNKNOWN; /* nothing for the next life */
-	else if (s->state == SLOT_RENEWING || (!s->clean && s->dirty_uid == BROKEN_UID))
-		n.state = WARM_BUF_BROKEN;
-	else if (s->clean)
-		n.state = WARM_BUF_CLEAN;
-	else if (s->state != SLOT_LEASED)
-		n.state = WARM_BUF_DIRTY;
-	else
-		n = (struct lease_note){ .state = WARM_BUF_LEASED, .uid = s->dirty_uid, .owner = s->owner,
-					 .lease_id = s->lease_id, .since_rt = s->since_rt };
-	lt->ops.changed(s->pb, &n, lt->ud);
-}
-
-/* Put a slot back among the free ones of its class. */
-void lt_slot_free(struct lease_table *lt, struct lease_slot *s)
-{
-	struct lease_class *lc = lt_class_of(lt, s);
-
-	s->state = SLOT_FREE;
-	s->owner = NULL;
-	s->req = NULL;
-	if (s->clean) {
-		TAILQ_INSERT_TAIL(&lc->clean, s, link);
-		lc->nclean++;
-	} else if (s->dirty_uid == BROKEN_UID) {
-		/* last choice: taking it means trying its renewal again */
-		TAILQ_INSERT_TAIL(&lc->dirty, s, link);
-		lc->ndirty++;
-	} else {
-		/* most recently released first: its pages are the warmest */
-		TAILQ_INSERT_HEAD(&lc->dirty, s, link);
-		lc->ndirty++;
-	}
-	lt_slot_note(lt, s);
-}
-
-void lt_slot_unlist(struct lease_table *lt, struct lease_slot *s)
-{
-	struct lease_class *lc = lt_class_of(lt, s);
-
-	if (s->clean) {
-		TAILQ_REMOVE(&lc->clean, s, link);
-		lc->nclean--;
-	} else {
-		TAILQ_REMOVE(&lc->dirty, s, link);
-		lc->ndirty--;
-	}
 }
 
 static struct lease_uid *uid_find(struct lease_table *lt, uid_t uid)
@@ -244,22 +174,11 @@ int lease_adopt(struct lease_table *lt, struct lease_owner *o, struct pool_buffe
 		uint64_t since_rt)
 {
 	struct lease_slot *s = &lt->slots[b->index];
-	struct lease_class *lc = lt_class_of(lt, s);
 
 	if (s->state != SLOT_FREE || s->clean || s->dirty_uid != o->uid)
 		return -EBUSY;
-	lt_slot_unlist(lt, s);
-	s->state = SLOT_LEASED;
-	s->owner = o;
-	s->lease_id = lease_id;
-	s->delivered = true;
-	s->since_rt = since_rt;
-	TAILQ_INSERT_TAIL(&o->leases, s, link);
-	o->nleases++;
-	o->leased_bytes += b->size;
+	lt_slot_lease(lt, s, o, lease_id, true, since_rt);
 	o->acct->charged += b->size;
-	lc->nleased++;
-	lt_slot_note(lt, s);
 	return 0;
 }
 
@@ -286,16 +205,6 @@ static struct lease_slot *slot_by_id(struct lease_table *lt, const struct lease_
 	return NULL;
 }
 
-static void slot_unlease(struct lease_table *lt, struct lease_owner *o, struct lease_slot *s)
-{
-	TAILQ_REMOVE(&o->leases, s, link);
-	o->nleases--;
-	o->leased_bytes -= s->pb->size;
-	o->acct->charged -= s->pb->size;
-	lt_class_of(lt, s)->nleased--;
-	lt_slot_free(lt, s);
-}
-
 int lease_release(struct lease_table *lt, struct lease_owner *o, const uint64_t *ids, unsigned n,
 		  char *err, size_t errlen)
 {
@@ -316,12 +225,10 @@ int lease_release(struct lease_table *lt, struct lease_owner *o, const uint64_t 
 		struct lease_slot *s = slot_by_id(lt, o, ids[i]);
 
 		touched[s->pb->class_index] = true;
-		slot_unlease(lt, o, s);
+		lt_slot_unlease(lt, s);
 		lt->counters.releases++;
 	}
-	for (unsigned c = 0; c < lt->pool->nclasses; c++)
-		if (touched[c])
-			lt_class_pump(lt, c);
+	lt_classes_pump(lt, touched);
 	return 0;
 }
 
@@ -346,7 +253,7 @@ void lease_owner_detach(struct lease_table *lt, struct lease_owner *o)
 	}
 	while ((s = TAILQ_FIRST(&o->leases))) {
 		touched[s->pb->class_index] = true;
-		slot_unlease(lt, o, s);
+		lt_slot_unlease(lt, s);
 		lt->counters.disconnect_releases++;
 	}
 	if (--o->acct->connections == 0) {
@@ -354,9 +261,7 @@ void lease_owner_detach(struct lease_table *lt, struct lease_owner *o)
 		free(o->acct);
 	}
 	o->acct = NULL;
-	for (unsigned c = 0; c < lt->pool->nclasses; c++)
-		if (touched[c])
-			lt_class_pump(lt, c);
+	lt_classes_pump(lt, touched);
 }
 
 void lease_slot_delivered(struct lease_slot *s)

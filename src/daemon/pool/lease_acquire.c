@@ -90,21 +90,8 @@ static void req_grant(struct lease_table *lt, struct lease_req *r)
 		struct lease_slot *s = r->slots[i];
 		uint64_t id = (uint64_t)(rnd[i] | 1u) << 32 | s->pb->index;
 
-		s->state = SLOT_LEASED;
-		s->req = NULL;
-		s->owner = o;
 		/* never the slot's previous id: a stale id must not release the new lease */
-		s->lease_id = id != s->lease_id ? id : id + (2ull << 32);
-		s->delivered = false;
-		s->since_rt = now;
-		s->clean = false;
-		s->dirty_uid = o->uid;
-		TAILQ_INSERT_TAIL(&o->leases, s, link);
-		o->nleases++;
-		o->leased_bytes += s->pb->size;
-		lc->nleased++;
-		/* before the GRANT leaves: a restart must never take the buffer for fresh */
-		lt_slot_note(lt, s);
+		lt_slot_lease(lt, s, o, id != s->lease_id ? id : id + (2ull << 32), false, now);
 	}
 	lt->counters.grants++;
 	lc->counted.granted++;
@@ -146,32 +133,16 @@ static bool req_try(struct lease_table *lt, struct lease_req *r)
 		if (lt->ops.intact && !lt->ops.intact(s->pb, lt->ud)) {
 			/* pages punched out: not warm any more, and with hugetlb maybe not there to
 			 * fault in again; it gets fresh pages like any buffer of another uid */
-			lt_slot_unlist(lt, s);
-			s->dirty_uid = BROKEN_UID;
-			lt_slot_free(lt, s);
+			lt_slot_break(lt, s);
 			lt->counters.punched++;
 			continue;
 		}
-		lt_slot_unlist(lt, s);
-		s->state = SLOT_RESERVED;
-		s->req = r;
-		r->slots[r->held++] = s;
+		lt_slot_reserve(lt, s, r);
 	}
-	while (r->held < r->count && (s = TAILQ_FIRST(&lc->clean))) {
-		lt_slot_unlist(lt, s);
-		s->state = SLOT_RESERVED;
-		s->req = r;
-		r->slots[r->held++] = s;
-	}
-	while (r->held < r->count && (s = TAILQ_FIRST(&lc->dirty))) {
-		lt_slot_unlist(lt, s);
-		s->state = SLOT_RENEWING;
-		s->req = r;
-		r->slots[r->held++] = s;
-		r->renewing++;
-		lc->nrenewing++;
-		lt_slot_note(lt, s);
-	}
+	while (r->held < r->count && (s = TAILQ_FIRST(&lc->clean)))
+		lt_slot_reserve(lt, s, r);
+	while (r->held < r->count && (s = TAILQ_FIRST(&lc->dirty)))
+		lt_slot_renew(lt, s, r);
 	if (r->renewing == 0) {
 		req_grant(lt, r);
 		return true;
@@ -200,14 +171,8 @@ void lt_class_pump(struct lease_table *lt, unsigned c)
 
 	if (lt->pool->classes[c].retired) {
 		/* nobody waits here: every buffer let go goes for good */
-		while ((s = TAILQ_FIRST(&lc->clean)) || (s = TAILQ_FIRST(&lc->dirty))) {
-			lt_slot_unlist(lt, s);
-			s->state = SLOT_GONE;
-			lc->ngone++;
-			lt_slot_note(lt, s);
-			if (lt->ops.retire)
-				lt->ops.retire(s->pb, lt->ud);
-		}
+		while ((s = TAILQ_FIRST(&lc->clean)) || (s = TAILQ_FIRST(&lc->dirty)))
+			lt_slot_retire(lt, s);
 		return;
 	}
 	while ((r = TAILQ_FIRST(&lc->waiters))) {
@@ -221,6 +186,13 @@ void lt_class_pump(struct lease_table *lt, unsigned c)
 			break;
 		}
 	}
+}
+
+void lt_classes_pump(struct lease_table *lt, const bool touched[CONFIG_CLASSES_MAX])
+{
+	for (unsigned c = 0; c < lt->pool->nclasses; c++)
+		if (touched[c])
+			lt_class_pump(lt, c);
 }
 
 static int find_class(const struct lease_table *lt, const char *name)
@@ -342,19 +314,13 @@ uint64_t lease_next_deadline(const struct lease_table *lt)
 void lease_renewed(struct lease_table *lt, struct pool_buffer *b, int err)
 {
 	struct lease_slot *s = &lt->slots[b->index];
-	struct lease_class *lc = lt_class_of(lt, s);
 	struct lease_req *r = s->req;
 
-	lc->nrenewing--;
 	lt->counters.renewals += err == 0;
-	if (err < 0) {
+	if (!lt_slot_renewed(lt, s, err)) {
 		char text[PROTO_TEXT_MAX];
 
-		s->clean = false;
-		s->dirty_uid = BROKEN_UID;
-		lt_slot_free(lt, s);
 		if (r) {
-			s->req = NULL;
 			/* the slot is not r's any more: drop it from r before undoing the rest */
 			for (unsigned i = 0; i < r->held; i++)
 				if (r->slots[i] == s)
@@ -367,15 +333,11 @@ void lease_renewed(struct lease_table *lt, struct pool_buffer *b, int err)
 		lt_class_pump(lt, s->pb->class_index);
 		return;
 	}
-	s->clean = true;
-	s->state = SLOT_RESERVED; /* not RENEWING any more: fresh pages, whoever gets them */
-	lt_slot_note(lt, s);
 	if (!r) {
 		lt_slot_free(lt, s);
 		lt_class_pump(lt, s->pb->class_index);
 		return;
 	}
-	s->state = SLOT_RESERVED;
 	if (--r->renewing == 0)
 		req_grant(lt, r);
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lease_internal.h - what the lease table's two files share: its structs (a slot per buffer, a
- * request, a class's lists, a uid's account) and the helpers both call.
+ * lease_internal.h - what the lease table's three files share: its structs (a slot per buffer, a
+ * request, a class's lists, a uid's account) and the helpers they call.
  *
- *   lease.c          the table, owners and slots: attach, release, detach, adoption after a
+ *   lease.c          the table and its owners: attach, release, detach, adoption after a
  *                    restart, retired classes, the accessors and statistics
+ *   lease_slot.c     the slots' state machine: every change of a slot's state (its diagram)
  *   lease_acquire.c  requests: acquire, reservation (all or nothing), grant, the per-class
  *                    FIFO queue, deadlines, and renewals coming back
  *
@@ -80,17 +81,36 @@ struct lease_table {
 };
 
 /* lease.c */
-struct lease_class *lt_class_of(struct lease_table *lt, const struct lease_slot *s);
-void lt_slot_note(struct lease_table *lt, const struct lease_slot *s);
-void lt_slot_free(struct lease_table *lt, struct lease_slot *s);
-void lt_slot_unlist(struct lease_table *lt, struct lease_slot *s);
 const char *lt_class_name(const struct lease_table *lt, unsigned c);
 uint64_t lt_class_size(const struct lease_table *lt, unsigned c);
 bool lt_over_byte_limit(const struct lease_table *lt, const struct lease_owner *o, uint64_t bytes, char *err,
 			size_t errlen);
 
+/* lease_slot.c: a slot's changes of state, each keeping the lists, counts and warm state with it */
+struct lease_class *lt_class_of(struct lease_table *lt, const struct lease_slot *s);
+void lt_slot_note(struct lease_table *lt, const struct lease_slot *s);
+/* any state but GONE -> FREE, in its class's clean or dirty list as its pages say */
+void lt_slot_free(struct lease_table *lt, struct lease_slot *s);
+/* FREE -> RESERVED for r (its pages need nothing) */
+void lt_slot_reserve(struct lease_table *lt, struct lease_slot *s, struct lease_req *r);
+/* FREE -> RENEWING for r (another uid's pages: the recycler gives it fresh ones) */
+void lt_slot_renew(struct lease_table *lt, struct lease_slot *s, struct lease_req *r);
+/* RENEWING -> RESERVED with fresh pages (true), or FREE and broken when renewal failed (false) */
+bool lt_slot_renewed(struct lease_table *lt, struct lease_slot *s, int err);
+/* FREE (its pages punched out) -> FREE and broken: renewed before anyone gets it */
+void lt_slot_break(struct lease_table *lt, struct lease_slot *s);
+/* RESERVED (a grant) or FREE (adopted after a restart) -> LEASED to o; charges nothing */
+void lt_slot_lease(struct lease_table *lt, struct lease_slot *s, struct lease_owner *o, uint64_t lease_id,
+		   bool delivered, uint64_t since_rt);
+/* LEASED -> FREE, its bytes no longer charged to its owner's uid */
+void lt_slot_unlease(struct lease_table *lt, struct lease_slot *s);
+/* FREE -> GONE, handed to ops->retire (a retired class's buffer) */
+void lt_slot_retire(struct lease_table *lt, struct lease_slot *s);
+
 /* lease_acquire.c */
 void lt_class_pump(struct lease_table *lt, unsigned c);
+/* lt_class_pump of each class marked in touched (buffers came back to it) */
+void lt_classes_pump(struct lease_table *lt, const bool touched[CONFIG_CLASSES_MAX]);
 void lt_req_unreserve(struct lease_table *lt, struct lease_req *r);
 void lt_req_finish(struct lease_table *lt, struct lease_req *r);
 

@@ -192,21 +192,21 @@ void warm_upgrade_names(struct fdstore_fd *fds, unsigned n)
 		}
 }
 
-int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
+/* The whole state memfd copied into private memory once (*ret_buf, *ret_len): only the copy is
+ * looked at from then on. */
+static int state_copy(int fd, uint8_t **ret_buf, size_t *ret_len, char *err, size_t errlen)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
-	struct warm_header h;
-	struct warm_prev *prev;
 	struct stat st;
 	size_t got = 0;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(h) || (uint64_t)st.st_size > (256u << 20)) {
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < sizeof(struct warm_header) ||
+	    (uint64_t)st.st_size > (256u << 20)) {
 		snprintf(err, errlen, "not a state memfd (%jd bytes)", (intmax_t)st.st_size);
 		return -EBADMSG;
 	}
-	/* one copy, then only the copy is looked at */
 	buf = malloc((size_t)st.st_size);
 	if (!buf)
 		return -ENOMEM;
@@ -219,28 +219,115 @@ int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 			return n < 0 ? -errno : -EBADMSG;
 		got += (size_t)n;
 	}
-	memcpy(&h, buf, sizeof(h));
-	if (memcmp(h.magic, magic, sizeof(magic)) != 0) {
+	*ret_len = got;
+	*ret_buf = TAKE_PTR(buf);
+	return 0;
+}
+
+/* Is h the header of a state this daemon reads, whose records fit the len bytes copied? */
+static int header_check(const struct warm_header *h, size_t len, char *err, size_t errlen)
+{
+	if (memcmp(h->magic, magic, sizeof(magic)) != 0) {
 		snprintf(err, errlen, "no state magic");
 		return -EBADMSG;
 	}
-	if (h.version != WARM_VERSION) {
-		snprintf(err, errlen, "state version %" PRIu32 ", this daemon reads %d", h.version, WARM_VERSION);
+	if (h->version != WARM_VERSION) {
+		snprintf(err, errlen, "state version %" PRIu32 ", this daemon reads %d", h->version, WARM_VERSION);
 		return -EBADMSG;
 	}
-	if (h.crc != crc32c(0, &h, offsetof(struct warm_header, crc))) {
+	if (h->crc != crc32c(0, h, offsetof(struct warm_header, crc))) {
 		snprintf(err, errlen, "state header checksum mismatch");
 		return -EBADMSG;
 	}
-	if (h.header_size != sizeof(h) || h.record_size != sizeof(struct warm_record) ||
-	    h.conn_record_size != sizeof(struct warm_conn_record) ||
-	    h.spill_record_size != sizeof(struct warm_spill_record) ||
-	    (uint64_t)h.nbuffers * sizeof(struct warm_record) + (uint64_t)h.nconns * sizeof(struct warm_conn_record) +
-			    (uint64_t)h.nspills * sizeof(struct warm_spill_record) + sizeof(h) > (uint64_t)st.st_size) {
-		snprintf(err, errlen, "state sizes do not add up (%" PRIu32 " records of %" PRIu32 " bytes in %jd)",
-			 h.nbuffers, h.record_size, (intmax_t)st.st_size);
+	if (h->header_size != sizeof(*h) || h->record_size != sizeof(struct warm_record) ||
+	    h->conn_record_size != sizeof(struct warm_conn_record) ||
+	    h->spill_record_size != sizeof(struct warm_spill_record) ||
+	    (uint64_t)h->nbuffers * sizeof(struct warm_record) + (uint64_t)h->nconns * sizeof(struct warm_conn_record) +
+			    (uint64_t)h->nspills * sizeof(struct warm_spill_record) + sizeof(*h) > (uint64_t)len) {
+		snprintf(err, errlen, "state sizes do not add up (%" PRIu32 " records of %" PRIu32 " bytes in %zu)",
+			 h->nbuffers, h->record_size, len);
 		return -EBADMSG;
 	}
+	return 0;
+}
+
+/*
+ * One record of each kind, decoded from the copy at p into what the next life uses. A torn
+ * record (odd sequence number), a corrupt one or one never written decodes to nothing: the
+ * buffer is UNKNOWN and not trusted, the connection and the spill file FREE (closed, if kept).
+ */
+static void buf_decode(const uint8_t *p, struct warm_buf *b)
+{
+	struct warm_record r;
+
+	memcpy(&r, p, sizeof(r));
+	if ((r.seq & 1) || r.crc != RECORD_CRC(&r) || r.state > WARM_BUF_BROKEN ||
+	    memchr(r.class_name, '\0', sizeof(r.class_name)) == NULL)
+		return;
+	b->state = (enum warm_buf_state)r.state;
+	b->uid = (uid_t)r.uid;
+	b->index = r.index;
+	b->size = r.size;
+	b->fd_id = r.fd_id;
+	memcpy(b->class_name, r.class_name, sizeof(b->class_name));
+	b->conn_id = r.conn_id;
+	b->lease_id = r.lease_id;
+	b->since_rt = r.since_rt;
+}
+
+static void conn_decode(const uint8_t *p, struct warm_conn *c)
+{
+	struct warm_conn_record r;
+
+	memcpy(&r, p, sizeof(r));
+	if ((r.seq & 1) || r.crc != RECORD_CRC(&r) || r.state > WARM_CONN_OTHER ||
+	    !memchr(r.name, '\0', sizeof(r.name)) || !memchr(r.wait_class, '\0', sizeof(r.wait_class)))
+		return;
+	c->state = (enum warm_conn_state)r.state;
+	c->conn_id = r.conn_id;
+	c->uid = (uid_t)r.uid;
+	c->gid = (gid_t)r.gid;
+	c->pid = (pid_t)r.pid;
+	c->version = (uint16_t)r.version;
+	c->connected_rt = r.connected_rt;
+	memcpy(c->name, r.name, sizeof(c->name));
+	memcpy(c->wait_class, r.wait_class, sizeof(c->wait_class));
+	c->wait_count = r.wait_count;
+	c->wait_deadline = r.wait_deadline;
+}
+
+static void spill_decode(const uint8_t *p, struct warm_spill *sp)
+{
+	struct warm_spill_record r;
+
+	memcpy(&r, p, sizeof(r));
+	if ((r.seq & 1) || r.crc != RECORD_CRC(&r) || r.state > WARM_SPILL_PAGE)
+		return;
+	sp->state = (enum warm_spill_state)r.state;
+	sp->uid = (uid_t)r.uid;
+	sp->pid = (pid_t)r.pid;
+	sp->conn_id = r.conn_id;
+	sp->file_id = r.file_id;
+	sp->charged = r.charged;
+	sp->fd_id = r.fd_id;
+}
+
+int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct warm_header h;
+	struct warm_prev *prev;
+	const uint8_t *p;
+	size_t len = 0;
+	int r;
+
+	r = state_copy(fd, &buf, &len, err, errlen);
+	if (r < 0)
+		return r;
+	memcpy(&h, buf, sizeof(h));
+	r = header_check(&h, len, err, errlen);
+	if (r < 0)
+		return r;
 	prev = calloc(1, sizeof(*prev));
 	if (!prev || !(prev->bufs = calloc(h.nbuffers ? h.nbuffers : 1, sizeof(*prev->bufs))) ||
 	    !(prev->conns = calloc(h.nconns ? h.nconns : 1, sizeof(*prev->conns))) ||
@@ -253,67 +340,16 @@ int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 	prev->page_size = h.page_size;
 	prev->hugetlb = h.hugetlb != 0;
 	prev->nbuffers = h.nbuffers;
-	for (uint32_t i = 0; i < h.nbuffers; i++) {
-		struct warm_record r;
-		struct warm_buf *b = &prev->bufs[i];
-
-		memcpy(&r, buf + sizeof(h) + (size_t)i * sizeof(r), sizeof(r));
-		/* a torn or corrupt record, or one never written: UNKNOWN, its buffer not trusted */
-		if ((r.seq & 1) || r.crc != RECORD_CRC(&r) || r.state > WARM_BUF_BROKEN ||
-		    memchr(r.class_name, '\0', sizeof(r.class_name)) == NULL)
-			continue;
-		b->state = (enum warm_buf_state)r.state;
-		b->uid = (uid_t)r.uid;
-		b->index = r.index;
-		b->size = r.size;
-		b->fd_id = r.fd_id;
-		memcpy(b->class_name, r.class_name, sizeof(b->class_name));
-		b->conn_id = r.conn_id;
-		b->lease_id = r.lease_id;
-		b->since_rt = r.since_rt;
-	}
 	prev->nconns = h.nconns;
-	for (uint32_t i = 0; i < h.nconns; i++) {
-		struct warm_conn_record r;
-		struct warm_conn *c = &prev->conns[i];
-
-		memcpy(&r, buf + sizeof(h) + (size_t)h.nbuffers * sizeof(struct warm_record) + (size_t)i * sizeof(r),
-		       sizeof(r));
-		/* torn, corrupt or never used: FREE, its connection (if kept) is closed */
-		if ((r.seq & 1) || r.crc != RECORD_CRC(&r) || r.state > WARM_CONN_OTHER ||
-		    !memchr(r.name, '\0', sizeof(r.name)) || !memchr(r.wait_class, '\0', sizeof(r.wait_class)))
-			continue;
-		c->state = (enum warm_conn_state)r.state;
-		c->conn_id = r.conn_id;
-		c->uid = (uid_t)r.uid;
-		c->gid = (gid_t)r.gid;
-		c->pid = (pid_t)r.pid;
-		c->version = (uint16_t)r.version;
-		c->connected_rt = r.connected_rt;
-		memcpy(c->name, r.name, sizeof(c->name));
-		memcpy(c->wait_class, r.wait_class, sizeof(c->wait_class));
-		c->wait_count = r.wait_count;
-		c->wait_deadline = r.wait_deadline;
-	}
 	prev->nspills = h.nspills;
-	for (uint32_t i = 0; i < h.nspills; i++) {
-		struct warm_spill_record r;
-		struct warm_spill *sp = &prev->spills[i];
-
-		memcpy(&r, buf + sizeof(h) + (size_t)h.nbuffers * sizeof(struct warm_record) +
-				   (size_t)h.nconns * sizeof(struct warm_conn_record) + (size_t)i * sizeof(r),
-		       sizeof(r));
-		/* torn, corrupt or never used: FREE, its file (if kept) closed as nobody's */
-		if ((r.seq & 1) || r.crc != RECORD_CRC(&r) || r.state > WARM_SPILL_PAGE)
-			continue;
-		sp->state = (enum warm_spill_state)r.state;
-		sp->uid = (uid_t)r.uid;
-		sp->pid = (pid_t)r.pid;
-		sp->conn_id = r.conn_id;
-		sp->file_id = r.file_id;
-		sp->charged = r.charged;
-		sp->fd_id = r.fd_id;
-	}
+	/* the records follow the header: the buffers', the connections', the spill files' */
+	p = buf + sizeof(h);
+	for (uint32_t i = 0; i < h.nbuffers; i++, p += sizeof(struct warm_record))
+		buf_decode(p, &prev->bufs[i]);
+	for (uint32_t i = 0; i < h.nconns; i++, p += sizeof(struct warm_conn_record))
+		conn_decode(p, &prev->conns[i]);
+	for (uint32_t i = 0; i < h.nspills; i++, p += sizeof(struct warm_spill_record))
+		spill_decode(p, &prev->spills[i]);
 	*ret = prev;
 	return 0;
 }
@@ -383,6 +419,17 @@ static int slots_init(struct slots *sl, uint32_t n)
 	for (uint32_t i = 0; i < n; i++)
 		sl->free[sl->n++] = (int)(n - 1 - i); /* slot 0 first */
 	return 0;
+}
+
+/* A free slot, or -1 when none is; and a slot given back. */
+static int slots_take(struct slots *sl)
+{
+	return sl->n ? sl->free[--sl->n] : -1;
+}
+
+static void slots_put(struct slots *sl, int slot)
+{
+	sl->free[sl->n++] = slot;
 }
 
 int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t lives, uint64_t page_size,
@@ -474,7 +521,7 @@ void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b)
 
 int warm_conn_take(struct warm *w)
 {
-	return w->free_conns.n ? w->free_conns.free[--w->free_conns.n] : -1;
+	return slots_take(&w->free_conns);
 }
 
 void warm_conn_set(struct warm *w, int slot, const struct warm_conn *c)
@@ -506,12 +553,12 @@ void warm_conn_release(struct warm *w, int slot)
 	record_begin(r);
 	r->state = WARM_CONN_FREE;
 	record_end(r);
-	w->free_conns.free[w->free_conns.n++] = slot;
+	slots_put(&w->free_conns, slot);
 }
 
 int warm_spill_take(struct warm *w)
 {
-	return w->free_spills.n ? w->free_spills.free[--w->free_spills.n] : -1;
+	return slots_take(&w->free_spills);
 }
 
 void warm_spill_set(struct warm *w, int slot, const struct warm_spill *sp)
@@ -537,7 +584,7 @@ void warm_spill_release(struct warm *w, int slot)
 	record_begin(r);
 	r->state = WARM_SPILL_FREE;
 	record_end(r);
-	w->free_spills.free[w->free_spills.n++] = slot;
+	slots_put(&w->free_spills, slot);
 }
 
 void warm_free(struct warm *w)

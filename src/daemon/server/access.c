@@ -3,13 +3,18 @@
  * access.c - see access.h.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
+
+#include <linux/posix_acl.h>
+#include <linux/posix_acl_xattr.h>
 
 #include "access.h"
 #include "size.h"
@@ -114,4 +119,36 @@ bool access_allows(const struct access_list *l, const struct access_creds *c)
 		if (access_in_group(c, l->gids[i]))
 			return true;
 	return false;
+}
+
+bool access_mode_admits(const struct access_creds *c, mode_t mode, gid_t socket_gid)
+{
+	if (access_is_daemon(c))
+		return true; /* root, or the owner */
+	/* the group's bits alone decide for a member, whatever the others' say */
+	return access_in_group(c, socket_gid) ? (mode & 0020) != 0 : (mode & 0002) != 0;
+}
+
+int access_socket_grant(const char *path, mode_t socket_mode, const gid_t *monitor)
+{
+	struct {
+		struct posix_acl_xattr_header h;
+		struct posix_acl_xattr_entry e[5];
+	} acl = { .h = { .a_version = htole32(POSIX_ACL_XATTR_VERSION) } };
+	unsigned n = 0;
+
+	/* in the order the kernel wants them: by tag, then by id */
+#define ENTRY(tag, perm, id) \
+	acl.e[n++] = (struct posix_acl_xattr_entry){ htole16(tag), htole16(perm), htole32((uint32_t)(id)) }
+	ENTRY(ACL_USER_OBJ, (socket_mode >> 6) & 7, ACL_UNDEFINED_ID);
+	ENTRY(ACL_GROUP_OBJ, (socket_mode >> 3) & 7, ACL_UNDEFINED_ID);
+	if (monitor) {
+		ENTRY(ACL_GROUP, ACL_READ | ACL_WRITE, *monitor);
+		ENTRY(ACL_MASK, ((socket_mode >> 3) & 7) | ACL_READ | ACL_WRITE, ACL_UNDEFINED_ID);
+	}
+	ENTRY(ACL_OTHER, socket_mode & 7, ACL_UNDEFINED_ID);
+#undef ENTRY
+	if (lsetxattr(path, "system.posix_acl_access", &acl, sizeof(acl.h) + n * sizeof(acl.e[0]), 0) < 0)
+		return -errno;
+	return 0;
 }

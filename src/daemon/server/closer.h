@@ -7,8 +7,8 @@
  * chose, a file on a FUSE mount the client serves blocks it forever. Where the kernel lets the
  * daemon refuse fds at the socket (SO_PASSRIGHTS = 0, Linux 6.16+), nothing ever arrives; on
  * older kernels the event loop hands what arrived to background threads that close it, and so
- * it does with the socket of every connection (closing a socket releases the fds still in flight
- * in it, on the thread that closes it).
+ * it does with the socket of every connection, admitted or not (closing a socket releases the
+ * fds still in flight in it, on the thread that closes it).
  *
  * Nothing here ever closes on the caller's thread. Each uid's fds wait in a queue of their own,
  * and a queue is worked on by one thread at a time: an fd that blocks its close forever stops

@@ -327,6 +327,11 @@ static void dispatch(struct server *s, struct peer *p)
 		peer_kill(p, "%s", why);
 		return;
 	}
+	if (p->status_only && p->hdr.type != PROTO_HELLO && p->hdr.type != PROTO_STATUS) {
+		send_result(p, -EACCES,
+			    "a member of monitor_group outside the socket's group may ask for the status and nothing else");
+		return;
+	}
 	p->busy = true;
 	r = handlers[p->hdr.type].fn(s, p, &req);
 	if (r < 0) {

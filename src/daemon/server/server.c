@@ -122,10 +122,26 @@ int server_admit(struct server *s, const struct ucred *cred, char *text, size_t 
 }
 
 /*
+ * Close a connection the daemon never admitted. Where the kernel cannot refuse fds at the socket,
+ * its client may have sent some before its hello, and closing it would release them here, on the
+ * loop (closer.h): it is shut first, so that its client can add nothing more, and closed on the
+ * closer's threads, charged to uid.
+ */
+static void unadmitted_close(const struct server *s, int fd, uid_t uid)
+{
+	if (s->fds_refused) {
+		close(fd);
+		return;
+	}
+	(void)shutdown(fd, SHUT_RDWR);
+	closer_add(&fd, 1, uid);
+}
+
+/*
  * Tell a connection that is not admitted why (the client reads it as the answer to its hello)
  * and close it: one non-blocking send into its empty socket buffer, no peer, nothing counted.
  */
-static void refuse(int fd, int err, const char *text)
+static void refuse(const struct server *s, int fd, uid_t uid, int err, const char *text)
 {
 	struct {
 		struct proto_hdr h;
@@ -138,7 +154,7 @@ static void refuse(int fd, int err, const char *text)
 	memcpy(m.text, text, n);
 	proto_hdr_init(&m.h, PROTO_RESULT, (uint32_t)(sizeof(m.r) + n), 0);
 	(void)send(fd, &m, sizeof(m.h) + sizeof(m.r) + n, MSG_DONTWAIT | MSG_NOSIGNAL);
-	close(fd);
+	unadmitted_close(s, fd, uid);
 }
 
 /*
@@ -154,7 +170,7 @@ struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64
 
 	if (!p) {
 		log_error("Failed to set up a new connection: out of memory");
-		close(fd);
+		unadmitted_close(s, fd, cred->uid);
 		return NULL;
 	}
 	p->fd = fd;
@@ -168,6 +184,8 @@ struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64
 	access_creds_get(fd, cred, &p->creds);
 	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
 	p->sees_all = p->admin || (s->have_monitor_gid && access_in_group(&p->creds, s->monitor_gid));
+	/* not admitted by the mode: only the ACL entry of monitor_group can have let it in */
+	p->status_only = !p->admin && !access_mode_admits(&p->creds, s->cfg->socket_mode, s->socket_gid);
 	spill_owner_init(s->spill, &p->spill, cred->uid, cred->pid);
 	TAILQ_INSERT_TAIL(&s->peers, p, link);
 	s->npeers++;
@@ -197,14 +215,14 @@ static void accept_one(struct server *s, int fd)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 		log_error_errno(errno, "Failed to set up a new connection: %m");
-		close(fd);
+		unadmitted_close(s, fd, (uid_t)-1);
 		return;
 	}
 	r = server_admit(s, &cred, text, sizeof(text));
 	if (r < 0) {
 		log_msg_ratelimited(&rl, LOG_NOTICE, "Refusing connection of pid %d (uid %u): %s", (int)cred.pid,
 				    (unsigned)cred.uid, text);
-		refuse(fd, r, text);
+		refuse(s, fd, cred.uid, r, text);
 		return;
 	}
 	p = peer_new(s, fd, &cred, realtime_ns());
@@ -220,7 +238,8 @@ static void accept_one(struct server *s, int fd)
  * Out of fds (EMFILE, ENFILE): a pending connection keeps the listener readable, so the loop
  * would spin on it. Spend the reserve fd to accept it and close it at once (the client sees its
  * connection end), take the reserve back, and say so in the log a few times a minute at most.
- * Without a reserve, stop polling the listener for a moment.
+ * Without a reserve, stop polling the listener for a moment; the reserve is taken back once an
+ * fd is free (a connection closed on the closer's threads keeps its fd until then).
  */
 static bool accept_out_of_fds(struct server *s, int err)
 {
@@ -229,11 +248,17 @@ static bool accept_out_of_fds(struct server *s, int err)
 
 	log_msg_ratelimited(&rl, LOG_ERR, "Cannot accept connections: %s; closing new ones until fds are free",
 			    strerror(err));
+	if (s->reserve_fd < 0)
+		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (s->reserve_fd >= 0) {
 		close(s->reserve_fd);
 		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0) {
-			close(fd);
+			struct ucred cred = { .uid = (uid_t)-1 };
+			socklen_t len = sizeof(cred);
+
+			(void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+			unadmitted_close(s, fd, cred.uid);
 			s->counted.refused_out_of_fds++;
 		}
 		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -405,6 +430,23 @@ static int resolve_access(struct server *s)
 	return 0;
 }
 
+/*
+ * monitor_group may connect without being in the socket's group (access.h): an ACL entry on the
+ * socket, set at every start (a previous life's, or one monitor_group no longer names, is
+ * replaced). Without it the daemon serves on, and members outside the socket's group cannot
+ * connect, as before monitor_group could.
+ */
+static void grant_monitor(const struct server *s)
+{
+	const struct config *cfg = s->cfg;
+	int r = access_socket_grant(cfg->socket_path, cfg->socket_mode, s->have_monitor_gid ? &s->monitor_gid : NULL);
+
+	if (r < 0 && s->have_monitor_gid)
+		log_warning_errno(r, "Cannot let monitor_group '%s' connect to '%s' (a POSIX ACL entry: %m); only its members "
+				     "in the socket's group can, ignoring",
+				  cfg->monitor_group, cfg->socket_path);
+}
+
 static int epoll_add_tag(int epfd, int fd, int *tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = tag };
@@ -464,6 +506,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 			goto fail;
 		s->listen_fd = r;
 	}
+	grant_monitor(s);
 	/* kept across a restart only where a service manager keeps it (re-execution needs no
 	 * manager: the same process holds it) */
 	s->listen_kept = fdstore_add("listen", s->listen_fd, 0) == 0 && getenv("NOTIFY_SOCKET");

@@ -83,6 +83,7 @@ struct peer {
 	bool busy; /* a request awaits its reply */
 	bool admin; /* root, the daemon's uid or admin_group: may restart the daemon */
 	bool sees_all; /* an admin or of monitor_group: sees every client and uid in status */
+	bool status_only; /* let in by monitor_group's ACL entry alone (access.h): hello and status only */
 	struct access_creds creds; /* uid, gid and groups, as of connect() */
 	char name[PROTO_NAME_MAX];
 	uint64_t connected_rt;

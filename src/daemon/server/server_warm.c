@@ -114,6 +114,18 @@ void peer_keep(struct server *s, struct peer *p)
 }
 
 /*
+ * Does a socket's st_mode say socket_mode? Its group bits may show the mask of the ACL that lets
+ * monitor_group in (access_socket_grant), which adds read-write; the ACL is set again after.
+ */
+static bool socket_mode_is(mode_t st_mode, mode_t socket_mode)
+{
+	mode_t m = st_mode & 07777;
+
+	return (m & 07707) == (socket_mode & 07707) &&
+	       ((m & 0070) == (socket_mode & 0070) || (m & 0070) == ((socket_mode | 0060) & 0070));
+}
+
+/*
  * Take over the listening socket fd the previous life left if it is a listening Unix stream
  * socket bound to the configured path, and that path is still a socket; else close it.
  * Returns fd or -1. The path must still have the configured mode and group.
@@ -135,7 +147,7 @@ int warm_socket_adopt(const struct config *cfg, gid_t gid, int fd)
 	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0 && len > offsetof(struct sockaddr_un, sun_path) &&
 	    strncmp(sa.sun_path, cfg->socket_path, sizeof(sa.sun_path)) == 0 &&
 	    lstat(cfg->socket_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
-	    (st.st_mode & 07777) == cfg->socket_mode && (gid == (gid_t)-1 || st.st_gid == gid)) {
+	    socket_mode_is(st.st_mode, cfg->socket_mode) && (gid == (gid_t)-1 || st.st_gid == gid)) {
 		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0)
 			return fd;
 	}

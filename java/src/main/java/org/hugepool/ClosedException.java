@@ -17,6 +17,6 @@ public class ClosedException extends HugepoolException {
     private static final long serialVersionUID = 1L;
 
     ClosedException(String operation, String what) {
-        super(operation, EBADF, what + " is closed", "");
+        super(operation, Native.EBADF, what + " is closed", "");
     }
 }

@@ -20,8 +20,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.LongFunction;
-import java.util.function.LongUnaryOperator;
 
 /**
  * A connection to hugepoold, the pool's daemon: lease buffers ({@link #acquire}), open journal
@@ -49,6 +47,22 @@ import java.util.function.LongUnaryOperator;
 public final class HugePool implements AutoCloseable {
     /** The socket libhugepool connects to when neither a path nor {@code $HUGEPOOL_SOCKET} is given. */
     public static final String DEFAULT_SOCKET = "/run/hugepool/hugepoold.sock";
+
+    /*
+     * What every program's first calls need, made ready by the first connect, which loads the
+     * native library anyway: the classes of a lease (verified, and initialised: Lease starts its
+     * Cleaner's thread) and of a journal writer. So that in a fresh JVM the first acquire, release
+     * or journal open costs what the C call costs plus the crossing, not its classes' loading.
+     */
+    static {
+        try {
+            ClassLoader loader = HugePool.class.getClassLoader();
+            Class.forName("org.hugepool.Lease", true, loader);
+            Class.forName("org.hugepool.JournalWriter", true, loader);
+        } catch (ClassNotFoundException e) {
+            throw new ExceptionInInitializerError(e); // they are in this jar
+        }
+    }
 
     final ReentrantLock lock = new ReentrantLock();
     private long conn; // guarded by lock; 0 once closed
@@ -118,27 +132,43 @@ public final class HugePool implements AutoCloseable {
      * @throws HugepoolException any other failure
      */
     public Lease acquire(String className, int count, Duration timeout) throws HugepoolException {
-        long ms = timeout == null || timeout.isNegative() ? -1 : Math.max(timeout.toMillis(), timeout.isZero() ? 0 : 1);
-        return acquire(className, count, ms);
+        return acquire(className, count, millis(timeout));
+    }
+
+    /*
+     * A timeout for the library: -1 (no limit) for null, negative, or about as many milliseconds
+     * as a long holds (292 million years); 0 for zero; else its milliseconds, at least 1.
+     */
+    static long millis(Duration timeout) {
+        if (timeout == null || timeout.isNegative() || timeout.getSeconds() >= Long.MAX_VALUE / 1000)
+            return -1;
+        return timeout.isZero() ? 0 : Math.max(timeout.toMillis(), 1);
     }
 
     private Lease acquire(String className, int count, long timeoutMillis) throws HugepoolException {
         if (className == null)
             throw new NullPointerException("className");
-        if (count < 1 || count > 1024)
-            throw new IllegalArgumentException("count " + count + " is not within 1..1024");
-        String what = "acquiring " + count + " buffer" + (count == 1 ? "" : "s") + " of class \"" + className + "\"";
+        if (count < 1 || count > Native.ACQUIRE_MAX)
+            throw new IllegalArgumentException("count " + count + " is not within 1.." + Native.ACQUIRE_MAX);
         long[] v = new long[3 * count];
         lock.lock();
         try {
-            long c = handle(what);
-            check(Native.acquire(c, className, count, timeoutMillis, v), what);
+            if (conn == 0)
+                throw new ClosedException(acquiring(className, count), "the HugePool");
+            int r = Native.acquire(conn, className, count, timeoutMillis, v);
+            if (r < 0)
+                throw failure(r, acquiring(className, count));
             Lease lease = new Lease(this, className, v);
             leases.add(lease);
             return lease;
         } finally {
             lock.unlock();
         }
+    }
+
+    /* What an acquire's exception says it was doing: built only when one is thrown. */
+    private static String acquiring(String className, int count) {
+        return "acquiring " + count + " buffer" + (count == 1 ? "" : "s") + " of class \"" + className + "\"";
     }
 
     /* Lease.close: give its buffers back, their ranges left as private zeroes. */
@@ -148,7 +178,9 @@ public final class HugePool implements AutoCloseable {
             if (!leases.contains(lease))
                 return; // released already
             lease.closeSegments(); // before the memory under them stops being the lease's
-            check(Native.release(conn, lease.nativeDescription()), "releasing " + lease);
+            int r = Native.release(conn, lease.nativeDescription());
+            if (r < 0)
+                throw failure(r, "releasing " + lease);
             leases.remove(lease);
             lease.released();
         } finally {
@@ -165,9 +197,12 @@ public final class HugePool implements AutoCloseable {
      * @throws HugepoolException any other failure
      */
     public Status status() throws HugepoolException {
-        Object[] out = new Object[2];
-        call("reading the status", c -> Native.status(c, out));
-        return Status.decode((String[]) out[0], (long[]) out[1]);
+        lock.lock();
+        try {
+            return Native.status(handle("reading the status"));
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
@@ -178,7 +213,9 @@ public final class HugePool implements AutoCloseable {
      * @return the writer; close it when done (closing this HugePool closes it too)
      * @throws NotFoundException no such journal
      * @throws PermissionDeniedException not in the journal's {@code append} list
-     * @throws LimitExceededException too many writers (of this user, or of the journal)
+     * @throws LimitExceededException too many writers (of this user, or of the journal), or too
+     *         many connections of this user: the writer's connection counts against the daemon's
+     *         {@code max_connections_per_uid} (64 by default) beside this HugePool's
      * @throws ClosedException this HugePool is closed
      * @throws HugepoolException any other failure
      */
@@ -187,7 +224,8 @@ public final class HugePool implements AutoCloseable {
             throw new NullPointerException("journal");
         lock.lock();
         try {
-            handle("opening a writer of journal \"" + journal + "\"");
+            if (conn == 0)
+                throw new ClosedException("opening a writer of journal \"" + journal + "\"", "the HugePool");
             JournalWriter w = new JournalWriter(this, journal, Native.writerOpen(socket, journal));
             children.add(w);
             return w;
@@ -209,8 +247,23 @@ public final class HugePool implements AutoCloseable {
      * @throws HugepoolException any other failure
      */
     public JournalReader openJournalReader(String journal, long fromLsn) throws HugepoolException {
-        return child("opening a reader of journal \"" + journal + "\" from LSN " + fromLsn,
-                c -> Native.readerOpen(c, journal, fromLsn), r -> new JournalReader(this, journal, r));
+        lock.lock();
+        try {
+            if (conn == 0)
+                throw new ClosedException(openingReader(journal, fromLsn), "the HugePool");
+            long r = Native.readerOpen(conn, journal, fromLsn);
+            if (r < 0)
+                throw failure(r, openingReader(journal, fromLsn));
+            JournalReader reader = new JournalReader(this, journal, r);
+            children.add(reader);
+            return reader;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private static String openingReader(String journal, long fromLsn) {
+        return "opening a reader of journal \"" + journal + "\" from LSN " + fromLsn;
     }
 
     /**
@@ -225,7 +278,20 @@ public final class HugePool implements AutoCloseable {
      * @throws HugepoolException any other failure
      */
     public void truncateJournal(String journal, long lsn) throws HugepoolException {
-        call("truncating journal \"" + journal + "\" below LSN " + lsn, c -> Native.truncate(c, journal, lsn));
+        lock.lock();
+        try {
+            if (conn == 0)
+                throw new ClosedException(truncating(journal, lsn), "the HugePool");
+            int r = Native.truncate(conn, journal, lsn);
+            if (r < 0)
+                throw failure(r, truncating(journal, lsn));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private static String truncating(String journal, long lsn) {
+        return "truncating journal \"" + journal + "\" below LSN " + lsn;
     }
 
     /**
@@ -247,31 +313,19 @@ public final class HugePool implements AutoCloseable {
      *        {@code spill_threshold}, {@link SpillStream#ALWAYS_FILE} for a file from the first byte,
      *        at most 1 GiB
      * @return the stream
+     * @throws IllegalArgumentException threshold is negative and not {@link SpillStream#ALWAYS_FILE}
      * @throws ClosedException this HugePool is closed
      * @throws HugepoolException any other failure
      */
     public SpillStream openSpill(long threshold) throws HugepoolException {
-        return child("opening a spill stream", c -> Native.spillOpen(c, threshold), s -> new SpillStream(this, s));
-    }
-
-    /* One native call on the connection, under the lock: its result, or the exception. */
-    private long call(String what, LongUnaryOperator op) throws HugepoolException {
+        if (threshold < 0 && threshold != SpillStream.ALWAYS_FILE)
+            throw new IllegalArgumentException("spill threshold " + threshold + ": 0, ALWAYS_FILE or a size");
         lock.lock();
         try {
-            return check(op.applyAsLong(handle(what)), what);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /* A handle opened on the connection (open returns it), made a child closed with the pool. */
-    private <T extends PoolHandle> T child(String what, LongUnaryOperator open, LongFunction<T> make)
-            throws HugepoolException {
-        lock.lock();
-        try {
-            T h = make.apply(call(what, open));
-            children.add(h);
-            return h;
+            long s = check(Native.spillOpen(handle("opening a spill stream"), threshold), "opening a spill stream");
+            SpillStream stream = new SpillStream(this, s);
+            children.add(stream);
+            return stream;
         } finally {
             lock.unlock();
         }
@@ -333,6 +387,11 @@ public final class HugePool implements AutoCloseable {
         }
     }
 
+    /* With lock held. */
+    boolean isOpenLocked() {
+        return conn != 0;
+    }
+
     /* The native connection for `what`, or ClosedException; with lock held. */
     long handle(String what) throws ClosedException {
         if (conn == 0)
@@ -342,7 +401,14 @@ public final class HugePool implements AutoCloseable {
 
     /* A native result on this connection: the value, or the exception with the daemon's words. */
     long check(long r, String what) throws HugepoolException {
-        return r >= 0 ? r : HugepoolException.check(r, what, conn != 0 ? Native.lastError(conn) : "");
+        if (r < 0)
+            throw failure(r, what);
+        return r;
+    }
+
+    /* The exception for r, a negative errno of a call on this connection, with the daemon's words. */
+    HugepoolException failure(long r, String what) {
+        return HugepoolException.create((int) -r, what, conn != 0 ? Native.lastError(conn) : "");
     }
 
     void forget(AutoCloseable child) {

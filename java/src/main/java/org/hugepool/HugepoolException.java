@@ -3,7 +3,9 @@
  *
  * HugepoolException.java - every failure of the binding: an IOException with the errno that
  * libhugepool returned, its name, and the daemon's own explanation (hp_last_error), built in one
- * place (create) for both the Java side and the JNI side, which picks the subclass by errno.
+ * place (create) for both the Java side and the JNI side, which picks the subclass by errno (the
+ * values read from C, Native's constants) and, for ENOENT and ECONNREFUSED, by whether the call
+ * was a connect.
  */
 package org.hugepool;
 
@@ -23,10 +25,6 @@ import java.io.IOException;
  */
 public class HugepoolException extends IOException {
     private static final long serialVersionUID = 1L;
-
-    static final int EPERM = 1, ENOENT = 2, E2BIG = 7, EBADF = 9, EAGAIN = 11, ENOMEM = 12, EACCES = 13,
-            EINVAL = 22, EPIPE = 32, EPROTO = 71, EOVERFLOW = 75, EUSERS = 87, EMSGSIZE = 90, ECONNRESET = 104,
-            ENOTCONN = 107, ETIMEDOUT = 110, ECONNREFUSED = 111, EDQUOT = 122;
 
     /** The errno, positive. */
     private final int errno;
@@ -80,38 +78,36 @@ public class HugepoolException extends IOException {
         return n != null ? n : "errno " + errno;
     }
 
-    /* Called by the JNI side too (hugepool_jni.c, throw_hp): keep the signature. */
-    static HugepoolException create(int errno, String operation, String explanation, String daemonMessage) {
-        boolean connecting = operation.startsWith("connecting");
-        switch (errno) {
-        case ENOENT:
-        case ECONNREFUSED:
+    /*
+     * The exception for errno, its class chosen by the errno alone, but for ENOENT and
+     * ECONNREFUSED: no daemon when connecting, else no such class or journal. Called by the JNI
+     * side too (hugepool_jni.c, throw_hp, which looks it up by this signature when it loads).
+     */
+    static HugepoolException create(int errno, boolean connecting, String operation, String explanation,
+            String daemonMessage) {
+        if (errno == Native.ENOENT || errno == Native.ECONNREFUSED)
             return connecting ? new NoDaemonException(operation, errno, explanation, daemonMessage)
                     : new NotFoundException(operation, errno, explanation, daemonMessage);
-        case ECONNRESET:
-        case EPIPE:
-        case ENOTCONN:
+        if (errno == Native.ECONNRESET || errno == Native.EPIPE || errno == Native.ENOTCONN)
             return new DaemonGoneException(operation, errno, explanation, daemonMessage);
-        case EDQUOT:
-        case EUSERS:
-        case E2BIG:
+        if (errno == Native.EDQUOT || errno == Native.EUSERS || errno == Native.E2BIG)
             return new LimitExceededException(operation, errno, explanation, daemonMessage);
-        case ETIMEDOUT:
-        case EAGAIN:
+        if (errno == Native.ETIMEDOUT || errno == Native.EAGAIN)
             return new HugepoolTimeoutException(operation, errno, explanation, daemonMessage);
-        case EACCES:
-        case EPERM:
+        if (errno == Native.EACCES || errno == Native.EPERM)
             return new PermissionDeniedException(operation, errno, explanation, daemonMessage);
-        default:
-            return new HugepoolException(operation, errno, explanation, daemonMessage);
-        }
+        return new HugepoolException(operation, errno, explanation, daemonMessage);
+    }
+
+    /* The exception for a call other than a connect that returned -errno. */
+    static HugepoolException create(int errno, String operation, String daemonMessage) {
+        return create(errno, false, operation, Native.strerror(errno), daemonMessage);
     }
 
     /** r as libhugepool returned it: r itself when it is no error, else the exception. */
     static long check(long r, String operation, String daemonMessage) throws HugepoolException {
         if (r >= 0)
             return r;
-        int errno = (int) -r;
-        throw create(errno, operation, Native.strerror(errno), daemonMessage);
+        throw create((int) -r, operation, daemonMessage);
     }
 }

@@ -28,8 +28,8 @@ import java.nio.ByteBuffer;
  * replay is one sequence: read it from one thread.
  */
 public final class JournalReader extends PoolHandle {
-    private static final int EOVERFLOW = HugepoolException.EOVERFLOW;
-    private static final int BATCH = 64;
+    private static final int EOVERFLOW = Native.EOVERFLOW;
+    private static final int BATCH = Native.READ_MAX;
 
     private final String journal;
     private ByteBuffer window = ByteBuffer.allocateDirect(256 << 10);
@@ -59,12 +59,15 @@ public final class JournalReader extends PoolHandle {
         pool.lock.lock();
         try {
             if (next == have) {
-                String what = "reading journal \"" + journal + "\"";
-                long h = handle(what);
+                long h = handleOrZero();
+                if (h == 0)
+                    throw closed(reading());
                 int n;
                 while ((n = Native.readerNext(h, window, window.capacity(), meta, BATCH)) == -EOVERFLOW)
                     window = ByteBuffer.allocateDirect((int) Math.max(meta[0], 2L * window.capacity()));
-                have = (int) pool.check(n, what);
+                if (n < 0)
+                    throw pool.failure(n, reading());
+                have = n;
                 next = 0;
                 if (have == 0)
                     return null;
@@ -76,6 +79,10 @@ public final class JournalReader extends PoolHandle {
         } finally {
             pool.lock.unlock();
         }
+    }
+
+    private String reading() {
+        return "reading journal \"" + journal + "\"";
     }
 
     @Override

@@ -15,6 +15,7 @@ package org.hugepool;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * A writer of a durable journal ({@code [journal NAME]} in hugepoold.conf), from
@@ -36,7 +37,11 @@ import java.util.List;
  *
  * <p><b>Threads.</b> Thread-safe, its calls serialised: a thread waiting for durability holds the
  * writer, so for parallel appends use one writer per thread (a writer is a connection, a ring
- * and a few pages; the daemon allows {@code max_journal_writers_per_uid}, 64 by default).
+ * and a few pages). Each writer is a connection of its own, counted by the daemon's
+ * {@code max_connections_per_uid} (64 by default) beside the HugePool's own connection and every
+ * other connection of the same user, and {@code max_journal_writers_per_uid} (64 by default)
+ * bounds the writers: under the defaults one HugePool opens at most 63 writers. Past a limit
+ * {@link HugePool#openJournalWriter} throws {@link LimitExceededException}, whose message names it.
  *
  * <p><b>The daemon's restart</b> recovers the journal from disk and closes writers: the next call
  * throws {@link DaemonGoneException}, whose message says up to which LSN the journal is durable;
@@ -44,7 +49,7 @@ import java.util.List;
  */
 public final class JournalWriter implements AutoCloseable {
     /** The most records {@link #appendBatch} takes at once. */
-    public static final int BATCH_MAX = 1024;
+    public static final int BATCH_MAX = Native.BATCH_MAX;
 
     private final HugePool pool;
     private final String journal;
@@ -81,14 +86,19 @@ public final class JournalWriter implements AutoCloseable {
      * @param len its length
      * @return the ticket
      * @throws HugepoolException as {@link #append(byte[])}
+     * @throws IndexOutOfBoundsException the range is not within the array
      */
     public synchronized long append(byte[] record, int off, int len) throws HugepoolException {
+        Objects.checkFromIndexSize(off, len, record.length);
         return check(Native.appendArray(handle("appending"), record, off, len, false), "appending");
     }
 
     /**
      * Append the bytes between {@code record}'s position and limit, without waiting; the position
-     * moves to the limit. A direct buffer is read in place.
+     * moves to the limit. A direct buffer is read in place, unless it is a view of a
+     * {@code MemorySegment} of an Arena or of a file mapping: those are copied
+     * through Java's own accessors, which throw {@link IllegalStateException} once the Arena is
+     * closed and {@link InternalError} where the file no longer covers the mapping.
      *
      * @param record the bytes
      * @return the ticket
@@ -186,7 +196,9 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public synchronized void await(long ticket, Duration timeout) throws HugepoolException {
-        check(Native.await(handle("waiting"), ticket, millis(timeout)), "waiting for ticket " + ticket);
+        int r = Native.await(handle("waiting"), ticket, HugePool.millis(timeout));
+        if (r < 0)
+            throw failure(r, "waiting for ticket " + ticket);
     }
 
     /**
@@ -198,7 +210,9 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public synchronized void awaitLsn(long lsn, Duration timeout) throws HugepoolException {
-        check(Native.awaitLsn(handle("waiting"), lsn, millis(timeout)), "waiting for LSN " + lsn);
+        int r = Native.awaitLsn(handle("waiting"), lsn, HugePool.millis(timeout));
+        if (r < 0)
+            throw failure(r, "waiting for LSN " + lsn);
     }
 
     /**
@@ -232,9 +246,11 @@ public final class JournalWriter implements AutoCloseable {
     private synchronized long appendBuffer(ByteBuffer record, boolean wait, String what) throws HugepoolException {
         int pos = record.position(), len = record.remaining();
         long r;
-        if (record.isDirect())
+        if (record.isDirect() && (Native.CHECKS_BUFFERS || BufferViews.inPlace(record))) {
             r = Native.append(handle(what), record, pos, len, wait);
-        else if (record.hasArray())
+            if (r == Native.NOT_IN_PLACE)
+                r = Native.appendArray(handle(what), copy(record), 0, len, wait);
+        } else if (record.hasArray())
             r = Native.appendArray(handle(what), record.array(), record.arrayOffset() + pos, len, wait);
         else
             r = Native.appendArray(handle(what), copy(record), 0, len, wait);
@@ -257,7 +273,7 @@ public final class JournalWriter implements AutoCloseable {
             } else {
                 ByteBuffer b = (ByteBuffer) o;
                 lens[i] = b.remaining();
-                if (b.isDirect()) {
+                if (b.isDirect() && (Native.CHECKS_BUFFERS || BufferViews.inPlace(b))) {
                     recs[i] = b;
                     offs[i] = b.position();
                 } else if (b.hasArray()) {
@@ -268,7 +284,18 @@ public final class JournalWriter implements AutoCloseable {
                 }
             }
         }
-        long r = check(Native.appendBatch(handle(what), recs, offs, lens, wait), what);
+        long r = Native.appendBatch(handle(what), recs, offs, lens, wait);
+        if (r == Native.NOT_IN_PLACE) { // a buffer native code may not read: copy them all, once
+            for (int i = 0; i < n; i++) {
+                if (recs[i] instanceof ByteBuffer) {
+                    ByteBuffer b = (ByteBuffer) recs[i];
+                    recs[i] = copy(b.duplicate().position(offs[i]).limit(offs[i] + lens[i]));
+                    offs[i] = 0;
+                }
+            }
+            r = Native.appendBatch(handle(what), recs, offs, lens, wait);
+        }
+        check(r, what);
         for (Object o : records)
             if (o instanceof ByteBuffer)
                 ((ByteBuffer) o).position(((ByteBuffer) o).limit());
@@ -281,10 +308,6 @@ public final class JournalWriter implements AutoCloseable {
         return a;
     }
 
-    private static long millis(Duration timeout) {
-        return timeout == null || timeout.isNegative() ? -1 : timeout.toMillis();
-    }
-
     /* With this writer's monitor held. */
     private long handle(String what) throws ClosedException {
         if (handle == 0)
@@ -294,8 +317,14 @@ public final class JournalWriter implements AutoCloseable {
 
     /* With this writer's monitor held: the value, or the exception with the daemon's words. */
     private long check(long r, String what) throws HugepoolException {
-        return r >= 0 ? r
-                : HugepoolException.check(r, what + " (journal \"" + journal + "\")", Native.writerLastError(handle));
+        if (r < 0)
+            throw failure(r, what);
+        return r;
+    }
+
+    /* With this writer's monitor held: the exception for r, a negative errno. */
+    private HugepoolException failure(long r, String what) {
+        return HugepoolException.create((int) -r, what + " (journal \"" + journal + "\")", Native.writerLastError(handle));
     }
 
     /** @return "JournalWriter(NAME)" */

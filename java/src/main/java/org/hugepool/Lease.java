@@ -7,11 +7,15 @@
  * be taken back, so the memory under it must stay mapped for as long as the buffer is reachable,
  * and must stop being the buffer's once the lease ends. Release goes through
  * hp_release_keep_range: the range is replaced in place by private anonymous memory before the
- * daemon hears of it, and stays mapped. Each range is covered by "roots", ByteBuffers made once
- * by JNI; every buffer handed out is a duplicate of a root, and a duplicate keeps its root
+ * daemon hears of it, and stays mapped. Each range is covered by "roots", ByteBuffers made by JNI
+ * when a view of that buffer is first asked for (an acquire makes none: it costs what the C call
+ * costs); every buffer handed out is a duplicate of a root, and a duplicate keeps its root
  * reachable (DirectByteBuffer's attachment), so a root becomes unreachable only once no view of
  * its range is left. Then the Cleaner unmaps the range, and only if it was released (a lease of
- * a HugePool never closed stays mapped until the JVM exits). On Java 22 and later a buffer is also
+ * a HugePool never closed stays mapped until the JVM exits); a buffer that never had a root is
+ * unmapped at the release itself, as no ByteBuffer can point into it. The lease's monitor guards
+ * `roots`, `ranges` and the step from open to released, so a root is made before the release
+ * marks its range released, or not at all. On Java 22 and later a buffer is also
  * served as one MemorySegment of a shared Arena of the lease (Segments), which the release closes
  * before the range is replaced: from then on the segment throws, as any closed Arena's does, so
  * it needs no root. `open` is read without the pool's lock; release, the arena and the ranges'
@@ -55,11 +59,17 @@ public final class Lease implements AutoCloseable {
 
     private static final Cleaner CLEANER = Cleaner.create();
 
+    static {
+        // Range's class and the Cleaner's registration path readied with Lease (HugePool's
+        // initialiser), not by the first acquire: a Range never released unmaps nothing
+        CLEANER.register(new Object(), new Range(0, 0));
+    }
+
     private final HugePool pool;
     private final String className;
     private final long[] description; // addr, size, lease id of each buffer: what release sends
-    private final ByteBuffer[][] roots; // per buffer, its slices (one when it fits a ByteBuffer)
-    private final List<Range> ranges = new ArrayList<>();
+    private final ByteBuffer[][] roots; // guarded by this: per buffer, its slices once asked for
+    private final List<Range> ranges = new ArrayList<>(); // guarded by this
     private final Object[] segments; // guarded by pool.lock: per buffer, its MemorySegment once made
     private Object arena; // guarded by pool.lock: the shared Arena of the segments, made with the first
     private volatile boolean open = true;
@@ -88,20 +98,26 @@ public final class Lease implements AutoCloseable {
         int n = description.length / 3;
         roots = new ByteBuffer[n][];
         segments = new Object[n];
-        for (int i = 0; i < n; i++) {
+    }
+
+    /* Buffer i's roots, made at the first call; ClosedException once the lease was released. */
+    private synchronized ByteBuffer[] roots(int i, String what) throws ClosedException {
+        if (!open)
+            throw closed(what, i);
+        if (roots[i] == null) {
             long addr = description[3 * i], size = description[3 * i + 1];
             long step = size <= Integer.MAX_VALUE ? size : SLICE_BYTES;
-            int k = (int) ((size + step - 1) / step);
-            roots[i] = new ByteBuffer[k];
-            for (int j = 0; j < k; j++) {
+            ByteBuffer[] r = new ByteBuffer[(int) ((size + step - 1) / step)];
+            for (int j = 0; j < r.length; j++) {
                 long len = Math.min(step, size - j * step);
-                Range r = new Range(addr + j * step, len);
-                ByteBuffer root = Native.wrap(r.address, len);
-                CLEANER.register(root, r);
-                ranges.add(r);
-                roots[i][j] = root;
+                Range range = new Range(addr + j * step, len);
+                r[j] = Native.wrap(range.address, len);
+                CLEANER.register(r[j], range);
+                ranges.add(range);
             }
+            roots[i] = r;
         }
+        return roots[i];
     }
 
     /** @return the buffer class */
@@ -111,7 +127,7 @@ public final class Lease implements AutoCloseable {
 
     /** @return how many buffers this lease holds */
     public int count() {
-        return roots.length;
+        return description.length / 3;
     }
 
     /**
@@ -140,12 +156,13 @@ public final class Lease implements AutoCloseable {
      * @throws IllegalStateException the buffer is larger than a ByteBuffer can be: use {@link #slices(int)}
      */
     public ByteBuffer buffer(int i) throws ClosedException {
-        checkOpen("buffer(" + i + ")");
-        ByteBuffer[] s = roots[index(i)];
-        if (s.length != 1 || bufferSize(i) > Integer.MAX_VALUE)
+        if (bufferSize(i) > Integer.MAX_VALUE) {
+            if (!open)
+                throw closed("buffer(", i);
             throw new IllegalStateException("buffer " + i + " of " + this + " has " + bufferSize(i)
                     + " bytes, more than a ByteBuffer holds: use slices(" + i + ")");
-        return view(s[0]);
+        }
+        return view(roots(i, "buffer(")[0]);
     }
 
     /**
@@ -157,9 +174,8 @@ public final class Lease implements AutoCloseable {
      * @throws ClosedException the lease was closed
      */
     public List<ByteBuffer> slices(int i) throws ClosedException {
-        checkOpen("slices(" + i + ")");
         List<ByteBuffer> l = new ArrayList<>();
-        for (ByteBuffer root : roots[index(i)])
+        for (ByteBuffer root : roots(index(i), "slices("))
             l.add(view(root));
         return Collections.unmodifiableList(l);
     }
@@ -191,7 +207,8 @@ public final class Lease implements AutoCloseable {
         int k = index(i);
         pool.lock.lock();
         try {
-            checkOpen("segment(" + i + ")");
+            if (!open)
+                throw closed("segment(", i);
             if (arena == null)
                 arena = Segments.newArena();
             if (segments[k] == null)
@@ -250,10 +267,17 @@ public final class Lease implements AutoCloseable {
     }
 
     /* With the pool's lock held, once the daemon has them back. */
-    void released() {
+    /*
+     * With the pool's lock held, once the daemon has them back: the ranges of views are the
+     * Cleaner's to unmap; a buffer no view was made of is unmapped now.
+     */
+    synchronized void released() {
         for (Range r : ranges)
             r.released = true;
         open = false;
+        for (int i = 0; i < roots.length; i++)
+            if (roots[i] == null)
+                Native.unmap(description[3 * i], description[3 * i + 1]);
     }
 
     private static ByteBuffer view(ByteBuffer root) {
@@ -267,9 +291,9 @@ public final class Lease implements AutoCloseable {
         return i;
     }
 
-    private void checkOpen(String what) throws ClosedException {
-        if (!open)
-            throw new ClosedException(what, "the lease");
+    /* The exception of a call on a closed lease: what(i). */
+    private static ClosedException closed(String what, int i) {
+        return new ClosedException(what + i + ")", "the lease");
     }
 
     /** @return "Lease(N x CLASS)" */

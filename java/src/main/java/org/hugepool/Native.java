@@ -2,9 +2,10 @@
  * SPDX-License-Identifier: MIT
  *
  * Native.java - the native methods, one per function of java/src/main/native/hugepool_jni.c (the
- * C side says what each returns). Package-private: the public classes call these under their
- * locks and turn negative errnos into exceptions (HugepoolException.check). Nothing here is
- * thread-safe by itself.
+ * C side says what each returns), and the numbers both sides use, read from C once when this
+ * class initialises (the C side's JNI_CONSTANTS defines each: errno values, limits, states).
+ * Package-private: the public classes call these under their locks and turn negative errnos into
+ * exceptions (HugepoolException.create). Nothing here is thread-safe by itself.
  */
 package org.hugepool;
 
@@ -15,8 +16,38 @@ final class Native {
         NativeLibrary.load();
     }
 
+    /* errno values: HugepoolException.create picks an exception's class by them */
+    static final int EPERM = (int) constant("EPERM"), ENOENT = (int) constant("ENOENT"), E2BIG = (int) constant("E2BIG"),
+            EBADF = (int) constant("EBADF"), EAGAIN = (int) constant("EAGAIN"), ENOMEM = (int) constant("ENOMEM"),
+            EACCES = (int) constant("EACCES"), EINVAL = (int) constant("EINVAL"), EPIPE = (int) constant("EPIPE"),
+            EBADMSG = (int) constant("EBADMSG"), EOVERFLOW = (int) constant("EOVERFLOW"),
+            EUSERS = (int) constant("EUSERS"), ECONNRESET = (int) constant("ECONNRESET"),
+            ENOTCONN = (int) constant("ENOTCONN"), ETIMEDOUT = (int) constant("ETIMEDOUT"),
+            ECONNREFUSED = (int) constant("ECONNREFUSED"), EDQUOT = (int) constant("EDQUOT");
+    /* buffers in one acquire; records in one appendBatch; records one readerNext hands over */
+    static final int ACQUIRE_MAX = (int) constant("HP_ACQUIRE_MAX"), BATCH_MAX = (int) constant("BATCH_MAX"),
+            READ_MAX = (int) constant("READ_MAX");
+    /* a journal's state in its status; a spill stream's state once in a file */
+    static final int JOURNAL_OK = (int) constant("HP_JOURNAL_OK"), JOURNAL_FULL = (int) constant("HP_JOURNAL_FULL"),
+            JOURNAL_FAILED = (int) constant("HP_JOURNAL_FAILED"), SPILL_FILE = (int) constant("HP_SPILL_FILE");
+    static final long SPILL_THRESHOLD_MAX = constant("HP_SPILL_THRESHOLD_MAX");
+    /*
+     * What append, appendBatch and spillWrite return for a direct buffer native code may not read
+     * in place (a view of a MemorySegment or of a file mapping): copy it through Java and call
+     * again. They answer so only where CHECKS_BUFFERS; elsewhere BufferViews tells first.
+     */
+    static final int NOT_IN_PLACE = (int) constant("NOT_IN_PLACE");
+    static final boolean CHECKS_BUFFERS = checksBuffers();
+
     private Native() {
     }
+
+    /* A number of the C side's JNI_CONSTANTS; IllegalArgumentException for a name not there. */
+    static native long constant(String name);
+
+    static native String journalStateName(int state);
+
+    static native boolean checksBuffers();
 
     static native long connect(String socket) throws HugepoolException;
 
@@ -36,7 +67,7 @@ final class Native {
 
     static native void unmap(long address, long length);
 
-    static native int status(long conn, Object[] out);
+    static native Status status(long conn) throws HugepoolException;
 
     static native long writerOpen(String socket, String journal) throws HugepoolException;
 

@@ -24,18 +24,16 @@ final class NativeLibrary {
     }
 
     static void load() {
-        List<String> tried = new ArrayList<>();
         String path = System.getProperty(PROPERTY);
         if (path != null && !path.isEmpty()) {
             System.load(new File(path).getAbsolutePath());
             return;
         }
-        tried.add("-D" + PROPERTY + " (not set)");
         try {
             System.loadLibrary(NAME);
             return;
         } catch (UnsatisfiedLinkError e) {
-            tried.add("java.library.path=" + System.getProperty("java.library.path"));
+            // not on java.library.path (Temurin's has no jni directory): where packages put it
         }
         for (String dir : installDirs()) {
             File f = new File(dir, System.mapLibraryName(NAME));
@@ -43,8 +41,11 @@ final class NativeLibrary {
                 System.load(f.getAbsolutePath());
                 return;
             }
-            tried.add(dir);
         }
+        List<String> tried = new ArrayList<>();
+        tried.add("-D" + PROPERTY + " (not set)");
+        tried.add("java.library.path=" + System.getProperty("java.library.path"));
+        tried.addAll(installDirs());
         throw new UnsatisfiedLinkError("hugepool: " + System.mapLibraryName(NAME) + " not found (tried "
                 + String.join(", ", tried) + "); install the libhugepool-java package, or run with -D"
                 + PROPERTY + "=/path/to/" + System.mapLibraryName(NAME) + " (hugepool-java(7))");

@@ -56,9 +56,21 @@ abstract class PoolHandle implements AutoCloseable {
 
     /* The native handle for `what`, with the pool's lock held, or ClosedException. */
     long handle(String what) throws ClosedException {
-        if (handle == 0)
-            throw new ClosedException(what, name);
-        pool.handle(what);
-        return handle;
+        long h = handleOrZero();
+        if (h == 0)
+            throw closed(what);
+        return h;
+    }
+
+    /*
+     * With the pool's lock held: the native handle, or 0 when it or its pool is closed (then
+     * closed(what) is the exception): for a call whose `what` is built only on failure.
+     */
+    long handleOrZero() {
+        return pool.isOpenLocked() ? handle : 0;
+    }
+
+    ClosedException closed(String what) {
+        return handle == 0 ? new ClosedException(what, name) : new ClosedException(what, "the HugePool");
     }
 }

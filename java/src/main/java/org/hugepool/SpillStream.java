@@ -15,6 +15,7 @@ package org.hugepool;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
+import java.util.Objects;
 
 /**
  * Somewhere to put a run of bytes (a sorted run, a partial aggregate) that may be tiny or huge, to
@@ -76,12 +77,18 @@ public final class SpillStream extends PoolHandle {
      * @param off where the bytes start
      * @param len how many
      * @throws HugepoolException as {@link #write(byte[])}
+     * @throws IndexOutOfBoundsException the range is not within the array
      */
     public void write(byte[] b, int off, int len) throws HugepoolException {
+        Objects.checkFromIndexSize(off, len, b.length);
         pool.lock.lock();
         try {
-            String what = "writing " + len + " bytes to a spill stream";
-            pool.check(Native.spillWriteArray(handle(what), b, off, len), what);
+            long h = handleOrZero();
+            if (h == 0)
+                throw closed(writing(len));
+            int r = Native.spillWriteArray(h, b, off, len);
+            if (r < 0)
+                throw pool.failure(r, writing(len));
         } finally {
             pool.lock.unlock();
         }
@@ -94,25 +101,32 @@ public final class SpillStream extends PoolHandle {
      * @throws HugepoolException as {@link #write(byte[])}
      */
     public void write(ByteBuffer src) throws HugepoolException {
-        if (!src.isDirect()) {
-            if (src.hasArray()) {
-                write(src.array(), src.arrayOffset() + src.position(), src.remaining());
-            } else {
-                byte[] a = new byte[src.remaining()];
-                src.duplicate().get(a);
-                write(a);
+        if (src.isDirect() && (Native.CHECKS_BUFFERS || BufferViews.inPlace(src))) {
+            pool.lock.lock();
+            try {
+                long h = handleOrZero();
+                if (h == 0)
+                    throw closed(writing(src.remaining()));
+                int r = Native.spillWrite(h, src, src.position(), src.remaining());
+                if (r != Native.NOT_IN_PLACE) {
+                    if (r < 0)
+                        throw pool.failure(r, writing(src.remaining()));
+                    src.position(src.limit());
+                    return;
+                }
+            } finally {
+                pool.lock.unlock();
             }
-            src.position(src.limit());
-            return;
         }
-        pool.lock.lock();
-        try {
-            String what = "writing " + src.remaining() + " bytes to a spill stream";
-            pool.check(Native.spillWrite(handle(what), src, src.position(), src.remaining()), what);
-            src.position(src.limit());
-        } finally {
-            pool.lock.unlock();
+        // a heap buffer, or one native code may not read in place: through an array
+        if (src.hasArray()) {
+            write(src.array(), src.arrayOffset() + src.position(), src.remaining());
+        } else {
+            byte[] a = new byte[src.remaining()];
+            src.duplicate().get(a);
+            write(a);
         }
+        src.position(src.limit());
     }
 
     /**
@@ -147,16 +161,19 @@ public final class SpillStream extends PoolHandle {
             throw new IllegalArgumentException("row size " + rowSize + ": 1 to " + ROW_MAX);
         pool.lock.lock();
         try {
-            String what = "reading rows of " + rowSize + " bytes from a spill stream";
-            long h = readable(what);
+            long h = handleOrZero();
+            if (h == 0 || !finished)
+                throw unreadable(h, readingRows(rowSize));
             long left = Native.spillSize(h) - pos;
             if (left == 0)
                 return null;
             if (left < rowSize)
-                throw HugepoolException.create(74 /* EBADMSG */, what, left + " bytes remain, less than a row",
-                        "");
+                throw HugepoolException.create(Native.EBADMSG, false, readingRows(rowSize),
+                        left + " bytes remain, less than a row", "");
             int want = (int) Math.min(WINDOW - WINDOW % rowSize, left - left % rowSize);
-            int n = (int) pool.check(Native.spillRead(h, window, 0, want), what);
+            int n = Native.spillRead(h, window, 0, want);
+            if (n < 0)
+                throw pool.failure(n, readingRows(rowSize));
             pos += n;
             ByteBuffer view = window.duplicate();
             view.position(0).limit(n);
@@ -248,7 +265,7 @@ public final class SpillStream extends PoolHandle {
     public boolean inFile() throws ClosedException {
         pool.lock.lock();
         try {
-            return Native.spillState(handle("reading a spill stream's state")) == 1;
+            return Native.spillState(handle("reading a spill stream's state")) == Native.SPILL_FILE;
         } finally {
             pool.lock.unlock();
         }
@@ -267,17 +284,32 @@ public final class SpillStream extends PoolHandle {
         }
     }
 
+    private static String writing(int len) {
+        return "writing " + len + " bytes to a spill stream";
+    }
+
     @Override
     void nativeClose(long handle) {
         Native.spillClose(handle);
     }
 
     private long readable(String what) throws HugepoolException {
-        long h = handle(what);
-        if (!finished)
-            throw HugepoolException.create(HugepoolException.EINVAL, what, "invalid argument",
-                    "the stream is read only after finish()");
+        long h = handleOrZero();
+        if (h == 0 || !finished)
+            throw unreadable(h, what);
         return h;
+    }
+
+    /* Why a read cannot start: h is 0 (closed) or the stream is not finished. */
+    private HugepoolException unreadable(long h, String what) {
+        if (h == 0)
+            return closed(what);
+        return HugepoolException.create(Native.EINVAL, false, what, Native.strerror(Native.EINVAL),
+                "the stream is read only after finish()");
+    }
+
+    private static String readingRows(int rowSize) {
+        return "reading rows of " + rowSize + " bytes from a spill stream";
     }
 
     /** @return "SpillStream" */

@@ -1,14 +1,14 @@
 /*
  * SPDX-License-Identifier: MIT
  *
- * Status.java - the daemon's status as HugePool.status() reads it: hp_status flattened by the
- * JNI side (hugepool_jni.c, Native_status) into strings and numbers, decoded here in the same
- * order (keep the two in step).
+ * Status.java - the daemon's status as HugePool.status() reads it: built by the JNI side
+ * (hugepool_jni.c, Native_status) from struct hp_status, each record through its canonical
+ * constructor and the whole through of(), whose arguments are described once, by the rows of
+ * STATUS_ARGS, STATUS_CLASS_ARGS and STATUS_JOURNAL_ARGS there (a record whose components differ
+ * from its rows makes the library refuse to load). A component is added here and as a row there.
  */
 package org.hugepool;
 
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 
 /**
@@ -49,7 +49,7 @@ public record Status(String daemonVersion, int daemonPid, long pageSize, boolean
      * @param name its name in hugepoold.conf
      * @param backend how it writes: io_uring, libaio or sync
      * @param note why that backend, or what failed
-     * @param state 0 ok, 1 full (waits for a truncate), 2 failed (read-only)
+     * @param state {@link #OK}, {@link #FULL} (waits for a truncate) or {@link #FAILED} (read-only)
      * @param nextLsn the LSN the next record gets
      * @param durableLsn the highest durable LSN
      * @param retainLsn records below it may be reused (truncated)
@@ -59,28 +59,24 @@ public record Status(String daemonVersion, int daemonPid, long pageSize, boolean
      */
     public record Journal(String name, String backend, String note, int state, long nextLsn, long durableLsn,
             long retainLsn, long appends, long syncs, int writers) {
+        /** {@link #state()}: appends are written. */
+        public static final int OK = Native.JOURNAL_OK;
+        /** {@link #state()}: every segment holds records not yet truncated; appends wait for a truncate. */
+        public static final int FULL = Native.JOURNAL_FULL;
+        /** {@link #state()}: a write or sync failed; read-only until the daemon restarts. */
+        public static final int FAILED = Native.JOURNAL_FAILED;
+
+        /** @return the state's name, as hugepoolctl status prints it: "ok", "full", "failed" */
+        public String stateName() {
+            return Native.journalStateName(state);
+        }
     }
 
-    static Status decode(String[] s, long[] v) {
-        int is = 0, iv = 0;
-        String version = s[is++], fallback = s[is++];
-        int pid = (int) v[iv++];
-        long pageSize = v[iv++];
-        boolean hugetlb = v[iv++] != 0;
-        iv++; // fallback: the reason says it
-        long poolBytes = v[iv++];
-        int nclasses = (int) v[iv++], njournals = (int) v[iv++], clients = (int) v[iv++], leases = (int) v[iv++];
-        long spillFiles = v[iv++];
-        List<BufferClass> classes = new ArrayList<>();
-        for (int i = 0; i < nclasses; i++, iv += 6)
-            classes.add(new BufferClass(s[is++], v[iv], (int) v[iv + 1], (int) v[iv + 2], (int) v[iv + 3],
-                    (int) v[iv + 4], v[iv + 5] != 0));
-        List<Journal> journals = new ArrayList<>();
-        for (int i = 0; i < njournals; i++, is += 3, iv += 7)
-            journals.add(new Journal(s[is], s[is + 1], s[is + 2], (int) v[iv], v[iv + 1], v[iv + 2], v[iv + 3],
-                    v[iv + 4], v[iv + 5], (int) v[iv + 6]));
-        return new Status(version, pid, pageSize, hugetlb, fallback, poolBytes, clients, leases, spillFiles,
-                Collections.unmodifiableList(classes), Collections.unmodifiableList(journals));
+    /* Called by the JNI side (hugepool_jni.c, Native_status): the arguments of STATUS_ARGS. */
+    static Status of(String daemonVersion, int daemonPid, long pageSize, boolean hugetlb, String fallbackReason,
+            long poolBytes, int clients, int leases, long spillFiles, BufferClass[] classes, Journal[] journals) {
+        return new Status(daemonVersion, daemonPid, pageSize, hugetlb, fallbackReason, poolBytes, clients, leases,
+                spillFiles, List.of(classes), List.of(journals));
     }
 
     /**

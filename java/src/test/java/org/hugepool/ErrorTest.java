@@ -84,6 +84,20 @@ class ErrorTest {
         }
     }
 
+    @Test
+    void writersCountAsConnections() throws Exception {
+        // max_connections_per_uid = 4: the pool's connection and three writers' fill it
+        try (HugePool pool = HugePool.connect(daemon.socketPath()); JournalWriter a = pool.openJournalWriter("j");
+                JournalWriter b = pool.openJournalWriter("j"); JournalWriter c = pool.openJournalWriter("j")) {
+            assertTrue(a.isOpen() && b.isOpen() && c.isOpen());
+            LimitExceededException e = assertThrows(LimitExceededException.class, () -> pool.openJournalWriter("j"));
+            says(e, "EUSERS", "max_connections_per_uid");
+            assertTrue(e.operation().contains("a writer of journal \"j\" (its own connection)"), e.getMessage());
+        } finally {
+            awaitOnlyObserver();
+        }
+    }
+
     /*
      * A closed connection is gone for the daemon only once its event loop saw the socket close:
      * until then it still counts against max_connections_per_uid, and the next case's connect

@@ -77,6 +77,34 @@ class PoolTest {
         }
     }
 
+    /* Whether this process maps anything at address (within a range of /proc/self/maps). */
+    private static boolean mapped(long address) throws Exception {
+        for (String l : java.nio.file.Files.readAllLines(java.nio.file.Paths.get("/proc/self/maps"))) {
+            String[] range = l.substring(0, l.indexOf(' ')).split("-");
+            if (Long.compareUnsigned(Long.parseUnsignedLong(range[0], 16), address) <= 0
+                    && Long.compareUnsigned(address, Long.parseUnsignedLong(range[1], 16)) < 0)
+                return true;
+        }
+        return false;
+    }
+
+    @Test
+    void acquireMakesNoViewsAndReleaseUnmapsTheUnviewed() throws Exception {
+        try (HugePool pool = HugePool.connect(daemon.socketPath())) {
+            Lease lease = pool.acquire("small", 2, Duration.ofSeconds(5));
+            long viewed = lease.nativeDescription()[0], unviewed = lease.nativeDescription()[3];
+            ByteBuffer kept = lease.buffer(0);
+            kept.putLong(0, 7);
+            assertTrue(mapped(viewed) && mapped(unviewed));
+            lease.close();
+            // a view was made of buffer 0: its range stays mapped (private zeroes) while the view
+            // is reachable; none of buffer 1: nothing can point into it, so it is gone at once
+            assertTrue(mapped(viewed));
+            assertEquals(0, kept.getLong(0));
+            assertFalse(mapped(unviewed), "the range of a buffer never viewed is unmapped by the release");
+        }
+    }
+
     @Test
     void staleBufferAfterRelease() throws Exception {
         try (HugePool a = HugePool.connect(daemon.socketPath()); HugePool b = HugePool.connect(daemon.socketPath())) {

@@ -1,143 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * crashfs.h - what a power loss, or a killed process, can leave of a directory, for the
- * crash-point harness (test_crash_points.c), in the spirit of ALICE and CrashMonkey: a log of
- * every operation that changes what a power loss can leave, recorded through the journal's two
- * taps (jio's: the batches submitted with their bytes, their completions, the acknowledgements;
- * journal_fs.h's: files made, written, synced, renamed and removed, the directory synced), and
- * the disk states the persistence rules allow at any point of it, built in memory (an image:
- * the directory's names and each file's bytes) and written to a directory.
- *
- * The rules (ext4 with data=ordered and XFS; docs/ARCHITECTURE.md, "The crash-point harness",
- * says where each is documented), taken no further than the journal relies on them:
- *   - data written and then synced (fdatasync or fsync of its file; a jio request once it
- *     completed, being writes and then an fdatasync) is durable;
- *   - data not yet synced may or may not have reached the disk, each 512-byte sector of it on
- *     its own (a disk writes a sector whole), so a write can be torn at any sector; where
- *     writes overlap, a sector holds the later one's bytes once that one is there;
- *   - a name made, renamed or removed and then its directory synced is durable; of the name
- *     operations not yet synced, any prefix may be on the disk (ext4's jbd2 and XFS's log commit
- *     them in order, each whole);
- *   - a file is as long as its data on the disk reaches (appended data that did not reach it
- *     leaves the file shorter, a hole before data that did reads as zeros).
- * A killed process (SIGKILL: the page cache survives it) leaves everything it made, and of each
- * jio request in flight any of its 4 KiB pages; what it had not synced stays as undurable as it
- * was, so a power loss after the next life started can still take it (cfs_kill).
- *
- * Files are model ids 1, 2, ...; while recording, the log maps real files to them by device and
- * inode, so a tap's fd names its file whatever path or description it was opened through. One
- * directory: names are its entries. The taps lock the log (the flusher thread and the thread
- * that opens and closes the journal both report). A process that may be killed records into a
- * trace file instead (trace_fd: each op one write as it happens, tests/integration/traced.c),
- * which cfs_trace_read turns back into a log. Header-only: include it once per test file.
+ * crashfs.c - the model of crashfs.h: the log of operations (kept, or written to a trace file and
+ * read back), the points of a log a crash may come at, and the disk states a power loss or a kill
+ * leaves there, built as an image and written to a directory. No daemon code: the taps that
+ * record a journal's operations into a log are crashfs_tap.c's.
  */
-#ifndef HP_TEST_CRASHFS_H
-#define HP_TEST_CRASHFS_H
+#include "crashfs.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <pthread.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
-#include "jformat.h"
-#include "jio.h"
-#include "journal_fs.h"
-
-#define CFS_NAME 32
-#define CFS_NAMES_MAX 32 /* entries of a directory */
-#define CFS_SECTOR 512u /* what a disk writes whole */
-#define CFS_PAGE 4096u /* what a killed process's write leaves whole */
-
-enum cfs_kind {
-	CFS_CREATE, /* name made: file, new and empty */
-	CFS_WRITE, /* len bytes of data at off of file; req: its jio request (0: complete when made) */
-	CFS_SYNC, /* file's data so far durable */
-	CFS_DIRSYNC, /* every name operation so far durable */
-	CFS_RENAME, /* name to name2, replacing */
-	CFS_UNLINK, /* name removed */
-	CFS_DONE, /* jio request req completed with res: its writes durable when res is 0 */
-	CFS_ACK, /* the journal acknowledged every LSN up to off */
-	CFS_TRUNC, /* the test truncated the journal at LSN off (records below it may go) */
-};
-
-struct cfs_op {
-	enum cfs_kind kind;
-	uint32_t file;
-	uint32_t req;
-	int res;
-	uint64_t off;
-	uint32_t len;
-	uint8_t *data; /* WRITE: a copy of what was written (owned) */
-	char name[CFS_NAME], name2[CFS_NAME];
-};
-
-struct cfs_ino {
-	dev_t dev;
-	ino_t ino;
-	uint32_t file;
-};
-
-struct cfs_log {
-	pthread_mutex_t lock;
-	bool recording; /* the taps add to it */
-	int trace_fd; /* >= 0: ops go to this file (cfs_trace_read reads them back), not to v */
-	struct cfs_op *v;
-	size_t n, cap;
-	uint32_t nfiles, nreq;
-	struct cfs_ino *ino; /* newest last: an inode number can be reused */
-	size_t nino, ino_cap;
-	struct {
-		const struct jio_req *req;
-		uint32_t id;
-		uint64_t first_lsn; /* of its first record; 0: it holds none (a segment header) */
-	} inflight[JIO_DEPTH + 1];
-	/* acknowledgements as they came: the last LSN, and the first one out of order (of a record
-	 * still in flight, or below an earlier one: whichever path each batch took), or "" */
-	uint64_t acked;
-	char misordered[200];
-};
-
-/* What reached the disk of the operations not durable at a crash. */
-enum cfs_pending {
-	CFS_NONE, /* nothing */
-	CFS_ALL, /* everything */
-	CFS_PAGES, /* each 4 KiB page of each write, or not */
-	CFS_SECTORS, /* each 512-byte sector of each write, or not */
-};
-
-struct cfs_choice {
-	enum cfs_pending pending;
-	int names; /* how many of the name operations not synced (a prefix): -1 all, -2 any */
-};
-
-struct cfs_image {
-	struct {
-		char name[CFS_NAME];
-		uint32_t file;
-	} names[CFS_NAMES_MAX];
-	unsigned nnames;
-	uint32_t slots; /* data, size, cap: by file id, [0, slots) */
-	uint8_t **data;
-	uint64_t *size, *cap;
-};
-
-static inline void cfs_init(struct cfs_log *l)
+void cfs_init(struct cfs_log *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->trace_fd = -1;
 	pthread_mutex_init(&l->lock, NULL);
 }
 
-static inline void cfs_free(struct cfs_log *l)
+void cfs_free(struct cfs_log *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i].data);
@@ -147,7 +24,7 @@ static inline void cfs_free(struct cfs_log *l)
 	memset(l, 0, sizeof(*l));
 }
 
-static inline void *cfs_grow(void *p, size_t *cap, size_t need, size_t size)
+static void *cfs_grow(void *p, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
 		return p;
@@ -172,7 +49,7 @@ struct cfs_trace_rec {
  * header and data, so a process killed while tracing leaves whole records but perhaps the last.
  * With the lock held, or nobody recording.
  */
-static inline void cfs_push(struct cfs_log *l, struct cfs_op op)
+void cfs_push(struct cfs_log *l, struct cfs_op op)
 {
 	if (l->trace_fd >= 0) {
 		struct cfs_trace_rec t = { .kind = op.kind, .file = op.file, .req = op.req, .res = op.res, .off = op.off,
@@ -190,7 +67,7 @@ static inline void cfs_push(struct cfs_log *l, struct cfs_op op)
 	l->v[l->n++] = op;
 }
 
-static inline uint8_t *cfs_copy(const void *p, size_t len)
+uint8_t *cfs_copy(const void *p, size_t len)
 {
 	uint8_t *c = malloc(len ? len : 1);
 
@@ -200,7 +77,7 @@ static inline uint8_t *cfs_copy(const void *p, size_t len)
 	return c;
 }
 
-static inline void cfs_name(char *dst, const char *name)
+void cfs_name(char *dst, const char *name)
 {
 	if (strlen(name) >= CFS_NAME) {
 		fprintf(stderr, "crashfs: name '%s' too long\n", name);
@@ -210,7 +87,7 @@ static inline void cfs_name(char *dst, const char *name)
 }
 
 /* The model file a real one is (its fd), given anew (file 0) or looked up. */
-static inline uint32_t cfs_file_of(struct cfs_log *l, int fd, uint32_t file)
+uint32_t cfs_file_of(struct cfs_log *l, int fd, uint32_t file)
 {
 	struct stat st;
 
@@ -228,122 +105,8 @@ static inline uint32_t cfs_file_of(struct cfs_log *l, int fd, uint32_t file)
 	abort();
 }
 
-/* jio's tap: the batches, on the flusher's thread. */
-static inline void cfs_jio_tap(void *arg, enum jio_tap_event ev, const struct jio_req *req, uint64_t lsn)
-{
-	struct cfs_log *l = arg;
-
-	pthread_mutex_lock(&l->lock);
-	if (!l->recording)
-		goto out;
-	if (ev == JIO_TAP_ACKED) {
-		/* a batch is acknowledged only once it and every batch before it completed */
-		if (lsn < l->acked && !l->misordered[0])
-			snprintf(l->misordered, sizeof(l->misordered),
-				 "LSN %" PRIu64 " acknowledged after LSN %" PRIu64 " (the durable LSN went back)", lsn,
-				 l->acked);
-		l->acked = lsn > l->acked ? lsn : l->acked;
-		for (unsigned i = 0; i <= JIO_DEPTH && !l->misordered[0]; i++)
-			if (l->inflight[i].req && l->inflight[i].first_lsn && l->inflight[i].first_lsn <= lsn)
-				snprintf(l->misordered, sizeof(l->misordered),
-					 "LSN %" PRIu64 " acknowledged while request %u, from LSN %" PRIu64 ", was in flight",
-					 lsn, l->inflight[i].id, l->inflight[i].first_lsn);
-		cfs_push(l, (struct cfs_op){ .kind = CFS_ACK, .off = lsn });
-	} else if (ev == JIO_TAP_SUBMIT) {
-		uint32_t id = ++l->nreq, file = cfs_file_of(l, req->fd, 0);
-		struct jformat_rec rec = { 0 };
-		unsigned i = 0;
-
-		while (i <= JIO_DEPTH && l->inflight[i].req)
-			i++;
-		if (i > JIO_DEPTH)
-			abort();
-		/* a batch starts with a data record; a segment's header block holds none */
-		if (req->niov && req->iov[0].len >= sizeof(rec) && !(req->iov[0].off == 0 && req->iov[0].len == JFORMAT_BLOCK))
-			memcpy(&rec, req->iov[0].buf, sizeof(rec));
-		l->inflight[i].req = req;
-		l->inflight[i].id = id;
-		l->inflight[i].first_lsn = rec.type == JREC_DATA ? rec.lsn : 0;
-		for (unsigned k = 0; k < req->niov; k++)
-			cfs_push(l, (struct cfs_op){ .kind = CFS_WRITE, .file = file, .req = id, .off = req->iov[k].off,
-						     .len = (uint32_t)req->iov[k].len,
-						     .data = cfs_copy(req->iov[k].buf, req->iov[k].len) });
-	} else {
-		unsigned i = 0;
-
-		while (i <= JIO_DEPTH && l->inflight[i].req != req)
-			i++;
-		if (i > JIO_DEPTH)
-			abort(); /* completed without being submitted: an injected write fault, not used here */
-		cfs_push(l, (struct cfs_op){ .kind = CFS_DONE, .req = l->inflight[i].id, .res = req->res });
-		l->inflight[i].req = NULL;
-	}
-out:
-	pthread_mutex_unlock(&l->lock);
-}
-
-/* journal_fs.h's tap: files and names, on whichever thread makes them. */
-static inline void cfs_fs_tap(void *arg, const struct jfs_event *ev)
-{
-	struct cfs_log *l = arg;
-	struct cfs_op op = { 0 };
-
-	pthread_mutex_lock(&l->lock);
-	if (!l->recording)
-		goto out;
-	switch (ev->op) {
-	case JFS_CREATE:
-		op.kind = CFS_CREATE;
-		op.file = cfs_file_of(l, ev->fd, ++l->nfiles);
-		cfs_name(op.name, ev->name);
-		break;
-	case JFS_WRITE:
-		op = (struct cfs_op){ .kind = CFS_WRITE, .file = cfs_file_of(l, ev->fd, 0), .off = ev->off,
-				      .len = (uint32_t)ev->len, .data = cfs_copy(ev->buf, ev->len) };
-		break;
-	case JFS_SYNC:
-		op = (struct cfs_op){ .kind = CFS_SYNC, .file = cfs_file_of(l, ev->fd, 0) };
-		break;
-	case JFS_DIRSYNC:
-		op.kind = CFS_DIRSYNC;
-		break;
-	case JFS_RENAME:
-		op.kind = CFS_RENAME;
-		cfs_name(op.name, ev->name);
-		cfs_name(op.name2, ev->name2);
-		break;
-	case JFS_UNLINK:
-		op.kind = CFS_UNLINK;
-		cfs_name(op.name, ev->name);
-		break;
-	}
-	cfs_push(l, op);
-out:
-	pthread_mutex_unlock(&l->lock);
-}
-
-/* Record into l what journals opened from now on do, until cfs_stop. */
-static inline void cfs_record(struct cfs_log *l)
-{
-	pthread_mutex_lock(&l->lock);
-	l->recording = true;
-	pthread_mutex_unlock(&l->lock);
-	jio_set_tap(cfs_jio_tap, l);
-	jfs_set_tap(cfs_fs_tap, l);
-}
-
-/* Stop recording (a jio opened meanwhile keeps its tap: the log ignores it from now on). */
-static inline void cfs_stop(struct cfs_log *l)
-{
-	jio_set_tap(NULL, NULL);
-	jfs_set_tap(NULL, NULL);
-	pthread_mutex_lock(&l->lock);
-	l->recording = false;
-	pthread_mutex_unlock(&l->lock);
-}
-
 /* A mark of the test's own (CFS_ACK, CFS_TRUNC), in order with what the taps record. */
-static inline void cfs_mark(struct cfs_log *l, enum cfs_kind kind, uint64_t lsn)
+void cfs_mark(struct cfs_log *l, enum cfs_kind kind, uint64_t lsn)
 {
 	pthread_mutex_lock(&l->lock);
 	if (l->recording)
@@ -351,13 +114,13 @@ static inline void cfs_mark(struct cfs_log *l, enum cfs_kind kind, uint64_t lsn)
 	pthread_mutex_unlock(&l->lock);
 }
 
-static inline bool cfs_is_name(enum cfs_kind k)
+static bool cfs_is_name(enum cfs_kind k)
 {
 	return k == CFS_CREATE || k == CFS_RENAME || k == CFS_UNLINK;
 }
 
 /* The largest value of the marks of kind in [from, upto), or 0. */
-static inline uint64_t cfs_max(const struct cfs_log *l, enum cfs_kind kind, size_t from, size_t upto)
+uint64_t cfs_max(const struct cfs_log *l, enum cfs_kind kind, size_t from, size_t upto)
 {
 	uint64_t v = 0;
 
@@ -373,7 +136,7 @@ static inline uint64_t cfs_max(const struct cfs_log *l, enum cfs_kind kind, size
  * `from` for the first): at a point after nothing but syncs, every state is one the point before
  * could leave, and must hold no more than it.
  */
-static inline size_t cfs_points(const struct cfs_log *l, size_t from, size_t *pts)
+size_t cfs_points(const struct cfs_log *l, size_t from, size_t *pts)
 {
 	size_t n = 0;
 	bool changed = false;
@@ -398,7 +161,7 @@ static inline size_t cfs_points(const struct cfs_log *l, size_t from, size_t *pt
  * rare and matters (two points either side of a name operation, a truncation, a jio write at
  * offset 0: a segment's header), the rest anywhere; each once.
  */
-static inline size_t cfs_pick(const struct cfs_log *l, const size_t *pts, size_t npts, size_t n, unsigned *rnd, size_t *ret)
+size_t cfs_pick(const struct cfs_log *l, const size_t *pts, size_t npts, size_t n, unsigned *rnd, size_t *ret)
 {
 	bool *near = calloc(npts, sizeof(bool)), *taken = calloc(npts, sizeof(bool));
 	size_t *cand = malloc(npts * sizeof(*cand)), ncand = 0, k = 0, got = 0;
@@ -437,7 +200,7 @@ static inline size_t cfs_pick(const struct cfs_log *l, const size_t *pts, size_t
 }
 
 /* Read a trace file's ops into l (fresh): 0, or -errno. A record cut short ends it. */
-static inline int cfs_trace_read(const char *path, struct cfs_log *l)
+int cfs_trace_read(const char *path, struct cfs_log *l)
 {
 	FILE *f = fopen(path, "re");
 	struct cfs_trace_rec t;
@@ -472,7 +235,7 @@ static inline int cfs_trace_read(const char *path, struct cfs_log *l)
 
 /* --- images ------------------------------------------------------------------------------- */
 
-static inline void cfs_image_free(struct cfs_image *img)
+void cfs_image_free(struct cfs_image *img)
 {
 	for (uint32_t f = 0; f < img->slots; f++)
 		free(img->data[f]);
@@ -483,7 +246,7 @@ static inline void cfs_image_free(struct cfs_image *img)
 }
 
 /* An empty image with room for files 1..nfiles. */
-static inline void cfs_image_reset(struct cfs_image *img, uint32_t nfiles)
+static void cfs_image_reset(struct cfs_image *img, uint32_t nfiles)
 {
 	if (nfiles + 1 > img->slots) {
 		img->data = realloc(img->data, (nfiles + 1) * sizeof(*img->data));
@@ -503,7 +266,7 @@ static inline void cfs_image_reset(struct cfs_image *img, uint32_t nfiles)
 }
 
 /* Bytes [off, off + len) of file become src's, the file growing (with zeros) as needed. */
-static inline void cfs_put(struct cfs_image *img, uint32_t file, uint64_t off, const uint8_t *src, uint64_t len)
+static void cfs_put(struct cfs_image *img, uint32_t file, uint64_t off, const uint8_t *src, uint64_t len)
 {
 	uint64_t end = off + len;
 
@@ -522,7 +285,7 @@ static inline void cfs_put(struct cfs_image *img, uint32_t file, uint64_t off, c
 		img->size[file] = end;
 }
 
-static inline int cfs_lookup(const struct cfs_image *img, const char *name)
+static int cfs_lookup(const struct cfs_image *img, const char *name)
 {
 	for (unsigned i = 0; i < img->nnames; i++)
 		if (!strcmp(img->names[i].name, name))
@@ -530,7 +293,7 @@ static inline int cfs_lookup(const struct cfs_image *img, const char *name)
 	return -1;
 }
 
-static inline void cfs_apply_name(struct cfs_image *img, const struct cfs_op *op)
+static void cfs_apply_name(struct cfs_image *img, const struct cfs_op *op)
 {
 	int i = cfs_lookup(img, op->name), k;
 
@@ -563,7 +326,7 @@ static inline void cfs_apply_name(struct cfs_image *img, const struct cfs_op *op
 }
 
 /* Where the piece (of size piece) after the one holding p starts, or end if sooner. */
-static inline uint64_t cfs_next(uint64_t p, uint64_t piece, uint64_t end)
+static uint64_t cfs_next(uint64_t p, uint64_t piece, uint64_t end)
 {
 	uint64_t next = (p / piece + 1) * piece;
 
@@ -571,7 +334,7 @@ static inline uint64_t cfs_next(uint64_t p, uint64_t piece, uint64_t end)
 }
 
 /* Write op's data into img, all of it or, piece by piece, what rnd picks. */
-static inline void cfs_apply_write(struct cfs_image *img, const struct cfs_op *op, enum cfs_pending how, unsigned *rnd)
+static void cfs_apply_write(struct cfs_image *img, const struct cfs_op *op, enum cfs_pending how, unsigned *rnd)
 {
 	uint32_t piece = how == CFS_SECTORS ? CFS_SECTOR : CFS_PAGE;
 
@@ -594,8 +357,8 @@ static inline void cfs_apply_write(struct cfs_image *img, const struct cfs_op *o
  * The disk a power loss right before op `upto` of l leaves, as c chooses among what the rules
  * allow (random choices from rnd), into img (reset first).
  */
-static inline void cfs_build(const struct cfs_log *l, size_t upto, struct cfs_choice c, unsigned *rnd,
-			     struct cfs_image *img)
+void cfs_build(const struct cfs_log *l, size_t upto, struct cfs_choice c, unsigned *rnd,
+	       struct cfs_image *img)
 {
 	bool *done = calloc(l->nreq + 1, sizeof(bool));
 	size_t *synced = calloc(l->nfiles + 1, sizeof(size_t)); /* index of the file's last sync, +1 */
@@ -645,7 +408,7 @@ static inline void cfs_build(const struct cfs_log *l, size_t upto, struct cfs_ch
  * operation (CFS_ALL, names -1), l is the page cache the next life finds; recorded on, a power
  * loss can still take what the killed one left unsynced.
  */
-static inline void cfs_kill(struct cfs_log *l, size_t upto, enum cfs_pending pending, unsigned *rnd)
+void cfs_kill(struct cfs_log *l, size_t upto, enum cfs_pending pending, unsigned *rnd)
 {
 	bool *done = calloc(l->nreq + 1, sizeof(bool));
 	struct cfs_op *v = NULL;
@@ -695,7 +458,7 @@ static inline void cfs_kill(struct cfs_log *l, size_t upto, enum cfs_pending pen
 /* --- directories ------------------------------------------------------------------------- */
 
 /* Remove every entry of dir (files only), creating dir if it is missing. */
-static inline void cfs_clear_dir(const char *dir)
+void cfs_clear_dir(const char *dir)
 {
 	DIR *d;
 	struct dirent *e;
@@ -716,7 +479,7 @@ static inline void cfs_clear_dir(const char *dir)
  * (recording goes on in reg). With base as well: reg is a new log, and img its durable start
  * (each file made, written and synced, the directory synced).
  */
-static inline void cfs_write_dir(const struct cfs_image *img, const char *dir, struct cfs_log *reg, bool base)
+void cfs_write_dir(const struct cfs_image *img, const char *dir, struct cfs_log *reg, bool base)
 {
 	cfs_clear_dir(dir);
 	for (unsigned i = 0; i < img->nnames; i++) {
@@ -747,7 +510,7 @@ static inline void cfs_write_dir(const struct cfs_image *img, const char *dir, s
 }
 
 /* The bytes of name in img (NULL if it has no such name), its size in *ret_size. */
-static inline const uint8_t *cfs_file(const struct cfs_image *img, const char *name, uint64_t *ret_size)
+const uint8_t *cfs_file(const struct cfs_image *img, const char *name, uint64_t *ret_size)
 {
 	int i = cfs_lookup(img, name);
 
@@ -756,5 +519,3 @@ static inline const uint8_t *cfs_file(const struct cfs_image *img, const char *n
 	*ret_size = img->size[img->names[i].file];
 	return img->data[img->names[i].file];
 }
-
-#endif
