@@ -69,8 +69,11 @@ class StandaloneBrokerTest {
 
     @BeforeAll
     void create() throws Exception {
-        daemon = new TestDaemon(TestDaemon.journal("artemis-messages", "2M", 4) + TestDaemon.journal("artemis-bindings", "2M", 4))
-                .start();
+        // socket_mode 0666: any uid is a client (refusedUidStopsTheBroker's broker is one that
+        // the journals' lists refuse); the daemon answers a uid the mode does not admit with
+        // EACCES whatever it asks but the status, before any journal's list is looked at
+        daemon = new TestDaemon("socket_mode = 0666\n" + TestDaemon.journal("artemis-messages", "2M", 4)
+                + TestDaemon.journal("artemis-bindings", "2M", 4)).start();
         broker = new Broker(daemon.dir,
                 Map.of("socket", daemon.socket.toString(), "reclaim-at", "1M", "bindings-reclaim-at", "1M"));
     }
