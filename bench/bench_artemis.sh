@@ -14,7 +14,9 @@
 # latency p50/p99 (the generator's HDR histogram), and hugepool's against the better Artemis
 # journal's (the one with more sends/s) as ratios. Nothing is asserted. Each broker runs 15 s of
 # load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100, 1000, 10000}, 5 s
-# after 2 s, two rounds: about 12 minutes on 2 CPUs; set HP_BENCH_ARTEMIS_PRODUCERS, _SIZES,
+# after 2 s, one round (the JIT warm-up, not a second round, is what keeps the first broker of a
+# cell from running half-compiled): an estimated 6 minutes on 2 idle CPUs, far more on loaded
+# ones (one cell alone took 5 minutes at a load of 25); set HP_BENCH_ARTEMIS_PRODUCERS, _SIZES,
 # _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others.
 # Usage: bench/bench_artemis.sh BUILD_DIR
 set -u
@@ -29,7 +31,7 @@ if [ ! -e "$jar" ] || [ ! -e "$jni" ] || [ ! -e "$plugin" ]; then
 	exit 0
 fi
 producers=${HP_BENCH_ARTEMIS_PRODUCERS:-1,8,64} sizes=${HP_BENCH_ARTEMIS_SIZES:-100,1000,10000}
-seconds=${HP_BENCH_ARTEMIS_SECONDS:-5} warmup=${HP_BENCH_ARTEMIS_WARMUP:-2} rounds=${HP_BENCH_ARTEMIS_ROUNDS:-2}
+seconds=${HP_BENCH_ARTEMIS_SECONDS:-5} warmup=${HP_BENCH_ARTEMIS_WARMUP:-2} rounds=${HP_BENCH_ARTEMIS_ROUNDS:-1}
 work=$(mktemp -d /var/tmp/hugepool-bench-artemis.XXXXXX)
 pids=()
 cleanup() {
@@ -109,7 +111,7 @@ for b in "${brokers[@]}"; do
 	"$work/$b/bin/artemis" run >"$work/$b.log" 2>&1 &
 	pids+=($!)
 	await "$work/$b.log" "${pids[-1]}" AMQ221007 AMQ224000 && grep -q AMQ221007 "$work/$b.log" ||
-		{ echo "bench_artemis: the $b broker did not start"; exit 0; }
+		{ grep -A3 AMQ224000 "$work/$b.log" | head -8; echo "bench_artemis: the $b broker did not start"; exit 0; }
 done
 
 # run BROKER P S: one perf client run; prints "sends/s p50_us p99_us", or "- - -" if it failed
