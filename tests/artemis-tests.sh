@@ -5,7 +5,7 @@
 # against Artemis's own JournalImpl (SameAsJournalImplTest), its reclaim (ReclaimTest), a broker
 # embedded in the test JVM (EmbeddedBrokerTest) and a standalone Artemis 2.40.0 broker made with
 # `artemis create` (StandaloneBrokerTest), whose distribution Maven unpacks into the build
-# directory once. About a minute with a warm ~/.m2 on 2 loaded CPUs; MAVEN_OPTS reaches Maven
+# directory once. One to two minutes with a warm ~/.m2 on 2 loaded CPUs; MAVEN_OPTS reaches Maven
 # (-Dmaven.repo.local=DIR for another local repository). Prints one closing line, "artemis: N
 # passed, N failed, N skipped". Run by tests/run-tests.sh (make check, plain build only), or alone
 # after `make artemis`.
