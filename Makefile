@@ -379,6 +379,8 @@ install-java: java
 
 include java/druid/druid.mk
 
+include java/artemis/artemis.mk
+
 # the units and the reservation helper name install paths
 UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g'
 
