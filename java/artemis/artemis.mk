@@ -34,15 +34,15 @@ $(ARTEMIS_BUILD)/.test-ready: $(ARTEMIS_JAR) $(call rwildcard,java/artemis/src/t
 		-Dhugepool.build=$(abspath $(BUILD))
 	$(Q)touch $@
 
-java-all: artemis $(if $(JAVA_SKIP),,$(ARTEMIS_BUILD)/.test-ready)
+JAVA_PARTS += artemis
+JAVA_INSTALLS += install-artemis
+JAVA_FETCH += $(ARTEMIS_BUILD)/.test-ready
 
 artemis:
 ifneq ($(JAVA_SKIP),)
 	@echo "hugepool: hugepool-artemis is not built: $(JAVA_SKIP)" >&2; exit 1
 else
 artemis: java $(ARTEMIS_JAR)
-check: artemis
-bench: artemis
 endif
 
 install-artemis: artemis
@@ -50,6 +50,5 @@ install-artemis: artemis
 	install -m 0644 $(ARTEMIS_JAR) $(DESTDIR)$(JAVADIR)/hugepool-artemis-$(VERSION).jar
 	ln -sf hugepool-artemis-$(VERSION).jar $(DESTDIR)$(JAVADIR)/hugepool-artemis.jar
 	install -m 0644 man/hugepool-artemis.7 $(DESTDIR)$(MANDIR)/man7/
-install: $(if $(JAVA_SKIP),,install-artemis)
 
 .PHONY: artemis install-artemis
