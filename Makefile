@@ -291,9 +291,6 @@ $(BUILD)/examples/heap_allocator: examples/heap_allocator.cpp include/hugepool-h
 
 tests: all $(UNIT_BIN) $(INTEG_BIN) $(FUZZ_BIN) $(HEAP_EXAMPLE)
 
-check: tests
-	$(Q)HP_JAVA_SKIP="$(JAVA_SKIP)" tests/run-tests.sh $(BUILD)
-
 check-all:
 	$(Q)MAKE="$(MAKE)" tests/check-all.sh
 
@@ -301,9 +298,6 @@ check-all:
 FUZZ_SECONDS ?= 60
 fuzz:
 	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run-fuzz.sh
-
-bench: all $(BENCH_BIN)
-	$(Q)bench/run-bench.sh $(BUILD)
 
 # ---- the Java binding (java/, hugepool-java(7)) ----------------------------------------------
 # `make java`: the JNI library, C built here from libhugepool's own objects (so it needs no other
@@ -353,18 +347,18 @@ else
 java: $(JNI_SO) $(JAR)
 endif
 
-# every part Maven builds: the binding, and the engines' modules (their .mk files add theirs)
-java-all: java
+# The Java parts, which each engine's .mk file adds to: JAVA_PARTS, what `make check` and `make
+# bench` build (the binding; an engine's module), JAVA_INSTALLS, their install targets, and
+# JAVA_FETCH, what their tests take from Maven Central beside them (check-all's background
+# `make java-all` fetches it while the sanitizer suites run). The aggregate goals below name them
+# unless JAVA_SKIP says why not.
+JAVA_PARTS := java
+JAVA_INSTALLS := install-java
+JAVA_FETCH :=
+unless_java_skip = $(if $(JAVA_SKIP),,$(1))
 
 java-check: all java
 	$(Q)tests/java-tests.sh $(BUILD)
-
-check: $(if $(JAVA_SKIP),,java)
-
-# the Java benchmarks (bench/bench_java.sh) need the binding
-bench: $(if $(JAVA_SKIP),,java)
-
-install: $(if $(JAVA_SKIP),,install-java)
 
 # Debian's Java policy: the jar versioned in /usr/share/java with an unversioned link, the JNI
 # library in /usr/lib/<multiarch>/jni (JNIDIR: $(LIBDIR)/jni, which the Debian build sets)
@@ -378,6 +372,18 @@ install-java: java
 .PHONY: java java-all java-check install-java
 
 include java/druid/druid.mk
+include java/artemis/artemis.mk
+
+# ---- the aggregate goals, each with all it needs on its one line ---------------------------
+# every part Maven builds, and what the Java parts' tests fetch (check-all runs it early)
+java-all: $(JAVA_PARTS) $(call unless_java_skip,$(JAVA_FETCH))
+
+check: tests $(call unless_java_skip,$(JAVA_PARTS))
+	$(Q)HP_JAVA_SKIP="$(JAVA_SKIP)" tests/run-tests.sh $(BUILD)
+
+# the Java benchmarks (bench/bench_java.sh, bench_druid.sh, bench_artemis.sh) need their parts
+bench: all $(BENCH_BIN) $(call unless_java_skip,$(JAVA_PARTS))
+	$(Q)bench/run-bench.sh $(BUILD)
 
 # the units and the reservation helper name install paths
 UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g'
@@ -386,7 +392,7 @@ UNIT_SED = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@
 # (scripts/man-names.sh), a link to that page, so that `man NAME` opens it; links, not .so
 # pages, which mandoc calls fragile. tests/man-pages.sh checks that every function of the
 # public headers is listed by one page, install-test.sh that `man FUNCTION` opens it.
-install: all
+install: all $(call unless_java_skip,$(JAVA_INSTALLS))
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(UNITDIR) \

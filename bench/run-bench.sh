@@ -15,22 +15,23 @@
 # bench_spill (spill streams of 6 KiB, 200 KiB and 4 MiB runs against a classic temp file per
 # run, with the syscalls of each counted under ptrace), bench_metrics (a scrape of a daemon with
 # 10,000 leases and 16 journals, hugepoolctl metrics --http, against hugepoolctl status --json,
-# and a client's round trips while it runs), and bench_java.sh (the Java binding: a
+# and a client's round trips while it runs), bench_java.sh (the Java binding: a
 # JVM's buffers from hugepoold against allocateDirect, a fresh JVM's first calls beside the C
 # client's (bench_first_calls), durable appends against Artemis's journal and against a C
-# writer), and bench_druid.sh (the Druid extension: a merge pool of 8 x 1 GiB ready against
+# writer), bench_druid.sh (the Druid extension: a merge pool of 8 x 1 GiB ready against
 # Druid's own serial and parallel allocation, and a historical's boot stock against the
-# extension). Every figure is printed beside its baseline from the same run, with the ratio;
-# nothing is asserted. As root it reserves the 2 MiB hugepages the run needs and restores the
-# previous count on exit; as a normal user the hugetlb figures are skipped unless enough are
-# already free, and it says why. Always exits 0.
+# extension) and bench_artemis.sh (an Artemis broker on hugepool-artemis against the same broker
+# on its ASYNCIO and NIO journals, under Artemis's own load generator). Every figure is printed
+# beside its baseline from the same run, with the ratio; nothing is asserted. As root it reserves
+# the 2 MiB hugepages the run needs and restores the previous count on exit; as a normal user the
+# hugetlb figures are skipped unless enough are already free, and it says why. Always exits 0.
 # Usage: bench/run-bench.sh BUILD_DIR [BENCH...]   (all of them unless named, e.g. bench_heap)
 set -u
 build=${1:-build}
 shift
 benches=("$@")
 [ ${#benches[@]} -gt 0 ] || benches=(bench_prefault bench_acquire bench_restart bench_pause bench_journal bench_journal_default bench_merge bench_heap bench_spill
-	bench_metrics bench_java bench_druid)
+	bench_metrics bench_java bench_druid bench_artemis)
 gib=${HP_BENCH_GIB:-4}
 case $gib in '' | *[!0-9]*) gib=4 ;; esac
 export HP_BENCH_GIB=$gib

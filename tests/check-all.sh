@@ -45,9 +45,10 @@ stage() {
 }
 
 # The Java parts (the binding and the engines' modules) are built by Maven, which on a fresh
-# machine first downloads some 300 MB into ~/.m2. That build runs in the background while the
-# sanitizer suites run (they have no Java, and no other Maven runs meanwhile); the plain suite,
-# which tests the Java parts, waits for it. Where it cannot build (no JDK), the suite says why.
+# machine first downloads some 400 MB into ~/.m2 (Druid's services 230, Artemis's broker and
+# tests 100). That build runs in the background while the sanitizer suites run (they have no
+# Java, and no other Maven runs meanwhile); the plain suite, which tests the Java parts, waits
+# for it. Where it cannot build (no JDK), the suite says why.
 java_log=$(mktemp)
 $make java-all >"$java_log" 2>&1 &
 java_build=$!

@@ -63,6 +63,15 @@ if [ -n "$java_built" ]; then
 	check "the Druid extension's link to the binding's jar resolves, relative" sh -c \
 		"test -f '$dest/usr/share/hugepool/druid/druid-hugepool/hugepool-0.1.0.jar' && readlink '$dest/usr/share/hugepool/druid/druid-hugepool/hugepool-0.1.0.jar' | grep -q '^\.\./'"
 fi
+# hugepool-artemis, which make install builds and installs with the binding: its jar as the
+# binding's, holding the broker plugin (its page is among man/'s above)
+if [ -n "$java_built" ]; then
+	for f in usr/share/java/hugepool-artemis-0.1.0.jar usr/share/java/hugepool-artemis.jar; do
+		check "installed $f" test -e "$dest/$f"
+	done
+	check "the installed hugepool-artemis jar holds the broker plugin" sh -c \
+		"jar tf '$dest/usr/share/java/hugepool-artemis.jar' | grep -qx org/hugepool/artemis/HugepoolJournals.class"
+fi
 # plain make on a machine without the build dependencies: headers that do not preprocess stand in
 # for missing ones; make names the Debian packages in one line and points to ./dev.sh
 mkdir -p "$dest/noinc" && for h in liburing.h libaio.h; do echo '#error missing' > "$dest/noinc/$h"; done

@@ -127,6 +127,13 @@ if [ -n "$java_skip" ]; then
 	skipped=$((skipped + 1))
 else
 	run_script java tests/java-tests.sh "$build"
+	# hugepool-artemis (tests/artemis-tests.sh): its journal and a standalone broker, once, with its
+	# time, as Druid's: the CI budget's largest Java stages
+	if [ -e "$build/java/artemis/hugepool-artemis-0.1.0.jar" ]; then
+		t0=$SECONDS
+		run_script artemis tests/artemis-tests.sh "$build"
+		printf '%-34s %4d s\n' "artemis (Artemis 2.40 broker)" $((SECONDS - t0))
+	fi
 fi
 # the Druid extension's tests (tests/druid-tests.sh), once, where the binding's run: a real Druid
 # service with the extension (make druid builds it beside the binding)

@@ -42,14 +42,9 @@ $(DRUID_BUILD)/test-classpath: $(DRUID_JAR) $(call rwildcard,java/druid/src/test
 		-Dmdep.includeScope=test -Dmdep.outputFile=$(abspath $@) -DbuildDir=$(abspath $(DRUID_BUILD))/target \
 		-Dhugepool.jar=$(abspath $(JAR))
 
-java-all: druid $(if $(JAVA_SKIP),,$(DRUID_BUILD)/test-classpath)
-
-check: $(if $(JAVA_SKIP),,druid)
-
-# its benchmarks (bench/bench_druid.sh) need it
-bench: $(if $(JAVA_SKIP),,druid)
-
-install: $(if $(JAVA_SKIP),,install-druid)
+JAVA_PARTS += druid
+JAVA_INSTALLS += install-druid
+JAVA_FETCH += $(DRUID_BUILD)/test-classpath
 
 # the binding's jar is a link to JAVADIR's: one copy of a jar, as Debian's Java policy has it
 install-druid: druid install-java

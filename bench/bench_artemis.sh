@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench_artemis.sh - an ActiveMQ Artemis 2.40.0 broker on hugepool's journals against the same
+# broker on its own (run by run-bench.sh, make bench). Three brokers made by the distribution's
+# `artemis create` (the one tests/artemis-tests.sh unpacks into BUILD/java/artemis/dist): one
+# switched to hugepool as hugepool-artemis(7) says, its journals on a hugepoold of its own (page
+# cache, backend auto); one on Artemis's ASYNCIO journal and one on its NIO journal, each with the
+# journal-buffer-timeout `artemis create` tunes on this disk for it. The load is Artemis's own
+# generator, `artemis perf client`: P producers with persistent S-byte messages, each with one send
+# in flight (a confirmation window, so that a send completes when the broker made it durable), and
+# a consumer, so that queues stay short as a broker's do; D seconds measured after a warm-up. In
+# each cell the three brokers take turns, the order rotating from cell to cell and round to round;
+# with several rounds a broker's best run counts. Prints each broker's durable sends/s and send
+# latency p50/p99 (the generator's HDR histogram), and hugepool's against the better Artemis
+# journal's (the one with more sends/s) as ratios. Nothing is asserted. Each broker runs 15 s of
+# load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100, 1000, 10000}, 5 s
+# after 2 s, one round (the JIT warm-up, not a second round, is what keeps the first broker of a
+# cell from running half-compiled): an estimated 6 minutes on 2 idle CPUs, far more on loaded
+# ones (one cell alone took 5 minutes at a load of 25); set HP_BENCH_ARTEMIS_PRODUCERS, _SIZES,
+# _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others.
+# Usage: bench/bench_artemis.sh BUILD_DIR
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-build}" && pwd)
+jar=$build/java/target/hugepool-0.1.0.jar
+jni=$build/java/libhugepool_jni.so
+plugin=$build/java/artemis/hugepool-artemis-0.1.0.jar
+home=$build/java/artemis/dist/apache-artemis-2.40.0
+if [ ! -e "$jar" ] || [ ! -e "$jni" ] || [ ! -e "$plugin" ]; then
+	echo "bench_artemis: hugepool-artemis is not built (make artemis: a JDK and Maven)"
+	exit 0
+fi
+producers=${HP_BENCH_ARTEMIS_PRODUCERS:-1,8,64} sizes=${HP_BENCH_ARTEMIS_SIZES:-100,1000,10000}
+seconds=${HP_BENCH_ARTEMIS_SECONDS:-5} warmup=${HP_BENCH_ARTEMIS_WARMUP:-2} rounds=${HP_BENCH_ARTEMIS_ROUNDS:-1}
+work=$(mktemp -d /var/tmp/hugepool-bench-artemis.XXXXXX)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# the broker distribution, from Maven Central into ~/.m2 once, unpacked as the tests unpack it
+if [ ! -x "$home/bin/artemis" ] &&
+	! (cd "$top/java/artemis" && ${MVN:-mvn} -B -q dependency:unpack@artemis-distribution -DbuildDir="$build/java/artemis" \
+		-Dhugepool.build="$build") >"$work/mvn.log" 2>&1; then
+	tail -5 "$work/mvn.log"
+	echo "bench_artemis: Maven could not fetch the Artemis 2.40.0 distribution: skipped"
+	exit 0
+fi
+
+# await LOG PID WHAT...: return once LOG has a line with one of WHAT (tail -F follows it through
+# inotify: no fixed wait) and PID still runs; otherwise show LOG's end. 300 s tell a hang.
+await() {
+	local log=$1 pid=$2 fd tp rc=1
+	shift 2
+	exec {fd}< <(exec timeout 300 tail -n +1 -F "$log" 2>/dev/null)
+	tp=$!
+	grep -m1 -F "$(printf '%s\n' "$@")" <&"$fd" >/dev/null && kill -0 "$pid" 2>/dev/null && rc=0
+	kill "$tp" 2>/dev/null
+	exec {fd}<&-
+	[ "$rc" -eq 0 ] || tail -20 "$log"
+	return "$rc"
+}
+
+# the daemon of the hugepool broker's journals
+cat >"$work/hugepoold.conf" <<EOF
+socket = $work/hugepoold.sock
+hugepages = off
+spill_directory = $work/spill
+[journal artemis-messages]
+directory = $work/artemis-messages
+segment_size = 64M
+segments = 8
+when_full = block
+[journal artemis-bindings]
+directory = $work/artemis-bindings
+segment_size = 4M
+segments = 4
+when_full = block
+EOF
+"$build/hugepoold" -c "$work/hugepoold.conf" >"$work/hugepoold.log" 2>&1 &
+pids+=($!)
+await "$work/hugepoold.log" "${pids[-1]}" "Cold start" "Warm start" || { echo "bench_artemis: hugepoold did not start"; exit 0; }
+
+# create NAME PORT ARGS...: `artemis create` an instance for the bench, its output in NAME.create
+create() {
+	local name=$1 port=$2
+	shift 2
+	"$home/bin/artemis" create --silent --force --no-web --allow-anonymous --user a --password a --no-amqp-acceptor \
+		--no-hornetq-acceptor --no-mqtt-acceptor --no-stomp-acceptor --host 127.0.0.1 --default-port "$port" "$@" \
+		"$work/$name" >"$work/$name.create" 2>&1
+}
+echo "bench_artemis: making three brokers (artemis create tunes the journal-buffer-timeout of ASYNCIO and NIO)"
+create hugepool 61716 --no-autotune && create asyncio 61717 --aio && create nio 61718 --nio ||
+	{ tail -5 "$work"/*.create; echo "bench_artemis: artemis create failed"; exit 0; }
+# the operator's change (hugepool-artemis(7)): the jars in lib/, the plugin in broker.xml, the JNI library
+cp "$jar" "$work/hugepool/lib/hugepool.jar"
+cp "$plugin" "$work/hugepool/lib/hugepool-artemis.jar"
+sed -i "s|</core>|<broker-plugins><broker-plugin class-name=\"org.hugepool.artemis.HugepoolJournals\"><property key=\"socket\" value=\"$work/hugepoold.sock\"/></broker-plugin></broker-plugins></core>|" \
+	"$work/hugepool/etc/broker.xml"
+printf '\nJAVA_ARGS="$JAVA_ARGS -Dhugepool.jni.library=%s"\n' "$jni" >>"$work/hugepool/etc/artemis.profile"
+timeout_of() { sed -n 's|.*<journal-buffer-timeout>\([0-9]*\)</journal-buffer-timeout>.*|\1|p' "$work/$1/etc/broker.xml"; }
+echo "bench_artemis: journal-buffer-timeout ASYNCIO $(timeout_of asyncio) ns, NIO $(timeout_of nio) ns"
+
+brokers=(hugepool asyncio nio)
+declare -A port=([hugepool]=61716 [asyncio]=61717 [nio]=61718)
+for b in "${brokers[@]}"; do
+	"$work/$b/bin/artemis" run >"$work/$b.log" 2>&1 &
+	pids+=($!)
+	await "$work/$b.log" "${pids[-1]}" AMQ221007 AMQ224000 && grep -q AMQ221007 "$work/$b.log" ||
+		{ grep -A3 AMQ224000 "$work/$b.log" | head -8; echo "bench_artemis: the $b broker did not start"; exit 0; }
+done
+
+# run BROKER P S: one perf client run; prints "sends/s p50_us p99_us", or "- - -" if it failed
+run() {
+	local b=$1 p=$2 s=$3 json="$work/$1.$2.$3.json" out
+	rm -f "$json"
+	"$home/bin/artemis" perf client --url "tcp://127.0.0.1:${port[$b]}?confirmationWindowSize=1048576" --persistent \
+		--producers "$p" --consumers 1 --threads $((p < $(nproc) ? p : $(nproc))) --message-size "$s" --max-pending 1 \
+		--warmup "$warmup" --duration "$seconds" --json "$json" "queue://bench.$p.$s" >"$work/$b.$p.$s.log" 2>&1
+	# sends/s: the sends completed in the intervals reported after the warm-up, over their span
+	# (from the last warm-up report, or from the first report when none was warm-up: reports are
+	# not exactly a second apart on a loaded machine); latency: the summary's histogram, which
+	# leaves the warm-up's reports out
+	out=$(awk -F'[{},:]' '
+		function field(name,   i) { for (i = 1; i < NF; i++) if ($i == "\"" name "\"") return $(i + 1); return "" }
+		/"sampleType":"interval"/ {
+			t = field("time"); c = field("count")
+			if (/"warmup":true/ || start == "") { start = t; n = 0 } else { n += c; end = t }
+		}
+		/"sampleType":"summary"/ && /"result":"success"/ { p50 = field("50"); p99 = field("99") }
+		END { if (end > start && n > 0 && p50 != "") printf "%.0f %s %s\n", n * 1000 / (end - start), p50, p99 }' "$json" 2>/dev/null)
+	echo "${out:-- - -}"
+}
+
+# each broker's JIT warmed up before the first cell: just started, a broker spends most of its
+# CPU compiling (C2 took two thirds of the hugepool broker's in its first seconds under load)
+echo "bench_artemis: warming each broker up (${HP_BENCH_ARTEMIS_JIT_SECONDS:-15} s of 8 x 1000 B, not measured)"
+for b in "${brokers[@]}"; do
+	"$home/bin/artemis" perf client --url "tcp://127.0.0.1:${port[$b]}?confirmationWindowSize=1048576" --persistent \
+		--producers 8 --consumers 1 --threads "$(nproc)" --message-size 1000 --max-pending 1 \
+		--duration "${HP_BENCH_ARTEMIS_JIT_SECONDS:-15}" queue://bench.jit >"$work/$b.jit.log" 2>&1
+done
+
+IFS=, read -r -a ps <<<"$producers"
+IFS=, read -r -a ss <<<"$sizes"
+declare -A best p50 p99
+cell=0
+for ((r = 0; r < rounds; r++)); do
+	for p in "${ps[@]}"; do
+		for s in "${ss[@]}"; do
+			for ((k = 0; k < 3; k++)); do
+				b=${brokers[$(((cell + r + k) % 3))]}
+				read -r rate l50 l99 < <(run "$b" "$p" "$s")
+				if [ "$rate" != - ] && [ "$rate" -gt "${best[$b.$p.$s]:-0}" ]; then
+					best[$b.$p.$s]=$rate p50[$b.$p.$s]=$l50 p99[$b.$p.$s]=$l99
+				fi
+			done
+			cell=$((cell + 1))
+		done
+	done
+done
+
+ms() { awk -v u="$1" 'BEGIN { printf "%.2f", u / 1000 }'; }
+fig() { # BROKER CELL: "sends/s (p50 / p99 ms)"
+	[ -n "${best[$1.$2]:-}" ] && printf "%d (%s / %s)" "${best[$1.$2]}" "$(ms "${p50[$1.$2]}")" "$(ms "${p99[$1.$2]}")" || printf 'failed'
+}
+echo
+echo "Durable sends of an Artemis 2.40.0 broker (artemis perf client, persistent, one send in flight per producer, a consumer;"
+echo "$seconds s after $warmup s a cell, best of $rounds): sends/s (send latency p50 / p99 in ms)"
+echo
+echo "| producers x message | hugepool | Artemis ASYNCIO | Artemis NIO | sends/s: hugepool / better Artemis | p50 | p99 |"
+echo "|---|---|---|---|---|---|---|"
+for p in "${ps[@]}"; do
+	for s in "${ss[@]}"; do
+		c=$p.$s a=${best[asyncio.$c]:-0} n=${best[nio.$c]:-0}
+		if [ "$a" -ge "$n" ]; then o=asyncio; else o=nio; fi
+		ratio=- r50=- r99=-
+		if [ -n "${best[hugepool.$c]:-}" ] && [ "${best[$o.$c]:-0}" -gt 0 ]; then
+			ratio=$(awk -v a="${best[hugepool.$c]}" -v b="${best[$o.$c]}" 'BEGIN { printf "**%.2fx**", a / b }')
+			r50=$(awk -v a="${p50[hugepool.$c]}" -v b="${p50[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
+			r99=$(awk -v a="${p99[hugepool.$c]}" -v b="${p99[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
+		fi
+		echo "| $p x $s B | $(fig hugepool "$c") | $(fig asyncio "$c") | $(fig nio "$c") | $ratio ($o) | $r50 | $r99 |"
+	done
+done
+grep -q 'hugepool-artemis: the message journal is hugepoold' "$work/hugepool.log" ||
+	echo "bench_artemis: the hugepool broker's log does not show the plugin wiring its journals: $work/hugepool.log"
+exit 0

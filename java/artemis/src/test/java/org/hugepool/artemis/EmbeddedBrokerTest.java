@@ -1,0 +1,163 @@
+/*
+ * SPDX-License-Identifier: MIT
+ *
+ * EmbeddedBrokerTest.java - a broker built in code (ActiveMQServers.newActiveMQServer, as an
+ * application embeds one) in this JVM, its journals on a real hugepoold through the plugin
+ * registered in its Configuration, as hugepool-artemis(7) shows:
+ *  - what it acknowledged (durable sends, acknowledged consumes) is in hugepoold's journals, not
+ *    in journal files of Artemis's own, and is what a second broker on the same journals loads;
+ *  - the operator's errors at start, no daemon at the socket and a journal the daemon does not
+ *    have: the broker does not become active, and the failure it reports names the cause. These
+ *    are the plugin's start checks that a standalone broker meets the same way (it logs the same
+ *    exception, AMQ224000, and exits: StandaloneBrokerTest's refused uid), at a fraction of a
+ *    standalone start's cost.
+ */
+package org.hugepool.artemis;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+
+import org.apache.activemq.artemis.api.core.QueueConfiguration;
+import org.apache.activemq.artemis.api.core.RoutingType;
+import org.apache.activemq.artemis.api.core.SimpleString;
+import org.apache.activemq.artemis.api.core.client.ActiveMQClient;
+import org.apache.activemq.artemis.api.core.client.ClientConsumer;
+import org.apache.activemq.artemis.api.core.client.ClientMessage;
+import org.apache.activemq.artemis.api.core.client.ClientProducer;
+import org.apache.activemq.artemis.api.core.client.ClientSession;
+import org.apache.activemq.artemis.api.core.client.ClientSessionFactory;
+import org.apache.activemq.artemis.api.core.client.ServerLocator;
+import org.apache.activemq.artemis.core.config.Configuration;
+import org.apache.activemq.artemis.core.config.impl.ConfigurationImpl;
+import org.apache.activemq.artemis.core.server.ActiveMQServer;
+import org.apache.activemq.artemis.core.server.ActiveMQServers;
+import org.apache.activemq.artemis.core.server.JournalType;
+import org.hugepool.HugePool;
+import org.junit.jupiter.api.Test;
+
+class EmbeddedBrokerTest {
+    private static final long WAIT_MS = 60_000; // a receive that waits this long is a hang, not an answer
+
+    /* A broker on dir's files (paging, large messages, the lock) and these plugin properties. */
+    private static ActiveMQServer broker(Path dir, Map<String, String> plugin) throws Exception {
+        Configuration c = new ConfigurationImpl().setPersistenceEnabled(true).setSecurityEnabled(false)
+                .setJMXManagementEnabled(false).setJournalType(JournalType.NIO)
+                .setJournalDirectory(dir.resolve("journal").toString()).setBindingsDirectory(dir.resolve("bindings").toString())
+                .setPagingDirectory(dir.resolve("paging").toString())
+                .setLargeMessagesDirectory(dir.resolve("large-messages").toString()).addAcceptorConfiguration("in-vm", "vm://0");
+        c.registerBrokerPlugin(new HugepoolJournals(plugin));
+        return ActiveMQServers.newActiveMQServer(c);
+    }
+
+    /* Start a broker that must fail to: the failure it reports. */
+    private static Exception failedStart(ActiveMQServer s) throws Exception {
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        s.registerActivationFailureListener(failure::set);
+        try {
+            s.start();
+            assertFalse(s.isActive(), "the broker became active");
+        } finally {
+            s.stop();
+        }
+        assertNotNull(failure.get(), "the broker reported no failure");
+        return failure.get();
+    }
+
+    private static ClientSessionFactory factory() throws Exception {
+        ServerLocator l = ActiveMQClient.createServerLocator("vm://0");
+        l.setBlockOnDurableSend(true).setBlockOnAcknowledge(true).setCallTimeout(WAIT_MS);
+        return l.createSessionFactory();
+    }
+
+    @Test
+    void keepsWhatItAcknowledged() throws Exception {
+        try (TestDaemon d = new TestDaemon(TestDaemon.journal("artemis-messages", "2M", 4)
+                + TestDaemon.journal("artemis-bindings", "2M", 4)).start()) {
+            Map<String, String> plugin = Map.of("socket", d.socket.toString());
+            ActiveMQServer s = broker(d.dir, plugin);
+            s.start();
+            try {
+                assertTrue(s.waitForActivation(WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS) && s.isActive(),
+                        "the embedded broker did not become active");
+                try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                    cs.createQueue(QueueConfiguration.of("q").setRoutingType(RoutingType.ANYCAST).setDurable(true));
+                    try (ClientProducer p = cs.createProducer("q")) {
+                        for (long i = 0; i < 10; i++) {
+                            ClientMessage m = cs.createMessage(true);
+                            m.putLongProperty("id", i);
+                            p.send(m);
+                        }
+                    }
+                    cs.start();
+                    try (ClientConsumer c = cs.createConsumer("q")) {
+                        for (long i = 0; i < 3; i++) {
+                            ClientMessage m = c.receive(WAIT_MS);
+                            assertNotNull(m, "message " + i + " did not come");
+                            m.acknowledge();
+                        }
+                    }
+                }
+            } finally {
+                s.stop();
+            }
+            // on hugepoold's journals, none of Artemis's own
+            try (HugePool pool = HugePool.connect(d.socket.toString())) {
+                assertTrue(pool.status().journal("artemis-messages").nextLsn() > 1, "nothing in hugepoold's message journal");
+            }
+            for (String dir : List.of("journal", "bindings")) {
+                if (!Files.isDirectory(d.dir.resolve(dir)))
+                    continue;
+                try (Stream<Path> files = Files.list(d.dir.resolve(dir))) {
+                    assertEquals(List.of(), files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".amq")
+                            || n.endsWith(".bindings")).toList(), "Artemis's own journal files in " + dir);
+                }
+            }
+
+            ActiveMQServer again = broker(d.dir, plugin);
+            again.start();
+            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                assertEquals(7, cs.queueQuery(SimpleString.of("q")).getMessageCount(), "messages after a restart");
+                cs.start();
+                try (ClientConsumer c = cs.createConsumer("q")) {
+                    for (long i = 3; i < 10; i++) {
+                        ClientMessage m = c.receive(WAIT_MS);
+                        assertNotNull(m, "message " + i + " did not come after the restart");
+                        assertEquals(i, m.getLongProperty("id"));
+                        m.acknowledge();
+                    }
+                }
+            } finally {
+                again.stop();
+            }
+        }
+    }
+
+    @Test
+    void noDaemonNamesTheSocket() throws Exception {
+        try (TestDaemon d = new TestDaemon(TestDaemon.journal("artemis-messages", "2M", 4))) { // not started
+            String none = d.dir.resolve("nosuch.sock").toString();
+            Exception e = failedStart(broker(d.dir, Map.of("socket", none)));
+            assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains(none)
+                    && e.getMessage().contains("is hugepoold running?"), "no daemon: " + e.getMessage());
+        }
+    }
+
+    @Test
+    void unknownJournalNamesIt() throws Exception {
+        try (TestDaemon d = new TestDaemon(TestDaemon.journal("artemis-messages", "2M", 4)
+                + TestDaemon.journal("artemis-bindings", "2M", 4)).start()) {
+            Exception e = failedStart(broker(d.dir, Map.of("socket", d.socket.toString(), "messages", "nosuch")));
+            assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("\"nosuch\"")
+                    && e.getMessage().contains("has no such journal"), "unknown journal: " + e.getMessage());
+        }
+    }
+}

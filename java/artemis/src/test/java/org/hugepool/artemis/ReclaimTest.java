@@ -1,0 +1,97 @@
+/*
+ * SPDX-License-Identifier: MIT
+ *
+ * ReclaimTest.java - a HugepoolJournal's reclaim, alone against a real hugepoold:
+ *  - records that are never live (events, which a load does not give back) through twice the
+ *    daemon journal's size, so that every reclaim finds nothing to carry forward and the daemon
+ *    reuses the truncated segments: the journal loads afterwards, with what is live;
+ *  - it copies in proportion to what is appended. A backlog of 4 MiB of records that stay live
+ *    (a queue nobody consumes), then 32 MiB of records added and deleted (the traffic that goes
+ *    through), all without waiting, into a daemon journal of 32 MiB that blocks when full (twice
+ *    the reclaim point of 3 x 4 MiB, and two segments): the appends finish, so the journal stayed
+ *    within the daemon's segments; the bytes carried forward are at most half of the bytes
+ *    appended (RECLAIM_RATIO 3: a reclaim copies the live bytes, at most a third of those since
+ *    the last cut, which are what was appended since and the last reclaim's copies); the backlog
+ *    loads whole afterwards.
+ */
+package org.hugepool.artemis;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.activemq.artemis.core.journal.EncoderPersister;
+import org.apache.activemq.artemis.core.journal.PreparedTransactionInfo;
+import org.apache.activemq.artemis.core.journal.RecordInfo;
+import org.apache.activemq.artemis.core.journal.impl.dataformat.ByteArrayEncoding;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+class ReclaimTest {
+    private static final long RECLAIM_AT = 1 << 20;
+    private static final int RECORD = 1024;
+
+    /* Load j: its committed records. */
+    private static List<RecordInfo> load(TestDaemon d, String j) throws Exception {
+        HugepoolJournal h = Workload.hugepool(d.socket.toString(), j, RECLAIM_AT);
+        List<RecordInfo> records = new ArrayList<>();
+        h.load(records, new ArrayList<PreparedTransactionInfo>(), null);
+        h.stop();
+        return records;
+    }
+
+    @Test
+    @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang: the journal full, its reclaim stuck
+    void nothingLiveToCarry() throws Exception {
+        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "2M", 4)).start()) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            j.loadInternalOnly();
+            byte[] data = new byte[RECORD];
+            long id = 1;
+            for (; id <= (16 << 20) / RECORD; id++)
+                j.appendAddEvent(id, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), false, null);
+            j.appendAddRecord(id, (byte) 1, data, true); // everything before it durable
+            long reclaims = j.reclaims();
+            j.stop();
+            assertTrue(reclaims > 0, "the journal never reclaimed");
+
+            List<RecordInfo> records = load(d, "j");
+            assertEquals(1, records.size(), "records loaded after the reclaims");
+            assertEquals(id, records.get(0).id);
+        }
+    }
+
+    @Test
+    @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang: the journal full, its reclaim stuck
+    void copiesInProportionToAppends() throws Exception {
+        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "2M", 16)).start()) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            j.loadInternalOnly();
+            byte[] data = new byte[RECORD];
+            long appended = 0, id = 1;
+            int backlog = (4 << 20) / RECORD;
+            for (int i = 0; i < backlog; i++, id++) {
+                j.appendAddRecord(id, (byte) 1, data, false);
+                appended += Records.onDisk(Records.HEADER + RECORD);
+            }
+            for (int i = 0; i < (32 << 20) / RECORD; i++, id++) {
+                j.appendAddRecord(id, (byte) 1, data, false);
+                j.appendDeleteRecord(id, false);
+                appended += Records.onDisk(Records.HEADER + RECORD) + Records.onDisk(Records.HEADER);
+            }
+            j.appendAddRecord(id, (byte) 1, data, true); // everything before it durable
+            appended += Records.onDisk(Records.HEADER + RECORD);
+            long reclaims = j.reclaims(), copied = j.copiedBytes();
+            long cuts = reclaims * Records.onDisk(Records.HEADER);
+            j.stop();
+
+            assertTrue(reclaims > 0, "the journal never reclaimed");
+            assertTrue(copied <= (appended + cuts) / (HugepoolJournal.RECLAIM_RATIO - 1), "carried " + copied
+                    + " bytes forward in " + reclaims + " reclaims for " + appended + " bytes appended");
+
+            assertEquals(backlog + 1, load(d, "j").size(), "records loaded after the reclaims");
+        }
+    }
+}
