@@ -7,7 +7,9 @@
 # 4 KiB pages, the acquire and random 8-byte updates over them side by side, the 1 GiB pages
 # and the extra 2 MiB ones reserved by the bench itself, as root, only while their part runs),
 # bench_restart (a restart under clients holding the whole pool: warm through the fd store and
-# by re-execution against cold), bench_journal, bench_journal_default.sh (the default journal
+# by re-execution against cold), bench_pause (the restart pause one looping client sees, with 1
+# and 1,000 others connected: by re-execution, the baseline, through the fd store and by
+# take-over, with the daemon's own parts of it), bench_journal, bench_journal_default.sh (the default journal
 # against each explicit backend, issue 46's cells), bench_merge, bench_heap (a cold process building a hash table of
 # $HP_BENCH_HEAP_GIB GiB, default 1, on the hugepage heap against glibc malloc and jemalloc) and
 # bench_spill (spill streams of 6 KiB, 200 KiB and 4 MiB runs against a classic temp file per
@@ -28,7 +30,7 @@ set -u
 build=${1:-build}
 shift
 benches=("$@")
-[ ${#benches[@]} -gt 0 ] || benches=(bench_prefault bench_acquire bench_restart bench_journal bench_journal_default bench_merge bench_heap bench_spill
+[ ${#benches[@]} -gt 0 ] || benches=(bench_prefault bench_acquire bench_restart bench_pause bench_journal bench_journal_default bench_merge bench_heap bench_spill
 	bench_metrics bench_java bench_druid bench_artemis)
 gib=${HP_BENCH_GIB:-4}
 case $gib in '' | *[!0-9]*) gib=4 ;; esac

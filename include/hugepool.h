@@ -312,8 +312,9 @@ void hp_status_free(struct hp_status *st);
 int hp_conn_report_heaps(hp_conn *c, int64_t heaps, int64_t buffers, int64_t bytes);
 
 /*
- * Restart the daemon in place: it re-executes its binary (a new version after an upgrade) and
- * takes over the pool, the clients' connections and their leases (hugepoold(8), WARM RESTART).
+ * Restart the daemon: a next life of its binary (a new version after an upgrade) takes over the
+ * pool, the clients' connections and their leases, started beside it under a service manager,
+ * else re-executed in place (hugepoold.conf(5) restart, hugepoold(8) WARM RESTART).
  * Returns 0 once the daemon has accepted: this connection goes on with the next life (the next
  * request waits until it is ready). -EPERM unless root, the daemon's user or in admin_group;
  * a restart its check refuses fails with the reason in hp_last_error (hp_daemon_restart(3)).

@@ -34,8 +34,12 @@
 #include "server.h"
 #include "size.h"
 #include "spill.h"
+#include "takeover.h"
 #include "util.h"
 #include "warm.h"
+
+/* CLOCK_MONOTONIC ns a re-executing life stopped serving at, for the next one's account of the pause */
+#define STOPPED_ENV "HUGEPOOLD_STOPPED_NS"
 
 /*
  * The exit statuses, as hugepoold(8) lists them under EXIT STATUS: the EXIT_* constants and
@@ -221,10 +225,27 @@ struct boot {
 	struct spill *spill;
 	struct server_handover handover;
 	struct server *srv;
+	/* a take-over's next life (takeover.h): the channel to the running life (-1: not one), its
+	 * state memfd (read again once it stopped), what changed meanwhile, and the times of the
+	 * hand-over (CLOCK_MONOTONIC ns), for the pause's parts */
+	int takeover;
+	int running_state;
+	struct takeover_delta delta;
+	uint64_t t_go, t_applied, t_journals, t_taken;
+	unsigned changed_fds, changed_records;
+	/* how long each boot step took, and when the life before stopped serving (a re-execution
+	 * says, HUGEPOOLD_STOPPED_NS; 0: unknown), for the pause's parts */
+	uint64_t step_ns[16];
+	uint64_t prev_stopped_ns;
 };
 
 static void boot_free(struct boot *b)
 {
+	takeover_delta_free(&b->delta);
+	if (b->running_state >= 0)
+		close(b->running_state);
+	if (b->takeover >= 0)
+		close(b->takeover);
 	server_free(b->srv);
 	spill_free(b->spill);
 	for (unsigned i = 0; i < b->njournals; i++)
@@ -237,6 +258,21 @@ static void boot_free(struct boot *b)
 		if (b->handed[i].fd >= 0)
 			close(b->handed[i].fd);
 	free(b->handed);
+}
+
+/*
+ * For the tests: HUGEPOOLD_TAKEOVER_FAULT=POINT@LIFE makes life LIFE fail a take-over at POINT:
+ * as the next life, "prepare" (killed before it is prepared), "refuse" (it refuses what changed),
+ * "go" (killed once GO came) or "taken" (killed right after TAKEN); as the running life, "stop"
+ * (killed once it sent GO). Read by each life of the daemon, which inherit it.
+ */
+static bool takeover_fault(const struct boot *b, const char *point)
+{
+	const char *f = getenv("HUGEPOOLD_TAKEOVER_FAULT");
+	uint64_t life = b->prev ? b->prev->lives + 1 : 1, at;
+	size_t n = strlen(point);
+
+	return f && strncmp(f, point, n) == 0 && f[n] == '@' && decimal_parse(f + n + 1, &at) == 0 && at == life;
 }
 
 /* For the tests: HUGEPOOLD_FAULT_INJECT=NAME:SPEC arms SPEC (jio_set_fault) in journal NAME. */
@@ -316,9 +352,42 @@ static int open_notify(struct boot *b)
 {
 	int r = notify_open();
 
-	(void)b;
+	/* a take-over's next life is not the service's main process until the running life says */
+	if (b->takeover >= 0) {
+		notify_hold(true);
+		fdstore_manager_wait();
+	}
 	if (r < 0)
 		return log_error_errno(r, "Failed to create a socket to the service manager ($NOTIFY_SOCKET): %m");
+	return 0;
+}
+
+/*
+ * A take-over's next life: the running life's fds, and its state as it reads then (takeover.h);
+ * the state memfd is kept to read again at GO what changed.
+ */
+static int take_snapshot(struct boot *b)
+{
+	char why[256], name[WARM_NAME_MAX];
+	uint64_t id;
+	int r;
+
+	r = takeover_recv_snapshot(b->takeover, &b->handed, &b->nhanded, &id);
+	if (r < 0)
+		return log_error_errno(r, "Failed to receive the running life's fds: %m");
+	fdstore_handed_init(b->handed, b->nhanded);
+	warm_upgrade_names(b->handed, b->nhanded);
+	grow_fd_table(2 * ((uint64_t)config_buffers(&b->cfg) + b->cfg.max_connections + b->nhanded) + 64);
+	warm_name(WARM_NAME_STATE, id, name);
+	b->running_state = fdstore_take(b->handed, b->nhanded, name);
+	if (b->running_state < 0)
+		return log_error_errno(-EBADF, "The running life did not hand its state memfd over");
+	r = warm_read_live(b->running_state, &b->prev, why, sizeof(why));
+	if (r < 0)
+		return log_error_errno(r, "Failed to read the running life's state: %s", why[0] ? why : strerror(-r));
+	b->adopt = (struct pool_adopt){ .prev = b->prev, .fds = b->handed, .nfds = b->nhanded, .snapshot = true };
+	if (takeover_fault(b, "prepare"))
+		raise(SIGKILL);
 	return 0;
 }
 
@@ -331,6 +400,8 @@ static int take_handover(struct boot *b)
 	char why[256];
 	int r;
 
+	if (b->takeover >= 0)
+		return take_snapshot(b);
 	r = fdstore_receive(&b->handed, &b->nhanded);
 	if (r < 0)
 		return r;
@@ -368,9 +439,14 @@ static int create_warm_state(struct boot *b)
 			   b->prev ? b->prev->lives + 1 : 1, &b->warm);
 }
 
-/* Journals recover before anyone can connect: clients only ever see a consistent log. */
+/*
+ * Journals recover before anyone can connect: clients only ever see a consistent log. A
+ * take-over's next life recovers them once the running life closed them (hand_over).
+ */
 static int open_journals(struct boot *b)
 {
+	if (b->takeover >= 0 && !b->t_go)
+		return 0;
 	for (; b->njournals < b->cfg.njournals; b->njournals++) {
 		const struct config_journal *cfg = &b->cfg.journals[b->njournals];
 		int r;
@@ -388,7 +464,7 @@ static int open_spill(struct boot *b)
 	char size[32];
 	int r;
 
-	r = spill_open(&b->cfg, &b->spill);
+	r = spill_open(&b->cfg, b->takeover >= 0, &b->spill);
 	if (r < 0)
 		return r;
 	log_info("Spill directory '%s', in-memory threshold %s", b->cfg.spill_directory,
@@ -402,12 +478,71 @@ static int open_server(struct boot *b)
 	int r;
 
 	b->handover = (struct server_handover){ .listen_fd = fdstore_take(b->handed, b->nhanded, "listen"),
-						.prev = b->prev, .fds = b->handed, .nfds = b->nhanded };
+						.prev = b->prev, .fds = b->handed, .nfds = b->nhanded,
+						.prepare = b->takeover >= 0 };
 	keep_pool(b);
 	r = server_open(&b->cfg, b->pool, b->journals, b->njournals, b->spill, b->warm, &b->handover, &b->srv);
 	if (r < 0)
 		return r;
-	keep_done(b);
+	if (b->takeover < 0)
+		keep_done(b);
+	return 0;
+}
+
+/*
+ * A take-over's next life, prepared: say so (with the state memfd, for the running life to keep
+ * in the service manager's store), wait for GO and what changed, apply it, recover the journals,
+ * publish, and say TAKEN. -EXDEV: what changed cannot be taken over here (REFUSED: the running
+ * life re-executes itself in place instead).
+ */
+static int hand_over(struct boot *b)
+{
+	char why[TAKEOVER_TEXT_MAX];
+	int r;
+
+	if (b->takeover < 0)
+		return 0;
+	r = takeover_send(b->takeover, TAKEOVER_PREPARED, warm_id(b->warm), NULL, warm_fd(b->warm));
+	if (r == 0)
+		r = takeover_recv_go(b->takeover, &b->delta);
+	if (r < 0)
+		return log_error_errno(r, "The running life of the daemon went away before handing over: %m");
+	b->t_go = now_ns();
+	if (takeover_fault(b, "go"))
+		raise(SIGKILL);
+	if (takeover_fault(b, "refuse")) {
+		log_notice("Refusing to take over, as HUGEPOOLD_TAKEOVER_FAULT says");
+		(void)takeover_say_last(b->takeover, TAKEOVER_REFUSED, "HUGEPOOLD_TAKEOVER_FAULT", 5000);
+		return -EXDEV;
+	}
+	b->changed_fds = b->delta.nadded + b->delta.nremoved;
+	for (int k = 0; k < WARM_KINDS; k++)
+		b->changed_records += b->delta.ndirty[k];
+	r = server_takeover_apply(b->srv, &b->handover, b->running_state, &b->delta, why, sizeof(why));
+	/* the array grew with what came since: main frees it */
+	b->handed = b->handover.fds;
+	b->nhanded = b->handover.nfds;
+	if (r == -EXDEV) {
+		log_notice("Cannot take over what changed since the snapshot (%s): the running life re-executes "
+			   "itself instead",
+			   why);
+		(void)takeover_say_last(b->takeover, TAKEOVER_REFUSED, why, 5000);
+		return r;
+	}
+	if (r < 0)
+		return log_error_errno(r, "Failed to take over what changed since the snapshot: %s", why);
+	b->t_applied = now_ns();
+	r = open_journals(b);
+	if (r < 0)
+		return r;
+	b->t_journals = now_ns();
+	server_takeover_finish(b->srv, &b->handover, b->njournals);
+	r = takeover_send(b->takeover, TAKEOVER_TAKEN, 0, NULL, -1);
+	if (r < 0)
+		return log_error_errno(r, "The running life of the daemon went away as this one took over: %m");
+	b->t_taken = now_ns();
+	if (takeover_fault(b, "taken"))
+		raise(SIGKILL);
 	return 0;
 }
 
@@ -429,6 +564,7 @@ static const struct boot_step {
 	{ "journals", NULL, open_journals, EXIT_JOURNAL }, /* STATUS= per journal */
 	{ "spill", NULL, open_spill, EXIT_SPILL },
 	{ "socket", NULL, open_server, EXIT_SOCKET },
+	{ "hand-over", NULL, hand_over, EXIT_POOL }, /* a take-over's next life only */
 };
 
 /* One line: how this life started. */
@@ -450,6 +586,38 @@ static void log_start(const struct boot *b, const struct proto_status_start *sta
 			 b->pool->nbuffers, a->dropped, s);
 }
 
+/*
+ * One line with the parts of the pause a warm restart made its clients wait, in microseconds,
+ * "name value" after the colon (bench_pause reads them): for a take-over, from the moment the
+ * running life stopped serving until this one said TAKEN; else the boot's steps, and the time
+ * from the previous life's stop to this life's main where a re-execution said when that was.
+ */
+static void log_parts(const struct boot *b)
+{
+	char line[512];
+	int n;
+
+	if (b->t_taken) {
+		uint64_t stopped = b->delta.stopped_ns;
+
+		log_info("Restart parts (us): stopping and handing over %" PRIu64 ", applying %" PRIu64 " (%u fds, %u "
+			 "records), journals %" PRIu64 ", publishing %" PRIu64 "; taken over %" PRIu64 " us after the "
+			 "running life stopped",
+			 (b->t_go - MIN(stopped, b->t_go)) / 1000, (b->t_applied - b->t_go) / 1000, b->changed_fds,
+			 b->changed_records, (b->t_journals - b->t_applied) / 1000, (b->t_taken - b->t_journals) / 1000,
+			 (b->t_taken - MIN(stopped, b->t_taken)) / 1000);
+		return;
+	}
+	n = snprintf(line, sizeof(line), "Restart parts (us):");
+	if (b->prev_stopped_ns && b->prev_stopped_ns <= b->t0)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " stop to main %" PRIu64 ",",
+			      (b->t0 - b->prev_stopped_ns) / 1000);
+	for (size_t i = 0; i < ARRAY_SIZE(boot_steps) && n < (int)sizeof(line); i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " %s %" PRIu64 "%s", boot_steps[i].name,
+			      b->step_ns[i] / 1000, i + 1 < ARRAY_SIZE(boot_steps) ? "," : "");
+	log_info("%s", line);
+}
+
 /* The boot is done: how it went, in the status replies, the log and to systemd (READY=1). */
 static void announce_ready(struct boot *b)
 {
@@ -463,14 +631,24 @@ static void announce_ready(struct boot *b)
 					    .closed_connections = h->closed,
 					    .lives = b->prev ? b->prev->lives + 1 : 1,
 					    .ready_ns = now_ns() - b->t0 };
-	char size[32];
+	char size[32], ready[256];
 	int r;
 
 	server_set_start(b->srv, &start);
 	log_start(b, &start);
-	r = notify_sendf("READY=1\nSTATUS=Serving %s in %u buffers (%s pages)",
-			 size_format(b->pool->bytes, size, sizeof(size)), b->pool->nbuffers,
-			 b->pool->hugetlb ? "hugetlb" : "regular");
+	if (start.warm)
+		log_parts(b);
+	snprintf(ready, sizeof(ready), "READY=1\nSTATUS=Serving %s in %u buffers (%s pages)",
+		 size_format(b->pool->bytes, size, sizeof(size)), b->pool->nbuffers, b->pool->hugetlb ? "hugetlb" : "regular");
+	if (b->takeover >= 0) {
+		/* once the running life said this one is the service's main process */
+		server_wait_main(b->srv, b->takeover, ready, b->handed, b->nhanded);
+		b->takeover = -1;
+		b->handed = NULL;
+		b->nhanded = 0;
+		return;
+	}
+	r = notify_send(ready);
 	if (r < 0)
 		log_error_errno(r, "Failed to tell the service manager that the daemon is ready (READY=1): %m; "
 				   "serving all the same");
@@ -484,14 +662,49 @@ static void announce_ready(struct boot *b)
  */
 static int reexec(struct boot *b)
 {
+	char stopped[32];
 	int r;
 
 	notify_send("RELOADING=1\nSTATUS=Restarting");
+	/* for the next life's account of the pause (log_parts) */
+	snprintf(stopped, sizeof(stopped), "%" PRIu64, server_stopped_at(b->srv));
+	setenv(STOPPED_ENV, stopped, 1);
 	boot_free(b);
 	log_info("Re-executing '%s'", reexec_path());
 	r = reexec_run();
 	log_error_errno(r, "Failed to re-execute '%s': %m", reexec_path());
 	return EXIT_USAGE;
+}
+
+/*
+ * The running life's end of a take-over (takeover.h), stopped: its journals closed for the next
+ * life to recover, the hand-over, and either this life's end or, when the next life refused or
+ * went away, a re-execution in place.
+ */
+static int takeover(struct boot *b)
+{
+	char why[512];
+	pid_t pid;
+	int r;
+
+	server_drop_writers(b->srv);
+	for (unsigned i = 0; i < b->njournals; i++)
+		journal_close(b->journals[i]);
+	b->njournals = 0;
+	r = server_takeover_go(b->srv, takeover_fault(b, "stop"), &pid, why, sizeof(why));
+	if (r == -EXDEV) {
+		log_warning("Restart: %s; re-executing '%s' in place", why, reexec_path());
+		return reexec(b);
+	}
+	if (r < 0) {
+		/* nothing is left to hand over with: the clients' connections end with this life */
+		log_error("Restart: %s: stopping", why);
+		boot_free(b);
+		return EXIT_USAGE;
+	}
+	boot_free(b);
+	log_info("Taken over by pid %d", (int)pid);
+	return EXIT_OK;
 }
 
 /* Serve until SIGTERM or SIGINT (then stop clean), or until a restart is asked (then re-execute). */
@@ -501,6 +714,8 @@ static int serve(struct boot *b)
 
 	if (r == SERVER_REEXEC)
 		return reexec(b);
+	if (r == SERVER_TAKEOVER)
+		return takeover(b);
 	notify_send("STOPPING=1");
 	boot_free(b);
 	log_info("Stopped");
@@ -598,11 +813,27 @@ static void block_signals(void)
 	signal(SIGIO, SIG_IGN);
 }
 
+/*
+ * A boot step failed with r (its one line is logged): a take-over's next life tells the running
+ * life why (FAILED: the restart is refused; after GO, REFUSED: it re-executes itself instead),
+ * unless it refused already (-EXDEV: nothing wrong here, the running life goes on), and exits.
+ */
+static int boot_failed(struct boot *b, int r, int status)
+{
+	if (r == -EXDEV)
+		status = EXIT_OK;
+	else if (b->takeover >= 0)
+		(void)takeover_say_last(b->takeover, b->t_go ? TAKEOVER_REFUSED : TAKEOVER_FAILED, log_last_error(), 5000);
+	boot_free(b);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
-	static struct boot b = { .config_path = CONFIG_DEFAULT_PATH };
+	static struct boot b = { .config_path = CONFIG_DEFAULT_PATH, .takeover = -1, .running_state = -1 };
 	enum action action;
 	char size[32];
+	uint64_t step;
 	int r;
 
 	b.t0 = b.last_report = now_ns();
@@ -611,8 +842,17 @@ int main(int argc, char **argv)
 		return r < 0 ? EXIT_USAGE : EXIT_OK;
 	log_open();
 	reexec_init(argv); /* before anything can replace the binary */
+	if (action == RUN)
+		b.takeover = takeover_open();
+	if (getenv(STOPPED_ENV)) {
+		uint64_t v;
+
+		if (decimal_parse(getenv(STOPPED_ENV), &v) == 0)
+			b.prev_stopped_ns = v;
+		unsetenv(STOPPED_ENV);
+	}
 	if (load_config(&b, action) < 0)
-		return EXIT_CONFIG;
+		return boot_failed(&b, -EINVAL, EXIT_CONFIG);
 	if (action == PRINT_HUGEPAGES) {
 		print_hugepages(&b.cfg);
 		return EXIT_OK;
@@ -630,11 +870,12 @@ int main(int argc, char **argv)
 		if (boot_steps[i].status)
 			notify_sendf("STATUS=%s", boot_steps[i].status);
 		log_debug("Boot: %s", boot_steps[i].name);
+		step = now_ns();
 		r = boot_steps[i].run(&b);
+		b.step_ns[i] = now_ns() - step;
 		if (r < 0) {
-			boot_free(&b);
 			/* SIGTERM while pre-faulting (the one step that returns -ECANCELED): a clean exit */
-			return r == -ECANCELED ? EXIT_OK : boot_steps[i].exit_status;
+			return boot_failed(&b, r, r == -ECANCELED ? EXIT_OK : boot_steps[i].exit_status);
 		}
 	}
 	announce_ready(&b);

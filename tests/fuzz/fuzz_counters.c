@@ -79,7 +79,7 @@ static struct spill *spill_once(void)
 		abort();
 	config_init(&cfg);
 	snprintf(cfg.spill_directory, sizeof(cfg.spill_directory), "%s/spill", dir);
-	if (spill_open(&cfg, &sp) < 0)
+	if (spill_open(&cfg, false, &sp) < 0)
 		abort(); /* its log line says why */
 	return sp;
 }

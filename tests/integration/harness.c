@@ -25,6 +25,8 @@
 #include "harness.h"
 #include "manager.h"
 
+#define STOP_WAIT_MS 30000 /* a daemon that has not exited this long after SIGTERM is hung */
+
 double harness_ms(void)
 {
 	struct timespec ts;
@@ -368,6 +370,8 @@ static int spawn(struct daemon *d)
 	}
 	d->starts++;
 	d->exit_status = 0;
+	/* a next life started by take-over is orphaned when its predecessor ends: ours to reap */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	d->pid = fork();
 	if (d->pid < 0) {
 		int e = -errno;
@@ -420,6 +424,47 @@ static int spawn(struct daemon *d)
 	}
 	watchdog_pid(d, d->pid); /* ready: from now on a hang is the watchdog's (before, the deadline's) */
 	return 0;
+}
+
+pid_t harness_pid(struct daemon *d)
+{
+	pid_t main_pid = d->mgr ? manager_main_pid(d->mgr) : 0;
+	int status;
+
+	if (d->pid <= 0 || main_pid <= 0 || main_pid == d->pid)
+		return d->pid;
+	/* the life before hands over, tells the manager, and exits: reap it */
+	for (double deadline = harness_ms() + STOP_WAIT_MS;;) {
+		pid_t r = waitpid(d->pid, &status, WNOHANG);
+
+		if (r == d->pid || (r < 0 && errno != EINTR)) {
+			if (r == d->pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+				d->took_over_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+				fprintf(stderr, "harness: hugepoold (pid %d) ended with status %d after handing over\n",
+					(int)d->pid, d->took_over_status);
+			}
+			break;
+		}
+		if (harness_ms() > deadline) {
+			fprintf(stderr, "harness: hugepoold (pid %d) still running after handing over: SIGKILL\n",
+				(int)d->pid);
+			kill(d->pid, SIGKILL);
+			d->took_over_status = 128 + SIGKILL;
+		}
+		usleep(1000);
+	}
+	d->pid = main_pid;
+	watchdog_pid(d, main_pid);
+	return main_pid;
+}
+
+bool harness_follows(struct daemon *d, pid_t pid, int timeout_ms)
+{
+	double deadline = harness_ms() + timeout_ms;
+
+	while (harness_pid(d) != pid && harness_ms() < deadline)
+		usleep(1000);
+	return d->pid == pid;
 }
 
 /* Write d's configuration: the harness's globals, then the caller's. */
@@ -522,7 +567,6 @@ int harness_log_count(const struct daemon *d, const char *s)
 	return n;
 }
 
-#define STOP_WAIT_MS 30000 /* a daemon that has not exited this long after SIGTERM is hung */
 
 /*
  * Send sig, reap; the daemon's exit status or 128 + signal. A daemon that does not exit within
@@ -536,7 +580,7 @@ static int end_with(struct daemon *d, int sig)
 	int status = 0;
 	pid_t r;
 
-	if (d->pid <= 0)
+	if (harness_pid(d) <= 0)
 		return -1;
 	watchdog_pid(d, 0); /* ended here, with the harness's own bound */
 	pfd.fd = (int)syscall(SYS_pidfd_open, d->pid, 0); /* readable once it exits: no sleeping */
@@ -583,6 +627,8 @@ int harness_stop(struct daemon *d)
 
 	if (ret == -1)
 		return -1;
+	if (ret == 0 && d->took_over_status)
+		ret = d->took_over_status; /* a life before ended badly (a sanitizer's report) */
 	if (ret != 0 || getenv("HP_TEST_KEEP")) {
 		harness_dump_log(d);
 		return ret;

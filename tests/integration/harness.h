@@ -22,6 +22,11 @@
  *
  * Start and restart a daemon from the test's main thread: the daemon gets SIGTERM when the
  * thread that forked it ends (PR_SET_PDEATHSIG), so it never outlives a crashed test.
+ *
+ * A daemon restarted by take-over (takeover.h) goes on in another process, which tells the
+ * manager MAINPID=, as systemd follows it: the harness is a child subreaper, so that the next
+ * life, orphaned when the previous one exits, is its child to reap, and harness_pid (and every
+ * call that signals or reaps the daemon) follows MAINPID=, reaping the life before.
  */
 #ifndef HP_HARNESS_H
 #define HP_HARNESS_H
@@ -44,6 +49,7 @@ struct daemon {
 	char wrapper[256]; /* "" = none */
 	char binary[256]; /* the daemon's executable */
 	unsigned starts; /* times a daemon was started on this directory */
+	int took_over_status; /* a life that ended handing over: how (0, or what harness_stop reports) */
 	/* the service manager (manager.h): $NOTIFY_SOCKET, and the fd store when fdstore_max > 0;
 	 * it outlives each daemon, as systemd does, until harness_cleanup */
 	struct manager *mgr;
@@ -97,6 +103,14 @@ int harness_terminate(struct daemon *d);
 int harness_stop(struct daemon *d);
 /* Remove the temporary directory (after a start that returned -ECHILD). */
 void harness_cleanup(struct daemon *d);
+/*
+ * The daemon's pid now: the one the service manager follows after a take-over (the life before
+ * reaped; should it have ended other than clean, said on stderr and kept in took_over_status).
+ */
+pid_t harness_pid(struct daemon *d);
+/* Wait (at most timeout_ms) until the manager follows pid; false if it does not. */
+bool harness_follows(struct daemon *d, pid_t pid, int timeout_ms);
+
 /* Print the daemon's log to stderr (for a failing test). */
 void harness_dump_log(const struct daemon *d);
 /* Count the lines of the daemon's log that contain s. */

@@ -39,6 +39,7 @@ struct manager {
 	pthread_mutex_t lock;
 	pthread_cond_t ready_cond;
 	bool ready;
+	pid_t main_pid; /* MAINPID= */
 	unsigned stores; /* FDSTORE=1 datagrams since the last manager_reset_ready */
 	struct kept *kept;
 	unsigned nkept, capkept;
@@ -82,6 +83,8 @@ static void handle(struct manager *m, const char *msg, int *fds, unsigned nfds)
 	char name[NAME_MAX_ + 1], v[16];
 
 	pthread_mutex_lock(&m->lock);
+	if (field(msg, "MAINPID", v, sizeof(v)))
+		m->main_pid = (pid_t)atoi(v);
 	if (strstr(msg, "READY=1")) {
 		m->ready = true;
 		pthread_cond_broadcast(&m->ready_cond);
@@ -126,23 +129,43 @@ static void handle(struct manager *m, const char *msg, int *fds, unsigned nfds)
 			close(fds[i]);
 }
 
-/* FDPOLL: a kept fd that hung up is dropped. */
+/* FDPOLL: a kept fd that hung up is dropped. One poll(2) for all of them, as systemd's one epoll. */
 static void poll_kept(struct manager *m)
 {
-	pthread_mutex_lock(&m->lock);
-	for (unsigned i = m->nkept; i-- > 0;) {
-		struct pollfd p = { .fd = m->kept[i].fd, .events = 0 };
+	struct pollfd *p;
+	unsigned *at, n = 0;
 
-		if (m->kept[i].poll && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)))
-			kept_drop(m, i);
-	}
+	pthread_mutex_lock(&m->lock);
+	p = calloc(m->nkept ? m->nkept : 1, sizeof(*p));
+	at = calloc(m->nkept ? m->nkept : 1, sizeof(*at));
+	for (unsigned i = 0; p && at && i < m->nkept; i++)
+		if (m->kept[i].poll) {
+			p[n] = (struct pollfd){ .fd = m->kept[i].fd, .events = 0 };
+			at[n++] = i;
+		}
+	/* from the last: dropping one moves the last kept fd into its place */
+	if (n && poll(p, n, 0) > 0)
+		for (unsigned k = n; k-- > 0;)
+			if (p[k].revents & (POLLHUP | POLLERR))
+				kept_drop(m, at[k]);
 	pthread_mutex_unlock(&m->lock);
+	free(p);
+	free(at);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static void *run(void *arg)
 {
 	struct manager *m = arg;
 	static char buf[8192];
+	double polled = 0;
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = m->sock, .events = POLLIN }, { .fd = m->stop_pipe[0], .events = POLLIN } };
@@ -161,7 +184,11 @@ static void *run(void *arg)
 			break;
 		if (p[1].revents)
 			break;
-		poll_kept(m);
+		/* every 20 ms, not per datagram: a barrier after thousands of fds is answered at once */
+		if (now_ms() - polled >= 20) {
+			poll_kept(m);
+			polled = now_ms();
+		}
 		if (!(p[0].revents & POLLIN))
 			continue;
 		n = recvmsg(m->sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
@@ -258,6 +285,7 @@ void manager_reset_ready(struct manager *m)
 {
 	pthread_mutex_lock(&m->lock);
 	m->ready = false;
+	m->main_pid = 0;
 	m->stores = 0;
 	pthread_mutex_unlock(&m->lock);
 }
@@ -277,6 +305,16 @@ bool manager_wait_ready(struct manager *m, int timeout_ms)
 	r = m->ready;
 	pthread_mutex_unlock(&m->lock);
 	return r;
+}
+
+pid_t manager_main_pid(struct manager *m)
+{
+	pid_t pid;
+
+	pthread_mutex_lock(&m->lock);
+	pid = m->main_pid;
+	pthread_mutex_unlock(&m->lock);
+	return pid;
 }
 
 unsigned manager_stores(struct manager *m)
@@ -311,6 +349,44 @@ int manager_dup(struct manager *m, const char *name_prefix)
 			fd = fcntl(m->kept[i].fd, F_DUPFD_CLOEXEC, 3);
 	pthread_mutex_unlock(&m->lock);
 	return fd;
+}
+
+bool manager_name(struct manager *m, const char *name_prefix, char *name, size_t len)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < m->nkept && !found; i++)
+		if (strncmp(m->kept[i].name, name_prefix, strlen(name_prefix)) == 0) {
+			snprintf(name, len, "%s", m->kept[i].name);
+			found = true;
+		}
+	pthread_mutex_unlock(&m->lock);
+	return found;
+}
+
+int manager_swap(struct manager *m, const char *name, int fd)
+{
+	int r = -ENOENT;
+	struct stat st;
+
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < m->nkept && r < 0; i++)
+		if (strcmp(m->kept[i].name, name) == 0 && fstat(fd, &st) == 0) {
+			int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+			if (copy < 0) {
+				r = -errno;
+				break;
+			}
+			close(m->kept[i].fd);
+			m->kept[i].fd = copy;
+			m->kept[i].dev = st.st_dev;
+			m->kept[i].ino = st.st_ino;
+			r = 0;
+		}
+	pthread_mutex_unlock(&m->lock);
+	return r;
 }
 
 struct manager_layout *manager_prepare(struct manager *m)

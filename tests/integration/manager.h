@@ -11,6 +11,8 @@
  * connection); BARRIER=1 closes the fd it carries after everything before it was done. Without
  * a store, fds sent are closed at once (systemd ignores them the same way).
  *
+ * MAINPID= names the service's main process from then on (a take-over, takeover.h): manager_main_pid.
+ *
  * manager_fds() lays the kept fds out for the next start from fd 3 with LISTEN_FDS,
  * LISTEN_FDNAMES (LISTEN_PID is the child's pid): harness.c calls it in the forked child.
  */
@@ -18,6 +20,8 @@
 #define HP_TEST_MANAGER_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
 
 struct manager;
 
@@ -28,6 +32,9 @@ void manager_free(struct manager *m);
 /* Forget READY=1 (before a new start); wait at most timeout_ms for READY=1: has it come since? */
 void manager_reset_ready(struct manager *m);
 bool manager_wait_ready(struct manager *m, int timeout_ms);
+
+/* The pid the last MAINPID= named since manager_reset_ready (0: none). */
+pid_t manager_main_pid(struct manager *m);
 
 /* FDSTORE=1 datagrams received since the last manager_reset_ready (this life's), duplicates too. */
 unsigned manager_stores(struct manager *m);
@@ -48,6 +55,11 @@ void manager_layout_free(struct manager_layout *l);
 
 /* A dup of the first kept fd whose name starts with name_prefix, -1 if none (for attacks). */
 int manager_dup(struct manager *m, const char *name_prefix);
+
+/* The name of the first kept fd whose name starts with name_prefix (false if none). */
+bool manager_name(struct manager *m, const char *name_prefix, char *name, size_t len);
+/* Put fd in the place of the kept fd named name (an attack on the store); -ENOENT if none. */
+int manager_swap(struct manager *m, const char *name, int fd);
 
 /* Drop every kept fd (systemctl stop: the store is flushed). */
 void manager_flush(struct manager *m);

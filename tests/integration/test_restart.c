@@ -43,6 +43,7 @@
 #define NBUF 4
 #define ONE "[class one]\nsize = 2M\ncount = 4\n"
 #define TWO "[class two]\nsize = 4M\ncount = 1\n"
+#define JCONF "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nsegments = 64\nmax_batch_bytes = 256K\n"
 
 static const struct harness_opts with_store = { .fdstore_max = 4096 };
 
@@ -715,29 +716,44 @@ static void test_mid_request_closed(void **state)
 	stop(&d);
 }
 
-/* --- without systemd: hugepoolctl restart and SIGUSR2 re-execute the daemon ------------------ */
+/* --- hugepoolctl restart and SIGUSR2: a take-over, or a re-execution in place --------------- */
 
 static int restart_refused(hp_conn *c)
 {
 	return hp_daemon_restart(c) == -EPERM ? 0 : 11;
 }
 
+/* Status until it comes from life `lives` (a restart's answer comes before its end). */
+static struct hp_status *status_of_life(hp_conn *c, uint64_t lives)
+{
+	struct hp_status *st = status(c);
+
+	for (int i = 0; i < 5000 && st->start.lives < lives; i++) {
+		hp_status_free(st);
+		usleep(1000);
+		st = status(c);
+	}
+	assert_int_equal(st->start.lives, lives);
+	return st;
+}
+
 /*
- * The same process becomes the daemon's binary again, handing its fds over itself: a client
- * holding buffers keeps its connection and its leases; hugepoolctl restart says how warm.
+ * Under a service manager (restart = auto) the next life starts beside the running one, prepares,
+ * and takes over; the manager follows it (MAINPID=). A client holding buffers keeps its
+ * connection and its leases throughout; hugepoolctl restart says how warm; SIGUSR2 does the same.
  */
-static void test_reexec(void **state)
+static void test_takeover(void **state)
 {
 	static struct daemon d;
 	struct hp_buffer b[2];
 	struct hp_status *st;
 	char out[1024];
-	pid_t pid;
+	pid_t first, second;
 	hp_conn *c;
 
 	(void)state;
-	start(&d, NULL, ONE); /* no fd store: nothing but the daemon itself keeps anything */
-	pid = d.pid;
+	start(&d, NULL, ONE); /* no fd store: the running life hands everything over itself */
+	first = d.pid;
 	c = conn(&d);
 	assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
 	memset(b[0].addr, 0x77, b[0].size);
@@ -745,18 +761,17 @@ static void test_reexec(void **state)
 	assert_non_null(strstr(out, "hugepoold restarted (pid "));
 	assert_non_null(strstr(out, "Start:       warm (life 2): adopted 4 buffers, faulted 0, dropped 0; 2 connections "
 				    "served on, 0 closed"));
-	/* SIGUSR2 does the same, once its check (run beside the serving daemon) passed: this
-	 * connection is answered throughout, and served on by the next life */
-	kill(pid, SIGUSR2);
-	st = status(c);
-	for (int i = 0; i < 5000 && st->start.lives < 3; i++) {
-		hp_status_free(st);
-		usleep(1000);
-		st = status(c);
-	}
-	assert_int_equal(st->daemon_pid, pid);
+	st = status_of_life(c, 2);
+	second = st->daemon_pid;
+	hp_status_free(st);
+	assert_int_not_equal(second, first);
+	assert_true(harness_follows(&d, second, 5000));
+	/* SIGUSR2 to the new one: this connection is answered throughout, and served on again */
+	kill(second, SIGUSR2);
+	st = status_of_life(c, 3);
+	assert_int_not_equal(st->daemon_pid, second);
+	assert_true(harness_follows(&d, st->daemon_pid, 5000));
 	assert_int_equal(st->start.warm, 1);
-	assert_int_equal(st->start.lives, 3);
 	assert_int_equal(st->start.adopted_buffers, NBUF);
 	assert_int_equal(st->start.faulted_buffers, 0);
 	assert_int_equal(st->nleases, 2);
@@ -766,7 +781,122 @@ static void test_reexec(void **state)
 	if (harness_two_uids())
 		assert_int_equal(harness_as_uid(HARNESS_OTHER_UID, on_conn, &(struct on_conn){ &d, restart_refused }), 0);
 	hp_disconnect(c);
+	assert_int_equal(harness_log_count(&d, "Taken over by pid "), 2);
+	assert_int_equal(harness_log_count(&d, "Re-executing '"), 0);
+	/* the lives that handed over closed nothing and released nothing of this client's */
+	assert_int_equal(harness_log_count(&d, "released its"), 0);
+	stop(&d);
+}
+
+/*
+ * A take-over that fails at a step (HUGEPOOLD_TAKEOVER_FAULT) costs the client nothing: a next
+ * life killed before it is prepared has the restart refused with why, and the running life serves
+ * on; one that refuses, or is killed, once the running life stopped has the running life
+ * re-execute itself in place, which takes its own state over. Either way the connection, its
+ * leases and their memory are there after, and the restart after a re-execution takes over; a
+ * journal writer's connection is served on, or closed by the re-execution as by any restart.
+ */
+static void test_takeover_faults(void **state)
+{
+	static const struct {
+		const char *env, *out, *logged;
+		int status;
+		uint64_t lives; /* the life serving after the failed restart */
+		bool store; /* with the service manager's fd store, whose table the fallback hands on */
+	} cases[] = {
+		{ "HUGEPOOLD_TAKEOVER_FAULT=prepare@2", "was killed by signal 9", "Refusing the restart: ", 3, 1, false },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=refuse@2", "hugepoold restarted (pid ", "re-executing '", 0, 2, false },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=go@2", "hugepoold restarted (pid ", "re-executing '", 0, 2, false },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=refuse@2", "hugepoold restarted (pid ", "re-executing '", 0, 2, true },
+		{ "HUGEPOOLD_TAKEOVER_FAULT=go@2", "hugepoold restarted (pid ", "re-executing '", 0, 2, true },
+	};
+	static struct daemon d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct harness_opts o = { .env = { cases[i].env }, .fdstore_max = cases[i].store ? 4096 : 0 };
+		struct hp_buffer b[2];
+		struct hp_status *st;
+		uint32_t rec = 1;
+		char out[1024];
+		hp_journal *j;
+		uint64_t lsn;
+		pid_t first;
+		hp_conn *c, *wc;
+
+		start_opts(&d, NULL, ONE JCONF, &o);
+		first = d.pid;
+		c = conn(&d);
+		assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
+		memset(b[0].addr, 0x5a, b[0].size);
+		/* a journal writer too: its journal is closed before the life holding it ends */
+		wc = conn(&d);
+		assert_int_equal(hp_journal_open(wc, "j", &j), 0);
+		assert_int_equal(hp_journal_append_wait(j, &rec, sizeof(rec), &lsn), 0);
+		assert_int_equal(ctl(&d, "restart", out, sizeof(out)), cases[i].status);
+		if (!strstr(out, cases[i].out))
+			fail_msg("%s: hugepoolctl restart said: %s", cases[i].env, out);
+		st = status_of_life(c, cases[i].lives);
+		assert_int_equal(st->daemon_pid, first); /* the running life, or its re-execution */
+		assert_int_equal(st->nleases, 2);
+		hp_status_free(st);
+		assert_int_equal(harness_log_count(&d, cases[i].logged), 1);
+		assert_int_equal(((uint8_t *)b[0].addr)[0], 0x5a);
+		/* served on where nothing restarted; cut off by the re-execution, as by any restart */
+		assert_int_equal(hp_journal_append_wait(j, &rec, sizeof(rec), &lsn), cases[i].lives == 1 ? 0 : -ECONNRESET);
+		hp_journal_close(j);
+		hp_disconnect(wc);
+		/* past the faulty life (life 2 would be killed again): a take-over, served on */
+		if (cases[i].lives == 2) {
+			assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+			st = status_of_life(c, 3);
+			assert_int_not_equal(st->daemon_pid, first);
+			assert_true(harness_follows(&d, st->daemon_pid, 5000));
+			assert_int_equal(st->nleases, 2);
+			hp_status_free(st);
+		}
+		assert_int_equal(hp_release(c, b, 2), 0);
+		hp_disconnect(c);
+		stop(&d);
+	}
+}
+
+/*
+ * restart = exec: the same process becomes the daemon's binary again, handing its fds over
+ * itself, and keeps its pid (the way for supervisors that follow no MAINPID=).
+ */
+static void test_reexec_in_place(void **state)
+{
+	static struct daemon d;
+	struct hp_buffer b[2];
+	struct hp_status *st;
+	char out[1024];
+	pid_t pid;
+	hp_conn *c;
+
+	(void)state;
+	start(&d, "restart = exec\n", ONE);
+	pid = d.pid;
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
+	memset(b[0].addr, 0x77, b[0].size);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepoold restarted (pid "));
+	assert_non_null(strstr(out, "Start:       warm (life 2): adopted 4 buffers, faulted 0, dropped 0; 2 connections "
+				    "served on, 0 closed"));
+	kill(pid, SIGUSR2);
+	st = status_of_life(c, 3);
+	assert_int_equal(st->daemon_pid, pid);
+	assert_int_equal(st->start.warm, 1);
+	assert_int_equal(st->start.adopted_buffers, NBUF);
+	assert_int_equal(st->nleases, 2);
+	hp_status_free(st);
+	assert_int_equal(((uint8_t *)b[0].addr)[0], 0x77);
+	assert_int_equal(hp_release(c, b, 2), 0);
+	hp_disconnect(c);
 	assert_int_equal(harness_log_count(&d, "Re-executing '"), 2);
+	assert_int_equal(harness_log_count(&d, "released its"), 0);
+	assert_int_equal(d.pid, pid);
 	stop(&d);
 }
 
@@ -895,8 +1025,6 @@ static void test_old_protocol_client(void **state)
 #define JWRITERS 32
 #define JRESTARTS 50
 #define JMAX_ACKS 100000
-#define JCONF "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nsegments = 64\nmax_batch_bytes = 256K\n"
-
 struct jwriter {
 	pthread_t t;
 	const char *socket;
@@ -957,10 +1085,10 @@ static void *jwriter_main(void *arg)
 }
 
 /*
- * 32 writers append and wait, the daemon is restarted 50 times (warm, through the fd store;
- * SIGTERM and SIGKILL in turn) under them, the writers reopen after each. Then every record an
- * append was acknowledged for is in the journal exactly once, and no record at all is there
- * twice (the daemon never writes one again).
+ * 32 writers append and wait, the daemon is restarted 50 times (warm: through the fd store after
+ * SIGTERM, after SIGKILL, and by take-over, in turn) under them, the writers reopen after each.
+ * Then every record an append was acknowledged for is in the journal exactly once, and no record
+ * at all is there twice (the daemon never writes one again).
  */
 static void test_journal_across_restarts(void **state)
 {
@@ -989,7 +1117,13 @@ static void test_journal_across_restarts(void **state)
 		for (int i = 0; i < 20000 && atomic_load(&jacks) < base + 200; i++)
 			usleep(500);
 		assert_true(atomic_load(&jacks) >= base + 200); /* appending goes on after each restart */
-		if (k % 2)
+		if (k % 3 == 2) { /* the journal is closed by one life and recovered by the next beside it */
+			char out[1024];
+
+			assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+			continue;
+		}
+		if (k % 3)
 			assert_int_equal(harness_kill(&d), 128 + SIGKILL);
 		else
 			assert_int_equal(harness_terminate(&d), 0);
@@ -1055,7 +1189,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_client_left_while_down, teardown),
 		cmocka_unit_test_teardown(test_spill_survives, teardown),
 		cmocka_unit_test_teardown(test_mid_request_closed, teardown),
-		cmocka_unit_test_teardown(test_reexec, teardown),
+		cmocka_unit_test_teardown(test_takeover, teardown),
+		cmocka_unit_test_teardown(test_takeover_faults, teardown),
+		cmocka_unit_test_teardown(test_reexec_in_place, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
 		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),
 	};

@@ -25,7 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,13 +99,26 @@ static int hoarder_main(void *arg)
  * The re-execution passed every fd's name in one LISTEN_FDNAMES string; past 128 KiB execve
  * failed with E2BIG after the daemon had torn itself down, and it exited: pool, leases, every
  * client gone. A pool of 5000 buffers and one uid within its limits (64 connections, 1024 spill
- * files) made it so. Now the names travel in a memfd: everything comes back.
+ * files) made it so. Now the names travel in a memfd: everything comes back; and a take-over
+ * (restart = auto under a manager) hands the same over through its channel.
  */
+static void check_everything_back(struct daemon *d, hp_conn *c, uint64_t lives)
+{
+	struct hp_status *st = status(c);
+
+	assert_true(harness_follows(d, st->daemon_pid, 5000));
+	assert_int_equal(st->start.lives, lives);
+	assert_int_equal(st->start.adopted_buffers, 5000);
+	assert_int_equal(st->start.adopted_connections, CONNS + 2);
+	assert_int_equal(st->start.closed_connections, 0);
+	assert_int_equal(st->spill.files, CONNS * STREAMS_PER_CONN);
+	hp_status_free(st);
+}
+
 static void test_reexec_hands_over_everything(void **state)
 {
 	static struct daemon d;
 	struct attacker a;
-	struct hp_status *st;
 	char out[2048];
 	pid_t pid;
 	hp_conn *c;
@@ -110,20 +126,19 @@ static void test_reexec_hands_over_everything(void **state)
 	(void)state;
 	if (!harness_two_uids())
 		skip();
-	start(&d, "hugepages = off\n", "[class many]\nsize = 4K\ncount = 5000\n");
+	start(&d, "hugepages = off\nrestart = exec\n", "[class many]\nsize = 4K\ncount = 5000\n");
 	pid = d.pid;
 	a.socket = d.socket;
 	assert_int_equal(harness_other_start(&a.o, HARNESS_OTHER_UID, hoarder_main, &a), 0);
 	c = conn(&d);
+	/* the next life takes over (the running one re-executes itself in place first) */
+	assert_int_equal(harness_reconfigure(&d, "hugepages = off\n", "[class many]\nsize = 4K\ncount = 5000\n"), 0);
 	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
-	st = status(c);
-	assert_int_equal(st->daemon_pid, pid);
-	assert_int_equal(st->start.lives, 2);
-	assert_int_equal(st->start.adopted_buffers, 5000);
-	assert_int_equal(st->start.adopted_connections, CONNS + 2);
-	assert_int_equal(st->start.closed_connections, 0);
-	assert_int_equal(st->spill.files, CONNS * STREAMS_PER_CONN);
-	hp_status_free(st);
+	check_everything_back(&d, c, 2);
+	assert_int_equal(d.pid, pid);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	check_everything_back(&d, c, 3);
+	assert_int_not_equal(d.pid, pid);
 	assert_int_equal(harness_other_finish(&a.o), 0);
 	hp_disconnect(c);
 	stop(&d);
@@ -233,10 +248,11 @@ static void test_impossible_restart_refused(void **state)
 	assert_non_null(strstr(out, "cannot run"));
 	/* SIGUSR2 is refused the same way */
 	kill(pid, SIGUSR2);
-	for (int i = 0; i < 5000 && harness_log_count(&d, "not re-executing") == 0; i++)
+	for (int i = 0; i < 5000 && harness_log_count(&d, "Refusing the restart: cannot run") < 2; i++)
 		usleep(1000);
-	check_log(&d, "not re-executing", 1);
+	check_log(&d, "Refusing the restart: cannot run", 2);
 	check_log(&d, "Re-executing '", 0);
+	check_log(&d, "Taken over by", 0);
 
 	/* the same life served on throughout: its lease and the buffer's bytes are there */
 	st = status(c);
@@ -250,7 +266,7 @@ static void test_impossible_restart_refused(void **state)
 	assert_int_equal(rename("/tmp/hugepool-bin-saved", bin), 0);
 	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	st = status(c);
-	assert_int_equal(st->daemon_pid, pid);
+	assert_true(harness_follows(&d, st->daemon_pid, 5000));
 	assert_int_equal(st->start.lives, 2);
 	assert_int_equal(st->nleases, 1);
 	hp_status_free(st);
@@ -345,6 +361,236 @@ static void test_renewal_during_reexec(void **state)
 	stop(&d);
 }
 
+
+/* --- a connection in the store that is not the one its record names ----------------------- */
+
+/*
+ * warm.c's layout, as the next life reads it: the header's size at byte 12, the buffer records
+ * (nbuffers at 20) of 96 bytes, then the connection records (their size at 24, count at 28), each
+ * with its state at byte 8 (1 IDLE, 2 WAITING) and its connection's id at byte 32.
+ */
+#define STATE_BUF_RECORD 96
+#define CONN_IDLE 1
+#define CONN_WAITING 2
+#define NAME_MAX_ 32
+
+/* warm_name's form: a letter for the kind, the id in 11 digits of 6 bits, the highest first. */
+static void conn_name(uint64_t id, char name[NAME_MAX_])
+{
+	static const char digits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_";
+
+	name[0] = 'c';
+	for (int i = 11; i >= 1; i--, id >>= 6)
+		name[i] = digits[id & 63];
+	name[12] = '\0';
+}
+
+/* The fd store's name of the first connection whose record is in state st, from the state memfd. */
+static void conn_named(const struct daemon *d, uint32_t st, char name[NAME_MAX_])
+{
+	uint32_t h[8];
+	int fd = manager_dup(d->mgr, "s");
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
+	for (uint32_t i = 0; i < h[7]; i++) {
+		off_t at = h[3] + (off_t)h[5] * STATE_BUF_RECORD + (off_t)i * h[6];
+		uint32_t state;
+		uint64_t id;
+
+		assert_int_equal(pread(fd, &state, 4, at + 8), 4);
+		assert_int_equal(pread(fd, &id, 8, at + 32), 8);
+		if (state == st) {
+			conn_name(id, name);
+			close(fd);
+			return;
+		}
+	}
+	fail_msg("no connection record in state %u", st);
+}
+
+/*
+ * A process connected to a socket of the test's (so its credentials are not the client's the
+ * record names): with ask, it sends a status request. It exits 0 when it reads nothing before
+ * the end of the connection, 1 when the daemon answered or sent it anything.
+ */
+static pid_t impostor(const char *path, bool ask, int *ret_fd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), fd;
+	pid_t pid;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct {
+			struct proto_hdr h;
+			struct proto_status_req req;
+		} msg = { { .magic = PROTO_MAGIC, .version = PROTO_VERSION, .type = PROTO_STATUS,
+			    .len = sizeof(struct proto_status_req) },
+			  { 0 } };
+		char buf[256];
+		ssize_t n, got = 0;
+		int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		alarm(60);
+		if (connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			_exit(20);
+		/* sent before the daemon has it: read by the next life once it polls the socket */
+		if (ask && send(c, &msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg))
+			_exit(21);
+		while ((n = recv(c, buf, sizeof(buf), 0)) > 0)
+			got += n;
+		_exit(got ? 1 : 0);
+	}
+	fd = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(fd >= 0);
+	close(l);
+	unlink(path);
+	*ret_fd = fd;
+	return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+struct waiter {
+	hp_conn *c;
+	struct hp_buffer b;
+	int r;
+};
+
+static void *wait_for_one(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->r = hp_acquire(w->c, "one", 1, 60000, &w->b);
+	return NULL;
+}
+
+/*
+ * The next life takes a connection over without looking at its socket, and compares the socket's
+ * credentials with the record when it is first read or written (peer_verify). Sockets of other
+ * processes put in the store in the places of an idle connection holding the whole class and of
+ * one waiting in an acquire: the first asks for status, and is closed unanswered, its leases
+ * released; the buffer that frees would be granted to the second, which is closed instead of
+ * getting it.
+ */
+static void test_swapped_connections_not_served(void **state)
+{
+	static const struct harness_opts o = { .fdstore_max = 4096 };
+	static struct daemon d;
+	char idle[NAME_MAX_], waiting[NAME_MAX_], path[128];
+	struct hp_buffer b[4];
+	struct hp_status *st;
+	struct waiter w = { .r = 1 };
+	pthread_t t;
+	pid_t asks, silent;
+	hp_conn *holder, *c;
+	int fd;
+
+	(void)state;
+	start_opts(&d, "hugepages = off\n", ONE, &o);
+	holder = conn(&d);
+	assert_int_equal(hp_acquire(holder, "one", 4, 1000, b), 0);
+	w.c = conn(&d);
+	assert_int_equal(pthread_create(&t, NULL, wait_for_one, &w), 0);
+	/* the service manager holds connections once they lived a second (fdstore.h) */
+	for (int i = 0; i < 5000 && manager_count(d.mgr, "c") < 2; i++)
+		usleep(1000);
+	usleep(100000); /* and the waiter's record says WAITING */
+	conn_named(&d, CONN_IDLE, idle);
+	conn_named(&d, CONN_WAITING, waiting);
+	snprintf(path, sizeof(path), "%s/impostor", d.dir);
+	asks = impostor(path, true, &fd);
+	assert_int_equal(manager_swap(d.mgr, idle, fd), 0);
+	close(fd);
+	silent = impostor(path, false, &fd);
+	assert_int_equal(manager_swap(d.mgr, waiting, fd), 0);
+	close(fd);
+	assert_int_equal(harness_kill(&d), 128 + SIGKILL);
+	running = NULL;
+	assert_int_equal(harness_restart(&d), 0);
+	running = &d;
+	assert_int_equal(wait_exit(asks), 0);
+	assert_int_equal(wait_exit(silent), 0);
+	check_log(&d, "its socket is not the connection the previous life of the daemon recorded", 2);
+	/* the real clients' connections ended with the first life (the store had the impostors) */
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(w.r < 0);
+	c = conn(&d);
+	st = status(c);
+	assert_int_equal(st->nleases, 0);
+	assert_int_equal(st->classes[0]->free, 4);
+	hp_status_free(st);
+	hp_disconnect(c);
+	hp_disconnect(w.c);
+	hp_disconnect(holder);
+	stop(&d);
+}
+
+/*
+ * A buffer is taken over without looking at its memfd, which is checked before it is first
+ * handed out (pool_buffer_usable). A memfd of the wrong size put in the store under a buffer's
+ * name: the client that acquires the class gets every buffer, that one with fresh pages in a new
+ * memfd (the others as it left them), and never the file the store held.
+ */
+static void test_swapped_buffer_renewed(void **state)
+{
+	static const struct harness_opts o = { .fdstore_max = 4096 };
+	static struct daemon d;
+	struct hp_buffer b[4];
+	char name[NAME_MAX_];
+	unsigned zeros = 0;
+	hp_conn *c;
+	int fd;
+
+	(void)state;
+	start_opts(&d, "hugepages = off\n", ONE, &o);
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 4, 1000, b), 0);
+	for (int i = 0; i < 4; i++)
+		memset(b[i].addr, 0x5a, b[i].size);
+	assert_int_equal(hp_release(c, b, 4), 0);
+	assert_true(manager_name(d.mgr, "b", name, sizeof(name)));
+	/* with every page of a buffer there: what the intact check alone would let through */
+	fd = memfd_create("impostor", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	{
+		static uint8_t page[8192];
+
+		memset(page, 0x77, sizeof(page));
+		assert_int_equal(write(fd, page, sizeof(page)), (ssize_t)sizeof(page));
+	}
+	assert_int_equal(manager_swap(d.mgr, name, fd), 0);
+	close(fd);
+	hp_disconnect(c);
+	assert_int_equal(harness_kill(&d), 128 + SIGKILL);
+	running = NULL;
+	assert_int_equal(harness_restart(&d), 0);
+	running = &d;
+	check_log(&d, "Warm start (life 2): adopted 4 buffers", 1);
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 4, 1000, b), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(b[i].size, 4096);
+		zeros += ((uint8_t *)b[i].addr)[0] == 0;
+	}
+	assert_int_equal(zeros, 1);
+	check_log(&d, "is not the memfd the previous life recorded", 1);
+	assert_int_equal(hp_release(c, b, 4), 0);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,8 +598,12 @@ int main(void)
 		cmocka_unit_test_teardown(test_store_within_what_comes_back, teardown),
 		cmocka_unit_test_teardown(test_impossible_restart_refused, teardown),
 		cmocka_unit_test_teardown(test_renewal_during_reexec, teardown),
+		cmocka_unit_test_teardown(test_swapped_connections_not_served, teardown),
+		cmocka_unit_test_teardown(test_swapped_buffer_renewed, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
+	if (getenv("HP_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("HP_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

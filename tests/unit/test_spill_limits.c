@@ -42,7 +42,7 @@ static struct spill *open_spill(uint64_t max_bytes, uint32_t max_files, uint64_t
 	cfg.spill_max_bytes_per_uid = max_bytes_uid;
 	cfg.spill_max_files_per_uid = max_files_uid;
 	cfg.spill_threshold = 12345;
-	if (spill_open(&cfg, &sp) < 0)
+	if (spill_open(&cfg, false, &sp) < 0)
 		fail_msg("spill_open failed (its log line says why)");
 	return sp;
 }

@@ -53,6 +53,7 @@ static int state_v2(uint32_t version, uint64_t page_size, bool hugetlb, uint32_t
 
 	assert_true(fd >= 0);
 	assert_int_equal(warm_create(0, 0, 0, 1, &w), 0);
+	warm_publish(w); /* a state reads once published (warm.h) */
 	assert_int_equal(pread(warm_fd(w), &h, sizeof(h), 0), sizeof(h));
 	warm_free(w);
 	h.version = version;
@@ -82,6 +83,7 @@ static void test_layout_is_version_2s(void **state)
 	(void)state;
 
 	assert_int_equal(warm_create(1, 0, 0, 1, &w), 0);
+	warm_publish(w); /* a state reads once published (warm.h) */
 	/* one record in the v2 layout after a v2-sized header: the daemon's sizes are those */
 	assert_int_equal(lseek(warm_fd(w), 0, SEEK_END), sizeof(struct v2_header) + sizeof(struct v2_record));
 	assert_int_equal(warm_read(warm_fd(w), &prev, err, sizeof(err)), 0);
@@ -99,6 +101,7 @@ static void test_page_sizes_round_trip(void **state)
 	(void)state;
 
 	assert_int_equal(warm_create(4, 2, 2, 5, &w), 0);
+	warm_publish(w); /* a state reads once published (warm.h) */
 	for (uint32_t i = 0; i < 3; i++) {
 		struct warm_buf b = { .state = i == 2 ? WARM_BUF_LEASED : WARM_BUF_DIRTY, .uid = 1000, .index = i,
 				      .size = 2 * GiB, .page_size = pages[i], .fd_id = 10 + i, .conn_id = 5,

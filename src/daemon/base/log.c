@@ -15,10 +15,19 @@
 
 static bool to_journal;
 static int max_level = LOG_INFO;
+/* the text of the last error logged (log_last_error); the main thread's: a boot's one failure */
+static char last_error[512];
+static pthread_t main_thread;
 
 void log_open(void)
 {
 	to_journal = getenv("JOURNAL_STREAM") != NULL;
+	main_thread = pthread_self();
+}
+
+const char *log_last_error(void)
+{
+	return last_error;
 }
 
 void log_set_max_level(int level)
@@ -86,7 +95,7 @@ static void log_vmsg(int level, unsigned dropped, const char *fmt, va_list ap)
 	static const char *const words[] = { "emerg", "alert", "crit", "error",
 					     "warning", "notice", "info", "debug" };
 	char buf[1024];
-	int saved = errno, n;
+	int saved = errno, n, prefix;
 
 	if (level > max_level)
 		return;
@@ -94,8 +103,11 @@ static void log_vmsg(int level, unsigned dropped, const char *fmt, va_list ap)
 		n = snprintf(buf, sizeof(buf), "<%d>", level);
 	else
 		n = snprintf(buf, sizeof(buf), "hugepoold: %s: ", words[level & 7]);
+	prefix = n;
 	errno = saved; /* so that %m in fmt names the caller's error */
 	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	if (level <= LOG_ERR && pthread_equal(pthread_self(), main_thread))
+		snprintf(last_error, sizeof(last_error), "%s", buf + prefix);
 	if (dropped && n < (int)sizeof(buf))
 		n += snprintf(buf + n, sizeof(buf) - (size_t)n, " (%u similar messages dropped)", dropped);
 	if (n > (int)sizeof(buf) - 2)

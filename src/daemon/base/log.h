@@ -30,6 +30,8 @@
 
 void log_open(void);
 void log_set_max_level(int level);
+/* The last error the main thread logged, without prefix ("" if none): a failed boot's one line. */
+const char *log_last_error(void);
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct log_ratelimit {

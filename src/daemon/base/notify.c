@@ -20,6 +20,12 @@
 #define NOTIFY_FDS_MAX 253 /* SCM_MAX_FD */
 
 static int spare_fd = -1; /* notify_open's, for the process's life; sendmsg on it is thread-safe */
+static bool held; /* notify_hold: read by whichever thread sends */
+
+void notify_hold(bool hold)
+{
+	__atomic_store_n(&held, hold, __ATOMIC_RELEASE);
+}
 
 int notify_open(void)
 {
@@ -50,7 +56,7 @@ int notify_send_fds(const char *state, const int *fds, unsigned nfds, int flags)
 	_cleanup_close_ int fd = -1;
 	size_t plen;
 
-	if (!path || !*path)
+	if (!path || !*path || __atomic_load_n(&held, __ATOMIC_ACQUIRE))
 		return 0;
 	plen = strlen(path);
 	if ((path[0] != '/' && path[0] != '@') || plen >= sizeof(sa.sun_path) || nfds > NOTIFY_FDS_MAX)

@@ -7,6 +7,8 @@
 #ifndef HP_NOTIFY_H
 #define HP_NOTIFY_H
 
+#include <stdbool.h>
+
 /*
  * Create a spare socket for notifications to go through when the daemon has used up its open
  * files: each still creates a socket of its own (as sd_notify does: one datagram's skbs charge
@@ -24,5 +26,12 @@ int notify_send(const char *state);
  */
 int notify_send_fds(const char *state, const int *fds, unsigned nfds, int flags);
 int notify_sendf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * A take-over's next life is not the service's main process until the running one has told the
+ * manager MAINPID= (takeover.h), and the manager refuses (and logs) the notifications of any
+ * other process: while held, notifications are dropped, as if there were no manager.
+ */
+void notify_hold(bool hold);
 
 #endif

@@ -158,6 +158,25 @@ static int set_hugepages(struct parser *p, const struct key *k, const char *valu
 	return 0;
 }
 
+/* The values of `restart`. */
+static const char *const restart_mode_table[] = {
+	[RESTART_AUTO] = "auto",
+	[RESTART_TAKEOVER] = "takeover",
+	[RESTART_EXEC] = "exec",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(restart_mode, enum restart_mode)
+
+static int set_restart(struct parser *p, const struct key *k, const char *value)
+{
+	struct config *cfg = p->global;
+
+	if (restart_mode_from_string(value, &cfg->restart) < 0)
+		return ini_fail(p, "bad value \"%.*s%s\" for \"%s\": expected auto, takeover or exec", CLIP(value),
+				k->name);
+	return 0;
+}
+
 /* The global page_size (every class's default) or a class's own. */
 static int set_page_size(struct parser *p, const struct key *k, const char *value)
 {
@@ -403,6 +422,7 @@ static const struct key global_keys[] = {
 	{ .name = "hugepages", .set = set_hugepages },
 	{ .name = "page_size", .set = set_page_size },
 	U32_KEY("prefault_threads", 0, 1024, struct config, prefault_threads),
+	{ .name = "restart", .set = set_restart },
 	U32_KEY("max_connections", 1, 65536, struct config, max_connections),
 	U32_KEY("max_connections_per_uid", 0, 65536, struct config, max_connections_per_uid),
 	SIZE_KEY("max_bytes_per_uid", 0, UINT64_MAX, struct config, max_bytes_per_uid),

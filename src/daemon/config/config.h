@@ -34,6 +34,13 @@ enum hugepages_mode {
 	HUGEPAGES_OFF, /* regular shared memory (memfd) with MADV_HUGEPAGE */
 };
 
+/* How a restart asked of the running daemon (hugepoolctl restart, SIGUSR2) happens (reexec.h). */
+enum restart_mode {
+	RESTART_AUTO, /* takeover under a service manager ($NOTIFY_SOCKET), else exec */
+	RESTART_TAKEOVER, /* the next life starts beside this one and takes over (a new pid) */
+	RESTART_EXEC, /* this process executes the binary again (the same pid) */
+};
+
 /*
  * page_size = auto: the daemon picks a class's hugepage size at start (pages.h): 1 GiB for a
  * class whose buffers are a multiple of 1 GiB where the kernel offers 1 GiB pages, else 2 MiB.
@@ -104,6 +111,7 @@ struct config {
 	/* its members see in status what admins see, and may do nothing else they may; "" = none */
 	char monitor_group[CONFIG_GROUP_MAX];
 	enum hugepages_mode hugepages; /* default prefer */
+	enum restart_mode restart; /* default auto */
 	/* 2M (default), 1G or CONFIG_PAGE_SIZE_AUTO: the hugetlb page size of every class that
 	 * does not say its own */
 	uint64_t page_size;
@@ -159,5 +167,8 @@ const char *config_page_size_name(uint64_t page_size);
 const char *hugepages_mode_to_string(enum hugepages_mode m);
 int hugepages_mode_from_string(const char *s, enum hugepages_mode *ret);
 const char *journal_backend_name(enum journal_backend b);
+/* "auto", "takeover", "exec" */
+const char *restart_mode_to_string(enum restart_mode m);
+int restart_mode_from_string(const char *s, enum restart_mode *ret);
 
 #endif

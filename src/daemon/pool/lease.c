@@ -182,6 +182,24 @@ int lease_adopt(struct lease_table *lt, struct lease_owner *o, struct pool_buffe
 	return 0;
 }
 
+void lease_owner_unadopt(struct lease_table *lt, struct lease_owner *o)
+{
+	struct lease_slot *s;
+
+	while ((s = TAILQ_FIRST(&o->leases)))
+		lt_slot_unlease(lt, s);
+}
+
+int lease_buffer_recast(struct lease_table *lt, struct pool_buffer *b, enum warm_buf_state st, uid_t uid)
+{
+	struct lease_slot *s = &lt->slots[b->index];
+
+	if (s->state != SLOT_FREE)
+		return -EBUSY;
+	lt_slot_recast(lt, s, st == WARM_BUF_CLEAN, st == WARM_BUF_DIRTY || st == WARM_BUF_LEASED ? uid : BROKEN_UID);
+	return 0;
+}
+
 void lease_retire_unheld(struct lease_table *lt)
 {
 	for (unsigned c = 0; c < lt->pool->nclasses; c++)

@@ -79,8 +79,9 @@ struct lease_ops {
 	void (*failed)(struct lease_owner *o, int err, const char *text, void *ud);
 	/* give b fresh memory, then call lease_renewed() on the event loop */
 	void (*renew)(struct pool_buffer *b, void *ud);
-	/* has b still every page it was given? (a holder may punch pages out of its memfd); NULL:
-	 * assume so. A warm buffer that is not is renewed before it is granted again. */
+	/* may b be handed out as it is: has it still every page it was given (a holder may punch
+	 * pages out of its memfd), and is it, taken over unverified, the memfd its record said
+	 * (pool_buffer_usable)? NULL: assume so. One that is not is renewed before it is granted. */
 	bool (*intact)(struct pool_buffer *b, void *ud);
 	/* what the next life must know of b changed (struct lease_note); NULL: not told */
 	void (*changed)(struct pool_buffer *b, const struct lease_note *n, void *ud);
@@ -119,6 +120,17 @@ int lease_owner_attach(struct lease_table *lt, struct lease_owner *o, uid_t uid,
  */
 int lease_adopt(struct lease_table *lt, struct lease_owner *o, struct pool_buffer *b, uint64_t lease_id,
 		uint64_t since_rt);
+
+/*
+ * A take-over (takeover.h) takes again a connection whose records changed since the snapshot it
+ * prepared from: lease_owner_unadopt lets its leases go as if never adopted (free, last written
+ * by its uid; nobody waiting is served and no retired buffer goes), the connection still
+ * counted; lease_buffer_recast makes a free buffer what its record says now, as lease_table_new
+ * makes it from pool_buffer.boot_state (CLEAN, DIRTY and LEASED by uid, anything else renewed
+ * before anyone gets it). -EBUSY: b is not free.
+ */
+void lease_owner_unadopt(struct lease_table *lt, struct lease_owner *o);
+int lease_buffer_recast(struct lease_table *lt, struct pool_buffer *b, enum warm_buf_state st, uid_t uid);
 
 /* Let go of every buffer of a retired class (pool.h) nobody holds: after adoption. */
 void lease_retire_unheld(struct lease_table *lt);

@@ -139,8 +139,14 @@ static bool req_try(struct lease_table *lt, struct lease_req *r)
 		}
 		lt_slot_reserve(lt, s, r);
 	}
-	while (r->held < r->count && (s = TAILQ_FIRST(&lc->clean)))
+	while (r->held < r->count && (s = TAILQ_FIRST(&lc->clean))) {
+		/* taken over and not looked at yet (pool_buffer.unverified): checked before it goes */
+		if (s->pb->unverified && lt->ops.intact && !lt->ops.intact(s->pb, lt->ud)) {
+			lt_slot_break(lt, s);
+			continue;
+		}
 		lt_slot_reserve(lt, s, r);
+	}
 	while (r->held < r->count && (s = TAILQ_FIRST(&lc->dirty)))
 		lt_slot_renew(lt, s, r);
 	if (r->renewing == 0) {

@@ -99,6 +99,8 @@ void lt_slot_renew(struct lease_table *lt, struct lease_slot *s, struct lease_re
 bool lt_slot_renewed(struct lease_table *lt, struct lease_slot *s, int err);
 /* FREE (its pages punched out) -> FREE and broken: renewed before anyone gets it */
 void lt_slot_break(struct lease_table *lt, struct lease_slot *s);
+/* FREE -> FREE as a take-over's record now says: clean, or last written by dirty_uid (BROKEN_UID) */
+void lt_slot_recast(struct lease_table *lt, struct lease_slot *s, bool clean, uid_t dirty_uid);
 /* RESERVED (a grant) or FREE (adopted after a restart) -> LEASED to o; charges nothing */
 void lt_slot_lease(struct lease_table *lt, struct lease_slot *s, struct lease_owner *o, uint64_t lease_id,
 		   bool delivered, uint64_t since_rt);

@@ -24,6 +24,7 @@
  *      |<---------- unlease -----------------------------'  |
  *      '----------------------------------------------------'
  *     FREE --retire--> GONE (a retired class)      FREE --break--> FREE (pages punched: broken)
+ *     FREE --recast--> FREE (clean, dirty or broken: what a take-over's record says now)
  *
  * Each change tells the server what the next life must know of the buffer (lt_slot_note), and
  * keeps the class's counts and lists and the owner's list and figures with the state.
@@ -132,6 +133,14 @@ void lt_slot_break(struct lease_table *lt, struct lease_slot *s)
 {
 	slot_unlist(lt, s);
 	s->dirty_uid = BROKEN_UID;
+	lt_slot_free(lt, s);
+}
+
+void lt_slot_recast(struct lease_table *lt, struct lease_slot *s, bool clean, uid_t dirty_uid)
+{
+	slot_unlist(lt, s);
+	s->clean = clean;
+	s->dirty_uid = clean ? 0 : dirty_uid;
 	lt_slot_free(lt, s);
 }
 

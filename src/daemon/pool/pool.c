@@ -62,6 +62,7 @@ static int buffer_create(struct pool *p, struct pool_buffer *b)
 	b->addr = addr;
 	b->fd = fd;
 	b->fd_id = warm_new_id();
+	b->unverified = false; /* made here */
 	b->boot_state = WARM_BUF_CLEAN;
 	return 0;
 }
@@ -235,23 +236,29 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 		const struct warm_buf *wb = &prev->bufs[r];
 		char name[WARM_NAME_MAX];
 		struct pool_buffer *b = NULL;
-		uint64_t page;
-		bool hugetlb, intact;
 		int fd;
 
 		if (wb->state == WARM_BUF_UNKNOWN)
 			continue;
 		warm_name(WARM_NAME_BUF, wb->fd_id, name);
 		fd = fdstore_take(a->fds, a->nfds, name);
-		if (fd < 0)
+		if (fd < 0 && !a->snapshot)
 			continue;
 		for (unsigned c = 0; c < p->nclasses && !b; c++)
 			if (!p->classes[c].retired && strcmp(p->classes[c].name, wb->class_name) == 0 &&
 			    wb->index < p->classes[c].count && p->classes[c].size == wb->size)
 				b = &p->buffers[p->classes[c].first + wb->index];
-		/* its pages must be what its record says: a kept fd is never taken for another */
-		if ((b && b->fd >= 0) || !buffer_adoptable(fd, wb->size, &page, &hugetlb, &intact) ||
-		    page != wb->page_size) {
+		if (fd < 0) { /* a snapshot's buffer being renewed: its memfd comes later */
+			if (b && !b->adopted) {
+				b->fd_id = wb->fd_id;
+				b->adopted = true;
+				b->prev_record = r;
+				b->boot_state = WARM_BUF_BROKEN;
+				b->boot_uid = wb->uid;
+			}
+			continue;
+		}
+		if (b && (b->fd >= 0 || b->adopted)) {
 			drop_fd(a, fd, wb->fd_id);
 			continue;
 		}
@@ -260,15 +267,18 @@ static void adopt_find(struct pool *p, struct pool_adopt *a)
 			drop_fd(a, fd, wb->fd_id);
 			continue;
 		}
+		/* what the file is, is looked at before it is first handed out (pool_buffer_usable) */
 		b->fd = fd;
 		b->fd_id = wb->fd_id;
 		b->adopted = true;
+		b->unverified = true;
 		b->prev_record = r;
-		b->boot_state = intact ? wb->state : WARM_BUF_BROKEN;
+		b->boot_state = wb->state;
 		b->boot_uid = wb->uid;
 	}
-	/* every other buffer fd: its pages may be wanted by the buffers made now */
-	for (unsigned i = 0; i < a->nfds; i++) {
+	/* every other buffer fd: its pages may be wanted by the buffers made now; not a
+	 * snapshot's, which the running life holds anyway: a record may name it once it stopped */
+	for (unsigned i = 0; i < a->nfds && !a->snapshot; i++) {
 		uint64_t id;
 
 		if (a->fds[i].fd >= 0 && warm_parse_name(a->fds[i].name, WARM_NAME_BUF, &id)) {
@@ -295,7 +305,8 @@ static void adopt_keep(struct pool *p, struct pool_adopt *a)
 		if (!b->adopted)
 			continue;
 		if (adopted_page(a, b) != p->classes[b->class_index].page_size) {
-			drop_fd(a, b->fd, b->fd_id);
+			if (b->fd >= 0) /* not a snapshot's buffer still to come: the running life's */
+				drop_fd(a, b->fd, b->fd_id);
 			*b = (struct pool_buffer){ .fd = -1, .size = b->size, .class_index = b->class_index,
 						   .index = b->index };
 			continue;
@@ -556,6 +567,29 @@ unsigned pool_store_fds(struct pool *p)
 		failed += fdstore_add(name, p->buffers[i].fd, 0) < 0;
 	}
 	return failed;
+}
+
+void pool_buffer_replace(struct pool_buffer *b, int fd, uint64_t fd_id, int *ret_old)
+{
+	*ret_old = b->fd;
+	b->fd = fd;
+	b->fd_id = fd_id;
+	b->unverified = true;
+}
+
+bool pool_buffer_usable(const struct pool *p, struct pool_buffer *b)
+{
+	uint64_t page;
+	bool hugetlb, intact;
+
+	if (!b->unverified)
+		return pool_buffer_intact(b);
+	/* its pages must be its class's, which adoption matched with its record (adopted_page) */
+	if (b->fd < 0 || !buffer_adoptable(b->fd, b->size, &page, &hugetlb, &intact) ||
+	    hugetlb != p->classes[b->class_index].hugetlb || page != p->classes[b->class_index].page_size)
+		return false; /* not what its record said: renewed, a fresh memfd in its place */
+	b->unverified = false;
+	return intact;
 }
 
 /* Is range k of those pool_prefault faults (the buffers made now, in order) of hugetlb pages? */

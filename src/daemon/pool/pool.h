@@ -36,6 +36,9 @@ struct pool_buffer {
 	uid_t boot_uid; /* DIRTY, LEASED */
 	bool adopted; /* taken over from the previous life: not faulted again */
 	uint32_t prev_record; /* adopted: its record in the previous life's state (warm_prev.bufs) */
+	/* adopted, and its fd not looked at yet (pool_buffer_usable does, before it is handed out):
+	 * a take-over of thousands of buffers costs no system call for each */
+	bool unverified;
 };
 
 /*
@@ -48,6 +51,14 @@ struct pool_adopt {
 	const struct warm_prev *prev;
 	struct fdstore_fd *fds;
 	unsigned nfds;
+	/*
+	 * A take-over's snapshot (takeover.h): a buffer whose record is there but whose fd is not
+	 * (renewed at that moment) is adopted without one (fd -1, to be renewed before anyone gets
+	 * it) rather than made anew: its new memfd comes with what changed (pool_buffer_replace);
+	 * and a buffer's fd no record names stays in fds (the running life holds it anyway, and a
+	 * record may name it once that life stopped).
+	 */
+	bool snapshot;
 	uint32_t adopted, created, dropped; /* buffers */
 	uint32_t retired; /* of the adopted: held, in classes the configuration no longer has */
 	uint64_t adopted_bytes;
@@ -102,6 +113,19 @@ int pool_create(const struct config *cfg, struct pool_adopt *adopt, struct pool 
 
 /* Keep every buffer's memfd in the fd store (fdstore.h) under its name; returns how many failed. */
 unsigned pool_store_fds(struct pool *p);
+
+/*
+ * Put fd, a previous life's memfd of b (named by fd_id), in b's place (a take-over's buffer that
+ * was renewed after its snapshot), unverified as every adopted buffer is; b's old fd (-1: none)
+ * is the caller's in *ret_old.
+ */
+void pool_buffer_replace(struct pool_buffer *b, int fd, uint64_t fd_id, int *ret_old);
+/*
+ * May b be handed out as it is? Adopted unverified, its fd is checked first (a sealed memfd of
+ * b's size on the pool's file system: a state that names the wrong file is not trusted), then
+ * every time: has it still every page (pool_buffer_intact)? false: renew it first.
+ */
+bool pool_buffer_usable(const struct pool *p, struct pool_buffer *b);
 
 /* Fault in the buffers that were not adopted, in parallel; logs the figures. */
 int pool_prefault(struct pool *p, unsigned threads, prefault_progress_fn progress, void *userdata);

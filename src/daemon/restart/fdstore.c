@@ -37,6 +37,7 @@ struct kept {
 	int fd; /* the caller's */
 	int own; /* the table's copy once prepared for a re-execution, else -1 */
 	bool sent; /* to the service manager */
+	bool handed; /* given to a take-over's next life (fdstore_handover_next) */
 	bool client; /* FDSTORE_CLIENT: sent by fdstore_flush once kept FDSTORE_CLIENT_DELAY_NS */
 	uint64_t since; /* CLOCK_MONOTONIC ns it was kept at */
 	char state[FDSTORE_NAME_MAX + 40]; /* its FDSTORE=1 datagram */
@@ -45,22 +46,108 @@ struct kept {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kept *kept; /* the fds kept now, under lock */
 static unsigned nkept, capkept;
+/*
+ * kept[] by name: an open-addressing table of indices + 1 (0 empty, SLOT_GONE a removed one),
+ * nslots a power of two at least twice capkept, so that a name is found in a probe or two and
+ * keeping or forgetting an fd costs the same with thousands kept. Under lock.
+ */
+#define SLOT_GONE UINT32_MAX
+static uint32_t *slots;
+static unsigned nslots, nslots_gone;
 static unsigned nsent; /* of them, sent to the service manager */
 static size_t sent_bytes; /* their names with a separator each: what LISTEN_FDNAMES will hold */
 static bool prepared; /* fdstore_exec_prepare ran: the table owns a copy of every fd */
 static unsigned entries_max = FDSTORE_ENTRIES_DEFAULT; /* set once at boot ($FDSTORE) */
 static uint64_t due = UINT64_MAX; /* when fdstore_flush has something to send */
+/* not the service's main process yet (fdstore_manager_wait): its messages, for later */
+static bool waiting;
+static char **held_back;
+static unsigned nheld_back, capheld_back;
+
+/* A take-over being handed (fdstore_handover_begin): what changed of what was given since. */
+static struct {
+	bool on;
+	fdstore_name *removed, *held;
+	unsigned nremoved, capremoved, nheld, capheld;
+} ho;
+
+static uint32_t name_hash(const char *name)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return h;
+}
+
+/* The slot that holds name, or the one it would go to (the first removed or empty on its way). */
+static uint32_t *slot_find(const char *name, bool *found)
+{
+	uint32_t *spare = NULL;
+
+	*found = false;
+	for (unsigned i = name_hash(name) & (nslots - 1);; i = (i + 1) & (nslots - 1)) {
+		uint32_t *sl = &slots[i];
+
+		if (*sl == 0)
+			return spare ? spare : sl;
+		if (*sl == SLOT_GONE) {
+			if (!spare)
+				spare = sl;
+		} else if (strcmp(kept[*sl - 1].name, name) == 0) {
+			*found = true;
+			return sl;
+		}
+	}
+}
+
+/* Index every kept fd again into a table of n slots (a power of two); -ENOMEM leaves it as it was. */
+static int slots_rebuild(unsigned n)
+{
+	uint32_t *old = slots;
+
+	slots = calloc(n, sizeof(*slots));
+	if (!slots) {
+		slots = old;
+		return -ENOMEM;
+	}
+	nslots = n;
+	nslots_gone = 0;
+	for (unsigned i = 0; i < nkept; i++) {
+		bool found;
+
+		*slot_find(kept[i].name, &found) = i + 1;
+	}
+	free(old);
+	return 0;
+}
+
+/* kept[i] is gone: its slot freed, the last entry moved into its place (its slot follows). */
+static void kept_drop(unsigned i)
+{
+	bool found;
+
+	*slot_find(kept[i].name, &found) = SLOT_GONE;
+	nslots_gone++;
+	if (i != nkept - 1) {
+		kept[i] = kept[nkept - 1];
+		*slot_find(kept[i].name, &found) = i + 1;
+	}
+	nkept--;
+}
 
 /*
  * What the service manager already holds: the fds handed to this life, by name, sorted, with
- * the file each one is. Adding one of them again (the same file under the same name) sends
- * nothing: systemd would drop the copy as a duplicate after comparing it with every fd in the
- * store, which for a pool of thousands of buffers is most of a warm start.
+ * the number each came as. Adding one of them again (the fd taken under that name, kept again
+ * under it) sends nothing: systemd would drop the copy as a duplicate after comparing it with
+ * every fd in the store, which for a pool of thousands of buffers is most of a warm start. A
+ * name stands for one object for its whole life (warm.h's ids are random and never reused), and
+ * the fd taken under it is its taker's until fdstore_remove: the same name on the same number is
+ * the same file, without a system call to compare them.
  */
 struct stored {
 	char name[FDSTORE_NAME_MAX + 1];
-	dev_t dev;
-	ino_t ino;
+	int fd; /* the number it was handed to this life as */
 	bool gone; /* removed since: adding it again must send it */
 	bool claimed; /* kept again by this life, under the same name */
 };
@@ -87,13 +174,10 @@ static void stored_set(const struct fdstore_fd *fds, unsigned n)
 	unsigned k = 0;
 
 	for (unsigned i = 0; st && i < n; i++) {
-		struct stat sb;
-
-		if (fds[i].fd < 0 || !fds[i].name[0] || fstat(fds[i].fd, &sb) < 0)
+		if (fds[i].fd < 0 || !fds[i].name[0] || !fds[i].held)
 			continue;
 		snprintf(st[k].name, sizeof(st[k].name), "%s", fds[i].name);
-		st[k].dev = sb.st_dev;
-		st[k++].ino = sb.st_ino;
+		st[k++].fd = fds[i].fd;
 	}
 	qsort(st, k, sizeof(*st), stored_cmp);
 	pthread_mutex_lock(&lock);
@@ -107,9 +191,8 @@ static void stored_set(const struct fdstore_fd *fds, unsigned n)
 static bool stored_has(const char *name, int fd)
 {
 	const struct stored *s = stored_find(name);
-	struct stat sb;
 
-	return s && !s->gone && fstat(fd, &sb) == 0 && sb.st_dev == s->dev && sb.st_ino == s->ino;
+	return s && !s->gone && s->fd == fd;
 }
 
 /* systemd's fdname_is_valid(): printable ASCII except ':' */
@@ -137,6 +220,28 @@ static int parse_uint(const char *s, uint64_t *ret)
 static bool under_manager(void)
 {
 	return getenv("NOTIFY_SOCKET") != NULL;
+}
+
+/* Tell the service manager msg (FDSTOREREMOVE=1), or keep it for when this life may; under lock. */
+static void manager_msg(const char *msg)
+{
+	char *copy;
+
+	if (!waiting) {
+		(void)notify_send(msg);
+		return;
+	}
+	if (ARRAY_RESERVE_ONE(held_back, nheld_back, capheld_back, 16) < 0 || !(copy = strdup(msg)))
+		return; /* out of memory: the manager keeps a copy the next start drops */
+	held_back[nheld_back++] = copy;
+}
+
+/* Append name to a list of names (a take-over's changes); under lock. */
+static void name_append(fdstore_name **list, unsigned *n, unsigned *cap, const char *name)
+{
+	if (ARRAY_RESERVE_ONE(*list, *n, *cap, 64) < 0)
+		return; /* out of memory: fdstore_handover_delta says so */
+	snprintf((*list)[(*n)++], sizeof(fdstore_name), "%s", name);
 }
 
 /*
@@ -168,9 +273,22 @@ out:
 	return buf;
 }
 
+/* The lowest fd number at or above FIRST_FD that is not open (-1 if none can be had). */
+static int first_free_fd(void)
+{
+	int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, FIRST_FD);
+
+	if (fd < 0)
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* no stderr: the lowest free of all */
+	if (fd >= 0)
+		close(fd);
+	return fd;
+}
+
 int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 {
 	uint64_t pid, nfds, v;
+	bool whole;
 	_cleanup_free_ char *owned = NULL;
 	const char *names = getenv("LISTEN_FDNAMES");
 	struct fdstore_fd *fds;
@@ -208,12 +326,18 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 	fds = calloc(nfds, sizeof(*fds));
 	if (!fds)
 		return log_oom("the fds handed over");
+	/* every one close-on-exec in one call (Linux 5.11), where none is missing: a number in
+	 * their range that is not open would be taken, once this life opens a file, for the fd
+	 * named there */
+	whole = close_range(FIRST_FD, FIRST_FD + (unsigned)nfds - 1, CLOSE_RANGE_CLOEXEC) == 0 &&
+		first_free_fd() >= FIRST_FD + (int)nfds;
 	for (uint64_t i = 0; i < nfds; i++) {
 		const char *end = names ? strchrnul(names, ':') : NULL;
 		size_t len = end ? (size_t)(end - names) : 0;
 
 		fds[i].fd = FIRST_FD + (int)i;
-		if (fcntl(fds[i].fd, F_SETFD, FD_CLOEXEC) < 0)
+		fds[i].held = true;
+		if (!whole && fcntl(fds[i].fd, F_SETFD, FD_CLOEXEC) < 0)
 			fds[i].fd = -1; /* not open after all; its name is still the i-th */
 		/* a missing or bad name makes the fd one nobody takes: it is closed with the rest */
 		if (fds[i].fd >= 0 && len <= FDSTORE_NAME_MAX) {
@@ -224,15 +348,44 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 			names = *end ? end + 1 : NULL;
 	}
 	stored_set(fds, (unsigned)nfds);
+	fdstore_sort(fds, (unsigned)nfds);
 	*ret = fds;
 	*n = (unsigned)nfds;
 	return 0;
 }
 
+static int handed_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fdstore_fd *)a)->name, ((const struct fdstore_fd *)b)->name);
+}
+
+void fdstore_sort(struct fdstore_fd *fds, unsigned n)
+{
+	if (n > 1)
+		qsort(fds, n, sizeof(*fds), handed_cmp);
+}
+
+/* Where the first entry named name is, or would be (the array is sorted by name). */
+static unsigned handed_first(const struct fdstore_fd *fds, unsigned n, const char *name)
+{
+	unsigned lo = 0, hi = n;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (strcmp(fds[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int fdstore_take(struct fdstore_fd *fds, unsigned n, const char *name)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (fds[i].fd >= 0 && strcmp(fds[i].name, name) == 0) {
+	/* a name the manager holds twice: the copies follow each other */
+	for (unsigned i = handed_first(fds, n, name); i < n && strcmp(fds[i].name, name) == 0; i++)
+		if (fds[i].fd >= 0 && !fds[i].gone) {
 			int fd = fds[i].fd;
 
 			fds[i].fd = -1;
@@ -241,10 +394,20 @@ int fdstore_take(struct fdstore_fd *fds, unsigned n, const char *name)
 	return -1;
 }
 
+int fdstore_untake(struct fdstore_fd *fds, unsigned n, const char *name, int fd)
+{
+	for (unsigned i = handed_first(fds, n, name); i < n && strcmp(fds[i].name, name) == 0; i++)
+		if (fds[i].fd < 0 && !fds[i].gone) {
+			fds[i].fd = fd;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 bool fdstore_has(const struct fdstore_fd *fds, unsigned n, const char *name)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (fds[i].fd >= 0 && strcmp(fds[i].name, name) == 0)
+	for (unsigned i = handed_first(fds, n, name); i < n && strcmp(fds[i].name, name) == 0; i++)
+		if (fds[i].fd >= 0 && !fds[i].gone)
 			return true;
 	return false;
 }
@@ -260,8 +423,11 @@ void fdstore_received_free(struct fdstore_fd *fds, unsigned n)
 	pthread_mutex_lock(&lock);
 	for (unsigned i = 0; i < nstored; i++)
 		if (!stored[i].claimed && !stored[i].gone) {
+			char msg[FDSTORE_NAME_MAX + 40];
+
 			stored[i].gone = true;
-			(void)notify_sendf("FDSTOREREMOVE=1\nFDNAME=%s", stored[i].name);
+			snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", stored[i].name);
+			manager_msg(msg);
 		}
 	pthread_mutex_unlock(&lock);
 }
@@ -290,8 +456,11 @@ static int send_one(struct kept *k, int msg_flags)
 				    "the service manager",
 				    nsent, sent_bytes, entries_max, FDSTORE_NAMES_MAX, k->name);
 		if (st && !st->gone) { /* a previous life's, beyond what comes back now */
+			char msg[FDSTORE_NAME_MAX + 40];
+
 			st->gone = true;
-			(void)notify_sendf("FDSTOREREMOVE=1\nFDNAME=%s", k->name);
+			snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", k->name);
+			manager_msg(msg);
 		}
 		return -ENOSPC;
 	}
@@ -302,6 +471,8 @@ static int send_one(struct kept *k, int msg_flags)
 	k->sent = true;
 	nsent++;
 	sent_bytes += len;
+	if (ho.on && k->handed) /* the next life thinks the manager does not hold it yet */
+		name_append(&ho.held, &ho.nheld, &ho.capheld, k->name);
 	return 0;
 }
 
@@ -309,16 +480,13 @@ int fdstore_add(const char *name, int fd, unsigned flags)
 {
 	struct kept *k;
 	struct stored *st;
+	uint32_t *slot;
+	bool found;
 	int own = -1, r = 0;
 
 	if (!name_valid(name) || fd < 0)
 		return -EINVAL;
 	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < nkept; i++)
-		if (strcmp(kept[i].name, name) == 0) {
-			r = -EEXIST;
-			goto out;
-		}
 	if (nkept == capkept) {
 		unsigned cap = capkept ? 2 * capkept : 64;
 		struct kept *n = realloc(kept, cap * sizeof(*n));
@@ -329,6 +497,15 @@ int fdstore_add(const char *name, int fd, unsigned flags)
 		}
 		kept = n;
 		capkept = cap;
+	}
+	/* at most half the slots taken or removed, so that every probe ends soon */
+	if ((nslots < 2 * capkept || 2 * (nkept + 1 + nslots_gone) > nslots) &&
+	    (r = slots_rebuild(MAX(nslots, 4 * capkept))) < 0)
+		goto out;
+	slot = slot_find(name, &found);
+	if (found) {
+		r = -EEXIST;
+		goto out;
 	}
 	/* kept after fdstore_exec_prepare: the table needs its own copy too */
 	if (prepared && (own = fcntl(fd, F_DUPFD_CLOEXEC, FIRST_FD)) < 0) {
@@ -343,14 +520,16 @@ int fdstore_add(const char *name, int fd, unsigned flags)
 		st->claimed = true;
 	/* the daemon's own go now (waiting: the manager must have them); a client's wait for
 	 * fdstore_flush, and so does one that found no room */
-	if (under_manager() && !k->client && (r = send_one(k, 0)) < 0 && r != -ENOSPC) {
+	if (under_manager() && !waiting && !k->client && (r = send_one(k, 0)) < 0 && r != -ENOSPC) {
 		if (own >= 0)
 			close(own);
 		goto out;
 	}
-	if (under_manager() && !k->sent)
+	if (under_manager() && !waiting && !k->sent)
 		due = MIN(due, k->since + FDSTORE_CLIENT_DELAY_NS);
-	nkept++;
+	if (*slot == SLOT_GONE)
+		nslots_gone--;
+	*slot = ++nkept;
 	r = 0;
 out:
 	pthread_mutex_unlock(&lock);
@@ -374,6 +553,10 @@ void fdstore_flush(uint64_t now, bool all)
 	if (!under_manager())
 		return;
 	pthread_mutex_lock(&lock);
+	if (waiting) {
+		pthread_mutex_unlock(&lock);
+		return;
+	}
 	due = UINT64_MAX;
 	for (unsigned i = 0; i < nkept; i++) {
 		struct kept *k = &kept[i];
@@ -399,28 +582,62 @@ void fdstore_flush(uint64_t now, bool all)
 		(void)fdstore_barrier(5000);
 }
 
+/* Drop kept[i] from the table; under lock. Returns whether the manager had been sent it. */
+static bool kept_forget(unsigned i)
+{
+	struct kept *k = &kept[i];
+	bool sent = k->sent;
+
+	if (k->own >= 0)
+		close(k->own);
+	if (sent) {
+		nsent--;
+		sent_bytes -= strlen(k->name) + 1;
+	}
+	if (ho.on && k->handed) /* the next life has it: it must let go of it too */
+		name_append(&ho.removed, &ho.nremoved, &ho.capremoved, k->name);
+	kept_drop(i);
+	return sent;
+}
+
+void fdstore_forget(const char *name)
+{
+	uint32_t *sl;
+	bool found = false;
+
+	pthread_mutex_lock(&lock);
+	sl = nslots ? slot_find(name, &found) : NULL;
+	if (found) {
+		struct stored *st = stored_find(name);
+		struct kept *k = &kept[*sl - 1];
+
+		/* still the manager's under that name: kept again, it is not sent twice */
+		if (k->sent && st && !st->gone)
+			st->fd = k->fd;
+		if (k->own >= 0)
+			close(k->own);
+		if (k->sent) {
+			nsent--;
+			sent_bytes -= strlen(k->name) + 1;
+		}
+		kept_drop(*sl - 1);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 void fdstore_remove(const char *name)
 {
 	char state[FDSTORE_NAME_MAX + 40];
 	struct stored *gone;
+	uint32_t *sl;
 	bool found = false, sent = false;
 
 	if (!name_valid(name))
 		return;
 	pthread_mutex_lock(&lock);
-	for (unsigned i = 0; i < nkept; i++)
-		if (strcmp(kept[i].name, name) == 0) {
-			if (kept[i].own >= 0)
-				close(kept[i].own);
-			found = true;
-			sent = kept[i].sent;
-			if (sent) {
-				nsent--;
-				sent_bytes -= strlen(kept[i].name) + 1;
-			}
-			kept[i] = kept[--nkept];
-			break;
-		}
+	sl = nslots ? slot_find(name, &found) : NULL;
+	if (found)
+		sent = kept_forget(*sl - 1);
 	gone = stored_find(name);
 	if (gone)
 		gone->gone = true;
@@ -428,7 +645,7 @@ void fdstore_remove(const char *name)
 	 * that came and went within FDSTORE_CLIENT_DELAY_NS costs the manager nothing) */
 	if (sent || gone || !found) {
 		snprintf(state, sizeof(state), "FDSTOREREMOVE=1\nFDNAME=%s", name);
-		(void)notify_send(state);
+		manager_msg(state);
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -438,7 +655,7 @@ int fdstore_barrier(int timeout_ms)
 	int p[2], r;
 	struct pollfd pfd;
 
-	if (!under_manager())
+	if (!under_manager() || waiting)
 		return 0;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
@@ -463,6 +680,208 @@ void fdstore_usage(struct fdstore_usage *ret)
 	pthread_mutex_lock(&lock);
 	*ret = (struct fdstore_usage){ .kept = nkept, .sent = nsent, .sent_bytes = sent_bytes,
 				       .entries_max = entries_max, .names_max = FDSTORE_NAMES_MAX };
+	pthread_mutex_unlock(&lock);
+}
+
+/* --- a take-over (takeover.h) ------------------------------------------------------------ */
+
+int fdstore_handover_begin(void)
+{
+	pthread_mutex_lock(&lock);
+	free(ho.removed);
+	free(ho.held);
+	ho = (typeof(ho)){ .on = true };
+	for (unsigned i = 0; i < nkept; i++)
+		kept[i].handed = false;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+int fdstore_handover_batch(unsigned max, int (*give)(const struct fdstore_handed *batch, unsigned n, void *ud),
+			   void *ud)
+{
+	struct fdstore_handed *out = calloc(max ? max : 1, sizeof(*out));
+	unsigned n = 0;
+	int r = 0;
+
+	if (!out)
+		return -ENOMEM;
+	/* held throughout: the recycler thread forgets a buffer's memfd here before it closes it */
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; ho.on && i < nkept && n < max; i++) {
+		struct kept *k = &kept[i];
+
+		if (k->handed)
+			continue;
+		memcpy(out[n].name, k->name, sizeof(out[n].name));
+		out[n].fd = k->fd;
+		out[n++].held = k->sent;
+	}
+	if (n)
+		r = give(out, n, ud);
+	for (unsigned i = 0; r == 0 && i < n; i++) {
+		bool found;
+		uint32_t *sl = slot_find(out[i].name, &found);
+
+		if (found)
+			kept[*sl - 1].handed = true;
+	}
+	pthread_mutex_unlock(&lock);
+	free(out);
+	return r < 0 ? r : (int)n;
+}
+
+void fdstore_handover_given(const struct fdstore_handed *given, unsigned n)
+{
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; ho.on && i < n; i++) {
+		bool found;
+		uint32_t *sl = slot_find(given[i].name, &found);
+
+		if (found)
+			kept[*sl - 1].handed = true;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+int fdstore_handover_delta(struct fdstore_handed **ret_added, unsigned *ret_nadded, fdstore_name **ret_removed,
+			   unsigned *ret_nremoved, fdstore_name **ret_held, unsigned *ret_nheld)
+{
+	struct fdstore_handed *added;
+	unsigned n = 0;
+	int r = 0;
+
+	pthread_mutex_lock(&lock);
+	added = calloc(nkept ? nkept : 1, sizeof(*added));
+	if (!added) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < nkept; i++)
+		if (!kept[i].handed) {
+			kept[i].handed = true;
+			memcpy(added[n].name, kept[i].name, sizeof(added[n].name));
+			added[n].fd = kept[i].fd;
+			added[n++].held = kept[i].sent;
+		}
+	*ret_added = added;
+	*ret_nadded = n;
+	*ret_removed = ho.removed;
+	*ret_nremoved = ho.nremoved;
+	*ret_held = ho.held;
+	*ret_nheld = ho.nheld;
+	/* the lists are the caller's now; what changes from here on is recorded anew */
+	ho.removed = ho.held = NULL;
+	ho.nremoved = ho.capremoved = ho.nheld = ho.capheld = 0;
+out:
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+void fdstore_handover_end(void)
+{
+	pthread_mutex_lock(&lock);
+	free(ho.removed);
+	free(ho.held);
+	ho = (typeof(ho)){ 0 };
+	pthread_mutex_unlock(&lock);
+}
+
+void fdstore_handed_init(const struct fdstore_fd *fds, unsigned n)
+{
+	stored_set(fds, n);
+}
+
+int fdstore_handed_merge(struct fdstore_fd **fds, unsigned *n, const struct fdstore_fd *added, unsigned nadded,
+			 const fdstore_name *removed, unsigned nremoved, const fdstore_name *held, unsigned nheld)
+{
+	struct fdstore_fd *all = *fds;
+	unsigned m = *n;
+	struct stored *st;
+
+	/* the added ones (sorted) merged into the sorted array: no sort of thousands again */
+	if (nadded) {
+		struct fdstore_fd *merged = malloc((m + nadded) * sizeof(*merged));
+		unsigned i = 0, k = 0, o = 0;
+
+		if (!merged)
+			return -ENOMEM;
+		while (i < m || k < nadded)
+			merged[o++] = k == nadded || (i < m && strcmp(all[i].name, added[k].name) <= 0) ? all[i++]
+												: added[k++];
+		free(all);
+		*fds = all = merged;
+		*n = m = o;
+	}
+	/* forgotten by the running life: nobody takes it (closed with what nobody took); one this
+	 * life took, its taker lets go of */
+	for (unsigned r = 0; r < nremoved; r++)
+		for (unsigned i = handed_first(all, m, removed[r]); i < m && strcmp(all[i].name, removed[r]) == 0; i++)
+			if (all[i].fd >= 0)
+				all[i].gone = true;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < nremoved; i++)
+		if ((st = stored_find(removed[i])))
+			st->gone = true;
+	/* what the manager holds now: the given ones it took since, and the added ones it has */
+	if (nheld || nadded) {
+		struct stored *more = calloc(nheld + nadded, sizeof(*more)), *merged;
+		unsigned k = 0, i = 0, j = 0, o = 0;
+
+		for (unsigned h = 0; more && h < nheld; h++)
+			for (unsigned a = handed_first(all, m, held[h]); a < m && strcmp(all[a].name, held[h]) == 0; a++)
+				if (all[a].fd >= 0 && !all[a].gone) {
+					more[k] = (struct stored){ .fd = all[a].fd };
+					memcpy(more[k++].name, held[h], sizeof(more[0].name));
+					break;
+				}
+		for (unsigned a = 0; more && a < nadded; a++)
+			if (added[a].held) {
+				more[k] = (struct stored){ .fd = added[a].fd };
+				memcpy(more[k++].name, added[a].name, sizeof(more[0].name));
+			}
+		/* the few sorted, then merged into the many: stored_find searches them */
+		qsort(more, k, sizeof(*more), stored_cmp);
+		merged = more ? malloc((nstored + k ? nstored + k : 1) * sizeof(*merged)) : NULL;
+		while (merged && (i < nstored || j < k))
+			merged[o++] = j == k || (i < nstored && stored_cmp(&stored[i], &more[j]) <= 0) ? stored[i++]
+											   : more[j++];
+		if (merged) {
+			free(stored);
+			stored = merged;
+			nstored = o;
+		}
+		free(more);
+	}
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+void fdstore_manager_wait(void)
+{
+	pthread_mutex_lock(&lock);
+	waiting = true;
+	pthread_mutex_unlock(&lock);
+}
+
+void fdstore_manager_ready(void)
+{
+	pthread_mutex_lock(&lock);
+	waiting = false;
+	for (unsigned i = 0; i < nheld_back; i++) {
+		(void)notify_send(held_back[i]);
+		free(held_back[i]);
+	}
+	free(held_back);
+	held_back = NULL;
+	nheld_back = capheld_back = 0;
+	/* what this life kept meanwhile goes as a client's does, a few at every turn of the event
+	 * loop (fdstore_flush): the clients are served meanwhile; this life's state, the one that
+	 * matters should it crash, the running life gave the manager before it stopped */
+	for (unsigned i = 0; i < nkept; i++)
+		if (!kept[i].sent)
+			kept[i].since = 0;
+	due = 0;
 	pthread_mutex_unlock(&lock);
 }
 

@@ -41,17 +41,23 @@
 struct fdstore_fd {
 	char name[FDSTORE_NAME_MAX + 1];
 	int fd; /* -1 once taken */
+	bool held; /* the service manager holds it too (what LISTEN_FDS hands over: all) */
+	bool gone; /* forgotten by the life that gave it (a take-over's): nobody takes it */
 };
 
 /*
  * The fds the previous life left, as LISTEN_PID/LISTEN_FDS/LISTEN_FDNAMES (or, after a
  * re-execution, HUGEPOOLD_FDNAMES_FD) describe them (the variables are unset, the fds made
- * close-on-exec). *ret is NULL and *n 0 when there are none. The caller owns the array and every
- * fd still in it (fdstore_received_free closes them).
+ * close-on-exec), sorted by name. *ret is NULL and *n 0 when there are none. The caller owns the
+ * array and every fd still in it (fdstore_received_free closes them).
  */
 int fdstore_receive(struct fdstore_fd **ret, unsigned *n);
-/* Take the fd named name out of the array (-1 if none): the caller owns it now. */
+/* Sort the array by name again (after names in it changed), for fdstore_take and fdstore_has. */
+void fdstore_sort(struct fdstore_fd *fds, unsigned n);
+/* Take the fd named name out of the array (-1 if none): the caller owns it now. A binary search. */
 int fdstore_take(struct fdstore_fd *fds, unsigned n, const char *name);
+/* Put fd back in the array as the one named name, taken before (-ENOENT: no such place). */
+int fdstore_untake(struct fdstore_fd *fds, unsigned n, const char *name, int fd);
 /* Is the fd named name still in the array (not taken)? */
 bool fdstore_has(const struct fdstore_fd *fds, unsigned n, const char *name);
 /* Close the fds nobody took, and have the service manager drop them too; free the array. */
@@ -81,6 +87,8 @@ void fdstore_flush(uint64_t now, bool all);
 uint64_t fdstore_due(void);
 /* Forget the fd named name, here and in the service manager (also one only a previous life kept). */
 void fdstore_remove(const char *name);
+/* Forget it here only: the object lives on under its name, kept again later (a take-over's). */
+void fdstore_forget(const char *name);
 /*
  * Wait until the service manager has processed everything sent so far (BARRIER=1), at most
  * timeout_ms: after fdstore_remove and this, the manager holds no copy of the fd any more.
@@ -96,6 +104,48 @@ struct fdstore_usage {
 	size_t names_max; /* FDSTORE_NAMES_MAX */
 };
 void fdstore_usage(struct fdstore_usage *ret);
+
+/*
+ * A take-over (takeover.h), the running life's side: the table handed to a next life that runs
+ * beside this one. After fdstore_handover_begin, fdstore_handover_batch gives up to max fds kept
+ * and not given yet to give (the table locked meanwhile: no fd in the batch is closed by its
+ * owner before give sent it; give must not call back here), which returns 0 when it sent them
+ * (they are given) or a negative errno; it returns how many were given (0 when every fd is: the
+ * table as it is then is the snapshot) or give's error. fdstore_handover_given marks fds given
+ * another way. The table records what becomes of the given ones. Once the daemon has stopped, fdstore_handover_delta gives what changed since:
+ * the fds kept and not given, the names of given ones forgotten, and the names of given ones the
+ * service manager took (malloc'd arrays, the caller's). fdstore_handover_end stops recording
+ * (the take-over done or given up).
+ */
+struct fdstore_handed {
+	char name[FDSTORE_NAME_MAX + 1];
+	int fd; /* the table's caller's: valid until the table changes */
+	bool held; /* the service manager holds it */
+};
+typedef char fdstore_name[FDSTORE_NAME_MAX + 1];
+int fdstore_handover_begin(void);
+int fdstore_handover_batch(unsigned max, int (*give)(const struct fdstore_handed *batch, unsigned n, void *ud),
+			   void *ud);
+void fdstore_handover_given(const struct fdstore_handed *given, unsigned n);
+int fdstore_handover_delta(struct fdstore_handed **ret_added, unsigned *ret_nadded, fdstore_name **ret_removed,
+			   unsigned *ret_nremoved, fdstore_name **ret_held, unsigned *ret_nheld);
+void fdstore_handover_end(void);
+
+/*
+ * The next life's side. Its fds come from the running life: fdstore_handed_init remembers which
+ * of fds (sorted, as fdstore_receive makes them) the service manager holds; fdstore_handed_merge
+ * adds the fds kept since (the array grows, sorted again), closes those the running life forgot
+ * that are still in it, and notes what the manager holds now. Until fdstore_manager_ready, this
+ * life is not the service's main process, whose notifications alone the manager takes
+ * (NotifyAccess=main): nothing is sent to it (fdstore_manager_wait) — what is kept waits, what
+ * is forgotten is remembered, a barrier returns at once — and fdstore_manager_ready sends what
+ * was forgotten, and has fdstore_flush send what was kept (a few at every call, from then on).
+ */
+void fdstore_handed_init(const struct fdstore_fd *fds, unsigned n);
+int fdstore_handed_merge(struct fdstore_fd **fds, unsigned *n, const struct fdstore_fd *added, unsigned nadded,
+			 const fdstore_name *removed, unsigned nremoved, const fdstore_name *held, unsigned nheld);
+void fdstore_manager_wait(void);
+void fdstore_manager_ready(void);
 
 /*
  * Re-execution, in two steps. fdstore_exec_prepare, while the daemon still serves: the table

@@ -103,16 +103,13 @@ static int check_spawn(int fd, char *err, size_t errlen)
 	return p[0];
 }
 
-int reexec_check_start(char *err, size_t errlen)
+/* Open the executable at the path, if it is one (fd, or a negative errno with why in err). */
+static int open_next(char *err, size_t errlen)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 	int r;
 
-	if (check.pid) {
-		snprintf(err, errlen, "a restart is being checked already");
-		return -EBUSY;
-	}
 	if (!path[0]) {
 		snprintf(err, errlen, "the daemon cannot find its own executable to run again");
 		return -ENOEXEC;
@@ -127,6 +124,38 @@ int reexec_check_start(char *err, size_t errlen)
 		snprintf(err, errlen, "'%s' is not an executable file", path);
 		return -EACCES;
 	}
+	return TAKE_FD(fd);
+}
+
+int reexec_open_next(char *err, size_t errlen)
+{
+	int fd = open_next(err, errlen);
+
+	if (fd < 0)
+		return fd;
+	if (check.exe_fd >= 0)
+		close(check.exe_fd);
+	check.exe_fd = fd;
+	return fd;
+}
+
+char **reexec_args(void)
+{
+	return args;
+}
+
+int reexec_check_start(char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (check.pid) {
+		snprintf(err, errlen, "a restart is being checked already");
+		return -EBUSY;
+	}
+	fd = open_next(err, errlen);
+	if (fd < 0)
+		return fd;
 	r = check_spawn(fd, err, errlen);
 	if (r < 0)
 		return r;

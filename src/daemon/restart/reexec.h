@@ -49,4 +49,13 @@ void reexec_check_cancel(void);
 /* After the teardown: become the checked binary (or this life's). Returns only on failure. */
 int reexec_run(void);
 
+/*
+ * A restart by take-over (takeover.h) runs the next binary beside this life instead of checking
+ * it: reexec_open_next opens and checks the file at the path as reexec_check_start does and
+ * keeps it (for reexec_run too, should the take-over end in a re-execution): its fd, owned here,
+ * or a negative errno with why in err. reexec_args: the daemon's argv.
+ */
+int reexec_open_next(char *err, size_t errlen);
+char **reexec_args(void);
+
 #endif

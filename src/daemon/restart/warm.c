@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -110,7 +111,15 @@ struct warm {
 	struct warm_conn_record *conns;
 	struct warm_spill_record *spills;
 	struct slots free_conns, free_spills;
+	uint8_t *written[WARM_KINDS]; /* warm_track: a bit per record written since */
 };
+
+/* A record of kind k was written: remember it, if a take-over tracks what changes. */
+static void mark(struct warm *w, enum warm_kind k, uint32_t i)
+{
+	if (w->written[k])
+		w->written[k][i / 8] |= (uint8_t)(1u << (i % 8));
+}
 
 /* every kind of record: seq, crc, then what the crc covers */
 #define RECORD_CRC(r) crc32c(0, &(r)->state, sizeof(*(r)) - offsetof(struct warm_record, state))
@@ -185,15 +194,20 @@ bool warm_parse_name(const char *name, enum warm_name_kind k, uint64_t *id)
 
 void warm_upgrade_names(struct fdstore_fd *fds, unsigned n)
 {
+	bool renamed = false;
+
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < ARRAY_SIZE(kinds); k++) {
 			uint64_t id;
 
 			if (parse_legacy(fds[i].name, kinds[k].legacy, &id)) {
 				warm_name((enum warm_name_kind)k, id, fds[i].name);
+				renamed = true;
 				break;
 			}
 		}
+	if (renamed)
+		fdstore_sort(fds, n);
 }
 
 /* The whole state memfd copied into private memory once (*ret_buf, *ret_len): only the copy is
@@ -232,7 +246,11 @@ static int state_copy(int fd, uint8_t **ret_buf, size_t *ret_len, char *err, siz
 static int header_check(const struct warm_header *h, size_t len, char *err, size_t errlen)
 {
 	if (memcmp(h->magic, magic, sizeof(magic)) != 0) {
-		snprintf(err, errlen, "no state magic");
+		static const char zeros[sizeof(magic)];
+
+		/* warm_create's, until warm_publish: its life never served */
+		snprintf(err, errlen, memcmp(h->magic, zeros, sizeof(zeros)) == 0 ? "a state never published"
+										    : "no state magic");
 		return -EBADMSG;
 	}
 	if (h->version < WARM_VERSION_MIN || h->version > WARM_VERSION) {
@@ -329,7 +347,145 @@ static void spill_decode(const uint8_t *p, struct warm_spill *sp)
 	sp->fd_id = r.fd_id;
 }
 
-int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
+static int ref_cmp(const void *a, const void *b)
+{
+	const struct warm_ref *x = a, *y = b;
+
+	if (x->conn_id != y->conn_id)
+		return x->conn_id < y->conn_id ? -1 : 1;
+	return x->record < y->record ? -1 : x->record > y->record;
+}
+
+/* prev's connections' records, sorted: warm_prev_leases and warm_prev_spills look them up. */
+static int index_by_conn(struct warm_prev *prev)
+{
+	prev->leased = calloc(prev->nbuffers ? prev->nbuffers : 1, sizeof(*prev->leased));
+	prev->spilled = calloc(prev->nspills ? prev->nspills : 1, sizeof(*prev->spilled));
+	prev->lingering = calloc(prev->nspills ? prev->nspills : 1, sizeof(*prev->lingering));
+	if (!prev->leased || !prev->spilled || !prev->lingering)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < prev->nbuffers; i++)
+		if (prev->bufs[i].state == WARM_BUF_LEASED)
+			prev->leased[prev->nleased++] = (struct warm_ref){ prev->bufs[i].conn_id, i };
+	for (uint32_t i = 0; i < prev->nspills; i++)
+		if (prev->spills[i].state == WARM_SPILL_FILE || prev->spills[i].state == WARM_SPILL_PAGE)
+			prev->spilled[prev->nspilled++] = (struct warm_ref){ prev->spills[i].conn_id, i };
+		else if (prev->spills[i].state == WARM_SPILL_LINGER)
+			prev->lingering[prev->nlingering++] = i;
+	qsort(prev->leased, prev->nleased, sizeof(*prev->leased), ref_cmp);
+	qsort(prev->spilled, prev->nspilled, sizeof(*prev->spilled), ref_cmp);
+	return 0;
+}
+
+/* Where ref is, or goes, in refs (sorted by connection, then record). */
+static uint32_t ref_place(const struct warm_ref *refs, uint32_t n, const struct warm_ref *ref)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (ref_cmp(&refs[mid], ref) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* One ref out of, or into, a sorted index (its room: one per record, allocated by index_by_conn). */
+static void ref_remove(struct warm_ref *refs, uint32_t *n, struct warm_ref ref)
+{
+	uint32_t at = ref_place(refs, *n, &ref);
+
+	if (at < *n && ref_cmp(&refs[at], &ref) == 0) {
+		memmove(&refs[at], &refs[at + 1], (*n - at - 1) * sizeof(*refs));
+		(*n)--;
+	}
+}
+
+static void ref_insert(struct warm_ref *refs, uint32_t *n, struct warm_ref ref)
+{
+	uint32_t at = ref_place(refs, *n, &ref);
+
+	memmove(&refs[at + 1], &refs[at], (*n - at) * sizeof(*refs));
+	refs[at] = ref;
+	(*n)++;
+}
+
+static uint32_t refs_of(const struct warm_ref *refs, uint32_t n, uint64_t conn_id, const struct warm_ref **ret)
+{
+	uint32_t lo = 0, hi = n, end;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (refs[mid].conn_id < conn_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (end = lo; end < n && refs[end].conn_id == conn_id; end++)
+		;
+	*ret = refs + lo;
+	return end - lo;
+}
+
+uint32_t warm_prev_leases(const struct warm_prev *prev, uint64_t conn_id, const struct warm_ref **ret)
+{
+	return refs_of(prev->leased, prev->nleased, conn_id, ret);
+}
+
+uint32_t warm_prev_spills(const struct warm_prev *prev, uint64_t conn_id, const struct warm_ref **ret)
+{
+	return refs_of(prev->spilled, prev->nspilled, conn_id, ret);
+}
+
+/*
+ * Was the record of size bytes at p caught while being written: an odd sequence number, or a
+ * checksum a whole record would not have (read between its seq and its end)? Not one never
+ * written (all zeros).
+ */
+static bool record_torn(const uint8_t *p, size_t size)
+{
+	uint32_t seq, crc;
+
+	memcpy(&seq, p, sizeof(seq));
+	memcpy(&crc, p + 4, sizeof(crc));
+	if (seq & 1)
+		return true;
+	if (crc == crc32c(0, p + 8, size - 8))
+		return false;
+	for (size_t i = 0; i < size; i++)
+		if (p[i])
+			return true;
+	return false;
+}
+
+/*
+ * A state its life still writes (a take-over's snapshot): each record copied while it was being
+ * written is read again until it is whole, TORN_TRIES times at most (then it decodes to nothing,
+ * as a torn one does). Its life writes a record in a moment, and whatever it writes from the
+ * snapshot on is handed over again once it stopped.
+ */
+#define TORN_TRIES 1000
+static void untear(int fd, uint8_t *buf, const struct warm_header *h)
+{
+	static const size_t size[WARM_KINDS] = { sizeof(struct warm_record), sizeof(struct warm_conn_record),
+						 sizeof(struct warm_spill_record) };
+	uint32_t count[WARM_KINDS] = { h->nbuffers, h->nconns, h->nspills };
+	size_t at = sizeof(*h);
+
+	for (int k = 0; k < WARM_KINDS; k++)
+		for (uint32_t i = 0; i < count[k]; i++, at += size[k])
+			for (int tries = 0; tries < TORN_TRIES && record_torn(buf + at, size[k]); tries++) {
+				sched_yield();
+				if (pread(fd, buf + at, size[k], (off_t)at) != (ssize_t)size[k])
+					break;
+			}
+}
+
+static int read_state(int fd, bool live, struct warm_prev **ret, char *err, size_t errlen)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct warm_header h;
@@ -345,6 +501,8 @@ int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 	r = header_check(&h, len, err, errlen);
 	if (r < 0)
 		return r;
+	if (live)
+		untear(fd, buf, &h);
 	prev = calloc(1, sizeof(*prev));
 	if (!prev || !(prev->bufs = calloc(h.nbuffers ? h.nbuffers : 1, sizeof(*prev->bufs))) ||
 	    !(prev->conns = calloc(h.nconns ? h.nconns : 1, sizeof(*prev->conns))) ||
@@ -354,6 +512,8 @@ int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 	}
 	prev->id = h.id;
 	prev->lives = h.lives;
+	prev->version = h.version;
+	prev->page_size = h.page_size;
 	prev->nbuffers = h.nbuffers;
 	prev->nconns = h.nconns;
 	prev->nspills = h.nspills;
@@ -365,7 +525,75 @@ int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
 		conn_decode(p, &prev->conns[i]);
 	for (uint32_t i = 0; i < h.nspills; i++, p += sizeof(struct warm_spill_record))
 		spill_decode(p, &prev->spills[i]);
+	if (index_by_conn(prev) < 0) {
+		warm_prev_free(prev);
+		return -ENOMEM;
+	}
 	*ret = prev;
+	return 0;
+}
+
+int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen)
+{
+	return read_state(fd, false, ret, err, errlen);
+}
+
+int warm_read_live(int fd, struct warm_prev **ret, char *err, size_t errlen)
+{
+	return read_state(fd, true, ret, err, errlen);
+}
+
+int warm_prev_update(struct warm_prev *prev, int fd, enum warm_kind k, const uint32_t *recs, uint32_t n)
+{
+	static const size_t size[WARM_KINDS] = { sizeof(struct warm_record), sizeof(struct warm_conn_record),
+						 sizeof(struct warm_spill_record) };
+	uint32_t count = k == WARM_KIND_BUF ? prev->nbuffers : k == WARM_KIND_CONN ? prev->nconns : prev->nspills;
+	const struct warm_header hdr = { .version = prev->version, .page_size = prev->page_size };
+	off_t base = (off_t)sizeof(struct warm_header);
+	union {
+		struct warm_record b;
+		struct warm_conn_record c;
+		struct warm_spill_record s;
+	} rec;
+
+	if (k != WARM_KIND_BUF)
+		base += (off_t)prev->nbuffers * (off_t)sizeof(struct warm_record);
+	if (k == WARM_KIND_SPILL)
+		base += (off_t)prev->nconns * (off_t)sizeof(struct warm_conn_record);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t r = recs[i];
+
+		if (r >= count)
+			return -EBADMSG;
+		if (pread(fd, &rec, size[k], base + (off_t)r * (off_t)size[k]) != (ssize_t)size[k])
+			return -EIO;
+		/* what the record says now, or (torn, corrupt) nothing; the indexes follow */
+		if (k == WARM_KIND_BUF) {
+			if (prev->bufs[r].state == WARM_BUF_LEASED)
+				ref_remove(prev->leased, &prev->nleased, (struct warm_ref){ prev->bufs[r].conn_id, r });
+			prev->bufs[r] = (struct warm_buf){ 0 };
+			buf_decode((const uint8_t *)&rec, &hdr, &prev->bufs[r]);
+			if (prev->bufs[r].state == WARM_BUF_LEASED)
+				ref_insert(prev->leased, &prev->nleased, (struct warm_ref){ prev->bufs[r].conn_id, r });
+		} else if (k == WARM_KIND_CONN) {
+			prev->conns[r] = (struct warm_conn){ 0 };
+			conn_decode((const uint8_t *)&rec, &prev->conns[r]);
+		} else {
+			struct warm_spill *sp = &prev->spills[r];
+
+			if (sp->state == WARM_SPILL_FILE || sp->state == WARM_SPILL_PAGE)
+				ref_remove(prev->spilled, &prev->nspilled, (struct warm_ref){ sp->conn_id, r });
+			for (uint32_t l = 0; sp->state == WARM_SPILL_LINGER && l < prev->nlingering; l++)
+				if (prev->lingering[l] == r)
+					prev->lingering[l--] = prev->lingering[--prev->nlingering];
+			*sp = (struct warm_spill){ 0 };
+			spill_decode((const uint8_t *)&rec, sp);
+			if (sp->state == WARM_SPILL_FILE || sp->state == WARM_SPILL_PAGE)
+				ref_insert(prev->spilled, &prev->nspilled, (struct warm_ref){ sp->conn_id, r });
+			else if (sp->state == WARM_SPILL_LINGER)
+				prev->lingering[prev->nlingering++] = r;
+		}
+	}
 	return 0;
 }
 
@@ -423,6 +651,9 @@ void warm_prev_free(struct warm_prev *prev)
 	free(prev->bufs);
 	free(prev->conns);
 	free(prev->spills);
+	free(prev->leased);
+	free(prev->spilled);
+	free(prev->lingering);
 	free(prev);
 }
 
@@ -481,10 +712,65 @@ int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t l
 					.conn_record_size = sizeof(struct warm_conn_record), .nconns = nconns,
 					.spill_record_size = sizeof(struct warm_spill_record), .nspills = nspills,
 					.id = warm_new_id(), .lives = lives };
+	/* the checksum is of the published header: only the magic is missing until then */
 	memcpy(w->hdr->magic, magic, sizeof(magic));
 	w->hdr->crc = crc32c(0, w->hdr, offsetof(struct warm_header, crc));
+	memset(w->hdr->magic, 0, sizeof(magic));
 	*ret = w;
 	return 0;
+}
+
+void warm_publish(struct warm *w)
+{
+	/* every record is written before the magic: stores the compiler keeps in order suffice,
+	 * the next life reads the memory after this process ended */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memcpy(w->hdr->magic, magic, sizeof(magic));
+}
+
+static uint32_t kind_count(const struct warm *w, enum warm_kind k)
+{
+	return k == WARM_KIND_BUF ? w->hdr->nbuffers : k == WARM_KIND_CONN ? w->hdr->nconns : w->hdr->nspills;
+}
+
+int warm_track(struct warm *w)
+{
+	for (int k = 0; k < WARM_KINDS; k++) {
+		w->written[k] = calloc(kind_count(w, (enum warm_kind)k) / 8 + 1, 1);
+		if (!w->written[k]) {
+			warm_track_end(w);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+uint32_t warm_tracked(const struct warm *w, enum warm_kind k, uint32_t **ret)
+{
+	uint32_t n = 0, total = kind_count(w, k);
+	uint32_t *list;
+
+	*ret = NULL;
+	if (!w->written[k])
+		return 0;
+	for (uint32_t i = 0; i < total; i++)
+		n += (w->written[k][i / 8] >> (i % 8)) & 1;
+	if (!n || !(list = malloc(n * sizeof(*list))))
+		return 0;
+	n = 0;
+	for (uint32_t i = 0; i < total; i++)
+		if ((w->written[k][i / 8] >> (i % 8)) & 1)
+			list[n++] = i;
+	*ret = list;
+	return n;
+}
+
+void warm_track_end(struct warm *w)
+{
+	for (int k = 0; k < WARM_KINDS; k++) {
+		free(w->written[k]);
+		w->written[k] = NULL;
+	}
 }
 
 int warm_fd(const struct warm *w)
@@ -517,6 +803,7 @@ void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b)
 {
 	struct warm_record *r = &w->recs[i];
 
+	mark(w, WARM_KIND_BUF, i);
 	record_begin(r);
 	r->state = b->state;
 	r->uid = (uint32_t)b->uid;
@@ -541,6 +828,7 @@ void warm_conn_set(struct warm *w, int slot, const struct warm_conn *c)
 {
 	struct warm_conn_record *r = &w->conns[slot];
 
+	mark(w, WARM_KIND_CONN, (uint32_t)slot);
 	record_begin(r);
 	r->state = c->state;
 	r->uid = (uint32_t)c->uid;
@@ -563,6 +851,7 @@ void warm_conn_release(struct warm *w, int slot)
 {
 	struct warm_conn_record *r = &w->conns[slot];
 
+	mark(w, WARM_KIND_CONN, (uint32_t)slot);
 	record_begin(r);
 	r->state = WARM_CONN_FREE;
 	record_end(r);
@@ -578,6 +867,7 @@ void warm_spill_set(struct warm *w, int slot, const struct warm_spill *sp)
 {
 	struct warm_spill_record *r = &w->spills[slot];
 
+	mark(w, WARM_KIND_SPILL, (uint32_t)slot);
 	record_begin(r);
 	r->state = sp->state;
 	r->uid = (uint32_t)sp->uid;
@@ -594,6 +884,7 @@ void warm_spill_release(struct warm *w, int slot)
 {
 	struct warm_spill_record *r = &w->spills[slot];
 
+	mark(w, WARM_KIND_SPILL, (uint32_t)slot);
 	record_begin(r);
 	r->state = WARM_SPILL_FREE;
 	record_end(r);
@@ -606,6 +897,7 @@ void warm_free(struct warm *w)
 		return;
 	munmap(w->hdr, w->size);
 	close(w->fd);
+	warm_track_end(w);
 	free(w->free_conns.free);
 	free(w->free_spills.free);
 	free(w);

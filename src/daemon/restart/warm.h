@@ -111,17 +111,41 @@ struct warm_spill {
 	uint64_t fd_id;
 };
 
+/* The kinds of records: a buffer's, a connection's, a spill file's or page's. */
+enum warm_kind { WARM_KIND_BUF, WARM_KIND_CONN, WARM_KIND_SPILL, WARM_KINDS };
+
+/* A record of a connection's: which (an index into warm_prev.bufs or .spills), whose. */
+struct warm_ref {
+	uint64_t conn_id;
+	uint32_t record;
+};
+
 /* What a predecessor left, as read and checked by warm_read. */
 struct warm_prev {
 	uint64_t id; /* its memfd was kept as warm_name(WARM_NAME_STATE, id) */
 	uint64_t lives; /* daemon lives that handed this pool over, this one's predecessor included */
+	/* its header's version and (version 2) page size: how its buffer records read again at a
+	 * take-over (warm_prev_update) */
+	uint32_t version;
+	uint64_t page_size;
 	uint32_t nbuffers;
 	struct warm_buf *bufs;
 	uint32_t nconns;
 	struct warm_conn *conns; /* FREE ones included */
 	uint32_t nspills;
 	struct warm_spill *spills; /* FREE ones included */
+	/* the LEASED buffer records and the FILE and PAGE spill records, by connection then record
+	 * (warm_prev_leases, warm_prev_spills): a connection's are found without reading them all */
+	struct warm_ref *leased, *spilled;
+	uint32_t nleased, nspilled;
+	uint32_t *lingering; /* the LINGER spill records */
+	uint32_t nlingering;
 };
+
+/* The records of prev's buffers leased to conn_id (*ret: that many warm_refs, in record order). */
+uint32_t warm_prev_leases(const struct warm_prev *prev, uint64_t conn_id, const struct warm_ref **ret);
+/* The same for its spill files and counters page (records of prev->spills). */
+uint32_t warm_prev_spills(const struct warm_prev *prev, uint64_t conn_id, const struct warm_ref **ret);
 
 /*
  * Among the fds a previous life left (fdstore.h), take the state memfds, read them, and keep
@@ -135,16 +159,41 @@ void warm_choose(struct fdstore_fd *fds, unsigned n, struct warm_prev **ret, cha
 
 /* Read the memfd fd (a predecessor's state) once and check it; on error, why in err. */
 int warm_read(int fd, struct warm_prev **ret, char *err, size_t errlen);
+/*
+ * The same with a state its life still writes (a take-over's snapshot): a record caught while it
+ * was being written is read again until it is whole (or decodes to nothing, as a torn one).
+ */
+int warm_read_live(int fd, struct warm_prev **ret, char *err, size_t errlen);
+/*
+ * Read the n records of kind k at indices recs again from fd (the state prev was read from, whose
+ * life has changed them since), each decoded as warm_read decodes it, prev's indexes by
+ * connection kept with them. -EBADMSG for an index prev does not have.
+ */
+int warm_prev_update(struct warm_prev *prev, int fd, enum warm_kind k, const uint32_t *recs, uint32_t n);
 void warm_prev_free(struct warm_prev *prev);
 
 /*
  * This life's state: a new memfd with nbuffers UNKNOWN records, nconns and nspills FREE ones.
- * Logs a failure and returns it as a negative errno.
+ * Logs a failure and returns it as a negative errno. It is not published: a next life does not
+ * read it (warm_read: "never published") until warm_publish writes its header's magic, which
+ * this life does once its records say everything it took over, before it serves anyone. So a
+ * life that dies while it boots, or while it prepares a take-over, leaves the state of the life
+ * before it the one to read.
  */
 struct warm;
 int warm_create(uint32_t nbuffers, uint32_t nconns, uint32_t nspills, uint64_t lives, struct warm **ret);
+void warm_publish(struct warm *w);
 int warm_fd(const struct warm *w);
 uint64_t warm_id(const struct warm *w);
+
+/*
+ * The records written from warm_track on (a take-over: what changed since its snapshot), of each
+ * kind: warm_tracked returns how many and their indices in *ret (malloc'd; NULL when none).
+ * warm_track_end stops recording. -ENOMEM from warm_track: nothing is recorded.
+ */
+int warm_track(struct warm *w);
+uint32_t warm_tracked(const struct warm *w, enum warm_kind k, uint32_t **ret);
+void warm_track_end(struct warm *w);
 /* Write record i (its old content is replaced; the sequence number brackets the write). */
 void warm_set(struct warm *w, uint32_t i, const struct warm_buf *b);
 /* A FREE connection record for a new connection (-1: all taken), its record, giving it back. */

@@ -84,6 +84,8 @@ void peer_drop_queue(struct peer *p)
 /* Send what the queue holds until the socket is full. */
 void peer_flush(struct peer *p)
 {
+	if (peer_verify(p) < 0)
+		return;
 	while (!p->dead && p->out_off < p->out_len) {
 		struct out_fds *f = p->nofds ? &p->ofds[p->ofds_head] : NULL;
 		size_t end = p->out_len;
@@ -367,6 +369,8 @@ void peer_read(struct server *s, struct peer *p)
 	static struct log_ratelimit ended_rl = LOG_RATELIMIT(10, 5);
 	unsigned reads = 0;
 
+	if (peer_verify(p) < 0)
+		return;
 	/* a paused peer's next request waits until its replies have gone (OUT_PAUSE) */
 	/* once stopping, not another request: what is still unread is the next life's */
 	/* and at most READS_PER_TURN reads a turn: the listener polls it again (level-triggered),

@@ -77,7 +77,9 @@ static void peer_destroy(struct server *s, struct peer *p)
 		unsigned held = p->owner.nleases;
 
 		lease_owner_detach(s->leases, &p->owner);
-		if (held)
+		/* a life handing over to the next one lets go of its view only: the client keeps
+		 * its connection and its leases, so nothing was closed or released to log */
+		if (held && !(s->sealed && (s->takeover || s->reexec)))
 			log_msg_ratelimited(&rl, LOG_INFO, "Connection %u (pid %d, uid %u, \"%s\") closed; released its %u leases",
 					    p->id, (int)p->owner.pid, (unsigned)p->owner.uid, p->name, held);
 	}
@@ -157,11 +159,41 @@ static void refuse(const struct server *s, int fd, uid_t uid, int err, const cha
 	unadmitted_close(s, fd, uid);
 }
 
+/* Who the client on p's socket is (cred, and its groups from the socket): what it may do. */
+static void peer_set_creds(struct server *s, struct peer *p, const struct ucred *cred)
+{
+	access_creds_free(&p->creds);
+	access_creds_get(p->fd, cred, &p->creds);
+	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
+	p->sees_all = p->admin || (s->have_monitor_gid && access_in_group(&p->creds, s->monitor_gid));
+	/* not admitted by the mode: only the ACL entry of monitor_group can have let it in */
+	p->status_only = !p->admin && !access_mode_admits(&p->creds, s->cfg->socket_mode, s->socket_gid);
+}
+
+int peer_verify(struct peer *p)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred), il = sizeof(int);
+	int type = 0;
+
+	if (!p->unverified)
+		return 0;
+	if (getsockopt(p->fd, SOL_SOCKET, SO_TYPE, &type, &il) < 0 || type != SOCK_STREAM ||
+	    getsockopt(p->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != p->owner.uid ||
+	    cred.gid != p->owner.gid || cred.pid != p->owner.pid) {
+		peer_kill(p, "its socket is not the connection the previous life of the daemon recorded");
+		return -EBADF;
+	}
+	p->unverified = false;
+	peer_set_creds(p->srv, p, &cred);
+	return 0;
+}
+
 /*
  * A peer for connection fd of cred, admitted (server_admit): counted, polled, attached to the
  * lease table. NULL when it could not be set up (it is closed then).
  */
-struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt)
+struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt, bool verified)
 {
 	struct peer *p = calloc(1, sizeof(*p));
 	char text[PROTO_TEXT_MAX];
@@ -181,11 +213,12 @@ struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64
 	p->connected_rt = connected_rt;
 	p->owner.pid = cred->pid;
 	p->owner.uid = cred->uid;
-	access_creds_get(fd, cred, &p->creds);
-	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
-	p->sees_all = p->admin || (s->have_monitor_gid && access_in_group(&p->creds, s->monitor_gid));
-	/* not admitted by the mode: only the ACL entry of monitor_group can have let it in */
-	p->status_only = !p->admin && !access_mode_admits(&p->creds, s->cfg->socket_mode, s->socket_gid);
+	p->owner.gid = cred->gid;
+	p->unverified = !verified;
+	if (verified)
+		peer_set_creds(s, p, cred);
+	else /* what the record says, and no more rights than any client until peer_verify */
+		p->creds = (struct access_creds){ .uid = cred->uid, .gid = cred->gid };
 	spill_owner_init(s->spill, &p->spill, cred->uid, cred->pid);
 	TAILQ_INSERT_TAIL(&s->peers, p, link);
 	s->npeers++;
@@ -225,7 +258,7 @@ static void accept_one(struct server *s, int fd)
 		refuse(s, fd, cred.uid, r, text);
 		return;
 	}
-	p = peer_new(s, fd, &cred, realtime_ns());
+	p = peer_new(s, fd, &cred, realtime_ns(), true);
 	if (!p)
 		return;
 	p->conn_id = warm_new_id();
@@ -418,10 +451,11 @@ static int resolve_access(struct server *s)
 		s->monitor_gid = g->gr_gid;
 		s->have_monitor_gid = true;
 	}
-	s->jaccess = calloc(s->njournals ? s->njournals : 1, sizeof(*s->jaccess));
+	/* every configured journal's, also where they are opened later (a take-over) */
+	s->jaccess = calloc(cfg->njournals ? cfg->njournals : 1, sizeof(*s->jaccess));
 	if (!s->jaccess)
 		return log_oom("the journals' access lists");
-	for (unsigned i = 0; i < s->njournals; i++)
+	for (unsigned i = 0; i < cfg->njournals; i++)
 		for (unsigned op = 0; op < JOURNAL_OPS; op++)
 			if (access_list_resolve(&cfg->journals[i].access[op], s->socket_gid, &s->jaccess[i][op], err,
 						sizeof(err)) < 0)
@@ -473,6 +507,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	s->warm = warm;
 	spill_set_warm(spill, warm);
 	s->listen_fd = s->epoll_fd = s->signal_fd = s->reserve_fd = s->restart_fd = -1;
+	s->next.chan = s->next.state_fd = s->prev_life.chan = -1;
 	s->started_rt = realtime_ns();
 	TAILQ_INIT(&s->peers);
 	r = lease_table_new(pool, &lim, &svc_lease_ops, s, &s->leases);
@@ -520,6 +555,13 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	}
 	if (h)
 		warm_adopt_conns(s, h);
+	/* the records say everything taken over: a next life reads this state from now on, and
+	 * nothing has been sent to a client before (a grant a crash could leave unrecorded); a
+	 * take-over's next life does this once it has taken over (server_takeover_finish) */
+	if (s->warm && !(h && h->prepare))
+		warm_publish(s->warm);
+	if (h && !h->prepare)
+		warm_resume_waits(s);
 	log_info("Listening on '%s' (mode %04o)", cfg->socket_path, (unsigned)cfg->socket_mode);
 	if ((cfg->socket_mode & 0002) && (!cfg->max_bytes_per_uid || !cfg->spill_max_bytes_per_uid))
 		log_notice("Every user of this machine may connect (socket_mode %04o), and %s is 0 (no limit): "
@@ -562,6 +604,10 @@ int server_run(struct server *s)
 		if (now >= reexec_check_deadline())
 			server_restart_checked(s, now); /* given up: it took too long */
 		deadline = MIN(deadline, reexec_check_deadline());
+		if (s->next.chan >= 0 && now >= s->next.deadline)
+			server_takeover_event(s, 0, now);
+		if (s->next.chan >= 0)
+			deadline = MIN(deadline, s->next.deadline);
 
 		if (s->listen_paused_until && now >= s->listen_paused_until) {
 			s->listen_paused_until = 0;
@@ -604,6 +650,10 @@ int server_run(struct server *s)
 				s->stop = true;
 			} else if (tag == &s->restart_fd) {
 				server_restart_checked(s, now_ns());
+			} else if (tag == &s->next.chan) {
+				server_takeover_event(s, evs[i].events, now_ns());
+			} else if (tag == &s->prev_life.chan) {
+				server_prev_life_event(s);
 			} else if (tag == &tag_recycler) {
 				recycler_collect(s->recycler, svc_lease_renewed, s);
 			} else {
@@ -620,10 +670,27 @@ int server_run(struct server *s)
 		lease_expire(s->leases, now_ns());
 		reap(s);
 	}
+	s->stopped_ns = now_ns();
 	warm_quiesce(s);
-	if (s->reexec)
+	if (s->reexec || s->takeover)
 		s->listen_kept = true; /* the next life serves it, at the same path */
-	return s->reexec ? SERVER_REEXEC : 0;
+	return s->takeover ? SERVER_TAKEOVER : s->reexec ? SERVER_REEXEC : 0;
+}
+
+void server_drop_writers(struct server *s)
+{
+	struct peer *p;
+
+	TAILQ_FOREACH(p, &s->peers, link) {
+		for (unsigned i = 0; i < p->nwriters; i++)
+			journal_writer_close(p->writers[i].w);
+		p->nwriters = 0;
+	}
+}
+
+uint64_t server_stopped_at(const struct server *s)
+{
+	return s->stopped_ns;
 }
 
 void server_free(struct server *s)
@@ -633,6 +700,14 @@ void server_free(struct server *s)
 	if (!s)
 		return;
 	reexec_check_cancel(); /* stopped while a restart was checked */
+	server_takeover_cancel(s); /* ... or prepared */
+	if (s->prev_life.chan >= 0)
+		close(s->prev_life.chan);
+	if (s->prev_life.fds)
+		fdstore_received_free(s->prev_life.fds, s->prev_life.nfds);
+	free(s->parked);
+	if (s->next.state_fd >= 0)
+		close(s->next.state_fd);
 	while ((p = TAILQ_FIRST(&s->peers)))
 		peer_destroy(s, p);
 	/* stop the recycler before the lease table: it may still hold a buffer */

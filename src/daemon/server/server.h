@@ -28,10 +28,17 @@ struct server;
  */
 struct server_handover {
 	int listen_fd;
-	const struct warm_prev *prev;
+	struct warm_prev *prev;
 	struct fdstore_fd *fds;
 	unsigned nfds;
 	unsigned adopted, closed; /* connections */
+	/*
+	 * A take-over's next life preparing from the snapshot (takeover.h): the connections in the
+	 * middle of a request there are left as they are, nothing is published, no acquire queued
+	 * again, no retired buffer let go: server_takeover_apply and server_takeover_finish do
+	 * that once the running life stopped.
+	 */
+	bool prepare;
 };
 
 /*
@@ -43,9 +50,50 @@ struct server_handover {
  */
 int server_open(const struct config *cfg, struct pool *pool, struct journal **journals, unsigned njournals,
 		struct spill *spill, struct warm *warm, struct server_handover *h, struct server **ret);
-/* 0 after SIGTERM/SIGINT; SERVER_REEXEC when a restart was asked: main re-executes the daemon. */
+/*
+ * 0 after SIGTERM/SIGINT; SERVER_REEXEC when a restart was asked: main re-executes the daemon;
+ * SERVER_TAKEOVER when a restart by take-over was (takeover.h) and the next life is prepared:
+ * main lets the connections' journal writers go (server_drop_writers), closes the journals and
+ * calls server_takeover_go.
+ */
 #define SERVER_REEXEC 1
+#define SERVER_TAKEOVER 2
 int server_run(struct server *s);
+/*
+ * Close every connection's journal writers: the journals close before the server is freed (a
+ * take-over's running life closes them for the next life to recover), and a writer must not
+ * outlive its journal. The connections that held them are closed by the next life.
+ */
+void server_drop_writers(struct server *s);
+/* When server_run stopped serving (CLOCK_MONOTONIC ns). */
+uint64_t server_stopped_at(const struct server *s);
+/*
+ * Hand over what changed since the snapshot and wait until the next life has taken over. 0: it
+ * did (its pid in *ret_pid; the manager was told MAINPID=, the next life that it is the main
+ * process): this life ends. Else why in why, and the fds are prepared for reexec_run: the next
+ * life refused, failed or went away, and this life re-executes itself in place instead, which
+ * takes the newest published state over. die_after_go: killed once GO is sent (the tests).
+ */
+int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, char *why, size_t len);
+/*
+ * The next life's side of a take-over, once GO came: apply what changed since the snapshot
+ * (takeover.h's delta; prev is read again where records changed, from prev_fd, the running
+ * life's state memfd; the fds that came with it become h's). 0; or -EXDEV with why: a change this life cannot take over (it says
+ * REFUSED, and the running life re-executes itself instead); other negative errnos: a failure.
+ */
+struct takeover_delta;
+int server_takeover_apply(struct server *s, struct server_handover *h, int prev_fd, struct takeover_delta *d,
+			  char *why, size_t len);
+/* Then, journals open: retire, release and publish what a start does, queue the acquires again. */
+void server_takeover_finish(struct server *s, struct server_handover *h, unsigned njournals);
+/*
+ * Taken over: the channel to the previous life stays polled until it says this life is the
+ * service's main process; then the hand-over's fds nobody took (fds, the server's now) are
+ * closed and the manager told what was held back (notify_hold, fdstore_manager_wait), and
+ * `ready` (READY=1 ...).
+ */
+void server_wait_main(struct server *s, int chan, const char *ready, struct fdstore_fd *fds, unsigned nfds);
+
 /* For status: how this life started. */
 void server_set_start(struct server *s, const struct proto_status_start *start);
 void server_free(struct server *s);

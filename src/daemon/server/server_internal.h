@@ -37,6 +37,8 @@
 #include "spill.h"
 #include "warm.h"
 
+struct takeover_child;
+
 #define OUT_MAX (PROTO_REPLY_MAX + (1u << 20)) /* a peer that lets more pile up is dropped */
 /*
  * Backpressure: a peer's next request is not read while more than OUT_PAUSE bytes of its
@@ -82,6 +84,9 @@ struct peer {
 	bool closing; /* destroy once out[] is flushed; ignore input */
 	bool busy; /* a request awaits its reply */
 	bool admin; /* root, the daemon's uid or admin_group: may restart the daemon */
+	/* taken over from a previous life and not yet compared with its record (peer_verify):
+	 * nothing is read from it or sent to it before */
+	bool unverified;
 	bool sees_all; /* an admin or of monitor_group: sees every client and uid in status */
 	bool status_only; /* let in by monitor_group's ACL entry alone (access.h): hello and status only */
 	struct access_creds creds; /* uid, gid and groups, as of connect() */
@@ -141,8 +146,32 @@ struct server {
 	bool stop;
 	bool sealed; /* shutting down: the warm state and the fd store stay as they are for the next life */
 	bool reexec; /* ... and main re-executes the daemon (restart request, SIGUSR2) */
+	bool takeover; /* ... or hands over to the next life prepared beside it (takeover.h) */
+	uint64_t stopped_ns; /* when the loop stopped serving (CLOCK_MONOTONIC) */
 	int restart_fd; /* a restart being checked (reexec.h): the fd to poll; -1 if none */
 	unsigned restart_peer; /* the connection that asked for it (its id); 0: SIGUSR2 */
+	/* a restart by take-over, this life's side: the next life while it prepares */
+	struct {
+		int chan; /* the channel to it (polled); -1: none */
+		struct takeover_child *child;
+		pid_t pid; /* once spawned (takeover_child_pid); 0 before, and once it is gone or took over */
+		bool snapshot_sent;
+		uint64_t deadline; /* CLOCK_MONOTONIC ns it must be prepared by */
+		int state_fd; /* its state memfd once prepared (kept in the fd store here too) */
+		uint64_t state_id;
+	} next;
+	/* ... the next life's side: the connections it could not take over from the snapshot (its
+	 * records still written), taken over at GO */
+	uint64_t *parked;
+	unsigned nparked, capparked;
+	/* ... and the channel to the life it took over from, until that one said
+	 * this one is the service's main process (then READY=1 goes with the text in ready) */
+	struct {
+		int chan;
+		char ready[256];
+		struct fdstore_fd *fds; /* the hand-over's fds nobody took (fdstore_received_free then) */
+		unsigned nfds;
+	} prev_life;
 	struct proto_status_start start; /* how this life started, for status */
 };
 
@@ -190,9 +219,18 @@ void peer_note_busy(struct peer *p);
 int server_admit(struct server *s, const struct ucred *cred, char *text, size_t len);
 /*
  * A peer for connection fd of cred, admitted: counted, polled, attached to the lease table.
- * NULL when it could not be set up (fd closed).
+ * NULL when it could not be set up (fd closed). verified: cred is the socket's own (accepted
+ * now); else it is what a previous life recorded, and peer_verify compares them before the
+ * connection is first read or written.
  */
-struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt);
+struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt, bool verified);
+/*
+ * A connection taken over unverified: is its socket the client its record names (type and
+ * credentials)? Then its groups are read and it gets its rights; else it is killed (-EBADF).
+ * Taking over thousands of connections costs no system call for each this way, only the first
+ * use of each does.
+ */
+int peer_verify(struct peer *p);
 
 /* --- server_warm.c: warm restart ------------------------------------------------------------ */
 
@@ -207,10 +245,18 @@ void server_restart_checked(struct server *s, uint64_t now);
 void peer_keep(struct server *s, struct peer *p);
 /* The listening socket fd a previous life left if it is still the configured one, else -1 (closed). */
 int warm_socket_adopt(const struct config *cfg, gid_t gid, int fd);
-/* Serve on the connections h's state describes, give their leases back, queue their acquires. */
+/* Serve on the connections h's state describes, give their leases back (their acquires wait). */
 void warm_adopt_conns(struct server *s, struct server_handover *h);
+/* Queue again the acquires the connections taken over were waiting in (once published). */
+void warm_resume_waits(struct server *s);
 /* Stopping for a next life: send what is queued, write every record, then change nothing more. */
 void warm_quiesce(struct server *s);
+/* A take-over's channel is readable or writable (events), or its deadline came (events 0). */
+void server_takeover_event(struct server *s, uint32_t events, uint64_t now);
+/* The channel to the previous life is readable: is this life the main process now? */
+void server_prev_life_event(struct server *s);
+/* Give up a take-over being prepared (the daemon stops). */
+void server_takeover_cancel(struct server *s);
 
 /* --- the services: one handler per request type ------------------------------------------ */
 

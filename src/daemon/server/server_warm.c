@@ -18,11 +18,19 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "fdstore.h"
 #include "log.h"
+#include "notify.h"
 #include "reexec.h"
 #include "server_internal.h"
+#include "takeover.h"
 #include "util.h"
+
+#define TAKEOVER_PREPARE_MS 120000 /* how long the next life may prepare (a pool to fault included) */
+#define TAKEOVER_GO_MS 60000 /* ... and take over (its journals to recover included) */
 
 /*
  * Restart: start checking that it can happen (reexec.h) while the daemon goes on serving; the
@@ -53,11 +61,61 @@ int handle_restart(struct server *s, struct peer *p, const union proto_request *
 	return 0;
 }
 
+/* A take-over, or the old way (reexec.h)? restart = auto takes over where a manager follows MAINPID=. */
+static bool restart_takes_over(const struct server *s)
+{
+	return s->cfg->restart == RESTART_TAKEOVER || (s->cfg->restart == RESTART_AUTO && getenv("NOTIFY_SOCKET"));
+}
+
+static void next_reap(struct server *s, bool kill_it, char *text, size_t len);
+static void peer_unadopt(struct server *s, struct server_handover *h, struct peer *p);
+
+/* Start the next life beside this one (takeover.h): it prepares while this one serves. */
+static int takeover_start(struct server *s, char *text, size_t len)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = &s->next.chan };
+	struct takeover_child *child;
+	int exe, chan;
+
+	if (s->next.chan >= 0) {
+		snprintf(text, len, "a restart is being prepared already");
+		return -EBUSY;
+	}
+	exe = reexec_open_next(text, len);
+	if (exe < 0)
+		return exe;
+	fdstore_handover_begin();
+	chan = takeover_spawn(exe, reexec_args(), &child, text, len);
+	if (chan < 0) {
+		fdstore_handover_end();
+		return chan;
+	}
+	s->next = (typeof(s->next)){ .chan = chan, .child = child, .deadline = now_ns() + TAKEOVER_PREPARE_MS * 1000000ull,
+				     .state_fd = -1 };
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, chan, &ev) < 0) {
+		snprintf(text, len, "cannot wait for the next life: %s", strerror(errno));
+		next_reap(s, true, NULL, 0);
+		close(chan);
+		s->next.chan = -1;
+		fdstore_handover_end();
+		return -EIO;
+	}
+	return 0;
+}
+
 int server_restart_check(struct server *s, unsigned peer_id, char *text, size_t len)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->restart_fd };
-	int fd = reexec_check_start(text, len);
+	int fd;
 
+	if (restart_takes_over(s)) {
+		fd = takeover_start(s, text, len);
+		if (fd < 0)
+			return fd;
+		s->restart_peer = peer_id;
+		return 0;
+	}
+	fd = reexec_check_start(text, len);
 	if (fd < 0)
 		return fd;
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
@@ -70,6 +128,17 @@ int server_restart_check(struct server *s, unsigned peer_id, char *text, size_t 
 	return 0;
 }
 
+/* The connection that asked for the restart, if it is still there. */
+static struct peer *restart_asker(struct server *s)
+{
+	struct peer *p;
+
+	TAILQ_FOREACH(p, &s->peers, link)
+		if (s->restart_peer && p->id == s->restart_peer && !p->dead)
+			return p;
+	return NULL;
+}
+
 void server_restart_checked(struct server *s, uint64_t now)
 {
 	char text[PROTO_TEXT_MAX];
@@ -79,9 +148,7 @@ void server_restart_checked(struct server *s, uint64_t now)
 	if (r == -EINPROGRESS)
 		return;
 	s->restart_fd = -1; /* closed, and so out of the epoll set */
-	TAILQ_FOREACH(p, &s->peers, link)
-		if (s->restart_peer && p->id == s->restart_peer && !p->dead)
-			break;
+	p = restart_asker(s);
 	if (r < 0) {
 		log_error("Refusing the restart: %s", text);
 		if (p)
@@ -93,6 +160,239 @@ void server_restart_checked(struct server *s, uint64_t now)
 		send_result(p, 0, NULL);
 	s->stop = true;
 	s->reexec = true;
+}
+
+/* --- a restart by take-over, this life's side ------------------------------------------- */
+
+/* The next life once spawned (its pid; else a negative errno, why in text), or 0 when long gone. */
+static pid_t next_pid(struct server *s, char *text, size_t len)
+{
+	char why[PROTO_TEXT_MAX];
+
+	if (!s->next.child)
+		return s->next.pid;
+	s->next.pid = takeover_child_pid(s->next.child, text ? text : why, text ? len : sizeof(why));
+	takeover_child_free(s->next.child);
+	s->next.child = NULL;
+	return s->next.pid;
+}
+
+/* The next life is gone, or to be: reap it; what became of it, for a refusal, in text. */
+static void next_reap(struct server *s, bool kill_it, char *text, size_t len)
+{
+	pid_t pid = next_pid(s, text, len);
+	int status = 0;
+
+	s->next.pid = 0;
+	if (pid <= 0)
+		return; /* never started: text says why */
+	if (kill_it)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (text && WIFEXITED(status))
+		snprintf(text, len, "'%s' (the next life) exited with status %d", reexec_path(), WEXITSTATUS(status));
+	else if (text)
+		snprintf(text, len, "'%s' (the next life) was killed by signal %d", reexec_path(), WTERMSIG(status));
+}
+
+/* The take-over is over here: the channel closed, nothing more recorded for it. */
+static void next_close(struct server *s)
+{
+	if (s->next.chan >= 0) {
+		epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->next.chan, NULL);
+		close(s->next.chan);
+	}
+	s->next.chan = -1;
+	fdstore_handover_end();
+	if (s->warm)
+		warm_track_end(s->warm);
+}
+
+/* It will not happen: say why, to the log and to whoever asked; this life serves on. */
+static void takeover_refuse(struct server *s, int err, const char *text)
+{
+	struct peer *p = restart_asker(s);
+
+	log_error("Refusing the restart: %s", text);
+	if (p)
+		send_result(p, err, text);
+	next_close(s);
+	if (s->next.state_fd >= 0) {
+		char name[WARM_NAME_MAX];
+
+		/* its state is nobody's: out of the store (it was never published) */
+		warm_name(WARM_NAME_STATE, s->next.state_id, name);
+		fdstore_remove(name);
+		close(s->next.state_fd);
+		s->next.state_fd = -1;
+	}
+}
+
+void server_takeover_cancel(struct server *s)
+{
+	if (s->next.chan < 0)
+		return;
+	next_reap(s, true, NULL, 0);
+	takeover_refuse(s, -ECANCELED, "the daemon stops");
+}
+
+/* Prepared: its state goes into the store (this life is the one the manager hears), then stop. */
+static void takeover_prepared(struct server *s, int state_fd, uint64_t id)
+{
+	struct fdstore_handed h = { .fd = state_fd };
+	struct peer *p = restart_asker(s);
+	int r;
+
+	warm_name(WARM_NAME_STATE, id, h.name);
+	/* before anything of the next life can serve: a crash from here on finds it, unpublished
+	 * until it has taken over (warm.h), then newer than this life's */
+	r = fdstore_add(h.name, state_fd, 0);
+	if (r < 0) {
+		char text[PROTO_TEXT_MAX];
+
+		close(state_fd);
+		snprintf(text, sizeof(text), "cannot keep the next life's state: %s", strerror(-r));
+		next_reap(s, true, NULL, 0);
+		takeover_refuse(s, r, text);
+		return;
+	}
+	fdstore_handover_given(&h, 1); /* the next life has it: it is its own */
+	s->next.state_fd = state_fd;
+	s->next.state_id = id;
+	log_info("Restart: the next life (pid %d) is prepared; handing over", (int)next_pid(s, NULL, 0));
+	if (p)
+		send_result(p, 0, NULL);
+	s->stop = true;
+	s->takeover = true;
+}
+
+void server_takeover_event(struct server *s, uint32_t events, uint64_t now)
+{
+	char text[PROTO_TEXT_MAX], why[TAKEOVER_TEXT_MAX + 1];
+	struct takeover_msg m;
+	int fds[TAKEOVER_FDS_MAX];
+	unsigned nfds;
+	int r;
+
+	if (s->next.chan < 0)
+		return;
+	if (!events && now >= s->next.deadline) {
+		next_reap(s, true, NULL, 0);
+		snprintf(text, sizeof(text), "'%s' (the next life) did not prepare in %d s", reexec_path(),
+			 TAKEOVER_PREPARE_MS / 1000);
+		takeover_refuse(s, -ETIMEDOUT, text);
+		return;
+	}
+	/* what it said first: a datagram sent to a socket whose other end is gone purges what that
+	 * end had sent (its last words) */
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+		if (s->next.snapshot_sent || !(events & EPOLLOUT))
+			return;
+		/* a batch a turn: the clients are served in between */
+		r = takeover_send_snapshot(s->next.chan, s->warm);
+		if (r == 0) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->next.chan };
+
+			s->next.snapshot_sent = true;
+			epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, s->next.chan, &ev);
+		} else if (r < 0 && r != -EAGAIN && r != -EPIPE) {
+			next_reap(s, true, NULL, 0);
+			snprintf(text, sizeof(text), "cannot hand the fds over to the next life: %s", strerror(-r));
+			takeover_refuse(s, r, text);
+		}
+		return;
+	}
+	r = takeover_recv(s->next.chan, &m, why, sizeof(why) - 1, fds, &nfds, 0);
+	if (r == -EAGAIN)
+		return;
+	if (r >= 0 && m.type == TAKEOVER_PREPARED && nfds == 1) {
+		takeover_prepared(s, fds[0], m.arg);
+		return;
+	}
+	for (unsigned i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (r >= 0 && m.type == TAKEOVER_FAILED) {
+		why[r] = '\0';
+		next_close(s); /* it exits once this end is closed: it waits to be heard */
+		next_reap(s, false, text, sizeof(text));
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), ": %.*s",
+			 (int)(sizeof(text) - strlen(text) - 3), why);
+		takeover_refuse(s, -ENOEXEC, text);
+		return;
+	}
+	if (r >= 0 && m.type == TAKEOVER_REFUSED) {
+		/* it cannot take this life over (the socket changed): the old way, still checked */
+		why[r] = '\0';
+		next_close(s); /* it exits once this end is closed */
+		next_reap(s, false, NULL, 0);
+		r = fdstore_exec_prepare();
+		if (r < 0) {
+			snprintf(text, sizeof(text), "cannot keep copies of the fds to hand over: %s", strerror(-r));
+			takeover_refuse(s, r, text);
+			return;
+		}
+		log_info("Restart: the next life cannot take over (%s); re-executing '%s' in place", why,
+			 reexec_path());
+		if (restart_asker(s))
+			send_result(restart_asker(s), 0, NULL);
+		s->stop = true;
+		s->reexec = true;
+		return;
+	}
+	/* gone (or speaking nonsense) before it was prepared */
+	next_reap(s, true, text, sizeof(text));
+	takeover_refuse(s, r < 0 ? r : -EBADMSG, text);
+}
+
+int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, char *why, size_t len)
+{
+	struct takeover_msg m;
+	int fds[TAKEOVER_FDS_MAX];
+	char text[TAKEOVER_TEXT_MAX + 1];
+	unsigned nfds;
+	int r;
+
+	r = takeover_send_go(s->next.chan, s->warm, s->stopped_ns);
+	if (r == 0 && die_after_go)
+		raise(SIGKILL);
+	if (r == 0)
+		r = takeover_recv(s->next.chan, &m, text, sizeof(text) - 1, fds, &nfds, TAKEOVER_GO_MS);
+	if (r >= 0) {
+		for (unsigned i = 0; i < nfds; i++)
+			close(fds[i]);
+		text[r] = '\0';
+	}
+	if (r >= 0 && m.type == TAKEOVER_TAKEN) {
+		pid_t pid = next_pid(s, NULL, 0);
+
+		*ret_pid = pid;
+		/* the manager follows it, then it may speak to the manager itself; no wait for this
+		 * life's own end: it is not the main process any more */
+		if (getenv("NOTIFY_SOCKET")) {
+			notify_sendf("RELOADING=1\nSTATUS=Taken over by pid %d\nMAINPID=%d", (int)pid, (int)pid);
+			(void)fdstore_barrier(5000);
+		}
+		(void)takeover_send(s->next.chan, TAKEOVER_MAIN, 0, NULL, -1);
+		s->next.pid = 0; /* not reaped here: it outlives this life */
+		next_close(s);
+		return 0;
+	}
+	if (r >= 0 && m.type == TAKEOVER_REFUSED)
+		snprintf(why, len, "the next life refused to take over: %s", text);
+	else if (r == -EAGAIN)
+		snprintf(why, len, "the next life did not take over in %d s", TAKEOVER_GO_MS / 1000);
+	else
+		snprintf(why, len, "the next life went away before it took over");
+	next_close(s); /* a refusing one exits once this end is closed; any other is killed */
+	next_reap(s, !(r >= 0 && m.type == TAKEOVER_REFUSED), NULL, 0);
+	/* the old way: this life's table (with the next life's state, published or not) in place */
+	r = fdstore_exec_prepare();
+	if (r < 0) {
+		snprintf(why + strlen(why), len - strlen(why), "; and no copies of the fds: %s", strerror(-r));
+		return r;
+	}
+	return -EXDEV;
 }
 
 /* Keep p's socket in the fd store and give it a record: a restart goes on serving it. */
@@ -162,19 +462,20 @@ int warm_socket_adopt(const struct config *cfg, gid_t gid, int fd)
 }
 
 /*
- * Serve the connection the previous life recorded in c again, if its socket came back, is the
- * same client (credentials) and its leases can all be given back; else close it.
+ * Serve the connection the previous life recorded in c again, if its socket came back and its
+ * leases can all be given back; else close it. Whether the socket is the client the record
+ * names (its credentials) is checked at its first use (peer_verify).
  */
-static bool adopt_conn(struct server *s, struct server_handover *h, const struct warm_conn *c)
+static bool adopt_conn(struct server *s, struct server_handover *h, const uint32_t *rec_buf,
+		       const struct warm_conn *c)
 {
 	char name[WARM_NAME_MAX], text[PROTO_TEXT_MAX];
+	const struct warm_ref *leased;
+	const char *failed = NULL;
+	uint32_t nleased;
 	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	int type = 0, fd;
-	socklen_t il = sizeof(type);
 	struct peer *p;
-	bool ok = true;
-	int64_t held = 0; /* the previous life's leases of this connection, less those given back */
+	int fd;
 
 	warm_name(WARM_NAME_CONN, c->conn_id, name);
 	fd = fdstore_take(h->fds, h->nfds, name);
@@ -190,14 +491,9 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 						     : "ended in the middle of one of its requests");
 		return false;
 	}
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &il) < 0 || type != SOCK_STREAM ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != c->uid || cred.gid != c->gid ||
-	    cred.pid != c->pid || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
-		fdstore_remove(name);
-		close(fd);
-		h->closed++;
-		return false;
-	}
+	/* the socket is compared with the record before its first use (peer_verify); every
+	 * read and write of it is MSG_DONTWAIT, so whether it is O_NONBLOCK does not matter */
+	cred = (struct ucred){ .pid = c->pid, .uid = c->uid, .gid = c->gid };
 	if (server_admit(s, &cred, text, sizeof(text)) < 0) { /* the limits were lowered meanwhile */
 		log_info("Closing connection of pid %d (uid %u, \"%s\"): %s", (int)c->pid, (unsigned)c->uid, c->name,
 			 text);
@@ -206,7 +502,7 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 		h->closed++;
 		return false;
 	}
-	p = peer_new(s, fd, &cred, c->connected_rt);
+	p = peer_new(s, fd, &cred, c->connected_rt, false);
 	if (!p) {
 		fdstore_remove(name);
 		h->closed++;
@@ -219,27 +515,28 @@ static bool adopt_conn(struct server *s, struct server_handover *h, const struct
 	/* its leases: every buffer the previous life had leased to it, adopted by the pool; all of
 	 * them, or the connection is closed (the pool could not take one: more retired classes than
 	 * there is room for) */
-	for (uint32_t i = 0; i < s->pool->nbuffers && ok; i++) {
-		struct pool_buffer *b = &s->pool->buffers[i];
-		const struct warm_buf *wb = b->adopted ? &h->prev->bufs[b->prev_record] : NULL;
+	nleased = warm_prev_leases(h->prev, c->conn_id, &leased);
+	for (uint32_t i = 0; i < nleased && !failed; i++) {
+		uint32_t b = rec_buf[leased[i].record];
+		const struct warm_buf *wb = &h->prev->bufs[leased[i].record];
 
-		if (wb && wb->state == WARM_BUF_LEASED && wb->conn_id == c->conn_id) {
-			ok = lease_adopt(s->leases, &p->owner, b, wb->lease_id, wb->since_rt) == 0;
-			held--;
-		}
+		if (b == UINT32_MAX ||
+		    lease_adopt(s->leases, &p->owner, &s->pool->buffers[b], wb->lease_id, wb->since_rt) < 0)
+			failed = "its leases could not all be given back after the restart";
 	}
-	for (uint32_t r = 0; r < h->prev->nbuffers; r++)
-		held += h->prev->bufs[r].state == WARM_BUF_LEASED && h->prev->bufs[r].conn_id == c->conn_id;
-	ok = ok && held == 0;
 	/* and its spill files (with their charges) and page */
-	if (ok && spill_adopt_owner(s->spill, &p->spill, c->conn_id, h->prev, h->fds, h->nfds) < 0) {
-		peer_kill(p, "its spill files could not all be given back after the restart");
-		fdstore_remove(name);
-		h->closed++;
+	if (!failed && spill_adopt_owner(s->spill, &p->spill, c->conn_id, h->prev, h->fds, h->nfds) < 0)
+		failed = "its spill files could not all be given back after the restart";
+	if (failed && h->prepare) {
+		/* a snapshot still being written may name what came later: decided at GO */
+		if (ARRAY_RESERVE_ONE(s->parked, s->nparked, s->capparked, 16) == 0)
+			s->parked[s->nparked++] = c->conn_id;
+		h->adopted++;
+		peer_unadopt(s, h, p);
 		return false;
 	}
-	if (!ok) {
-		peer_kill(p, "its leases could not all be given back after the restart");
+	if (failed) {
+		peer_kill(p, "%s", failed);
 		fdstore_remove(name);
 		h->closed++;
 		return false;
@@ -271,17 +568,306 @@ static void resume_wait(struct server *s, struct peer *p)
 	peer_note(p, true);
 }
 
+/* Which pool buffer each of the previous life's records became (UINT32_MAX: none); NULL: no memory. */
+static uint32_t *records_to_buffers(const struct server *s, const struct warm_prev *prev)
+{
+	uint32_t *rec_buf = malloc((prev->nbuffers ? prev->nbuffers : 1) * sizeof(*rec_buf));
+
+	if (!rec_buf)
+		return NULL;
+	memset(rec_buf, 0xff, prev->nbuffers * sizeof(*rec_buf));
+	for (uint32_t i = 0; i < s->pool->nbuffers; i++)
+		if (s->pool->buffers[i].adopted)
+			rec_buf[s->pool->buffers[i].prev_record] = i;
+	return rec_buf;
+}
+
+/* Is c a connection the next life may serve on, or one it closes (in the middle of a request)? */
+static bool conn_served(const struct warm_conn *c)
+{
+	return c->state == WARM_CONN_IDLE || c->state == WARM_CONN_WAITING;
+}
+
 void warm_adopt_conns(struct server *s, struct server_handover *h)
 {
-	struct peer *p;
+	_cleanup_free_ uint32_t *rec_buf = NULL;
 
-	for (uint32_t i = 0; h->prev && i < h->prev->nconns; i++)
-		if (h->prev->conns[i].state != WARM_CONN_FREE)
-			adopt_conn(s, h, &h->prev->conns[i]);
+	if (h->prev && !(rec_buf = records_to_buffers(s, h->prev))) {
+		log_oom("the connections to take over");
+		return; /* their fds are closed with the rest: the clients see their connections end */
+	}
+	for (uint32_t i = 0; h->prev && i < h->prev->nconns; i++) {
+		const struct warm_conn *c = &h->prev->conns[i];
+
+		/* a take-over's snapshot: one in the middle of a request is decided at GO (it may
+		 * well be idle by then), its socket left where it is */
+		if (c->state != WARM_CONN_FREE && (conn_served(c) || !h->prepare))
+			adopt_conn(s, h, rec_buf, c);
+	}
+	if (h->prepare)
+		return;
 	/* retired buffers whose holders did not come back go now, and so do their spill files */
 	lease_retire_unheld(s->leases);
 	spill_adopt_rest(s->spill, h->prev, h->fds, h->nfds);
-	/* only now: a waiter must not be given what an adopted connection still holds */
+}
+
+/* --- a restart by take-over, the next life's side --------------------------------------- */
+
+/*
+ * Undo adopt_conn for a connection whose records changed after the snapshot: its leases free
+ * again (as its uid last wrote them), its spill files and page and its socket back in the
+ * hand-over under their names, its record and its place in the fd store given up here. The
+ * connection itself lives on: adopt_conn takes it again from the records as they are now.
+ */
+static void peer_unadopt(struct server *s, struct server_handover *h, struct peer *p)
+{
+	char name[WARM_NAME_MAX];
+
+	warm_name(WARM_NAME_CONN, p->conn_id, name);
+	if (p->attached) {
+		lease_owner_unadopt(s->leases, &p->owner);
+		lease_owner_detach(s->leases, &p->owner);
+	}
+	spill_owner_unadopt(s->spill, &p->spill, h->fds, h->nfds);
+	if (p->warm_slot >= 0) {
+		fdstore_forget(name);
+		warm_conn_release(s->warm, p->warm_slot);
+	}
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, p->fd, NULL);
+	if (fdstore_untake(h->fds, h->nfds, name, p->fd) < 0)
+		close(p->fd);
+	access_creds_free(&p->creds);
+	TAILQ_REMOVE(&s->peers, p, link);
+	s->npeers--;
+	h->adopted--;
+	free(p->in_payload);
+	free(p->out);
+	free(p->ofds);
+	free(p);
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A set of connection ids (the ones a take-over's delta touches): appended to, then sorted. */
+struct id_set {
+	uint64_t *ids;
+	unsigned n, cap;
+};
+
+static int id_add(struct id_set *set, uint64_t id)
+{
+	if (ARRAY_RESERVE_ONE(set->ids, set->n, set->cap, 16) < 0)
+		return -ENOMEM;
+	set->ids[set->n++] = id;
+	return 0;
+}
+
+/* Sorted for id_has; an empty set has no array (qsort's must not be NULL). */
+static void id_sort(struct id_set *set)
+{
+	if (set->n > 1)
+		qsort(set->ids, set->n, sizeof(*set->ids), id_cmp);
+}
+
+static bool id_has(const struct id_set *set, uint64_t id)
+{
+	return set->n && bsearch(&id, set->ids, set->n, sizeof(id), id_cmp);
+}
+
+/* The connections the records rs of kind k name (their holders, their owners), now (prev). */
+static int touched_by(const struct warm_prev *prev, enum warm_kind k, const uint32_t *rs, uint32_t n,
+		      struct id_set *set)
+{
+	int r = 0;
+
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		uint32_t at = rs[i];
+
+		if (k == WARM_KIND_CONN && at < prev->nconns && prev->conns[at].state != WARM_CONN_FREE)
+			r = id_add(set, prev->conns[at].conn_id);
+		else if (k == WARM_KIND_BUF && at < prev->nbuffers && prev->bufs[at].state == WARM_BUF_LEASED)
+			r = id_add(set, prev->bufs[at].conn_id);
+		else if (k == WARM_KIND_SPILL && at < prev->nspills &&
+			 (prev->spills[at].state == WARM_SPILL_FILE || prev->spills[at].state == WARM_SPILL_PAGE))
+			r = id_add(set, prev->spills[at].conn_id);
+	}
+	return r;
+}
+
+/*
+ * A buffer record that changed: the buffer's fd if it was renewed (the new one came with the
+ * delta), and its state, free as the record says (a leased one is leased again with its
+ * connection). -EXDEV: a change the next life cannot take (a buffer it does not have).
+ */
+static int buffer_again(struct server *s, struct server_handover *h, const uint32_t *rec_buf, uint32_t rec,
+			char *why, size_t len)
+{
+	const struct warm_buf *wb = &h->prev->bufs[rec];
+	uint32_t at = rec < h->prev->nbuffers ? rec_buf[rec] : UINT32_MAX;
+	struct pool_buffer *b;
+
+	if (at == UINT32_MAX) {
+		if (wb->state == WARM_BUF_UNKNOWN)
+			return 0; /* not one of its buffers then, nor now */
+		snprintf(why, len, "buffer record %u changed, and the snapshot had no buffer for it", rec);
+		return -EXDEV;
+	}
+	b = &s->pool->buffers[at];
+	if (wb->state == WARM_BUF_UNKNOWN) {
+		snprintf(why, len, "buffer %u of class \"%s\" was let go after the snapshot", b->index,
+			 s->pool->classes[b->class_index].name);
+		return -EXDEV;
+	}
+	if (wb->fd_id != b->fd_id) { /* renewed meanwhile: the new memfd came with the delta */
+		char name[WARM_NAME_MAX], old[WARM_NAME_MAX];
+		int fd, gone = -1;
+
+		warm_name(WARM_NAME_BUF, wb->fd_id, name);
+		warm_name(WARM_NAME_BUF, b->fd_id, old);
+		fd = fdstore_take(h->fds, h->nfds, name);
+		if (fd < 0) {
+			snprintf(why, len, "buffer %u was renewed, and its memfd did not come", b->index);
+			return -EXDEV;
+		}
+		pool_buffer_replace(b, fd, wb->fd_id, &gone);
+		fdstore_forget(old);
+		/* closed with what nobody took, once this life serves: maybe the last of its pages */
+		if (gone >= 0 && fdstore_untake(h->fds, h->nfds, old, gone) < 0)
+			close(gone);
+		if (fdstore_add(name, fd, 0) < 0)
+			log_warning("Buffer %u will not survive a restart: its memfd could not be kept", b->index);
+	}
+	if (lease_buffer_recast(s->leases, b, wb->state, wb->uid) < 0) {
+		snprintf(why, len, "buffer %u is held by a connection the changes do not name", b->index);
+		return -EXDEV;
+	}
+	return 0;
+}
+
+int server_takeover_apply(struct server *s, struct server_handover *h, int prev_fd, struct takeover_delta *d,
+			  char *why, size_t len)
+{
+	_cleanup_free_ uint32_t *rec_buf = NULL;
+	struct id_set touched = { 0 };
+	struct peer *p, *next;
+	int r = 0;
+
+	/* who the changes touch, as the snapshot had them: their holders and owners then */
+	for (int k = 0; k < WARM_KINDS && r == 0; k++)
+		r = touched_by(h->prev, (enum warm_kind)k, d->dirty[k], d->ndirty[k], &touched);
+	/* ... every connection the snapshot had in the middle of a request, decided now, and every
+	 * one its records could not be taken over with then */
+	for (uint32_t i = 0; i < h->prev->nconns && r == 0; i++)
+		if (h->prev->conns[i].state != WARM_CONN_FREE && !conn_served(&h->prev->conns[i]))
+			r = id_add(&touched, h->prev->conns[i].conn_id);
+	for (unsigned i = 0; i < s->nparked && r == 0; i++)
+		r = id_add(&touched, s->parked[i]);
+	if (r < 0)
+		goto out_oom;
+	id_sort(&touched);
+	/* those taken over from the snapshot let go: taken again from the records as they are */
+	for (p = TAILQ_FIRST(&s->peers); p; p = next) {
+		next = TAILQ_NEXT(p, link);
+		if (id_has(&touched, p->conn_id))
+			peer_unadopt(s, h, p);
+	}
+	/* the fds kept since, those forgotten since (closed, unless taken: their takers let go) */
+	r = fdstore_handed_merge(&h->fds, &h->nfds, d->added, d->nadded, d->removed, d->nremoved, d->held, d->nheld);
+	if (r < 0)
+		goto out_oom;
+	for (unsigned i = 0; i < d->nadded; i++)
+		d->added[i].fd = -1; /* the hand-over's now */
+	/* the records as they are now, and who they touch now */
+	for (int k = 0; k < WARM_KINDS && r == 0; k++)
+		r = warm_prev_update(h->prev, prev_fd, (enum warm_kind)k, d->dirty[k], d->ndirty[k]);
+	if (r < 0) {
+		snprintf(why, len, "cannot read the running life's records again: %s", strerror(-r));
+		free(touched.ids);
+		return r;
+	}
+	for (int k = 0; k < WARM_KINDS && r == 0; k++)
+		r = touched_by(h->prev, (enum warm_kind)k, d->dirty[k], d->ndirty[k], &touched);
+	if (r < 0 || !(rec_buf = records_to_buffers(s, h->prev)))
+		goto out_oom;
+	id_sort(&touched);
+	for (uint32_t i = 0; i < d->ndirty[WARM_KIND_BUF] && r == 0; i++)
+		r = buffer_again(s, h, rec_buf, d->dirty[WARM_KIND_BUF][i], why, len);
+	/* the touched connections, as the records say now (a new one's socket came with the delta) */
+	for (uint32_t i = 0; i < h->prev->nconns && r == 0; i++) {
+		const struct warm_conn *c = &h->prev->conns[i];
+
+		if (c->state != WARM_CONN_FREE && id_has(&touched, c->conn_id))
+			adopt_conn(s, h, rec_buf, c);
+	}
+	free(touched.ids);
+	return r;
+out_oom:
+	free(touched.ids);
+	snprintf(why, len, "out of memory");
+	return -ENOMEM;
+}
+
+void server_takeover_finish(struct server *s, struct server_handover *h, unsigned njournals)
+{
+	s->njournals = njournals;
+	/* retired buffers whose holders did not come back go now, and so do their spill files */
+	lease_retire_unheld(s->leases);
+	spill_adopt_rest(s->spill, h->prev, h->fds, h->nfds);
+	warm_publish(s->warm);
+	warm_resume_waits(s);
+}
+
+void server_wait_main(struct server *s, int chan, const char *ready, struct fdstore_fd *fds, unsigned nfds)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->prev_life.chan };
+
+	snprintf(s->prev_life.ready, sizeof(s->prev_life.ready), "%s", ready);
+	s->prev_life.chan = chan;
+	s->prev_life.fds = fds;
+	s->prev_life.nfds = nfds;
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, chan, &ev) < 0)
+		server_prev_life_event(s); /* as if it had gone: say so to the manager at once */
+}
+
+void server_prev_life_event(struct server *s)
+{
+	struct takeover_msg m;
+	int fds[TAKEOVER_FDS_MAX];
+	unsigned nfds;
+	char text[TAKEOVER_TEXT_MAX];
+	int r = takeover_recv(s->prev_life.chan, &m, text, sizeof(text), fds, &nfds, 0);
+
+	if (r == -EAGAIN)
+		return;
+	for (unsigned i = 0; i < nfds; i++)
+		close(fds[i]);
+	/* MAIN, or the previous life ended without saying it: either way it is not in the way */
+	if (r < 0 || m.type != TAKEOVER_MAIN)
+		log_warning("The previous life of the daemon ended without saying the service manager follows this one");
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->prev_life.chan, NULL);
+	close(s->prev_life.chan);
+	s->prev_life.chan = -1;
+	notify_hold(false);
+	/* what nobody took: closed now that the clients are served (closing the last copy of a
+	 * memfd frees its pages, milliseconds), and the manager told to forget what nobody kept */
+	fdstore_received_free(s->prev_life.fds, s->prev_life.nfds);
+	s->prev_life.fds = NULL;
+	s->prev_life.nfds = 0;
+	fdstore_manager_ready();
+	notify_send(s->prev_life.ready);
+}
+
+void warm_resume_waits(struct server *s)
+{
+	struct peer *p;
+
+	/* only once every connection has its leases back: a waiter must not be given what an
+	 * adopted connection still holds */
 	TAILQ_FOREACH(p, &s->peers, link)
 		if (p->busy && !p->dead)
 			resume_wait(s, p);
@@ -317,11 +903,13 @@ void warm_quiesce(struct server *s)
 			break;
 		(void)poll(NULL, 0, 5);
 	}
+	/* every record as it is now; those already so are not written again (a take-over hands
+	 * over the records written since its snapshot: each rewritten here would be one more) */
 	TAILQ_FOREACH(p, &s->peers, link)
-		peer_note(p, true);
+		peer_note(p, false);
 	/* a stop leaves the next life what the service manager holds: all of it (a re-execution
 	 * hands the whole table over itself) */
-	if (!s->reexec)
+	if (!s->reexec && !s->takeover)
 		fdstore_flush(now_ns(), true);
 	s->sealed = true;
 	spill_seal(s->spill);

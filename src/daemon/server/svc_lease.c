@@ -60,13 +60,14 @@ static bool on_intact(struct pool_buffer *b, void *ud)
 {
 	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
 	struct server *s = ud;
-	bool ok = pool_buffer_intact(b);
+	bool checked = !b->unverified, ok = pool_buffer_usable(s->pool, b);
 
 	if (!ok)
 		log_msg_ratelimited(&rl, LOG_NOTICE,
-				    "Buffer %u of class \"%s\" has pages punched out by a holder; "
-				    "it gets fresh pages before its next lease",
-				    b->index, s->pool->classes[b->class_index].name);
+				    "Buffer %u of class \"%s\" %s; it gets fresh pages before its next lease", b->index,
+				    s->pool->classes[b->class_index].name,
+				    checked || !b->unverified ? "has pages punched out by a holder"
+							      : "is not the memfd the previous life recorded");
 	return ok;
 }
 

@@ -5,7 +5,7 @@
  * Accounting: sp->bytes/files are the machine's totals, struct spill_uid the totals of one uid
  * (shared by all its connections and lingering files, freed with the last of them), each
  * owner's files carry their own charge. Every path that changes a charge goes through
- * charge_add / charge_sub so the three levels never disagree. Event loop thread only.
+ * spill_charge_add / spill_charge_sub so the three levels never disagree. Event loop thread only.
  *
  * What a file may occupy. The client holds a read-write fd, so the daemon cannot stop it from
  * writing; it makes the charge hold against what the file really occupies instead:
@@ -139,7 +139,7 @@ static void remove_leftovers(struct spill *sp)
 		log_notice("Removed %u spill files left in '%s' by an earlier run", n, sp->dir);
 }
 
-int spill_open(const struct config *cfg, struct spill **ret)
+int spill_open(const struct config *cfg, bool beside, struct spill **ret)
 {
 	struct spill *sp = calloc(1, sizeof(*sp));
 	char why[PATH_MAX + 160];
@@ -167,7 +167,8 @@ int spill_open(const struct config *cfg, struct spill **ret)
 	if (st.st_mode & 0077)
 		log_notice("spill_directory '%s' has mode %04o; the files in it have no names, but 0700 is advised",
 			   sp->dir, (unsigned)(st.st_mode & 07777));
-	remove_leftovers(sp);
+	if (!beside)
+		remove_leftovers(sp);
 	sp->tmpfile = true;
 	fd = file_create(sp);
 	if (fd == -EOPNOTSUPP || fd == -EISDIR || fd == -EINVAL) {
@@ -279,7 +280,7 @@ void spill_charge_add(struct spill *sp, struct spill_owner *o, struct spill_file
 	o->acct->counted.bytes_charged_total += n;
 }
 
-static void charge_sub(struct spill *sp, struct spill_owner *o, struct spill_file *f, uint64_t n)
+void spill_charge_sub(struct spill *sp, struct spill_owner *o, struct spill_file *f, uint64_t n)
 {
 	f->charged -= n;
 	o->bytes -= n;
@@ -326,7 +327,7 @@ static void file_drop(struct spill *sp, struct spill_owner *o, unsigned i)
 	struct spill_file f = o->files[i];
 	int r;
 
-	charge_sub(sp, o, &o->files[i], f.charged);
+	spill_charge_sub(sp, o, &o->files[i], f.charged);
 	o->files[i] = o->files[--o->nfiles];
 	if ((r = file_cut(f.fd, 0)) < 0)
 		log_warning_errno(r, "Failed to truncate a spill file of pid %d: %m", (int)o->pid);
@@ -533,7 +534,7 @@ int spill_charge(struct spill *sp, struct spill_owner *o, uint64_t id, uint64_t 
 	if (total <= f->charged) {
 		if ((r = file_cut(f->fd, total)) < 0)
 			log_warning_errno(r, "Spill: failed to truncate a file of pid %d: %m", (int)o->pid);
-		charge_sub(sp, o, f, f->charged - total);
+		spill_charge_sub(sp, o, f, f->charged - total);
 		spill_keep_update(sp, o, f);
 		return 0;
 	}

@@ -64,10 +64,11 @@ struct spill_owner {
 
 /*
  * Create (0700, if missing) and check the spill directory, remove leftovers of an earlier run
- * (only "spill-*" names, which only the unlinked-file fallback creates), and find out whether
+ * (only "spill-*" names, which only the unlinked-file fallback creates; not beside a running
+ * life, a take-over's next life, whose files they may be for a moment), and find out whether
  * O_TMPFILE works there. On failure logs why and returns a negative errno.
  */
-int spill_open(const struct config *cfg, struct spill **ret);
+int spill_open(const struct config *cfg, bool beside, struct spill **ret);
 void spill_free(struct spill *sp);
 
 void spill_owner_init(struct spill *sp, struct spill_owner *o, uid_t uid, pid_t pid);
@@ -101,6 +102,12 @@ int spill_adopt_owner(struct spill *sp, struct spill_owner *o, uint64_t conn_id,
  * the files of connections that were not served on. Logs what it took over.
  */
 void spill_adopt_rest(struct spill *sp, const struct warm_prev *prev, struct fdstore_fd *fds, unsigned nfds);
+/*
+ * Undo spill_adopt_owner (a take-over takes the connection again, its records having changed):
+ * the owner's files and page are no longer counted, kept or recorded here, and their fds go
+ * back into fds under their names (closed when the array has no place for one).
+ */
+void spill_owner_unadopt(struct spill *sp, struct spill_owner *o, struct fdstore_fd *fds, unsigned nfds);
 
 /*
  * Give the owner its counters page (counters.h): *ret_fd is a sealed memfd (the caller's to

@@ -55,6 +55,7 @@ struct spill_uid *spill_uid_get(struct spill *sp, uid_t uid); /* a reference; NU
 void spill_uid_put(struct spill *sp, struct spill_uid *u);
 void spill_owner_link(struct spill *sp, struct spill_owner *o);
 void spill_charge_add(struct spill *sp, struct spill_owner *o, struct spill_file *f, uint64_t n);
+void spill_charge_sub(struct spill *sp, struct spill_owner *o, struct spill_file *f, uint64_t n);
 /* Add a lingering file (fd, kept as `kept`) of acct; false: no memory (nothing changed). */
 bool spill_linger_add(struct spill *sp, int fd, struct spill_uid *acct, pid_t pid, const struct spill_kept *kept);
 

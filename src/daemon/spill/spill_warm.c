@@ -157,15 +157,15 @@ static int adopt_file(struct spill *sp, struct spill_owner *o, const struct warm
 int spill_adopt_owner(struct spill *sp, struct spill_owner *o, uint64_t conn_id, const struct warm_prev *prev,
 		      struct fdstore_fd *fds, unsigned nfds)
 {
+	const struct warm_ref *refs = NULL;
+	uint32_t n = prev ? warm_prev_spills(prev, conn_id, &refs) : 0;
 	int ret = 0;
 
 	o->conn_id = conn_id;
-	for (uint32_t i = 0; prev && i < prev->nspills; i++) {
-		const struct warm_spill *ws = &prev->spills[i];
+	for (uint32_t i = 0; i < n; i++) {
+		const struct warm_spill *ws = &prev->spills[refs[i].record];
 		int fd;
 
-		if ((ws->state != WARM_SPILL_FILE && ws->state != WARM_SPILL_PAGE) || ws->conn_id != conn_id)
-			continue;
 		fd = take(ws, fds, nfds);
 		if (fd < 0) {
 			ret = -EBADF;
@@ -197,47 +197,95 @@ void spill_adopt_rest(struct spill *sp, const struct warm_prev *prev, struct fds
 {
 	unsigned lingering = 0, released = 0;
 
-	for (uint32_t i = 0; prev && i < prev->nspills; i++) {
-		const struct warm_spill *ws = &prev->spills[i];
+	/* the records in use only (warm_prev's indexes): most of a state is free records */
+	for (uint32_t i = 0; prev && i < prev->nlingering; i++) {
+		const struct warm_spill *ws = &prev->spills[prev->lingering[i]];
 		struct spill_kept kept = { .slot = -1, .fd_id = ws->fd_id };
 		struct spill_uid *acct;
-		int fd;
+		int fd = take(ws, fds, nfds);
 
-		if (ws->state == WARM_SPILL_LINGER) {
-			fd = take(ws, fds, nfds);
-			if (fd < 0 || !is_spill_file(sp, fd) || !(acct = spill_uid_get(sp, ws->uid))) {
-				if (fd >= 0)
-					close(fd);
-				continue;
-			}
-			keep_fd(sp, &kept, false, fd);
-			acct->files++;
-			sp->files++;
-			if (spill_linger_add(sp, fd, acct, ws->pid, &kept)) {
-				lingering++;
-			} else {
-				spill_keep_forget(sp, &kept, false);
+		if (fd < 0 || !is_spill_file(sp, fd) || !(acct = spill_uid_get(sp, ws->uid))) {
+			if (fd >= 0)
 				close(fd);
-				acct->files--;
-				sp->files--;
-			}
-			spill_uid_put(sp, acct);
-		} else if (ws->state == WARM_SPILL_FILE || ws->state == WARM_SPILL_PAGE) {
-			/* a connection the new life does not serve on: its files end as at a disconnect */
-			struct spill_owner o;
-			char name[WARM_NAME_MAX];
-
-			warm_name(ws->state == WARM_SPILL_PAGE ? WARM_NAME_SPAGE : WARM_NAME_SPILL, ws->fd_id, name);
-			if (!fdstore_has(fds, nfds, name))
-				continue; /* taken with its connection, or gone */
-			spill_owner_init(sp, &o, ws->uid, ws->pid);
-			(void)spill_adopt_owner(sp, &o, ws->conn_id, prev, fds, nfds);
-			released += o.nfiles;
-			spill_owner_release(sp, &o);
+			continue;
 		}
+		keep_fd(sp, &kept, false, fd);
+		acct->files++;
+		sp->files++;
+		if (spill_linger_add(sp, fd, acct, ws->pid, &kept)) {
+			lingering++;
+		} else {
+			spill_keep_forget(sp, &kept, false);
+			close(fd);
+			acct->files--;
+			sp->files--;
+		}
+		spill_uid_put(sp, acct);
+	}
+	for (uint32_t i = 0; prev && i < prev->nspilled; i++) {
+		/* a connection the new life does not serve on: its files end as at a disconnect */
+		const struct warm_spill *ws = &prev->spills[prev->spilled[i].record];
+		struct spill_owner o;
+		char name[WARM_NAME_MAX];
+
+		warm_name(ws->state == WARM_SPILL_PAGE ? WARM_NAME_SPAGE : WARM_NAME_SPILL, ws->fd_id, name);
+		if (!fdstore_has(fds, nfds, name))
+			continue; /* taken with its connection, or gone */
+		spill_owner_init(sp, &o, ws->uid, ws->pid);
+		(void)spill_adopt_owner(sp, &o, ws->conn_id, prev, fds, nfds);
+		released += o.nfiles;
+		spill_owner_release(sp, &o);
 	}
 	if (lingering || released)
 		log_info("Spill: took over %u lingering files; released %u files of connections not served on",
 			 lingering, released);
-	spill_audit(sp, now_ns(), true);
+	/* what the clients wrote while no daemon looked is audited soon, a system call a file, but
+	 * not before the requests that waited for this life are served */
+	if (sp->files)
+		sp->next_audit = now_ns() + 10000000ull;
+}
+
+/* Forget kept here only (the object lives on under its name) and give fd back to fds, by name. */
+static void give_back(struct spill *sp, struct spill_kept *kept, bool page, int fd, struct fdstore_fd *fds,
+		      unsigned nfds)
+{
+	char name[WARM_NAME_MAX];
+
+	warm_name(page ? WARM_NAME_SPAGE : WARM_NAME_SPILL, kept->fd_id, name);
+	if (kept->slot >= 0) {
+		fdstore_forget(name);
+		if (sp->warm && !sp->sealed)
+			warm_spill_release(sp->warm, kept->slot);
+		kept->slot = -1;
+	}
+	if (fdstore_untake(fds, nfds, name, fd) < 0)
+		close(fd);
+}
+
+void spill_owner_unadopt(struct spill *sp, struct spill_owner *o, struct fdstore_fd *fds, unsigned nfds)
+{
+	while (o->nfiles) {
+		struct spill_file *f = &o->files[o->nfiles - 1];
+
+		spill_charge_sub(sp, o, f, f->charged);
+		give_back(sp, &f->kept, false, f->fd, fds, nfds);
+		o->acct->files--;
+		sp->files--;
+		o->nfiles--;
+	}
+	free(o->files);
+	o->files = NULL;
+	o->cap = 0;
+	if (o->counters.page) {
+		int fd = o->counters.fd;
+
+		counters_free(&o->counters, false);
+		give_back(sp, &o->page_kept, true, fd, fds, nfds);
+	}
+	if (o->acct)
+		spill_uid_put(sp, o->acct);
+	o->acct = NULL;
+	if (o->linked)
+		TAILQ_REMOVE(&sp->owners, o, link);
+	o->linked = 0;
 }

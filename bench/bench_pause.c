@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_pause.c - the restart pause a client sees (issue 44): one connection loops acquire and
+ * release of a 2 MiB buffer and keeps its longest round trip while a real hugepoold
+ * (tests/integration/harness.c, whose manager plays systemd: $NOTIFY_SOCKET, MAINPID=, the fd
+ * store) is restarted RUNS times under it, with 1 and with 1,000 other clients connected, each
+ * holding a buffer of a pool of $HP_BENCH_GIB GiB (default 4) of 2 MiB buffers. Three ways, a
+ * fresh daemon each, same run:
+ *  - exec (the baseline: how hugepoolctl restart went before the take-over, restart = exec):
+ *    the daemon stops, re-executes its binary and takes every fd over again;
+ *  - fd store: SIGTERM, and the manager starts the daemon again with its fd store;
+ *  - take-over (restart = takeover): the next life prepares beside the running one, which
+ *    stops only once it is ready and hands over what changed meanwhile.
+ * A pause is the looping client's longest round trip across one restart (the median of the
+ * runs, with the least and the most), beside the same client's longest round trip over as long
+ * with no restart (the floor: scheduling on a shared machine). Its parts are the daemon's own
+ * "Restart parts (us)" log line of the median run: for a re-execution the time from the stop to
+ * the new main and each boot step; for the fd store the boot steps; for a take-over the stop and
+ * hand-over, applying what changed, the journals and the publishing. As root it runs at nice
+ * -20, the daemons it starts too, so that other load weighs less. Prints, never asserts.
+ * Usage: bench_pause [RUNS] (default 5).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "../tests/integration/harness.h"
+#include "benchutil.h"
+#include "hugepool.h"
+
+#define RUNS_MAX 20
+#define PARTS "Restart parts (us):"
+
+enum way { EXEC, FDSTORE, TAKEOVER, WAYS };
+static const char *const way_name[WAYS] = { "exec (baseline)", "fd store", "take-over" };
+
+/* the looping client: its longest round trip since the last reset, and how many it made */
+static atomic_ullong max_rtt, nreq;
+static atomic_bool loop_stop, loop_failed;
+static const char *loop_sock;
+
+static void note_rtt(uint64_t ns)
+{
+	unsigned long long old = atomic_load(&max_rtt);
+
+	while (ns > old && !atomic_compare_exchange_weak(&max_rtt, &old, ns))
+		;
+}
+
+static void *looper(void *arg)
+{
+	struct hp_buffer b;
+	hp_conn *c = NULL;
+
+	(void)arg;
+	if (hp_connect(loop_sock, &c) < 0) {
+		loop_failed = true;
+		return NULL;
+	}
+	while (!loop_stop) {
+		uint64_t t0 = bench_now_ns(), t1, t2;
+
+		if (hp_acquire(c, "loop", 1, 10000, &b) < 0) {
+			fprintf(stderr, "bench_pause: acquire: %s\n", hp_last_error(c));
+			loop_failed = true;
+			break;
+		}
+		t1 = bench_now_ns();
+		if (hp_release(c, &b, 1) < 0) {
+			fprintf(stderr, "bench_pause: release: %s\n", hp_last_error(c));
+			loop_failed = true;
+			break;
+		}
+		t2 = bench_now_ns();
+		note_rtt(t1 - t0);
+		note_rtt(t2 - t1);
+		nreq++;
+	}
+	hp_disconnect(c);
+	return NULL;
+}
+
+/* Wait until the looping client made n more round trips (false: it failed or stalled 10 s). */
+static bool looper_moves(unsigned n)
+{
+	unsigned long long n0 = nreq;
+
+	for (int i = 0; i < 10000 && nreq < n0 + n && !loop_failed; i++)
+		usleep(1000);
+	return nreq >= n0 + n && !loop_failed;
+}
+
+/* The last "Restart parts" line of d's log (after the colon), or "" */
+static void last_parts(const struct daemon *d, char *out, size_t len)
+{
+	char line[1024];
+	FILE *f = fopen(d->log, "r");
+
+	out[0] = '\0';
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, PARTS);
+
+		if (p) {
+			p += strlen(PARTS);
+			p[strcspn(p, "\n")] = '\0';
+			snprintf(out, len, "%s", p + (*p == ' '));
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+struct result {
+	double pause_ms[RUNS_MAX], floor_ms[RUNS_MAX];
+	char parts[RUNS_MAX][512];
+	unsigned n;
+};
+
+/* One way with `others` other clients: a fresh daemon restarted `runs` times. */
+static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, const char *huge, struct result *res)
+{
+	const struct harness_opts store = { .fdstore_max = 65536 };
+	static struct daemon d;
+	char globals[256], classes[256];
+	hp_conn **cs = calloc(others + 1, sizeof(*cs)), *admin = NULL;
+	struct hp_buffer held;
+	pthread_t t;
+	bool started = false;
+
+	memset(res, 0, sizeof(*res));
+	snprintf(globals, sizeof(globals),
+		 "hugepages = %s\nrestart = %s\nmax_connections = %u\nmax_connections_per_uid = 0\n", huge,
+		 way == TAKEOVER ? "takeover" : "exec", others + 64);
+	snprintf(classes, sizeof(classes), "[class loop]\nsize = 2M\ncount = 4\n[class pool]\nsize = 2M\ncount = %u\n",
+		 gib * 512);
+	if (!cs || harness_start_opts(&d, globals, classes, way == FDSTORE ? &store : NULL) < 0) {
+		printf("  %s: the daemon did not start\n", way_name[way]);
+		harness_dump_log(&d);
+		free(cs);
+		return;
+	}
+	loop_sock = d.socket;
+	for (unsigned i = 0; i < others; i++)
+		if (hp_connect(d.socket, &cs[i]) < 0 ||
+		    (i < gib * 512 && hp_acquire(cs[i], "pool", 1, 10000, &held) < 0)) {
+			printf("  %s: client %u could not connect and acquire\n", way_name[way], i);
+			goto out;
+		}
+	if (hp_connect(d.socket, &admin) < 0)
+		goto out;
+	loop_stop = loop_failed = false;
+	nreq = 0;
+	if (pthread_create(&t, NULL, looper, NULL) != 0)
+		goto out;
+	started = true;
+	/* the fd store gets a connection once it lived a second (fdstore.h) */
+	usleep(1500000);
+	for (unsigned r = 0; r < runs && r < RUNS_MAX; r++) {
+		uint64_t t0;
+
+		/* the floor: as long as the restart will take, with none */
+		max_rtt = 0;
+		usleep(300000);
+		res->floor_ms[res->n] = (double)max_rtt / 1e6;
+		max_rtt = 0;
+		t0 = bench_now_ns();
+		if (way == FDSTORE) {
+			if (harness_terminate(&d) != 0 || harness_restart(&d) < 0) {
+				printf("  %s: restart %u failed\n", way_name[way], r);
+				break;
+			}
+		} else if (hp_daemon_restart(admin) < 0) {
+			printf("  %s: restart %u failed: %s\n", way_name[way], r, hp_last_error(admin));
+			break;
+		}
+		/* served again, and settled: the next life's log line is there */
+		if (!looper_moves(50)) {
+			printf("  %s: the looping client stalled after restart %u\n", way_name[way], r);
+			break;
+		}
+		if (bench_now_ns() - t0 < 300000000)
+			usleep((useconds_t)((300000000 - (bench_now_ns() - t0)) / 1000));
+		res->pause_ms[res->n] = (double)max_rtt / 1e6;
+		last_parts(&d, res->parts[res->n], sizeof(res->parts[0]));
+		res->n++;
+	}
+out:
+	loop_stop = true;
+	if (started)
+		pthread_join(t, NULL);
+	for (unsigned i = 0; i < others; i++)
+		if (cs[i])
+			hp_disconnect(cs[i]);
+	if (admin)
+		hp_disconnect(admin);
+	free(cs);
+	harness_stop(&d);
+}
+
+/* The median of res's pauses, and the run it came from (for its parts). */
+static double pause_median(const struct result *res, unsigned *run, double *lo, double *hi)
+{
+	double v[RUNS_MAX];
+	double m;
+
+	memcpy(v, res->pause_ms, sizeof(v));
+	m = bench_median(v, res->n);
+	*lo = res->n ? v[0] : 0;
+	*hi = res->n ? v[res->n - 1] : 0;
+	*run = 0;
+	for (unsigned i = 0; i < res->n; i++)
+		if (res->pause_ms[i] == m || (res->pause_ms[i] >= m && res->pause_ms[*run] < m))
+			*run = i;
+	return m;
+}
+
+int main(int argc, char **argv)
+{
+	static const unsigned others[] = { 1, 1000 };
+	unsigned gib = bench_env_gib(4), runs = argc > 1 ? (unsigned)atoi(argv[1]) : 5;
+	static struct result res[2][WAYS];
+	char why[256];
+	const char *huge = "prefer";
+
+	if (runs < 1 || runs > RUNS_MAX)
+		runs = 5;
+	/* the client and each daemon (which inherits it) ahead of other load on a shared machine:
+	 * every way alike, so what is left of the floor is the machine's, not its neighbours' */
+	if (setpriority(PRIO_PROCESS, 0, -20) < 0)
+		bench_note("at the default priority (%s): other load on this machine weighs on every figure",
+			   strerror(errno));
+	if (!bench_hugetlb_ok((uint64_t)gib * BENCH_GIB + 8 * BENCH_MIB, 2 * BENCH_MIB, why, sizeof(why))) {
+		bench_note("regular pages (hugepages = off): %s", why);
+		huge = "off";
+	}
+	bench_title("The restart pause a client sees: its longest acquire or release round trip across a restart, "
+		    "%u GiB pool of 2 MiB buffers (%s), median of %u restarts [least-most]",
+		    gib, strcmp(huge, "off") ? "2 MiB hugetlb pages" : "regular pages", runs);
+	for (unsigned k = 0; k < 2; k++) {
+		double base = 0, floor_v[RUNS_MAX * WAYS];
+		unsigned nfloor = 0;
+
+		for (int w = 0; w < WAYS; w++)
+			measure((enum way)w, others[k], gib, runs, huge, &res[k][w]);
+		printf("\n  with %u other client%s connected, each holding a buffer:\n", others[k], others[k] > 1 ? "s" : "");
+		for (int w = 0; w < WAYS; w++) {
+			const struct result *r = &res[k][w];
+			double lo, hi, m;
+			unsigned run;
+
+			for (unsigned i = 0; i < r->n; i++)
+				floor_v[nfloor++] = r->floor_ms[i];
+			if (!r->n) {
+				printf("    %-16s no figure\n", way_name[w]);
+				continue;
+			}
+			m = pause_median(r, &run, &lo, &hi);
+			if (w == EXEC)
+				base = m;
+			if (w == EXEC || base <= 0)
+				printf("    %-16s %8.3f ms [%.3f-%.3f]\n", way_name[w], m, lo, hi);
+			else
+				printf("    %-16s %8.3f ms [%.3f-%.3f] | exec %8.3f ms | exec/this %6.2fx\n", way_name[w], m, lo,
+				       hi, base, m > 0 ? base / m : 0);
+			printf("      its parts (us, the daemon's log): %s\n", r->parts[run][0] ? r->parts[run] : "none logged");
+		}
+		printf("    %-16s %8.3f ms (the same client's longest round trip over 0.3 s without a restart)\n",
+		       "no restart", bench_median(floor_v, nfloor));
+	}
+	return 0;
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * takeover.h - a restart by take-over: the next life of the daemon is started beside the running
+ * one, prepares itself while the running one still serves, and takes over only once it is ready,
+ * so that the clients' pause is what changed meanwhile, not an exec, a dynamic link, a
+ * configuration and a take-over of every fd. This is the channel between the two lives (a
+ * SOCK_SEQPACKET socketpair, the next life's end at the fd HUGEPOOLD_TAKEOVER_FD names) and the
+ * protocol on it; the running life's side is server_warm.c's, the next life's main.c's and
+ * server_warm.c's. In order:
+ *
+ *   running life                                   next life (spawned with the same argv)
+ *   FDS ... (the fd table in batches, from    -->  configuration, then waits for the snapshot
+ *            the event loop: it serves on)
+ *   SNAPSHOT (once every fd kept is given:    -->  reads that state (still written: what it reads
+ *            which is its state; the records          is handed over again at GO where it
+ *            written from then on are tracked)        changed), prepares the pool, its state and
+ *                                                     the connections (polled) from it
+ *                                            <--  PREPARED (its state memfd, unpublished), or
+ *                                                 FAILED (why, one line) and it exits
+ *   stops: replies sent, records final, journals closed
+ *   FDS, REMOVED, HELD, DIRTY ..., GO         -->  the fds kept since, those forgotten, those the
+ *                                                  service manager took, the records written
+ *                                                  since the snapshot; it applies them, opens the
+ *                                                  journals and publishes its state
+ *                                            <--  TAKEN, and it serves; or REFUSED (why): the
+ *                                                  running life re-executes itself in place
+ *   MAINPID= to the service manager, then MAIN -->  it may talk to the manager from now on
+ *   exits
+ *
+ * Either side seeing the other end (EOF) before its part is done gives up: before the running
+ * life stopped, it serves on and refuses the restart with the next life's last words; after, it
+ * re-executes in place (reexec.h), which takes the newest published state over. A next life
+ * whose running life went away before GO exits without having served.
+ *
+ * Every message is one datagram: a struct takeover_msg and its entries, with at most
+ * TAKEOVER_FDS_MAX fds. Event loop and main only.
+ */
+#ifndef HP_TAKEOVER_H
+#define HP_TAKEOVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fdstore.h"
+#include "warm.h"
+
+#define TAKEOVER_FD_ENV "HUGEPOOLD_TAKEOVER_FD"
+#define TAKEOVER_FDS_MAX 253 /* SCM_MAX_FD */
+#define TAKEOVER_TEXT_MAX 512
+
+enum takeover_type {
+	TAKEOVER_FDS = 1, /* entries: struct takeover_name, each with its fd */
+	TAKEOVER_SNAPSHOT, /* arg: the id of the running life's state (its fd came with the rest) */
+	TAKEOVER_PREPARED, /* the next life's state memfd as its one fd */
+	TAKEOVER_FAILED, /* text */
+	TAKEOVER_REMOVED, /* entries: struct takeover_name */
+	TAKEOVER_HELD, /* entries: struct takeover_name */
+	TAKEOVER_DIRTY, /* arg: enum warm_kind; entries: uint32_t record indices */
+	TAKEOVER_GO, /* arg: when the running life stopped serving (CLOCK_MONOTONIC ns) */
+	TAKEOVER_TAKEN,
+	TAKEOVER_REFUSED, /* text */
+	TAKEOVER_MAIN,
+};
+
+struct takeover_msg {
+	uint32_t type;
+	uint32_t count; /* entries, or the text's bytes */
+	uint64_t arg;
+};
+
+struct takeover_name {
+	char name[FDSTORE_NAME_MAX + 1];
+	uint8_t held; /* FDS: the service manager holds it */
+};
+
+/* What changed between the snapshot and GO (takeover_recv_go). */
+struct takeover_delta {
+	struct fdstore_fd *added;
+	unsigned nadded;
+	fdstore_name *removed, *held;
+	unsigned nremoved, nheld;
+	uint32_t *dirty[WARM_KINDS];
+	uint32_t ndirty[WARM_KINDS];
+	uint64_t stopped_ns;
+};
+void takeover_delta_free(struct takeover_delta *d); /* closes the added fds still in it */
+
+/* --- the running life ------------------------------------------------------------------- */
+
+/*
+ * Start the executable open at exe_fd (argv: this life's, valid until the child is joined) as the
+ * next life, the channel's other end at the fd TAKEOVER_FD_ENV names there. The spawn runs on a
+ * thread of its own (posix_spawn blocks until the child has executed: milliseconds); the channel
+ * may be used at once, and a spawn that failed shows as its end. Returns the channel's end here
+ * (non-blocking) and *ret; else a negative errno, why in err. takeover_child_pid waits for the
+ * spawn: the child's pid, or a negative errno with why in err; takeover_child_free frees it
+ * (the child lives on).
+ */
+struct takeover_child;
+int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, char *err, size_t errlen);
+pid_t takeover_child_pid(struct takeover_child *c, char *err, size_t errlen);
+void takeover_child_free(struct takeover_child *c);
+/*
+ * Send the next batch of fds kept and not given yet (fdstore_handover_batch), without waiting;
+ * when none is left, SNAPSHOT, and w's records are tracked from then on (warm_track): what the
+ * next life reads of w names fds given, or records written since. Returns 1 when more is to be
+ * sent, 0 once SNAPSHOT was, -EAGAIN to try again when the channel is writable, or another
+ * negative errno.
+ */
+int takeover_send_snapshot(int chan, struct warm *w);
+/*
+ * Once stopped: the delta (fdstore_handover_delta, the records written since warm_track) and
+ * GO, waiting while the channel is full. 0, or a negative errno (the next life is gone).
+ */
+int takeover_send_go(int chan, const struct warm *w, uint64_t stopped_ns);
+
+/* --- both ------------------------------------------------------------------------------- */
+
+/*
+ * Receive one message, waiting at most timeout_ms (-1: as long as it takes; 0: not at all,
+ * -EAGAIN). Its header in *m, its entries or text in payload (cap bytes: a longer one is
+ * -EMSGSIZE), its fds in fds (*nfds; at most TAKEOVER_FDS_MAX, close-on-exec). -EPIPE: the other
+ * end is gone.
+ */
+int takeover_recv(int chan, struct takeover_msg *m, void *payload, size_t cap, int *fds, unsigned *nfds,
+		  int timeout_ms);
+/* Send one message with no entries (text: TEXT's bytes, NULL none) and fd (-1: none); waits. */
+int takeover_send(int chan, enum takeover_type type, uint64_t arg, const char *text, int fd);
+/*
+ * The last words (FAILED, REFUSED): sent, then wait (at most timeout_ms) until the other end has
+ * read them and closed the channel. A datagram sent to a socket whose peer is gone purges the
+ * peer's messages not read yet: a next life exiting at once could lose them to the running
+ * life's next batch.
+ */
+int takeover_say_last(int chan, enum takeover_type type, const char *text, int timeout_ms);
+
+/* --- the next life ---------------------------------------------------------------------- */
+
+/* The channel the running life gave this one (TAKEOVER_FD_ENV, then unset), or -1: not a take-over. */
+int takeover_open(void);
+/*
+ * Receive the snapshot: the fds (sorted by name, held as the running life said; the array and
+ * the fds are the caller's) and which is the running life's state (*ret_state_id).
+ */
+int takeover_recv_snapshot(int chan, struct fdstore_fd **ret_fds, unsigned *ret_n, uint64_t *ret_state_id);
+/* Wait for the delta and GO (-EPIPE: the running life went away before). */
+int takeover_recv_go(int chan, struct takeover_delta *ret);
+
+#endif
