@@ -28,22 +28,6 @@
 #include "server_internal.h"
 #include "util.h"
 
-void peer_kill(struct peer *p, const char *fmt, ...)
-{
-	static struct log_ratelimit rl = LOG_RATELIMIT(5, 20);
-	char why[256];
-	va_list ap;
-
-	if (p->dead)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	log_msg_ratelimited(&rl, LOG_WARNING, "Closing connection %u (pid %d, uid %u, \"%s\"): %s", p->id,
-			    (int)p->owner.pid, (unsigned)p->owner.uid, p->name, why);
-	p->dead = true;
-}
-
 /* Replies wait to be sent beyond what a peer may have queued before its input is paused. */
 static bool peer_paused(const struct peer *p)
 {

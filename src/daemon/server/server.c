@@ -4,7 +4,7 @@
  *
  * This file: the listening socket (bound under the right umask and group, fds refused at the
  * socket where the kernel can), accepting connections (limits, an out-of-fds reserve), the
- * hello that opens a connection and the teardown that ends one, and the event loop.
+ * hello that opens a connection, and the event loop (a connection's life is peer_life.c's).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -61,46 +61,6 @@ int handle_hello(struct server *s, struct peer *p, const union proto_request *re
 	return 0;
 }
 
-static void peer_destroy(struct server *s, struct peer *p)
-{
-	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
-
-	if (p->warm_slot >= 0 && !s->sealed) {
-		char name[WARM_NAME_MAX];
-
-		/* the service manager's copy would keep the connection open for the client */
-		warm_name(WARM_NAME_CONN, p->conn_id, name);
-		fdstore_remove(name);
-		warm_conn_release(s->warm, p->warm_slot);
-	}
-	if (p->attached) {
-		unsigned held = p->owner.nleases;
-
-		lease_owner_detach(s->leases, &p->owner);
-		/* a life handing over to the next one lets go of its view only: the client keeps
-		 * its connection and its leases, so nothing was closed or released to log */
-		if (held && !(s->sealed && (s->takeover || s->reexec)))
-			log_msg_ratelimited(&rl, LOG_INFO, "Connection %u (pid %d, uid %u, \"%s\") closed; released its %u leases",
-					    p->id, (int)p->owner.pid, (unsigned)p->owner.uid, p->name, held);
-	}
-	for (unsigned i = 0; i < p->nwriters; i++)
-		journal_writer_close(p->writers[i].w);
-	spill_owner_release(s->spill, &p->spill);
-	peer_drop_queue(p);
-	access_creds_free(&p->creds);
-	TAILQ_REMOVE(&s->peers, p, link);
-	s->npeers--;
-	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, p->fd, NULL);
-	if (s->fds_refused)
-		close(p->fd);
-	else /* fds may be in flight in it: closing it would release them here (closer.h) */
-		closer_add(&p->fd, 1, p->owner.uid);
-	free(p->in_payload);
-	free(p->out);
-	free(p->ofds);
-	free(p);
-}
-
 int server_admit(struct server *s, const struct ucred *cred, char *text, size_t len)
 {
 	unsigned pending;
@@ -129,7 +89,7 @@ int server_admit(struct server *s, const struct ucred *cred, char *text, size_t 
  * loop (closer.h): it is shut first, so that its client can add nothing more, and closed on the
  * closer's threads, charged to uid.
  */
-static void unadmitted_close(const struct server *s, int fd, uid_t uid)
+void server_unadmitted_close(const struct server *s, int fd, uid_t uid)
 {
 	if (s->fds_refused) {
 		close(fd);
@@ -156,85 +116,7 @@ static void refuse(const struct server *s, int fd, uid_t uid, int err, const cha
 	memcpy(m.text, text, n);
 	proto_hdr_init(&m.h, PROTO_RESULT, (uint32_t)(sizeof(m.r) + n), 0);
 	(void)send(fd, &m, sizeof(m.h) + sizeof(m.r) + n, MSG_DONTWAIT | MSG_NOSIGNAL);
-	unadmitted_close(s, fd, uid);
-}
-
-/* Who the client on p's socket is (cred, and its groups from the socket): what it may do. */
-static void peer_set_creds(struct server *s, struct peer *p, const struct ucred *cred)
-{
-	access_creds_free(&p->creds);
-	access_creds_get(p->fd, cred, &p->creds);
-	p->admin = access_is_daemon(&p->creds) || (s->have_admin_gid && access_in_group(&p->creds, s->admin_gid));
-	p->sees_all = p->admin || (s->have_monitor_gid && access_in_group(&p->creds, s->monitor_gid));
-	/* not admitted by the mode: only the ACL entry of monitor_group can have let it in */
-	p->status_only = !p->admin && !access_mode_admits(&p->creds, s->cfg->socket_mode, s->socket_gid);
-}
-
-int peer_verify(struct peer *p)
-{
-	struct ucred cred;
-	socklen_t len = sizeof(cred), il = sizeof(int);
-	int type = 0;
-
-	if (!p->unverified)
-		return 0;
-	if (getsockopt(p->fd, SOL_SOCKET, SO_TYPE, &type, &il) < 0 || type != SOCK_STREAM ||
-	    getsockopt(p->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != p->owner.uid ||
-	    cred.gid != p->owner.gid || cred.pid != p->owner.pid) {
-		peer_kill(p, "its socket is not the connection the previous life of the daemon recorded");
-		return -EBADF;
-	}
-	p->unverified = false;
-	peer_set_creds(p->srv, p, &cred);
-	return 0;
-}
-
-/*
- * A peer for connection fd of cred, admitted (server_admit): counted, polled, attached to the
- * lease table. NULL when it could not be set up (it is closed then).
- */
-struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt, bool verified)
-{
-	struct peer *p = calloc(1, sizeof(*p));
-	char text[PROTO_TEXT_MAX];
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
-	int r;
-
-	if (!p) {
-		log_error("Failed to set up a new connection: out of memory");
-		unadmitted_close(s, fd, cred->uid);
-		return NULL;
-	}
-	p->fd = fd;
-	p->srv = s;
-	p->id = ++s->next_id;
-	p->warm_slot = -1;
-	p->version = PROTO_VERSION; /* until its hello says which */
-	p->connected_rt = connected_rt;
-	p->owner.pid = cred->pid;
-	p->owner.uid = cred->uid;
-	p->owner.gid = cred->gid;
-	p->unverified = !verified;
-	if (verified)
-		peer_set_creds(s, p, cred);
-	else /* what the record says, and no more rights than any client until peer_verify */
-		p->creds = (struct access_creds){ .uid = cred->uid, .gid = cred->gid };
-	spill_owner_init(s->spill, &p->spill, cred->uid, cred->pid);
-	TAILQ_INSERT_TAIL(&s->peers, p, link);
-	s->npeers++;
-	s->connections_total++;
-	ev.data.ptr = p;
-	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		peer_kill(p, "epoll_ctl failed: %m");
-		return NULL;
-	}
-	r = lease_owner_attach(s->leases, &p->owner, cred->uid, cred->gid, cred->pid, text, sizeof(text));
-	if (r < 0) {
-		peer_kill(p, "%s", text);
-		return NULL;
-	}
-	p->attached = true;
-	return p;
+	server_unadmitted_close(s, fd, uid);
 }
 
 static void accept_one(struct server *s, int fd)
@@ -248,7 +130,7 @@ static void accept_one(struct server *s, int fd)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 		log_error_errno(errno, "Failed to set up a new connection: %m");
-		unadmitted_close(s, fd, (uid_t)-1);
+		server_unadmitted_close(s, fd, (uid_t)-1);
 		return;
 	}
 	r = server_admit(s, &cred, text, sizeof(text));
@@ -291,7 +173,7 @@ static bool accept_out_of_fds(struct server *s, int err)
 			socklen_t len = sizeof(cred);
 
 			(void)getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
-			unadmitted_close(s, fd, cred.uid);
+			server_unadmitted_close(s, fd, cred.uid);
 			s->counted.refused_out_of_fds++;
 		}
 		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -534,7 +416,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	r = resolve_access(s);
 	if (r < 0)
 		goto fail;
-	s->listen_fd = warm_socket_adopt(cfg, cfg->socket_group[0] ? s->socket_gid : (gid_t)-1, h ? h->listen_fd : -1);
+	s->listen_fd = server_socket_adopt(cfg, cfg->socket_group[0] ? s->socket_gid : (gid_t)-1, h ? h->listen_fd : -1);
 	if (s->listen_fd < 0) {
 		r = socket_bind(cfg, cfg->socket_group[0] ? s->socket_gid : (gid_t)-1);
 		if (r < 0)
@@ -554,14 +436,14 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 		goto fail;
 	}
 	if (h)
-		warm_adopt_conns(s, h);
+		server_adopt_conns(s, h);
 	/* the records say everything taken over: a next life reads this state from now on, and
 	 * nothing has been sent to a client before (a grant a crash could leave unrecorded); a
 	 * take-over's next life does this once it has taken over (server_takeover_finish) */
 	if (s->warm && !(h && h->prepare))
 		warm_publish(s->warm);
 	if (h && !h->prepare)
-		warm_resume_waits(s);
+		server_resume_waits(s);
 	log_info("Listening on '%s' (mode %04o)", cfg->socket_path, (unsigned)cfg->socket_mode);
 	if ((cfg->socket_mode & 0002) && (!cfg->max_bytes_per_uid || !cfg->spill_max_bytes_per_uid))
 		log_notice("Every user of this machine may connect (socket_mode %04o), and %s is 0 (no limit): "
@@ -671,7 +553,7 @@ int server_run(struct server *s)
 		reap(s);
 	}
 	s->stopped_ns = now_ns();
-	warm_quiesce(s);
+	server_quiesce(s);
 	if (s->reexec || s->takeover)
 		s->listen_kept = true; /* the next life serves it, at the same path */
 	return s->takeover ? SERVER_TAKEOVER : s->reexec ? SERVER_REEXEC : 0;

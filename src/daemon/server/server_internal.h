@@ -5,9 +5,10 @@
  * each service's state for it), the reply functions of the connection layer, and one handler
  * per request type.
  *
- *   server.c       the listening socket, accept, the event loop, a connection's birth and end
- *   server_warm.c  warm restart: connections kept in the fd store, stopping for a next life,
- *                  taking over what a previous life left, the restart request
+ *   server.c       the listening socket, accept and admission, the hello, the event loop
+ *   peer_life.c    a connection's life: made, verified, kept for a restart, killed, destroyed
+ *   server_warm.c  warm restart: stopping for a next life, taking over what a previous life
+ *                  left (the socket, the connections), the restart request, the take-over
  *   peer.c         a connection's transport: framing, the out-queue that owns fds, dispatch
  *   svc_lease.c    acquire and release, and the lease table's callbacks
  *   svc_journal.c  journal writers, readers and truncation
@@ -175,10 +176,30 @@ struct server {
 	struct proto_status_start start; /* how this life started, for status */
 };
 
-/* --- peer.c: the connection layer ------------------------------------------------------- */
+/* --- peer_life.c: a connection's life --------------------------------------------------- */
 
+/*
+ * A peer for connection fd of cred, admitted: counted, polled, attached to the lease table.
+ * NULL when it could not be set up (fd closed). verified: cred is the socket's own (accepted
+ * now); else it is what a previous life recorded, and peer_verify compares them before the
+ * connection is first read or written.
+ */
+struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt, bool verified);
+/*
+ * A connection taken over unverified: is its socket the client its record names (type and
+ * credentials)? Then its groups are read and it gets its rights; else it is killed (-EBADF).
+ * Taking over thousands of connections costs no system call for each this way, only the first
+ * use of each does.
+ */
+int peer_verify(struct peer *p);
+/* Keep p's socket in the fd store and give it a record: a restart goes on serving it. */
+void peer_keep(struct server *s, struct peer *p);
 /* Log why (rate-limited) and mark the peer dead: it is destroyed at the end of the loop turn. */
 void peer_kill(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Let go of all p held and free it (dead peers, at the end of the loop turn; the server's end). */
+void peer_destroy(struct server *s, struct peer *p);
+
+/* --- peer.c: the connection layer ------------------------------------------------------- */
 
 /*
  * Queue one message (header + two payload parts + fds) and try to send it. The fds whose bit is
@@ -218,19 +239,10 @@ void peer_note_busy(struct peer *p);
  */
 int server_admit(struct server *s, const struct ucred *cred, char *text, size_t len);
 /*
- * A peer for connection fd of cred, admitted: counted, polled, attached to the lease table.
- * NULL when it could not be set up (fd closed). verified: cred is the socket's own (accepted
- * now); else it is what a previous life recorded, and peer_verify compares them before the
- * connection is first read or written.
+ * Close a connection the daemon never admitted: shut and closed on the closer's threads, charged
+ * to uid, where its client may have passed fds the kernel could not refuse (closer.h).
  */
-struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64_t connected_rt, bool verified);
-/*
- * A connection taken over unverified: is its socket the client its record names (type and
- * credentials)? Then its groups are read and it gets its rights; else it is killed (-EBADF).
- * Taking over thousands of connections costs no system call for each this way, only the first
- * use of each does.
- */
-int peer_verify(struct peer *p);
+void server_unadmitted_close(const struct server *s, int fd, uid_t uid);
 
 /* --- server_warm.c: warm restart ------------------------------------------------------------ */
 
@@ -241,16 +253,14 @@ int peer_verify(struct peer *p);
  */
 int server_restart_check(struct server *s, unsigned peer_id, char *text, size_t len);
 void server_restart_checked(struct server *s, uint64_t now);
-/* Keep p's socket in the fd store and give it a record: a restart goes on serving it. */
-void peer_keep(struct server *s, struct peer *p);
 /* The listening socket fd a previous life left if it is still the configured one, else -1 (closed). */
-int warm_socket_adopt(const struct config *cfg, gid_t gid, int fd);
+int server_socket_adopt(const struct config *cfg, gid_t gid, int fd);
 /* Serve on the connections h's state describes, give their leases back (their acquires wait). */
-void warm_adopt_conns(struct server *s, struct server_handover *h);
+void server_adopt_conns(struct server *s, struct server_handover *h);
 /* Queue again the acquires the connections taken over were waiting in (once published). */
-void warm_resume_waits(struct server *s);
+void server_resume_waits(struct server *s);
 /* Stopping for a next life: send what is queued, write every record, then change nothing more. */
-void warm_quiesce(struct server *s);
+void server_quiesce(struct server *s);
 /* A take-over's channel is readable or writable (events), or its deadline came (events 0). */
 void server_takeover_event(struct server *s, uint32_t events, uint64_t now);
 /* The channel to the previous life is readable: is this life the main process now? */

@@ -395,24 +395,6 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, char
 	return -EXDEV;
 }
 
-/* Keep p's socket in the fd store and give it a record: a restart goes on serving it. */
-void peer_keep(struct server *s, struct peer *p)
-{
-	char name[WARM_NAME_MAX];
-
-	p->warm_slot = s->warm ? warm_conn_take(s->warm) : -1;
-	if (p->warm_slot < 0)
-		return;
-	p->spill.conn_id = p->conn_id;
-	warm_name(WARM_NAME_CONN, p->conn_id, name);
-	if (fdstore_add(name, p->fd, FDSTORE_POLL | FDSTORE_CLIENT) < 0) {
-		warm_conn_release(s->warm, p->warm_slot);
-		p->warm_slot = -1;
-		return;
-	}
-	peer_note(p, true);
-}
-
 /*
  * Does a socket's st_mode say socket_mode? Its group bits may show the mask of the ACL that lets
  * monitor_group in (access_socket_grant), which adds read-write; the ACL is set again after.
@@ -430,7 +412,7 @@ static bool socket_mode_is(mode_t st_mode, mode_t socket_mode)
  * socket bound to the configured path, and that path is still a socket; else close it.
  * Returns fd or -1. The path must still have the configured mode and group.
  */
-int warm_socket_adopt(const struct config *cfg, gid_t gid, int fd)
+int server_socket_adopt(const struct config *cfg, gid_t gid, int fd)
 {
 	struct sockaddr_un sa;
 	socklen_t len = sizeof(sa);
@@ -588,7 +570,7 @@ static bool conn_served(const struct warm_conn *c)
 	return c->state == WARM_CONN_IDLE || c->state == WARM_CONN_WAITING;
 }
 
-void warm_adopt_conns(struct server *s, struct server_handover *h)
+void server_adopt_conns(struct server *s, struct server_handover *h)
 {
 	_cleanup_free_ uint32_t *rec_buf = NULL;
 
@@ -819,7 +801,7 @@ void server_takeover_finish(struct server *s, struct server_handover *h, unsigne
 	lease_retire_unheld(s->leases);
 	spill_adopt_rest(s->spill, h->prev, h->fds, h->nfds);
 	warm_publish(s->warm);
-	warm_resume_waits(s);
+	server_resume_waits(s);
 }
 
 void server_wait_main(struct server *s, int chan, const char *ready, struct fdstore_fd *fds, unsigned nfds)
@@ -862,7 +844,7 @@ void server_prev_life_event(struct server *s)
 	notify_send(s->prev_life.ready);
 }
 
-void warm_resume_waits(struct server *s)
+void server_resume_waits(struct server *s)
 {
 	struct peer *p;
 
@@ -881,7 +863,7 @@ void warm_resume_waits(struct server *s)
  * and from here on change neither the warm state nor the fd store, so that tearing down leaves
  * both to the next life as they are.
  */
-void warm_quiesce(struct server *s)
+void server_quiesce(struct server *s)
 {
 	uint64_t deadline = now_ns() + QUIESCE_NS;
 	struct peer *p;
