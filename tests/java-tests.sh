@@ -8,6 +8,7 @@
 # Usage: tests/java-tests.sh BUILD_DIR
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/tests/lib/surefire.sh"
 build=$(cd "${1:-build}" && pwd)
 mvn=${MVN:-mvn}
 passed=0 failed=0 skipped=0
@@ -29,16 +30,7 @@ for jvm in "${jvms[@]}"; do
 	out=$(cd "$top/java" && "$mvn" -B -Dstyle.color=never test -Djvm="$jvm" -DbuildDir="$build/java/target" \
 		-Dhugepool.build="$build" 2>&1)
 	rc=$?
-	p=0 f=0 s=0
-	for x in "$reports"/TEST-*.xml; do
-		[ -f "$x" ] || continue
-		t=$(sed -n 's/.*<testsuite [^>]*tests="\([0-9]*\)".*/\1/p' "$x" | head -1)
-		e=$(sed -n 's/.*<testsuite [^>]*errors="\([0-9]*\)".*/\1/p' "$x" | head -1)
-		u=$(sed -n 's/.*<testsuite [^>]*failures="\([0-9]*\)".*/\1/p' "$x" | head -1)
-		k=$(sed -n 's/.*<testsuite [^>]*skipped="\([0-9]*\)".*/\1/p' "$x" | head -1)
-		f=$((f + e + u)) s=$((s + k)) p=$((p + t - e - u - k))
-	done
-	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1 # Maven failed before or around the tests
+	surefire_count "$reports" "$rc"
 	printf '%-34s %3d passed %3d failed %3d skipped\n' "java (Java $v)" "$p" "$f" "$s"
 	[ "$f" -eq 0 ] || echo "$out" | grep -v '^\[INFO\] \(Download\|Running\)' | tail -80
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
