@@ -9,9 +9,9 @@
  * Threads. A broker thread encodes its record and, under `lock`, checks it against the Live model
  * (JournalImpl's rules: an update of an id not live is not written...), gives it its LSN (we are
  * the journal's one writer, so our records take consecutive LSNs: `nextLsn`) and queues it. One
- * appender thread owns the JournalWriter: it takes everything queued, appends it to the ring
- * without waiting, waits once for the last record when anyone needs durability (an IOCompletion, a
- * caller blocked on sync), and then completes the callbacks in the order of the records. While it
+ * appender thread owns the JournalWriter: it takes everything queued, appends it to the ring as
+ * one batch without waiting, waits once for the last record when anyone needs durability (an
+ * IOCompletion, a caller blocked on sync), and then completes the callbacks in the order of the records. While it
  * waits, the next group gathers in the queue: one wait per group, never one per record. One
  * reclaimer thread, woken when the journal's bytes from the cut on (`windowBytes`) pass
  * RECLAIM_RATIO times the bytes of the records still needed (`live.bytes`), and `reclaimAt` at
@@ -104,6 +104,12 @@ public final class HugepoolJournal implements Journal {
     static final long MIN_RECLAIM_AT = 512 << 10;
     /* Status.Journal.state() of a journal that a write or sync error made read-only */
     private static final int STATE_FAILED = 2;
+    /*
+     * The most bytes the appender gives the daemon in one batch, a record larger than it alone:
+     * a quarter of the daemon's default ring, so that a batch fits its ring (half of it at most)
+     * and its default max_batch_bytes (1 MiB) with the headers of BATCH_MAX records.
+     */
+    private static final long BATCH_BYTES = 256 << 10;
     /* the appender waits for durability at the latest after this many bytes appended unawaited */
     private static final long UNAWAITED_BYTES = 4 << 20;
 
@@ -822,19 +828,45 @@ public final class HugepoolJournal implements Journal {
         // stopping: what was appended is still written, the writer's close waits for nothing
     }
 
-    /* Append the group's records to the ring; a daemon that went away is reconnected to. */
+    /*
+     * Append the group's records to the ring as batches of at most BATCH_MAX records and
+     * BATCH_BYTES (one call, one entry the daemon takes whole); a daemon that went away is reconnected to, and a batch
+     * it refused appended nothing, so it is appended again whole.
+     */
     private void appendNew(List<Op> group) throws Exception {
-        for (Op op : group) {
-            if (op.rec == null || op.error != null)
+        List<Op> batch = new ArrayList<>(Math.min(group.size(), JournalWriter.BATCH_MAX));
+        List<byte[]> recs = new ArrayList<>(Math.min(group.size(), JournalWriter.BATCH_MAX));
+        long bytes = 0;
+        for (int i = 0; i <= group.size(); i++) {
+            Op op = i < group.size() ? group.get(i) : null;
+            if (op != null && (op.rec == null || op.error != null))
                 continue;
-            for (;;) {
-                try {
-                    writer.append(op.rec); // a failed append appended nothing
-                    unacked.add(op);
-                    break;
-                } catch (DaemonGoneException e) {
-                    reconnect(e);
+            if (op != null && batch.size() < JournalWriter.BATCH_MAX && bytes + op.size <= BATCH_BYTES) {
+                batch.add(op);
+                recs.add(op.rec);
+                bytes += op.size;
+                continue;
+            }
+            if (!batch.isEmpty()) {
+                for (;;) {
+                    try {
+                        if (recs.size() == 1)
+                            writer.append(recs.get(0));
+                        else
+                            writer.appendBatch(recs);
+                        unacked.addAll(batch);
+                        break;
+                    } catch (DaemonGoneException e) {
+                        reconnect(e);
+                    }
                 }
+                batch.clear();
+                recs.clear();
+            }
+            if (op != null) {
+                batch.add(op);
+                recs.add(op.rec);
+                bytes = op.size;
             }
         }
     }
