@@ -10,9 +10,10 @@
  * (JournalImpl's rules: an update of an id not live is not written...), gives it its LSN (we are
  * the journal's one writer, so our records take consecutive LSNs: `nextLsn`) and queues it. One
  * appender thread owns the JournalWriter: it takes everything queued, appends it to the ring as
- * one batch without waiting, waits once for the last record when anyone needs durability (an
- * IOCompletion, a caller blocked on sync), and then completes the callbacks in the order of the records. While it
- * waits, the next group gathers in the queue: one wait per group, never one per record. One
+ * one batch without waiting, completes the callbacks of the group before (durable by then) in
+ * the order of the records, and then waits once for the last record when anyone needs
+ * durability (an IOCompletion, a caller blocked on sync). While it waits, the next group
+ * gathers in the queue: one wait per group, never one per record. One
  * reclaimer thread, woken when the journal's bytes from the cut on (`windowBytes`) pass
  * RECLAIM_RATIO times the bytes of the records still needed (`live.bytes`), and `reclaimAt` at
  * least, cuts everything queued so far: reads it back, queues copies of what is still live
@@ -794,14 +795,23 @@ public final class HugepoolJournal implements Journal {
 
     // --- the appender --------------------------------------------------------------------------
 
+    /*
+     * Each turn: take what is queued, append it as one batch, complete the group made durable
+     * in the turn before, then wait for this one. So the daemon syncs a group while its
+     * predecessor's callbacks run (the broker's replies to its producers), instead of idling
+     * through them, and a group reaches the daemon whole: appended record by record, the
+     * daemon's flusher started a lone writer's sync at the first, and the rest of the group
+     * waited for a second one (hugepool-artemis(7), "Completions").
+     */
     private void appendLoop() {
-        List<Op> group = new ArrayList<>();
+        List<Op> group = new ArrayList<>(), done = new ArrayList<>();
+        Throwable doneFailed = null;
         for (;;) {
             lock.lock();
             try {
-                while (queue.isEmpty() && running)
+                while (queue.isEmpty() && done.isEmpty() && running)
                     work.awaitUninterruptibly();
-                if (queue.isEmpty())
+                if (queue.isEmpty() && done.isEmpty())
                     break;
                 group.addAll(queue);
                 queue.clear();
@@ -817,13 +827,25 @@ public final class HugepoolJournal implements Journal {
             Throwable failed = null;
             try {
                 appendNew(group);
-                if ((wait || unawaited > UNAWAITED_BYTES) && !unacked.isEmpty())
+            } catch (Throwable e) {
+                failed = fail(e);
+            }
+            // the group before is durable (or failed): its callbacks run while this one syncs
+            complete(done, doneFailed);
+            done.clear();
+            try {
+                if (failed == null && (wait || unawaited > UNAWAITED_BYTES) && !unacked.isEmpty())
                     awaitUnacked();
             } catch (Throwable e) {
                 failed = fail(e);
             }
-            complete(group, failed);
-            group.clear();
+            if (failed != null)
+                unacked.clear(); // failed with the journal: nothing to wait for again
+
+            List<Op> t = done;
+            done = group;
+            group = t;
+            doneFailed = failed;
         }
         // stopping: what was appended is still written, the writer's close waits for nothing
     }
