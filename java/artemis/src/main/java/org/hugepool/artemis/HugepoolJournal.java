@@ -9,10 +9,11 @@
  * Threads. A broker thread encodes its record and, under `lock`, checks it against the Live model
  * (JournalImpl's rules: an update of an id not live is not written...), gives it its LSN (we are
  * the journal's one writer, so our records take consecutive LSNs: `nextLsn`) and queues it. One
- * appender thread owns the JournalWriter: it takes everything queued, appends it to the ring
- * without waiting, waits once for the last record when anyone needs durability (an IOCompletion, a
- * caller blocked on sync), and then completes the callbacks in the order of the records. While it
- * waits, the next group gathers in the queue: one wait per group, never one per record. One
+ * appender thread owns the JournalWriter: it takes everything queued, appends it to the ring as
+ * one batch without waiting, completes the callbacks of the group before (durable by then) in
+ * the order of the records, and then waits once for the last record when anyone needs
+ * durability (an IOCompletion, a caller blocked on sync). While it waits, the next group
+ * gathers in the queue: one wait per group, never one per record. One
  * reclaimer thread, woken when the journal's bytes from the cut on (`windowBytes`) pass
  * RECLAIM_RATIO times the bytes of the records still needed (`live.bytes`), and `reclaimAt` at
  * least, cuts everything queued so far: reads it back, queues copies of what is still live
@@ -104,6 +105,12 @@ public final class HugepoolJournal implements Journal {
     static final long MIN_RECLAIM_AT = 512 << 10;
     /* Status.Journal.state() of a journal that a write or sync error made read-only */
     private static final int STATE_FAILED = 2;
+    /*
+     * The most bytes the appender gives the daemon in one batch, a record larger than it alone:
+     * a quarter of the daemon's default ring, so that a batch fits its ring (half of it at most)
+     * and its default max_batch_bytes (1 MiB) with the headers of BATCH_MAX records.
+     */
+    private static final long BATCH_BYTES = 256 << 10;
     /* the appender waits for durability at the latest after this many bytes appended unawaited */
     private static final long UNAWAITED_BYTES = 4 << 20;
 
@@ -788,14 +795,23 @@ public final class HugepoolJournal implements Journal {
 
     // --- the appender --------------------------------------------------------------------------
 
+    /*
+     * Each turn: take what is queued, append it as one batch, complete the group made durable
+     * in the turn before, then wait for this one. So the daemon syncs a group while its
+     * predecessor's callbacks run (the broker's replies to its producers), instead of idling
+     * through them, and a group reaches the daemon whole: appended record by record, the
+     * daemon's flusher started a lone writer's sync at the first, and the rest of the group
+     * waited for a second one (hugepool-artemis(7), "Completions").
+     */
     private void appendLoop() {
-        List<Op> group = new ArrayList<>();
+        List<Op> group = new ArrayList<>(), done = new ArrayList<>();
+        Throwable doneFailed = null;
         for (;;) {
             lock.lock();
             try {
-                while (queue.isEmpty() && running)
+                while (queue.isEmpty() && done.isEmpty() && running)
                     work.awaitUninterruptibly();
-                if (queue.isEmpty())
+                if (queue.isEmpty() && done.isEmpty())
                     break;
                 group.addAll(queue);
                 queue.clear();
@@ -811,30 +827,68 @@ public final class HugepoolJournal implements Journal {
             Throwable failed = null;
             try {
                 appendNew(group);
-                if ((wait || unawaited > UNAWAITED_BYTES) && !unacked.isEmpty())
+            } catch (Throwable e) {
+                failed = fail(e);
+            }
+            // the group before is durable (or failed): its callbacks run while this one syncs
+            complete(done, doneFailed);
+            done.clear();
+            try {
+                if (failed == null && (wait || unawaited > UNAWAITED_BYTES) && !unacked.isEmpty())
                     awaitUnacked();
             } catch (Throwable e) {
                 failed = fail(e);
             }
-            complete(group, failed);
-            group.clear();
+            if (failed != null)
+                unacked.clear(); // failed with the journal: nothing to wait for again
+
+            List<Op> t = done;
+            done = group;
+            group = t;
+            doneFailed = failed;
         }
         // stopping: what was appended is still written, the writer's close waits for nothing
     }
 
-    /* Append the group's records to the ring; a daemon that went away is reconnected to. */
+    /*
+     * Append the group's records to the ring as batches of at most BATCH_MAX records and
+     * BATCH_BYTES (one call, one entry the daemon takes whole); a daemon that went away is reconnected to, and a batch
+     * it refused appended nothing, so it is appended again whole.
+     */
     private void appendNew(List<Op> group) throws Exception {
-        for (Op op : group) {
-            if (op.rec == null || op.error != null)
+        List<Op> batch = new ArrayList<>(Math.min(group.size(), JournalWriter.BATCH_MAX));
+        List<byte[]> recs = new ArrayList<>(Math.min(group.size(), JournalWriter.BATCH_MAX));
+        long bytes = 0;
+        for (int i = 0; i <= group.size(); i++) {
+            Op op = i < group.size() ? group.get(i) : null;
+            if (op != null && (op.rec == null || op.error != null))
                 continue;
-            for (;;) {
-                try {
-                    writer.append(op.rec); // a failed append appended nothing
-                    unacked.add(op);
-                    break;
-                } catch (DaemonGoneException e) {
-                    reconnect(e);
+            if (op != null && batch.size() < JournalWriter.BATCH_MAX && bytes + op.size <= BATCH_BYTES) {
+                batch.add(op);
+                recs.add(op.rec);
+                bytes += op.size;
+                continue;
+            }
+            if (!batch.isEmpty()) {
+                for (;;) {
+                    try {
+                        if (recs.size() == 1)
+                            writer.append(recs.get(0));
+                        else
+                            writer.appendBatch(recs);
+                        unacked.addAll(batch);
+                        break;
+                    } catch (DaemonGoneException e) {
+                        reconnect(e);
+                    }
                 }
+                batch.clear();
+                recs.clear();
+            }
+            if (op != null) {
+                batch.add(op);
+                recs.add(op.rec);
+                bytes = op.size;
             }
         }
     }

@@ -1,0 +1,187 @@
+/*
+ * SPDX-License-Identifier: MIT
+ *
+ * CompletionTest.java - how a HugepoolJournal calls its IOCompletions (hugepool-artemis(7),
+ * "Completions"), alone against a real hugepoold. The broker's thread only queues a record; the
+ * appender appends each group as one batch and runs the callbacks of a group while the next one
+ * syncs, so these are what the broker relies on:
+ *  - in order and only once durable: records appended with callbacks, one by one and in bursts;
+ *    each callback is the next in the order the records were appended, and when it runs the
+ *    daemon reports the journal durable up to that record's LSN; a lone record with nothing
+ *    after it completes too (its group is not held back for a next one);
+ *  - a failure reaches every pending callback: the daemon stops under a stream of appends and
+ *    does not come back within the journal's reconnect time, and records are appended after
+ *    that (whenever the stop lands, some callbacks are pending): every callback is called exactly
+ *    once, those done() all before the first onError(), and every record acknowledged with
+ *    done() is there when the journal loads again.
+ */
+package org.hugepool.artemis;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.apache.activemq.artemis.core.journal.EncoderPersister;
+import org.apache.activemq.artemis.core.journal.IOCompletion;
+import org.apache.activemq.artemis.core.journal.PreparedTransactionInfo;
+import org.apache.activemq.artemis.core.journal.RecordInfo;
+import org.apache.activemq.artemis.core.journal.impl.dataformat.ByteArrayEncoding;
+import org.hugepool.HugePool;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+class CompletionTest {
+    private static final long RECLAIM_AT = 64 << 20; // no reclaim: the test's records take consecutive LSNs
+
+    /* Records what it is told: the order of the calls, and of the errors. */
+    private static final class Seen {
+        final List<Integer> done = new ArrayList<>(), errors = new ArrayList<>(); // guarded by this
+        final List<String> wrong = new ArrayList<>(); // guarded by this
+        final CountDownLatch all;
+        final AtomicInteger calls = new AtomicInteger();
+
+        Seen(int n) {
+            all = new CountDownLatch(n);
+        }
+
+        IOCompletion cb(int i, Runnable onDone) {
+            AtomicInteger once = new AtomicInteger();
+            return new IOCompletion() {
+                @Override
+                public void storeLineUp() {
+                }
+
+                @Override
+                public void done() {
+                    synchronized (Seen.this) {
+                        if (once.getAndIncrement() > 0)
+                            wrong.add("callback " + i + " called again (done)");
+                        if (!errors.isEmpty())
+                            wrong.add("callback " + i + " done after an error");
+                        done.add(i);
+                    }
+                    onDone.run();
+                    calls.incrementAndGet();
+                    all.countDown();
+                }
+
+                @Override
+                public void onError(int code, String message) {
+                    synchronized (Seen.this) {
+                        if (once.getAndIncrement() > 0)
+                            wrong.add("callback " + i + " called again (onError)");
+                        errors.add(i);
+                    }
+                    calls.incrementAndGet();
+                    all.countDown();
+                }
+            };
+        }
+    }
+
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a callback never called
+    void inOrderAndDurable() throws Exception {
+        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "16M", 4)).start();
+                HugePool status = HugePool.connect(d.socket.toString())) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            j.loadInternalOnly();
+            long base = status.status().journal("j").nextLsn();
+            int n = 400;
+            Seen seen = new Seen(n);
+            List<String> notDurable = new ArrayList<>();
+            byte[] data = new byte[100];
+            for (int i = 0; i < n; i++) {
+                int k = i;
+                long lsn = base + i;
+                IOCompletion cb = seen.cb(i, () -> {
+                    try {
+                        // the daemon sets the rings' durable positions and its status's in one hold of the journal's lock
+                        long durable = status.status().journal("j").durableLsn();
+                        if (durable < lsn)
+                            synchronized (notDurable) {
+                                notDurable.add("record " + k + " (LSN " + lsn + ") done, durable only up to " + durable);
+                            }
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+                j.appendAddRecord(i + 1, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), false, cb);
+                if (i % 50 == 0) // a lone record, nothing after it: it completes
+                    while (seen.calls.get() <= i)
+                        Thread.sleep(1);
+            }
+            seen.all.await();
+            j.stop();
+            synchronized (seen) {
+                assertEquals(List.of(), seen.wrong);
+                assertEquals(List.of(), seen.errors);
+                for (int i = 0; i < n; i++)
+                    assertEquals(i, seen.done.get(i), "callbacks out of order");
+            }
+            assertEquals(List.of(), notDurable.subList(0, Math.min(10, notDurable.size())), "acknowledged before durable");
+        }
+    }
+
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a callback never called
+    void failureReachesEveryPending() throws Exception {
+        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "16M", 4)).start()) {
+            HugepoolJournal j = new HugepoolJournal(d.socket.toString(), "j", RECLAIM_AT, Duration.ofMillis(300), null);
+            j.start();
+            j.loadInternalOnly();
+            Seen seen = new Seen(0);
+            byte[] data = new byte[100];
+            Thread killer = new Thread(() -> {
+                try {
+                    while (seen.calls.get() < 200)
+                        Thread.sleep(1);
+                    d.stop();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            killer.start();
+            // appends until 100 after the daemon's end, at most 1000 ahead of the callbacks
+            int appended = 0;
+            for (int after = 0; after < 100; appended++) {
+                if (!killer.isAlive())
+                    after++;
+                while (appended - seen.calls.get() > 1000)
+                    Thread.sleep(1);
+                j.appendAddRecord(appended + 1, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), false,
+                        seen.cb(appended, () -> {
+                        }));
+            }
+            while (seen.calls.get() < appended)
+                Thread.sleep(1);
+            killer.join();
+            j.stop();
+            Set<Long> acked = new HashSet<>();
+            synchronized (seen) {
+                assertEquals(List.of(), seen.wrong);
+                assertTrue(!seen.errors.isEmpty(), "the daemon stopped under load, yet no callback heard of it");
+                assertTrue(seen.done.size() >= 200, "fewer than 200 records acknowledged before the stop");
+                for (int i : seen.done)
+                    acked.add((long) i + 1);
+            }
+            d.start();
+            HugepoolJournal again = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            List<RecordInfo> records = new ArrayList<>();
+            again.load(records, new ArrayList<PreparedTransactionInfo>(), null);
+            again.stop();
+            Set<Long> loaded = new HashSet<>();
+            for (RecordInfo r : records)
+                loaded.add(r.id);
+            acked.removeAll(loaded);
+            assertEquals(0, acked.size(), "records acknowledged with done() but lost, ids " + acked.stream().sorted().limit(10).toList());
+        }
+    }
+}
