@@ -654,8 +654,13 @@ int fdstore_barrier(int timeout_ms)
 {
 	int p[2], r;
 	struct pollfd pfd;
+	bool held_back;
 
-	if (!under_manager() || waiting)
+	/* the recycler asks while the loop may end the wait (fdstore_manager_ready) */
+	pthread_mutex_lock(&lock);
+	held_back = waiting;
+	pthread_mutex_unlock(&lock);
+	if (!under_manager() || held_back)
 		return 0;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
