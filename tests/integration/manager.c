@@ -164,7 +164,7 @@ static double now_ms(void)
 static void *run(void *arg)
 {
 	struct manager *m = arg;
-	static char buf[8192];
+	char buf[8192]; /* each manager's own: two daemons may run at once, each with its manager */
 	double polled = 0;
 
 	for (;;) {
