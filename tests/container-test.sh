@@ -683,10 +683,19 @@ pages_kept() { # the oneshot gave its pages back and reserved again: the same on
 }
 check "a restart takes back the pages the pool kept, not twice (nr_hugepages $pages_started, surplus 0)" pages_kept
 
-# --- reload: the daemon re-executes itself, same process -----------------------------------------
+# --- reload: the next life takes over beside the running one (restart = auto under systemd), and
+# systemd follows it (MAINPID=): a new main process, the old one gone, warm -----------------------
 mainpid=$(c systemctl show -P MainPID hugepoold)
-reloaded() { c systemctl reload hugepoold && [ "$(c systemctl show -P MainPID hugepoold)" = "$mainpid" ] && warm_life 3; }
-check "systemctl reload: re-executed in place (same MainPID), warm (life 3)" reloaded
+reloaded() {
+	local now
+	c systemctl reload hugepoold || return 1
+	now=$(c systemctl show -P MainPID hugepoold)
+	[ "$now" != "$mainpid" ] && [ "$now" != 0 ] && ! c kill -0 "$mainpid" 2>/dev/null &&
+		[ "$(c systemctl show -P ActiveState hugepoold)" = active ] && warm_life 3 &&
+		c journalctl -b -u hugepoold -o cat | grep -q "Taken over by pid $now"
+}
+check "systemctl reload: taken over by a new main process that systemd follows, warm (life 3)" reloaded
+mainpid=$(c systemctl show -P MainPID hugepoold)
 # a reload the next life would not survive (a broken configuration) is refused before anything
 # stops: the same process serves on, its life unchanged, and the log says why
 refused_reload() {
@@ -762,7 +771,7 @@ c sed -i 's/^hugepages = prefer/hugepages = require/' /etc/hugepool/hugepoold.co
 require_ok() {
 	! c systemctl start hugepoold &&
 		[ "$(c systemctl show -P ExecMainStatus hugepoold)" = 3 ] &&
-		c journalctl -b -u hugepoold -o cat | grep 'Not enough hugepages (hugepages = require)'
+		c journalctl -b -u hugepoold -o cat | grep 'Not enough hugepages for class .* (hugepages = require)'
 }
 check "hugepages = require with too few: refuses to start, exit status 3" require_ok
 c systemctl unmask -q hugepool-hugepages

@@ -654,13 +654,13 @@ int fdstore_barrier(int timeout_ms)
 {
 	int p[2], r;
 	struct pollfd pfd;
-	bool held_back;
+	bool notes_held;
 
 	/* the recycler asks while the loop may end the wait (fdstore_manager_ready) */
 	pthread_mutex_lock(&lock);
-	held_back = waiting;
+	notes_held = waiting;
 	pthread_mutex_unlock(&lock);
-	if (!under_manager() || held_back)
+	if (!under_manager() || notes_held)
 		return 0;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
