@@ -5,7 +5,7 @@
 # one daemon, W in {8, 64} writers x S in {100, 1000, 4000} bytes, in the page cache and then with
 # O_DIRECT. Each run appends HP_BENCH_WARMUP_SECONDS (1) unmeasured before its
 # HP_BENCH_CELL_SECONDS (2), the journals take turns in a Williams order over
-# HP_BENCH_DEFAULT_REPEAT rounds (4; 8 for the figures of docs/MEASURED.md), and each cell says auto
+# HP_BENCH_DEFAULT_REPEAT rounds (4; 8 for figures to publish), and each cell says auto
 # against the best other backend picked on one half of the rounds and measured on the other, a
 # figure that favours neither side; each mode ends with that figure's geometric mean over the
 # cells and its lowest cell. Run by bench/run-bench.sh (make bench), or alone:
