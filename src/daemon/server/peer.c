@@ -96,7 +96,7 @@ void peer_flush(struct peer *p)
 			if (errno == EINTR)
 				continue;
 			if (errno == EPIPE || errno == ECONNRESET)
-				p->dead = true; /* it left; the read side reports that */
+				peer_mark_dead(p); /* it left; the read side reports that */
 			else
 				peer_kill(p, "send failed: %m");
 			return;
@@ -115,7 +115,7 @@ void peer_flush(struct peer *p)
 	if (p->out_off == p->out_len) {
 		p->out_off = p->out_len = 0;
 		if (p->closing)
-			p->dead = true;
+			peer_mark_dead(p);
 	}
 	if (!p->dead && epoll_set(p->srv, p) < 0)
 		peer_kill(p, "epoll_ctl failed: %m");
@@ -397,7 +397,7 @@ void peer_read(struct server *s, struct peer *p)
 				log_msg_ratelimited(&ended_rl, LOG_INFO,
 						    "Connection %u (pid %d) ended in the middle of a message", p->id,
 						    (int)p->owner.pid);
-			p->dead = true;
+			peer_mark_dead(p);
 			return;
 		}
 		if (p->closing)

@@ -134,6 +134,13 @@ void peer_kill(struct peer *p, const char *fmt, ...)
 	va_end(ap);
 	log_msg_ratelimited(&rl, LOG_WARNING, "Closing connection %u (pid %d, uid %u, \"%s\"): %s", p->id,
 			    (int)p->owner.pid, (unsigned)p->owner.uid, p->name, why);
+	peer_mark_dead(p);
+}
+
+void peer_mark_dead(struct peer *p)
+{
+	if (!p->dead)
+		p->srv->ndead++;
 	p->dead = true;
 }
 
@@ -141,6 +148,8 @@ void peer_destroy(struct server *s, struct peer *p)
 {
 	static struct log_ratelimit rl = LOG_RATELIMIT(10, 5);
 
+	if (p->dead)
+		s->ndead--;
 	if (p->warm_slot >= 0 && !s->sealed) {
 		char name[WARM_NAME_MAX];
 

@@ -460,11 +460,12 @@ fail:
 	return r;
 }
 
+/* Destroy the peers marked dead: a walk of every connection, only in a turn where one died. */
 static void reap(struct server *s)
 {
 	struct peer *p, *next;
 
-	for (p = TAILQ_FIRST(&s->peers); p; p = next) {
+	for (p = TAILQ_FIRST(&s->peers); p && s->ndead; p = next) {
 		next = TAILQ_NEXT(p, link);
 		if (p->dead)
 			peer_destroy(s, p);
@@ -544,7 +545,7 @@ int server_run(struct server *s)
 				if (evs[i].events & EPOLLOUT)
 					peer_flush(p);
 				if (p->paused && (evs[i].events & (EPOLLHUP | EPOLLERR)))
-					p->dead = true; /* gone, with replies it will never read */
+					peer_mark_dead(p); /* gone, with replies it will never read */
 				else if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP))
 					peer_read(s, p);
 			}

@@ -81,7 +81,7 @@ struct peer {
 	bool attached; /* owner is attached to the lease table */
 	bool welcomed;
 	uint16_t version; /* of the protocol its hello came in */
-	bool dead; /* destroy at the end of this loop iteration */
+	bool dead; /* destroy at the end of this loop iteration (set by peer_mark_dead) */
 	bool closing; /* destroy once out[] is flushed; ignore input */
 	bool busy; /* a request awaits its reply */
 	bool admin; /* root, the daemon's uid or admin_group: may restart the daemon */
@@ -141,6 +141,7 @@ struct server {
 	struct access_list (*jaccess)[JOURNAL_OPS]; /* per journal (cfg->journals order), per op */
 	TAILQ_HEAD(, peer) peers;
 	unsigned npeers, next_id;
+	unsigned ndead; /* peers marked dead: the loop turn's end walks the peers only when some are */
 	uint64_t started_rt;
 	uint64_t connections_total, protocol_errors;
 	struct proto_status_server counted; /* its refusals, counted as they come (status fills the rest) */
@@ -194,7 +195,9 @@ struct peer *peer_new(struct server *s, int fd, const struct ucred *cred, uint64
 int peer_verify(struct peer *p);
 /* Keep p's socket in the fd store and give it a record: a restart goes on serving it. */
 void peer_keep(struct server *s, struct peer *p);
-/* Log why (rate-limited) and mark the peer dead: it is destroyed at the end of the loop turn. */
+/* Mark the peer dead: it is destroyed at the end of the loop turn. */
+void peer_mark_dead(struct peer *p);
+/* Log why (rate-limited) and mark the peer dead. */
 void peer_kill(struct peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Let go of all p held and free it (dead peers, at the end of the loop turn; the server's end). */
 void peer_destroy(struct server *s, struct peer *p);
