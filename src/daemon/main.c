@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -229,6 +230,7 @@ struct boot {
 	 * state memfd (read again once it stopped), what changed meanwhile, and the times of the
 	 * hand-over (CLOCK_MONOTONIC ns), for the pause's parts */
 	int takeover;
+	int nice; /* a take-over's next life: its threads' nice from GO on (TAKEOVER_NICE_NONE: as is) */
 	int running_state;
 	struct takeover_delta delta;
 	uint64_t t_go, t_applied, t_journals, t_taken;
@@ -262,7 +264,8 @@ static void boot_free(struct boot *b)
 
 /*
  * For the tests: HUGEPOOLD_TAKEOVER_FAULT=POINT@LIFE makes life LIFE fail a take-over at POINT:
- * as the next life, "prepare" (killed before it is prepared), "refuse" (it refuses what changed),
+ * as the next life, "prepare" (killed before it is prepared), "slow" (it prepares 1.5 s longer,
+ * past the time it may prepare idle), "refuse" (it refuses what changed),
  * "go" (killed once GO came) or "taken" (killed right after TAKEN); as the running life, "stop"
  * (killed once it sent GO). Read by each life of the daemon, which inherit it.
  */
@@ -388,6 +391,8 @@ static int take_snapshot(struct boot *b)
 	b->adopt = (struct pool_adopt){ .prev = b->prev, .fds = b->handed, .nfds = b->nhanded, .snapshot = true };
 	if (takeover_fault(b, "prepare"))
 		raise(SIGKILL);
+	if (takeover_fault(b, "slow"))
+		(void)nanosleep(&(struct timespec){ 1, 500000000 }, NULL);
 	return 0;
 }
 
@@ -508,6 +513,13 @@ static int hand_over(struct boot *b)
 	if (r < 0)
 		return log_error_errno(r, "The running life of the daemon went away before handing over: %m");
 	b->t_go = now_ns();
+	/* it prepared idle; the clients wait from here on */
+	if (b->nice != TAKEOVER_NICE_NONE) {
+		r = takeover_priority(0, false, b->nice);
+		if (r < 0)
+			log_warning_errno(r, "Failed to set the daemon's threads back to nice %d after preparing idle: %m",
+					  b->nice);
+	}
 	if (takeover_fault(b, "go"))
 		raise(SIGKILL);
 	if (takeover_fault(b, "refuse")) {
@@ -602,10 +614,12 @@ static void log_parts(const struct boot *b)
 
 		log_info("Restart parts (us): stopping and handing over %" PRIu64 ", applying %" PRIu64 " (%u fds, %u "
 			 "records), journals %" PRIu64 ", publishing %" PRIu64 "; taken over %" PRIu64 " us after the "
-			 "running life stopped",
+			 "running life stopped; prepared %s",
 			 (b->t_go - MIN(stopped, b->t_go)) / 1000, (b->t_applied - b->t_go) / 1000, b->changed_fds,
 			 b->changed_records, (b->t_journals - b->t_applied) / 1000, (b->t_taken - b->t_journals) / 1000,
-			 (b->t_taken - MIN(stopped, b->t_taken)) / 1000);
+			 (b->t_taken - MIN(stopped, b->t_taken)) / 1000,
+			 b->nice != TAKEOVER_NICE_NONE ? "idle"
+						       : "at the daemon's priority (idle needs CAP_SYS_NICE or LimitNICE= to come back)");
 		return;
 	}
 	n = snprintf(line, sizeof(line), "Restart parts (us):");
@@ -702,6 +716,9 @@ static int takeover(struct boot *b)
 		boot_free(b);
 		return EXIT_USAGE;
 	}
+	/* what is left is this life's teardown (its fds, its mappings): on CPUs the next life and
+	 * the clients do not want */
+	(void)takeover_priority(0, true, 0);
 	boot_free(b);
 	log_info("Taken over by pid %d", (int)pid);
 	return EXIT_OK;
@@ -830,7 +847,8 @@ static int boot_failed(struct boot *b, int r, int status)
 
 int main(int argc, char **argv)
 {
-	static struct boot b = { .config_path = CONFIG_DEFAULT_PATH, .takeover = -1, .running_state = -1 };
+	static struct boot b = { .config_path = CONFIG_DEFAULT_PATH, .takeover = -1, .running_state = -1,
+				 .nice = TAKEOVER_NICE_NONE };
 	enum action action;
 	char size[32];
 	uint64_t step;
@@ -843,7 +861,7 @@ int main(int argc, char **argv)
 	log_open();
 	reexec_init(argv); /* before anything can replace the binary */
 	if (action == RUN)
-		b.takeover = takeover_open();
+		b.takeover = takeover_open(&b.nice);
 	if (getenv(STOPPED_ENV)) {
 		uint64_t v;
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -27,6 +28,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <linux/sockios.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -738,6 +740,51 @@ static struct hp_status *status_of_life(hp_conn *c, uint64_t lives)
 }
 
 /*
+ * How many threads of pid are not where the daemon runs: SCHED_OTHER at the nice the harness
+ * gave it (this test's). The next life prepares idle (SCHED_IDLE, nice 19) and must be back there
+ * from GO on. -1 if none could be read.
+ */
+static int threads_not_at_daemon_priority(pid_t pid)
+{
+	int nice = getpriority(PRIO_PROCESS, 0), off = 0, seen = 0;
+	char path[320], line[1024];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d && (e = readdir(d))) {
+		char *p;
+		FILE *f;
+		long v[40];
+		int n = 0;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		fclose(f);
+		/* after the comm: field 3 (state) on; nice is field 19, policy field 41 */
+		for (char *t = p ? strtok(p + 2, " ") : NULL; t && n < 40; t = strtok(NULL, " "))
+			v[n++] = strtol(t, NULL, 10);
+		if (n < 39)
+			continue;
+		seen++;
+		if (v[19 - 3] != nice || v[41 - 3] != 0 /* SCHED_OTHER */) {
+			print_message("thread %s of pid %d: nice %ld, policy %ld\n", e->d_name, (int)pid, v[19 - 3],
+				      v[41 - 3]);
+			off++;
+		}
+	}
+	if (d)
+		closedir(d);
+	return seen ? off : -1;
+}
+
+/*
  * Under a service manager (restart = auto) the next life starts beside the running one, prepares,
  * and takes over; the manager follows it (MAINPID=). A client holding buffers keeps its
  * connection and its leases throughout; hugepoolctl restart says how warm; SIGUSR2 does the same.
@@ -766,6 +813,8 @@ static void test_takeover(void **state)
 	hp_status_free(st);
 	assert_int_not_equal(second, first);
 	assert_true(harness_follows(&d, second, 5000));
+	/* it prepared idle; it serves at the daemon's priority */
+	assert_int_equal(threads_not_at_daemon_priority(second), 0);
 	/* SIGUSR2 to the new one: this connection is answered throughout, and served on again */
 	kill(second, SIGUSR2);
 	st = status_of_life(c, 3);
@@ -859,6 +908,35 @@ static void test_takeover_faults(void **state)
 		hp_disconnect(c);
 		stop(&d);
 	}
+}
+
+/*
+ * A next life that prepares idle longer than the daemon gives it (a busy machine starves an idle
+ * process: here it sleeps, HUGEPOOLD_TAKEOVER_FAULT=slow@2) is given the daemon's priority by the
+ * running life, which says so once, and takes over as any other.
+ */
+static void test_takeover_slow_prepare(void **state)
+{
+	struct harness_opts o = { .env = { "HUGEPOOLD_TAKEOVER_FAULT=slow@2" } };
+	static struct daemon d;
+	struct hp_buffer b;
+	struct hp_status *st;
+	char out[1024];
+	hp_conn *c;
+
+	(void)state;
+	start_opts(&d, NULL, ONE, &o);
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	st = status_of_life(c, 2);
+	assert_int_equal(harness_log_count(&d, "has prepared idle for 1 s: at the daemon's priority from now on"), 1);
+	assert_int_equal(threads_not_at_daemon_priority(st->daemon_pid), 0);
+	assert_int_equal(st->nleases, 1);
+	hp_status_free(st);
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	hp_disconnect(c);
+	stop(&d);
 }
 
 /*
@@ -1191,6 +1269,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_mid_request_closed, teardown),
 		cmocka_unit_test_teardown(test_takeover, teardown),
 		cmocka_unit_test_teardown(test_takeover_faults, teardown),
+		cmocka_unit_test_teardown(test_takeover_slow_prepare, teardown),
 		cmocka_unit_test_teardown(test_reexec_in_place, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
 		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),

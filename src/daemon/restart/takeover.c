@@ -6,15 +6,18 @@
  * error), as any peer's message is, though the other end is this daemon's own binary.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -164,10 +167,21 @@ struct takeover_child {
 	char *const *argv;
 	char **env;
 	char env_fd[64];
+	char env_nice[64];
+	bool nice; /* the child starts idle (SCHED_IDLE at TAKEOVER_PREPARE_NICE) */
 	pid_t pid;
 	int err; /* posix_spawn's */
 	bool joined;
 };
+
+/* One thread to policy at nice (ESRCH: it ended meanwhile, not an error). */
+static int thread_priority(pid_t tid, int policy, int nice)
+{
+	if (sched_setscheduler(tid, policy, &(struct sched_param){ 0 }) < 0 ||
+	    setpriority(PRIO_PROCESS, (id_t)tid, nice) < 0)
+		return errno == ESRCH ? 0 : -errno;
+	return 0;
+}
 
 static void *spawn_main(void *arg)
 {
@@ -189,6 +203,11 @@ static void *spawn_main(void *arg)
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setsigdefault(&attr, &dfl);
+	/* this thread's policy and nice are the child's: going idle needs no privilege, and the
+	 * thread ends (should it fail, the child prepares at the daemon's priority, and goes to
+	 * where it already is at GO) */
+	if (c->nice)
+		(void)thread_priority(gettid(), SCHED_IDLE, TAKEOVER_PREPARE_NICE);
 	c->err = posix_spawn(&c->pid, exe, &fa, &attr, c->argv, c->env);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
@@ -197,26 +216,64 @@ static void *spawn_main(void *arg)
 	return NULL;
 }
 
-int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, char *err, size_t errlen)
+/* Does this process have CAP_SYS_NICE in its effective set (/proc/self/status)? */
+static bool cap_sys_nice(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	unsigned long long eff = 0;
+	char line[256];
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return eff & (1ull << 23); /* CAP_SYS_NICE */
+}
+
+/* Could a thread of this process (or a child with the same credentials) go back to nice? */
+static bool nice_restorable(int nice)
+{
+	struct rlimit rl;
+
+	/* RLIMIT_NICE allows down to 20 - rlim_cur (setrlimit(2)) */
+	if (getrlimit(RLIMIT_NICE, &rl) == 0 && (rl.rlim_cur == RLIM_INFINITY || (long long)rl.rlim_cur >= 20 - nice))
+		return true;
+	return cap_sys_nice();
+}
+
+int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, int *ret_nice, char *err,
+		   size_t errlen)
 {
 	extern char **environ;
 	struct takeover_child *c = calloc(1, sizeof(*c));
 	size_t nenv = 0;
-	int sv[2] = { -1, -1 }, r;
+	int sv[2] = { -1, -1 }, r, nice;
 
+	*ret_nice = TAKEOVER_NICE_NONE;
 	while (environ[nenv])
 		nenv++;
-	if (!c || !(c->env = calloc(nenv + 2, sizeof(*c->env)))) {
+	if (!c || !(c->env = calloc(nenv + 3, sizeof(*c->env)))) {
 		free(c);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	nenv = 0;
 	for (char **e = environ; *e; e++)
-		if (strncmp(*e, TAKEOVER_FD_ENV "=", strlen(TAKEOVER_FD_ENV) + 1) != 0)
+		if (strncmp(*e, TAKEOVER_FD_ENV "=", strlen(TAKEOVER_FD_ENV) + 1) != 0 &&
+		    strncmp(*e, TAKEOVER_NICE_ENV "=", strlen(TAKEOVER_NICE_ENV) + 1) != 0)
 			c->env[nenv++] = *e;
 	snprintf(c->env_fd, sizeof(c->env_fd), TAKEOVER_FD_ENV "=3");
 	c->env[nenv++] = c->env_fd;
+	/* the calling thread's nice is the daemon's (the event loop's) */
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+	if (errno == 0 && nice < TAKEOVER_PREPARE_NICE && nice_restorable(nice)) {
+		c->nice = true;
+		*ret_nice = nice;
+		snprintf(c->env_nice, sizeof(c->env_nice), TAKEOVER_NICE_ENV "=%d", nice);
+		c->env[nenv++] = c->env_nice;
+	}
 	c->argv = argv;
 	c->exe_fd = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 || fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
@@ -383,13 +440,18 @@ int takeover_send_go(int chan, const struct warm *w, uint64_t stopped_ns)
 
 /* --- the next life ---------------------------------------------------------------------- */
 
-int takeover_open(void)
+int takeover_open(int *ret_nice)
 {
-	const char *v = getenv(TAKEOVER_FD_ENV);
+	const char *v = getenv(TAKEOVER_FD_ENV), *n = getenv(TAKEOVER_NICE_ENV);
 	uint64_t fd;
-	int type = 0;
+	int type = 0, nice;
 	socklen_t len = sizeof(type);
+	char end;
 
+	*ret_nice = TAKEOVER_NICE_NONE;
+	if (n && sscanf(n, "%d%c", &nice, &end) == 1 && nice >= -20 && nice < TAKEOVER_PREPARE_NICE)
+		*ret_nice = nice;
+	unsetenv(TAKEOVER_NICE_ENV);
 	if (!v)
 		return -1;
 	unsetenv(TAKEOVER_FD_ENV);
@@ -398,6 +460,35 @@ int takeover_open(void)
 	    fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0)
 		return -1;
 	return (int)fd;
+}
+
+int takeover_priority(pid_t pid, bool idle, int nice)
+{
+	int policy = idle ? SCHED_IDLE : SCHED_OTHER, r = 0, k;
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+
+	if (idle)
+		nice = TAKEOVER_PREPARE_NICE;
+	/* this process's calling thread first: it is the one that works on */
+	if (pid == 0)
+		r = thread_priority(gettid(), policy, nice);
+	snprintf(path, sizeof(path), "/proc/%d/task", pid ? (int)pid : (int)getpid());
+	d = opendir(path);
+	if (!d)
+		return r ? r : -errno;
+	while ((e = readdir(d))) {
+		uint64_t tid;
+
+		if (decimal_parse(e->d_name, &tid) < 0 || (pid == 0 && tid == (uint64_t)gettid()))
+			continue;
+		k = thread_priority((pid_t)tid, policy, nice);
+		if (k < 0 && !r)
+			r = k;
+	}
+	closedir(d);
+	return r;
 }
 
 /* Append the message's named fds to the array (*fds, *n, *cap); closes them on failure. */

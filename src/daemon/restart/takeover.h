@@ -47,6 +47,10 @@
 #include "warm.h"
 
 #define TAKEOVER_FD_ENV "HUGEPOOLD_TAKEOVER_FD"
+/* the nice the next life's threads go back to (SCHED_OTHER) at GO: it prepares idle */
+#define TAKEOVER_NICE_ENV "HUGEPOOLD_TAKEOVER_NICE"
+#define TAKEOVER_PREPARE_NICE 19 /* with SCHED_IDLE */
+#define TAKEOVER_NICE_NONE (-100) /* the next life prepares at the daemon's own priority */
 #define TAKEOVER_FDS_MAX 253 /* SCM_MAX_FD */
 #define TAKEOVER_TEXT_MAX 512
 
@@ -91,7 +95,13 @@ void takeover_delta_free(struct takeover_delta *d); /* closes the added fds stil
 
 /*
  * Start the executable open at exe_fd (argv: this life's, valid until the child is joined) as the
- * next life, the channel's other end at the fd TAKEOVER_FD_ENV names there. The spawn runs on a
+ * next life, the channel's other end at the fd TAKEOVER_FD_ENV names there. It starts idle
+ * (SCHED_IDLE, nice TAKEOVER_PREPARE_NICE) where it will be able to come back to this life's
+ * priority (CAP_SYS_NICE, or RLIMIT_NICE: LimitNICE= in the unit), with that nice in
+ * TAKEOVER_NICE_ENV and *ret_nice (else TAKEOVER_NICE_NONE): its exec, dynamic link and
+ * preparation then take only the CPU time the running life and its clients leave. At the same
+ * priority a client's wake-up could wait a scheduler's slice behind them (milliseconds, on a
+ * kernel without preemption: the exec alone closes every fd this life holds). The spawn runs on a
  * thread of its own (posix_spawn blocks until the child has executed: milliseconds); the channel
  * may be used at once, and a spawn that failed shows as its end. Returns the channel's end here
  * (non-blocking) and *ret; else a negative errno, why in err. takeover_child_pid waits for the
@@ -99,7 +109,8 @@ void takeover_delta_free(struct takeover_delta *d); /* closes the added fds stil
  * (the child lives on).
  */
 struct takeover_child;
-int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, char *err, size_t errlen);
+int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, int *ret_nice, char *err,
+		   size_t errlen);
 pid_t takeover_child_pid(struct takeover_child *c, char *err, size_t errlen);
 void takeover_child_free(struct takeover_child *c);
 /*
@@ -138,8 +149,19 @@ int takeover_say_last(int chan, enum takeover_type type, const char *text, int t
 
 /* --- the next life ---------------------------------------------------------------------- */
 
-/* The channel the running life gave this one (TAKEOVER_FD_ENV, then unset), or -1: not a take-over. */
-int takeover_open(void);
+/*
+ * The channel the running life gave this one (TAKEOVER_FD_ENV, then unset), or -1: not a
+ * take-over; and the nice its threads go back to at GO (TAKEOVER_NICE_ENV, then unset; else
+ * TAKEOVER_NICE_NONE).
+ */
+int takeover_open(int *ret_nice);
+/*
+ * Every thread of process pid (0: this one, the calling thread first) idle (SCHED_IDLE at nice
+ * TAKEOVER_PREPARE_NICE), or not (SCHED_OTHER at nice): the next life back to the daemon's
+ * priority at GO (or when it prepares idle too slowly), the running life idle once taken over.
+ * 0, or the first negative errno (the threads it could not set stay as they were).
+ */
+int takeover_priority(pid_t pid, bool idle, int nice);
 /*
  * Receive the snapshot: the fds (sorted by name, held as the running life said; the array and
  * the fds are the caller's) and which is the running life's state (*ret_state_id).

@@ -487,10 +487,10 @@ int server_run(struct server *s)
 		if (now >= reexec_check_deadline())
 			server_restart_checked(s, now); /* given up: it took too long */
 		deadline = MIN(deadline, reexec_check_deadline());
-		if (s->next.chan >= 0 && now >= s->next.deadline)
+		if (s->next.chan >= 0 && now >= MIN(s->next.deadline, s->next.idle_until))
 			server_takeover_event(s, 0, now);
 		if (s->next.chan >= 0)
-			deadline = MIN(deadline, s->next.deadline);
+			deadline = MIN(deadline, MIN(s->next.deadline, s->next.idle_until));
 
 		if (s->listen_paused_until && now >= s->listen_paused_until) {
 			s->listen_paused_until = 0;

@@ -159,6 +159,10 @@ struct server {
 		pid_t pid; /* once spawned (takeover_child_pid); 0 before, and once it is gone or took over */
 		bool snapshot_sent;
 		uint64_t deadline; /* CLOCK_MONOTONIC ns it must be prepared by */
+		/* it prepares idle until then (takeover_spawn), at the daemon's priority after;
+		 * UINT64_MAX: not idle, or not any more */
+		uint64_t idle_until;
+		int nice; /* the daemon's: what it goes back to */
 		int state_fd; /* its state memfd once prepared (kept in the fd store here too) */
 		uint64_t state_id;
 	} next;

@@ -31,6 +31,8 @@
 
 #define TAKEOVER_PREPARE_MS 120000 /* how long the next life may prepare (a pool to fault included) */
 #define TAKEOVER_GO_MS 60000 /* ... and take over (its journals to recover included) */
+/* a next life preparing idle for longer is starved by a busy machine: the daemon's priority then */
+#define TAKEOVER_IDLE_MS 1000
 
 /*
  * Restart: start checking that it can happen (reexec.h) while the daemon goes on serving; the
@@ -75,7 +77,7 @@ static int takeover_start(struct server *s, char *text, size_t len)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = &s->next.chan };
 	struct takeover_child *child;
-	int exe, chan;
+	int exe, chan, nice;
 
 	if (s->next.chan >= 0) {
 		snprintf(text, len, "a restart is being prepared already");
@@ -85,13 +87,14 @@ static int takeover_start(struct server *s, char *text, size_t len)
 	if (exe < 0)
 		return exe;
 	fdstore_handover_begin();
-	chan = takeover_spawn(exe, reexec_args(), &child, text, len);
+	chan = takeover_spawn(exe, reexec_args(), &child, &nice, text, len);
 	if (chan < 0) {
 		fdstore_handover_end();
 		return chan;
 	}
 	s->next = (typeof(s->next)){ .chan = chan, .child = child, .deadline = now_ns() + TAKEOVER_PREPARE_MS * 1000000ull,
-				     .state_fd = -1 };
+				     .idle_until = nice == TAKEOVER_NICE_NONE ? UINT64_MAX : now_ns() + TAKEOVER_IDLE_MS * 1000000ull,
+				     .nice = nice, .state_fd = -1 };
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, chan, &ev) < 0) {
 		snprintf(text, len, "cannot wait for the next life: %s", strerror(errno));
 		next_reap(s, true, NULL, 0);
@@ -277,6 +280,18 @@ void server_takeover_event(struct server *s, uint32_t events, uint64_t now)
 
 	if (s->next.chan < 0)
 		return;
+	if (!events && now >= s->next.idle_until) {
+		pid_t pid = next_pid(s, NULL, 0);
+
+		s->next.idle_until = UINT64_MAX;
+		r = pid > 0 ? takeover_priority(pid, false, s->next.nice) : 0;
+		if (r < 0)
+			log_warning_errno(r, "The next life (pid %d) has prepared idle for %d s; failed to give it the "
+					     "daemon's priority: %m", (int)pid, TAKEOVER_IDLE_MS / 1000);
+		else if (pid > 0)
+			log_info("The next life (pid %d) has prepared idle for %d s: at the daemon's priority from now on",
+				 (int)pid, TAKEOVER_IDLE_MS / 1000);
+	}
 	if (!events && now >= s->next.deadline) {
 		next_reap(s, true, NULL, 0);
 		snprintf(text, sizeof(text), "'%s' (the next life) did not prepare in %d s", reexec_path(),
