@@ -18,6 +18,9 @@
  * the new main and each boot step; for the fd store the boot steps; for a take-over the stop and
  * hand-over, applying what changed, the journals and the publishing. As root it runs at nice
  * -20, the daemons it starts too, so that other load weighs less. Prints, never asserts.
+ * HP_BENCH_PAUSE_TRACE=1 prints every round trip over 300 us of each restart and each floor, with
+ * when it began (ms after the restart was asked), to match against `perf sched record -k
+ * CLOCK_MONOTONIC` (the restart's t0 is printed in CLOCK_MONOTONIC seconds).
  * Usage: bench_pause [RUNS] (default 5).
  */
 #define _GNU_SOURCE
@@ -45,6 +48,10 @@ static const char *const way_name[WAYS] = { "exec (baseline)", "fd store", "take
 static atomic_ullong max_rtt, nreq;
 static atomic_bool loop_stop, loop_failed;
 static const char *loop_sock;
+/* HP_BENCH_PAUSE_TRACE: every round trip over 300 us, when it began (ns) */
+#define SLOW_MAX 256
+static atomic_ullong slow_t[SLOW_MAX], slow_ns[SLOW_MAX];
+static atomic_uint nslow;
 
 static void note_rtt(uint64_t ns)
 {
@@ -81,6 +88,12 @@ static void *looper(void *arg)
 		t2 = bench_now_ns();
 		note_rtt(t1 - t0);
 		note_rtt(t2 - t1);
+		if ((t1 - t0 > 300000 || t2 - t1 > 300000) && nslow < SLOW_MAX) {
+			unsigned i = nslow++;
+
+			slow_t[i] = t1 - t0 > 300000 ? t0 : t1;
+			slow_ns[i] = t1 - t0 > 300000 ? t1 - t0 : t2 - t1;
+		}
 		nreq++;
 	}
 	hp_disconnect(c);
@@ -97,24 +110,25 @@ static bool looper_moves(unsigned n)
 	return nreq >= n0 + n && !loop_failed;
 }
 
-/* The last "Restart parts" line of d's log (after the colon), or "" */
-static void last_parts(const struct daemon *d, char *out, size_t len)
+/* Every "Restart parts" line of d's log (after the colon), in order, into parts[0..max) */
+static unsigned all_parts(const struct daemon *d, char (*parts)[512], unsigned max)
 {
 	char line[1024];
 	FILE *f = fopen(d->log, "r");
+	unsigned n = 0;
 
-	out[0] = '\0';
-	while (f && fgets(line, sizeof(line), f)) {
+	while (f && n < max && fgets(line, sizeof(line), f)) {
 		char *p = strstr(line, PARTS);
 
 		if (p) {
 			p += strlen(PARTS);
 			p[strcspn(p, "\n")] = '\0';
-			snprintf(out, len, "%s", p + (*p == ' '));
+			snprintf(parts[n++], sizeof(parts[0]), "%s", p + (*p == ' '));
 		}
 	}
 	if (f)
 		fclose(f);
+	return n;
 }
 
 struct result {
@@ -163,13 +177,22 @@ static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, 
 	/* the fd store gets a connection once it lived a second (fdstore.h) */
 	usleep(1500000);
 	for (unsigned r = 0; r < runs && r < RUNS_MAX; r++) {
-		uint64_t t0;
+		uint64_t t0, t_ret;
 
 		/* the floor: as long as the restart will take, with none */
 		max_rtt = 0;
+		nslow = 0;
+		t0 = bench_now_ns();
 		usleep(300000);
 		res->floor_ms[res->n] = (double)max_rtt / 1e6;
+		if (getenv("HP_BENCH_PAUSE_TRACE")) {
+			printf("    floor %s run %u: max %.3f ms; slow:", way_name[way], r, (double)max_rtt / 1e6);
+			for (unsigned i = 0; i < nslow && i < SLOW_MAX; i++)
+				printf(" %.3f:%.3f", ((double)slow_t[i] - (double)t0) / 1e6, (double)slow_ns[i] / 1e6);
+			printf(" (%llu round trips)\n", (unsigned long long)nreq);
+		}
 		max_rtt = 0;
+		nslow = 0;
 		t0 = bench_now_ns();
 		if (way == FDSTORE) {
 			if (harness_terminate(&d) != 0 || harness_restart(&d) < 0) {
@@ -180,6 +203,7 @@ static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, 
 			printf("  %s: restart %u failed: %s\n", way_name[way], r, hp_last_error(admin));
 			break;
 		}
+		t_ret = bench_now_ns();
 		/* served again, and settled: the next life's log line is there */
 		if (!looper_moves(50)) {
 			printf("  %s: the looping client stalled after restart %u\n", way_name[way], r);
@@ -188,13 +212,20 @@ static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, 
 		if (bench_now_ns() - t0 < 300000000)
 			usleep((useconds_t)((300000000 - (bench_now_ns() - t0)) / 1000));
 		res->pause_ms[res->n] = (double)max_rtt / 1e6;
-		last_parts(&d, res->parts[res->n], sizeof(res->parts[0]));
+		if (getenv("HP_BENCH_PAUSE_TRACE")) {
+			printf("    trace %s run %u: max %.3f ms; slow round trips (start ms after the restart asked: ms):", way_name[way], r, (double)max_rtt / 1e6);
+			for (unsigned i = 0; i < nslow && i < SLOW_MAX; i++)
+				printf(" %.3f:%.3f", ((double)slow_t[i] - (double)t0) / 1e6, (double)slow_ns[i] / 1e6);
+			printf("; restart returned at %.3f ms; t0 %.6f s\n", (double)(t_ret - t0) / 1e6, (double)t0 / 1e9);
+		}
 		res->n++;
 	}
 out:
 	loop_stop = true;
 	if (started)
 		pthread_join(t, NULL);
+	/* read once the looping client stopped: reading a long log beside it costs it milliseconds */
+	all_parts(&d, res->parts, res->n);
 	for (unsigned i = 0; i < others; i++)
 		if (cs[i])
 			hp_disconnect(cs[i]);
