@@ -814,6 +814,7 @@ static void test_takeover(void **state)
 	assert_int_not_equal(second, first);
 	assert_true(harness_follows(&d, second, 5000));
 	/* it prepared idle; it serves at the daemon's priority */
+	assert_int_equal(harness_log_count(&d, "; prepared idle"), 1);
 	assert_int_equal(threads_not_at_daemon_priority(second), 0);
 	/* SIGUSR2 to the new one: this connection is answered throughout, and served on again */
 	kill(second, SIGUSR2);
