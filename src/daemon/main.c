@@ -614,10 +614,10 @@ static void log_parts(const struct boot *b)
 
 		log_info("Restart parts (us): stopping and handing over %" PRIu64 ", applying %" PRIu64 " (%u fds, %u "
 			 "records), journals %" PRIu64 ", publishing %" PRIu64 "; taken over %" PRIu64 " us after the "
-			 "running life stopped; prepared %s",
+			 "running life stopped (at %" PRIu64 " ns, CLOCK_MONOTONIC); prepared %s",
 			 (b->t_go - MIN(stopped, b->t_go)) / 1000, (b->t_applied - b->t_go) / 1000, b->changed_fds,
 			 b->changed_records, (b->t_journals - b->t_applied) / 1000, (b->t_taken - b->t_journals) / 1000,
-			 (b->t_taken - MIN(stopped, b->t_taken)) / 1000,
+			 (b->t_taken - MIN(stopped, b->t_taken)) / 1000, stopped,
 			 b->nice != TAKEOVER_NICE_NONE ? "idle"
 						       : "at the daemon's priority (idle needs CAP_SYS_NICE or LimitNICE= to come back)");
 		return;
