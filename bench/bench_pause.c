@@ -13,7 +13,10 @@
  *    stops only once it is ready and hands over what changed meanwhile.
  * A pause is the looping client's longest round trip across one restart (the median of the
  * runs, with the least and the most), beside the same client's longest round trip over as long
- * with no restart (the floor: scheduling on a shared machine). Its parts are the daemon's own
+ * with no restart (the floor: scheduling on a shared machine). For a take-over also the longest
+ * of its round trips in flight between the running life's stop and the next life's TAKEN (the
+ * daemon logs both instants, CLOCK_MONOTONIC as here): the pause the hand-over itself made,
+ * without the stalls a machine has whether or not the daemon restarts. Its parts are the daemon's own
  * "Restart parts (us)" log line of the median run: for a re-execution the time from the stop to
  * the new main and each boot step; for the fd store the boot steps; for a take-over the stop and
  * hand-over, applying what changed, the journals and the publishing. As root it runs at nice
@@ -48,6 +51,13 @@ static const char *const way_name[WAYS] = { "exec (baseline)", "fd store", "take
 static atomic_ullong max_rtt, nreq;
 static atomic_bool loop_stop, loop_failed;
 static const char *loop_sock;
+/* every round trip of the restart being measured: when it began and ended (ns) */
+#define TRIPS_MAX 65536
+struct trip {
+	uint64_t t0, t1;
+};
+static struct trip trips[TRIPS_MAX];
+static atomic_uint ntrips;
 /* HP_BENCH_PAUSE_TRACE: every round trip over 300 us, when it began (ns) */
 #define SLOW_MAX 256
 static atomic_ullong slow_t[SLOW_MAX], slow_ns[SLOW_MAX];
@@ -88,6 +98,13 @@ static void *looper(void *arg)
 		t2 = bench_now_ns();
 		note_rtt(t1 - t0);
 		note_rtt(t2 - t1);
+		if (ntrips + 2 <= TRIPS_MAX) {
+			unsigned i = ntrips;
+
+			trips[i] = (struct trip){ t0, t1 };
+			trips[i + 1] = (struct trip){ t1, t2 };
+			ntrips = i + 2;
+		}
 		if ((t1 - t0 > 300000 || t2 - t1 > 300000) && nslow < SLOW_MAX) {
 			unsigned i = nslow++;
 
@@ -133,9 +150,30 @@ static unsigned all_parts(const struct daemon *d, char (*parts)[512], unsigned m
 
 struct result {
 	double pause_ms[RUNS_MAX], floor_ms[RUNS_MAX];
+	double handover_ms[RUNS_MAX]; /* a take-over's: its longest round trip in flight at the hand-over */
 	char parts[RUNS_MAX][512];
+	struct trip *trips[RUNS_MAX]; /* each run's round trips, until its parts are read */
+	unsigned ntrips[RUNS_MAX];
 	unsigned n;
 };
+
+/*
+ * The longest of a run's round trips in flight at some moment between the running life's stop
+ * and the next life's TAKEN, as its "Restart parts" line gives them (0: the line does not).
+ */
+static double handover_ms(const char *parts, const struct trip *t, unsigned n)
+{
+	const char *p = strstr(parts, "taken over "), *q = strstr(parts, "stopped (at ");
+	unsigned long long us, stop;
+	uint64_t worst = 0;
+
+	if (!p || !q || sscanf(p, "taken over %llu us", &us) != 1 || sscanf(q, "stopped (at %llu ns", &stop) != 1)
+		return 0;
+	for (unsigned i = 0; i < n; i++)
+		if (t[i].t0 <= stop + us * 1000 && t[i].t1 >= stop && t[i].t1 - t[i].t0 > worst)
+			worst = t[i].t1 - t[i].t0;
+	return (double)worst / 1e6;
+}
 
 /* One way with `others` other clients: a fresh daemon restarted `runs` times. */
 static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, const char *huge, struct result *res)
@@ -193,6 +231,7 @@ static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, 
 		}
 		max_rtt = 0;
 		nslow = 0;
+		ntrips = 0;
 		t0 = bench_now_ns();
 		if (way == FDSTORE) {
 			if (harness_terminate(&d) != 0 || harness_restart(&d) < 0) {
@@ -212,6 +251,15 @@ static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, 
 		if (bench_now_ns() - t0 < 300000000)
 			usleep((useconds_t)((300000000 - (bench_now_ns() - t0)) / 1000));
 		res->pause_ms[res->n] = (double)max_rtt / 1e6;
+		{
+			unsigned n = ntrips; /* the looping client goes on meanwhile */
+
+			res->trips[res->n] = malloc(n * sizeof(struct trip) + 1);
+			if (res->trips[res->n]) {
+				memcpy(res->trips[res->n], trips, n * sizeof(struct trip));
+				res->ntrips[res->n] = n;
+			}
+		}
 		if (getenv("HP_BENCH_PAUSE_TRACE")) {
 			printf("    trace %s run %u: max %.3f ms; slow round trips (start ms after the restart asked: ms):", way_name[way], r, (double)max_rtt / 1e6);
 			for (unsigned i = 0; i < nslow && i < SLOW_MAX; i++)
@@ -226,6 +274,12 @@ out:
 		pthread_join(t, NULL);
 	/* read once the looping client stopped: reading a long log beside it costs it milliseconds */
 	all_parts(&d, res->parts, res->n);
+	for (unsigned i = 0; i < res->n; i++) {
+		if (res->trips[i])
+			res->handover_ms[i] = handover_ms(res->parts[i], res->trips[i], res->ntrips[i]);
+		free(res->trips[i]);
+		res->trips[i] = NULL;
+	}
 	for (unsigned i = 0; i < others; i++)
 		if (cs[i])
 			hp_disconnect(cs[i]);
@@ -301,6 +355,14 @@ int main(int argc, char **argv)
 				printf("    %-16s %8.3f ms [%.3f-%.3f] | exec %8.3f ms | exec/this %6.2fx\n", way_name[w], m, lo,
 				       hi, base, m > 0 ? base / m : 0);
 			printf("      its parts (us, the daemon's log): %s\n", r->parts[run][0] ? r->parts[run] : "none logged");
+			if (w == TAKEOVER) {
+				double v[RUNS_MAX];
+
+				memcpy(v, r->handover_ms, sizeof(v));
+				m = bench_median(v, r->n);
+				printf("      its longest round trip in flight from the stop to TAKEN: %.3f ms [%.3f-%.3f]%s\n", m,
+				       v[0], v[r->n - 1], v[0] > 0 ? "" : " (a run had no such line)");
+			}
 		}
 		printf("    %-16s %8.3f ms (the same client's longest round trip over 0.3 s without a restart)\n",
 		       "no restart", bench_median(floor_v, nfloor));
