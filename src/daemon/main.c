@@ -550,8 +550,17 @@ static int hand_over(struct boot *b)
 	b->t_journals = now_ns();
 	server_takeover_finish(b->srv, &b->handover, b->njournals);
 	r = takeover_send(b->takeover, TAKEOVER_TAKEN, 0, NULL, -1);
-	if (r < 0)
-		return log_error_errno(r, "The running life of the daemon went away as this one took over: %m");
+	if (r < 0) {
+		/*
+		 * Its state is published and in the store, and nobody will hand the service over: end
+		 * as a crash here would, leaving the state and the store as they are for the next start
+		 * (the service manager's). Tearing down as a failed boot does would let every client's
+		 * connection and leases go, in the state it just published.
+		 */
+		log_error_errno(r, "The running life of the daemon went away as this one took over: %m; exiting, the state "
+				   "left published for the next start");
+		_exit(EXIT_POOL);
+	}
 	b->t_taken = now_ns();
 	if (takeover_fault(b, "taken"))
 		raise(SIGKILL);

@@ -912,6 +912,52 @@ static void test_takeover_faults(void **state)
 }
 
 /*
+ * A take-over whose lives both die once the next one has GO: the next life killed right after
+ * it said TAKEN (HUGEPOOLD_TAKEOVER_FAULT=taken@2) while the running life ends as it does after
+ * a take-over, or the running life killed once it sent GO (stop@1), so that the next one's TAKEN
+ * finds nobody and it gives up. Nobody serves; the service manager starts the daemon again from
+ * its fd store, and that life takes over the state the next life had published before TAKEN: a
+ * client's connection, its leases and their memory are all there.
+ */
+static void test_takeover_killed_after_go(void **state)
+{
+	static const char *const faults[] = { "HUGEPOOLD_TAKEOVER_FAULT=taken@2", "HUGEPOOLD_TAKEOVER_FAULT=stop@1" };
+	static struct daemon d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		struct harness_opts o = { .env = { faults[i] }, .fdstore_max = 4096 };
+		struct hp_buffer b[2];
+		struct hp_status *st;
+		char out[1024];
+		hp_conn *c;
+
+		start_opts(&d, NULL, ONE, &o);
+		c = conn(&d);
+		assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
+		memset(b[0].addr, 0x33, b[0].size);
+		wait_settled(&d);
+		(void)ctl(&d, "restart", out, sizeof(out)); /* its answer may come from a life that dies */
+		assert_int_equal(harness_kill(&d), 128 + SIGKILL);
+		running = NULL;
+		assert_int_equal(harness_restart(&d), 0);
+		running = &d;
+		st = status_of_life(c, 3);
+		assert_int_equal(st->start.warm, 1);
+		assert_int_equal(st->nleases, 2);
+		hp_status_free(st);
+		/* life 2 never served: the fault killed it, or its TAKEN found nobody */
+		if (harness_log_count(&d, "Warm start (life 2)") != 0)
+			fail_msg("%s: life 2 served", faults[i]);
+		assert_int_equal(harness_log_count(&d, "Warm start (life 3)"), 1);
+		assert_int_equal(((uint8_t *)b[0].addr)[0], 0x33);
+		assert_int_equal(hp_release(c, b, 2), 0);
+		hp_disconnect(c);
+		stop(&d);
+	}
+}
+
+/*
  * A next life that prepares idle longer than the daemon gives it (a busy machine starves an idle
  * process: here it sleeps, HUGEPOOLD_TAKEOVER_FAULT=slow@2) is given the daemon's priority by the
  * running life, which says so once, and takes over as any other.
@@ -1271,6 +1317,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_takeover, teardown),
 		cmocka_unit_test_teardown(test_takeover_faults, teardown),
 		cmocka_unit_test_teardown(test_takeover_slow_prepare, teardown),
+		cmocka_unit_test_teardown(test_takeover_killed_after_go, teardown),
 		cmocka_unit_test_teardown(test_reexec_in_place, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
 		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),
