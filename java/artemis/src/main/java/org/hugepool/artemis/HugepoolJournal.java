@@ -158,6 +158,9 @@ public final class HugepoolJournal implements Journal {
     private volatile int liveRecords;
 
     private volatile Thread appender, reclaimer;
+    /* Tests only: called on the reclaimer, without the lock, after it queued a copy of the record
+     * that lay at this LSN (ReclaimTest makes a broker's operation land between two copies). */
+    volatile java.util.function.LongConsumer afterCopy;
     // the appender's alone
     private HugePool pool;
     private JournalWriter writer;
@@ -1201,6 +1204,7 @@ public final class HugepoolJournal implements Journal {
                     if (e == null)
                         continue;
                     byte[] copy = Records.copy(rec.data(), e.copyKind, e.major, e.minor);
+                    boolean queued = false;
                     lock.lock();
                     try {
                         // still needed, and still lying there? (a delete or a commit changes that)
@@ -1210,10 +1214,14 @@ public final class HugepoolJournal implements Journal {
                             copied++;
                             copiedNow += op.size;
                             copiedBytes += op.size;
+                            queued = true;
                         }
                     } finally {
                         lock.unlock();
                     }
+                    java.util.function.LongConsumer hook = afterCopy;
+                    if (queued && hook != null)
+                        hook.accept(rec.lsn());
                 }
             }
         }
@@ -1225,6 +1233,7 @@ public final class HugepoolJournal implements Journal {
             before = windowBytes;
             windowBytes -= c.below;
             cut = newCut;
+            live.cut(newCut);
             reclaims++;
             room.signalAll();
         } finally {

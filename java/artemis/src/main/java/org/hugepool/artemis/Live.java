@@ -69,8 +69,18 @@ final class Live {
      * JournalImpl's commit applies them (Replay keys them with this bias). */
     static final int NEGATIVE = 1 << 30;
 
+    /*
+     * A committed transaction's delete, needed while its commit is: a load that finds a commit
+     * applies the records of its transaction it finds, so a commit that lies above a cut needs its
+     * deletes above it too, or the records they delete come back (a reclaim may have carried them
+     * forward before the commit). Needed until a cut passes the commit (cut()).
+     */
+    private record Negative(TxEntry e, long commitLsn) {
+    }
+
     final Map<Long, List<Entry>> records = new HashMap<>();
     final Map<Long, Tx> txs = new LinkedHashMap<>();
+    private final List<Negative> negatives = new ArrayList<>();
     long bytes; // the size on disk of every entry not dead: of records, transactions' records, prepares
 
     boolean contains(long id) {
@@ -147,14 +157,29 @@ final class Live {
             if (!update(r.id, e))
                 add(r.id, e);
         }
-        for (TxEntry r : tx.records)
-            if (r.copyKind == Records.DELETE_TX)
+        for (TxEntry r : tx.records) {
+            if (r.copyKind == Records.DELETE_TX) {
                 delete(r.id);
-        bury(tx.records);
+                negatives.add(new Negative(r, commitLsn));
+            } else {
+                bury(r);
+            }
+        }
         bury(tx.prepare);
     }
 
-    /** Every record lying below lsn, the open transactions' and their prepares included. */
+    /** A cut at lsn is durable: the deletes of transactions committed below it are no longer needed. */
+    void cut(long lsn) {
+        negatives.removeIf(n -> {
+            if (n.commitLsn >= lsn)
+                return false;
+            bury(n.e);
+            return true;
+        });
+    }
+
+    /** Every record lying below lsn that a cut at lsn must carry forward: live records, the open
+     * transactions' and their prepares, the deletes of transactions committed at lsn or above. */
     List<Entry> below(long lsn) {
         List<Entry> out = new ArrayList<>();
         for (List<Entry> l : records.values())
@@ -168,6 +193,9 @@ final class Live {
             if (tx.prepare != null && tx.prepare.lsn < lsn)
                 out.add(tx.prepare);
         }
+        for (Negative n : negatives)
+            if (n.e.lsn < lsn && n.commitLsn >= lsn)
+                out.add(n.e);
         return out;
     }
 }

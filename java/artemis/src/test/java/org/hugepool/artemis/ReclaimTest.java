@@ -12,7 +12,10 @@
  *    within the daemon's segments; the bytes carried forward are at most half of the bytes
  *    appended (RECLAIM_RATIO 3: a reclaim copies the live bytes, at most a third of those since
  *    the last cut, which are what was appended since and the last reclaim's copies); the backlog
- *    loads whole afterwards.
+ *    loads whole afterwards;
+ *  - a transaction that deletes a record commits while a reclaim carries that record forward
+ *    (after its copy, before the reclaim reaches the transaction's delete): the load has the
+ *    record deleted, as the broker was told.
  */
 package org.hugepool.artemis;
 
@@ -21,6 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.activemq.artemis.core.journal.EncoderPersister;
 import org.apache.activemq.artemis.core.journal.PreparedTransactionInfo;
@@ -92,6 +96,44 @@ class ReclaimTest {
                     + " bytes forward in " + reclaims + " reclaims for " + appended + " bytes appended");
 
             assertEquals(backlog + 1, load(d, "j").size(), "records loaded after the reclaims");
+        }
+    }
+
+    @Test
+    @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void transactionsDeleteCommittedDuringItsReclaim() throws Exception {
+        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "2M", 4)).start()) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            j.loadInternalOnly();
+            byte[] data = new byte[RECORD];
+            long x = 1, tx = 1_000_000;
+            j.appendAddRecord(x, (byte) 1, data, false);
+            j.appendDeleteRecordTransactional(tx, x);
+            // the reclaim copies x's add first (the lowest LSN), then meets the transaction's delete
+            AtomicReference<Throwable> commit = new AtomicReference<>();
+            j.afterCopy = lsn -> {
+                j.afterCopy = null;
+                try {
+                    j.appendCommitRecord(tx, false);
+                } catch (Throwable e) {
+                    commit.set(e);
+                }
+            };
+            long id = x + 1;
+            while (j.reclaims() == 0) {
+                j.appendAddRecord(id, (byte) 1, data, false);
+                j.appendDeleteRecord(id++, false);
+                if (id % 64 == 0)
+                    j.flush(); // lets the reclaimer run
+            }
+            j.appendAddRecord(id, (byte) 1, data, true); // everything before it durable
+            j.stop();
+            assertEquals(null, commit.get(), "the commit during the reclaim");
+            assertTrue(j.afterCopy == null, "the reclaim copied nothing");
+
+            List<RecordInfo> records = load(d, "j");
+            assertEquals(1, records.size(), "records loaded: " + records);
+            assertEquals(id, records.get(0).id, "the record left (" + x + " was deleted by transaction " + tx + ")");
         }
     }
 }
