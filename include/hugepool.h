@@ -364,6 +364,19 @@ int hp_journal_wait_lsn(hp_journal *j, uint64_t lsn, int64_t timeout_ms);
 /* The highest LSN known durable (0: none yet). */
 uint64_t hp_journal_durable_lsn(const hp_journal *j);
 
+/*
+ * How this writer's waits wait for a sync. HP_JOURNAL_WAIT_SPIN, the default: first polling,
+ * yielding the CPU, for as long as the daemon hints it pays (its own thread writes the batch,
+ * for about two syncs), then sleeping. HP_JOURNAL_WAIT_SLEEP: sleeping at once. Sleep where the
+ * process has other work for the CPUs while this thread waits (a broker's appender thread, whose
+ * broker makes the next batch meanwhile): polling takes the CPU time that work needs.
+ */
+enum hp_journal_wait_mode {
+	HP_JOURNAL_WAIT_SPIN = 0,
+	HP_JOURNAL_WAIT_SLEEP = 1,
+};
+int hp_journal_set_wait_mode(hp_journal *j, int mode);
+
 /* Declare records below lsn no longer needed: their segments may be reused. */
 int hp_journal_truncate(hp_conn *c, const char *name, uint64_t lsn);
 

@@ -141,9 +141,10 @@ int jring_wait(struct jring_client *c, bool (*done)(const struct jring_client *c
 	/*
 	 * A lone writer's sync takes a few hundred microseconds: waiting for it by polling beats a
 	 * futex round trip. sched_yield, not a pause loop: on a small machine the flusher may be
-	 * queued on this very CPU, and must not wait for our spin to end.
+	 * queued on this very CPU, and must not wait for our spin to end. Unless the client said
+	 * its process has better uses for the CPU (sleep_only).
 	 */
-	uint32_t spin_us = MIN(__atomic_load_n(&c->hdr->spin_us, __ATOMIC_RELAXED), JRING_SPIN_MAX_US);
+	uint32_t spin_us = c->sleep_only ? 0 : MIN(__atomic_load_n(&c->hdr->spin_us, __ATOMIC_RELAXED), JRING_SPIN_MAX_US);
 
 	if (spin_us) {
 		uint64_t until = MIN(now_ns() + spin_us * 1000ull, deadline_ns);

@@ -137,6 +137,7 @@ struct jring_client {
 	/* asked after a wait slice without news: is the daemon gone? (the library: its socket) */
 	bool (*gone)(void *arg);
 	void *gone_arg;
+	bool sleep_only; /* wait on the futex at once, whatever spin_us hints (hp_journal_set_wait_mode) */
 };
 
 /*

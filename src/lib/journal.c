@@ -244,6 +244,14 @@ int hp_journal_wait_lsn(hp_journal *j, uint64_t lsn, int64_t timeout_ms)
 	return writer_result(j, jring_wait(&j->ring, jring_lsn_durable, lsn, deadline_of(timeout_ms)));
 }
 
+int hp_journal_set_wait_mode(hp_journal *j, int mode)
+{
+	if (!j || (mode != HP_JOURNAL_WAIT_SPIN && mode != HP_JOURNAL_WAIT_SLEEP))
+		return -EINVAL;
+	j->ring.sleep_only = mode == HP_JOURNAL_WAIT_SLEEP;
+	return 0;
+}
+
 int hp_journal_truncate(hp_conn *c, const char *name, uint64_t lsn)
 {
 	struct proto_journal_truncate req = { .lsn = lsn };

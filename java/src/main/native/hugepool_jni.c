@@ -821,6 +821,14 @@ JNIEXPORT jlong JNICALL Java_org_hugepool_Native_durableLsn(JNIEnv *env, jclass 
 	return (jlong)hp_journal_durable_lsn(((struct writer *)(uintptr_t)h)->j);
 }
 
+_Static_assert(HP_JOURNAL_WAIT_SPIN == 0 && HP_JOURNAL_WAIT_SLEEP == 1, "JournalWriter.WaitMode's ordinals");
+
+JNIEXPORT jint JNICALL Java_org_hugepool_Native_setWaitMode(JNIEnv *env, jclass k, jlong h, jint mode)
+{
+	(void)env, (void)k;
+	return hp_journal_set_wait_mode(((struct writer *)(uintptr_t)h)->j, mode);
+}
+
 JNIEXPORT jint JNICALL Java_org_hugepool_Native_truncate(JNIEnv *env, jclass k, jlong c, jstring journal, jlong lsn)
 {
 	char *name;

@@ -215,6 +215,35 @@ public final class JournalWriter implements AutoCloseable {
             throw failure(r, "waiting for LSN " + lsn);
     }
 
+    /** How a writer's waits wait for the sync that makes their records durable. */
+    public enum WaitMode {
+        /**
+         * The default: first poll, yielding the CPU, for as long as the daemon hints it pays
+         * (about two syncs, when the daemon's own thread writes the batch), then sleep.
+         */
+        SPIN,
+        /**
+         * Sleep at once. For a thread whose process has other work for the CPUs while it waits
+         * (a broker's appender, whose broker makes the next group meanwhile): polling takes the
+         * CPU time that work needs.
+         */
+        SLEEP
+    }
+
+    /**
+     * Choose how this writer's waits ({@link #await}, {@link #awaitLsn}, the {@code ...AndWait}
+     * appends) wait; hp_journal_set_wait_mode(3).
+     *
+     * @param mode {@link WaitMode#SPIN} or {@link WaitMode#SLEEP}
+     * @throws ClosedException the writer is closed
+     * @throws HugepoolException as {@link #append(byte[])}
+     */
+    public synchronized void setWaitMode(WaitMode mode) throws HugepoolException {
+        int r = Native.setWaitMode(handle("choosing how to wait"), Objects.requireNonNull(mode, "mode").ordinal());
+        if (r < 0)
+            throw failure(r, "choosing how to wait");
+    }
+
     /**
      * @return the highest LSN known durable (0: none yet)
      * @throws ClosedException the writer is closed

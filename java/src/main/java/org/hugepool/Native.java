@@ -87,6 +87,9 @@ final class Native {
 
     static native long durableLsn(long writer);
 
+    /* mode: JournalWriter.WaitMode's ordinal, hp_journal_wait_mode's value */
+    static native int setWaitMode(long writer, int mode);
+
     static native int truncate(long conn, String journal, long lsn);
 
     static native long readerOpen(long conn, String journal, long fromLsn);
