@@ -252,7 +252,7 @@ public final class HugepoolJournal implements Journal {
                         + "] section to hugepoold.conf (hugepool-artemis(7))");
             if (j.state() == STATE_FAILED)
                 throw new IllegalStateException(failedText(j));
-            writer = pool.openJournalWriter(name);
+            writer = openWriter(pool);
             awaitSoleWriter();
         } catch (HugepoolException e) {
             closeConnection();
@@ -262,6 +262,23 @@ public final class HugepoolJournal implements Journal {
             throw e;
         }
         state = JournalState.STARTED;
+    }
+
+    /*
+     * The appender's writer. Its waits sleep: while the appender waits for a group's sync, the
+     * broker's threads make the next group and answer producers, on the CPUs a polling wait would
+     * take (hp_journal_set_wait_mode(3); on two CPUs the broker spent 17-31% less CPU per
+     * durable send, its JIT compiler aside: bench_artemis.sh).
+     */
+    private JournalWriter openWriter(HugePool p) throws HugepoolException {
+        JournalWriter w = p.openJournalWriter(name);
+        try {
+            w.setWaitMode(JournalWriter.WaitMode.SLEEP);
+        } catch (HugepoolException | RuntimeException e) {
+            w.close();
+            throw e;
+        }
+        return w;
     }
 
     /*
@@ -926,7 +943,7 @@ public final class HugepoolJournal implements Journal {
         for (long pause = 10;; pause = Math.min(pause * 2, 500)) {
             try {
                 pool = connect();
-                writer = pool.openJournalWriter(name);
+                writer = openWriter(pool);
                 break;
             } catch (NoDaemonException | DaemonGoneException e) {
                 closeConnection();
