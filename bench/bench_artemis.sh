@@ -12,7 +12,9 @@
 # each cell the three brokers take turns, the order rotating from cell to cell and round to round;
 # with several rounds a broker's best run counts. Prints each broker's durable sends/s and send
 # latency p50/p99 (the generator's HDR histogram), and hugepool's against the better Artemis
-# journal's (the one with more sends/s) as ratios. Nothing is asserted. Each broker runs 15 s of
+# journal's (the one with more sends/s) as ratios, and the CPU each broker (its JIT compiler
+# aside) and the hugepool broker's daemon spent per send in the same runs (/proc/PID/stat: where
+# a send's time goes when the two CPUs are the limit). Nothing is asserted. Each broker runs 15 s of
 # load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100, 1000, 10000}, 5 s
 # after 2 s, one round (the JIT warm-up, not a second round, is what keeps the first broker of a
 # cell from running half-compiled): an estimated 6 minutes on 2 idle CPUs, far more on loaded
@@ -106,34 +108,56 @@ timeout_of() { sed -n 's|.*<journal-buffer-timeout>\([0-9]*\)</journal-buffer-ti
 echo "bench_artemis: journal-buffer-timeout ASYNCIO $(timeout_of asyncio) ns, NIO $(timeout_of nio) ns"
 
 brokers=(hugepool asyncio nio)
-declare -A port=([hugepool]=61716 [asyncio]=61717 [nio]=61718)
+declare -A port=([hugepool]=61716 [asyncio]=61717 [nio]=61718) bpid
+dpid=${pids[0]}
 for b in "${brokers[@]}"; do
 	"$work/$b/bin/artemis" run >"$work/$b.log" 2>&1 &
-	pids+=($!)
+	pids+=($!) bpid[$b]=$!
 	await "$work/$b.log" "${pids[-1]}" AMQ221007 AMQ224000 && grep -q AMQ221007 "$work/$b.log" ||
 		{ grep -A3 AMQ224000 "$work/$b.log" | head -8; echo "bench_artemis: the $b broker did not start"; exit 0; }
 done
 
-# run BROKER P S: one perf client run; prints "sends/s p50_us p99_us", or "- - -" if it failed
+# ticks PID: the CPU time PID has used, in clock ticks (user and system: fields 14 and 15), less
+# its JIT compiler threads' (a broker's C2 compiles for 15 s of CPU and more after its start, in
+# whichever cells it happens to: the broker's work is the rest)
+ticks() {
+	local t task jit=0
+	t=$(awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+	for task in /proc/"$1"/task/*; do
+		case $(cat "$task/comm" 2>/dev/null) in
+		C1\ Compiler* | C2\ Compiler*) jit=$((jit + $(awk '{ print $14 + $15 }' "$task/stat" 2>/dev/null || echo 0))) ;;
+		esac
+	done
+	echo $((t - jit))
+}
+tck=$(getconf CLK_TCK)
+
+# run BROKER P S: one perf client run; prints "sends/s p50_us p99_us broker_us daemon_us" (the
+# last two: CPU per send, of the broker and of the hugepool broker's daemon, over the whole run,
+# warm-up included, as are its sends), or "- - - - -" if it failed
 run() {
-	local b=$1 p=$2 s=$3 json="$work/$1.$2.$3.json" out
+	local b=$1 p=$2 s=$3 json="$work/$1.$2.$3.json" out c0 d0 c1 d1
 	rm -f "$json"
+	c0=$(ticks "${bpid[$b]}") d0=$(ticks "$dpid")
 	"$home/bin/artemis" perf client --url "tcp://127.0.0.1:${port[$b]}?confirmationWindowSize=1048576" --persistent \
 		--producers "$p" --consumers 1 --threads $((p < $(nproc) ? p : $(nproc))) --message-size "$s" --max-pending 1 \
 		--warmup "$warmup" --duration "$seconds" --json "$json" "queue://bench.$p.$s" >"$work/$b.$p.$s.log" 2>&1
+	c1=$(ticks "${bpid[$b]}") d1=$(ticks "$dpid")
+	[ "$b" = hugepool ] || d1=$d0
 	# sends/s: the sends completed in the intervals reported after the warm-up, over their span
 	# (from the last warm-up report, or from the first report when none was warm-up: reports are
 	# not exactly a second apart on a loaded machine); latency: the summary's histogram, which
 	# leaves the warm-up's reports out
-	out=$(awk -F'[{},:]' '
+	out=$(awk -F'[{},:]' -v cpu=$((c1 - c0)) -v dcpu=$((d1 - d0)) -v tck="$tck" '
 		function field(name,   i) { for (i = 1; i < NF; i++) if ($i == "\"" name "\"") return $(i + 1); return "" }
 		/"sampleType":"interval"/ {
-			t = field("time"); c = field("count")
+			t = field("time"); c = field("count"); all += c
 			if (/"warmup":true/ || start == "") { start = t; n = 0 } else { n += c; end = t }
 		}
 		/"sampleType":"summary"/ && /"result":"success"/ { p50 = field("50"); p99 = field("99") }
-		END { if (end > start && n > 0 && p50 != "") printf "%.0f %s %s\n", n * 1000 / (end - start), p50, p99 }' "$json" 2>/dev/null)
-	echo "${out:-- - -}"
+		END { if (end > start && n > 0 && p50 != "") printf "%.0f %s %s %.0f %.0f\n", n * 1000 / (end - start), p50, p99,
+			cpu * 1e6 / tck / all, dcpu * 1e6 / tck / all }' "$json" 2>/dev/null)
+	echo "${out:-- - - - -}"
 }
 
 # each broker's JIT warmed up before the first cell: just started, a broker spends most of its
@@ -147,16 +171,16 @@ done
 
 IFS=, read -r -a ps <<<"$producers"
 IFS=, read -r -a ss <<<"$sizes"
-declare -A best p50 p99
+declare -A best p50 p99 cpu dcpu
 cell=0
 for ((r = 0; r < rounds; r++)); do
 	for p in "${ps[@]}"; do
 		for s in "${ss[@]}"; do
 			for ((k = 0; k < 3; k++)); do
 				b=${brokers[$(((cell + r + k) % 3))]}
-				read -r rate l50 l99 < <(run "$b" "$p" "$s")
+				read -r rate l50 l99 bu du < <(run "$b" "$p" "$s")
 				if [ "$rate" != - ] && [ "$rate" -gt "${best[$b.$p.$s]:-0}" ]; then
-					best[$b.$p.$s]=$rate p50[$b.$p.$s]=$l50 p99[$b.$p.$s]=$l99
+					best[$b.$p.$s]=$rate p50[$b.$p.$s]=$l50 p99[$b.$p.$s]=$l99 cpu[$b.$p.$s]=$bu dcpu[$b.$p.$s]=$du
 				fi
 			done
 			cell=$((cell + 1))
@@ -185,6 +209,23 @@ for p in "${ps[@]}"; do
 			r99=$(awk -v a="${p99[hugepool.$c]}" -v b="${p99[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
 		fi
 		echo "| $p x $s B | $(fig hugepool "$c") | $(fig asyncio "$c") | $(fig nio "$c") | $ratio ($o) | $r50 | $r99 |"
+	done
+done
+echo
+echo "CPU per durable send, in microseconds, in the runs above (the broker's JVM less its JIT compiler threads; the"
+echo "hugepool broker's daemon beside it), and the hugepool broker with its daemon over the broker the sends/s ratio"
+echo "compares it with:"
+echo
+echo "| producers x message | hugepool broker + daemon | Artemis ASYNCIO | Artemis NIO | hugepool / better Artemis |"
+echo "|---|---|---|---|---|"
+for p in "${ps[@]}"; do
+	for s in "${ss[@]}"; do
+		c=$p.$s a=${best[asyncio.$c]:-0} n=${best[nio.$c]:-0}
+		if [ "$a" -ge "$n" ]; then o=asyncio; else o=nio; fi
+		ratio=-
+		[ -n "${cpu[hugepool.$c]:-}" ] && [ "${cpu[$o.$c]:-0}" -gt 0 ] &&
+			ratio=$(awk -v a="$((cpu[hugepool.$c] + dcpu[hugepool.$c]))" -v b="${cpu[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
+		echo "| $p x $s B | ${cpu[hugepool.$c]:--} + ${dcpu[hugepool.$c]:--} | ${cpu[asyncio.$c]:--} | ${cpu[nio.$c]:--} | $ratio ($o) |"
 	done
 done
 grep -q 'hugepool-artemis: the message journal is hugepoold' "$work/hugepool.log" ||
