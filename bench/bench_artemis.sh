@@ -192,6 +192,9 @@ ms() { awk -v u="$1" 'BEGIN { printf "%.2f", u / 1000 }'; }
 fig() { # BROKER CELL: "sends/s (p50 / p99 ms)"
 	[ -n "${best[$1.$2]:-}" ] && printf "%d (%s / %s)" "${best[$1.$2]}" "$(ms "${p50[$1.$2]}")" "$(ms "${p99[$1.$2]}")" || printf 'failed'
 }
+# better CELL: the Artemis journal that made more sends/s in CELL (ASYNCIO on a tie), the one
+# hugepool's figures are compared with
+better() { if [ "${best[asyncio.$1]:-0}" -ge "${best[nio.$1]:-0}" ]; then echo asyncio; else echo nio; fi; }
 echo
 echo "Durable sends of an Artemis 2.40.0 broker (artemis perf client, persistent, one send in flight per producer, a consumer;"
 echo "$seconds s after $warmup s a cell, best of $rounds): sends/s (send latency p50 / p99 in ms)"
@@ -200,9 +203,7 @@ echo "| producers x message | hugepool | Artemis ASYNCIO | Artemis NIO | sends/s
 echo "|---|---|---|---|---|---|---|"
 for p in "${ps[@]}"; do
 	for s in "${ss[@]}"; do
-		c=$p.$s a=${best[asyncio.$c]:-0} n=${best[nio.$c]:-0}
-		if [ "$a" -ge "$n" ]; then o=asyncio; else o=nio; fi
-		ratio=- r50=- r99=-
+		c=$p.$s o=$(better "$p.$s") ratio=- r50=- r99=-
 		if [ -n "${best[hugepool.$c]:-}" ] && [ "${best[$o.$c]:-0}" -gt 0 ]; then
 			ratio=$(awk -v a="${best[hugepool.$c]}" -v b="${best[$o.$c]}" 'BEGIN { printf "**%.2fx**", a / b }')
 			r50=$(awk -v a="${p50[hugepool.$c]}" -v b="${p50[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
@@ -220,9 +221,7 @@ echo "| producers x message | hugepool broker + daemon | Artemis ASYNCIO | Artem
 echo "|---|---|---|---|---|"
 for p in "${ps[@]}"; do
 	for s in "${ss[@]}"; do
-		c=$p.$s a=${best[asyncio.$c]:-0} n=${best[nio.$c]:-0}
-		if [ "$a" -ge "$n" ]; then o=asyncio; else o=nio; fi
-		ratio=-
+		c=$p.$s o=$(better "$p.$s") ratio=-
 		[ -n "${cpu[hugepool.$c]:-}" ] && [ "${cpu[$o.$c]:-0}" -gt 0 ] &&
 			ratio=$(awk -v a="$((cpu[hugepool.$c] + dcpu[hugepool.$c]))" -v b="${cpu[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
 		echo "| $p x $s B | ${cpu[hugepool.$c]:--} + ${dcpu[hugepool.$c]:--} | ${cpu[asyncio.$c]:--} | ${cpu[nio.$c]:--} | $ratio ($o) |"
