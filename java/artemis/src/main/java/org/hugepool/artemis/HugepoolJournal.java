@@ -267,8 +267,9 @@ public final class HugepoolJournal implements Journal {
     /*
      * The appender's writer. Its waits sleep: while the appender waits for a group's sync, the
      * broker's threads make the next group and answer producers, on the CPUs a polling wait would
-     * take (hp_journal_set_wait_mode(3); on two CPUs the broker spent 17-31% less CPU per
-     * durable send, its JIT compiler aside: bench_artemis.sh).
+     * share with them (hp_journal_set_wait_mode(3); on two CPUs the broker spent 17-31% less CPU
+     * per durable send, its JIT compiler aside, and its sends/s moved within the noise:
+     * docs/MEASURED.md).
      */
     private JournalWriter openWriter(HugePool p) throws HugepoolException {
         JournalWriter w = p.openJournalWriter(name);
