@@ -46,12 +46,18 @@ class ReclaimTest {
         return records;
     }
 
+    /* d's journal j, loaded (empty, or with what an earlier test left), as a broker's at start. */
+    private static HugepoolJournal loaded(TestDaemon d) throws Exception {
+        HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+        j.loadInternalOnly();
+        return j;
+    }
+
     @Test
     @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang: the journal full, its reclaim stuck
     void nothingLiveToCarry() throws Exception {
         try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "2M", 4)).start()) {
-            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
-            j.loadInternalOnly();
+            HugepoolJournal j = loaded(d);
             byte[] data = new byte[RECORD];
             long id = 1;
             for (; id <= (16 << 20) / RECORD; id++)
@@ -71,8 +77,7 @@ class ReclaimTest {
     @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang: the journal full, its reclaim stuck
     void copiesInProportionToAppends() throws Exception {
         try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "2M", 16)).start()) {
-            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
-            j.loadInternalOnly();
+            HugepoolJournal j = loaded(d);
             byte[] data = new byte[RECORD];
             long appended = 0, id = 1;
             int backlog = (4 << 20) / RECORD;
@@ -103,8 +108,7 @@ class ReclaimTest {
     @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void transactionsDeleteCommittedDuringItsReclaim() throws Exception {
         try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "2M", 4)).start()) {
-            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
-            j.loadInternalOnly();
+            HugepoolJournal j = loaded(d);
             byte[] data = new byte[RECORD];
             long x = 1, tx = 1_000_000;
             j.appendAddRecord(x, (byte) 1, data, false);
