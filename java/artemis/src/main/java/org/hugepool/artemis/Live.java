@@ -73,7 +73,9 @@ final class Live {
      * A committed transaction's delete, needed while its commit is: a load that finds a commit
      * applies the records of its transaction it finds, so a commit that lies above a cut needs its
      * deletes above it too, or the records they delete come back (a reclaim may have carried them
-     * forward before the commit). Needed until a cut passes the commit (cut()).
+     * forward before the commit). Needed until a cut passes the commit (cut()). Not in `bytes`:
+     * a reclaim planned from now cuts above the commit and copies none of them; only one under way
+     * when the commit came does.
      */
     private record Negative(TxEntry e, long commitLsn) {
     }
@@ -81,7 +83,7 @@ final class Live {
     final Map<Long, List<Entry>> records = new HashMap<>();
     final Map<Long, Tx> txs = new LinkedHashMap<>();
     private final List<Negative> negatives = new ArrayList<>();
-    long bytes; // the size on disk of every entry not dead: of records, transactions' records, prepares
+    long bytes; // the size on disk of every entry not dead: of records, transactions' records, prepares (not negatives)
 
     boolean contains(long id) {
         return records.containsKey(id);
@@ -161,6 +163,7 @@ final class Live {
             if (r.copyKind == Records.DELETE_TX) {
                 delete(r.id);
                 negatives.add(new Negative(r, commitLsn));
+                bytes -= r.size;
             } else {
                 bury(r);
             }
@@ -173,7 +176,7 @@ final class Live {
         negatives.removeIf(n -> {
             if (n.commitLsn >= lsn)
                 return false;
-            bury(n.e);
+            n.e.dead = true; // its bytes left `bytes` at the commit
             return true;
         });
     }
