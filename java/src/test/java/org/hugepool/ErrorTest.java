@@ -131,6 +131,7 @@ class ErrorTest {
         ClosedException e = assertThrows(ClosedException.class, () -> w.append(new byte[1]));
         assertEquals("EBADF", e.errnoName());
         assertTrue(e.getMessage().contains("the writer is closed"), e.getMessage());
+        assertThrows(ClosedException.class, () -> w.setWaitMode(JournalWriter.WaitMode.SLEEP));
         Lease second = pool.acquire("small", 1, Duration.ZERO);
         pool.close();
         pool.close();

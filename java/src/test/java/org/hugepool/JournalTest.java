@@ -84,6 +84,7 @@ class JournalTest {
             w.setWaitMode(JournalWriter.WaitMode.SLEEP); // a waiter that sleeps at once still gets its sync
             assertEquals(10, w.appendAndWait(ByteBuffer.wrap(rec("j", 10, 200_000))));
             w.setWaitMode(JournalWriter.WaitMode.SPIN);
+            assertThrows(NullPointerException.class, () -> w.setWaitMode(null)); // never reaches the JNI
             sent.add(rec("j", 10, 200_000));
             assertEquals("EMSGSIZE", assertThrows(HugepoolException.class, () -> w.append(new byte[(1 << 20) + 1]))
                     .errnoName());
