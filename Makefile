@@ -215,7 +215,7 @@ $(BUILD)/%.pc: %.pc.in Makefile
 $(filter-out $(BUILD)/tests/test_dlopen,$(UNIT_BIN)): $(BUILD)/tests/%: $(call obj,tests/unit/%.c) $(LIBA) $(LIBDAEMON) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(say) LD $@
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(DAEMON_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(DAEMON_LIBS) -lm
 
 $(filter-out $(BUILD)/tests/test_heap,$(INTEG_BIN)): $(BUILD)/tests/%: $(call obj,tests/integration/%.c) $(TESTLIB_OBJ) $(LIBA) $(LIBCOMMON)
 	@mkdir -p $(dir $@)

@@ -3,7 +3,8 @@
  * Unit tests for the path controller of backend = auto (journal_path.c), on simulated time: a
  * model publishes each batch by the path the controller names, after that path's interval, and
  * the tests check what it chooses: the faster path, under noise too, and under a load that
- * drifts more than the paths differ; the change when the faster path changes; no flapping when
+ * drifts more than the paths differ, and on a disk whose speed changes for tens of
+ * milliseconds at a time; the change when the faster path changes; no flapping when
  * both are alike, under noise too; one comparison turning the choice only when clear;
  * comparisons spaced out while they keep the chosen path; batches of another path,
  * idle gaps, a few writers and a new load handled as journal_path.h says; the tests' modes; and
@@ -43,6 +44,12 @@ struct model {
 	uint64_t drift_period_ns;
 	/* every stall_every[p]-th batch of path p stays in flight stall_ns[p] longer (0: never) */
 	uint64_t stall_every[JPATH_COUNT], stall_ns[JPATH_COUNT], batches[JPATH_COUNT];
+	/* the disk's own speed, whatever path runs: every interval times a factor e^(g x
+	 * speed_pct/100), g drawn from a standard normal for a stretch of 20-100 ms, then another
+	 * (0: always 1); at 25, a stretch a third slower or faster is common, twice as slow rare */
+	unsigned speed_pct;
+	uint64_t speed_until;
+	double speed;
 };
 
 static uint64_t next_rand(struct model *m)
@@ -63,6 +70,17 @@ static uint64_t interval(struct model *m, enum jpath p, uint64_t now)
 		uint64_t tri = phase < half ? phase : m->drift_period_ns - phase; /* 0..half */
 
 		base += base * m->drift_pct / 100 * tri / half;
+	}
+	if (m->speed_pct) {
+		if (now >= m->speed_until) {
+			/* Box-Muller, from two uniforms in (0, 1] */
+			double u = (double)((next_rand(m) >> 11) + 1) / 9007199254740992.0;
+			double v = (double)((next_rand(m) >> 11) + 1) / 9007199254740992.0;
+
+			m->speed = exp(m->speed_pct / 100.0 * sqrt(-2 * log(u)) * cos(2 * M_PI * v));
+			m->speed_until = now + 20 * MS + next_rand(m) % (80 * MS);
+		}
+		base = (uint64_t)((double)base * m->speed);
 	}
 	if (!m->noise_pct)
 		return base;
@@ -174,6 +192,45 @@ static void test_drift(void **state)
 }
 
 /*
+ * The disk of a VM changes speed for tens of milliseconds at a time, whatever path runs (a third
+ * slower or faster is common), and the paths are 12% apart: a stretch that covers the windows of
+ * one path and not the other's moves a comparison by a quarter and more. Over 100 runs of 24 s
+ * (the faster path and the first one alternating), the slower path takes a small part of the
+ * time on average and in the worst run. Before the pairs of windows (pairs_of): 12.7% on
+ * average and 97.6% in the worst run, where unlucky comparisons had pushed the faster
+ * challenger's next one out for seconds, time and again (a 12% loss over a bench's cell); after:
+ * 6.2% and 35.4%.
+ */
+static void test_disk_speed(void **state)
+{
+	double sum = 0, worst = 0;
+	unsigned runs = 100, right = 0;
+	(void)state;
+
+	for (unsigned k = 0; k < runs; k++) {
+		enum jpath fast = k % 2 ? JPATH_QUEUED : JPATH_INLINE, slow = k % 2 ? JPATH_INLINE : JPATH_QUEUED;
+		struct model m = { .records = 40, .noise_pct = 10, .rng = 1000 + k, .speed_pct = 25 };
+		uint64_t now = 0, count[JPATH_COUNT] = { 0 };
+		struct jpath_ctl c;
+		double sh;
+
+		m.interval_ns[fast] = 400000;
+		m.interval_ns[slow] = 448000;
+		jpath_init(&c, k / 2 % 2 ? fast : slow);
+		run(&c, &m, &now, 24 * S, 64, count);
+		sh = share(&m, count, slow);
+		sum += sh;
+		worst = sh > worst ? sh : worst;
+		right += c.load.chosen == fast;
+	}
+	printf("disk speed: the slower path %.1f%% of the time on average, %.1f%% at worst; the faster chosen at the "
+	       "end in %u runs of %u\n", sum / runs, worst, right, runs);
+	if (sum / runs > 8.0 || worst > 50.0 || right < runs - 1)
+		fail_msg("the slower path %.1f%% of the time on average, %.1f%% at worst, the faster chosen in %u of %u",
+			 sum / runs, worst, right, runs);
+}
+
+/*
  * Three paths (a backend with a second queue): the fastest is chosen whichever it is, compared
  * with each of the other two in turn, and little time goes to the slower ones.
  */
@@ -259,10 +316,9 @@ static void test_three_follows(void **state)
 }
 
 /*
- * The first decision comes after one comparison, and the controller says so once: after all its
- * windows when the challenger is within JPATH_BIG_LOSS of the chosen path, after half of them
- * when one path is already that far ahead (queued_ns: queued's interval; inline's is 100 us).
- * One comparison turns the choice only when clear: a challenger a little faster keeps the chosen
+ * The first decision comes after one comparison, all its windows whatever the paths' speeds
+ * (queued_ns: queued's interval; inline's is 100 us), and the controller says so once. One
+ * comparison turns the choice only when clear: a challenger a little faster keeps the chosen
  * path at the first decision and takes over at the second, which comes at once (want_first: the
  * path chosen after the first decision, want: after two seconds).
  */
@@ -272,7 +328,6 @@ static void first_decision(uint64_t queued_ns, enum jpath want_first, enum jpath
 	struct jpath_ctl c;
 	uint64_t now = 0;
 	unsigned first = 0, changed = 0;
-	bool clear = queued_ns > 140000 || queued_ns < 75000;
 
 	m.interval_ns[JPATH_INLINE] = 100000;
 	m.interval_ns[JPATH_QUEUED] = queued_ns;
@@ -287,11 +342,9 @@ static void first_decision(uint64_t queued_ns, enum jpath want_first, enum jpath
 		first += ev == JPATH_FIRST;
 		changed += ev == JPATH_CHANGED;
 		if (ev == JPATH_FIRST) {
-			/* the windows, and the changes of path each followed by settle_ns (all of
-			 * them: other, chosen x2, other x2, chosen x2, other; half: other, chosen x2,
-			 * other), and a batch or two more */
-			uint64_t least = clear ? c.steps / 2 * c.window_ns + 3 * c.settle_ns
-					       : c.steps * c.window_ns + 5 * c.settle_ns;
+			/* the windows, and the changes of path each followed by settle_ns (other,
+			 * chosen x2, other x2, chosen x2, other), and a batch or two more */
+			uint64_t least = c.steps * c.window_ns + 5 * c.settle_ns;
 
 			if (now < least || now >= least + 5 * MS)
 				fail_msg("queued at %" PRIu64 " us: decided at %.1f ms, not %.1f", queued_ns / 1000,
@@ -307,10 +360,10 @@ static void first_decision(uint64_t queued_ns, enum jpath want_first, enum jpath
 static void test_first_decision(void **state)
 {
 	(void)state;
-	first_decision(200000, JPATH_INLINE, JPATH_INLINE); /* queued half inline's speed: decided at half */
+	first_decision(200000, JPATH_INLINE, JPATH_INLINE); /* queued half inline's speed: clear at once */
 	first_decision(115000, JPATH_QUEUED, JPATH_INLINE); /* 13% slower: all the windows, twice */
 	first_decision(95000, JPATH_QUEUED, JPATH_QUEUED); /* 5% faster: all the windows */
-	first_decision(50000, JPATH_QUEUED, JPATH_QUEUED); /* twice as fast: at half */
+	first_decision(50000, JPATH_QUEUED, JPATH_QUEUED); /* twice as fast */
 }
 
 /* The faster path changes (another load, another device): the controller follows within a few comparisons. */
@@ -923,6 +976,7 @@ int main(void)
 		cmocka_unit_test(test_faster_queued),
 		cmocka_unit_test(test_noise),
 		cmocka_unit_test(test_drift),
+		cmocka_unit_test(test_disk_speed),
 		cmocka_unit_test(test_three_paths),
 		cmocka_unit_test(test_three_follows),
 		cmocka_unit_test(test_first_decision),

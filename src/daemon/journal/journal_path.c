@@ -205,6 +205,7 @@ static void compare_begin(struct jpath_ctl *c)
 	c->w_path = JPATH_NONE;
 	memset(c->acc_records, 0, sizeof(c->acc_records));
 	memset(c->acc_ns, 0, sizeof(c->acc_ns));
+	memset(c->w_rates, 0, sizeof(c->w_rates));
 }
 
 static void window_open(struct jpath_ctl *c, enum jpath path, uint64_t now_ns)
@@ -218,6 +219,42 @@ static void window_open(struct jpath_ctl *c, enum jpath path, uint64_t now_ns)
 static double rate_of(const struct jpath_ctl *c, enum jpath p)
 {
 	return c->acc_ns[p] ? (double)c->acc_records[p] * 1e9 / (double)c->acc_ns[p] : 0;
+}
+
+/*
+ * What the pairs of neighbouring windows of the comparison say, one window of each path in
+ * every pair (challenger-chosen, chosen-challenger, ...), tens of milliseconds apart: in how
+ * many chosen held (faster, or behind by less than the margin), in how many it was more than
+ * JPATH_BIG_LOSS faster, and in how many the challenger was. The disk of a VM changes speed for
+ * tens of milliseconds at a time, whatever path runs: the ratio of the summed rates moves by a
+ * quarter and more when one window holds such a stretch, where only that window's pair does.
+ */
+struct pairs {
+	unsigned n, chosen_holds, chosen_far, other_far;
+};
+
+static struct pairs pairs_of(const struct jpath_ctl *c)
+{
+	struct pairs r = { 0 };
+
+	for (unsigned i = 0; i + 1 < c->step && i + 1 < JPATH_STEPS; i += 2) {
+		bool first_other = step_is_other(i);
+		double ch = c->w_rates[first_other ? i + 1 : i], x = c->w_rates[first_other ? i : i + 1];
+
+		if (ch <= 0 || x <= 0)
+			continue;
+		r.n++;
+		r.chosen_holds += ch * (1 + c->margin) >= x;
+		r.chosen_far += far_behind(x, ch);
+		r.other_far += far_behind(ch, x);
+	}
+	return r;
+}
+
+/* All but at most one in four of the pairs (both of two). */
+static bool nearly_all(unsigned k, unsigned n)
+{
+	return n && 4 * k >= 3 * n;
 }
 
 /*
@@ -253,6 +290,7 @@ static enum jpath_event decide(struct jpath_ctl *c)
 {
 	enum jpath x = c->challenger;
 	double rc = rate_of(c, c->load.chosen), rx = rate_of(c, x), lead;
+	struct pairs pr = pairs_of(c);
 	bool changed = false, won, clear;
 
 	c->load.rate[c->load.chosen] = rc;
@@ -265,47 +303,42 @@ static enum jpath_event decide(struct jpath_ctl *c)
 	/*
 	 * How many times faster the chosen path is than x, by the average (below 1: slower). x
 	 * takes over when the average says it is faster by the margin, over two comparisons or
-	 * more, or in one that found chosen more than JPATH_BIG_LOSS slower: the rates of one path
-	 * move by +-20% over tenths of seconds here, and one comparison turned a choice between
-	 * paths a few percent apart back and forth. Else x's spacing doubles (x4 while it is more
-	 * than JPATH_BIG_LOSS slower), whether it came close or not: paths a few percent apart
-	 * gain little from being compared, and each comparison costs its switches and its turns on
-	 * the slower one. A challenger that won this comparison by more than the margin keeps its
-	 * spacing; one that won it clearly (chosen that far behind), or won its first of the load,
-	 * is compared again at once (a path that became faster takes over within a few comparisons).
+	 * more, or in one that was clear: chosen more than JPATH_BIG_LOSS slower by the sums and
+	 * in every pair of windows (pairs_of). The rates of one path move by +-40% between
+	 * comparisons here, and one comparison turned a choice between paths a few percent apart
+	 * back and forth.
+	 *
+	 * Else x's spacing doubles when nearly all the pairs found chosen faster or behind by less
+	 * than the margin (x4 when more than JPATH_BIG_LOSS faster): paths a few percent apart gain little from being compared, and
+	 * each comparison costs its switches and its turns on the slower one. When the pairs
+	 * disagree the comparison could not tell the paths from the disk's own changes of speed, and
+	 * the spacing stays: doubled on such comparisons, the spacing of a challenger that is in
+	 * fact faster grew to the most after a few unlucky ones, and the controller kept the slower
+	 * path for seconds (a quarter of the time and more, on paths 12% apart in the model of
+	 * test_disk_speed). Where the paths differ little, comparing them often costs little. A
+	 * challenger that won this comparison by more than the margin keeps its spacing; one that
+	 * won it clearly, or won its first of the load, is compared again at once (a path that
+	 * became faster takes over within a few comparisons).
 	 */
 	lead = c->load.scored[x] ? c->load.lead[x] : 1;
 	won = rc > 0 && rc * (1 + c->margin) < rx;
-	clear = far_behind(rc, rx);
+	clear = far_behind(rc, rx) && pr.n && pr.other_far == pr.n;
 	if (lead * (1 + c->margin) < 1 && (c->load.scored[x] >= 2 || clear)) {
 		change_to(c, x);
 		changed = true;
 	} else {
 		unsigned *sp = &c->load.spacing[x];
 
-		if (!won)
-			*sp = MIN((lead * (1 - JPATH_BIG_LOSS) > 1 ? 4 : 2) * *sp, c->spacing_max);
-		else if (clear || c->load.scored[x] < 2)
+		if (!won && nearly_all(pr.chosen_holds, pr.n))
+			*sp = MIN((nearly_all(pr.chosen_far, pr.n) ? 4 : 2) * *sp, c->spacing_max);
+		else if (won && (clear || c->load.scored[x] < 2))
 			*sp = 1;
-		/* else won by the margin without taking over: the same spacing */
+		/* else the pairs disagree, or x won by the margin without taking over: the same spacing */
 		c->load.due_ns[x] = c->busy_ns + *sp * c->exploit_ns;
 	}
 	c->phase = JPATH_EXPLOIT;
 	c->w_path = JPATH_NONE;
 	return c->decisions == 1 ? JPATH_FIRST : changed ? JPATH_CHANGED : JPATH_SAME;
-}
-
-/*
- * Half a comparison's windows are in, as many of each path in the order challenger, chosen,
- * chosen, challenger: does one path already lead by more than JPATH_BIG_LOSS (the other that
- * much slower)? Then the second half would not turn it, and the comparison ends here: a clear
- * loser costs half as much, a clear winner takes over sooner.
- */
-static bool clear_at_half(const struct jpath_ctl *c)
-{
-	double rc = rate_of(c, c->load.chosen), rx = rate_of(c, c->challenger);
-
-	return far_behind(rx, rc) || far_behind(rc, rx);
 }
 
 /* The path after p among those the controller has, in the order of enum jpath, round. */
@@ -382,7 +415,9 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 		return JPATH_SAME;
 	c->acc_records[path] += c->w_records;
 	c->acc_ns[path] += now_ns - c->w_first_ns;
-	if (++c->step == c->steps || (c->step == c->steps / 2 && clear_at_half(c)))
+	if (c->step < JPATH_STEPS)
+		c->w_rates[c->step] = (double)c->w_records * 1e9 / (double)MAX(now_ns - c->w_first_ns, 1);
+	if (++c->step == c->steps)
 		return decide(c);
 	/* the next window goes on from here if it measures the same path */
 	if (jpath_next(c) == path)

@@ -27,18 +27,19 @@
  * controller averages it for each challenger over the comparisons made under the same load (an
  * exponential average, the newest weighing JPATH_SCORE_WEIGHT), and the challenger takes over
  * when that average, over two comparisons or more, says it is faster by `margin`, or at once
- * when one comparison finds the chosen path more than 25% slower: one noisy comparison does not
- * turn a clear winner over, nor a choice between paths a few percent apart. After a change the
- * averages against the others are carried over by their ratios.
- * A comparison ends after half its windows (challenger, chosen, chosen, challenger: still
- * balanced against a drift) when one path is already more than 25% slower than the other: a
- * clear loser costs half as much, a clear winner takes over sooner.
+ * when one comparison finds the chosen path more than 25% slower, by the sums and in each of its
+ * four pairs of neighbouring windows: one noisy comparison does not turn a clear winner over,
+ * nor a choice between paths a few percent apart. After a change the averages against the
+ * others are carried over by their ratios.
  * Each challenger has its own spacing: it is compared again after exploit_ns times a spacing
- * that doubles after each comparison that keeps the chosen path (quadruples while the average
- * says the challenger is more than 25% slower), up to spacing_max, stays when the challenger
- * won that comparison by more than `margin` without taking over, and falls back to 1 after a
- * change, or when the challenger won its first comparison of the load or found the chosen path
- * more than 25% slower (confirmed at once): a path that stays behind, far or close, costs a
+ * that doubles after a comparison that keeps the chosen path when nearly all its pairs (three of
+ * four) agree, the chosen path faster or behind by less than `margin` (quadruples when nearly
+ * all found it more than 25% faster), up to spacing_max; stays when the pairs disagree (the
+ * disk's own changes of speed, which last tens of milliseconds, swamped the paths' difference:
+ * a challenger in fact faster was pushed out for seconds by such comparisons) or when the
+ * challenger won by more than `margin` without taking over; and falls back to 1 after a change,
+ * or when the challenger won its first comparison of the load or found the chosen path more
+ * than 25% slower (confirmed at once): a path that stays behind, far or close, costs a
  * comparison every few seconds, not every few tenths (each comparison pays its switches of path
  * and its turns on the slower one, and between close paths it gains little). The spacing counts
  * busy time, while batches of more writers than CPUs come less than idle_ns apart: a journal
@@ -132,6 +133,7 @@ struct jpath_ctl {
 	struct jpath_load loads[JPATH_LOADS]; /* the loads left before */
 	unsigned slot; /* where this load is kept when it is left */
 	uint64_t acc_records[JPATH_COUNT], acc_ns[JPATH_COUNT]; /* the comparison under way, per path */
+	double w_rates[JPATH_STEPS]; /* ... and each of its windows' records/s, by step */
 
 	/* the window being measured */
 	enum jpath w_path; /* JPATH_NONE: no window open */
