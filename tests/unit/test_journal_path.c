@@ -782,7 +782,8 @@ static void test_load_recalled(void **state)
 	assert_int_equal(c.phase, JPATH_EXPLOIT);
 }
 
-/* Records ten times larger, the same writers: another load, compared at once; a third larger, the same. */
+/* Records ten times larger, the same writers: another load, compared at once and from a spacing
+ * of 1; a third larger, the same. */
 static void test_size_is_load(void **state)
 {
 	struct model m;
@@ -805,6 +806,8 @@ static void test_size_is_load(void **state)
 	assert_int_equal(c.phase, JPATH_COMPARE);
 	assert_true(c.load.rec_bytes >= 200);
 	assert_int_equal(c.load.scored[JPATH_QUEUED], 0);
+	/* nothing of the load before holds: queued, far slower there, is compared as often as at the start */
+	assert_int_equal(c.load.spacing[JPATH_QUEUED], 1);
 }
 
 /* More loads than are kept: the least recently left is forgotten, the others recalled. */
@@ -820,7 +823,7 @@ static void test_loads_forgotten(void **state)
 	jpath_init(&c, JPATH_INLINE);
 	/* 4, 16, 64, ... writers: each another load, each left with its averages */
 	for (unsigned i = 0; i <= JPATH_LOADS; i++) {
-		run(&c, &m, &now, 2 * S, 4u << (2 * i), NULL);
+		run(&c, &m, &now, 3 * S, 4u << (2 * i), NULL); /* two comparisons: the next 6.4 s away */
 		assert_int_equal(c.load.writers, 4u << (2 * i));
 		assert_true(c.load.scored[JPATH_QUEUED] > 0);
 	}

@@ -50,7 +50,7 @@
  * spacings and turns) is kept when it is left, for the last JPATH_LOADS loads, and a load
  * within twice or half of one kept goes on from there: an engine whose connections come and go,
  * or a bench's runs, pays the first comparisons of a load once, not every time it comes back. A
- * new load begins with every challenger's turn at once (the spacing carried over). An idle gap
+ * new load begins with every challenger's turn at once and its spacing 1. An idle gap
  * (a batch submitted more than idle_ns after the publish before it: nothing was appended
  * meanwhile) or a batch of a few writers ends the window being measured. A gap while a batch was
  * in flight is the path's own time (a stalled sync, a queue that fell behind) and counts: were
