@@ -151,7 +151,7 @@ static unsigned slot_to_reuse(const struct jpath_ctl *c)
  * spacing 1, in a slot of its own (a free one, or the least recently left's); chosen is kept
  * until a comparison says otherwise. A spacing carried over from another load kept a path
  * that was slower there but faster here up to 6.4 s away after one unlucky comparison (the
- * bench: auto on io_uring's queue for 98% of a cell of 64 writers x 1000 B with O_DIRECT, where
+ * bench: auto on libaio's queue for 98% of a cell of 64 writers x 1000 B with O_DIRECT, where
  * inline was 10% faster, after a cell of 100 B that had ended on the queue). True if that
  * changed chosen.
  */
