@@ -711,7 +711,8 @@ static void test_load_change(void **state)
 	pub(&c, jpath_next(&c), 16, 4, now += MS);
 	assert_int_equal(c.load.writers, 4);
 	assert_int_equal(c.step, 0);
-	assert_int_equal(c.acc_ns[JPATH_INLINE] + c.acc_ns[JPATH_QUEUED], 0);
+	for (unsigned i = 0; i < JPATH_STEPS; i++)
+		assert_int_equal(c.step_ns[i], 0);
 }
 
 /* A load that moves by less than a factor of two (8 to 12 writers and back) keeps its averages:

@@ -208,9 +208,8 @@ static void compare_begin(struct jpath_ctl *c)
 	c->challenger = next_challenger(c);
 	c->step = 0;
 	c->w_path = JPATH_NONE;
-	memset(c->acc_records, 0, sizeof(c->acc_records));
-	memset(c->acc_ns, 0, sizeof(c->acc_ns));
-	memset(c->w_rates, 0, sizeof(c->w_rates));
+	memset(c->step_records, 0, sizeof(c->step_records));
+	memset(c->step_ns, 0, sizeof(c->step_ns));
 }
 
 static void window_open(struct jpath_ctl *c, enum jpath path, uint64_t now_ns)
@@ -221,9 +220,29 @@ static void window_open(struct jpath_ctl *c, enum jpath path, uint64_t now_ns)
 	c->w_batches = 0;
 }
 
+/* The path measured in the comparison's window of step s. */
+static enum jpath path_of_step(const struct jpath_ctl *c, unsigned s)
+{
+	return step_is_other(s) ? c->challenger : c->load.chosen;
+}
+
+/* Path p's records/s over its windows of the comparison so far (0: none yet). */
 static double rate_of(const struct jpath_ctl *c, enum jpath p)
 {
-	return c->acc_ns[p] ? (double)c->acc_records[p] * 1e9 / (double)c->acc_ns[p] : 0;
+	uint64_t records = 0, ns = 0;
+
+	for (unsigned s = 0; s < c->step && s < JPATH_STEPS; s++)
+		if (path_of_step(c, s) == p) {
+			records += c->step_records[s];
+			ns += c->step_ns[s];
+		}
+	return ns ? (double)records * 1e9 / (double)ns : 0;
+}
+
+/* The records/s of the comparison's window of step s. */
+static double step_rate(const struct jpath_ctl *c, unsigned s)
+{
+	return (double)c->step_records[s] * 1e9 / (double)MAX(c->step_ns[s], 1);
 }
 
 /*
@@ -244,7 +263,7 @@ static struct pairs pairs_of(const struct jpath_ctl *c)
 
 	for (unsigned i = 0; i + 1 < c->step && i + 1 < JPATH_STEPS; i += 2) {
 		bool first_other = step_is_other(i);
-		double ch = c->w_rates[first_other ? i + 1 : i], x = c->w_rates[first_other ? i : i + 1];
+		double ch = step_rate(c, first_other ? i + 1 : i), x = step_rate(c, first_other ? i : i + 1);
 
 		if (ch <= 0 || x <= 0)
 			continue;
@@ -418,10 +437,10 @@ enum jpath_event jpath_published(struct jpath_ctl *c, enum jpath path, uint64_t 
 	c->w_last_ns = now_ns;
 	if (c->w_batches < c->window_batches || now_ns - c->w_first_ns < c->window_ns)
 		return JPATH_SAME;
-	c->acc_records[path] += c->w_records;
-	c->acc_ns[path] += now_ns - c->w_first_ns;
-	if (c->step < JPATH_STEPS)
-		c->w_rates[c->step] = (double)c->w_records * 1e9 / (double)MAX(now_ns - c->w_first_ns, 1);
+	if (c->step < JPATH_STEPS) {
+		c->step_records[c->step] = c->w_records;
+		c->step_ns[c->step] = now_ns - c->w_first_ns;
+	}
 	if (++c->step == c->steps)
 		return decide(c);
 	/* the next window goes on from here if it measures the same path */

@@ -118,7 +118,7 @@ enum jpath_phase {
 struct jpath_ctl {
 	/* tuning */
 	uint64_t window_ns, settle_ns, exploit_ns, idle_ns;
-	unsigned window_batches, steps, spacing_max;
+	unsigned window_batches, steps /* at most JPATH_STEPS */, spacing_max;
 	double margin;
 
 	/* the decision */
@@ -132,8 +132,9 @@ struct jpath_ctl {
 	double size_avg; /* bytes per record of the latest batches (exponential average) */
 	struct jpath_load loads[JPATH_LOADS]; /* the loads left before */
 	unsigned slot; /* where this load is kept when it is left */
-	uint64_t acc_records[JPATH_COUNT], acc_ns[JPATH_COUNT]; /* the comparison under way, per path */
-	double w_rates[JPATH_STEPS]; /* ... and each of its windows' records/s, by step */
+	/* the comparison under way: each window's records and length, by step (whose path is
+	 * jpath_next's at that step) */
+	uint64_t step_records[JPATH_STEPS], step_ns[JPATH_STEPS];
 
 	/* the window being measured */
 	enum jpath w_path; /* JPATH_NONE: no window open */
