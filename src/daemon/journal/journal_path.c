@@ -70,11 +70,15 @@ void jpath_add_queue(struct jpath_ctl *c)
 	c->arms |= 1u << JPATH_QUEUED_ALT;
 }
 
+/* The path measured in the comparison's window of step s. */
+static enum jpath path_of_step(const struct jpath_ctl *c, unsigned s)
+{
+	return step_is_other(s) ? c->challenger : c->load.chosen;
+}
+
 enum jpath jpath_next(const struct jpath_ctl *c)
 {
-	if (c->phase == JPATH_COMPARE && step_is_other(c->step))
-		return c->challenger;
-	return c->load.chosen;
+	return c->phase == JPATH_COMPARE ? path_of_step(c, c->step) : c->load.chosen;
 }
 
 /* Is a (records/s) more than JPATH_BIG_LOSS slower than b, both measured? */
@@ -218,12 +222,6 @@ static void window_open(struct jpath_ctl *c, enum jpath path, uint64_t now_ns)
 	c->w_first_ns = c->w_last_ns = now_ns;
 	c->w_records = 0;
 	c->w_batches = 0;
-}
-
-/* The path measured in the comparison's window of step s. */
-static enum jpath path_of_step(const struct jpath_ctl *c, unsigned s)
-{
-	return step_is_other(s) ? c->challenger : c->load.chosen;
 }
 
 /* Path p's records/s over its windows of the comparison so far (0: none yet). */
