@@ -24,6 +24,8 @@
  * HP_BENCH_PAUSE_TRACE=1 prints every round trip over 300 us of each restart and each floor, with
  * when it began (ms after the restart was asked), to match against `perf sched record -k
  * CLOCK_MONOTONIC` (the restart's t0 is printed in CLOCK_MONOTONIC seconds).
+ * HP_BENCH_PAUSE_WAYS (e.g. "exec,takeover") and HP_BENCH_PAUSE_CLIENTS (e.g. "1000") measure
+ * only those ways and counts of other clients, to look at one part at a time.
  * Usage: bench_pause [RUNS] (default 5).
  */
 #define _GNU_SOURCE
@@ -46,6 +48,7 @@
 
 enum way { EXEC, FDSTORE, TAKEOVER, WAYS };
 static const char *const way_name[WAYS] = { "exec (baseline)", "fd store", "take-over" };
+static const char *const way_key[WAYS] = { "exec", "fdstore", "takeover" }; /* HP_BENCH_PAUSE_WAYS */
 
 /* the looping client: its longest round trip since the last reset, and how many it made */
 static atomic_ullong max_rtt, nreq;
@@ -289,6 +292,20 @@ out:
 	harness_stop(&d);
 }
 
+/* Whether name is one of the comma-separated words of the environment variable var (or var unset). */
+static bool chosen(const char *var, const char *name)
+{
+	const char *v = getenv(var);
+	size_t n = strlen(name);
+
+	if (!v || !*v)
+		return true;
+	for (const char *p = v; (p = strstr(p, name)); p += n)
+		if ((p == v || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+			return true;
+	return false;
+}
+
 /* The median of res's pauses, and the run it came from (for its parts). */
 static double pause_median(const struct result *res, unsigned *run, double *lo, double *hi)
 {
@@ -331,9 +348,14 @@ int main(int argc, char **argv)
 	for (unsigned k = 0; k < 2; k++) {
 		double base = 0, floor_v[RUNS_MAX * WAYS];
 		unsigned nfloor = 0;
+		char count[16];
 
+		snprintf(count, sizeof(count), "%u", others[k]);
+		if (!chosen("HP_BENCH_PAUSE_CLIENTS", count))
+			continue;
 		for (int w = 0; w < WAYS; w++)
-			measure((enum way)w, others[k], gib, runs, huge, &res[k][w]);
+			if (chosen("HP_BENCH_PAUSE_WAYS", way_key[w]))
+				measure((enum way)w, others[k], gib, runs, huge, &res[k][w]);
 		printf("\n  with %u other client%s connected, each holding a buffer:\n", others[k], others[k] > 1 ? "s" : "");
 		for (int w = 0; w < WAYS; w++) {
 			const struct result *r = &res[k][w];
@@ -342,6 +364,8 @@ int main(int argc, char **argv)
 
 			for (unsigned i = 0; i < r->n; i++)
 				floor_v[nfloor++] = r->floor_ms[i];
+			if (!chosen("HP_BENCH_PAUSE_WAYS", way_key[w]))
+				continue;
 			if (!r->n) {
 				printf("    %-16s no figure\n", way_name[w]);
 				continue;
