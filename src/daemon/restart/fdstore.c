@@ -39,8 +39,8 @@ struct kept {
 	bool sent; /* to the service manager */
 	bool handed; /* given to a take-over's next life (fdstore_handover_next) */
 	bool client; /* FDSTORE_CLIENT: sent by fdstore_flush once kept FDSTORE_CLIENT_DELAY_NS */
+	bool poll; /* FDSTORE_POLL: its datagram leaves FDPOLL at systemd's default */
 	uint64_t since; /* CLOCK_MONOTONIC ns it was kept at */
-	char state[FDSTORE_NAME_MAX + 40]; /* its FDSTORE=1 datagram */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -159,40 +159,40 @@ static int stored_cmp(const void *a, const void *b)
 	return strcmp(((const struct stored *)a)->name, ((const struct stored *)b)->name);
 }
 
-static struct stored *stored_find(const char *name)
+static int stored_name_cmp(const void *name, const void *b)
 {
-	struct stored key;
-
-	snprintf(key.name, sizeof(key.name), "%s", name);
-	return nstored ? bsearch(&key, stored, nstored, sizeof(*stored), stored_cmp) : NULL;
+	return strcmp(name, ((const struct stored *)b)->name);
 }
 
-/* Remember what the service manager holds of fds (n of them, named). */
+static struct stored *stored_find(const char *name)
+{
+	return nstored ? bsearch(name, stored, nstored, sizeof(*stored), stored_name_cmp) : NULL;
+}
+
+/* Remember what the service manager holds of fds (n of them, named; sorted by name or not). */
 static void stored_set(const struct fdstore_fd *fds, unsigned n)
 {
 	struct stored *st = calloc(n ? n : 1, sizeof(*st));
 	unsigned k = 0;
+	bool sorted = true;
 
 	for (unsigned i = 0; st && i < n; i++) {
 		if (fds[i].fd < 0 || !fds[i].name[0] || !fds[i].held)
 			continue;
-		snprintf(st[k].name, sizeof(st[k].name), "%s", fds[i].name);
-		st[k++].fd = fds[i].fd;
+		memcpy(st[k].name, fds[i].name, sizeof(st[k].name)); /* both FDSTORE_NAME_MAX + 1 */
+		st[k].name[FDSTORE_NAME_MAX] = '\0';
+		st[k].fd = fds[i].fd;
+		sorted = sorted && (k == 0 || strcmp(st[k - 1].name, st[k].name) <= 0);
+		k++;
 	}
-	qsort(st, k, sizeof(*st), stored_cmp);
+	/* a restart's thousands come sorted (fdstore_receive): sorting them again was most of this */
+	if (!sorted)
+		qsort(st, k, sizeof(*st), stored_cmp);
 	pthread_mutex_lock(&lock);
 	free(stored);
 	stored = st;
 	nstored = st ? k : 0;
 	pthread_mutex_unlock(&lock);
-}
-
-/* Does the service manager hold fd under name already? Under lock. */
-static bool stored_has(const char *name, int fd)
-{
-	const struct stored *s = stored_find(name);
-
-	return s && !s->gone && s->fd == fd;
 }
 
 /* systemd's fdname_is_valid(): printable ASCII except ':' */
@@ -219,7 +219,11 @@ static int parse_uint(const char *s, uint64_t *ret)
 /* Is a service manager keeping what we send? */
 static bool under_manager(void)
 {
-	return getenv("NOTIFY_SOCKET") != NULL;
+	static int under = -1; /* the daemon never sets or unsets it: looked up once, not per fd */
+
+	if (under < 0)
+		under = getenv("NOTIFY_SOCKET") != NULL;
+	return under;
 }
 
 /* Tell the service manager msg (FDSTOREREMOVE=1), or keep it for when this life may; under lock. */
@@ -347,8 +351,8 @@ int fdstore_receive(struct fdstore_fd **ret, unsigned *n)
 		if (end)
 			names = *end ? end + 1 : NULL;
 	}
-	stored_set(fds, (unsigned)nfds);
 	fdstore_sort(fds, (unsigned)nfds);
+	stored_set(fds, (unsigned)nfds);
 	*ret = fds;
 	*n = (unsigned)nfds;
 	return 0;
@@ -441,12 +445,14 @@ static bool fits(size_t len, unsigned flags)
 	return nsent + 1 + room <= entries_max && sent_bytes + len + room_bytes <= FDSTORE_NAMES_MAX;
 }
 
-/* Send kept[i] to the manager if it fits (else say so, once a minute); under lock. */
-static int send_one(struct kept *k, int msg_flags)
+/*
+ * Send kept[i] to the manager if it fits (else say so, once a minute); under lock. st: what the
+ * manager holds under its name (stored_find), which the caller looked up.
+ */
+static int send_one(struct kept *k, struct stored *st, int msg_flags)
 {
 	static struct log_ratelimit rl = LOG_RATELIMIT(60, 1);
 	size_t len = strlen(k->name) + 1;
-	struct stored *st = stored_find(k->name);
 	int r = 0;
 
 	if (!fits(len, k->client ? FDSTORE_CLIENT : 0)) {
@@ -464,8 +470,13 @@ static int send_one(struct kept *k, int msg_flags)
 		}
 		return -ENOSPC;
 	}
-	if (!stored_has(k->name, k->fd))
-		r = notify_send_fds(k->state, &k->fd, 1, msg_flags);
+	/* one the manager holds already under that name and number is not sent again */
+	if (!st || st->gone || st->fd != k->fd) {
+		char msg[FDSTORE_NAME_MAX + 40];
+
+		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s%s", k->name, k->poll ? "" : "\nFDPOLL=0");
+		r = notify_send_fds(msg, &k->fd, 1, msg_flags);
+	}
 	if (r < 0)
 		return r;
 	k->sent = true;
@@ -513,14 +524,17 @@ int fdstore_add(const char *name, int fd, unsigned flags)
 		goto out;
 	}
 	k = &kept[nkept];
-	*k = (struct kept){ .fd = fd, .own = own, .client = flags & FDSTORE_CLIENT, .since = now_ns() };
-	snprintf(k->name, sizeof(k->name), "%s", name);
-	snprintf(k->state, sizeof(k->state), "FDSTORE=1\nFDNAME=%s%s", name, flags & FDSTORE_POLL ? "" : "\nFDPOLL=0");
+	*k = (struct kept){ .fd = fd,
+			    .own = own,
+			    .client = flags & FDSTORE_CLIENT,
+			    .poll = flags & FDSTORE_POLL,
+			    .since = now_ns() };
+	memcpy(k->name, name, strlen(name) + 1); /* name_valid: at most FDSTORE_NAME_MAX */
 	if ((st = stored_find(name)))
 		st->claimed = true;
 	/* the daemon's own go now (waiting: the manager must have them); a client's wait for
 	 * fdstore_flush, and so does one that found no room */
-	if (under_manager() && !waiting && !k->client && (r = send_one(k, 0)) < 0 && r != -ENOSPC) {
+	if (under_manager() && !waiting && !k->client && (r = send_one(k, st, 0)) < 0 && r != -ENOSPC) {
 		if (own >= 0)
 			close(own);
 		goto out;
@@ -569,7 +583,7 @@ void fdstore_flush(uint64_t now, bool all)
 			continue;
 		}
 		/* a stop waits for the manager; the event loop never does, and sends a few a second */
-		r = all || n < FDSTORE_FLUSH_MAX ? send_one(k, all ? 0 : MSG_DONTWAIT) : -EAGAIN;
+		r = all || n < FDSTORE_FLUSH_MAX ? send_one(k, stored_find(k->name), all ? 0 : MSG_DONTWAIT) : -EAGAIN;
 		n++;
 		if (r < 0) /* busy, or no room now (one may be made): again later */
 			due = MIN(due, now + FLUSH_INTERVAL_NS);
