@@ -241,6 +241,20 @@ struct boot {
 	uint64_t prev_stopped_ns;
 };
 
+/*
+ * The process ends (exits or re-executes): only what the end does not do itself (server_leave),
+ * and the journals closed clean, their writers let go first. Tearing everything down piece by
+ * piece first (boot_free) made 1,000 connections' clients wait 4-5 ms longer across a restart.
+ */
+static void boot_leave(struct boot *b)
+{
+	if (b->srv)
+		server_leave(b->srv);
+	for (unsigned i = 0; i < b->njournals; i++)
+		journal_close(b->journals[i]);
+	b->njournals = 0;
+}
+
 static void boot_free(struct boot *b)
 {
 	takeover_delta_free(&b->delta);
@@ -679,9 +693,10 @@ static void announce_ready(struct boot *b)
 
 /*
  * A restart without a service manager (or within one), checked and prepared by reexec_prepare
- * while the daemon still served: tear the daemon down as a stop for the next life does
- * (journals closed clean, the warm state left as it is), and become the daemon's binary again
- * with everything handed over (reexec.h).
+ * while the daemon still served: end this life as a stop for the next life does (boot_leave:
+ * the journals closed clean, the warm state left as it is, the rest left to the exec), and
+ * become the daemon's binary again with everything handed over (reexec.h). Only a failed exec
+ * tears down.
  */
 static int reexec(struct boot *b)
 {
@@ -692,10 +707,11 @@ static int reexec(struct boot *b)
 	/* for the next life's account of the pause (log_parts) */
 	snprintf(stopped, sizeof(stopped), "%" PRIu64, server_stopped_at(b->srv));
 	setenv(STOPPED_ENV, stopped, 1);
-	boot_free(b);
+	boot_leave(b);
 	log_info("Re-executing '%s'", reexec_path());
 	r = reexec_run();
 	log_error_errno(r, "Failed to re-execute '%s': %m", reexec_path());
+	boot_free(b);
 	return EXIT_USAGE;
 }
 
@@ -743,7 +759,8 @@ static int serve(struct boot *b)
 	if (r == SERVER_TAKEOVER)
 		return takeover(b);
 	notify_send("STOPPING=1");
-	boot_free(b);
+	/* the rest goes with the exit: under a service manager the next start waits for it */
+	boot_leave(b);
 	log_info("Stopped");
 	return r < 0 ? EXIT_USAGE : EXIT_OK;
 }

@@ -41,6 +41,7 @@
 #include "proto.h"
 #include "case.h"
 #include "closer.h"
+#include "fds.h"
 #include "util.h"
 
 #define MIB (1024ull * 1024)
@@ -225,23 +226,6 @@ static void test_delayed_grant_is_not_another_uids_buffer(void **state)
 }
 
 /* --- helpers that look at the daemon from outside ------------------------------------------ */
-
-/* Open fds of process pid (the test runs as root, or as the daemon's user). */
-static int count_fds(pid_t pid)
-{
-	char path[64], cmd[96];
-	FILE *f;
-	int n = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	snprintf(cmd, sizeof(cmd), "ls %s | wc -l", path);
-	f = popen(cmd, "r");
-	if (f && fscanf(f, "%d", &n) != 1)
-		n = -1;
-	if (f)
-		pclose(f);
-	return n;
-}
 
 /* Resident memory of process pid in KiB. */
 static long rss_kib(pid_t pid)
@@ -697,7 +681,7 @@ static void test_queued_fds_bounded(void **state)
 	for (int i = 0; i < 600; i++)
 		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
 	hp_journal_close(j);
-	base = count_fds(d.pid);
+	base = count_fds_of(d.pid);
 	assert_true(base > 0);
 	proto_set_name(jr.name, sizeof(jr.name), "j");
 	for (size_t i = 0; i < nreq; i++)
@@ -707,7 +691,7 @@ static void test_queued_fds_bounded(void **state)
 	write_some(a, req, len);
 	/* whatever the daemon took of it, it holds at most one reply's fds for this client */
 	for (int i = 0; i < 50; i++) {
-		most = MAX(most, count_fds(d.pid) - base);
+		most = MAX(most, count_fds_of(d.pid) - base);
 		sleep_ms(10);
 	}
 	assert_true(most <= 1 + PROTO_MAX_FDS);

@@ -40,6 +40,7 @@
 #include "manager.h"
 #include "proto.h"
 #include "case.h"
+#include "fds.h"
 
 #define MIB (1024ull * 1024)
 #define NBUF 4
@@ -1063,6 +1064,7 @@ static void test_reexec_in_place(void **state)
 	struct hp_buffer b[2];
 	struct hp_status *st;
 	char out[1024];
+	int nfds;
 	pid_t pid;
 	hp_conn *c;
 
@@ -1084,9 +1086,16 @@ static void test_reexec_in_place(void **state)
 	assert_int_equal(st->nleases, 2);
 	hp_status_free(st);
 	assert_int_equal(((uint8_t *)b[0].addr)[0], 0x77);
+	/* a life ends by its exec, not by closing what it holds one by one: every fd it does not
+	 * hand over must be close-on-exec, or each re-execution would leave one more open */
+	nfds = count_fds_of(pid);
+	assert_true(nfds > 0);
+	kill(pid, SIGUSR2);
+	hp_status_free(status_of_life(c, 4));
+	assert_int_equal(count_fds_of(pid), nfds);
 	assert_int_equal(hp_release(c, b, 2), 0);
 	hp_disconnect(c);
-	assert_int_equal(harness_log_count(&d, "Re-executing '"), 2);
+	assert_int_equal(harness_log_count(&d, "Re-executing '"), 3);
 	assert_int_equal(harness_log_count(&d, "released its"), 0);
 	assert_int_equal(d.pid, pid);
 	stop(&d);

@@ -576,6 +576,16 @@ uint64_t server_stopped_at(const struct server *s)
 	return s->stopped_ns;
 }
 
+void server_leave(struct server *s)
+{
+	reexec_check_cancel();
+	server_takeover_cancel(s);
+	server_drop_writers(s);
+	if (s->listen_fd >= 0 && !s->listen_kept)
+		unlink(s->cfg->socket_path);
+	s->listen_kept = true; /* unlinked once: server_free, after a failed exec, does not again */
+}
+
 void server_free(struct server *s)
 {
 	struct peer *p;
