@@ -448,15 +448,7 @@ static unsigned repeat = 1; /* $HP_BENCH_REPEAT: runs per cell and method, the b
 /* Is method (ours, limit, threads, per-append, timer) to run: in $HP_BENCH_ONLY, or that is unset? */
 static bool method_on(const char *method)
 {
-	const char *only = getenv("HP_BENCH_ONLY");
-	size_t n = strlen(method);
-
-	if (!only || !*only)
-		return true;
-	for (const char *p = only; (p = strstr(p, method)); p += n)
-		if ((p == only || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
+	return bench_env_has("HP_BENCH_ONLY", method);
 }
 
 /* The journal ours appends to in the run being made ("bench", or one per backend). */

@@ -292,20 +292,6 @@ out:
 	harness_stop(&d);
 }
 
-/* Whether name is one of the comma-separated words of the environment variable var (or var unset). */
-static bool chosen(const char *var, const char *name)
-{
-	const char *v = getenv(var);
-	size_t n = strlen(name);
-
-	if (!v || !*v)
-		return true;
-	for (const char *p = v; (p = strstr(p, name)); p += n)
-		if ((p == v || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
-			return true;
-	return false;
-}
-
 /* The median of res's pauses, and the run it came from (for its parts). */
 static double pause_median(const struct result *res, unsigned *run, double *lo, double *hi)
 {
@@ -351,10 +337,10 @@ int main(int argc, char **argv)
 		char count[16];
 
 		snprintf(count, sizeof(count), "%u", others[k]);
-		if (!chosen("HP_BENCH_PAUSE_CLIENTS", count))
+		if (!bench_env_has("HP_BENCH_PAUSE_CLIENTS", count))
 			continue;
 		for (int w = 0; w < WAYS; w++)
-			if (chosen("HP_BENCH_PAUSE_WAYS", way_key[w]))
+			if (bench_env_has("HP_BENCH_PAUSE_WAYS", way_key[w]))
 				measure((enum way)w, others[k], gib, runs, huge, &res[k][w]);
 		printf("\n  with %u other client%s connected, each holding a buffer:\n", others[k], others[k] > 1 ? "s" : "");
 		for (int w = 0; w < WAYS; w++) {
@@ -364,7 +350,7 @@ int main(int argc, char **argv)
 
 			for (unsigned i = 0; i < r->n; i++)
 				floor_v[nfloor++] = r->floor_ms[i];
-			if (!chosen("HP_BENCH_PAUSE_WAYS", way_key[w]))
+			if (!bench_env_has("HP_BENCH_PAUSE_WAYS", way_key[w]))
 				continue;
 			if (!r->n) {
 				printf("    %-16s no figure\n", way_name[w]);

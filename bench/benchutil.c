@@ -45,6 +45,19 @@ double bench_gbps(uint64_t bytes, uint64_t ns)
 	return ns ? (double)bytes / (double)ns : 0.0;
 }
 
+bool bench_env_has(const char *name, const char *word)
+{
+	const char *v = getenv(name);
+	size_t n = strlen(word);
+
+	if (!v || !*v)
+		return true;
+	for (const char *p = v; (p = strstr(p, word)); p += n)
+		if ((p == v || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
 unsigned bench_env_uint(const char *name, unsigned def, unsigned min, unsigned max)
 {
 	const char *s = getenv(name);

@@ -33,6 +33,8 @@ double bench_gbps(uint64_t bytes, uint64_t ns);
 
 /* $name as a whole number from min to max; def when unset, or (said on stdout) not such a number. */
 unsigned bench_env_uint(const char *name, unsigned def, unsigned min, unsigned max);
+/* Is word one of the comma-separated words of $name (e.g. HP_BENCH_ONLY=ours,limit), or is $name unset? */
+bool bench_env_has(const char *name, const char *word);
 /* $HP_BENCH_GIB (a whole number of GiB, 1 to 1024), else def. */
 unsigned bench_env_gib(unsigned def);
 
