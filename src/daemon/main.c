@@ -186,9 +186,9 @@ static void raise_nofile(void)
 /*
  * Make the fd table hold n fds now, while the daemon has one thread: the kernel grows it by
  * doubling, and growing the table of a process with threads waits for an RCU grace period each
- * time (milliseconds in a VM). A re-execution copies every kept fd above the kept ones
- * (fdstore_exec_prepare) with the recycler running: about 10 ms of a 16 GiB pool's pause, now
- * paid here once, before anything is served. Tables never shrink; n is capped by the limit.
+ * time (milliseconds in a VM): about 10 ms of a 16 GiB pool's pause when a re-execution copied
+ * every kept fd while the recycler ran, paid here once instead, before anything is served.
+ * Tables never shrink; n is capped by the limit.
  */
 static void grow_fd_table(uint64_t n)
 {
@@ -731,15 +731,9 @@ static int takeover(struct boot *b)
 		journal_close(b->journals[i]);
 	b->njournals = 0;
 	r = server_takeover_go(b->srv, takeover_fault(b, "stop"), &pid, why, sizeof(why));
-	if (r == -EXDEV) {
+	if (r < 0) {
 		log_warning("Restart: %s; re-executing '%s' in place", why, reexec_path());
 		return reexec(b);
-	}
-	if (r < 0) {
-		/* nothing is left to hand over with: the clients' connections end with this life */
-		log_error("Restart: %s: stopping", why);
-		boot_free(b);
-		return EXIT_USAGE;
 	}
 	/* what is left is this life's teardown (its fds, its mappings): on CPUs the next life and
 	 * the clients do not want */

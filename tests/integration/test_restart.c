@@ -805,6 +805,7 @@ static void test_takeover(void **state)
 	c = conn(&d);
 	assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
 	memset(b[0].addr, 0x77, b[0].size);
+	memset(b[1].addr, 0x78, b[1].size);
 	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "hugepoold restarted (pid "));
 	assert_non_null(strstr(out, "Start:       warm (life 2): adopted 4 buffers, faulted 0, dropped 0; 2 connections "
@@ -1061,12 +1062,12 @@ static void test_takeover_slow_prepare(void **state)
 static void test_reexec_in_place(void **state)
 {
 	static struct daemon d;
-	struct hp_buffer b[2];
+	struct hp_buffer b[2], free_bufs[NBUF - 2];
 	struct hp_status *st;
 	char out[1024];
 	int nfds;
 	pid_t pid;
-	hp_conn *c;
+	hp_conn *c, *c2;
 
 	(void)state;
 	start(&d, "restart = exec\n", ONE);
@@ -1074,6 +1075,7 @@ static void test_reexec_in_place(void **state)
 	c = conn(&d);
 	assert_int_equal(hp_acquire(c, "one", 2, 1000, b), 0);
 	memset(b[0].addr, 0x77, b[0].size);
+	memset(b[1].addr, 0x78, b[1].size);
 	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "hugepoold restarted (pid "));
 	assert_non_null(strstr(out, "Start:       warm (life 2): adopted 4 buffers, faulted 0, dropped 0; 2 connections "
@@ -1093,6 +1095,18 @@ static void test_reexec_in_place(void **state)
 	kill(pid, SIGUSR2);
 	hp_status_free(status_of_life(c, 4));
 	assert_int_equal(count_fds_of(pid), nfds);
+	/* each fd came back under its own name (the first re-execution moved most of them to 3, 4,
+	 * ..., the later ones none): the two buffers c holds are not among those free */
+	c2 = conn(&d);
+	assert_int_equal(hp_acquire(c2, "one", NBUF - 2, 1000, free_bufs), 0);
+	for (unsigned i = 0; i < NBUF - 2; i++) {
+		uint8_t v = ((uint8_t *)free_bufs[i].addr)[0];
+
+		assert_true(v != 0x77 && v != 0x78);
+	}
+	assert_int_equal(hp_release(c2, free_bufs, NBUF - 2), 0);
+	hp_disconnect(c2);
+	assert_int_equal(((uint8_t *)b[1].addr)[0], 0x78);
 	assert_int_equal(hp_release(c, b, 2), 0);
 	hp_disconnect(c);
 	assert_int_equal(harness_log_count(&d, "Re-executing '"), 3);

@@ -3,7 +3,7 @@
  * fdstore.c - see fdstore.h. The in-process table mirrors what was sent to the service
  * manager, so that a re-execution hands over exactly what systemd would have handed back; it
  * also counts what the manager could hand back (the names' bytes, the entries) and refuses
- * what would not fit. `lock` guards the table, the stored list and `prepared`.
+ * what would not fit. `lock` guards the table and the stored list.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,8 +34,7 @@
 
 struct kept {
 	char name[FDSTORE_NAME_MAX + 1];
-	int fd; /* the caller's */
-	int own; /* the table's copy once prepared for a re-execution, else -1 */
+	int fd; /* the caller's, open until it is forgotten or removed (fdstore_exec hands these over) */
 	bool sent; /* to the service manager */
 	bool handed; /* given to a take-over's next life (fdstore_handover_next) */
 	bool client; /* FDSTORE_CLIENT: sent by fdstore_flush once kept FDSTORE_CLIENT_DELAY_NS */
@@ -56,7 +55,6 @@ static uint32_t *slots;
 static unsigned nslots, nslots_gone;
 static unsigned nsent; /* of them, sent to the service manager */
 static size_t sent_bytes; /* their names with a separator each: what LISTEN_FDNAMES will hold */
-static bool prepared; /* fdstore_exec_prepare ran: the table owns a copy of every fd */
 static unsigned entries_max = FDSTORE_ENTRIES_DEFAULT; /* set once at boot ($FDSTORE) */
 static uint64_t due = UINT64_MAX; /* when fdstore_flush has something to send */
 /* not the service's main process yet (fdstore_manager_wait): its messages, for later */
@@ -493,7 +491,7 @@ int fdstore_add(const char *name, int fd, unsigned flags)
 	struct stored *st;
 	uint32_t *slot;
 	bool found;
-	int own = -1, r = 0;
+	int r = 0;
 
 	if (!name_valid(name) || fd < 0)
 		return -EINVAL;
@@ -518,14 +516,8 @@ int fdstore_add(const char *name, int fd, unsigned flags)
 		r = -EEXIST;
 		goto out;
 	}
-	/* kept after fdstore_exec_prepare: the table needs its own copy too */
-	if (prepared && (own = fcntl(fd, F_DUPFD_CLOEXEC, FIRST_FD)) < 0) {
-		r = -errno;
-		goto out;
-	}
 	k = &kept[nkept];
 	*k = (struct kept){ .fd = fd,
-			    .own = own,
 			    .client = flags & FDSTORE_CLIENT,
 			    .poll = flags & FDSTORE_POLL,
 			    .since = now_ns() };
@@ -534,11 +526,8 @@ int fdstore_add(const char *name, int fd, unsigned flags)
 		st->claimed = true;
 	/* the daemon's own go now (waiting: the manager must have them); a client's wait for
 	 * fdstore_flush, and so does one that found no room */
-	if (under_manager() && !waiting && !k->client && (r = send_one(k, st, 0)) < 0 && r != -ENOSPC) {
-		if (own >= 0)
-			close(own);
+	if (under_manager() && !waiting && !k->client && (r = send_one(k, st, 0)) < 0 && r != -ENOSPC)
 		goto out;
-	}
 	if (under_manager() && !waiting && !k->sent)
 		due = MIN(due, k->since + FDSTORE_CLIENT_DELAY_NS);
 	if (*slot == SLOT_GONE)
@@ -602,8 +591,6 @@ static bool kept_forget(unsigned i)
 	struct kept *k = &kept[i];
 	bool sent = k->sent;
 
-	if (k->own >= 0)
-		close(k->own);
 	if (sent) {
 		nsent--;
 		sent_bytes -= strlen(k->name) + 1;
@@ -628,8 +615,6 @@ void fdstore_forget(const char *name)
 		/* still the manager's under that name: kept again, it is not sent twice */
 		if (k->sent && st && !st->gone)
 			st->fd = k->fd;
-		if (k->own >= 0)
-			close(k->own);
 		if (k->sent) {
 			nsent--;
 			sent_bytes -= strlen(k->name) + 1;
@@ -904,35 +889,12 @@ void fdstore_manager_ready(void)
 	pthread_mutex_unlock(&lock);
 }
 
-int fdstore_exec_prepare(void)
-{
-	unsigned i;
-	int r = 0;
-
-	pthread_mutex_lock(&lock);
-	for (i = 0; i < nkept && !prepared; i++) {
-		kept[i].own = fcntl(kept[i].fd, F_DUPFD_CLOEXEC, FIRST_FD);
-		if (kept[i].own < 0) {
-			r = -errno;
-			break;
-		}
-	}
-	if (r < 0) /* as it was: the daemon goes on serving */
-		while (i--) {
-			close(kept[i].own);
-			kept[i].own = -1;
-		}
-	else
-		prepared = true;
-	pthread_mutex_unlock(&lock);
-	return r;
-}
-
 /*
- * The names joined by ':' (LISTEN_FDNAMES's format) in a sealed memfd; -errno on failure. Built
- * in memory and written at once: a write per name cost a 4 GiB pool's restart 4 ms of its pause.
+ * The names of kept[order[0]], kept[order[1]], ... joined by ':' (LISTEN_FDNAMES's format) in a
+ * sealed memfd; -errno on failure. Built in memory and written at once: a write per name cost a
+ * 4 GiB pool's restart 4 ms of its pause.
  */
-static int names_memfd(void)
+static int names_memfd(const unsigned *order)
 {
 	_cleanup_close_ int fd = memfd_create("hugepoold-fdnames", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	_cleanup_free_ char *buf = NULL;
@@ -946,9 +908,10 @@ static int names_memfd(void)
 	if (!buf)
 		return -ENOMEM;
 	for (unsigned i = 0; i < nkept; i++) {
-		size_t n = strlen(kept[i].name);
+		const char *name = kept[order[i]].name;
+		size_t n = strlen(name);
 
-		memcpy(buf + len, kept[i].name, n);
+		memcpy(buf + len, name, n);
 		len += n;
 		if (i + 1 < nkept)
 			buf[len++] = ':';
@@ -965,6 +928,40 @@ static int names_memfd(void)
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
 		return -errno;
 	return TAKE_FD(fd);
+}
+
+/*
+ * Which kept fd goes to 3 + t (order[t]): each one already in 3 .. 3 + nkept - 1 stays where it is
+ * (after a re-execution, all of them), the others take the numbers left, in the table's order.
+ * Returns how many stay. order has nkept entries.
+ */
+static unsigned exec_order(unsigned *order)
+{
+	unsigned in_place = 0, t = 0;
+	bool *placed = calloc(nkept ? nkept : 1, sizeof(*placed));
+
+	if (!placed)
+		return UINT32_MAX;
+	for (unsigned i = 0; i < nkept; i++)
+		order[i] = UINT32_MAX;
+	for (unsigned i = 0; i < nkept; i++) {
+		int slot = kept[i].fd - FIRST_FD;
+
+		if (slot >= 0 && (unsigned)slot < nkept && order[slot] == UINT32_MAX) {
+			order[slot] = i;
+			placed[i] = true;
+			in_place++;
+		}
+	}
+	for (unsigned i = 0; i < nkept; i++) {
+		if (placed[i])
+			continue;
+		while (order[t] != UINT32_MAX)
+			t++;
+		order[t] = i;
+	}
+	free(placed);
+	return in_place;
 }
 
 /* Move *fd (ours) to a number at or above min, unless it is there already. */
@@ -985,29 +982,37 @@ static int move_above(int *fd, int min)
 int fdstore_exec(int exe_fd, int fallback_fd, char *const argv[])
 {
 	extern char **environ;
+	_cleanup_free_ unsigned *order = NULL;
 	char num[32];
-	int names, top, r = 0;
+	int names = -1, top, r = 0;
 
 	pthread_mutex_lock(&lock);
-	if (!prepared) {
+	order = malloc((nkept ? nkept : 1) * sizeof(*order));
+	if (!order || exec_order(order) == UINT32_MAX) {
 		pthread_mutex_unlock(&lock);
-		return -EINVAL;
+		return -ENOMEM;
 	}
-	names = names_memfd();
+	names = names_memfd(order);
 	if (names < 0) {
 		pthread_mutex_unlock(&lock);
 		return names;
 	}
-	/* fds 3 .. 3 + nkept - 1 get the kept ones, 3 + nkept the names: first move every fd of
-	 * ours out of that range, so that placing one never overwrites another */
+	/*
+	 * fds 3 .. 3 + nkept - 1 get the kept ones, 3 + nkept the names. What the exec needs is moved
+	 * above that range first; whatever else of ours is in it (an epoll, a copy of nothing kept)
+	 * is closed by the dup2 that takes its number, or by the exec.
+	 */
 	top = FIRST_FD + (int)nkept + 1;
-	for (unsigned i = 0; i < nkept && r == 0; i++)
-		r = move_above(&kept[i].own, top);
-	if (r == 0 && (r = move_above(&names, top)) == 0 && (r = move_above(&exe_fd, top)) == 0)
+	if ((r = move_above(&names, top)) == 0 && (r = move_above(&exe_fd, top)) == 0)
 		r = move_above(&fallback_fd, top);
-	for (unsigned i = 0; i < nkept && r == 0; i++)
-		if (dup2(kept[i].own, FIRST_FD + (int)i) < 0) /* dup2 clears FD_CLOEXEC on the copy */
+	for (unsigned t = 0; t < nkept && r == 0; t++) {
+		int fd = kept[order[t]].fd, to = FIRST_FD + (int)t;
+
+		/* in place: kept by this exec, as inherited; else a copy there (dup2 clears FD_CLOEXEC),
+		 * whose original is out of the range and so still where it was */
+		if (fd == to ? fcntl(fd, F_SETFD, 0) < 0 : dup2(fd, to) < 0)
 			r = -errno;
+	}
 	if (r == 0 && dup2(names, FIRST_FD + (int)nkept) < 0)
 		r = -errno;
 	if (r < 0) {

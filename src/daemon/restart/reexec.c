@@ -176,7 +176,7 @@ uint64_t reexec_check_deadline(void)
 int reexec_check_poll(uint64_t now, char *err, size_t errlen)
 {
 	bool timed_out = false;
-	int status = 0, r;
+	int status = 0;
 
 	if (!check.pid)
 		return -ECHILD;
@@ -207,16 +207,8 @@ int reexec_check_poll(uint64_t now, char *err, size_t errlen)
 	while (waitpid(check.pid, &status, 0) < 0 && errno == EINTR)
 		;
 	check.pid = 0;
-	if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-		r = fdstore_exec_prepare();
-		if (r < 0) {
-			struct fdstore_usage u;
-
-			fdstore_usage(&u);
-			snprintf(err, errlen, "cannot keep copies of the %u fds to hand over: %s", u.kept, strerror(-r));
-		}
-		return r;
-	}
+	if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
 	first_line(check.out);
 	if (timed_out)
 		snprintf(err, errlen, "'%s --check-config' did not finish in %d s", path, CHECK_MS / 1000);

@@ -3,14 +3,13 @@
  * reexec.h - the daemon becoming its binary again with everything handed over (hugepoolctl
  * restart, SIGUSR2, systemctl reload), checked before anything stops.
  *
- * A re-execution that fails once the daemon has torn itself down loses the pool, the leases and
- * every client, and outside systemd nothing starts the daemon again. So everything that can fail
- * is tried while the daemon still serves: the binary at the path the daemon was started from is
+ * A re-execution that fails once the daemon has stopped loses the pool, the leases and every
+ * client, and outside systemd nothing starts the daemon again. So everything that can fail is
+ * tried while the daemon still serves: the binary at the path the daemon was started from is
  * opened (that file, not whatever the path names later, is what runs) and run with
  * --check-config on the daemon's own arguments (a binary that does not run, or a configuration
- * the next life would refuse, is refused with its own words), and the fd store takes its own
- * copies of every fd it hands over (fdstore_exec_prepare). A refusal changes nothing: the daemon
- * goes on serving. Only then does the daemon stop, and reexec_run replaces it; should even that
+ * the next life would refuse, is refused with its own words). A refusal changes nothing: the
+ * daemon goes on serving. Only then does the daemon stop, and reexec_run replaces it; should even that
  * exec fail, this life's own binary (opened at start, so also after an upgrade removed it) is
  * executed instead, taking over the same way.
  *

@@ -70,9 +70,9 @@ uint64_t server_stopped_at(const struct server *s);
 /*
  * Hand over what changed since the snapshot and wait until the next life has taken over. 0: it
  * did (its pid in *ret_pid; the manager was told MAINPID=, the next life that it is the main
- * process): this life ends. Else why in why, and the fds are prepared for reexec_run: the next
- * life refused, failed or went away, and this life re-executes itself in place instead, which
- * takes the newest published state over. die_after_go: killed once GO is sent (the tests).
+ * process): this life ends. Else -EXDEV with why in why: the next life refused, failed or went
+ * away, and this life re-executes itself in place instead (reexec_run), which takes the newest
+ * published state over. die_after_go: killed once GO is sent (the tests).
  */
 int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, char *why, size_t len);
 /*
