@@ -425,7 +425,7 @@ static int take_handover(struct boot *b)
 	if (r < 0)
 		return r;
 	warm_upgrade_names(b->handed, b->nhanded);
-	/* what it will hold, twice over for a re-execution's copies */
+	/* what it will hold, with room to spare (grown later, with threads, it waits for RCU) */
 	grow_fd_table(2 * ((uint64_t)config_buffers(&b->cfg) + b->cfg.max_connections + b->nhanded) + 64);
 	warm_choose(b->handed, b->nhanded, &b->prev, why, sizeof(why));
 	if (!b->prev && why[0]) {

@@ -1115,6 +1115,80 @@ static void test_reexec_in_place(void **state)
 	stop(&d);
 }
 
+/* The limit of open files under which pid has exactly `spare` fd numbers free, or -1. */
+static int nofile_leaving(pid_t pid, int spare)
+{
+	char path[64];
+	struct dirent *e;
+	bool open_fd[65536] = { false };
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && atoi(e->d_name) < 65536)
+			open_fd[atoi(e->d_name)] = true;
+	closedir(d);
+	for (int n = 0; n < 65536; n++)
+		if (!open_fd[n] && --spare == 0)
+			return n + 1;
+	return -1;
+}
+
+/*
+ * A re-execution needs a few fds of its own once the daemon has stopped (the names' memfd, its
+ * binaries moved above the ones it hands over): they are kept when the restart is checked, and
+ * a daemon with none to spare refuses the restart and serves on, where it would otherwise stop
+ * and fail its exec, its clients' connections and leases lost.
+ */
+static void test_reexec_refused_without_fds(void **state)
+{
+	static struct daemon d;
+	struct rlimit was, few;
+	struct hp_buffer b;
+	struct hp_status *st;
+	pid_t pid;
+	hp_conn *c;
+	int lim;
+
+	(void)state;
+	start(&d, "restart = exec\n", ONE);
+	pid = d.pid;
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	memset(b.addr, 0x55, b.size);
+	/* the client's fd has gone to the manager (after a second), so nothing else opens one */
+	usleep(1500000);
+	assert_int_equal(prlimit(pid, RLIMIT_NOFILE, NULL, &was), 0);
+	/* room for the check (a pipe and the binary) and one fd more: not for the spares as well */
+	lim = nofile_leaving(pid, 4);
+	assert_true(lim > 0);
+	few = (struct rlimit){ .rlim_cur = (rlim_t)lim, .rlim_max = was.rlim_max };
+	assert_int_equal(prlimit(pid, RLIMIT_NOFILE, &few, NULL), 0);
+	kill(pid, SIGUSR2);
+	for (int i = 0; i < 10000 && harness_log_count(&d, "Refusing the restart") == 0; i++)
+		usleep(1000);
+	assert_int_equal(harness_log_count(&d, "Refusing the restart: no fds to spare for the re-execution"), 1);
+	/* still the same life, serving the same client its same buffer */
+	st = status(c);
+	assert_int_equal(st->start.lives, 1);
+	assert_int_equal(st->nleases, 1);
+	hp_status_free(st);
+	assert_int_equal(((uint8_t *)b.addr)[0], 0x55);
+	/* with its fds back, the same restart goes through */
+	assert_int_equal(prlimit(pid, RLIMIT_NOFILE, &was, NULL), 0);
+	kill(pid, SIGUSR2);
+	st = status_of_life(c, 2);
+	assert_int_equal(st->nleases, 1);
+	hp_status_free(st);
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	hp_disconnect(c);
+	assert_int_equal(d.pid, pid);
+	stop(&d);
+}
+
 /* --- protocol compatibility: clients of version 3 against this daemon ------------------------ */
 
 /*
@@ -1409,6 +1483,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_takeover_slow_prepare, teardown),
 		cmocka_unit_test_teardown(test_takeover_killed_after_go, teardown),
 		cmocka_unit_test_teardown(test_reexec_in_place, teardown),
+		cmocka_unit_test_teardown(test_reexec_refused_without_fds, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
 		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),
 	};

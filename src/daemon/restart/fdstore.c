@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -890,6 +891,52 @@ void fdstore_manager_ready(void)
 }
 
 /*
+ * A re-execution's own fds (the names' memfd, the two binaries) need numbers above the kept
+ * fds' range at the exec, when the daemon has stopped and can no longer refuse: taken here while
+ * it serves, given back at the exec. Above the range as it is now by EXEC_SPARE_SLACK, for
+ * what is kept meanwhile (connections accepted while the restart is checked).
+ */
+#define EXEC_SPARE 3
+#define EXEC_SPARE_SLACK 1024
+static int spare[EXEC_SPARE] = { -1, -1, -1 };
+
+static void spare_close(void)
+{
+	for (unsigned i = 0; i < EXEC_SPARE; i++)
+		if (spare[i] >= 0) {
+			close(spare[i]);
+			spare[i] = -1;
+		}
+}
+
+int fdstore_exec_prepare(void)
+{
+	struct rlimit rl;
+	int64_t top, min, lim = INT32_MAX;
+	int null = -1, r = 0;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < INT32_MAX)
+		lim = (int64_t)rl.rlim_cur;
+	pthread_mutex_lock(&lock);
+	/* above 3 + nkept, the names' number, and below the limit (F_DUPFD refuses beyond it) */
+	top = FIRST_FD + (int64_t)nkept + 1;
+	min = MIN(top + EXEC_SPARE_SLACK, lim - EXEC_SPARE);
+	if (min < top)
+		r = -EMFILE;
+	else if ((null = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		r = -errno;
+	for (unsigned i = 0; i < EXEC_SPARE && r == 0; i++)
+		if (spare[i] < 0 && (spare[i] = fcntl(null, F_DUPFD_CLOEXEC, (int)min)) < 0)
+			r = -errno;
+	if (null >= 0)
+		close(null);
+	if (r < 0) /* as it was: the daemon goes on serving */
+		spare_close();
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/*
  * The names of kept[order[0]], kept[order[1]], ... joined by ':' (LISTEN_FDNAMES's format) in a
  * sealed memfd; -errno on failure. Built in memory and written at once: a write per name cost a
  * 4 GiB pool's restart 4 ms of its pause.
@@ -987,6 +1034,7 @@ int fdstore_exec(int exe_fd, int fallback_fd, char *const argv[])
 	int names = -1, top, r = 0;
 
 	pthread_mutex_lock(&lock);
+	spare_close(); /* the numbers fdstore_exec_prepare kept for what follows */
 	order = malloc((nkept ? nkept : 1) * sizeof(*order));
 	if (!order || exec_order(order) == UINT32_MAX) {
 		pthread_mutex_unlock(&lock);

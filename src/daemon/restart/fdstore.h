@@ -148,15 +148,19 @@ void fdstore_manager_wait(void);
 void fdstore_manager_ready(void);
 
 /*
- * Re-execution: replace this process by the executable open at exe_fd with argv, passing the
- * kept fds from fd 3 on with LISTEN_PID (our own: exec keeps it) and LISTEN_FDS set as systemd
- * would, and their names in a sealed memfd named by HUGEPOOLD_FDNAMES_FD; if that exec fails,
- * the same with fallback_fd (this life's own binary, so that the daemon comes back as it was).
- * Returns only when both failed. The fds are the callers' own, so none may be closed before
- * while it is kept (the daemon ends by this exec, not by tearing down: boot_leave). A kept fd
- * already at its number stays there, the others are copied to the numbers left (dup2): after a
- * re-execution, where every one came from 3 on, none moves.
+ * Re-execution, in two steps. fdstore_exec_prepare, while the daemon still serves: keep a few fd
+ * numbers above the kept fds for the exec's own (-errno when the daemon has none to spare: the
+ * restart is refused and nothing changed). fdstore_exec: replace this process by the executable
+ * open at exe_fd with argv, passing the kept fds from fd 3 on with LISTEN_PID (our own: exec
+ * keeps it) and LISTEN_FDS set as systemd would, and their names in a sealed memfd named by
+ * HUGEPOOLD_FDNAMES_FD; if that exec fails, the same with fallback_fd (this life's own binary,
+ * so that the daemon comes back as it was). Returns only when both failed. The fds are the
+ * callers' own, so none may be closed before while it is kept (the daemon ends by this exec, not
+ * by tearing down: boot_leave). A kept fd already at its number stays there, the others are
+ * copied to the numbers left (dup2): after a re-execution, where every one came from 3 on, none
+ * moves.
  */
+int fdstore_exec_prepare(void);
 int fdstore_exec(int exe_fd, int fallback_fd, char *const argv[]);
 
 #endif

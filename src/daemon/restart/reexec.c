@@ -207,8 +207,13 @@ int reexec_check_poll(uint64_t now, char *err, size_t errlen)
 	while (waitpid(check.pid, &status, 0) < 0 && errno == EINTR)
 		;
 	check.pid = 0;
-	if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
+	if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		int r = fdstore_exec_prepare();
+
+		if (r < 0)
+			snprintf(err, errlen, "no fds to spare for the re-execution: %s", strerror(-r));
+		return r;
+	}
 	first_line(check.out);
 	if (timed_out)
 		snprintf(err, errlen, "'%s --check-config' did not finish in %d s", path, CHECK_MS / 1000);

@@ -8,8 +8,9 @@
  * tried while the daemon still serves: the binary at the path the daemon was started from is
  * opened (that file, not whatever the path names later, is what runs) and run with
  * --check-config on the daemon's own arguments (a binary that does not run, or a configuration
- * the next life would refuse, is refused with its own words). A refusal changes nothing: the
- * daemon goes on serving. Only then does the daemon stop, and reexec_run replaces it; should even that
+ * the next life would refuse, is refused with its own words), and the fd store keeps the few fd
+ * numbers the exec will need (fdstore_exec_prepare). A refusal changes nothing: the daemon goes
+ * on serving. Only then does the daemon stop, and reexec_run replaces it; should even that
  * exec fail, this life's own binary (opened at start, so also after an upgrade removed it) is
  * executed instead, taking over the same way.
  *

@@ -341,6 +341,12 @@ void server_takeover_event(struct server *s, uint32_t events, uint64_t now)
 		why[r] = '\0';
 		next_close(s); /* it exits once this end is closed */
 		next_reap(s, false, NULL, 0);
+		r = fdstore_exec_prepare();
+		if (r < 0) {
+			snprintf(text, sizeof(text), "no fds to spare for a re-execution: %s", strerror(-r));
+			takeover_refuse(s, r, text);
+			return;
+		}
 		log_info("Restart: the next life cannot take over (%s); re-executing '%s' in place", why,
 			 reexec_path());
 		if (restart_asker(s))
@@ -395,7 +401,9 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, char
 		snprintf(why, len, "the next life went away before it took over");
 	next_close(s); /* a refusing one exits once this end is closed; any other is killed */
 	next_reap(s, !(r >= 0 && m.type == TAKEOVER_REFUSED), NULL, 0);
-	/* the old way: this life's table (with the next life's state, published or not) in place */
+	/* the old way: this life's table (with the next life's state, published or not) in place;
+	 * stopped, it cannot refuse any more: without spare fds the exec tries with what it finds */
+	(void)fdstore_exec_prepare();
 	return -EXDEV;
 }
 
