@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "closer.h"
@@ -24,9 +25,10 @@ struct queue {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t closed = PTHREAD_COND_INITIALIZER; /* a thread ended a close (closer_hold) */
 static struct queue *queues;
-static unsigned threads, idle;
-static bool stopping;
+static unsigned threads, idle, closing;
+static bool stopping, held;
 
 static struct queue *find(uid_t uid, bool create)
 {
@@ -68,7 +70,7 @@ static void *closer_main(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&lock);
 	for (;;) {
-		struct queue *q = ready();
+		struct queue *q = held ? NULL : ready();
 		int fd;
 
 		if (!q) {
@@ -83,9 +85,12 @@ static void *closer_main(void *arg)
 		q->head = (q->head + 1) % q->cap;
 		q->n--;
 		q->busy = true;
+		closing++;
 		pthread_mutex_unlock(&lock);
 		close(fd); /* the one call that may block, for as long as the fd's owner wants */
 		pthread_mutex_lock(&lock);
+		closing--;
+		pthread_cond_broadcast(&closed);
 		q->busy = false;
 		if (!q->n)
 			drop(q);
@@ -153,6 +158,26 @@ unsigned closer_pending(uid_t uid)
 	n = q ? q->n + q->busy : 0;
 	pthread_mutex_unlock(&lock);
 	return n;
+}
+
+void closer_hold(unsigned timeout_ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&lock);
+	held = true;
+	/* one still in close() past the wait is stuck in it: the kernel took the number off the
+	 * table as the call began, so the number is free whatever the close does */
+	while (closing && pthread_cond_timedwait(&closed, &lock, &until) == 0)
+		;
+	pthread_mutex_unlock(&lock);
 }
 
 void closer_stop(void)

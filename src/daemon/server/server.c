@@ -460,6 +460,8 @@ fail:
 	return r;
 }
 
+#define CLOSER_HOLD_MS 100 /* what a re-execution waits at most for a close under way (server_leave) */
+
 /* Destroy the peers marked dead: a walk of every connection, only in a turn where one died. */
 static void reap(struct server *s)
 {
@@ -576,11 +578,13 @@ uint64_t server_stopped_at(const struct server *s)
 	return s->stopped_ns;
 }
 
-void server_leave(struct server *s)
+void server_leave(struct server *s, bool exec)
 {
 	reexec_check_cancel();
 	server_takeover_cancel(s);
 	server_drop_writers(s);
+	if (exec)
+		closer_hold(CLOSER_HOLD_MS);
 	if (s->listen_fd >= 0 && !s->listen_kept)
 		unlink(s->cfg->socket_path);
 	s->listen_kept = true; /* unlinked once: server_free, after a failed exec, does not again */

@@ -95,14 +95,16 @@ void server_takeover_finish(struct server *s, struct server_handover *h, unsigne
 void server_wait_main(struct server *s, int chan, const char *ready, struct fdstore_fd *fds, unsigned nfds);
 
 /*
- * The end of this process, stopped (server_run returned): what the exit or the exec does not do
- * itself: the restart being checked or prepared cancelled, the journal writers let go (main
- * closes the journals next), the socket's path unlinked unless a next life serves it. The rest
- * (connections, fds, memory, threads) goes with the process: every fd is close-on-exec, and a
- * stopped server changes neither its state nor its files (server_quiesce). server_free after it
- * still frees, for a re-execution that failed.
+ * The end of this process, stopped (server_run returned 0 or SERVER_REEXEC): what the exit or
+ * the exec does not do itself: the restart being checked or prepared cancelled, the journal
+ * writers let go (main closes the journals next), the socket's path unlinked unless a next life
+ * serves it, and before an exec the closer's threads held (closer_hold: the exec places the fds
+ * it hands over at numbers a queued close could name). The rest (connections, fds, memory,
+ * threads) goes with the process: every fd is close-on-exec, and a stopped server changes
+ * neither its state nor its files (server_quiesce). server_free after it still frees, for a
+ * re-execution that failed.
  */
-void server_leave(struct server *s);
+void server_leave(struct server *s, bool exec);
 
 /* For status: how this life started. */
 void server_set_start(struct server *s, const struct proto_status_start *start);
