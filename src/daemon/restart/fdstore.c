@@ -216,12 +216,19 @@ static int parse_uint(const char *s, uint64_t *ret)
 }
 
 /* Is a service manager keeping what we send? */
+static bool under;
+
+static void under_init(void)
+{
+	under = getenv("NOTIFY_SOCKET") != NULL;
+}
+
 static bool under_manager(void)
 {
-	static int under = -1; /* the daemon never sets or unsets it: looked up once, not per fd */
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	if (under < 0)
-		under = getenv("NOTIFY_SOCKET") != NULL;
+	/* the daemon never sets or unsets it: looked up once, not per fd kept */
+	pthread_once(&once, under_init);
 	return under;
 }
 
