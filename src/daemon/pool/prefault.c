@@ -203,15 +203,8 @@ int prefault_run(const struct prefault_range *ranges, size_t n, unsigned threads
 		return -err;
 	}
 	while (r.running > 0) {
-		struct timespec ts;
+		struct timespec ts = realtime_in_ms(interval_ms);
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += interval_ms / 1000;
-		ts.tv_nsec += (long)(interval_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
 		if (pthread_cond_timedwait(&r.cond, &r.lock, &ts) == ETIMEDOUT && progress && !cancelled) {
 			pthread_mutex_unlock(&r.lock);
 			if (!progress(atomic_load(&r.done_bytes), total, userdata)) {

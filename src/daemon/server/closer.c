@@ -9,7 +9,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "closer.h"
@@ -162,15 +161,8 @@ unsigned closer_pending(uid_t uid)
 
 void closer_hold(unsigned timeout_ms)
 {
-	struct timespec until;
+	struct timespec until = realtime_in_ms(timeout_ms);
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&lock);
 	held = true;
 	/* one still in close() past the wait is stuck in it: the kernel took the number off the
