@@ -933,8 +933,9 @@ int fdstore_exec_prepare(void)
 	else if ((null = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
 		r = -errno;
 	for (unsigned i = 0; i < EXEC_SPARE && r == 0; i++)
-		if (spare[i] < 0 && (spare[i] = fcntl(null, F_DUPFD_CLOEXEC, (int)min)) < 0)
-			r = -errno;
+		if (spare[i] < 0 && (spare[i] = fcntl(null, F_DUPFD_CLOEXEC, (int)min)) < 0 &&
+		    (errno != EMFILE || (spare[i] = fcntl(null, F_DUPFD_CLOEXEC, (int)top)) < 0))
+			r = -errno; /* none free above min (near the limit), and none above top either */
 	if (null >= 0)
 		close(null);
 	if (r < 0) /* as it was: the daemon goes on serving */

@@ -39,7 +39,8 @@ int reexec_check_start(char *err, size_t errlen);
 uint64_t reexec_check_deadline(void);
 /*
  * Look at the running check (now: the time; past its deadline it is killed): -EINPROGRESS while
- * it runs; 0 when it passed and the fds are copied (the caller stops and calls reexec_run);
+ * it runs; 0 when it passed and the fds the exec needs are kept (the caller stops and calls
+ * reexec_run);
  * else a negative errno with why in err. The fd reexec_check_start returned is closed once this
  * returns anything but -EINPROGRESS.
  */

@@ -31,9 +31,11 @@ void closer_add(const int *fds, unsigned n, uid_t uid);
 unsigned closer_pending(uid_t uid);
 /*
  * Before an exec that places fds at numbers of its choosing (fdstore_exec): no thread takes
- * another fd from now on (what waits is closed by the exec, close-on-exec), and the closes under
- * way end first, for at most timeout_ms (one stuck longer has the number off the table already).
- * Else a thread could close a number the exec just gave to an fd it hands over.
+ * another fd from now on, and the closes under way end first, for at most timeout_ms (one stuck
+ * longer has the number off the table already). Else a thread could close a number the exec just
+ * gave to an fd it hands over. What waits is then closed by the exec (close-on-exec) or by the
+ * dup2 that takes its number, on the caller's thread: an fd that blocks its close (where
+ * SO_PASSRIGHTS cannot refuse it) delays that exec, as the exec's own closes always could.
  */
 void closer_hold(unsigned timeout_ms);
 /* Stop the threads once they closed what they have (one may be stuck: it is left behind). */
