@@ -215,14 +215,14 @@ static int parse_uint(const char *s, uint64_t *ret)
 	return decimal_parse(s, ret);
 }
 
-/* Is a service manager keeping what we send? */
-static bool under;
+static bool under; /* under_manager's answer, set once */
 
 static void under_init(void)
 {
 	under = getenv("NOTIFY_SOCKET") != NULL;
 }
 
+/* Is a service manager keeping what we send? */
 static bool under_manager(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -988,35 +988,29 @@ static int names_memfd(const unsigned *order)
 /*
  * Which kept fd goes to 3 + t (order[t]): each one already in 3 .. 3 + nkept - 1 stays where it is
  * (after a re-execution, all of them), the others take the numbers left, in the table's order.
- * Returns how many stay. order has nkept entries.
+ * order has nkept entries.
  */
-static unsigned exec_order(unsigned *order)
+static void exec_order(unsigned *order)
 {
-	unsigned in_place = 0, t = 0;
-	bool *placed = calloc(nkept ? nkept : 1, sizeof(*placed));
+	unsigned t = 0;
 
-	if (!placed)
-		return UINT32_MAX;
 	for (unsigned i = 0; i < nkept; i++)
 		order[i] = UINT32_MAX;
 	for (unsigned i = 0; i < nkept; i++) {
 		int slot = kept[i].fd - FIRST_FD;
 
-		if (slot >= 0 && (unsigned)slot < nkept && order[slot] == UINT32_MAX) {
+		if (slot >= 0 && (unsigned)slot < nkept && order[slot] == UINT32_MAX)
 			order[slot] = i;
-			placed[i] = true;
-			in_place++;
-		}
 	}
 	for (unsigned i = 0; i < nkept; i++) {
-		if (placed[i])
-			continue;
+		int slot = kept[i].fd - FIRST_FD;
+
+		if (slot >= 0 && (unsigned)slot < nkept && order[slot] == i)
+			continue; /* in place */
 		while (order[t] != UINT32_MAX)
 			t++;
 		order[t] = i;
 	}
-	free(placed);
-	return in_place;
 }
 
 /* Move *fd (ours) to a number at or above min, unless it is there already. */
@@ -1039,15 +1033,16 @@ int fdstore_exec(int exe_fd, int fallback_fd, char *const argv[])
 	extern char **environ;
 	_cleanup_free_ unsigned *order = NULL;
 	char num[32];
-	int names = -1, top, r = 0;
+	int names, top, r = 0;
 
 	pthread_mutex_lock(&lock);
 	spare_close(); /* the numbers fdstore_exec_prepare kept for what follows */
 	order = malloc((nkept ? nkept : 1) * sizeof(*order));
-	if (!order || exec_order(order) == UINT32_MAX) {
+	if (!order) {
 		pthread_mutex_unlock(&lock);
 		return -ENOMEM;
 	}
+	exec_order(order);
 	names = names_memfd(order);
 	if (names < 0) {
 		pthread_mutex_unlock(&lock);
