@@ -323,7 +323,24 @@ static int set_opts(struct daemon *d, const struct harness_opts *o)
 	return 0;
 }
 
-/* Fork and exec the daemon on d's configuration, wait for READY=1 or its end. */
+/* Does a listening socket accept a connection at path (waiting wait_ms first when not)? */
+static bool socket_accepts(const char *path, int wait_ms)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (!ok)
+		usleep((useconds_t)wait_ms * 1000);
+	return ok;
+}
+
+/* Fork and exec the daemon on d's configuration, wait for READY=1 (or, with no manager, for its
+ * socket to accept a connection) or its end. */
 static int spawn(struct daemon *d)
 {
 	extern char **environ;
@@ -359,7 +376,8 @@ static int spawn(struct daemon *d)
 		if (strncmp(environ[i], "NOTIFY_SOCKET=", 14) && strncmp(environ[i], "LISTEN_", 7) &&
 		    strncmp(environ[i], "FDSTORE=", 8))
 			env[nenv++] = environ[i];
-	env[nenv++] = notify_env;
+	if (!d->no_manager)
+		env[nenv++] = notify_env;
 	/* as systemd 254+ says FileDescriptorStoreMax= */
 	snprintf(fdstore_env, sizeof(fdstore_env), "FDSTORE=%u", d->fdstore_max);
 	if (d->fdstore_max)
@@ -412,7 +430,7 @@ static int spawn(struct daemon *d)
 		int status;
 
 		/* short waits only so that a daemon dying before READY is noticed */
-		if (manager_wait_ready(d->mgr, 10))
+		if (d->no_manager ? socket_accepts(d->socket, 10) : manager_wait_ready(d->mgr, 10))
 			break;
 		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
 			d->exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -509,6 +527,7 @@ int harness_start_opts(struct daemon *d, const char *globals, const char *classe
 	if (r < 0)
 		return r;
 	d->fdstore_max = o ? o->fdstore_max : 0;
+	d->no_manager = o && o->no_manager;
 	r = write_conf(d, globals, classes);
 	return r < 0 ? r : spawn(d);
 }

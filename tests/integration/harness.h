@@ -54,6 +54,7 @@ struct daemon {
 	 * it outlives each daemon, as systemd does, until harness_cleanup */
 	struct manager *mgr;
 	unsigned fdstore_max;
+	bool no_manager; /* run without $NOTIFY_SOCKET (harness_opts) */
 };
 
 struct harness_opts {
@@ -68,6 +69,10 @@ struct harness_opts {
 	unsigned fdstore_max;
 	/* the daemon's executable (NULL: $HP_BUILD/hugepoold), e.g. a copy a test replaces */
 	const char *binary;
+	/* no service manager: no $NOTIFY_SOCKET (and no fd store), as a daemon started by hand or
+	 * by a supervisor that knows nothing of sd_notify; the start returns once the daemon's
+	 * socket accepts a connection */
+	bool no_manager;
 };
 
 /*

@@ -1114,6 +1114,64 @@ static void test_reexec_in_place(void **state)
 	stop(&d);
 }
 
+static const struct harness_opts no_manager = { .no_manager = true };
+
+/* Of 50 looks at pid's state 2 ms apart, how many found it running: an idle daemon sleeps. */
+static int running_looks(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 50; i++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		assert_true(len > 0);
+		buf[len] = '\0';
+		p = strrchr(buf, ')');
+		n += p && p[1] == ' ' && p[2] == 'R';
+		usleep(2000);
+	}
+	return n;
+}
+
+/*
+ * restart = takeover with no service manager: the next life serves, and then idles as any life
+ * does (it once spun its event loop for ever: a flush to the manager it waited for stayed due).
+ */
+static void test_takeover_without_manager(void **state)
+{
+	static struct daemon d;
+	struct hp_buffer b;
+	struct hp_status *st;
+	char out[1024];
+	pid_t pid;
+	int ended;
+	hp_conn *c;
+
+	(void)state;
+	start_opts(&d, "restart = takeover\n", ONE, &no_manager);
+	pid = d.pid;
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	st = status_of_life(c, 2);
+	assert_int_equal(st->nleases, 1);
+	assert_true(st->daemon_pid != pid);
+	/* the life before ended clean; the next one is this subreaper's now */
+	assert_int_equal(waitpid(pid, &ended, 0), pid);
+	assert_true(WIFEXITED(ended) && WEXITSTATUS(ended) == 0);
+	d.pid = st->daemon_pid;
+	hp_status_free(st);
+	assert_true(running_looks(d.pid) < 25);
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 /* The limit of open files under which pid has exactly `spare` fd numbers free, or -1. */
 static int nofile_leaving(pid_t pid, int spare)
 {
@@ -1491,6 +1549,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_takeover_killed_after_go, teardown),
 		cmocka_unit_test_teardown(test_reexec_in_place, teardown),
 		cmocka_unit_test_teardown(test_reexec_refused_without_fds, teardown),
+		cmocka_unit_test_teardown(test_takeover_without_manager, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
 		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),
 	};

@@ -893,7 +893,10 @@ void fdstore_manager_ready(void)
 	for (unsigned i = 0; i < nkept; i++)
 		if (!kept[i].sent)
 			kept[i].since = 0;
-	due = 0;
+	/* nothing is sent with no manager: a flush would be due, undone, for ever (the event loop
+	 * spun at every turn after a take-over without one) */
+	if (under_manager())
+		due = 0;
 	pthread_mutex_unlock(&lock);
 }
 
