@@ -41,6 +41,8 @@
 
 /* CLOCK_MONOTONIC ns a re-executing life stopped serving at, for the next one's account of the pause */
 #define STOPPED_ENV "HUGEPOOLD_STOPPED_NS"
+/* a re-execution that ends a restart = exec: the connection that asked, to answer (server.h) */
+#define ASKER_ENV "HUGEPOOLD_RESTART_ASKER"
 
 /*
  * The exit statuses, as hugepoold(8) lists them under EXIT STATUS: the EXIT_* constants and
@@ -239,6 +241,7 @@ struct boot {
 	 * says, HUGEPOOLD_STOPPED_NS; 0: unknown), for the pause's parts */
 	uint64_t step_ns[16];
 	uint64_t prev_stopped_ns;
+	uint64_t restart_asker; /* a connection still waiting for the restart's answer (ASKER_ENV) */
 };
 
 /*
@@ -673,6 +676,7 @@ static void announce_ready(struct boot *b)
 	int r;
 
 	server_set_start(b->srv, &start);
+	server_answer_restart(b->srv, b->restart_asker);
 	log_start(b, &start);
 	if (start.warm)
 		log_parts(b);
@@ -708,6 +712,10 @@ static int reexec(struct boot *b)
 	/* for the next life's account of the pause (log_parts) */
 	snprintf(stopped, sizeof(stopped), "%" PRIu64, server_stopped_at(b->srv));
 	setenv(STOPPED_ENV, stopped, 1);
+	if (server_restart_unanswered(b->srv)) {
+		snprintf(stopped, sizeof(stopped), "%" PRIu64, server_restart_unanswered(b->srv));
+		setenv(ASKER_ENV, stopped, 1);
+	}
 	boot_leave(b, true);
 	log_info("Re-executing '%s'", reexec_path());
 	r = reexec_run();
@@ -725,16 +733,27 @@ static int takeover(struct boot *b)
 {
 	char why[512];
 	pid_t pid;
-	int r;
+	int back, nice, r;
 
 	server_drop_writers(b->srv);
 	for (unsigned i = 0; i < b->njournals; i++)
 		journal_close(b->journals[i]);
 	b->njournals = 0;
-	r = server_takeover_go(b->srv, takeover_fault(b, "stop"), &pid, why, sizeof(why));
+	r = server_takeover_go(b->srv, takeover_fault(b, "stop"), &pid, &back, &nice, why, sizeof(why));
 	if (r < 0) {
 		log_warning("Restart: %s; re-executing '%s' in place", why, reexec_path());
 		return reexec(b);
+	}
+	if (back >= 0) {
+		/* restart = exec: the service comes back to this pid, from the life serving it now */
+		log_info("Taken over by pid %d, which hands the service back: re-executing '%s'", (int)pid,
+			 reexec_path());
+		boot_leave(b, true);
+		r = reexec_back(back, nice);
+		log_error_errno(r, "Failed to re-execute '%s': %m; pid %d serves on as the daemon", reexec_path(),
+				(int)pid);
+		boot_free(b);
+		return EXIT_USAGE;
 	}
 	/* what is left is this life's teardown (its fds, its mappings): on CPUs the next life and
 	 * the clients do not want */
@@ -894,6 +913,11 @@ int main(int argc, char **argv)
 		if (decimal_parse(getenv(STOPPED_ENV), &v) == 0)
 			b.prev_stopped_ns = v;
 		unsetenv(STOPPED_ENV);
+	}
+	if (getenv(ASKER_ENV)) {
+		if (decimal_parse(getenv(ASKER_ENV), &b.restart_asker) < 0)
+			b.restart_asker = 0;
+		unsetenv(ASKER_ENV);
 	}
 	if (load_config(&b, action) < 0)
 		return boot_failed(&b, -EINVAL, EXIT_CONFIG);

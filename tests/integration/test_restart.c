@@ -1114,6 +1114,39 @@ static void test_reexec_in_place(void **state)
 	stop(&d);
 }
 
+/* How many processes have pid for parent (zombies too), from /proc/N/stat. */
+static int children_of(pid_t pid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		char path[300], buf[512], *p;
+		int ppid, fd;
+		ssize_t len;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* pid (comm) state ppid ...: comm may hold spaces and parentheses */
+		p = strrchr(buf, ')');
+		if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == pid)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 static const struct harness_opts no_manager = { .no_manager = true };
 
 /* Of 50 looks at pid's state 2 ms apart, how many found it running: an idle daemon sleeps. */
@@ -1169,6 +1202,122 @@ static void test_takeover_without_manager(void **state)
 	assert_true(running_looks(d.pid) < 25);
 	assert_int_equal(hp_release(c, &b, 1), 0);
 	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
+ * restart = exec with no service manager: the pid stays, by two take-overs, so that each pause
+ * is a take-over's and not a whole start: a next life takes the service over and hands it back
+ * to the daemon's own process, executed again, and ends (reaped by it). The client that asked is
+ * answered once the service is coming back, so hugepoolctl reports the daemon's own pid; a
+ * client keeps its buffer and its content through both, and through SIGUSR2's.
+ */
+static void test_exec_hands_back(void **state)
+{
+	static struct daemon d;
+	struct hp_buffer b;
+	struct hp_status *st;
+	char out[1024], said[64];
+	pid_t pid;
+	hp_conn *c;
+
+	(void)state;
+	start_opts(&d, "restart = exec\n", ONE, &no_manager);
+	pid = d.pid;
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	memset(b.addr, 0x5a, b.size);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	snprintf(said, sizeof(said), "hugepoold restarted (pid %d)", (int)pid);
+	assert_non_null(strstr(out, said));
+	assert_non_null(strstr(out, "Start:       warm (life 3)"));
+	kill(pid, SIGUSR2);
+	st = status_of_life(c, 5);
+	assert_int_equal(st->daemon_pid, pid);
+	assert_int_equal(st->start.warm, 1);
+	assert_int_equal(st->nleases, 1);
+	hp_status_free(st);
+	assert_int_equal(((uint8_t *)b.addr)[0], 0x5a);
+	assert_int_equal(harness_log_count(&d, "Restart: handing the service back to pid"), 2);
+	assert_int_equal(harness_log_count(&d, "Re-executing '"), 0);
+	/* the lives in between ended, reaped by the daemon */
+	for (int i = 0; i < 5000 && children_of(pid) > 0; i++)
+		usleep(1000);
+	assert_int_equal(children_of(pid), 0);
+	/* and the daemon idles as it did before: no flush to a manager that is not there is due */
+	assert_true(running_looks(pid) < 25);
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	hp_disconnect(c);
+	assert_int_equal(d.pid, pid);
+	stop(&d);
+}
+
+/*
+ * The daemon's process dies before it has the service back: the life serving it serves on, with
+ * its own pid, and the client that asked for the restart is told why.
+ */
+static void test_exec_back_fails(void **state)
+{
+	static struct daemon d;
+	static const struct harness_opts killed = { .no_manager = true, .env = { "HUGEPOOLD_TAKEOVER_FAULT=prepare@3" } };
+	struct hp_buffer b;
+	struct hp_status *st;
+	char out[1024];
+	pid_t pid;
+	int ended;
+	hp_conn *c;
+
+	(void)state;
+	start_opts(&d, "restart = exec\n", ONE, &killed);
+	pid = d.pid;
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	memset(b.addr, 0x5b, b.size);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 3);
+	assert_non_null(strstr(out, "ended before it had the service back"));
+	assert_int_equal(waitpid(pid, &ended, 0), pid);
+	assert_true(WIFSIGNALED(ended) && WTERMSIG(ended) == SIGKILL);
+	/* the life that was to hand back serves on, orphaned to this subreaper */
+	st = status(c);
+	assert_int_equal(st->start.lives, 2);
+	assert_int_equal(st->nleases, 1);
+	assert_true(st->daemon_pid != pid);
+	d.pid = st->daemon_pid;
+	hp_status_free(st);
+	assert_int_equal(harness_log_count(&d, "serves on as the daemon"), 1);
+	assert_int_equal(((uint8_t *)b.addr)[0], 0x5b);
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
+ * The life that was to hand the service back refuses at GO: the daemon's process re-executes in
+ * place instead, keeping its pid, and the client that asked is answered by the life after.
+ */
+static void test_exec_refused_at_go(void **state)
+{
+	static struct daemon d;
+	static const struct harness_opts refusing = { .no_manager = true, .env = { "HUGEPOOLD_TAKEOVER_FAULT=refuse@2" } };
+	struct hp_buffer b;
+	char out[1024], said[64];
+	pid_t pid;
+	hp_conn *c;
+
+	(void)state;
+	start_opts(&d, "restart = exec\n", ONE, &refusing);
+	pid = d.pid;
+	c = conn(&d);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	memset(b.addr, 0x5c, b.size);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	snprintf(said, sizeof(said), "hugepoold restarted (pid %d)", (int)pid);
+	assert_non_null(strstr(out, said));
+	assert_int_equal(harness_log_count(&d, "re-executing '"), 1);
+	assert_int_equal(((uint8_t *)b.addr)[0], 0x5c);
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	hp_disconnect(c);
+	assert_int_equal(d.pid, pid);
 	stop(&d);
 }
 
@@ -1550,6 +1699,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_reexec_in_place, teardown),
 		cmocka_unit_test_teardown(test_reexec_refused_without_fds, teardown),
 		cmocka_unit_test_teardown(test_takeover_without_manager, teardown),
+		cmocka_unit_test_teardown(test_exec_hands_back, teardown),
+		cmocka_unit_test_teardown(test_exec_back_fails, teardown),
+		cmocka_unit_test_teardown(test_exec_refused_at_go, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
 		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),
 	};

@@ -19,11 +19,19 @@
 
 #include "fdstore.h"
 #include "reexec.h"
+#include "takeover.h"
 #include "util.h"
 
 #define CHECK_MS 10000 /* how long the next binary may take to check the configuration */
 
+#define REAP_ENV "HUGEPOOLD_REAP" /* pids, each followed by ',' */
+#define REAP_MAX 16
+#define REAP_INTERVAL_NS (10 * 1000000ull)
+
 static char **args; /* the daemon's argv, as main got it */
+static pid_t reap[REAP_MAX]; /* reexec_reap_add's */
+static unsigned nreap;
+static uint64_t reap_at;
 static char path[4096]; /* "" when unknown */
 static int self_fd = -1; /* this life's binary */
 
@@ -37,6 +45,63 @@ void reexec_init(char **argv)
 	if (n > 10 && strcmp(path + n - 10, " (deleted)") == 0)
 		path[n - 10] = '\0';
 	self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	/* what an earlier image of this process left to reap */
+	for (const char *p = getenv(REAP_ENV); p && *p;) {
+		char *end;
+		long pid = strtol(p, &end, 10);
+
+		if (end == p || *end != ',')
+			break;
+		if (pid > 0 && pid <= INT32_MAX)
+			reexec_reap_add((pid_t)pid);
+		p = end + 1;
+	}
+	unsetenv(REAP_ENV);
+}
+
+void reexec_reap_add(pid_t pid)
+{
+	/* past REAP_MAX (restarts faster than lives end), the oldest waits here for its end */
+	if (nreap == REAP_MAX) {
+		while (waitpid(reap[0], NULL, 0) < 0 && errno == EINTR)
+			;
+		memmove(reap, reap + 1, --nreap * sizeof(*reap));
+	}
+	reap[nreap++] = pid;
+	reap_at = 0;
+}
+
+uint64_t reexec_reap(uint64_t now)
+{
+	if (!nreap)
+		return UINT64_MAX;
+	if (now < reap_at)
+		return reap_at;
+	for (unsigned i = 0; i < nreap;) {
+		pid_t r = waitpid(reap[i], NULL, WNOHANG);
+
+		/* ended and reaped now, or not a child of this process (ECHILD): done with it */
+		if (r != 0 && !(r < 0 && errno == EINTR))
+			reap[i] = reap[--nreap];
+		else
+			i++;
+	}
+	reap_at = nreap ? now + REAP_INTERVAL_NS : UINT64_MAX;
+	return reap_at;
+}
+
+/* The list for the next image of this process (before each exec). */
+static void reap_pass_on(void)
+{
+	char list[REAP_MAX * 12 + 1];
+	size_t n = 0;
+
+	for (unsigned i = 0; i < nreap; i++)
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%d,", (int)reap[i]);
+	if (nreap)
+		setenv(REAP_ENV, list, 1);
+	else
+		unsetenv(REAP_ENV);
 }
 
 const char *reexec_path(void)
@@ -239,5 +304,12 @@ void reexec_check_cancel(void)
 
 int reexec_run(void)
 {
+	reap_pass_on();
 	return fdstore_exec(check.exe_fd, self_fd, args);
+}
+
+int reexec_back(int chan, int nice)
+{
+	reap_pass_on();
+	return takeover_exec(check.exe_fd, self_fd, args, chan, nice);
 }

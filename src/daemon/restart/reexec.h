@@ -58,5 +58,21 @@ int reexec_run(void);
  */
 int reexec_open_next(char *err, size_t errlen);
 char **reexec_args(void);
+/*
+ * A restart that keeps the pid (restart = exec without a service manager): this life, taken over
+ * by a next life that hands the service back (takeover.h, BACK), becomes the binary
+ * reexec_open_next checked (or this life's) again, the next life of a take-over on chan
+ * (takeover_exec). Returns only on failure.
+ */
+int reexec_back(int chan, int nice);
+/*
+ * The children this process must reap though it did not start them in this image: a life that
+ * handed the service back ends as this process's child, after its exec. reexec_reap_add
+ * records one; each exec of this process passes the list on (HUGEPOOLD_REAP); reexec_reap,
+ * from the event loop, reaps those that ended and says when to look again (CLOCK_MONOTONIC
+ * ns; UINT64_MAX: none is left).
+ */
+void reexec_reap_add(pid_t pid);
+uint64_t reexec_reap(uint64_t now);
 
 #endif

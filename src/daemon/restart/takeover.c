@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "size.h"
 #include "takeover.h"
 #include "util.h"
@@ -75,6 +76,13 @@ int takeover_send(int chan, enum takeover_type type, uint64_t arg, const char *t
 	struct takeover_msg m = { .type = type, .count = (uint32_t)len, .arg = arg };
 
 	return send_msg(chan, &m, text, len, &fd, fd >= 0, true);
+}
+
+int takeover_send_back(int chan, const struct takeover_back *b, int fd)
+{
+	struct takeover_msg m = { .type = TAKEOVER_BACK, .count = 1 };
+
+	return send_msg(chan, &m, b, sizeof(*b), &fd, 1, true);
 }
 
 int takeover_say_last(int chan, enum takeover_type type, const char *text, int timeout_ms)
@@ -335,6 +343,62 @@ void takeover_child_free(struct takeover_child *c)
 	(void)takeover_child_pid(c, err, sizeof(err));
 	free(c->env);
 	free(c);
+}
+
+int takeover_back_nice(void)
+{
+	int nice;
+
+	/* the calling thread's nice is the daemon's (the event loop's), as for takeover_spawn */
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+	return errno == 0 && nice < TAKEOVER_PREPARE_NICE && nice_restorable(nice) ? nice : TAKEOVER_NICE_NONE;
+}
+
+/* fd moved to a number above 3, close-on-exec (the old number closed), unless it is -1 or there. */
+static int move_above_3(int *fd)
+{
+	int to;
+
+	if (*fd < 0 || *fd > 3)
+		return 0;
+	to = fcntl(*fd, F_DUPFD_CLOEXEC, 4);
+	if (to < 0)
+		return -errno;
+	close(*fd);
+	*fd = to;
+	return 0;
+}
+
+int takeover_exec(int exe_fd, int fallback_fd, char *const argv[], int chan, int nice)
+{
+	extern char **environ;
+	char num[32];
+	int r;
+
+	/* the channel goes to 3 (dup2 clears close-on-exec there), where neither executable may be */
+	if ((r = move_above_3(&exe_fd)) < 0 || (r = move_above_3(&fallback_fd)) < 0)
+		return r;
+	if (chan == 3 ? fcntl(chan, F_SETFD, 0) < 0 : dup2(chan, 3) < 0)
+		return -errno;
+	setenv(TAKEOVER_FD_ENV, "3", 1);
+	if (nice != TAKEOVER_NICE_NONE) {
+		/* the exec keeps this thread alone, and its policy: it prepares idle, as a spawned
+		 * next life does, while the life it gave way to serves */
+		(void)thread_priority(gettid(), SCHED_IDLE, TAKEOVER_PREPARE_NICE);
+		snprintf(num, sizeof(num), "%d", nice);
+		setenv(TAKEOVER_NICE_ENV, num, 1);
+	} else {
+		unsetenv(TAKEOVER_NICE_ENV);
+	}
+	fexecve(exe_fd, argv, environ);
+	r = -errno;
+	if (fallback_fd >= 0) {
+		log_error_errno(r, "Failed to execute the daemon's binary: %m; running this life's binary again");
+		fexecve(fallback_fd, argv, environ);
+		r = -errno;
+	}
+	return r;
 }
 
 /* A batch of the table as one FDS message, without waiting (fdstore_handover_batch's give). */

@@ -27,6 +27,20 @@
  *   MAINPID= to the service manager, then MAIN -->  it may talk to the manager from now on
  *   exits
  *
+ * A restart that keeps the daemon's pid (restart = exec, without a service manager) is two
+ * take-overs: the running life is taken over by a next life as above, and then, instead of MAIN
+ * and its end, sends BACK with the end of a new channel and executes its binary again
+ * (takeover_exec), the other end at fd 3 there; the next life, serving meanwhile, is the running
+ * life of a take-over by that process, which it did not spawn, and once taken over ends. Each
+ * pause the clients see is a take-over's.
+ *
+ *   BACK (the new channel's end; its pid, the   -->  the running life of a take-over by it
+ *         nice it comes back to, and the
+ *         connection that asked)
+ *   executes its binary, the new channel's
+ *   other end at fd 3: the next life of a
+ *   take-over by the life it just gave way to
+ *
  * Either side seeing the other end (EOF) before its part is done gives up: before the running
  * life stopped, it serves on and refuses the restart with the next life's last words; after, it
  * re-executes in place (reexec.h), which takes the newest published state over. A next life
@@ -65,7 +79,9 @@ enum takeover_type {
 	TAKEOVER_GO, /* arg: when the running life stopped serving (CLOCK_MONOTONIC ns) */
 	TAKEOVER_TAKEN,
 	TAKEOVER_REFUSED, /* text */
-	TAKEOVER_MAIN,
+	TAKEOVER_MAIN, /* arg: the connection that asked for the restart (its conn_id) when this life
+			* did not answer it, to be answered by the next one (0: none) */
+	TAKEOVER_BACK, /* one struct takeover_back, and the new channel's end as its one fd */
 };
 
 struct takeover_msg {
@@ -77,6 +93,14 @@ struct takeover_msg {
 struct takeover_name {
 	char name[FDSTORE_NAME_MAX + 1];
 	uint8_t held; /* FDS: the service manager holds it */
+};
+
+/* BACK: who comes back (its pid, and the nice its threads go back to at GO: TAKEOVER_NICE_NONE if
+ * it prepares at the daemon's priority) and for whom (a connection's conn_id; 0: SIGUSR2). */
+struct takeover_back {
+	uint64_t asker;
+	int32_t pid;
+	int32_t nice;
 };
 
 /* What changed between the snapshot and GO (takeover_recv_go). */
@@ -127,6 +151,21 @@ int takeover_send_snapshot(int chan, struct warm *w);
  */
 int takeover_send_go(int chan, const struct warm *w, uint64_t stopped_ns);
 
+/*
+ * Taken over by a next life that hands the service back to this process (BACK): the nice this
+ * life's next one goes back to at GO where it may prepare idle (it can come back: CAP_SYS_NICE
+ * or RLIMIT_NICE), else TAKEOVER_NICE_NONE.
+ */
+int takeover_back_nice(void);
+/*
+ * ... and then become the executable open at exe_fd again (fallback_fd's if that exec fails,
+ * -1: none) with argv, as the next life of a take-over whose channel's end is chan (at fd 3
+ * there): idle first (all threads) when nice is not TAKEOVER_NICE_NONE, told to come back to it.
+ * Every other fd of this process is close-on-exec. Returns only when every exec failed (a
+ * negative errno).
+ */
+int takeover_exec(int exe_fd, int fallback_fd, char *const argv[], int chan, int nice);
+
 /* --- both ------------------------------------------------------------------------------- */
 
 /*
@@ -139,6 +178,8 @@ int takeover_recv(int chan, struct takeover_msg *m, void *payload, size_t cap, i
 		  int timeout_ms);
 /* Send one message with no entries (text: TEXT's bytes, NULL none) and fd (-1: none); waits. */
 int takeover_send(int chan, enum takeover_type type, uint64_t arg, const char *text, int fd);
+/* BACK with b and the new channel's end fd; waits. */
+int takeover_send_back(int chan, const struct takeover_back *b, int fd);
 /*
  * The last words (FAILED, REFUSED): sent, then wait (at most timeout_ms) until the other end has
  * read them and closed the channel. A datagram sent to a socket whose peer is gone purges the

@@ -493,6 +493,7 @@ int server_run(struct server *s)
 			server_takeover_event(s, 0, now);
 		if (s->next.chan >= 0)
 			deadline = MIN(deadline, MIN(s->next.deadline, s->next.idle_until));
+		deadline = MIN(deadline, reexec_reap(now));
 
 		if (s->listen_paused_until && now >= s->listen_paused_until) {
 			s->listen_paused_until = 0;

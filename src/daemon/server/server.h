@@ -70,11 +70,15 @@ uint64_t server_stopped_at(const struct server *s);
 /*
  * Hand over what changed since the snapshot and wait until the next life has taken over. 0: it
  * did (its pid in *ret_pid; the manager was told MAINPID=, the next life that it is the main
- * process): this life ends. Else -EXDEV with why in why: the next life refused, failed or went
- * away, and this life re-executes itself in place instead (reexec_run), which takes the newest
- * published state over. die_after_go: killed once GO is sent (the tests).
+ * process): this life ends; or, where the next life hands the service back (restart = exec), it
+ * was asked to (BACK), and this life becomes its binary again (reexec_back) on the channel in
+ * *ret_back with the nice in *ret_nice (*ret_back is -1 otherwise). Else -EXDEV with why in why:
+ * the next life refused, failed or went away, and this life re-executes itself in place instead
+ * (reexec_run), which takes the newest published state over. die_after_go: killed once GO is
+ * sent (the tests).
  */
-int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, char *why, size_t len);
+int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int *ret_back, int *ret_nice, char *why,
+		       size_t len);
 /*
  * The next life's side of a take-over, once GO came: apply what changed since the snapshot
  * (takeover.h's delta; prev is read again where records changed, from prev_fd, the running
@@ -105,6 +109,15 @@ void server_wait_main(struct server *s, int chan, const char *ready, struct fdst
  * re-execution that failed.
  */
 void server_leave(struct server *s, bool exec);
+
+/*
+ * restart = exec (the pid kept by two take-overs) answers the connection that asked once the
+ * service is coming back; should it not (the next life refused at GO, and this life re-executes
+ * in place instead), server_restart_unanswered says which one waits (its conn_id; 0: none) for
+ * the life after to answer with server_answer_restart (the restart went through).
+ */
+uint64_t server_restart_unanswered(const struct server *s);
+void server_answer_restart(struct server *s, uint64_t conn_id);
 
 /* For status: how this life started. */
 void server_set_start(struct server *s, const struct proto_status_start *start);

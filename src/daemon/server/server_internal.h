@@ -165,6 +165,12 @@ struct server {
 		int nice; /* the daemon's: what it goes back to */
 		int state_fd; /* its state memfd once prepared (kept in the fd store here too) */
 		uint64_t state_id;
+		/* restart = exec: it hands the service back to this process once taken over (BACK),
+		 * and answers the connection that asked (its conn_id), not this life */
+		bool back;
+		uint64_t asker;
+		/* ... this life's side of that: the next life is the daemon's own process, not a child */
+		bool coming_back;
 	} next;
 	/* ... the next life's side: the connections it could not take over from the snapshot (its
 	 * records still written), taken over at GO */

@@ -63,17 +63,32 @@ int handle_restart(struct server *s, struct peer *p, const union proto_request *
 	return 0;
 }
 
-/* A take-over, or the old way (reexec.h)? restart = auto takes over where a manager follows MAINPID=. */
-static bool restart_takes_over(const struct server *s)
+/*
+ * How a restart goes (hugepoold.conf(5), restart): a take-over, where a manager follows MAINPID=
+ * (restart = auto); with the pid kept, two take-overs, the next life handing the service back
+ * to this process (exec, or auto, without a manager); or the old way (reexec.h), exec under a
+ * manager, whose fd store and MAINPID= only the main process may speak to, which the life
+ * handing back is not.
+ */
+enum restart_way { RESTART_WAY_TAKEOVER, RESTART_WAY_BACK, RESTART_WAY_REEXEC };
+
+static enum restart_way restart_way(const struct server *s)
 {
-	return s->cfg->restart == RESTART_TAKEOVER || (s->cfg->restart == RESTART_AUTO && getenv("NOTIFY_SOCKET"));
+	bool manager = getenv("NOTIFY_SOCKET");
+
+	if (s->cfg->restart == RESTART_TAKEOVER || (s->cfg->restart == RESTART_AUTO && manager))
+		return RESTART_WAY_TAKEOVER;
+	return manager ? RESTART_WAY_REEXEC : RESTART_WAY_BACK;
 }
 
 static void next_reap(struct server *s, bool kill_it, char *text, size_t len);
 static void peer_unadopt(struct server *s, struct server_handover *h, struct peer *p);
 
-/* Start the next life beside this one (takeover.h): it prepares while this one serves. */
-static int takeover_start(struct server *s, char *text, size_t len)
+/*
+ * Start the next life beside this one (takeover.h): it prepares while this one serves; back: it
+ * hands the service back to this process once it has it.
+ */
+static int takeover_start(struct server *s, bool back, char *text, size_t len)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = &s->next.chan };
 	struct takeover_child *child;
@@ -94,7 +109,7 @@ static int takeover_start(struct server *s, char *text, size_t len)
 	}
 	s->next = (typeof(s->next)){ .chan = chan, .child = child, .deadline = now_ns() + TAKEOVER_PREPARE_MS * 1000000ull,
 				     .idle_until = nice == TAKEOVER_NICE_NONE ? UINT64_MAX : now_ns() + TAKEOVER_IDLE_MS * 1000000ull,
-				     .nice = nice, .state_fd = -1 };
+				     .nice = nice, .state_fd = -1, .back = back };
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, chan, &ev) < 0) {
 		snprintf(text, len, "cannot wait for the next life: %s", strerror(errno));
 		next_reap(s, true, NULL, 0);
@@ -111,8 +126,8 @@ int server_restart_check(struct server *s, unsigned peer_id, char *text, size_t 
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->restart_fd };
 	int fd;
 
-	if (restart_takes_over(s)) {
-		fd = takeover_start(s, text, len);
+	if (restart_way(s) != RESTART_WAY_REEXEC) {
+		fd = takeover_start(s, restart_way(s) == RESTART_WAY_BACK, text, len);
 		if (fd < 0)
 			return fd;
 		s->restart_peer = peer_id;
@@ -183,7 +198,7 @@ static pid_t next_pid(struct server *s, char *text, size_t len)
 /* The next life is gone, or to be: reap it; what became of it, for a refusal, in text. */
 static void next_reap(struct server *s, bool kill_it, char *text, size_t len)
 {
-	pid_t pid = next_pid(s, text, len);
+	pid_t pid = next_pid(s, text, len), r;
 	int status = 0;
 
 	s->next.pid = 0;
@@ -191,9 +206,11 @@ static void next_reap(struct server *s, bool kill_it, char *text, size_t len)
 		return; /* never started: text says why */
 	if (kill_it)
 		kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
-	if (text && WIFEXITED(status))
+	if (r < 0 && text) /* not a child: the daemon's own process, which this life hands back to */
+		snprintf(text, len, "the daemon's process (pid %d) ended before it had the service back", (int)pid);
+	else if (text && WIFEXITED(status))
 		snprintf(text, len, "'%s' (the next life) exited with status %d", reexec_path(), WEXITSTATUS(status));
 	else if (text)
 		snprintf(text, len, "'%s' (the next life) was killed by signal %d", reexec_path(), WTERMSIG(status));
@@ -217,7 +234,10 @@ static void takeover_refuse(struct server *s, int err, const char *text)
 {
 	struct peer *p = restart_asker(s);
 
-	log_error("Refusing the restart: %s", text);
+	if (s->next.coming_back)
+		log_error("Refusing the restart: %s; pid %d serves on as the daemon", text, (int)getpid());
+	else
+		log_error("Refusing the restart: %s", text);
 	if (p)
 		send_result(p, err, text);
 	next_close(s);
@@ -263,9 +283,16 @@ static void takeover_prepared(struct server *s, int state_fd, uint64_t id)
 	fdstore_handover_given(&h, 1); /* the next life has it: it is its own */
 	s->next.state_fd = state_fd;
 	s->next.state_id = id;
-	log_info("Restart: the next life (pid %d) is prepared; handing over", (int)next_pid(s, NULL, 0));
-	if (p)
+	log_info("Restart: the next life (pid %d) is prepared; handing over%s", (int)next_pid(s, NULL, 0),
+		 s->next.back ? ", for it to hand back to this process" : "");
+	if (p && s->next.back) {
+		/* answered by the life handing back, once this process has been prepared again: the
+		 * connection is handed over idle meanwhile */
+		s->next.asker = p->conn_id;
+		p->busy = false;
+	} else if (p) {
 		send_result(p, 0, NULL);
+	}
 	s->stop = true;
 	s->takeover = true;
 }
@@ -360,7 +387,31 @@ void server_takeover_event(struct server *s, uint32_t events, uint64_t now)
 	takeover_refuse(s, r < 0 ? r : -EBADMSG, text);
 }
 
-int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, char *why, size_t len)
+/*
+ * Taken over, for the next life to hand the service back (restart = exec): BACK with a new
+ * channel's end. 0 and this end in *ret_chan, the nice to come back to in *ret_nice; or a
+ * negative errno.
+ */
+static int takeover_ask_back(struct server *s, int *ret_chan, int *ret_nice)
+{
+	struct takeover_back back = { .asker = s->next.asker, .pid = getpid(), .nice = takeover_back_nice() };
+	int sv[2], r;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	r = takeover_send_back(s->next.chan, &back, sv[1]);
+	close(sv[1]);
+	if (r < 0) {
+		close(sv[0]);
+		return r;
+	}
+	*ret_chan = sv[0];
+	*ret_nice = back.nice;
+	return 0;
+}
+
+int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int *ret_back, int *ret_nice, char *why,
+		       size_t len)
 {
 	struct takeover_msg m;
 	int fds[TAKEOVER_FDS_MAX];
@@ -382,13 +433,27 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, char
 		pid_t pid = next_pid(s, NULL, 0);
 
 		*ret_pid = pid;
+		*ret_back = -1;
+		if (s->next.back) {
+			r = takeover_ask_back(s, ret_back, ret_nice);
+			if (r == 0) {
+				/* this process's child, which ends once it handed the service back: reaped
+				 * by the image of this process that has it back (reexec_reap) */
+				reexec_reap_add(pid);
+				s->next.pid = 0;
+				next_close(s);
+				return 0;
+			}
+			log_error_errno(r, "Failed to ask pid %d to hand the service back: %m; it serves on as the daemon",
+					(int)pid);
+		}
 		/* the manager follows it, then it may speak to the manager itself; no wait for this
 		 * life's own end: it is not the main process any more */
 		if (getenv("NOTIFY_SOCKET")) {
 			notify_sendf("RELOADING=1\nSTATUS=Taken over by pid %d\nMAINPID=%d", (int)pid, (int)pid);
 			(void)fdstore_barrier(5000);
 		}
-		(void)takeover_send(s->next.chan, TAKEOVER_MAIN, 0, NULL, -1);
+		(void)takeover_send(s->next.chan, TAKEOVER_MAIN, s->next.asker, NULL, -1);
 		s->next.pid = 0; /* not reaped here: it outlives this life */
 		next_close(s);
 		return 0;
@@ -828,6 +893,69 @@ void server_wait_main(struct server *s, int chan, const char *ready, struct fdst
 		server_prev_life_event(s); /* as if it had gone: say so to the manager at once */
 }
 
+void server_answer_restart(struct server *s, uint64_t conn_id)
+{
+	struct peer *p;
+
+	TAILQ_FOREACH(p, &s->peers, link)
+		if (conn_id && p->conn_id == conn_id && !p->dead)
+			send_result(p, 0, NULL);
+}
+
+uint64_t server_restart_unanswered(const struct server *s)
+{
+	return s->next.asker;
+}
+
+/*
+ * The life this one took over from asks for the service back (restart = exec keeps the daemon's
+ * pid): it executes its binary again, as this life's next life on chan, which this life did not
+ * spawn. The connection that asked for the restart is answered by this life, once that one is
+ * prepared (takeover_prepared), or refused.
+ */
+static void takeover_back_start(struct server *s, int chan, const struct takeover_back *b)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = &s->next.chan };
+	uint64_t now = now_ns();
+	struct peer *p;
+	char text[PROTO_TEXT_MAX];
+
+	s->restart_peer = 0;
+	TAILQ_FOREACH(p, &s->peers, link)
+		if (b->asker && p->conn_id == b->asker && !p->dead) {
+			s->restart_peer = p->id;
+			p->busy = true; /* answered once this ends, as handle_restart's asker */
+		}
+	if (s->next.chan >= 0 || s->restart_fd >= 0) {
+		snprintf(text, sizeof(text), "pid %d could not have the service back: another restart is under way here",
+			 (int)b->pid);
+		goto fail;
+	}
+	if (b->pid <= 0 || fcntl(chan, F_SETFL, O_NONBLOCK) < 0) {
+		snprintf(text, sizeof(text), "pid %d could not have the service back: a bad channel", (int)b->pid);
+		goto fail;
+	}
+	fdstore_handover_begin();
+	s->next = (typeof(s->next)){ .chan = chan, .pid = b->pid, .deadline = now + TAKEOVER_PREPARE_MS * 1000000ull,
+				     .idle_until = b->nice == TAKEOVER_NICE_NONE ? UINT64_MAX : now + TAKEOVER_IDLE_MS * 1000000ull,
+				     .nice = b->nice, .state_fd = -1, .coming_back = true };
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, chan, &ev) < 0) {
+		snprintf(text, sizeof(text), "cannot wait for pid %d to have the service back: %s", (int)b->pid,
+			 strerror(errno));
+		s->next.chan = -1;
+		fdstore_handover_end();
+		goto fail;
+	}
+	log_info("Restart: handing the service back to pid %d (restart = exec keeps the daemon's pid)", (int)b->pid);
+	return;
+fail:
+	/* it sees the channel's end and exits; this life serves on, with its own pid */
+	close(chan);
+	log_error("Refusing the restart: %s; pid %d serves on as the daemon", text, (int)getpid());
+	if (restart_asker(s))
+		send_result(restart_asker(s), -EBUSY, text);
+}
+
 void server_prev_life_event(struct server *s)
 {
 	struct takeover_msg m;
@@ -835,14 +963,23 @@ void server_prev_life_event(struct server *s)
 	unsigned nfds;
 	char text[TAKEOVER_TEXT_MAX];
 	int r = takeover_recv(s->prev_life.chan, &m, text, sizeof(text), fds, &nfds, 0);
+	struct takeover_back back;
+	int back_chan = -1;
 
 	if (r == -EAGAIN)
 		return;
+	if (r == (int)sizeof(back) && m.type == TAKEOVER_BACK && m.count == 1 && nfds == 1) {
+		memcpy(&back, text, sizeof(back));
+		back_chan = fds[0];
+		nfds = 0;
+	}
 	for (unsigned i = 0; i < nfds; i++)
 		close(fds[i]);
-	/* MAIN, or the previous life ended without saying it: either way it is not in the way */
-	if (r < 0 || m.type != TAKEOVER_MAIN)
+	/* MAIN (or BACK), or the previous life ended without saying it: either way it is not in the way */
+	if (r < 0 || (m.type != TAKEOVER_MAIN && back_chan < 0))
 		log_warning("The previous life of the daemon ended without saying the service manager follows this one");
+	else if (m.type == TAKEOVER_MAIN && m.arg)
+		server_answer_restart(s, m.arg); /* it could not have the service back */
 	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->prev_life.chan, NULL);
 	close(s->prev_life.chan);
 	s->prev_life.chan = -1;
@@ -854,6 +991,8 @@ void server_prev_life_event(struct server *s)
 	s->prev_life.nfds = 0;
 	fdstore_manager_ready();
 	notify_send(s->prev_life.ready);
+	if (back_chan >= 0)
+		takeover_back_start(s, back_chan, &back);
 }
 
 void server_resume_waits(struct server *s)
