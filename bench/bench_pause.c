@@ -10,7 +10,9 @@
  *    the daemon stops, re-executes its binary and takes every fd over again;
  *  - fd store: SIGTERM, and the manager starts the daemon again with its fd store;
  *  - take-over (restart = takeover): the next life prepares beside the running one, which
- *    stops only once it is ready and hands over what changed meanwhile.
+ *    stops only once it is ready and hands over what changed meanwhile;
+ *  - exec with no manager (restart = exec, no $NOTIFY_SOCKET): the pid kept by two take-overs,
+ *    the next life handing the service back to the daemon's process executed again.
  * A pause is the looping client's longest round trip across one restart (the median of the
  * runs, with the least and the most), beside the same client's longest round trip over as long
  * with no restart (the floor: scheduling on a shared machine). For a take-over also the longest
@@ -45,10 +47,11 @@
 
 #define RUNS_MAX 20
 #define PARTS "Restart parts (us):"
+#define PARTS_MAX 1024
 
-enum way { EXEC, FDSTORE, TAKEOVER, WAYS };
-static const char *const way_name[WAYS] = { "exec (baseline)", "fd store", "take-over" };
-static const char *const way_key[WAYS] = { "exec", "fdstore", "takeover" }; /* HP_BENCH_PAUSE_WAYS */
+enum way { EXEC, FDSTORE, TAKEOVER, BACK, WAYS };
+static const char *const way_name[WAYS] = { "exec (baseline)", "fd store", "take-over", "exec, no manager" };
+static const char *const way_key[WAYS] = { "exec", "fdstore", "takeover", "back" }; /* HP_BENCH_PAUSE_WAYS */
 
 /* the looping client: its longest round trip since the last reset, and how many it made */
 static atomic_ullong max_rtt, nreq;
@@ -130,20 +133,28 @@ static bool looper_moves(unsigned n)
 	return nreq >= n0 + n && !loop_failed;
 }
 
-/* Every "Restart parts" line of d's log (after the colon), in order, into parts[0..max) */
-static unsigned all_parts(const struct daemon *d, char (*parts)[512], unsigned max)
+/*
+ * Every "Restart parts" line of d's log (after the colon), in order, `per` lines a restart
+ * (joined by " | back: ") into parts[0..max)
+ */
+static unsigned all_parts(const struct daemon *d, char (*parts)[PARTS_MAX], unsigned max, unsigned per)
 {
 	char line[1024];
 	FILE *f = fopen(d->log, "r");
-	unsigned n = 0;
+	unsigned n = 0, k = 0;
 
 	while (f && n < max && fgets(line, sizeof(line), f)) {
 		char *p = strstr(line, PARTS);
+		size_t len = strlen(parts[n]);
 
-		if (p) {
-			p += strlen(PARTS);
-			p[strcspn(p, "\n")] = '\0';
-			snprintf(parts[n++], sizeof(parts[0]), "%s", p + (*p == ' '));
+		if (!p)
+			continue;
+		p += strlen(PARTS);
+		p[strcspn(p, "\n")] = '\0';
+		snprintf(parts[n] + len, PARTS_MAX - len, "%s%s", k ? " | back: " : "", p + (*p == ' '));
+		if (++k == per) {
+			k = 0;
+			n++;
 		}
 	}
 	if (f)
@@ -154,34 +165,37 @@ static unsigned all_parts(const struct daemon *d, char (*parts)[512], unsigned m
 struct result {
 	double pause_ms[RUNS_MAX], floor_ms[RUNS_MAX];
 	double handover_ms[RUNS_MAX]; /* a take-over's: its longest round trip in flight at the hand-over */
-	char parts[RUNS_MAX][512];
+	char parts[RUNS_MAX][PARTS_MAX];
 	struct trip *trips[RUNS_MAX]; /* each run's round trips, until its parts are read */
 	unsigned ntrips[RUNS_MAX];
 	unsigned n;
 };
 
 /*
- * The longest of a run's round trips in flight at some moment between the running life's stop
- * and the next life's TAKEN, as its "Restart parts" line gives them (0: the line does not).
+ * The longest of a run's round trips in flight at some moment between a running life's stop and
+ * its next life's TAKEN, as each take-over's "Restart parts" gives them (0: none does).
  */
 static double handover_ms(const char *parts, const struct trip *t, unsigned n)
 {
-	const char *p = strstr(parts, "taken over "), *q = strstr(parts, "stopped (at ");
+	const char *p = parts, *q;
 	unsigned long long us, stop;
 	uint64_t worst = 0;
 
-	if (!p || !q || sscanf(p, "taken over %llu us", &us) != 1 || sscanf(q, "stopped (at %llu ns", &stop) != 1)
-		return 0;
-	for (unsigned i = 0; i < n; i++)
-		if (t[i].t0 <= stop + us * 1000 && t[i].t1 >= stop && t[i].t1 - t[i].t0 > worst)
-			worst = t[i].t1 - t[i].t0;
+	while ((p = strstr(p, "taken over ")) && (q = strstr(p, "stopped (at "))) {
+		if (sscanf(p, "taken over %llu us", &us) != 1 || sscanf(q, "stopped (at %llu ns", &stop) != 1)
+			return 0;
+		for (unsigned i = 0; i < n; i++)
+			if (t[i].t0 <= stop + us * 1000 && t[i].t1 >= stop && t[i].t1 - t[i].t0 > worst)
+				worst = t[i].t1 - t[i].t0;
+		p = q;
+	}
 	return (double)worst / 1e6;
 }
 
 /* One way with `others` other clients: a fresh daemon restarted `runs` times. */
 static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, const char *huge, struct result *res)
 {
-	const struct harness_opts store = { .fdstore_max = 65536 };
+	const struct harness_opts store = { .fdstore_max = 65536 }, no_manager = { .no_manager = true };
 	static struct daemon d;
 	char globals[256], classes[256];
 	hp_conn **cs = calloc(others + 1, sizeof(*cs)), *admin = NULL;
@@ -195,7 +209,7 @@ static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, 
 		 way == TAKEOVER ? "takeover" : "exec", others + 64);
 	snprintf(classes, sizeof(classes), "[class loop]\nsize = 2M\ncount = 4\n[class pool]\nsize = 2M\ncount = %u\n",
 		 gib * 512);
-	if (!cs || harness_start_opts(&d, globals, classes, way == FDSTORE ? &store : NULL) < 0) {
+	if (!cs || harness_start_opts(&d, globals, classes, way == FDSTORE ? &store : way == BACK ? &no_manager : NULL) < 0) {
 		printf("  %s: the daemon did not start\n", way_name[way]);
 		harness_dump_log(&d);
 		free(cs);
@@ -276,7 +290,7 @@ out:
 	if (started)
 		pthread_join(t, NULL);
 	/* read once the looping client stopped: reading a long log beside it costs it milliseconds */
-	all_parts(&d, res->parts, res->n);
+	all_parts(&d, res->parts, res->n, way == BACK ? 2 : 1);
 	for (unsigned i = 0; i < res->n; i++) {
 		if (res->trips[i])
 			res->handover_ms[i] = handover_ms(res->parts[i], res->trips[i], res->ntrips[i]);
@@ -365,12 +379,12 @@ int main(int argc, char **argv)
 				printf("    %-16s %8.3f ms [%.3f-%.3f] | exec %8.3f ms | exec/this %6.2fx\n", way_name[w], m, lo,
 				       hi, base, m > 0 ? base / m : 0);
 			printf("      its parts (us, the daemon's log): %s\n", r->parts[run][0] ? r->parts[run] : "none logged");
-			if (w == TAKEOVER) {
+			if (w == TAKEOVER || w == BACK) {
 				double v[RUNS_MAX];
 
 				memcpy(v, r->handover_ms, sizeof(v));
 				m = bench_median(v, r->n);
-				printf("      its longest round trip in flight from the stop to TAKEN: %.3f ms [%.3f-%.3f]%s\n", m,
+				printf("      its longest round trip in flight from a stop to its TAKEN: %.3f ms [%.3f-%.3f]%s\n", m,
 				       v[0], v[r->n - 1], v[0] > 0 ? "" : " (a run had no such line)");
 			}
 		}
