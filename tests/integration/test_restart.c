@@ -3,7 +3,8 @@
  * test_restart.c - warm restart: a daemon handing its pool to its next life through the file
  * descriptor store, with the harness playing systemd's part (manager.h) exactly as the protocol
  * says: it keeps what the daemon stores, drops what it removes, and starts the next life with
- * the fds from 3 and LISTEN_* set.
+ * the fds from 3 and LISTEN_* set; and restarts with no service manager at all (no_manager), as
+ * a daemon run by hand or by a supervisor that knows nothing of sd_notify is restarted.
  *
  * A buffer is recognised across a restart by its content: a client fills each buffer of a class
  * with its own byte and releases them; a client of the same uid that acquires them after the
