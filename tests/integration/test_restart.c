@@ -1173,6 +1173,56 @@ static int running_looks(pid_t pid)
 }
 
 /*
+ * A daemon started under o with globals (restart = ...), and a client *c holding a buffer *b
+ * filled with byte v: the daemon's pid.
+ */
+static pid_t start_holding(struct daemon *d, const char *globals, const struct harness_opts *o, hp_conn **c,
+			   struct hp_buffer *b, int v)
+{
+	start_opts(d, globals, ONE, o);
+	*c = conn(d);
+	assert_int_equal(hp_acquire(*c, "one", 1, 1000, b), 0);
+	memset(b->addr, v, b->size);
+	return d->pid;
+}
+
+/* The client still sees its buffer's byte v, releases it and goes; the daemon stops clean. */
+static void end_holding(struct daemon *d, hp_conn *c, struct hp_buffer *b, int v)
+{
+	assert_int_equal(((uint8_t *)b->addr)[0], v);
+	assert_int_equal(hp_release(c, b, 1), 0);
+	hp_disconnect(c);
+	stop(d);
+}
+
+/*
+ * The daemon goes on in a life of `lives` with another pid, orphaned to this subreaper when the
+ * process at old ended: d follows it, the client's one lease kept. How old ended (wait status).
+ */
+static int follow_other_life(struct daemon *d, hp_conn *c, uint64_t lives, pid_t old)
+{
+	struct hp_status *st = status_of_life(c, lives);
+	int ended;
+
+	assert_int_equal(st->nleases, 1);
+	assert_true(st->daemon_pid != old);
+	assert_int_equal(waitpid(old, &ended, 0), old);
+	d->pid = st->daemon_pid;
+	hp_status_free(st);
+	return ended;
+}
+
+/* hugepoolctl restart, answered once the service is back with the daemon's own pid; its words in out. */
+static void restart_keeps_pid(const struct daemon *d, pid_t pid, char *out, size_t len)
+{
+	char said[64];
+
+	assert_int_equal(ctl(d, "restart", out, len), 0);
+	snprintf(said, sizeof(said), "hugepoold restarted (pid %d)", (int)pid);
+	assert_non_null(strstr(out, said));
+}
+
+/*
  * restart = takeover with no service manager: the next life serves, and then idles as any life
  * does (it once spun its event loop for ever: a flush to the manager it waited for stayed due).
  */
@@ -1180,30 +1230,19 @@ static void test_takeover_without_manager(void **state)
 {
 	static struct daemon d;
 	struct hp_buffer b;
-	struct hp_status *st;
 	char out[1024];
 	pid_t pid;
 	int ended;
 	hp_conn *c;
 
 	(void)state;
-	start_opts(&d, "restart = takeover\n", ONE, &no_manager);
-	pid = d.pid;
-	c = conn(&d);
-	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	pid = start_holding(&d, "restart = takeover\n", &no_manager, &c, &b, 0x59);
 	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
-	st = status_of_life(c, 2);
-	assert_int_equal(st->nleases, 1);
-	assert_true(st->daemon_pid != pid);
-	/* the life before ended clean; the next one is this subreaper's now */
-	assert_int_equal(waitpid(pid, &ended, 0), pid);
+	/* the life before ended clean */
+	ended = follow_other_life(&d, c, 2, pid);
 	assert_true(WIFEXITED(ended) && WEXITSTATUS(ended) == 0);
-	d.pid = st->daemon_pid;
-	hp_status_free(st);
 	assert_true(running_looks(d.pid) < 25);
-	assert_int_equal(hp_release(c, &b, 1), 0);
-	hp_disconnect(c);
-	stop(&d);
+	end_holding(&d, c, &b, 0x59);
 }
 
 /*
@@ -1218,19 +1257,13 @@ static void test_exec_hands_back(void **state)
 	static struct daemon d;
 	struct hp_buffer b;
 	struct hp_status *st;
-	char out[1024], said[64];
-	pid_t pid;
+	char out[1024];
 	hp_conn *c;
+	pid_t pid;
 
 	(void)state;
-	start_opts(&d, "restart = exec\n", ONE, &no_manager);
-	pid = d.pid;
-	c = conn(&d);
-	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
-	memset(b.addr, 0x5a, b.size);
-	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
-	snprintf(said, sizeof(said), "hugepoold restarted (pid %d)", (int)pid);
-	assert_non_null(strstr(out, said));
+	pid = start_holding(&d, "restart = exec\n", &no_manager, &c, &b, 0x5a);
+	restart_keeps_pid(&d, pid, out, sizeof(out));
 	assert_non_null(strstr(out, "Start:       warm (life 3)"));
 	kill(pid, SIGUSR2);
 	st = status_of_life(c, 5);
@@ -1238,7 +1271,6 @@ static void test_exec_hands_back(void **state)
 	assert_int_equal(st->start.warm, 1);
 	assert_int_equal(st->nleases, 1);
 	hp_status_free(st);
-	assert_int_equal(((uint8_t *)b.addr)[0], 0x5a);
 	assert_int_equal(harness_log_count(&d, "Restart: handing the service back to pid"), 2);
 	assert_int_equal(harness_log_count(&d, "Re-executing '"), 0);
 	/* the lives in between ended, reaped by the daemon */
@@ -1247,10 +1279,8 @@ static void test_exec_hands_back(void **state)
 	assert_int_equal(children_of(pid), 0);
 	/* and the daemon idles as it did before: no flush to a manager that is not there is due */
 	assert_true(running_looks(pid) < 25);
-	assert_int_equal(hp_release(c, &b, 1), 0);
-	hp_disconnect(c);
 	assert_int_equal(d.pid, pid);
-	stop(&d);
+	end_holding(&d, c, &b, 0x5a);
 }
 
 /*
@@ -1262,34 +1292,20 @@ static void test_exec_back_fails(void **state)
 	static struct daemon d;
 	static const struct harness_opts killed = { .no_manager = true, .env = { "HUGEPOOLD_TAKEOVER_FAULT=prepare@3" } };
 	struct hp_buffer b;
-	struct hp_status *st;
 	char out[1024];
 	pid_t pid;
 	int ended;
 	hp_conn *c;
 
 	(void)state;
-	start_opts(&d, "restart = exec\n", ONE, &killed);
-	pid = d.pid;
-	c = conn(&d);
-	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
-	memset(b.addr, 0x5b, b.size);
+	pid = start_holding(&d, "restart = exec\n", &killed, &c, &b, 0x5b);
 	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 3);
 	assert_non_null(strstr(out, "ended before it had the service back"));
-	assert_int_equal(waitpid(pid, &ended, 0), pid);
+	/* the life that was to hand back serves on (life 2) */
+	ended = follow_other_life(&d, c, 2, pid);
 	assert_true(WIFSIGNALED(ended) && WTERMSIG(ended) == SIGKILL);
-	/* the life that was to hand back serves on, orphaned to this subreaper */
-	st = status(c);
-	assert_int_equal(st->start.lives, 2);
-	assert_int_equal(st->nleases, 1);
-	assert_true(st->daemon_pid != pid);
-	d.pid = st->daemon_pid;
-	hp_status_free(st);
 	assert_int_equal(harness_log_count(&d, "serves on as the daemon"), 1);
-	assert_int_equal(((uint8_t *)b.addr)[0], 0x5b);
-	assert_int_equal(hp_release(c, &b, 1), 0);
-	hp_disconnect(c);
-	stop(&d);
+	end_holding(&d, c, &b, 0x5b);
 }
 
 /*
@@ -1301,25 +1317,16 @@ static void test_exec_refused_at_go(void **state)
 	static struct daemon d;
 	static const struct harness_opts refusing = { .no_manager = true, .env = { "HUGEPOOLD_TAKEOVER_FAULT=refuse@2" } };
 	struct hp_buffer b;
-	char out[1024], said[64];
+	char out[1024];
 	pid_t pid;
 	hp_conn *c;
 
 	(void)state;
-	start_opts(&d, "restart = exec\n", ONE, &refusing);
-	pid = d.pid;
-	c = conn(&d);
-	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
-	memset(b.addr, 0x5c, b.size);
-	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
-	snprintf(said, sizeof(said), "hugepoold restarted (pid %d)", (int)pid);
-	assert_non_null(strstr(out, said));
+	pid = start_holding(&d, "restart = exec\n", &refusing, &c, &b, 0x5c);
+	restart_keeps_pid(&d, pid, out, sizeof(out));
 	assert_int_equal(harness_log_count(&d, "re-executing '"), 1);
-	assert_int_equal(((uint8_t *)b.addr)[0], 0x5c);
-	assert_int_equal(hp_release(c, &b, 1), 0);
-	hp_disconnect(c);
 	assert_int_equal(d.pid, pid);
-	stop(&d);
+	end_holding(&d, c, &b, 0x5c);
 }
 
 /* The limit of open files under which pid has exactly `spare` fd numbers free, or -1. */
