@@ -754,6 +754,23 @@ boot_lines() { # three processes so far: the first, the restart, the one after S
 }
 check "journalctl -u hugepoold shows the boot lines" boot_lines
 
+# --- an upgrade (the package installed again: its postinst as an upgrade runs it) hands the daemon
+# over to the package's binary by take-over, not by a stop and a start; the pages stay reserved --
+mainpid=$(c systemctl show -P MainPID hugepoold)
+reinstall() { c env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall "/root/hp/$(printf '%s\n' $debs | grep '^hugepool_')" >/dev/null; }
+upgraded() {
+	local now
+	reinstall || return 1
+	now=$(c systemctl show -P MainPID hugepoold)
+	echo "MainPID $mainpid -> $now, $(c systemctl show -P ActiveState hugepoold)"
+	[ "$now" != "$mainpid" ] && [ "$now" != 0 ] && ! c kill -0 "$mainpid" 2>/dev/null &&
+		[ "$(c systemctl show -P ActiveState hugepoold)" = active ] &&
+		c journalctl -b -u hugepoold -o cat | grep -q "Taken over by pid $now"
+}
+check "reinstalling the package (as an upgrade): the daemon taken over by the new binary, not restarted" upgraded
+check "warm (life 5)" warm_life 5
+check "and the pages stayed reserved, not twice (nr_hugepages $pages_started, surplus 0)" pages_kept
+
 # --- stop: the pages go back ------------------------------------------------------------------------
 check "systemctl stop hugepoold" c systemctl stop hugepoold
 # the stop PartOf= propagates is a job of its own: systemctl returns when hugepoold's is done
@@ -777,6 +794,8 @@ pages_back() { # systemd lets go of the fd store (the pool's buffers) after the 
 	echo "nr_hugepages, overcommit: $now"; c journalctl -b -u hugepool-hugepages -o cat | tail -6; false
 }
 check "stop gave the hugepages back (nr_hugepages $pages_base, overcommit $overcommit_before)" pages_back
+stays_stopped() { reinstall && ! c systemctl -q is-active hugepoold hugepool-hugepages; } # only a running one is taken over
+check "reinstalling the package leaves a stopped daemon stopped" stays_stopped
 
 # --- too few hugepages: prefer falls back, require refuses (the reservation masked) ----------------
 c systemctl mask -q hugepool-hugepages
