@@ -11,6 +11,7 @@
  * thread starts so that only the event loop's signalfd sees them.
  */
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -281,19 +282,30 @@ static void boot_free(struct boot *b)
 }
 
 /*
- * For the tests: HUGEPOOLD_TAKEOVER_FAULT=POINT@LIFE makes life LIFE fail a take-over at POINT:
- * as the next life, "prepare" (killed before it is prepared), "slow" (it prepares 1.5 s longer,
- * past the time it may prepare idle), "refuse" (it refuses what changed),
- * "go" (killed once GO came) or "taken" (killed right after TAKEN); as the running life, "stop"
- * (killed once it sent GO). Read by each life of the daemon, which inherit it.
+ * For the tests: HUGEPOOLD_TAKEOVER_FAULT=POINT@LIFE[,POINT@LIFE] makes life LIFE fail a
+ * take-over at POINT: as the next life, "prepare" (killed before it is prepared), "slow" (it
+ * prepares 1.5 s longer, past the time it may prepare idle), "refuse" (it refuses what changed),
+ * "go" (killed once GO came), "orphan" (it says TAKEN only once the running life is gone) or
+ * "taken" (killed right after TAKEN); as the running life, "stop" (killed once it sent GO). Read
+ * by each life of the daemon, which inherit it.
  */
 static bool takeover_fault(const struct boot *b, const char *point)
 {
-	const char *f = getenv("HUGEPOOLD_TAKEOVER_FAULT");
 	uint64_t life = b->prev ? b->prev->lives + 1 : 1, at;
 	size_t n = strlen(point);
+	char at_text[24];
 
-	return f && strncmp(f, point, n) == 0 && f[n] == '@' && decimal_parse(f + n + 1, &at) == 0 && at == life;
+	for (const char *f = getenv("HUGEPOOLD_TAKEOVER_FAULT"); f && *f; f += strcspn(f, ",") + (f[strcspn(f, ",")] == ',')) {
+		size_t len = strcspn(f, ",");
+
+		if (len > n + 1 && len - n - 1 < sizeof(at_text) && strncmp(f, point, n) == 0 && f[n] == '@') {
+			memcpy(at_text, f + n + 1, len - n - 1);
+			at_text[len - n - 1] = '\0';
+			if (decimal_parse(at_text, &at) == 0 && at == life)
+				return true;
+		}
+	}
+	return false;
 }
 
 /* For the tests: HUGEPOOLD_FAULT_INJECT=NAME:SPEC arms SPEC (jio_set_fault) in journal NAME. */
@@ -567,7 +579,14 @@ static int hand_over(struct boot *b)
 		return r;
 	b->t_journals = now_ns();
 	server_takeover_finish(b->srv, &b->handover, b->njournals);
+	if (takeover_fault(b, "orphan")) /* the running life gone first: its end hangs up */
+		(void)poll(&(struct pollfd){ .fd = b->takeover, .events = POLLIN }, 1, 5000);
 	r = takeover_send(b->takeover, TAKEOVER_TAKEN, 0, NULL, -1);
+	if (r < 0 && !getenv("NOTIFY_SOCKET")) {
+		/* nobody else will start the daemon again: this life has everything, and serves */
+		log_warning_errno(r, "The running life of the daemon went away as this one took over: %m; serving on");
+		r = 0;
+	}
 	if (r < 0) {
 		/*
 		 * Its state is published and in the store, and nobody will hand the service over: end

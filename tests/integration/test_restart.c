@@ -1309,6 +1309,54 @@ static void test_exec_back_fails(void **state)
 }
 
 /*
+ * The life that was to hand the service back dies right after it took over, before it took up
+ * the channel it was to hand back on: the daemon's process, which still holds every fd, does not
+ * execute itself into a next life with nobody to hand over; it re-executes in place instead,
+ * keeping its pid, the client its buffer, and answers the restart.
+ */
+static void test_exec_back_dies_after_taken(void **state)
+{
+	static struct daemon d;
+	static const struct harness_opts dying = { .no_manager = true, .env = { "HUGEPOOLD_TAKEOVER_FAULT=taken@2" } };
+	struct hp_buffer b;
+	char out[1024];
+	pid_t pid;
+	hp_conn *c;
+
+	(void)state;
+	pid = start_holding(&d, "restart = exec\n", &dying, &c, &b, 0x5d);
+	restart_keeps_pid(&d, pid, out, sizeof(out));
+	assert_int_equal(harness_log_count(&d, "ended before it could hand the service back; re-executing '"), 1);
+	end_holding(&d, c, &b, 0x5d);
+}
+
+/*
+ * The life handing the service back dies once it sent GO to the daemon's process: that one has
+ * everything and, with no service manager to start the daemon again, serves on (it once exited,
+ * and nothing served).
+ */
+static void test_exec_back_running_life_dies(void **state)
+{
+	static struct daemon d;
+	static const struct harness_opts dying = { .no_manager = true,
+						   .env = { "HUGEPOOLD_TAKEOVER_FAULT=stop@2,orphan@3" } };
+	struct hp_buffer b;
+	struct hp_status *st;
+	pid_t pid;
+	hp_conn *c;
+
+	(void)state;
+	pid = start_holding(&d, "restart = exec\n", &dying, &c, &b, 0x5e);
+	kill(pid, SIGUSR2);
+	st = status_of_life(c, 3);
+	assert_int_equal(st->daemon_pid, pid);
+	assert_int_equal(st->nleases, 1);
+	hp_status_free(st);
+	assert_int_equal(harness_log_count(&d, "went away as this one took over"), 1);
+	end_holding(&d, c, &b, 0x5e);
+}
+
+/*
  * The life that was to hand the service back refuses at GO: the daemon's process re-executes in
  * place instead, keeping its pid, and the client that asked is answered by the life after.
  */
@@ -1710,6 +1758,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_exec_hands_back, teardown),
 		cmocka_unit_test_teardown(test_exec_back_fails, teardown),
 		cmocka_unit_test_teardown(test_exec_refused_at_go, teardown),
+		cmocka_unit_test_teardown(test_exec_back_dies_after_taken, teardown),
+		cmocka_unit_test_teardown(test_exec_back_running_life_dies, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
 		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),
 	};

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -83,6 +84,36 @@ int takeover_send_back(int chan, const struct takeover_back *b, int fd)
 	struct takeover_msg m = { .type = TAKEOVER_BACK, .count = 1 };
 
 	return send_msg(chan, &m, b, sizeof(*b), &fd, 1, true);
+}
+
+int takeover_back_taken(int chan, pid_t pid, int timeout_ms)
+{
+	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+	for (;;) {
+		struct pollfd p = { .fd = chan, .events = POLLIN };
+		char c;
+		ssize_t n;
+
+		if (poll(&p, 1, 10) > 0) {
+			n = recv(chan, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+			if (n > 0)
+				return 0;
+			if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				/* closed by its end, or by its death, which its exit follows: told apart so */
+				for (int i = 0; i < 40; i++) {
+					if (waitpid(pid, NULL, WNOHANG) == pid)
+						return -ECHILD;
+					usleep(5000);
+				}
+				return -EPIPE;
+			}
+		}
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return -ECHILD;
+		if (now_ns() >= deadline)
+			return -ETIMEDOUT;
+	}
 }
 
 int takeover_say_last(int chan, enum takeover_type type, const char *text, int timeout_ms)

@@ -151,6 +151,16 @@ int takeover_send_snapshot(int chan, struct warm *w);
  */
 int takeover_send_go(int chan, const struct warm *w, uint64_t stopped_ns);
 
+/* BACK with b and the new channel's end fd; waits. */
+int takeover_send_back(int chan, const struct takeover_back *b, int fd);
+/*
+ * BACK sent: wait (at most timeout_ms) until the next life, pid (this process's child), has taken
+ * the new channel up. 0 once something came on chan, the running life's end of it (its first
+ * batch, left there for the process this one becomes); -ECHILD when pid ended (reaped here);
+ * -EPIPE when the channel's other end closed with pid alive (it did not take it up, and serves
+ * on); -ETIMEDOUT.
+ */
+int takeover_back_taken(int chan, pid_t pid, int timeout_ms);
 /*
  * Taken over by a next life that hands the service back to this process (BACK): the nice this
  * life's next one goes back to at GO where it may prepare idle (it can come back: CAP_SYS_NICE
@@ -178,8 +188,6 @@ int takeover_recv(int chan, struct takeover_msg *m, void *payload, size_t cap, i
 		  int timeout_ms);
 /* Send one message with no entries (text: TEXT's bytes, NULL none) and fd (-1: none); waits. */
 int takeover_send(int chan, enum takeover_type type, uint64_t arg, const char *text, int fd);
-/* BACK with b and the new channel's end fd; waits. */
-int takeover_send_back(int chan, const struct takeover_back *b, int fd);
 /*
  * The last words (FAILED, REFUSED): sent, then wait (at most timeout_ms) until the other end has
  * read them and closed the channel. A datagram sent to a socket whose peer is gone purges the

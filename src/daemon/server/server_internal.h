@@ -166,8 +166,10 @@ struct server {
 		int state_fd; /* its state memfd once prepared (kept in the fd store here too) */
 		uint64_t state_id;
 		/* restart = exec: it hands the service back to this process once taken over (BACK),
-		 * and answers the connection that asked (its conn_id), not this life */
+		 * on a socketpair made before anything stops (-1 once given), and answers the
+		 * connection that asked (its conn_id), not this life */
 		bool back;
+		int back_pair[2];
 		uint64_t asker;
 		/* ... this life's side of that: the next life is the daemon's own process, not a child */
 		bool coming_back;

@@ -33,6 +33,7 @@
 #define TAKEOVER_GO_MS 60000 /* ... and take over (its journals to recover included) */
 /* a next life preparing idle for longer is starved by a busy machine: the daemon's priority then */
 #define TAKEOVER_IDLE_MS 1000
+#define BACK_TAKEN_MS 5000 /* how long a next life may take to take up handing the service back */
 
 /*
  * Restart: start checking that it can happen (reexec.h) while the daemon goes on serving; the
@@ -92,7 +93,7 @@ static int takeover_start(struct server *s, bool back, char *text, size_t len)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = &s->next.chan };
 	struct takeover_child *child;
-	int exe, chan, nice;
+	int exe, chan, nice, pair[2] = { -1, -1 };
 
 	if (s->next.chan >= 0) {
 		snprintf(text, len, "a restart is being prepared already");
@@ -101,15 +102,25 @@ static int takeover_start(struct server *s, bool back, char *text, size_t len)
 	exe = reexec_open_next(text, len);
 	if (exe < 0)
 		return exe;
+	/* the channel the service comes back on: made while nothing has stopped, as every fd the
+	 * steps after the stop need */
+	if (back && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+		snprintf(text, len, "cannot make the channel to take the service back on: %s", strerror(errno));
+		return -errno;
+	}
 	fdstore_handover_begin();
 	chan = takeover_spawn(exe, reexec_args(), &child, &nice, text, len);
 	if (chan < 0) {
 		fdstore_handover_end();
+		if (back) {
+			close(pair[0]);
+			close(pair[1]);
+		}
 		return chan;
 	}
 	s->next = (typeof(s->next)){ .chan = chan, .child = child, .deadline = now_ns() + TAKEOVER_PREPARE_MS * 1000000ull,
 				     .idle_until = nice == TAKEOVER_NICE_NONE ? UINT64_MAX : now_ns() + TAKEOVER_IDLE_MS * 1000000ull,
-				     .nice = nice, .state_fd = -1, .back = back };
+				     .nice = nice, .state_fd = -1, .back = back, .back_pair = { pair[0], pair[1] } };
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, chan, &ev) < 0) {
 		snprintf(text, len, "cannot wait for the next life: %s", strerror(errno));
 		next_reap(s, true, NULL, 0);
@@ -126,6 +137,11 @@ int server_restart_check(struct server *s, unsigned peer_id, char *text, size_t 
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->restart_fd };
 	int fd;
 
+	/* the life before may still ask for the service back (BACK) */
+	if (s->prev_life.chan >= 0) {
+		snprintf(text, len, "this life is still taking over from the one before it");
+		return -EBUSY;
+	}
 	if (restart_way(s) != RESTART_WAY_REEXEC) {
 		fd = takeover_start(s, restart_way(s) == RESTART_WAY_BACK, text, len);
 		if (fd < 0)
@@ -204,7 +220,9 @@ static void next_reap(struct server *s, bool kill_it, char *text, size_t len)
 	s->next.pid = 0;
 	if (pid <= 0)
 		return; /* never started: text says why */
-	if (kill_it)
+	/* the daemon's own process, coming back, is not this life's to kill (nor to reap): the
+	 * channel's end tells it to give up */
+	if (kill_it && !s->next.coming_back)
 		kill(pid, SIGKILL);
 	while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
@@ -224,6 +242,11 @@ static void next_close(struct server *s)
 		close(s->next.chan);
 	}
 	s->next.chan = -1;
+	for (int i = 0; i < 2; i++)
+		if (s->next.back_pair[i] >= 0) {
+			close(s->next.back_pair[i]);
+			s->next.back_pair[i] = -1;
+		}
 	fdstore_handover_end();
 	if (s->warm)
 		warm_track_end(s->warm);
@@ -285,9 +308,9 @@ static void takeover_prepared(struct server *s, int state_fd, uint64_t id)
 	s->next.state_id = id;
 	log_info("Restart: the next life (pid %d) is prepared; handing over%s", (int)next_pid(s, NULL, 0),
 		 s->next.back ? ", for it to hand back to this process" : "");
-	if (p && s->next.back) {
-		/* answered by the life handing back, once this process has been prepared again: the
-		 * connection is handed over idle meanwhile */
+	if (p && (s->next.back || s->next.coming_back)) {
+		/* answered once the service is back with the daemon's process (restart = exec), by
+		 * whichever life has it then: the connection is handed over idle meanwhile */
 		s->next.asker = p->conn_id;
 		p->busy = false;
 	} else if (p) {
@@ -395,17 +418,11 @@ void server_takeover_event(struct server *s, uint32_t events, uint64_t now)
 static int takeover_ask_back(struct server *s, int *ret_chan, int *ret_nice)
 {
 	struct takeover_back back = { .asker = s->next.asker, .pid = getpid(), .nice = takeover_back_nice() };
-	int sv[2], r;
+	int r = takeover_send_back(s->next.chan, &back, s->next.back_pair[1]);
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	r = takeover_send_back(s->next.chan, &back, sv[1]);
-	close(sv[1]);
-	if (r < 0) {
-		close(sv[0]);
+	if (r < 0)
 		return r;
-	}
-	*ret_chan = sv[0];
+	*ret_chan = TAKE_FD(s->next.back_pair[0]);
 	*ret_nice = back.nice;
 	return 0;
 }
@@ -436,10 +453,34 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int 
 		*ret_back = -1;
 		if (s->next.back) {
 			r = takeover_ask_back(s, ret_back, ret_nice);
+			/* once it has taken the channel up, this process may become the one it hands
+			 * the service to: not before, when it could still die with the service */
+			if (r == 0)
+				r = takeover_back_taken(*ret_back, pid, BACK_TAKEN_MS);
 			if (r == 0) {
 				/* this process's child, which ends once it handed the service back: reaped
 				 * by the image of this process that has it back (reexec_reap) */
 				reexec_reap_add(pid);
+				s->next.pid = 0;
+				next_close(s);
+				return 0;
+			}
+			if (*ret_back >= 0)
+				close(*ret_back);
+			*ret_back = -1;
+			if (r == -ECHILD) {
+				/* this life still holds every fd: in place, the newest published state */
+				s->next.pid = 0;
+				next_close(s);
+				snprintf(why, len, "the next life (pid %d) ended before it could hand the service back",
+					 (int)pid);
+				(void)fdstore_exec_prepare();
+				return -EXDEV;
+			}
+			if (r == -EPIPE || r == -ETIMEDOUT) {
+				log_error("The next life (pid %d) did not take up handing the service back%s; it serves on as "
+					  "the daemon",
+					  (int)pid, r == -ETIMEDOUT ? " in time" : "");
 				s->next.pid = 0;
 				next_close(s);
 				return 0;
@@ -458,7 +499,10 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int 
 		next_close(s);
 		return 0;
 	}
-	if (r >= 0 && m.type == TAKEOVER_REFUSED)
+	if (r >= 0 && m.type == TAKEOVER_REFUSED && s->next.coming_back)
+		snprintf(why, len, "the daemon's process (pid %d) refused to take the service back (%s), and pid %d "
+			 "goes on as the daemon", (int)s->next.pid, text, (int)getpid());
+	else if (r >= 0 && m.type == TAKEOVER_REFUSED)
 		snprintf(why, len, "the next life refused to take over: %s", text);
 	else if (r == -EAGAIN)
 		snprintf(why, len, "the next life did not take over in %d s", TAKEOVER_GO_MS / 1000);
@@ -920,17 +964,18 @@ static void takeover_back_start(struct server *s, int chan, const struct takeove
 	struct peer *p;
 	char text[PROTO_TEXT_MAX];
 
+	if (s->next.chan >= 0 || s->restart_fd >= 0) {
+		/* not reached: server_restart_check refuses until BACK or MAIN came */
+		log_error("Refusing to hand the service back to pid %d: another restart is under way", (int)b->pid);
+		close(chan);
+		return;
+	}
 	s->restart_peer = 0;
 	TAILQ_FOREACH(p, &s->peers, link)
 		if (b->asker && p->conn_id == b->asker && !p->dead) {
 			s->restart_peer = p->id;
 			p->busy = true; /* answered once this ends, as handle_restart's asker */
 		}
-	if (s->next.chan >= 0 || s->restart_fd >= 0) {
-		snprintf(text, sizeof(text), "pid %d could not have the service back: another restart is under way here",
-			 (int)b->pid);
-		goto fail;
-	}
 	if (b->pid <= 0 || fcntl(chan, F_SETFL, O_NONBLOCK) < 0) {
 		snprintf(text, sizeof(text), "pid %d could not have the service back: a bad channel", (int)b->pid);
 		goto fail;
@@ -938,7 +983,7 @@ static void takeover_back_start(struct server *s, int chan, const struct takeove
 	fdstore_handover_begin();
 	s->next = (typeof(s->next)){ .chan = chan, .pid = b->pid, .deadline = now + TAKEOVER_PREPARE_MS * 1000000ull,
 				     .idle_until = b->nice == TAKEOVER_NICE_NONE ? UINT64_MAX : now + TAKEOVER_IDLE_MS * 1000000ull,
-				     .nice = b->nice, .state_fd = -1, .coming_back = true };
+				     .nice = b->nice, .state_fd = -1, .back_pair = { -1, -1 }, .coming_back = true };
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, chan, &ev) < 0) {
 		snprintf(text, sizeof(text), "cannot wait for pid %d to have the service back: %s", (int)b->pid,
 			 strerror(errno));
