@@ -89,30 +89,28 @@ int takeover_send_back(int chan, const struct takeover_back *b, int fd)
 int takeover_back_taken(int chan, pid_t pid, int timeout_ms)
 {
 	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
+	bool closed = chan < 0;
 
 	for (;;) {
 		struct pollfd p = { .fd = chan, .events = POLLIN };
-		char c;
+		struct takeover_msg m;
 		ssize_t n;
 
-		if (poll(&p, 1, 10) > 0) {
-			n = recv(chan, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-			if (n > 0)
-				return 0;
-			if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				/* closed by its end, or by its death, which its exit follows: told apart so */
-				for (int i = 0; i < 40; i++) {
-					if (waitpid(pid, NULL, WNOHANG) == pid)
-						return -ECHILD;
-					usleep(5000);
-				}
-				return -EPIPE;
-			}
+		if (!closed && poll(&p, 1, 10) > 0) {
+			n = recv(chan, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT);
+			/* its first batch (left there), or its last words: it will not */
+			if (n >= (ssize_t)sizeof(m))
+				return m.type == TAKEOVER_FDS || m.type == TAKEOVER_SNAPSHOT ? 0 : -EPIPE;
+			/* closed with nothing said: by its death, or by an older binary that does not
+			 * know BACK; only its exit tells which, however long that one takes to show */
+			closed = n >= 0 || (errno != EAGAIN && errno != EINTR);
+		} else if (closed) {
+			(void)poll(NULL, 0, 10);
 		}
 		if (waitpid(pid, NULL, WNOHANG) == pid)
 			return -ECHILD;
 		if (now_ns() >= deadline)
-			return -ETIMEDOUT;
+			return closed ? -EPIPE : -ETIMEDOUT;
 	}
 }
 

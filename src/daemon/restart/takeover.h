@@ -155,10 +155,10 @@ int takeover_send_go(int chan, const struct warm *w, uint64_t stopped_ns);
 int takeover_send_back(int chan, const struct takeover_back *b, int fd);
 /*
  * BACK sent: wait (at most timeout_ms) until the next life, pid (this process's child), has taken
- * the new channel up. 0 once something came on chan, the running life's end of it (its first
- * batch, left there for the process this one becomes); -ECHILD when pid ended (reaped here);
- * -EPIPE when the channel's other end closed with pid alive (it did not take it up, and serves
- * on); -ETIMEDOUT.
+ * the new channel up. 0 once its first batch came on chan, the running life's end of it (left
+ * there for the process this one becomes); -ECHILD when pid ended (reaped here); -EPIPE when it
+ * said it will not (FAILED), or closed the channel and is still alive at the deadline (an older
+ * binary): it serves on; -ETIMEDOUT. chan -1 (BACK could not be sent): only its end is looked for.
  */
 int takeover_back_taken(int chan, pid_t pid, int timeout_ms);
 /*

@@ -390,7 +390,7 @@ int server_open(const struct config *cfg, struct pool *pool, struct journal **jo
 	spill_set_warm(spill, warm);
 	s->listen_fd = s->epoll_fd = s->signal_fd = s->reserve_fd = s->restart_fd = -1;
 	s->next.chan = s->next.state_fd = s->prev_life.chan = -1;
-	s->next.back_pair[0] = s->next.back_pair[1] = -1;
+	s->next.back_pair[0] = s->next.back_pair[1] = s->next.pidfd = -1;
 	s->started_rt = realtime_ns();
 	TAILQ_INIT(&s->peers);
 	r = lease_table_new(pool, &lim, &svc_lease_ops, s, &s->leases);

@@ -171,8 +171,10 @@ struct server {
 		bool back;
 		int back_pair[2];
 		uint64_t asker;
-		/* ... this life's side of that: the next life is the daemon's own process, not a child */
+		/* ... this life's side of that: the next life is the daemon's own process, not a child,
+		 * signalled through a pidfd (its pid could be another process's once it ended) */
 		bool coming_back;
+		int pidfd;
 	} next;
 	/* ... the next life's side: the connections it could not take over from the snapshot (its
 	 * records still written), taken over at GO */

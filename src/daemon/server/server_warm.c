@@ -15,6 +15,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -83,6 +84,7 @@ static enum restart_way restart_way(const struct server *s)
 }
 
 static void next_reap(struct server *s, bool kill_it, char *text, size_t len);
+static void next_close(struct server *s);
 static void peer_unadopt(struct server *s, struct server_handover *h, struct peer *p);
 
 /*
@@ -120,13 +122,11 @@ static int takeover_start(struct server *s, bool back, char *text, size_t len)
 	}
 	s->next = (typeof(s->next)){ .chan = chan, .child = child, .deadline = now_ns() + TAKEOVER_PREPARE_MS * 1000000ull,
 				     .idle_until = nice == TAKEOVER_NICE_NONE ? UINT64_MAX : now_ns() + TAKEOVER_IDLE_MS * 1000000ull,
-				     .nice = nice, .state_fd = -1, .back = back, .back_pair = { pair[0], pair[1] } };
+				     .nice = nice, .state_fd = -1, .back = back, .back_pair = { pair[0], pair[1] }, .pidfd = -1 };
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, chan, &ev) < 0) {
 		snprintf(text, len, "cannot wait for the next life: %s", strerror(errno));
 		next_reap(s, true, NULL, 0);
-		close(chan);
-		s->next.chan = -1;
-		fdstore_handover_end();
+		next_close(s);
 		return -EIO;
 	}
 	return 0;
@@ -215,15 +215,19 @@ static pid_t next_pid(struct server *s, char *text, size_t len)
 static void next_reap(struct server *s, bool kill_it, char *text, size_t len)
 {
 	pid_t pid = next_pid(s, text, len), r;
-	int status = 0;
+	int status = 0, pidfd = TAKE_FD(s->next.pidfd);
 
 	s->next.pid = 0;
+	/* the daemon's own process, coming back, is killed through its pidfd (not this life's child:
+	 * its pid may name another process once it ended, and it is not reaped here) */
+	if (pid > 0 && kill_it && pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	else if (pid > 0 && kill_it && !s->next.coming_back)
+		kill(pid, SIGKILL);
+	if (pidfd >= 0)
+		close(pidfd);
 	if (pid <= 0)
 		return; /* never started: text says why */
-	/* the daemon's own process, coming back, is not this life's to kill (nor to reap): the
-	 * channel's end tells it to give up */
-	if (kill_it && !s->next.coming_back)
-		kill(pid, SIGKILL);
 	while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
 		;
 	if (r < 0 && text) /* not a child: the daemon's own process, which this life hands back to */
@@ -422,6 +426,8 @@ static int takeover_ask_back(struct server *s, int *ret_chan, int *ret_nice)
 
 	if (r < 0)
 		return r;
+	/* theirs is in flight, or theirs: this copy closed, so that their close shows here */
+	close(TAKE_FD(s->next.back_pair[1]));
 	*ret_chan = TAKE_FD(s->next.back_pair[0]);
 	*ret_nice = back.nice;
 	return 0;
@@ -454,9 +460,9 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int 
 		if (s->next.back) {
 			r = takeover_ask_back(s, ret_back, ret_nice);
 			/* once it has taken the channel up, this process may become the one it hands
-			 * the service to: not before, when it could still die with the service */
-			if (r == 0)
-				r = takeover_back_taken(*ret_back, pid, BACK_TAKEN_MS);
+			 * the service to: not before, when it could still die with the service (a
+			 * failed send is looked at as the channel's end: a death, or a refusal) */
+			r = takeover_back_taken(r == 0 ? *ret_back : -1, pid, BACK_TAKEN_MS);
 			if (r == 0) {
 				/* this process's child, which ends once it handed the service back: reaped
 				 * by the image of this process that has it back (reexec_reap) */
@@ -477,16 +483,12 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int 
 				(void)fdstore_exec_prepare();
 				return -EXDEV;
 			}
-			if (r == -EPIPE || r == -ETIMEDOUT) {
-				log_error("The next life (pid %d) did not take up handing the service back%s; it serves on as "
-					  "the daemon",
-					  (int)pid, r == -ETIMEDOUT ? " in time" : "");
-				s->next.pid = 0;
-				next_close(s);
-				return 0;
-			}
-			log_error_errno(r, "Failed to ask pid %d to hand the service back: %m; it serves on as the daemon",
-					(int)pid);
+			log_error("The next life (pid %d) did not take up handing the service back%s; it serves on as the "
+				  "daemon",
+				  (int)pid, r == -ETIMEDOUT ? " in time" : "");
+			s->next.pid = 0;
+			next_close(s);
+			return 0;
 		}
 		/* the manager follows it, then it may speak to the manager itself; no wait for this
 		 * life's own end: it is not the main process any more */
@@ -496,6 +498,8 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int 
 		}
 		(void)takeover_send(s->next.chan, TAKEOVER_MAIN, s->next.asker, NULL, -1);
 		s->next.pid = 0; /* not reaped here: it outlives this life */
+		if (s->next.pidfd >= 0)
+			close(TAKE_FD(s->next.pidfd));
 		next_close(s);
 		return 0;
 	}
@@ -967,6 +971,7 @@ static void takeover_back_start(struct server *s, int chan, const struct takeove
 	if (s->next.chan >= 0 || s->restart_fd >= 0) {
 		/* not reached: server_restart_check refuses until BACK or MAIN came */
 		log_error("Refusing to hand the service back to pid %d: another restart is under way", (int)b->pid);
+		(void)takeover_send(chan, TAKEOVER_FAILED, 0, "another restart is under way", -1);
 		close(chan);
 		return;
 	}
@@ -983,10 +988,13 @@ static void takeover_back_start(struct server *s, int chan, const struct takeove
 	fdstore_handover_begin();
 	s->next = (typeof(s->next)){ .chan = chan, .pid = b->pid, .deadline = now + TAKEOVER_PREPARE_MS * 1000000ull,
 				     .idle_until = b->nice == TAKEOVER_NICE_NONE ? UINT64_MAX : now + TAKEOVER_IDLE_MS * 1000000ull,
-				     .nice = b->nice, .state_fd = -1, .back_pair = { -1, -1 }, .coming_back = true };
+				     .nice = b->nice, .state_fd = -1, .back_pair = { -1, -1 }, .coming_back = true,
+				     .pidfd = (int)syscall(SYS_pidfd_open, b->pid, 0) };
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, chan, &ev) < 0) {
 		snprintf(text, sizeof(text), "cannot wait for pid %d to have the service back: %s", (int)b->pid,
 			 strerror(errno));
+		if (s->next.pidfd >= 0)
+			close(TAKE_FD(s->next.pidfd));
 		s->next.chan = -1;
 		fdstore_handover_end();
 		goto fail;
@@ -994,7 +1002,8 @@ static void takeover_back_start(struct server *s, int chan, const struct takeove
 	log_info("Restart: handing the service back to pid %d (restart = exec keeps the daemon's pid)", (int)b->pid);
 	return;
 fail:
-	/* it sees the channel's end and exits; this life serves on, with its own pid */
+	/* it hears why, and exits; this life serves on, with its own pid */
+	(void)takeover_send(chan, TAKEOVER_FAILED, 0, text, -1);
 	close(chan);
 	log_error("Refusing the restart: %s; pid %d serves on as the daemon", text, (int)getpid());
 	if (restart_asker(s))
