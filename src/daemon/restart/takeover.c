@@ -581,6 +581,10 @@ int takeover_priority(pid_t pid, bool idle, int nice)
 			r = k;
 	}
 	closedir(d);
+	/* a task that woke on this CPU while this one still had the daemon's priority waits here
+	 * behind it (only a wake-up checks an idle task against the others): it runs first now */
+	if (pid == 0 && idle)
+		sched_yield();
 	return r;
 }
 

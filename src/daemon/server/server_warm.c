@@ -419,9 +419,9 @@ void server_takeover_event(struct server *s, uint32_t events, uint64_t now)
  * channel's end. 0 and this end in *ret_chan, the nice to come back to in *ret_nice; or a
  * negative errno.
  */
-static int takeover_ask_back(struct server *s, int *ret_chan, int *ret_nice)
+static int takeover_ask_back(struct server *s, int nice, int *ret_chan, int *ret_nice)
 {
-	struct takeover_back back = { .asker = s->next.asker, .pid = getpid(), .nice = takeover_back_nice() };
+	struct takeover_back back = { .asker = s->next.asker, .pid = getpid(), .nice = nice };
 	int r = takeover_send_back(s->next.chan, &back, s->next.back_pair[1]);
 
 	if (r < 0)
@@ -457,8 +457,21 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int 
 
 		*ret_pid = pid;
 		*ret_back = -1;
+		/*
+		 * This life's CPU is the next life's from here on. A message to it wakes it on this
+		 * CPU (the kernel expects a waker that sends to sleep), where this life's exec or exit
+		 * (milliseconds in the kernel, closing thousands of fds, not preempted there) would
+		 * hold it while the other CPU idles: so this life goes idle first, and the next life
+		 * takes the CPU as soon as it wants it.
+		 */
 		if (s->next.back) {
-			r = takeover_ask_back(s, ret_back, ret_nice);
+			int nice = takeover_back_nice();
+
+			/* only where it can come back: the process it becomes must serve at the
+			 * daemon's priority */
+			if (nice != TAKEOVER_NICE_NONE)
+				(void)takeover_priority(0, true, 0);
+			r = takeover_ask_back(s, nice, ret_back, ret_nice);
 			/* once it has taken the channel up, this process may become the one it hands
 			 * the service to: not before, when it could still die with the service (a
 			 * failed send is looked at as the channel's end: a death, or a refusal) */
@@ -475,7 +488,10 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int 
 				close(*ret_back);
 			*ret_back = -1;
 			if (r == -ECHILD) {
-				/* this life still holds every fd: in place, the newest published state */
+				/* this life still holds every fd: in place, the newest published state,
+				 * at the daemon's priority */
+				if (nice != TAKEOVER_NICE_NONE)
+					(void)takeover_priority(0, false, nice);
 				s->next.pid = 0;
 				next_close(s);
 				snprintf(why, len, "the next life (pid %d) ended before it could hand the service back",
@@ -496,6 +512,7 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int 
 			notify_sendf("RELOADING=1\nSTATUS=Taken over by pid %d\nMAINPID=%d", (int)pid, (int)pid);
 			(void)fdstore_barrier(5000);
 		}
+		(void)takeover_priority(0, true, 0); /* it ends: its teardown on what CPU is left */
 		(void)takeover_send(s->next.chan, TAKEOVER_MAIN, s->next.asker, NULL, -1);
 		s->next.pid = 0; /* not reaped here: it outlives this life */
 		if (s->next.pidfd >= 0)
