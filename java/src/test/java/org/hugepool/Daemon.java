@@ -25,6 +25,8 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.extension.AfterAllCallback;
@@ -134,14 +136,35 @@ final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback
         }
     }
 
-    /** A warm restart by re-execution (hugepoolctl restart): returns once the next life is ready. */
+    /*
+     * A warm restart (hugepoolctl restart): returns once the life that answered (the daemon's own
+     * process, after two take-overs: restart = exec with no service manager) has logged its start,
+     * so that the count of start lines is right for the next start.
+     */
     void restart() throws IOException, InterruptedException {
         Process ctl = new ProcessBuilder(BUILD.resolve("hugepoolctl").toString(), "-s", socket.toString(), "restart")
                 .redirectErrorStream(true).start();
         String out = new String(ctl.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (ctl.waitFor() != 0)
             throw new IllegalStateException("hugepoolctl restart: " + out);
-        awaitStart(starts + 1);
+        Matcher life = Pattern.compile("\\(life (\\d+)\\)").matcher(out);
+        if (!life.find())
+            throw new IllegalStateException("hugepoolctl restart did not say which life serves: " + out);
+        awaitLine("Warm start (life " + life.group(1) + ")");
+    }
+
+    /* Wait until a line contains s; then count the start lines again. */
+    private void awaitLine(String s) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(START_MS);
+        synchronized (lines) {
+            while (lines.stream().noneMatch(l -> l.contains(s))) {
+                long left = deadline - System.nanoTime();
+                if (!proc.isAlive() || left <= 0)
+                    throw new IllegalStateException("hugepoold did not log \"" + s + "\":\n" + String.join("\n", lines));
+                lines.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+            }
+            starts = (int) lines.stream().filter(l -> l.contains("Cold start") || l.contains("Warm start")).count();
+        }
     }
 
     /** How many lines of the log contain s. */
