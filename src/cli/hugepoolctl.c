@@ -631,7 +631,7 @@ const struct command cmdline_commands[] = {
 	  .run = run_metrics,
 	  .own_connection = true },
 	{ .name = "restart",
-	  .help = "re-execute the daemon, keeping its pool and clients (warm)",
+	  .help = "restart the daemon, keeping its pool and clients (warm)",
 	  .opts = OPT_JSON,
 	  .run = run_restart },
 	{ .name = "journal", .sub = journal_commands, .nsub = ARRAY_SIZE(journal_commands) },
