@@ -60,6 +60,9 @@ struct journal_stats {
 	uint64_t inline_rate, queued_rate; /* adaptive: records/s of each path's last window */
 	char chosen[16]; /* adaptive: the path of more writers than CPUs once measured, else "" */
 	char path_why[256]; /* which path, and why (journal_get_stats) */
+	/* the flusher after a few writers' batch (not on the wire): rounds it looked for their next
+	 * append, of which found one, and rounds that slept at once (the looks backing off) */
+	uint64_t spins, spins_found, spins_skipped;
 	/* what recovery found at start */
 	uint64_t recovered_records;
 	char recovery[200];

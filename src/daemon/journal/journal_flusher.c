@@ -25,9 +25,10 @@
  * At most JOURNAL_INFLIGHT batches are written at once: one syncs while the next fills. When the
  * active writers are no more than the CPUs, nobody needs to sleep: their batch is written and
  * synced inline, they spin for it (the hint in their rings) and the flusher for their next
- * appends (the inline-spin path). More writers' batches go through the backend's queue, or,
- * with backend = auto, inline on this thread or through io_uring's queue beside libaio's when
- * the path controller (journal_path.h) measured that faster; their writers spin (yielding) too
+ * appends (the inline-spin path; it looks less often while its looks find nothing). More
+ * writers' batches go through the backend's queue, or, with backend = auto, inline on this
+ * thread or through io_uring's queue beside libaio's when the path controller (journal_path.h)
+ * measured that faster; their writers spin (yielding) too
  * while the batch needs no thread but this one (inline, libaio, sync), and sleep while io-wq's
  * workers write and sync it (spin_pays).
  *
@@ -60,6 +61,7 @@
 
 #define EWMA_ALPHA 0.2
 #define FLUSHER_SPIN_NS 50000 /* how long the flusher looks for a few writers' next append */
+#define FLUSHER_SPIN_SKIP_MAX 16 /* rounds without that look after misses in a row, at most */
 
 /* --- batches ---------------------------------------------------------------------------- */
 
@@ -530,22 +532,43 @@ static void set_spin_hint(struct journal *j, bool spin)
 		jring_set_spin(w->hdr, us);
 }
 
-/* After serving a few writers: their next append usually follows within microseconds. */
+/*
+ * After serving a few writers: their next append usually follows within microseconds, and
+ * looking for it spares them a doorbell and us a wake-up. Not always: a writer that appends
+ * once per round trip to its own client (a broker's producer) comes back after a millisecond,
+ * and a spin that finds nothing is FLUSHER_SPIN_NS of a CPU taken from that writer's process.
+ * So spinning backs off as adaptive mutexes do: after a spin that found nothing, the next
+ * spin_skip rounds sleep at once, spin_skip doubling with each miss in a row up to
+ * FLUSHER_SPIN_SKIP_MAX rounds (the spin after them probes whether spinning pays again); a
+ * spin that finds an append has every round spin again.
+ */
 static bool spin_for_append(struct journal *j)
 {
-	uint64_t until = now_ns() + FLUSHER_SPIN_NS;
+	uint64_t until;
 
+	if (j->spin_skip_left) {
+		j->spin_skip_left--;
+		j->st.spins_skipped++;
+		return false;
+	}
+	j->st.spins++;
+	until = now_ns() + FLUSHER_SPIN_NS;
 	do {
 		struct journal_writer *w;
 
 		TAILQ_FOREACH(w, &j->writers, link)
-			if (!w->broken && jring_load_tail(w->hdr) != w->head)
+			if (!w->broken && jring_load_tail(w->hdr) != w->head) {
+				j->spin_skip = 0;
+				j->st.spins_found++;
 				return true;
+			}
 		/* yield, not pause: the writer may be queued on our CPU; and let the event loop in */
 		pthread_mutex_unlock(&j->lock);
 		sched_yield();
 		pthread_mutex_lock(&j->lock);
 	} while (now_ns() < until);
+	j->spin_skip = j->spin_skip ? MIN(2 * j->spin_skip, FLUSHER_SPIN_SKIP_MAX) : 1;
+	j->spin_skip_left = j->spin_skip;
 	return false;
 }
 

@@ -146,6 +146,7 @@ struct journal {
 	uint64_t last_submit_ns;
 	bool wake_pending; /* published since the last wake_writers (flusher only) */
 	bool few_recent; /* the last batch served no more writers than CPUs (flusher only) */
+	unsigned spin_skip, spin_skip_left; /* spin_for_append's back-off (flusher only) */
 	/* backend = auto with a queue: more writers than CPUs go inline or through a queue as path says
 	 * (journal_path.h); the controller is the flusher's, status reads it under lock */
 	bool adaptive;
