@@ -574,7 +574,12 @@ static bool spin_for_append(struct journal *j)
 
 /* --- the loop --------------------------------------------------------------------------- */
 
-/* Gather and submit as the rule says. Returns the deadline to wake up at (0 = none). */
+/*
+ * Gather and submit as the rule says. Returns the deadline to wake up at (0 = none). Stopping,
+ * it gathers nothing more and submits what the filling batch took: a clean stop writes every
+ * record it gave an LSN (the clean marker records the next LSN, and a record taken from a
+ * ring has one).
+ */
 static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 {
 	uint64_t deadline = 0;
@@ -585,7 +590,9 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 
 		if (j->st.state == JOURNAL_FAILED)
 			return 0;
-		full = gather_fair(j, b, now);
+		if (j->stop && b->len == 0)
+			return 0;
+		full = j->stop ? false : gather_fair(j, b, now);
 		if (full && b->len == 0) {
 			int r;
 
@@ -616,7 +623,7 @@ static uint64_t gather_and_flush(struct journal *j, uint64_t now)
 		}
 		if (j->norder >= JOURNAL_INFLIGHT)
 			return 0; /* a completion wakes us */
-		if (!(full || flush_due(j, now, &deadline)))
+		if (!(full || j->stop || flush_due(j, now, &deadline)))
 			return deadline;
 		{
 			unsigned in_batch, active = active_writers(j, now, &in_batch);
@@ -718,12 +725,16 @@ void *flusher_main(void *arg)
 			retain_persist(j, lsn);
 			pthread_mutex_lock(&j->lock);
 		}
-		if (j->stop && j->norder == 0)
+		if (j->stop && j->norder == 0 &&
+		    (j->batches[j->fill].len == 0 || j->st.state == JOURNAL_FAILED))
 			break;
-		deadline = j->stop ? 0 : gather_and_flush(j, now);
+		deadline = gather_and_flush(j, now);
 		wake_writers(j);
 		/* a batch written inline has dropped its writers' references by now */
 		reap_writers(j);
+		/* stopping with nothing in flight: the batch it filled is written, go and end */
+		if (j->stop && j->norder == 0)
+			continue;
 		/* a full or failed journal cannot take what waits in a ring: looking for it would spin */
 		if (!deadline && j->few_recent && j->norder == 0 && !j->stop && j->st.state == JOURNAL_OK &&
 		    spin_for_append(j))
