@@ -351,6 +351,20 @@ int hp_journal_append(hp_journal *j, const void *data, size_t len, uint64_t *ret
 /* Append n records as one group: consecutive LSNs, durable together. */
 int hp_journal_appendv(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_ticket);
 
+/*
+ * hp_journal_appendv with flags (0: the same). HP_JOURNAL_APPEND_LAZY: nobody waits for these
+ * records yet, so the daemon need not sync them at once: it holds them up to the journal's
+ * max_batch_delay for a record someone waits for, and syncs them with it (what an Artemis
+ * broker appends without a sync: a transaction's records before its commit). A wait for them (hp_journal_wait,
+ * hp_journal_wait_lsn, hp_journal_close's drain) asks for them at once. They are the daemon's
+ * once appended: the writer's process may die without losing them. A daemon older than lazy
+ * appends takes them as any other. -EINVAL for an unknown flag.
+ */
+enum hp_journal_append_flags {
+	HP_JOURNAL_APPEND_LAZY = 1u << 0,
+};
+int hp_journal_appendv_flags(hp_journal *j, const struct iovec *recs, unsigned n, unsigned flags, uint64_t *ret_ticket);
+
 /* Wait until everything appended up to ticket is durable (timeout_ms < 0: no limit; -ETIMEDOUT). */
 int hp_journal_wait(hp_journal *j, uint64_t ticket, int64_t timeout_ms);
 

@@ -76,6 +76,9 @@ static void ring_doorbell(const struct jring_client *c)
 /* Make everything before c->tail visible, and ring the doorbell if the daemon sleeps. */
 static void jring_publish(struct jring_client *c)
 {
+	/* want before tail: a daemon that sees the tail sees which of its entries are urgent */
+	if (c->lazy_ok)
+		__atomic_store_n(&c->hdr->want, c->want, __ATOMIC_RELEASE);
 	/* the client's side of the Dekker pair: store tail, then look at need_wakeup */
 	__atomic_store_n(&c->hdr->tail, c->tail, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&c->hdr->need_wakeup, __ATOMIC_SEQ_CST))
@@ -109,7 +112,26 @@ int jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct 
 	};
 	c->max_entry = c->hdr->max_entry;
 	c->tail = tail;
+	c->want = tail;
+	/* an older daemon has no `want`: every entry is urgent there, as it always was */
+	c->lazy_ok = __atomic_load_n(&h->version, __ATOMIC_RELAXED) >= 2;
+	if (c->lazy_ok) {
+		__atomic_store_n(&c->hdr->want, c->want, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->hdr->lazy, 1, __ATOMIC_RELEASE);
+	}
 	return 0;
+}
+
+void jring_want(struct jring_client *c, uint64_t pos)
+{
+	pos = MIN(pos, c->tail);
+	if (!c->lazy_ok || pos <= c->want)
+		return;
+	c->want = pos;
+	/* the Dekker pair again, with want for tail: a daemon going to sleep sees it or is rung */
+	__atomic_store_n(&c->hdr->want, c->want, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&c->hdr->need_wakeup, __ATOMIC_SEQ_CST))
+		ring_doorbell(c);
 }
 
 /* The ring's error, 0 or a negative errno (anything else the daemon wrote there is -EPROTO). */
@@ -185,7 +207,7 @@ int jring_wait(struct jring_client *c, bool (*done)(const struct jring_client *c
 	}
 }
 
-int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, uint64_t *ret_start)
+int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, bool lazy, uint64_t *ret_start)
 {
 	uint64_t total, disk, off, pos, skip = 0;
 	int32_t err;
@@ -203,6 +225,8 @@ int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, u
 	/* space is free behind what is durable (we may still need to read an entry's LSN) */
 	pos = c->tail + skip + total;
 	if (pos - __atomic_load_n(&c->hdr->durable, __ATOMIC_ACQUIRE) > c->size) {
+		/* waiting for room: everything in the ring is wanted now, lazy or not */
+		c->want = c->tail;
 		jring_publish(c);
 		r = jring_wait(c, jring_durable_past, pos - c->size, UINT64_MAX);
 		if (r < 0)
@@ -218,6 +242,8 @@ int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, u
 	*ret_start = c->tail;
 	jring_put_entry(c->data, off, total, recs, n);
 	c->tail += total;
+	if (!lazy)
+		c->want = c->tail;
 	jring_publish(c);
 	return 0;
 }
@@ -247,11 +273,30 @@ uint64_t jring_load_tail(const struct jring_hdr *h)
 	return tail;
 }
 
-bool jring_arm(struct jring_hdr *h, bool want, uint64_t head)
+uint64_t jring_load_want(const struct jring_hdr *h)
 {
-	/* the daemon's side of the Dekker pair: store need_wakeup, then look at tail */
+	uint32_t lazy = __atomic_load_n(&h->lazy, __ATOMIC_ACQUIRE);
+	uint64_t want;
+
+	if (jring_fetch_hook)
+		jring_fetch_hook(&h->lazy, sizeof(h->lazy));
+	if (lazy != 1)
+		return UINT64_MAX;
+	want = __atomic_load_n(&h->want, __ATOMIC_SEQ_CST);
+	if (jring_fetch_hook)
+		jring_fetch_hook(&h->want, sizeof(h->want));
+	return want;
+}
+
+bool jring_arm(struct jring_hdr *h, bool want, uint64_t head, uint64_t lazy_end)
+{
+	/* the daemon's side of the Dekker pair: store need_wakeup, then look at tail (and want) */
 	__atomic_store_n(&h->need_wakeup, want, __ATOMIC_SEQ_CST);
-	return !want || jring_load_tail(h) == head;
+	if (!want)
+		return true;
+	if (jring_load_tail(h) != head)
+		return false;
+	return !lazy_end || jring_load_want(h) < lazy_end;
 }
 
 int jring_read_entry(const struct jring_view *v, uint64_t pos, uint64_t tail, uint8_t *dst, uint64_t room,
@@ -319,7 +364,7 @@ int jring_read_entry(const struct jring_view *v, uint64_t pos, uint64_t tail, ui
 void jring_init(struct jring_hdr *h, uint64_t size, uint64_t max_entry)
 {
 	h->magic = JRING_MAGIC;
-	h->version = 1;
+	h->version = JRING_VERSION;
 	h->size = size;
 	h->max_record = JFORMAT_RECORD_MAX;
 	h->max_entry = max_entry;

@@ -13,7 +13,8 @@
  * delays only itself and its own uid.
  *
  *   client writes: the entries (jring_append), then `tail` (jring_publish, seq_cst) once an
- *                  entry is complete;
+ *                  entry is complete; with a daemon of version 2 on, `lazy` once at start and
+ *                  `want` before each `tail` it publishes and before it waits (lazy entries);
  *   daemon writes: for each entry it copies into a batch its first LSN into the entry's lsn
  *                  field (jring_set_lsn), then `head` (jring_set_head); once the sync covering
  *                  them completed `durable_lsn`, then `durable` (jring_set_durable,
@@ -34,6 +35,15 @@
  * the client writes a skip entry (count 0) covering the rest and starts again at offset 0. The
  * client may reuse space only behind `durable`, so it can still read an entry's LSN after
  * waiting for it.
+ *
+ * Lazy entries (version 2 on, a client that set `lazy`). An entry that ends past the client's
+ * `want` is lazy: nobody waits for it yet, so the daemon need not sync it at once; it holds its
+ * batch up to the journal's max_batch_delay for an entry someone waits for, which the client
+ * says by moving `want` to that entry's end before publishing it, or to any position it is
+ * about to wait for (jring_want). Once `want` covers a lazy entry the daemon has taken, the
+ * batch goes as if that entry had come urgent. A lazy entry is in the daemon's hands once
+ * published: a client that dies loses none. `want` only delays or hastens the client's own
+ * records' batch; every other writer's entries are urgent for their own sake.
  *
  * Wake-up handshake (no socket round trip), a Dekker pair:
  *   client (jring_publish):  store tail (seq_cst); load need_wakeup (seq_cst); if set, write 1
@@ -63,6 +73,7 @@
 
 #define JRING_MAGIC 0x474e524au /* "JRNG" */
 #define JRING_HDR_SIZE 4096u
+#define JRING_VERSION 2 /* 2: the daemon reads `lazy` and `want` */
 #define JRING_MIN_SIZE (64u << 10)
 #define JRING_MAX_SIZE (64u << 20)
 
@@ -76,7 +87,9 @@ struct jring_hdr {
 	uint8_t pad0[32];
 	/* the client's line */
 	uint64_t tail;
-	uint8_t pad1[56];
+	uint64_t want; /* lazy: entries ending past it may wait (version 2 on) */
+	uint32_t lazy; /* 1: the client keeps `want`; 0 (an older library): every entry is urgent */
+	uint8_t pad1[44];
 	/* the daemon's line */
 	uint64_t head;
 	uint64_t durable;
@@ -88,6 +101,7 @@ struct jring_hdr {
 _Static_assert(sizeof(struct jring_hdr) <= JRING_HDR_SIZE, "ring header fits its page");
 _Static_assert(__builtin_offsetof(struct jring_hdr, tail) % 64 == 0, "tail on its own cache line");
 _Static_assert(__builtin_offsetof(struct jring_hdr, head) % 64 == 0, "daemon fields on their own line");
+_Static_assert(__builtin_offsetof(struct jring_hdr, lazy) < __builtin_offsetof(struct jring_hdr, head), "client fields on its line");
 
 #define JRING_SPIN_MAX_US 1000u /* the longest spin_us the daemon sets and a waiter obeys */
 
@@ -132,6 +146,8 @@ struct jring_client {
 	uint64_t size; /* from the daemon's reply, checked: not read back from the header */
 	uint64_t max_entry; /* disk bytes of one entry, read once */
 	uint64_t tail; /* its own copy: what it published */
+	bool lazy_ok; /* the daemon reads want (its header's version, read once) */
+	uint64_t want; /* its own copy of what it published in hdr->want */
 	int doorbell; /* its eventfd */
 	struct jring_wake *wake; /* the wake page of its uid's writers of the journal */
 	/* asked after a wait slice without news: is the daemon gone? (the library: its socket) */
@@ -149,11 +165,16 @@ int jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct 
 		      bool (*gone)(void *arg), void *gone_arg, const char **ret_why);
 /*
  * Append one entry of n records (each of at most JFORMAT_RECORD_MAX bytes; the caller checks
- * them) and publish it; waits while the ring is full. *ret_start: the entry's position (for
- * jring_entry_lsn); c->tail after it is the position jring_durable_past waits for. -EMSGSIZE
- * when the entry exceeds the ring's limits, the ring's error, or what jring_wait returns.
+ * them) and publish it; waits while the ring is full. lazy: nobody waits for it yet (the daemon
+ * may hold it for one who does; an urgent entry where the daemon predates lazy entries).
+ * *ret_start: the entry's position (for jring_entry_lsn); c->tail after it is the position
+ * jring_durable_past waits for. -EMSGSIZE when the entry exceeds the ring's limits, the ring's
+ * error, or what jring_wait returns.
  */
-int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, uint64_t *ret_start);
+int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, bool lazy, uint64_t *ret_start);
+/* Before waiting for ring position pos (at most c->tail): the entries up to it are wanted now;
+ * rings the doorbell if the daemon sleeps and had lazy entries to cover. */
+void jring_want(struct jring_client *c, uint64_t pos);
 /* The journal's durable LSN at the last publish. */
 uint64_t jring_durable_lsn(const struct jring_client *c);
 /* Conditions for jring_wait: ring position pos is durable; LSN lsn is durable. */
@@ -180,12 +201,16 @@ void jring_fetch(void *dst, const void *src, size_t n);
 void jring_fetch_hook(const void *src, size_t n) __attribute__((weak));
 /* The client's tail, read once (acquire: the entries before it are visible). */
 uint64_t jring_load_tail(const struct jring_hdr *h);
+/* After jring_load_tail: the position up to which its entries are urgent, read once (`lazy`
+ * and `want`, each once): UINT64_MAX for a client that does not keep it. */
+uint64_t jring_load_want(const struct jring_hdr *h);
 /*
  * need_wakeup = want: raised before the flusher sleeps, lowered once it is awake (or while it
- * cannot act on appends). With want, true when the ring has nothing past head, so sleeping is
- * safe.
+ * cannot act on appends). With want, true when the ring has nothing past head and, where the
+ * filling batch holds lazy entries of this ring up to lazy_end (0: none), `want` does not
+ * cover them yet: sleeping is safe.
  */
-bool jring_arm(struct jring_hdr *h, bool want, uint64_t head);
+bool jring_arm(struct jring_hdr *h, bool want, uint64_t head, uint64_t lazy_end);
 
 /* The daemon's own description of a ring: never read back from the shared header. */
 struct jring_view {

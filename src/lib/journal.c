@@ -147,7 +147,9 @@ void hp_journal_close(hp_journal *j)
 	if (!j)
 		return;
 	req.writer_id = j->writer_id;
-	/* what was appended is still written: the daemon drains the ring before it lets go */
+	/* what was appended is still written: the daemon drains the ring before it lets go, lazy
+	 * entries too, and without holding them for a wait that will not come */
+	jring_want(&j->ring, j->ring.tail);
 	(void)client_simple_request(j->c, PROTO_JOURNAL_CLOSE, &req, sizeof(req));
 	munmap(j->ring.hdr, JRING_HDR_SIZE + j->ring.size);
 	munmap(j->ring.wake, JRING_WAKE_SIZE);
@@ -165,8 +167,10 @@ static uint64_t deadline_of(int64_t timeout_ms)
 	return timeout_ms < 0 ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000ull;
 }
 
-/* Append an entry; *ret_start is where its header lies (for the LSN), *ret_end its ticket. */
-static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_start, uint64_t *ret_end)
+/* Append an entry (lazy: HP_JOURNAL_APPEND_LAZY); *ret_start is where its header lies (for the
+ * LSN), *ret_end its ticket. */
+static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, bool lazy, uint64_t *ret_start,
+			uint64_t *ret_end)
 {
 	int r;
 
@@ -178,22 +182,29 @@ static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, uin
 		if (recs[i].iov_len > JFORMAT_RECORD_MAX)
 			return -EMSGSIZE;
 	}
-	r = jring_append(&j->ring, recs, n, ret_start);
+	r = jring_append(&j->ring, recs, n, lazy, ret_start);
 	if (r < 0)
 		return writer_result(j, r);
 	*ret_end = j->ring.tail;
 	return 0;
 }
 
-int hp_journal_appendv(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_ticket)
+int hp_journal_appendv_flags(hp_journal *j, const struct iovec *recs, unsigned n, unsigned flags, uint64_t *ret_ticket)
 {
 	uint64_t start, end;
 	int r;
 
-	r = append_entry(j, recs, n, &start, &end);
+	if (flags & ~(unsigned)HP_JOURNAL_APPEND_LAZY)
+		return -EINVAL;
+	r = append_entry(j, recs, n, flags & HP_JOURNAL_APPEND_LAZY, &start, &end);
 	if (r == 0 && ret_ticket)
 		*ret_ticket = end;
 	return r;
+}
+
+int hp_journal_appendv(hp_journal *j, const struct iovec *recs, unsigned n, uint64_t *ret_ticket)
+{
+	return hp_journal_appendv_flags(j, recs, n, 0, ret_ticket);
 }
 
 int hp_journal_append(hp_journal *j, const void *data, size_t len, uint64_t *ret_ticket)
@@ -209,6 +220,7 @@ int hp_journal_wait(hp_journal *j, uint64_t ticket, int64_t timeout_ms)
 {
 	if (!j || ticket > j->ring.tail)
 		return -EINVAL;
+	jring_want(&j->ring, ticket);
 	return writer_result(j, jring_wait(&j->ring, jring_durable_past, ticket, deadline_of(timeout_ms)));
 }
 
@@ -217,7 +229,7 @@ int hp_journal_appendv_wait(hp_journal *j, const struct iovec *recs, unsigned n,
 	uint64_t start, end;
 	int r;
 
-	r = append_entry(j, recs, n, &start, &end);
+	r = append_entry(j, recs, n, false, &start, &end);
 	if (r < 0)
 		return r;
 	r = jring_wait(&j->ring, jring_durable_past, end, UINT64_MAX);
@@ -241,6 +253,8 @@ int hp_journal_wait_lsn(hp_journal *j, uint64_t lsn, int64_t timeout_ms)
 {
 	if (!j)
 		return -EINVAL;
+	/* which of our entries holds lsn is not known here: all of them are wanted */
+	jring_want(&j->ring, j->ring.tail);
 	return writer_result(j, jring_wait(&j->ring, jring_lsn_durable, lsn, deadline_of(timeout_ms)));
 }
 

@@ -1456,9 +1456,9 @@ static void test_closed_writer_takes_nothing(void **state)
 	/* a raw writer: one record committed, closed, then another one appended to its ring */
 	a = raw_connect(&d);
 	jc.writer_id = raw_writer(a, &ring);
-	assert_int_equal(jring_append(&ring, &iov, 1, &pos), 0);
+	assert_int_equal(jring_append(&ring, &iov, 1, false, &pos), 0);
 	assert_int_equal(raw_result(a, PROTO_JOURNAL_CLOSE, &jc, sizeof(jc)), 0);
-	assert_int_equal(jring_append(&ring, &iov, 1, &pos), 0);
+	assert_int_equal(jring_append(&ring, &iov, 1, false, &pos), 0);
 	/* the library's writer and the closed one are held: a third is over the uid's limit */
 	proto_set_name(jo.name, sizeof(jo.name), "j");
 	assert_int_equal(raw_result(a, PROTO_JOURNAL_OPEN, &jo, sizeof(jo)), -EUSERS);

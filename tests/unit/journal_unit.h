@@ -185,7 +185,7 @@ static inline uint64_t append_wait(struct twriter *t, uint64_t seed, uint32_t le
 
 	assert_true(len <= sizeof(buf));
 	pattern(buf, len, seed);
-	r = jring_append(&t->c, &iov, 1, &start);
+	r = jring_append(&t->c, &iov, 1, false, &start);
 	if (r == 0)
 		r = jring_wait(&t->c, jring_durable_past, t->c.tail, now_ns() + 30 * 1000000000ull);
 	if (r < 0) {

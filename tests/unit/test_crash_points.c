@@ -370,7 +370,7 @@ static unsigned cp_append_life(struct journal *j, const struct cp_expect *e, uin
 		iov[k] = (struct iovec){ buf[k], cp_len_at(e, from + k) };
 	}
 	twriter_open(j, &t);
-	assert_int_equal(jring_append(&t.c, iov, CP_LATER, &start), 0);
+	assert_int_equal(jring_append(&t.c, iov, CP_LATER, false, &start), 0);
 	assert_int_equal(jring_wait(&t.c, jring_durable_past, t.c.tail, now_ns() + 30 * 1000000000ull), 0);
 	assert_int_equal(jring_entry_lsn(&t.c, start), from);
 	twriter_close(&t);

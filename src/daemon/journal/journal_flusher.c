@@ -83,6 +83,7 @@ void batch_reset(struct journal *j, struct batch *b)
 	b->nwaves = 0;
 	b->first_lsn = b->end_lsn = j->next_lsn;
 	b->t_first = 0;
+	b->urgent = false;
 	b->inflight = b->done = false;
 	b->res = 0;
 }
@@ -135,13 +136,15 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 				      uint64_t share)
 {
 	struct jring_view v = { w->data, w->size, w->max_entry };
-	uint64_t tail = jring_load_tail(w->hdr), pos = w->head, start_len = b->len;
+	uint64_t tail = jring_load_tail(w->hdr), want = jring_load_want(w->hdr), pos = w->head, start_len = b->len;
 	enum gather_result res = GATHER_EMPTY;
 
 	/* closed: what it had committed then is taken, nothing it appends afterwards (its client
 	 * may go on writing to the ring, which would keep the writer from ever being freed) */
-	if (w->closed)
+	if (w->closed) {
 		tail = MIN(tail, w->end_tail);
+		want = UINT64_MAX; /* nobody is left to ask for its lazy entries: they go now */
+	}
 	if (tail - pos > w->size || tail < pos) {
 		writer_break(j, w, "tail out of range");
 		return GATHER_EMPTY;
@@ -180,8 +183,16 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 		w->head = pos;
 		w->active_ns = now;
 		w->in_batch = true;
+		/* urgent unless it ends past what the client wants now (jring.h, lazy entries) */
+		if (pos > want)
+			w->lazy_end = pos;
+		else
+			b->urgent = true;
 		res = GATHER_MORE;
 	}
+	/* the client now wants lazy entries of its already in the batch: they are urgent too */
+	if (w->lazy_end && want >= w->lazy_end)
+		b->urgent = true;
 	/* a skip entry read last moves head too */
 	w->head = pos;
 	jring_set_head(w->hdr, w->head);
@@ -484,6 +495,13 @@ static bool flush_due(struct journal *j, uint64_t now, uint64_t *ret_deadline)
 
 	if (b->len == 0)
 		return false;
+	if (!b->urgent) {
+		/* lazy entries only: they wait for one someone waits for, max_batch_delay at most */
+		if (now >= b->t_first + j->cfg.max_batch_delay_ns)
+			return true;
+		*ret_deadline = b->t_first + j->cfg.max_batch_delay_ns;
+		return false;
+	}
 	active = active_writers(j, now, &in_batch);
 	if (active <= 1 || in_batch >= active)
 		return true;
@@ -500,8 +518,10 @@ static void writers_clear_batch_marks(struct journal *j)
 {
 	struct journal_writer *w;
 
-	TAILQ_FOREACH(w, &j->writers, link)
+	TAILQ_FOREACH(w, &j->writers, link) {
 		w->in_batch = false;
+		w->lazy_end = 0;
+	}
 }
 
 /*
@@ -697,7 +717,7 @@ static bool arm_wakeups(struct journal *j, bool want)
 
 	/* the daemon's half of the handshake in jring.h (a broken ring is never looked at again) */
 	TAILQ_FOREACH(w, &j->writers, link)
-		if (!jring_arm(w->hdr, want && !w->broken, w->head))
+		if (!jring_arm(w->hdr, want && !w->broken, w->head, w->lazy_end))
 			quiet = false;
 	return quiet;
 }

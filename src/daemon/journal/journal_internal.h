@@ -69,6 +69,7 @@ struct journal_writer {
 	unsigned refs; /* batches in flight that will publish into it (flusher only) */
 	uint64_t active_ns; /* when it last had something to gather */
 	bool in_batch; /* contributed to the filling batch */
+	uint64_t lazy_end; /* the end of its lazy entries in the filling batch (0: none; jring.h) */
 	TAILQ_ENTRY(journal_writer) link;
 };
 
@@ -113,6 +114,7 @@ struct batch {
 	unsigned nrefs, refs_cap;
 	struct batch_wave waves[BATCH_WAVES];
 	unsigned nwaves;
+	bool urgent; /* holds an entry someone waits for (or a writer that has no lazy entries) */
 	bool inflight, done;
 	int res;
 	enum jpath path; /* how it went to the disk */

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_journal_lazy.c - lazy appends (hp_journal_appendv_flags with HP_JOURNAL_APPEND_LAZY,
+ * jring.h's `want`) against a real hugepoold: records nobody waits for are held for one someone
+ * does and synced with it, at most max_batch_delay; a wait, a close or the writer's death asks
+ * for them at once; one writer's lazy records never hold back another's; a clean stop writes
+ * what it took. Every case runs with max_batch_delay far beyond its liveness bound (10 s), so
+ * a record held when it should not be shows as a wait that times out or a record missing, not
+ * as a slow run.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "hugepool.h"
+#include "proto.h"
+#include "case.h"
+#include "journal_case.h"
+
+#define LAZY_JOURNAL JOURNAL "max_batch_delay = 10s\n"
+
+/* Append one record of seed's content (lazy or not) without waiting; returns its ticket. */
+static uint64_t append_flags(hp_journal *j, uint64_t seed, uint32_t len, unsigned flags)
+{
+	uint8_t buf[256];
+	struct iovec v = { buf, len };
+	uint64_t ticket = 0;
+	int r;
+
+	assert_true(len <= sizeof(buf));
+	pattern(buf, len, seed);
+	r = hp_journal_appendv_flags(j, &v, 1, flags, &ticket);
+	if (r < 0)
+		fail_msg("hp_journal_appendv_flags(%#x): %s", flags, hp_strerror(r));
+	return ticket;
+}
+
+static uint64_t batches_of(hp_conn *c)
+{
+	struct hp_status *st = status(c);
+	uint64_t n = jst(st)->batches;
+
+	hp_status_free(st);
+	return n;
+}
+
+/*
+ * Three lazy records stay in the daemon's hands, unsynced, while nobody waits; the next
+ * record appended to be waited for takes them to the disk in its batch: one batch, one sync,
+ * four records, all read back as appended. Before lazy appends the three were synced at once.
+ */
+static void test_lazy_join_the_next_urgent(void **state)
+{
+	static struct daemon d;
+	struct recs e = { 0 };
+	hp_conn *c;
+	hp_journal *j;
+	(void)state;
+
+	harness_watchdog_arm("lazy records join the next urgent one", 60);
+	start_journal(&d, LAZY_JOURNAL);
+	c = conn(&d);
+	j = jopen(c);
+	for (unsigned i = 1; i <= 3; i++) {
+		append_flags(j, i, 100, HP_JOURNAL_APPEND_LAZY);
+		recs_add(&e, i, i, 100);
+	}
+	sleep_ms(300); /* the daemon has taken them (it is woken by each append) and holds them */
+	if (hp_journal_durable_lsn(j) != 0 || batches_of(c) != 0)
+		fail_msg("lazy records nobody waits for were synced at once: durable up to LSN %" PRIu64 ", %" PRIu64
+			 " batches",
+			 hp_journal_durable_lsn(j), batches_of(c));
+	assert_int_equal(append_wait(j, 4, 100), 4);
+	recs_add(&e, 4, 4, 100);
+	assert_int_equal(batches_of(c), 1);
+	read_expect(c, 1, &e, 1);
+	free(e.v);
+	hp_journal_close(j);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
+ * A wait for a lazy record asks for it: hp_journal_wait, hp_journal_wait_lsn and the drain of
+ * hp_journal_close each make it durable long before max_batch_delay (10 s) would have.
+ */
+static void test_lazy_asked_for(void **state)
+{
+	static struct daemon d;
+	struct recs e = { 0 };
+	uint64_t ticket;
+	hp_conn *c, *c2;
+	hp_journal *j;
+	(void)state;
+
+	harness_watchdog_arm("a wait asks for lazy records", 60);
+	start_journal(&d, LAZY_JOURNAL);
+	c = conn(&d);
+	j = jopen(c);
+	ticket = append_flags(j, 1, 100, HP_JOURNAL_APPEND_LAZY);
+	recs_add(&e, 1, 1, 100);
+	assert_int_equal(hp_journal_wait(j, ticket, LIVENESS_MS / 2), 0);
+	append_flags(j, 2, 100, HP_JOURNAL_APPEND_LAZY);
+	recs_add(&e, 2, 2, 100);
+	assert_int_equal(hp_journal_wait_lsn(j, 2, LIVENESS_MS / 2), 0);
+	append_flags(j, 3, 100, HP_JOURNAL_APPEND_LAZY);
+	recs_add(&e, 3, 3, 100);
+	hp_journal_close(j);
+	/* the close drains: the record is durable within the liveness bound, without a wait */
+	c2 = conn(&d);
+	{
+		double end = harness_ms() + LIVENESS_MS / 2;
+		struct hp_status *st;
+
+		for (;;) {
+			st = status(c2);
+			if (jst(st)->durable_lsn >= 3 || harness_ms() > end)
+				break;
+			hp_status_free(st);
+			sleep_ms(5);
+		}
+		if (jst(st)->durable_lsn < 3)
+			fail_msg("a closed writer's lazy record is still not durable (durable up to LSN %" PRIu64 ")",
+				 jst(st)->durable_lsn);
+		hp_status_free(st);
+	}
+	read_expect(c2, 1, &e, 1);
+	free(e.v);
+	hp_disconnect(c2);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
+ * A writer whose lazy records nobody will ever ask for (its process is killed) loses none: they
+ * are the daemon's once appended, and go to the disk when the daemon sees it gone.
+ */
+static void test_lazy_writer_killed(void **state)
+{
+	static struct daemon d;
+	struct recs e = { 0 };
+	hp_conn *c;
+	pid_t pid;
+	int status_;
+	(void)state;
+
+	harness_watchdog_arm("a killed writer's lazy records", 60);
+	start_journal(&d, LAZY_JOURNAL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		hp_conn *cc;
+		hp_journal *jj;
+
+		if (hp_connect(d.socket, &cc) < 0 || hp_journal_open(cc, JNAME, &jj) < 0)
+			_exit(2);
+		for (unsigned i = 1; i <= 5; i++) {
+			uint8_t buf[100];
+			struct iovec v = { buf, sizeof(buf) };
+
+			pattern(buf, sizeof(buf), i);
+			if (hp_journal_appendv_flags(jj, &v, 1, HP_JOURNAL_APPEND_LAZY, NULL) < 0)
+				_exit(3);
+		}
+		raise(SIGKILL);
+		_exit(4);
+	}
+	assert_int_equal(waitpid(pid, &status_, 0), pid);
+	assert_true(WIFSIGNALED(status_) && WTERMSIG(status_) == SIGKILL);
+	for (unsigned i = 1; i <= 5; i++)
+		recs_add(&e, i, i, 100);
+	c = conn(&d);
+	{
+		double end = harness_ms() + LIVENESS_MS / 2;
+		struct hp_status *st;
+
+		for (;;) {
+			st = status(c);
+			if (jst(st)->durable_lsn >= 5 || harness_ms() > end)
+				break;
+			hp_status_free(st);
+			sleep_ms(5);
+		}
+		if (jst(st)->durable_lsn < 5)
+			fail_msg("a killed writer's lazy records are not durable (durable up to LSN %" PRIu64 ")",
+				 jst(st)->durable_lsn);
+		hp_status_free(st);
+	}
+	read_expect(c, 1, &e, 1);
+	free(e.v);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
+ * One writer's lazy records hold back nobody else: another writer's record, appended while the
+ * first one's wait in the daemon, is synced at once, and takes them along in its batch.
+ */
+static void test_lazy_holds_back_nobody(void **state)
+{
+	static struct daemon d;
+	hp_conn *c1, *c2;
+	hp_journal *j1, *j2;
+	uint64_t lsn;
+	(void)state;
+
+	harness_watchdog_arm("lazy records hold back nobody", 60);
+	start_journal(&d, LAZY_JOURNAL);
+	c1 = conn(&d);
+	c2 = conn(&d);
+	j1 = jopen(c1);
+	j2 = jopen(c2);
+	append_flags(j1, 1, 100, HP_JOURNAL_APPEND_LAZY);
+	append_flags(j1, 2, 100, HP_JOURNAL_APPEND_LAZY);
+	sleep_ms(100);
+	/* a wait of the other writer bounded well below the 10 s the lazy ones may wait */
+	{
+		uint64_t ticket = append_flags(j2, 3, 100, 0);
+
+		assert_int_equal(hp_journal_wait(j2, ticket, LIVENESS_MS / 2), 0);
+	}
+	lsn = hp_journal_durable_lsn(j2);
+	assert_true(lsn >= 3);
+	hp_journal_close(j1);
+	hp_journal_close(j2);
+	hp_disconnect(c1);
+	hp_disconnect(c2);
+	stop(&d);
+}
+
+/*
+ * A clean stop writes the records it took: lazy records held in the filling batch when the
+ * daemon is told to stop are on the disk at the next start, and the LSNs go on after them with
+ * no gap. Before, the stop dropped the filling batch but its clean marker counted its LSNs.
+ */
+static void test_lazy_clean_stop(void **state)
+{
+	static struct daemon d;
+	struct recs e = { 0 };
+	hp_conn *c;
+	hp_journal *j;
+	(void)state;
+
+	harness_watchdog_arm("a clean stop writes lazy records", 60);
+	start_journal(&d, LAZY_JOURNAL);
+	c = conn(&d);
+	j = jopen(c);
+	for (unsigned i = 1; i <= 3; i++) {
+		append_flags(j, i, 100, HP_JOURNAL_APPEND_LAZY);
+		recs_add(&e, i, i, 100);
+	}
+	sleep_ms(200); /* taken into the filling batch, held */
+	terminate(&d);
+	hp_journal_close(j);
+	hp_disconnect(c);
+	restart(&d);
+	c = conn(&d);
+	j = jopen(c);
+	assert_int_equal(append_wait(j, 4, 100), 4);
+	recs_add(&e, 4, 4, 100);
+	read_expect(c, 1, &e, 1);
+	free(e.v);
+	hp_journal_close(j);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/* An unknown flag is refused and appends nothing. */
+static void test_lazy_flags_checked(void **state)
+{
+	static struct daemon d;
+	uint8_t buf[8] = { 0 };
+	struct iovec v = { buf, sizeof(buf) };
+	hp_conn *c;
+	hp_journal *j;
+	(void)state;
+
+	start_journal(&d, LAZY_JOURNAL);
+	c = conn(&d);
+	j = jopen(c);
+	assert_int_equal(hp_journal_appendv_flags(j, &v, 1, 2, NULL), -EINVAL);
+	assert_int_equal(hp_journal_appendv_flags(j, &v, 1, ~0u, NULL), -EINVAL);
+	assert_int_equal(append_wait(j, 1, 8), 1);
+	hp_journal_close(j);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_lazy_join_the_next_urgent, teardown),
+		cmocka_unit_test_teardown(test_lazy_asked_for, teardown),
+		cmocka_unit_test_teardown(test_lazy_writer_killed, teardown),
+		cmocka_unit_test_teardown(test_lazy_holds_back_nobody, teardown),
+		cmocka_unit_test_teardown(test_lazy_clean_stop, teardown),
+		cmocka_unit_test_teardown(test_lazy_flags_checked, teardown),
+	};
+
+	return run_cases("journal_lazy", tests);
+}
