@@ -745,13 +745,17 @@ JNIEXPORT jlong JNICALL Java_org_hugepool_Native_appendArray(JNIEnv *env, jclass
 	return append_one(env, (struct writer *)(uintptr_t)h, NULL, a, off, len, wait);
 }
 
+/* Native.appendBatch's modes */
+enum { BATCH_APPEND = 0, BATCH_WAIT = 1, BATCH_LAZY = 2 };
+
 /*
  * n records as one group (consecutive LSNs, durable together): each recs[i] a byte[] or a direct
  * ByteBuffer, its bytes [offs[i], offs[i] + lens[i]). Arrays are copied into the writer's area
- * first, buffers appended in place. The ticket, or with wait the first LSN; -errno.
+ * first, buffers appended in place. mode: BATCH_APPEND, BATCH_WAIT (append and wait) or
+ * BATCH_LAZY (HP_JOURNAL_APPEND_LAZY). The ticket, or with BATCH_WAIT the first LSN; -errno.
  */
 JNIEXPORT jlong JNICALL Java_org_hugepool_Native_appendBatch(JNIEnv *env, jclass k, jlong h, jobjectArray recs,
-							     jintArray offs, jintArray lens, jboolean wait)
+							     jintArray offs, jintArray lens, jint mode)
 {
 	struct writer *w = (struct writer *)(uintptr_t)h;
 	jsize n = recs ? (*env)->GetArrayLength(env, recs) : 0;
@@ -762,7 +766,7 @@ JNIEXPORT jlong JNICALL Java_org_hugepool_Native_appendBatch(JNIEnv *env, jclass
 	int r;
 	(void)k;
 
-	if (n <= 0 || n > BATCH_MAX)
+	if (n <= 0 || n > BATCH_MAX || mode < BATCH_APPEND || mode > BATCH_LAZY)
 		return -EINVAL;
 	if (!offs || !lens || (*env)->GetArrayLength(env, offs) != n || (*env)->GetArrayLength(env, lens) != n) {
 		throw_new(env, "java/lang/IllegalArgumentException", "a batch's records, offsets and lengths differ in number");
@@ -799,7 +803,9 @@ JNIEXPORT jlong JNICALL Java_org_hugepool_Native_appendBatch(JNIEnv *env, jclass
 		}
 		(*env)->DeleteLocalRef(env, o);
 	}
-	r = wait ? hp_journal_appendv_wait(w->j, iov, (unsigned)n, &v) : hp_journal_appendv(w->j, iov, (unsigned)n, &v);
+	r = mode == BATCH_WAIT ? hp_journal_appendv_wait(w->j, iov, (unsigned)n, &v)
+			       : hp_journal_appendv_flags(w->j, iov, (unsigned)n,
+							  mode == BATCH_LAZY ? HP_JOURNAL_APPEND_LAZY : 0, &v);
 	return r < 0 ? r : (jlong)v;
 }
 

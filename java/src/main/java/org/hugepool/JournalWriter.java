@@ -116,7 +116,7 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public long appendBatch(byte[]... records) throws HugepoolException {
-        return batch(records, false, "appending a batch");
+        return batch(records, Native.BATCH_APPEND, "appending a batch");
     }
 
     /**
@@ -128,7 +128,7 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public long appendBatch(ByteBuffer... records) throws HugepoolException {
-        return batch(records, false, "appending a batch");
+        return batch(records, Native.BATCH_APPEND, "appending a batch");
     }
 
     /**
@@ -140,6 +140,21 @@ public final class JournalWriter implements AutoCloseable {
      */
     public long appendBatch(List<byte[]> records) throws HugepoolException {
         return appendBatch(records.toArray(new byte[0][]));
+    }
+
+    /**
+     * Append records as one group that nobody waits for yet: the daemon need not sync them at
+     * once, and holds them up to the journal's {@code max_batch_delay} for records someone waits
+     * for, to sync them together (hp_journal_appendv_flags(3), HP_JOURNAL_APPEND_LAZY). A wait
+     * for them ({@link #await}, {@link #awaitLsn}, {@link #close}) asks for them at once. They
+     * are the daemon's once appended: this process may die without losing them.
+     *
+     * @param records 1 to {@link #BATCH_MAX} arrays
+     * @return the ticket
+     * @throws HugepoolException as {@link #append(byte[])}
+     */
+    public long appendBatchLazy(List<byte[]> records) throws HugepoolException {
+        return batch(records.toArray(new byte[0][]), Native.BATCH_LAZY, "appending a lazy batch");
     }
 
     /**
@@ -173,7 +188,7 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public long appendBatchAndWait(byte[]... records) throws HugepoolException {
-        return batch(records, true, "appending a batch");
+        return batch(records, Native.BATCH_WAIT, "appending a batch");
     }
 
     /**
@@ -184,7 +199,7 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public long appendBatchAndWait(ByteBuffer... records) throws HugepoolException {
-        return batch(records, true, "appending a batch");
+        return batch(records, Native.BATCH_WAIT, "appending a batch");
     }
 
     /**
@@ -288,7 +303,7 @@ public final class JournalWriter implements AutoCloseable {
         return r;
     }
 
-    private synchronized long batch(Object[] records, boolean wait, String what) throws HugepoolException {
+    private synchronized long batch(Object[] records, int mode, String what) throws HugepoolException {
         int n = records.length;
         if (n < 1 || n > BATCH_MAX)
             throw new IllegalArgumentException("a batch of " + n + " records: 1 to " + BATCH_MAX);
@@ -313,7 +328,7 @@ public final class JournalWriter implements AutoCloseable {
                 }
             }
         }
-        long r = Native.appendBatch(handle(what), recs, offs, lens, wait);
+        long r = Native.appendBatch(handle(what), recs, offs, lens, mode);
         if (r == Native.NOT_IN_PLACE) { // a buffer native code may not read: copy them all, once
             for (int i = 0; i < n; i++) {
                 if (recs[i] instanceof ByteBuffer) {
@@ -322,7 +337,7 @@ public final class JournalWriter implements AutoCloseable {
                     offs[i] = 0;
                 }
             }
-            r = Native.appendBatch(handle(what), recs, offs, lens, wait);
+            r = Native.appendBatch(handle(what), recs, offs, lens, mode);
         }
         check(r, what);
         for (Object o : records)

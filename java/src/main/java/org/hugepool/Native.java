@@ -79,7 +79,10 @@ final class Native {
 
     static native long appendArray(long writer, byte[] a, int off, int len, boolean await);
 
-    static native long appendBatch(long writer, Object[] records, int[] offs, int[] lens, boolean await);
+    /* appendBatch's modes (hugepool_jni.c's): append, append and wait, append lazily */
+    static final int BATCH_APPEND = 0, BATCH_WAIT = 1, BATCH_LAZY = 2;
+
+    static native long appendBatch(long writer, Object[] records, int[] offs, int[] lens, int mode);
 
     static native int await(long writer, long ticket, long timeoutMillis);
 

@@ -90,7 +90,15 @@ final class Attacks {
             return pool -> {
                 try (JournalWriter w = pool.openJournalWriter("j")) {
                     Native.appendBatch(handle(w), new Object[] { new byte[8], new byte[8] }, new int[1],
-                            new int[1], false);
+                            new int[1], Native.BATCH_APPEND);
+                }
+            };
+        case "batchUnknownMode": // refused before anything is appended
+            return pool -> {
+                try (JournalWriter w = pool.openJournalWriter("j")) {
+                    long r = Native.appendBatch(handle(w), new Object[] { new byte[8] }, new int[1], new int[] { 8 }, 7);
+                    if (r != -22 || w.durableLsn() != 0)
+                        throw new IllegalStateException("mode 7: " + r + ", durable LSN " + w.durableLsn());
                 }
             };
         case "acquireForever": // "as long as it takes", not an ArithmeticException

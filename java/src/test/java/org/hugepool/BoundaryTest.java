@@ -33,7 +33,7 @@ class BoundaryTest {
             "[class one]\nsize = 2M\ncount = 2\n[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n");
 
     private static final String[] ATTACKS = { "appendNullArray", "spillNullArray", "appendBadRange", "spillBadRange",
-            "batchMismatchedArrays", "acquireForever", "awaitForever", "spillNegativeThreshold",
+            "batchMismatchedArrays", "batchUnknownMode", "acquireForever", "awaitForever", "spillNegativeThreshold",
             "closedLeaseSegmentAppend", "closedLeaseSegmentSpill", "closedArenaAppend", "closedArenaBatch",
             "liveArenaAppend", "truncatedMappingAppend", "truncatedMappingSliceSpill" };
     private static final Map<String, String> results = new HashMap<>();
@@ -96,6 +96,11 @@ class BoundaryTest {
     @Test
     void nativeArraysOfMismatchedLengths() {
         threw("batchMismatchedArrays", IllegalArgumentException.class);
+    }
+
+    @Test
+    void batchModeOutOfRange() {
+        assertEquals("ok", result("batchUnknownMode"));
     }
 
     @Test

@@ -3,7 +3,8 @@
  *
  * JournalTest.java - journals from Java: appends of arrays, heap and direct buffers and batches,
  * tickets and waits, append-and-wait's LSNs, the durable LSN, a replay from 1 and from the middle
- * with each record's LSN and bytes, truncate; and across a warm restart of the daemon
+ * with each record's LSN and bytes, truncate; lazy batches, held for the next record someone
+ * waits for (journal l: max_batch_delay 10 s, so a record held too long is a timeout); and across a warm restart of the daemon
  * (hugepoolctl restart): the writer is cut off with the LSN the journal is durable to, the
  * HugePool's connection and its lease live on, a new writer goes on, and the replay holds every
  * acknowledged record once, in order.
@@ -29,7 +30,8 @@ class JournalTest {
     @RegisterExtension
     static final Daemon daemon = Daemon.perClass("", "[class small]\nsize = 2M\ncount = 2\n"
                 + "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n"
-                + "[journal r]\ndirectory = @DIR@/r\nsegment_size = 1M\n");
+                + "[journal r]\ndirectory = @DIR@/r\nsegment_size = 1M\n"
+                + "[journal l]\ndirectory = @DIR@/l\nsegment_size = 1M\nmax_batch_delay = 10s\n");
 
     static byte[] rec(String j, long i, int size) {
         byte[] b = new byte[size];
@@ -50,6 +52,27 @@ class JournalTest {
             }
         }
         return out;
+    }
+
+    @Test
+    void lazyBatches() throws Exception {
+        try (HugePool pool = HugePool.connect(daemon.socketPath()); JournalWriter w = pool.openJournalWriter("l")) {
+            List<byte[]> sent = List.of(rec("l", 1, 100), rec("l", 2, 200), rec("l", 3, 300), rec("l", 4, 40),
+                    rec("l", 5, 50));
+            w.appendBatchLazy(sent.subList(0, 2));
+            Thread.sleep(200);
+            assertEquals(0, w.durableLsn(), "a lazy batch nobody waits for is held");
+            assertEquals(0, pool.status().journal("l").syncs());
+            assertEquals(3, w.appendAndWait(sent.get(2)));
+            assertEquals(1, pool.status().journal("l").syncs(), "the lazy records went with the next one");
+            long t = w.appendBatchLazy(sent.subList(3, 5));
+            w.await(t, Duration.ofSeconds(5)); // a wait asks for them: long before 10 s
+            assertEquals(5, w.durableLsn());
+            List<byte[]> got = replay(pool, "l", 1);
+            assertEquals(sent.size(), got.size());
+            for (int i = 0; i < sent.size(); i++)
+                assertArrayEquals(sent.get(i), got.get(i), "record " + (i + 1));
+        }
     }
 
     @Test
