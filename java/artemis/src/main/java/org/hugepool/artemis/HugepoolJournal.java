@@ -847,7 +847,9 @@ public final class HugepoolJournal implements Journal {
             }
             Throwable failed = null;
             try {
-                appendNew(group);
+                // a group nobody waits for (acknowledgements' updates and deletes) goes lazily:
+                // the daemon holds it for the next one that someone does, one sync for both
+                appendNew(group, !wait);
             } catch (Throwable e) {
                 failed = fail(e);
             }
@@ -873,10 +875,13 @@ public final class HugepoolJournal implements Journal {
 
     /*
      * Append the group's records to the ring as batches of at most BATCH_MAX records and
-     * BATCH_BYTES (one call, one entry the daemon takes whole); a daemon that went away is reconnected to, and a batch
-     * it refused appended nothing, so it is appended again whole.
+     * BATCH_BYTES (one call, one entry the daemon takes whole), lazily when nobody waits for
+     * any of them (JournalWriter.appendBatchLazy: the daemon has them, a broker killed now
+     * loses none, and syncs them with the next group someone waits for, or within its
+     * max_batch_delay); a daemon that went away is reconnected to, and a batch it refused
+     * appended nothing, so it is appended again whole.
      */
-    private void appendNew(List<Op> group) throws Exception {
+    private void appendNew(List<Op> group, boolean lazy) throws Exception {
         List<Op> batch = new ArrayList<>(Math.min(group.size(), JournalWriter.BATCH_MAX));
         List<byte[]> recs = new ArrayList<>(Math.min(group.size(), JournalWriter.BATCH_MAX));
         long bytes = 0;
@@ -893,7 +898,9 @@ public final class HugepoolJournal implements Journal {
             if (!batch.isEmpty()) {
                 for (;;) {
                     try {
-                        if (recs.size() == 1)
+                        if (lazy)
+                            writer.appendBatchLazy(recs);
+                        else if (recs.size() == 1)
                             writer.append(recs.get(0));
                         else
                             writer.appendBatch(recs);

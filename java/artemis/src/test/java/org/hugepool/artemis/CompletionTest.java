@@ -9,6 +9,9 @@
  *    each callback is the next in the order the records were appended, and when it runs the
  *    daemon reports the journal durable up to that record's LSN; a lone record with nothing
  *    after it completes too (its group is not held back for a next one);
+ *  - records nobody waits for (an acknowledgement's delete) cost no sync of their own: the daemon
+ *    holds them (its max_batch_delay is 10 s here, so one synced alone shows) and syncs them
+ *    with the next record appended with a sync;
  *  - a failure reaches every pending callback: the daemon stops under a stream of appends and
  *    does not come back within the journal's reconnect time, and records are appended after
  *    that (whenever the stop lands, some callbacks are pending): every callback is called exactly
@@ -127,6 +130,28 @@ class CompletionTest {
                     assertEquals(i, seen.done.get(i), "callbacks out of order");
             }
             assertEquals(List.of(), notDurable.subList(0, Math.min(10, notDurable.size())), "acknowledged before durable");
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void unawaitedRecordsGoWithTheNextSync() throws Exception {
+        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "16M", 4) + "max_batch_delay = 10s\n").start();
+                HugePool status = HugePool.connect(d.socket.toString())) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            j.loadInternalOnly();
+            byte[] data = new byte[100];
+            long syncs = status.status().journal("j").syncs(), next = status.status().journal("j").nextLsn();
+            j.appendAddRecord(1, (byte) 1, data, false);
+            j.appendUpdateRecord(1, (byte) 2, data, false);
+            j.appendDeleteRecord(1, false);
+            Thread.sleep(300); // the appender has given them to the daemon, which holds them
+            assertEquals(syncs, status.status().journal("j").syncs(), "records nobody waits for were synced alone");
+            assertTrue(status.status().journal("j").durableLsn() < next, "records nobody waits for are durable already");
+            j.appendAddRecord(2, (byte) 1, data, true); // returns once durable
+            assertEquals(syncs + 1, status.status().journal("j").syncs(), "one sync for the held records and the last");
+            assertTrue(status.status().journal("j").durableLsn() >= next + 3);
+            j.stop();
         }
     }
 
