@@ -774,9 +774,8 @@ static int takeover(struct boot *b)
 		boot_free(b);
 		return EXIT_USAGE;
 	}
-	/* what is left is this life's teardown (its fds, its mappings): on CPUs the next life and
-	 * the clients do not want */
-	(void)takeover_priority(0, true, 0);
+	/* what is left is this life's teardown (its fds, its mappings), which server_takeover_go
+	 * put on CPUs the next life and the clients do not want */
 	boot_free(b);
 	log_info("Taken over by pid %d", (int)pid);
 	return EXIT_OK;

@@ -502,6 +502,7 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int 
 			log_error("The next life (pid %d) did not take up handing the service back%s; it serves on as the "
 				  "daemon",
 				  (int)pid, r == -ETIMEDOUT ? " in time" : "");
+			(void)takeover_priority(0, true, 0); /* it ends: its teardown on what CPU is left */
 			s->next.pid = 0;
 			next_close(s);
 			return 0;
