@@ -41,6 +41,41 @@ static uint64_t append_flags(hp_journal *j, uint64_t seed, uint32_t len, unsigne
 	return ticket;
 }
 
+/* Wait, within half the liveness bound and without a wait of a writer's own (which would ask for
+ * them), until the journal is durable up to lsn; fails with why otherwise. */
+static void await_durable(hp_conn *c, uint64_t lsn, const char *why)
+{
+	double end = harness_ms() + LIVENESS_MS / 2;
+	struct hp_status *st;
+
+	for (;;) {
+		st = status(c);
+		if (jst(st)->durable_lsn >= lsn || harness_ms() > end)
+			break;
+		hp_status_free(st);
+		sleep_ms(5);
+	}
+	if (jst(st)->durable_lsn < lsn)
+		fail_msg("%s (durable up to LSN %" PRIu64 ")", why, jst(st)->durable_lsn);
+	hp_status_free(st);
+}
+
+/* Start d with LAZY_JOURNAL, connect, open a writer and append n lazy records (LSNs and seeds
+ * 1..n, remembered in e); returns the writer, its connection in *ret_c. */
+static hp_journal *start_lazy(struct daemon *d, unsigned n, struct recs *e, hp_conn **ret_c)
+{
+	hp_journal *j;
+
+	start_journal(d, LAZY_JOURNAL);
+	*ret_c = conn(d);
+	j = jopen(*ret_c);
+	for (unsigned i = 1; i <= n; i++) {
+		append_flags(j, i, 100, HP_JOURNAL_APPEND_LAZY);
+		recs_add(e, i, i, 100);
+	}
+	return j;
+}
+
 static uint64_t batches_of(hp_conn *c)
 {
 	struct hp_status *st = status(c);
@@ -64,13 +99,7 @@ static void test_lazy_join_the_next_urgent(void **state)
 	(void)state;
 
 	harness_watchdog_arm("lazy records join the next urgent one", 60);
-	start_journal(&d, LAZY_JOURNAL);
-	c = conn(&d);
-	j = jopen(c);
-	for (unsigned i = 1; i <= 3; i++) {
-		append_flags(j, i, 100, HP_JOURNAL_APPEND_LAZY);
-		recs_add(&e, i, i, 100);
-	}
+	j = start_lazy(&d, 3, &e, &c);
 	sleep_ms(300); /* the daemon has taken them (it is woken by each append) and holds them */
 	if (hp_journal_durable_lsn(j) != 0 || batches_of(c) != 0)
 		fail_msg("lazy records nobody waits for were synced at once: durable up to LSN %" PRIu64 ", %" PRIu64
@@ -114,22 +143,7 @@ static void test_lazy_asked_for(void **state)
 	hp_journal_close(j);
 	/* the close drains: the record is durable within the liveness bound, without a wait */
 	c2 = conn(&d);
-	{
-		double end = harness_ms() + LIVENESS_MS / 2;
-		struct hp_status *st;
-
-		for (;;) {
-			st = status(c2);
-			if (jst(st)->durable_lsn >= 3 || harness_ms() > end)
-				break;
-			hp_status_free(st);
-			sleep_ms(5);
-		}
-		if (jst(st)->durable_lsn < 3)
-			fail_msg("a closed writer's lazy record is still not durable (durable up to LSN %" PRIu64 ")",
-				 jst(st)->durable_lsn);
-		hp_status_free(st);
-	}
+	await_durable(c2, 3, "a closed writer's lazy record is still not durable");
 	read_expect(c2, 1, &e, 1);
 	free(e.v);
 	hp_disconnect(c2);
@@ -176,22 +190,7 @@ static void test_lazy_writer_killed(void **state)
 	for (unsigned i = 1; i <= 5; i++)
 		recs_add(&e, i, i, 100);
 	c = conn(&d);
-	{
-		double end = harness_ms() + LIVENESS_MS / 2;
-		struct hp_status *st;
-
-		for (;;) {
-			st = status(c);
-			if (jst(st)->durable_lsn >= 5 || harness_ms() > end)
-				break;
-			hp_status_free(st);
-			sleep_ms(5);
-		}
-		if (jst(st)->durable_lsn < 5)
-			fail_msg("a killed writer's lazy records are not durable (durable up to LSN %" PRIu64 ")",
-				 jst(st)->durable_lsn);
-		hp_status_free(st);
-	}
+	await_durable(c, 5, "a killed writer's lazy records are not durable");
 	read_expect(c, 1, &e, 1);
 	free(e.v);
 	hp_disconnect(c);
@@ -248,13 +247,7 @@ static void test_lazy_clean_stop(void **state)
 	(void)state;
 
 	harness_watchdog_arm("a clean stop writes lazy records", 60);
-	start_journal(&d, LAZY_JOURNAL);
-	c = conn(&d);
-	j = jopen(c);
-	for (unsigned i = 1; i <= 3; i++) {
-		append_flags(j, i, 100, HP_JOURNAL_APPEND_LAZY);
-		recs_add(&e, i, i, 100);
-	}
+	j = start_lazy(&d, 3, &e, &c);
 	sleep_ms(200); /* taken into the filling batch, held */
 	terminate(&d);
 	hp_journal_close(j);
