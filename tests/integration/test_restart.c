@@ -1309,25 +1309,36 @@ static void test_exec_back_fails(void **state)
 }
 
 /*
- * The life that was to hand the service back dies right after it took over, before it took up
- * the channel it was to hand back on: the daemon's process, which still holds every fd, does not
- * execute itself into a next life with nobody to hand over; it re-executes in place instead,
- * keeping its pid, the client its buffer, and answers the restart.
+ * A `restart = exec` without a manager whose life in between fails as o's fault says: the
+ * daemon's process re-executes in place, keeping its pid, its client's buffer (holding pattern
+ * pat) and answering the restart, and logs `logged` once.
  */
-static void test_exec_back_dies_after_taken(void **state)
+static void exec_reexecutes_in_place(struct daemon *d, const struct harness_opts *o, uint8_t pat, const char *logged)
 {
-	static struct daemon d;
-	static const struct harness_opts dying = { .no_manager = true, .env = { "HUGEPOOLD_TAKEOVER_FAULT=taken@2" } };
 	struct hp_buffer b;
 	char out[1024];
 	pid_t pid;
 	hp_conn *c;
 
+	pid = start_holding(d, "restart = exec\n", o, &c, &b, pat);
+	restart_keeps_pid(d, pid, out, sizeof(out));
+	assert_int_equal(harness_log_count(d, logged), 1);
+	assert_int_equal(d->pid, pid);
+	end_holding(d, c, &b, pat);
+}
+
+/*
+ * The life that was to hand the service back dies right after it took over, before it took up
+ * the channel it was to hand back on: the daemon's process, which still holds every fd, does not
+ * execute itself into a next life with nobody to hand over; it re-executes in place instead.
+ */
+static void test_exec_back_dies_after_taken(void **state)
+{
+	static struct daemon d;
+	static const struct harness_opts dying = { .no_manager = true, .env = { "HUGEPOOLD_TAKEOVER_FAULT=taken@2" } };
+
 	(void)state;
-	pid = start_holding(&d, "restart = exec\n", &dying, &c, &b, 0x5d);
-	restart_keeps_pid(&d, pid, out, sizeof(out));
-	assert_int_equal(harness_log_count(&d, "ended before it could hand the service back; re-executing '"), 1);
-	end_holding(&d, c, &b, 0x5d);
+	exec_reexecutes_in_place(&d, &dying, 0x5d, "ended before it could hand the service back; re-executing '");
 }
 
 /*
@@ -1364,17 +1375,9 @@ static void test_exec_refused_at_go(void **state)
 {
 	static struct daemon d;
 	static const struct harness_opts refusing = { .no_manager = true, .env = { "HUGEPOOLD_TAKEOVER_FAULT=refuse@2" } };
-	struct hp_buffer b;
-	char out[1024];
-	pid_t pid;
-	hp_conn *c;
 
 	(void)state;
-	pid = start_holding(&d, "restart = exec\n", &refusing, &c, &b, 0x5c);
-	restart_keeps_pid(&d, pid, out, sizeof(out));
-	assert_int_equal(harness_log_count(&d, "re-executing '"), 1);
-	assert_int_equal(d.pid, pid);
-	end_holding(&d, c, &b, 0x5c);
+	exec_reexecutes_in_place(&d, &refusing, 0x5c, "re-executing '");
 }
 
 /* The limit of open files under which pid has exactly `spare` fd numbers free, or -1. */
