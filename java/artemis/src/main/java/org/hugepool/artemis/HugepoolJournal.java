@@ -126,20 +126,28 @@ public final class HugepoolJournal implements Journal {
     private static final class Op {
         final byte[] rec; // null: nothing to write (not found, or a barrier)
         final IOCompletion cb;
+        final boolean sync; // its caller asked for a sync: cb (if any) waits for durability
         final long lsn;
         final int size; // on disk
         Throwable error; // what its callback gets instead of done()
         CompletableFuture<Void> durable; // completed with its callback (reclaim, flush)
 
-        Op(byte[] rec, IOCompletion cb, long lsn) {
+        Op(byte[] rec, IOCompletion cb, boolean sync, long lsn) {
             this.rec = rec;
             this.cb = cb;
+            this.sync = sync;
             this.lsn = lsn;
             this.size = rec == null ? 0 : Records.onDisk(rec.length);
         }
 
+        /*
+         * Whether anyone waits for this record's durability: a caller that asked for a sync, or
+         * a barrier. A callback of a record appended without sync is JournalImpl's "written":
+         * it runs once the record is in the daemon's hands (Artemis passes one to nearly every
+         * call, a no-op context where it wants no sync).
+         */
         boolean needsWait() {
-            return (cb != null && cb != DummyCallback.getInstance()) || durable != null;
+            return sync || durable != null;
         }
     }
 
@@ -478,8 +486,8 @@ public final class HugepoolJournal implements Journal {
     }
 
     /* With the lock: queue a record (null: nothing to write) taking the next LSN. */
-    private Op queue(byte[] rec, IOCompletion cb) {
-        Op op = new Op(rec, cb, rec == null ? 0 : nextLsn);
+    private Op queue(byte[] rec, IOCompletion cb, boolean sync) {
+        Op op = new Op(rec, cb, sync, rec == null ? 0 : nextLsn);
         if (failure != null) {
             op.error = failure;
         } else if (rec != null) {
@@ -528,7 +536,7 @@ public final class HugepoolJournal implements Journal {
         lock.lock();
         try {
             awaitRoom();
-            Op op = queue(rec, cb);
+            Op op = queue(rec, cb, sync);
             live.add(id, new Live.Entry(Records.ADD, op.lsn, 0, 0, op.size, op.lsn));
             liveRecords = live.records.size();
         } finally {
@@ -545,7 +553,7 @@ public final class HugepoolJournal implements Journal {
         lock.lock();
         try {
             awaitRoom();
-            queue(rec, cb);
+            queue(rec, cb, sync);
         } finally {
             lock.unlock();
         }
@@ -555,7 +563,7 @@ public final class HugepoolJournal implements Journal {
      * An update: written only while the id is live. found.get() tells the caller (JournalImpl's
      * "Cannot find add info"); updateCallback hears it too.
      */
-    private boolean update(long id, byte recordType, Persister persister, Object record, IOCompletion cb,
+    private boolean update(long id, byte recordType, Persister persister, Object record, boolean sync, IOCompletion cb,
             JournalUpdateCallback updateCallback) throws Exception {
         checkLoaded();
         lineUp(cb);
@@ -565,7 +573,7 @@ public final class HugepoolJournal implements Journal {
         try {
             awaitRoom();
             found = live.contains(id) && failure == null;
-            Op op = queue(found ? rec : null, cb);
+            Op op = queue(found ? rec : null, cb, sync);
             if (found)
                 live.update(id, new Live.Entry(Records.UPDATE, op.lsn, 0, 0, op.size, op.lsn));
         } finally {
@@ -576,7 +584,7 @@ public final class HugepoolJournal implements Journal {
         return found;
     }
 
-    private boolean delete(long id, IOCompletion cb, JournalUpdateCallback updateCallback) throws Exception {
+    private boolean delete(long id, boolean sync, IOCompletion cb, JournalUpdateCallback updateCallback) throws Exception {
         checkLoaded();
         lineUp(cb);
         byte[] rec = Records.make(Records.DELETE, (byte) 0, id, 0, 0);
@@ -585,7 +593,7 @@ public final class HugepoolJournal implements Journal {
         try {
             awaitRoom();
             found = live.contains(id) && failure == null;
-            queue(found ? rec : null, cb);
+            queue(found ? rec : null, cb, sync);
             if (found)
                 live.delete(id);
             liveRecords = live.records.size();
@@ -616,7 +624,7 @@ public final class HugepoolJournal implements Journal {
     @Override
     public void appendUpdateRecord(long id, byte recordType, Persister persister, Object record, boolean sync,
             IOCompletion cb) throws Exception {
-        if (!update(id, recordType, persister, record, cb, null) && strict(sync, cb))
+        if (!update(id, recordType, persister, record, sync, cb, null) && strict(sync, cb))
             throw new IllegalStateException("Cannot find add info " + id);
     }
 
@@ -637,7 +645,7 @@ public final class HugepoolJournal implements Journal {
     @Override
     public void tryAppendUpdateRecord(long id, byte recordType, Persister persister, Object record, boolean sync,
             boolean replaceableUpdate, JournalUpdateCallback updateCallback, IOCompletion cb) throws Exception {
-        update(id, recordType, persister, record, cb, updateCallback);
+        update(id, recordType, persister, record, sync, cb, updateCallback);
     }
 
     @Override
@@ -649,7 +657,7 @@ public final class HugepoolJournal implements Journal {
 
     @Override
     public void appendDeleteRecord(long id, boolean sync, IOCompletion cb) throws Exception {
-        if (!delete(id, cb, null) && strict(sync, cb))
+        if (!delete(id, sync, cb, null) && strict(sync, cb))
             throw new IllegalStateException("Cannot find add info " + id);
     }
 
@@ -663,7 +671,7 @@ public final class HugepoolJournal implements Journal {
     @Override
     public void tryAppendDeleteRecord(long id, boolean sync, JournalUpdateCallback updateCallback, IOCompletion cb)
             throws Exception {
-        delete(id, cb, updateCallback);
+        delete(id, sync, cb, updateCallback);
     }
 
     // --- transactions --------------------------------------------------------------------------
@@ -676,7 +684,7 @@ public final class HugepoolJournal implements Journal {
             Live.Tx tx = live.tx(txId);
             int idx = tx.nextIdx++;
             Records.setIdx(rec, idx);
-            Op op = queue(rec, null);
+            Op op = queue(rec, null, false);
             live.txRecord(tx, new Live.TxEntry(kind, id, op.lsn, idx, txId, op.size, op.lsn));
         } finally {
             lock.unlock();
@@ -742,7 +750,7 @@ public final class HugepoolJournal implements Journal {
         try {
             awaitRoom();
             Live.Tx tx = live.tx(txID);
-            Op op = queue(rec, cb);
+            Op op = queue(rec, cb, sync);
             live.prepare(tx, new Live.Entry(Records.PREPARE, op.lsn, 0, txID, op.size, op.lsn));
         } finally {
             lock.unlock();
@@ -792,10 +800,10 @@ public final class HugepoolJournal implements Journal {
             Live.Tx tx = live.txs.get(txID);
             if (tx == null) {
                 missing = new IllegalStateException("Cannot find tx with id " + txID);
-                Op op = queue(null, cb);
+                Op op = queue(null, cb, sync);
                 op.error = missing;
             } else {
-                Op op = queue(Records.make(kind, (byte) 0, 0, txID, 0), cb);
+                Op op = queue(Records.make(kind, (byte) 0, 0, txID, 0), cb, sync);
                 if (kind == Records.COMMIT)
                     live.commit(tx, op.lsn);
                 else
@@ -847,8 +855,8 @@ public final class HugepoolJournal implements Journal {
             }
             Throwable failed = null;
             try {
-                // a group nobody waits for (acknowledgements' updates and deletes) goes lazily:
-                // the daemon holds it for the next one that someone does, one sync for both
+                // a group nobody waits for (no sync asked) goes lazily: the daemon holds it for
+                // the next one that someone waits for, one sync for both
                 appendNew(group, !wait);
             } catch (Throwable e) {
                 failed = fail(e);
@@ -1054,7 +1062,7 @@ public final class HugepoolJournal implements Journal {
         try {
             if (!running)
                 return CompletableFuture.failedFuture(new ActiveMQShutdownException(this + " is stopped"));
-            Op op = queue(null, null);
+            Op op = queue(null, null, false);
             op.durable = new CompletableFuture<>();
             return op.durable;
         } finally {
@@ -1210,7 +1218,7 @@ public final class HugepoolJournal implements Journal {
             try {
                 todo = live.below(newCut);
                 if (todo.isEmpty()) {
-                    queue(Records.make(Records.CUT, (byte) 0, newCut, 0, 0), null);
+                    queue(Records.make(Records.CUT, (byte) 0, newCut, 0, 0), null, false);
                     break;
                 }
             } finally {
@@ -1234,7 +1242,7 @@ public final class HugepoolJournal implements Journal {
                     try {
                         // still needed, and still lying there? (a delete or a commit changes that)
                         if (e.lsn == rec.lsn() && !e.dead) {
-                            Op op = queue(copy, null);
+                            Op op = queue(copy, null, false);
                             e.lsn = op.lsn;
                             copied++;
                             copiedNow += op.size;

@@ -5,13 +5,16 @@
  * "Completions"), alone against a real hugepoold. The broker's thread only queues a record; the
  * appender appends each group as one batch and runs the callbacks of a group while the next one
  * syncs, so these are what the broker relies on:
- *  - in order and only once durable: records appended with callbacks, one by one and in bursts;
+ *  - in order and only once durable: records appended with sync and callbacks, one by one and in
+ *    bursts;
  *    each callback is the next in the order the records were appended, and when it runs the
  *    daemon reports the journal durable up to that record's LSN; a lone record with nothing
  *    after it completes too (its group is not held back for a next one);
- *  - records nobody waits for (an acknowledgement's delete) cost no sync of their own: the daemon
- *    holds them (its max_batch_delay is 10 s here, so one synced alone shows) and syncs them
- *    with the next record appended with a sync;
+ *  - records appended without sync (a transaction's, a consumed message's delete) cost no sync of
+ *    their own: the daemon holds them (its max_batch_delay is 10 s here, so one synced alone
+ *    shows) and syncs them with the next record appended with a sync; their callbacks (Artemis
+ *    passes a no-op one) run once they are in the daemon's hands, as JournalImpl's run once
+ *    written, in order;
  *  - a failure reaches every pending callback: the daemon stops under a stream of appends and
  *    does not come back within the journal's reconnect time, and records are appended after
  *    that (whenever the stop lands, some callbacks are pending): every callback is called exactly
@@ -29,6 +32,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.activemq.artemis.core.journal.EncoderPersister;
@@ -116,7 +120,7 @@ class CompletionTest {
                         throw new IllegalStateException(e);
                     }
                 });
-                j.appendAddRecord(i + 1, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), false, cb);
+                j.appendAddRecord(i + 1, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, cb);
                 if (i % 50 == 0) // a lone record, nothing after it: it completes
                     while (seen.calls.get() <= i)
                         Thread.sleep(1);
@@ -142,10 +146,18 @@ class CompletionTest {
             j.loadInternalOnly();
             byte[] data = new byte[100];
             long syncs = status.status().journal("j").syncs(), next = status.status().journal("j").nextLsn();
+            Seen seen = new Seen(2);
             j.appendAddRecord(1, (byte) 1, data, false);
-            j.appendUpdateRecord(1, (byte) 2, data, false);
-            j.appendDeleteRecord(1, false);
+            j.appendUpdateRecord(1, (byte) 2, EncoderPersister.getInstance(), new ByteArrayEncoding(data), false, seen.cb(0, () -> {
+            }));
+            j.appendDeleteRecord(1, false, seen.cb(1, () -> {
+            }));
+            assertTrue(seen.all.await(5, TimeUnit.SECONDS), "callbacks of records appended without sync wait for a sync");
             Thread.sleep(300); // the appender has given them to the daemon, which holds them
+            synchronized (seen) {
+                assertEquals(List.of(0, 1), seen.done);
+                assertEquals(List.of(), seen.wrong);
+            }
             assertEquals(syncs, status.status().journal("j").syncs(), "records nobody waits for were synced alone");
             assertTrue(status.status().journal("j").durableLsn() < next, "records nobody waits for are durable already");
             j.appendAddRecord(2, (byte) 1, data, true); // returns once durable
@@ -181,7 +193,7 @@ class CompletionTest {
                     after++;
                 while (appended - seen.calls.get() > 1000)
                     Thread.sleep(1);
-                j.appendAddRecord(appended + 1, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), false,
+                j.appendAddRecord(appended + 1, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true,
                         seen.cb(appended, () -> {
                         }));
             }
