@@ -273,22 +273,28 @@ uint64_t jring_load_tail(const struct jring_hdr *h)
 	return tail;
 }
 
-uint64_t jring_load_want(const struct jring_hdr *h)
+uint64_t jring_take_want(const struct jring_hdr *h, uint64_t upto, uint64_t *seen)
 {
 	uint32_t lazy = __atomic_load_n(&h->lazy, __ATOMIC_ACQUIRE);
-	uint64_t want;
+	uint64_t want = UINT64_MAX;
 
 	if (jring_fetch_hook)
 		jring_fetch_hook(&h->lazy, sizeof(h->lazy));
-	if (lazy != 1)
-		return UINT64_MAX;
-	want = __atomic_load_n(&h->want, __ATOMIC_SEQ_CST);
-	if (jring_fetch_hook)
-		jring_fetch_hook(&h->want, sizeof(h->want));
-	return want;
+	if (lazy == 1) {
+		want = __atomic_load_n(&h->want, __ATOMIC_SEQ_CST);
+		if (jring_fetch_hook)
+			jring_fetch_hook(&h->want, sizeof(h->want));
+	}
+	/*
+	 * Monotonic: what the arm below saw must stay seen by the next gather, or a client that
+	 * moves want back and forth would have the flusher find it urgent before each sleep and
+	 * lazy at each gather, and loop without sleeping or writing.
+	 */
+	*seen = MAX(*seen, MIN(want, upto));
+	return *seen;
 }
 
-bool jring_arm(struct jring_hdr *h, bool want, uint64_t head, uint64_t lazy_end)
+bool jring_arm(struct jring_hdr *h, bool want, uint64_t head, uint64_t lazy_end, uint64_t *seen)
 {
 	/* the daemon's side of the Dekker pair: store need_wakeup, then look at tail (and want) */
 	__atomic_store_n(&h->need_wakeup, want, __ATOMIC_SEQ_CST);
@@ -296,7 +302,7 @@ bool jring_arm(struct jring_hdr *h, bool want, uint64_t head, uint64_t lazy_end)
 		return true;
 	if (jring_load_tail(h) != head)
 		return false;
-	return !lazy_end || jring_load_want(h) < lazy_end;
+	return !lazy_end || jring_take_want(h, head, seen) < lazy_end;
 }
 
 int jring_read_entry(const struct jring_view *v, uint64_t pos, uint64_t tail, uint8_t *dst, uint64_t room,

@@ -57,8 +57,9 @@
  * time its 100 ms wait slice ends without progress, so a lost wake-up costs a delay, not a hang.
  *
  * The daemon trusts nothing here. It reads shared memory only through jring_fetch, and each
- * client-written field exactly once: `tail` once per gather (jring_load_tail), each entry and
- * record header once into its own copy, which it validates and then uses; payloads are copied
+ * client-written field exactly once: `tail` once per gather (jring_load_tail), `lazy` and
+ * `want` once per gather and per arm, folded into the most `want` it has seen (jring_take_want),
+ * each entry and record header once into its own copy, which it validates and then uses; payloads are copied
  * into its batch before their CRC is computed there. A client that corrupts its ring only loses
  * its own records (the daemon cuts that writer off); a client that dies half-way through an
  * entry never published it.
@@ -201,16 +202,21 @@ void jring_fetch(void *dst, const void *src, size_t n);
 void jring_fetch_hook(const void *src, size_t n) __attribute__((weak));
 /* The client's tail, read once (acquire: the entries before it are visible). */
 uint64_t jring_load_tail(const struct jring_hdr *h);
-/* After jring_load_tail: the position up to which its entries are urgent, read once (`lazy`
- * and `want`, each once): UINT64_MAX for a client that does not keep it. */
-uint64_t jring_load_want(const struct jring_hdr *h);
+/*
+ * After jring_load_tail: the position up to which the client's entries are urgent. `lazy` and
+ * `want` are read once each; a client that does not keep them (lazy != 1) has every entry
+ * urgent. The daemon keeps the most it took in *seen (a client's `want` only grows, and one
+ * that moves it back gets nothing from it): returns MAX(*seen, MIN(want, upto)), upto being
+ * what the daemon has read of the ring, and stores it in *seen.
+ */
+uint64_t jring_take_want(const struct jring_hdr *h, uint64_t upto, uint64_t *seen);
 /*
  * need_wakeup = want: raised before the flusher sleeps, lowered once it is awake (or while it
  * cannot act on appends). With want, true when the ring has nothing past head and, where the
- * filling batch holds lazy entries of this ring up to lazy_end (0: none), `want` does not
- * cover them yet: sleeping is safe.
+ * filling batch holds lazy entries of this ring up to lazy_end (0: none), `want` (taken into
+ * *seen as jring_take_want does) does not cover them yet: sleeping is safe.
  */
-bool jring_arm(struct jring_hdr *h, bool want, uint64_t head, uint64_t lazy_end);
+bool jring_arm(struct jring_hdr *h, bool want, uint64_t head, uint64_t lazy_end, uint64_t *seen);
 
 /* The daemon's own description of a ring: never read back from the shared header. */
 struct jring_view {

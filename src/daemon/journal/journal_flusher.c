@@ -136,7 +136,7 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 				      uint64_t share)
 {
 	struct jring_view v = { w->data, w->size, w->max_entry };
-	uint64_t tail = jring_load_tail(w->hdr), want = jring_load_want(w->hdr), pos = w->head, start_len = b->len;
+	uint64_t tail = jring_load_tail(w->hdr), want, pos = w->head, start_len = b->len;
 	enum gather_result res = GATHER_EMPTY;
 
 	/* closed: what it had committed then is taken, nothing it appends afterwards (its client
@@ -149,6 +149,8 @@ static enum gather_result gather_ring(struct journal *j, struct journal_writer *
 		writer_break(j, w, "tail out of range");
 		return GATHER_EMPTY;
 	}
+	if (!w->closed)
+		want = jring_take_want(w->hdr, tail, &w->want_seen);
 	while (pos < tail && b->len - start_len < share) {
 		uint64_t lsn = j->next_lsn;
 		struct jring_read rd;
@@ -717,7 +719,7 @@ static bool arm_wakeups(struct journal *j, bool want)
 
 	/* the daemon's half of the handshake in jring.h (a broken ring is never looked at again) */
 	TAILQ_FOREACH(w, &j->writers, link)
-		if (!jring_arm(w->hdr, want && !w->broken, w->head, w->lazy_end))
+		if (!jring_arm(w->hdr, want && !w->broken, w->head, w->lazy_end, &w->want_seen))
 			quiet = false;
 	return quiet;
 }

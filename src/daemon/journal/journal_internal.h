@@ -70,6 +70,7 @@ struct journal_writer {
 	uint64_t active_ns; /* when it last had something to gather */
 	bool in_batch; /* contributed to the filling batch */
 	uint64_t lazy_end; /* the end of its lazy entries in the filling batch (0: none; jring.h) */
+	uint64_t want_seen; /* the most of the client's `want` taken (jring_take_want: it only grows) */
 	TAILQ_ENTRY(journal_writer) link;
 };
 
