@@ -4,7 +4,8 @@
  * hugepoold: a ring rewritten by its own writer while the daemon reads it (that writer is cut
  * off, the daemon and the other writers go on); a doorbell drained and made blocking and wake
  * words zeroed by another client (of another uid where the test may), while a victim's appends
- * still complete; a journal directory of loose modes or another owner, and a segment replaced
+ * still complete; lazy entries whose `want` and `lazy` words their writer flips without end
+ * (another uid again), while the victim's appends are synced as they come; a journal directory of loose modes or another owner, and a segment replaced
  * by a symlink (never followed; refused at start).
  */
 #define _GNU_SOURCE
@@ -249,6 +250,7 @@ static int doorbell_attacker_main(void *arg)
 static struct {
 	hp_journal *j;
 	int stop_fd;
+	int64_t wait_ms; /* the bound of each of its waits */
 	unsigned done;
 	int err;
 	pthread_t thread;
@@ -260,7 +262,7 @@ static void *victim_main(void *arg)
 	(void)arg;
 	for (unsigned i = 0; i < VICTIM_APPENDS; i++) {
 		uint64_t ticket = append_nowait(victim.j, 500 + i, 100);
-		int r = hp_journal_wait(victim.j, ticket, LIVENESS_MS);
+		int r = hp_journal_wait(victim.j, ticket, victim.wait_ms);
 
 		if (r < 0) {
 			victim.err = r;
@@ -300,6 +302,7 @@ static void test_hostile_doorbell(void **state)
 	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
 	a = (struct doorbell_attack){ d.socket, pipefd[0] };
 	victim.stop_fd = pipefd[1];
+	victim.wait_ms = LIVENESS_MS;
 	victim.done = 0;
 	victim.err = 0;
 	assert_int_equal(pthread_create(&victim.thread, NULL, victim_main, NULL), 0);
@@ -314,6 +317,86 @@ static void test_hostile_doorbell(void **state)
 	if (victim.done != VICTIM_APPENDS)
 		fail_msg("the victim's appends: %u of %u completed, then %s", victim.done, VICTIM_APPENDS,
 			 hp_strerror(victim.err));
+	hp_journal_close(victim.j);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+#define LAZY_RING (256u << 10)
+
+/*
+ * The hostile lazy writer: a writer of its own whose entries are lazy, then until told to stop
+ * it flips its ring's `want` between nothing and everything and its `lazy` between on and
+ * garbage, appending a lazy entry now and then (jring.h: the daemon must neither hold anyone
+ * else's records for it nor loop on what it reads there). Like the doorbell attacker, it first
+ * drops what it inherited and attacks with what the daemon gave it.
+ */
+static int lazy_attacker_main(void *arg)
+{
+	struct doorbell_attack *a = arg;
+	struct pollfd stop = { .fd = 3, .events = POLLIN };
+	struct jring_hdr *ring;
+	uintptr_t rings[1];
+	hp_conn *c = NULL;
+	hp_journal *j = NULL;
+	uint8_t rec[64] = { 0 };
+	struct iovec v = { rec, sizeof(rec) };
+
+	if (dup2(a->stop_fd, 3) < 0 || syscall(SYS_close_range, 4, ~0u, 0) < 0)
+		return 10;
+	maps_unmap("hugepool-journal");
+	if (writer_open(a->socket, &c, &j) < 0)
+		return 11;
+	if (maps_find("hugepool-journal:", JRING_HDR_SIZE + LAZY_RING, rings, 1) != 1)
+		return 12;
+	ring = (struct jring_hdr *)rings[0];
+	for (unsigned i = 0; poll(&stop, 1, 0) == 0; i++) {
+		if (i % 4096 == 0 && hp_journal_appendv_flags(j, &v, 1, HP_JOURNAL_APPEND_LAZY, NULL) < 0)
+			return 13;
+		__atomic_store_n(&ring->want, i % 2 ? UINT64_MAX : 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&ring->lazy, i % 3 ? 1 : 7, __ATOMIC_SEQ_CST);
+	}
+	return 0;
+}
+
+/*
+ * A writer of another uid plays with its lazy entries' words while the victim appends and
+ * waits for each: the victim's records are synced as they come (each wait is bounded far below
+ * the journal's max_batch_delay of 10 s, which a record held for the attacker's would take),
+ * and the daemon serves on.
+ */
+static void test_hostile_lazy(void **state)
+{
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
+	struct doorbell_attack a;
+	int pipefd[2], rc;
+	hp_conn *c;
+
+	(void)state;
+	start_journal(&d, JOURNAL "append = 65534\nring_size = 256K\nmax_batch_delay = 10s\n");
+	harness_watchdog_arm("test_hostile_lazy", 120);
+	c = conn(&d);
+	victim.j = jopen(c);
+	append_wait(victim.j, 1, 100);
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	a = (struct doorbell_attack){ d.socket, pipefd[0] };
+	victim.stop_fd = pipefd[1];
+	victim.wait_ms = LIVENESS_MS / 4;
+	victim.done = 0;
+	victim.err = 0;
+	assert_int_equal(pthread_create(&victim.thread, NULL, victim_main, NULL), 0);
+	victim.started = true;
+	threads_cleanup = victim_join;
+	rc = run_other(lazy_attacker_main, &a);
+	victim_join();
+	threads_cleanup = NULL;
+	close(pipefd[0]);
+	close(pipefd[1]);
+	assert_int_equal(rc, 0);
+	if (victim.done != VICTIM_APPENDS)
+		fail_msg("the victim's appends beside a lazy attacker: %u of %u completed, then %s", victim.done,
+			 VICTIM_APPENDS, hp_strerror(victim.err));
+	append_wait(victim.j, 2, 100);
 	hp_journal_close(victim.j);
 	hp_disconnect(c);
 	stop(&d);
@@ -431,6 +514,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_hostile_ring_flip, teardown),
 		cmocka_unit_test_teardown(test_hostile_doorbell, teardown),
+		cmocka_unit_test_teardown(test_hostile_lazy, teardown),
 		cmocka_unit_test_teardown(test_journal_dir_checks, teardown),
 		cmocka_unit_test_teardown(test_hostile_symlink, teardown),
 	};
