@@ -224,30 +224,40 @@ static inline uint64_t read_expect(hp_conn *c, uint64_t from, const struct recs 
 	return start;
 }
 
-/* Append one record of seed's content: wait, and return its LSN, or do not, and return its ticket. */
-static inline uint64_t append_seeded(hp_journal *j, uint64_t seed, uint32_t len, bool wait)
+/*
+ * Append one record of seed's content: wait, and return its LSN, or do not (with flags, those of
+ * hp_journal_appendv_flags), and return its ticket.
+ */
+static inline uint64_t append_seeded(hp_journal *j, uint64_t seed, uint32_t len, bool wait, unsigned flags)
 {
 	uint8_t *buf = malloc(len ? len : 1);
+	struct iovec v = { buf, len };
 	uint64_t ret = 0;
 	int r;
 
 	assert_non_null(buf);
 	pattern(buf, len, seed);
-	r = wait ? hp_journal_append_wait(j, buf, len, &ret) : hp_journal_append(j, buf, len, &ret);
+	r = wait ? hp_journal_append_wait(j, buf, len, &ret) : hp_journal_appendv_flags(j, &v, 1, flags, &ret);
 	free(buf);
 	if (r < 0)
-		fail_msg("hp_journal_append%s(%u bytes): %s", wait ? "_wait" : "", len, hp_strerror(r));
+		fail_msg("hp_journal_append%s(%u bytes, flags %#x): %s", wait ? "_wait" : "", len, flags, hp_strerror(r));
 	return ret;
 }
 
 static inline uint64_t append_wait(hp_journal *j, uint64_t seed, uint32_t len)
 {
-	return append_seeded(j, seed, len, true);
+	return append_seeded(j, seed, len, true, 0);
 }
 
 static inline uint64_t append_nowait(hp_journal *j, uint64_t seed, uint32_t len)
 {
-	return append_seeded(j, seed, len, false);
+	return append_seeded(j, seed, len, false, 0);
+}
+
+/* Append one lazy record of seed's content (HP_JOURNAL_APPEND_LAZY); its ticket. */
+static inline uint64_t append_lazy(hp_journal *j, uint64_t seed, uint32_t len)
+{
+	return append_seeded(j, seed, len, false, HP_JOURNAL_APPEND_LAZY);
 }
 
 /*

@@ -25,22 +25,6 @@
 
 #define LAZY_JOURNAL JOURNAL "max_batch_delay = 10s\n"
 
-/* Append one record of seed's content (lazy or not) without waiting; returns its ticket. */
-static uint64_t append_flags(hp_journal *j, uint64_t seed, uint32_t len, unsigned flags)
-{
-	uint8_t buf[256];
-	struct iovec v = { buf, len };
-	uint64_t ticket = 0;
-	int r;
-
-	assert_true(len <= sizeof(buf));
-	pattern(buf, len, seed);
-	r = hp_journal_appendv_flags(j, &v, 1, flags, &ticket);
-	if (r < 0)
-		fail_msg("hp_journal_appendv_flags(%#x): %s", flags, hp_strerror(r));
-	return ticket;
-}
-
 /* Wait, within half the liveness bound and without a wait of a writer's own (which would ask for
  * them), until the journal is durable up to lsn; fails with why otherwise. */
 static void await_durable(hp_conn *c, uint64_t lsn, const char *why)
@@ -70,7 +54,7 @@ static hp_journal *start_lazy(struct daemon *d, unsigned n, struct recs *e, hp_c
 	*ret_c = conn(d);
 	j = jopen(*ret_c);
 	for (unsigned i = 1; i <= n; i++) {
-		append_flags(j, i, 100, HP_JOURNAL_APPEND_LAZY);
+		append_lazy(j, i, 100);
 		recs_add(e, i, i, 100);
 	}
 	return j;
@@ -132,13 +116,13 @@ static void test_lazy_asked_for(void **state)
 	start_journal(&d, LAZY_JOURNAL);
 	c = conn(&d);
 	j = jopen(c);
-	ticket = append_flags(j, 1, 100, HP_JOURNAL_APPEND_LAZY);
+	ticket = append_lazy(j, 1, 100);
 	recs_add(&e, 1, 1, 100);
 	assert_int_equal(hp_journal_wait(j, ticket, LIVENESS_MS / 2), 0);
-	append_flags(j, 2, 100, HP_JOURNAL_APPEND_LAZY);
+	append_lazy(j, 2, 100);
 	recs_add(&e, 2, 2, 100);
 	assert_int_equal(hp_journal_wait_lsn(j, 2, LIVENESS_MS / 2), 0);
-	append_flags(j, 3, 100, HP_JOURNAL_APPEND_LAZY);
+	append_lazy(j, 3, 100);
 	recs_add(&e, 3, 3, 100);
 	hp_journal_close(j);
 	/* the close drains: the record is durable within the liveness bound, without a wait */
@@ -215,12 +199,12 @@ static void test_lazy_holds_back_nobody(void **state)
 	c2 = conn(&d);
 	j1 = jopen(c1);
 	j2 = jopen(c2);
-	append_flags(j1, 1, 100, HP_JOURNAL_APPEND_LAZY);
-	append_flags(j1, 2, 100, HP_JOURNAL_APPEND_LAZY);
+	append_lazy(j1, 1, 100);
+	append_lazy(j1, 2, 100);
 	sleep_ms(100);
 	/* a wait of the other writer bounded well below the 10 s the lazy ones may wait */
 	{
-		uint64_t ticket = append_flags(j2, 3, 100, 0);
+		uint64_t ticket = append_nowait(j2, 3, 100);
 
 		assert_int_equal(hp_journal_wait(j2, ticket, LIVENESS_MS / 2), 0);
 	}
