@@ -10,6 +10,9 @@
  *    each callback is the next in the order the records were appended, and when it runs the
  *    daemon reports the journal durable up to that record's LSN; a lone record with nothing
  *    after it completes too (its group is not held back for a next one);
+ *  - a record its caller waits for, appended while the appender is idle, reaches the daemon from
+ *    the broker's thread at once: the daemon makes it durable while the appender is held before
+ *    it appends anything, and its callback still runs on the appender, after that;
  *  - records appended without sync (a transaction's, a consumed message's delete) cost no sync of
  *    their own: the daemon holds them (its max_batch_delay is 10 s here, so one synced alone
  *    shows) and syncs them with the next record appended with a sync; their callbacks (Artemis
@@ -134,6 +137,49 @@ class CompletionTest {
                     assertEquals(i, seen.done.get(i), "callbacks out of order");
             }
             assertEquals(List.of(), notDurable.subList(0, Math.min(10, notDurable.size())), "acknowledged before durable");
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void anIdleAppendersWaitedRecordGoesStraightToTheDaemon() throws Exception {
+        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "16M", 4)).start();
+                HugePool status = HugePool.connect(d.socket.toString())) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            j.loadInternalOnly();
+            byte[] data = new byte[100];
+            j.appendAddRecord(1, (byte) 1, data, true);
+            while (!j.appenderIdle()) // it completes the record, then waits for work
+                Thread.sleep(1);
+            // the appender, once woken, is held before it appends anything
+            CountDownLatch took = new CountDownLatch(1), release = new CountDownLatch(1);
+            j.appenderTook = () -> {
+                j.appenderTook = null;
+                took.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
+            long lsn = status.status().journal("j").nextLsn();
+            Seen seen = new Seen(1);
+            j.appendAddRecord(2, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(0, () -> {
+            }));
+            assertTrue(took.await(20, TimeUnit.SECONDS), "the appender was not woken");
+            // the broker's thread appended the record itself: the daemon makes it durable without the appender
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (status.status().journal("j").durableLsn() < lsn && System.nanoTime() < deadline)
+                Thread.sleep(1);
+            assertTrue(status.status().journal("j").durableLsn() >= lsn, "the record waited for the appender to append it");
+            assertEquals(0, seen.calls.get(), "its callback ran before the appender saw it durable");
+            release.countDown();
+            seen.all.await();
+            synchronized (seen) {
+                assertEquals(List.of(0), seen.done);
+                assertEquals(List.of(), seen.wrong);
+            }
+            j.stop();
         }
     }
 
