@@ -11,8 +11,9 @@
  *    daemon reports the journal durable up to that record's LSN; a lone record with nothing
  *    after it completes too (its group is not held back for a next one);
  *  - a record its caller waits for, appended while the appender is idle, reaches the daemon from
- *    the broker's thread at once: the daemon makes it durable while the appender is held before
- *    it appends anything, and its callback still runs on the appender, after that;
+ *    the broker's thread at once, with what was queued before it (a send's message, appended
+ *    without a sync): the daemon makes them durable while the appender is held before it
+ *    appends anything, and their callbacks still run on the appender, after that, in order;
  *  - records appended without sync (a transaction's, a consumed message's delete) cost no sync of
  *    their own: the daemon holds them (its max_batch_delay is 10 s here, so one synced alone
  *    shows) and syncs them with the next record appended with a sync; their callbacks (Artemis
@@ -149,35 +150,53 @@ class CompletionTest {
             j.loadInternalOnly();
             byte[] data = new byte[100];
             j.appendAddRecord(1, (byte) 1, data, true);
-            while (!j.appenderIdle()) // it completes the record, then waits for work
-                Thread.sleep(1);
-            // the appender, once woken, is held before it appends anything
-            CountDownLatch took = new CountDownLatch(1), release = new CountDownLatch(1);
-            j.appenderTook = () -> {
-                j.appenderTook = null;
-                took.countDown();
+            // a lone record with a sync; then a send's two records, the message without a sync and
+            // its reference with one, queued while the appender cannot take the first (the test
+            // holds the journal's lock across both calls, as a broker thread's two calls usually
+            // come before the appender's wake-up)
+            for (int round = 0; round < 2; round++) {
+                while (!j.appenderIdle()) // it completes what came before, then waits for work
+                    Thread.sleep(1);
+                // the appender, once woken, is held before it appends anything
+                CountDownLatch took = new CountDownLatch(1), release = new CountDownLatch(1);
+                j.appenderTook = () -> {
+                    j.appenderTook = null;
+                    took.countDown();
+                    try {
+                        release.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                };
+                long lsn = status.status().journal("j").nextLsn() + round; // the last record's
+                Seen seen = new Seen(round + 1);
+                long id = 10 + round;
+                j.lock.lock();
                 try {
-                    release.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
+                    if (round == 1)
+                        j.appendAddRecord(id, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), false,
+                                seen.cb(1, () -> {
+                                }));
+                    j.appendAddRecord(id + 100, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true,
+                            seen.cb(0, () -> {
+                            }));
+                } finally {
+                    j.lock.unlock();
                 }
-            };
-            long lsn = status.status().journal("j").nextLsn();
-            Seen seen = new Seen(1);
-            j.appendAddRecord(2, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(0, () -> {
-            }));
-            assertTrue(took.await(20, TimeUnit.SECONDS), "the appender was not woken");
-            // the broker's thread appended the record itself: the daemon makes it durable without the appender
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (status.status().journal("j").durableLsn() < lsn && System.nanoTime() < deadline)
-                Thread.sleep(1);
-            assertTrue(status.status().journal("j").durableLsn() >= lsn, "the record waited for the appender to append it");
-            assertEquals(0, seen.calls.get(), "its callback ran before the appender saw it durable");
-            release.countDown();
-            seen.all.await();
-            synchronized (seen) {
-                assertEquals(List.of(0), seen.done);
-                assertEquals(List.of(), seen.wrong);
+                assertTrue(took.await(20, TimeUnit.SECONDS), "the appender was not woken");
+                // the broker's thread appended the records itself: the daemon makes them durable without the appender
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (status.status().journal("j").durableLsn() < lsn && System.nanoTime() < deadline)
+                    Thread.sleep(1);
+                assertTrue(status.status().journal("j").durableLsn() >= lsn, "round " + round
+                        + ": the records waited for the appender to append them");
+                assertEquals(0, seen.calls.get(), "a callback ran before the appender saw its record durable");
+                release.countDown();
+                seen.all.await();
+                synchronized (seen) {
+                    assertEquals(round == 0 ? List.of(0) : List.of(1, 0), seen.done);
+                    assertEquals(List.of(), seen.wrong);
+                }
             }
             j.stop();
         }
