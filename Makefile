@@ -336,7 +336,8 @@ $(JNI_SO): $(call obj,java/src/main/native/hugepool_jni.c $(LIB_SRC) $(COMMON_SR
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) -shared -Wl,--version-script=java/src/main/native/hugepool_jni.map -o $@ $(filter %.o,$^)
 
-$(JAR): $(JAVA_SRC) java/pom.xml
+# the test daemon goes beside the jar, in hugepool-$(VERSION)-tests.jar, for the engine modules' tests
+$(JAR): $(JAVA_SRC) java/src/test/java/org/hugepool/Daemon.java java/pom.xml
 	$(say) MVN $@
 	$(Q)cd java && $(MVN) $(MVN_FLAGS) package -DskipTests -DbuildDir=$(abspath $(BUILD))/java/target
 

@@ -1,15 +1,20 @@
 /*
  * SPDX-License-Identifier: MIT
  *
- * Daemon.java - a real hugepoold for one test class (a JUnit extension: perClass), as
- * tests/integration/harness.c starts one for the C tests: a fresh temporary directory with the
- * socket, the configuration (hugepages from $HP_TEST_HUGEPAGES, "prefer" by default, plus the
- * class's own keys and sections) and the spill directory; the build's hugepoold (system property
- * hugepool.build) run with -v. Its output is read by a thread of its own into `lines` and
- * daemon.log; the start and restart return once the daemon logged its start line ("Cold start" or
- * "Warm start"), which it writes after its socket listens and just before READY=1, so no test
- * sleeps waiting for it. Start and restart from the test class's thread: the daemon gets SIGTERM
- * when the thread that started it ends.
+ * Daemon.java - a real hugepoold for tests, as tests/integration/harness.c starts one for the C
+ * tests: for one test class (a JUnit extension: perClass) or one test (new Daemon(sections)
+ * .start(), closed by try-with-resources). A fresh temporary directory with the socket, the
+ * configuration (hugepages from $HP_TEST_HUGEPAGES, "prefer" by default, plus the test's own keys
+ * and sections) and the spill directory; the build's hugepoold (system property hugepool.build)
+ * run with -v. Its output is read by a thread of its own into `lines` and daemon.log; the start
+ * and restart return once the daemon logged its start line ("Cold start" or "Warm start"), which
+ * it writes after its socket listens and just before READY=1, so no test sleeps waiting for it.
+ * stop() and start() again is a cold restart, start(env) one with more environment (the daemon's
+ * fault injection), restart() a warm one. Start and restart from the test's thread: the daemon
+ * gets SIGTERM when the thread that started it ends.
+ *
+ * The engine modules' tests use it too: the binding's build packs it alone into
+ * hugepool-VERSION-tests.jar (java/pom.xml), which their poms take as a test dependency.
  */
 package org.hugepool;
 
@@ -24,6 +29,7 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -33,14 +39,25 @@ import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
-final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback {
-    static final Path BUILD = Paths.get(System.getProperty("hugepool.build", "../build")).toAbsolutePath().normalize();
+public final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback {
+    public static final Path BUILD = Paths.get(System.getProperty("hugepool.build", "../build")).toAbsolutePath().normalize();
     private static final long START_MS = 60_000;
 
-    final Path dir, socket, conf;
+    public final Path dir, socket, conf;
     private Process proc;
     private final List<String> lines = new ArrayList<>(); // guarded by itself
     private int starts; // start lines seen
+
+    /** A daemon for one test, not started: sections are its configuration ("@DIR@": the directory). */
+    public Daemon(String sections) throws IOException {
+        this("", sections);
+    }
+
+    /** A [journal NAME] section: segment size, segments, when_full = block; under the daemon's directory. */
+    public static String journal(String name, String segmentSize, int segments) {
+        return "[journal " + name + "]\ndirectory = @DIR@/" + name + "\nsegment_size = " + segmentSize + "\nsegments = "
+                + segments + "\nwhen_full = block\n";
+    }
 
     private Daemon(String globals, String sections) throws IOException {
         dir = Files.createTempDirectory("hugepool-java.");
@@ -67,7 +84,7 @@ final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback
 
     @Override
     public void beforeAll(ExtensionContext context) throws Exception {
-        spawn();
+        start();
     }
 
     @Override
@@ -75,7 +92,13 @@ final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback
         close();
     }
 
-    private void spawn() throws IOException, InterruptedException {
+    /** Start the daemon; returns once it serves. */
+    public Daemon start() throws IOException, InterruptedException {
+        return start(Map.of());
+    }
+
+    /** Start the daemon with more environment; returns once it serves. */
+    public Daemon start(Map<String, String> env) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>();
         // a crashed test JVM runs no close(): the daemon gets SIGTERM when its parent ends (as
         // harness.c's PR_SET_PDEATHSIG), where util-linux's setpriv can say so
@@ -86,12 +109,14 @@ final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback
         pb.redirectErrorStream(true);
         pb.environment().remove("NOTIFY_SOCKET");
         pb.environment().remove("LISTEN_FDS");
+        pb.environment().putAll(env);
         proc = pb.start();
         Process p = proc;
         Thread t = new Thread(() -> pump(p), "hugepoold output");
         t.setDaemon(true);
         t.start();
         awaitStart(starts + 1);
+        return this;
     }
 
     private void pump(Process p) {
@@ -141,7 +166,7 @@ final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback
      * process, after two take-overs: restart = exec with no service manager) has logged its start,
      * so that the count of start lines is right for the next start.
      */
-    void restart() throws IOException, InterruptedException {
+    public void restart() throws IOException, InterruptedException {
         Process ctl = new ProcessBuilder(BUILD.resolve("hugepoolctl").toString(), "-s", socket.toString(), "restart")
                 .redirectErrorStream(true).start();
         String out = new String(ctl.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -167,6 +192,16 @@ final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback
         }
     }
 
+    /** `hugepoolctl journal stat NAME --json`'s output (the journal's segments, as the daemon counts them). */
+    public String journalStat(String name) throws IOException, InterruptedException {
+        Process ctl = new ProcessBuilder(BUILD.resolve("hugepoolctl").toString(), "-s", socket.toString(), "--json",
+                "journal", "stat", name).redirectErrorStream(true).start();
+        String out = new String(ctl.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (ctl.waitFor() != 0)
+            throw new IllegalStateException("hugepoolctl journal stat: " + out);
+        return out;
+    }
+
     /** How many lines of the log contain s. */
     int logCount(String s) {
         synchronized (lines) {
@@ -174,7 +209,8 @@ final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback
         }
     }
 
-    String log() {
+    /** Everything the daemon logged so far. */
+    public String log() {
         synchronized (lines) {
             return String.join("\n", lines);
         }
@@ -184,18 +220,23 @@ final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllCallback
         return socket.toString();
     }
 
-    /** SIGTERM, wait, and remove the directory. */
-    @Override
-    public void close() throws IOException {
+    /** SIGTERM, and wait for the daemon to exit (30 s, then SIGKILL); start() again is a cold restart. */
+    public void stop() throws InterruptedException {
         if (proc != null && proc.isAlive()) {
             proc.destroy();
-            try {
-                if (!proc.waitFor(30, TimeUnit.SECONDS))
-                    proc.destroyForcibly().waitFor();
-            } catch (InterruptedException e) {
-                proc.destroyForcibly();
-                Thread.currentThread().interrupt();
-            }
+            if (!proc.waitFor(30, TimeUnit.SECONDS))
+                proc.destroyForcibly().waitFor();
+        }
+    }
+
+    /** stop(), and remove the directory. */
+    @Override
+    public void close() throws IOException {
+        try {
+            stop();
+        } catch (InterruptedException e) {
+            proc.destroyForcibly();
+            Thread.currentThread().interrupt();
         }
         try (Stream<Path> s = Files.walk(dir)) {
             s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());

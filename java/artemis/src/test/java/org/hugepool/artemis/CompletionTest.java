@@ -44,6 +44,7 @@ import org.apache.activemq.artemis.core.journal.IOCompletion;
 import org.apache.activemq.artemis.core.journal.PreparedTransactionInfo;
 import org.apache.activemq.artemis.core.journal.RecordInfo;
 import org.apache.activemq.artemis.core.journal.impl.dataformat.ByteArrayEncoding;
+import org.hugepool.Daemon;
 import org.hugepool.HugePool;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -100,7 +101,7 @@ class CompletionTest {
     @Test
     @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a callback never called
     void inOrderAndDurable() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "16M", 4)).start();
+        try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4)).start();
                 HugePool status = HugePool.connect(d.socket.toString())) {
             HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
             j.loadInternalOnly();
@@ -144,7 +145,7 @@ class CompletionTest {
     @Test
     @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void anIdleAppendersWaitedRecordGoesStraightToTheDaemon() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "16M", 4)).start();
+        try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4)).start();
                 HugePool status = HugePool.connect(d.socket.toString())) {
             HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
             j.loadInternalOnly();
@@ -205,7 +206,7 @@ class CompletionTest {
     @Test
     @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void unawaitedRecordsGoWithTheNextSync() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "16M", 4) + "max_batch_delay = 10s\n").start();
+        try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4) + "max_batch_delay = 10s\n").start();
                 HugePool status = HugePool.connect(d.socket.toString())) {
             HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
             j.loadInternalOnly();
@@ -235,7 +236,7 @@ class CompletionTest {
     @Test
     @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a callback never called
     void failureReachesEveryPending() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "16M", 4)).start()) {
+        try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4)).start()) {
             HugepoolJournal j = new HugepoolJournal(d.socket.toString(), "j", RECLAIM_AT, Duration.ofMillis(300), null);
             j.start();
             j.loadInternalOnly();

@@ -41,6 +41,7 @@ import org.apache.activemq.artemis.core.config.impl.ConfigurationImpl;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
 import org.apache.activemq.artemis.core.server.ActiveMQServers;
 import org.apache.activemq.artemis.core.server.JournalType;
+import org.hugepool.Daemon;
 import org.hugepool.HugePool;
 import org.junit.jupiter.api.Test;
 
@@ -80,8 +81,8 @@ class EmbeddedBrokerTest {
 
     @Test
     void keepsWhatItAcknowledged() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("artemis-messages", "2M", 4)
-                + TestDaemon.journal("artemis-bindings", "2M", 4)).start()) {
+        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
+                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
             Map<String, String> plugin = Map.of("socket", d.socket.toString());
             ActiveMQServer s = broker(d.dir, plugin);
             s.start();
@@ -143,7 +144,7 @@ class EmbeddedBrokerTest {
 
     @Test
     void noDaemonNamesTheSocket() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("artemis-messages", "2M", 4))) { // not started
+        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4))) { // not started
             String none = d.dir.resolve("nosuch.sock").toString();
             Exception e = failedStart(broker(d.dir, Map.of("socket", none)));
             assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains(none)
@@ -153,8 +154,8 @@ class EmbeddedBrokerTest {
 
     @Test
     void unknownJournalNamesIt() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("artemis-messages", "2M", 4)
-                + TestDaemon.journal("artemis-bindings", "2M", 4)).start()) {
+        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
+                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
             Exception e = failedStart(broker(d.dir, Map.of("socket", d.socket.toString(), "messages", "nosuch")));
             assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("\"nosuch\"")
                     && e.getMessage().contains("has no such journal"), "unknown journal: " + e.getMessage());

@@ -30,6 +30,7 @@ import org.apache.activemq.artemis.core.journal.EncoderPersister;
 import org.apache.activemq.artemis.core.journal.PreparedTransactionInfo;
 import org.apache.activemq.artemis.core.journal.RecordInfo;
 import org.apache.activemq.artemis.core.journal.impl.dataformat.ByteArrayEncoding;
+import org.hugepool.Daemon;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -38,7 +39,7 @@ class ReclaimTest {
     private static final int RECORD = 1024;
 
     /* Load j: its committed records. */
-    private static List<RecordInfo> load(TestDaemon d, String j) throws Exception {
+    private static List<RecordInfo> load(Daemon d, String j) throws Exception {
         HugepoolJournal h = Workload.hugepool(d.socket.toString(), j, RECLAIM_AT);
         List<RecordInfo> records = new ArrayList<>();
         h.load(records, new ArrayList<PreparedTransactionInfo>(), null);
@@ -47,7 +48,7 @@ class ReclaimTest {
     }
 
     /* d's journal j, loaded (empty, or with what an earlier test left), as a broker's at start. */
-    private static HugepoolJournal loaded(TestDaemon d) throws Exception {
+    private static HugepoolJournal loaded(Daemon d) throws Exception {
         HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
         j.loadInternalOnly();
         return j;
@@ -56,7 +57,7 @@ class ReclaimTest {
     @Test
     @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang: the journal full, its reclaim stuck
     void nothingLiveToCarry() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "2M", 4)).start()) {
+        try (Daemon d = new Daemon(Daemon.journal("j", "2M", 4)).start()) {
             HugepoolJournal j = loaded(d);
             byte[] data = new byte[RECORD];
             long id = 1;
@@ -76,7 +77,7 @@ class ReclaimTest {
     @Test
     @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang: the journal full, its reclaim stuck
     void copiesInProportionToAppends() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "2M", 16)).start()) {
+        try (Daemon d = new Daemon(Daemon.journal("j", "2M", 16)).start()) {
             HugepoolJournal j = loaded(d);
             byte[] data = new byte[RECORD];
             long appended = 0, id = 1;
@@ -107,7 +108,7 @@ class ReclaimTest {
     @Test
     @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void transactionsDeleteCommittedDuringItsReclaim() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "2M", 4)).start()) {
+        try (Daemon d = new Daemon(Daemon.journal("j", "2M", 4)).start()) {
             HugepoolJournal j = loaded(d);
             byte[] data = new byte[RECORD];
             long x = 1, tx = 1_000_000;

@@ -25,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.activemq.artemis.core.journal.PreparedTransactionInfo;
 import org.apache.activemq.artemis.core.journal.RecordInfo;
 import org.apache.activemq.artemis.core.journal.impl.JournalImpl;
+import org.hugepool.Daemon;
 import org.junit.jupiter.api.Test;
 
 class SameAsJournalImplTest {
@@ -53,7 +54,7 @@ class SameAsJournalImplTest {
 
     @Test
     void loadsAsJournalImplDoes() throws Exception {
-        try (TestDaemon d = new TestDaemon(TestDaemon.journal("j", "2M", 8)).start()) {
+        try (Daemon d = new Daemon(Daemon.journal("j", "2M", 8)).start()) {
             String socket = d.socket.toString();
             File artDir = d.dir.resolve("artemis").toFile();
 

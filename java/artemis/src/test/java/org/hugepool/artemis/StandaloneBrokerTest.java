@@ -49,6 +49,7 @@ import org.apache.activemq.artemis.api.core.client.ClientSession;
 import org.apache.activemq.artemis.api.core.client.ClientSessionFactory;
 import org.apache.activemq.artemis.api.core.client.ServerLocator;
 import org.apache.activemq.artemis.core.transaction.impl.XidImpl;
+import org.hugepool.Daemon;
 import org.hugepool.HugePool;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -64,7 +65,7 @@ class StandaloneBrokerTest {
     private static final long WAIT_MS = 60_000; // a wait this long is a hang, not an answer
     private static final int OTHER_UID = 65534; // the harness's other uid (nobody)
 
-    private TestDaemon daemon;
+    private Daemon daemon;
     private Broker broker;
 
     @BeforeAll
@@ -72,8 +73,8 @@ class StandaloneBrokerTest {
         // socket_mode 0666: any uid is a client (refusedUidStopsTheBroker's broker is one that
         // the journals' lists refuse); the daemon answers a uid the mode does not admit with
         // EACCES whatever it asks but the status, before any journal's list is looked at
-        daemon = new TestDaemon("socket_mode = 0666\n" + TestDaemon.journal("artemis-messages", "2M", 4)
-                + TestDaemon.journal("artemis-bindings", "2M", 4)).start();
+        daemon = new Daemon("socket_mode = 0666\n" + Daemon.journal("artemis-messages", "2M", 4)
+                + Daemon.journal("artemis-bindings", "2M", 4)).start();
         broker = new Broker(daemon.dir,
                 Map.of("socket", daemon.socket.toString(), "reclaim-at", "1M", "bindings-reclaim-at", "1M"));
     }
