@@ -12,9 +12,10 @@
 # each cell the three brokers take turns, the order rotating from cell to cell and round to round;
 # with several rounds a broker's best run counts. Prints each broker's durable sends/s and send
 # latency p50/p99 (the generator's HDR histogram), and hugepool's against the better Artemis
-# journal's (the one with more sends/s) as ratios, and the CPU each broker (its JIT compiler
-# aside) and the hugepool broker's daemon spent per send in the same runs (/proc/PID/stat: where
-# a send's time goes when the two CPUs are the limit). Nothing is asserted. Each broker runs 15 s of
+# journal's (the one with more sends/s) as ratios, the CPU each broker (its JIT compiler aside)
+# and the hugepool broker's daemon spent per send in the same runs (/proc/PID/stat: where a
+# send's time goes when the two CPUs are the limit), and the hugepool broker's message journal's
+# records per sync and syncs per send (`hugepoolctl journal stat`). Nothing is asserted. Each broker runs 15 s of
 # load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100, 1000, 10000}, 5 s
 # after 2 s, one round (the JIT warm-up, not a second round, is what keeps the first broker of a
 # cell from running half-compiled): an estimated 6 minutes on 2 idle CPUs, far more on loaded
@@ -132,32 +133,47 @@ ticks() {
 }
 tck=$(getconf CLK_TCK)
 
-# run BROKER P S: one perf client run; prints "sends/s p50_us p99_us broker_us daemon_us" (the
-# last two: CPU per send, of the broker and of the hugepool broker's daemon, over the whole run,
-# warm-up included, as are its sends), or "- - - - -" if it failed
+# jstat FIELD...: those numbers of the hugepool broker's message journal, from the daemon
+jstat() {
+	local js f
+	js=$("$build/hugepoolctl" -s "$work/hugepoold.sock" --json journal stat artemis-messages 2>/dev/null)
+	for f in "$@"; do sed -n "s/.*\"$f\":\([0-9]*\).*/\1/p" <<<"$js"; done | paste -sd' '
+}
+
+# run BROKER P S: one perf client run; prints "sends/s p50_us p99_us broker_us daemon_us rps sps"
+# (broker_us, daemon_us: CPU per send, of the broker and of the hugepool broker's daemon, over the
+# whole run, warm-up included, as are its sends; rps, sps: the hugepool broker's message journal's
+# records per sync and syncs per send over the same run, "-" for the others), or "- - - - - - -"
+# if it failed
 run() {
-	local b=$1 p=$2 s=$3 json="$work/$1.$2.$3.json" out c0 d0 c1 d1
+	local b=$1 p=$2 s=$3 json="$work/$1.$2.$3.json" out c0 d0 c1 d1 a0 y0 a1 y1
 	rm -f "$json"
 	c0=$(ticks "${bpid[$b]}") d0=$(ticks "$dpid")
+	read -r a0 y0 < <(jstat appends syncs)
 	"$home/bin/artemis" perf client --url "tcp://127.0.0.1:${port[$b]}?confirmationWindowSize=1048576" --persistent \
 		--producers "$p" --consumers 1 --threads $((p < $(nproc) ? p : $(nproc))) --message-size "$s" --max-pending 1 \
 		--warmup "$warmup" --duration "$seconds" --json "$json" "queue://bench.$p.$s" >"$work/$b.$p.$s.log" 2>&1
 	c1=$(ticks "${bpid[$b]}") d1=$(ticks "$dpid")
-	[ "$b" = hugepool ] || d1=$d0
+	read -r a1 y1 < <(jstat appends syncs)
+	[ "$b" = hugepool ] || d1=$d0 a1=$a0 y1=$y0
 	# sends/s: the sends completed in the intervals reported after the warm-up, over their span
 	# (from the last warm-up report, or from the first report when none was warm-up: reports are
 	# not exactly a second apart on a loaded machine); latency: the summary's histogram, which
-	# leaves the warm-up's reports out
-	out=$(awk -F'[{},:]' -v cpu=$((c1 - c0)) -v dcpu=$((d1 - d0)) -v tck="$tck" '
+	# leaves the warm-up's reports out; per send: over the summary's totalSent, every send of the
+	# run as the CPU and journal counts are (the interval reports can miss some seconds: their sum
+	# was 3,555 of 4,764 sends in one run, which overstated every broker's CPU per send alike)
+	out=$(awk -F'[{},:]' -v cpu=$((c1 - c0)) -v dcpu=$((d1 - d0)) -v tck="$tck" -v recs=$((a1 - a0)) -v syncs=$((y1 - y0)) '
 		function field(name,   i) { for (i = 1; i < NF; i++) if ($i == "\"" name "\"") return $(i + 1); return "" }
 		/"sampleType":"interval"/ {
 			t = field("time"); c = field("count"); all += c
 			if (/"warmup":true/ || start == "") { start = t; n = 0 } else { n += c; end = t }
 		}
-		/"sampleType":"summary"/ && /"result":"success"/ { p50 = field("50"); p99 = field("99") }
-		END { if (end > start && n > 0 && p50 != "") printf "%.0f %s %s %.0f %.0f\n", n * 1000 / (end - start), p50, p99,
-			cpu * 1e6 / tck / all, dcpu * 1e6 / tck / all }' "$json" 2>/dev/null)
-	echo "${out:-- - - - -}"
+		/"sampleType":"summary"/ && /"result":"success"/ { p50 = field("50"); p99 = field("99"); total = field("totalSent") }
+		END { if (total > 0) all = total
+			if (end > start && n > 0 && p50 != "") printf "%.0f %s %s %.0f %.0f %s %s\n", n * 1000 / (end - start), p50, p99,
+			cpu * 1e6 / tck / all, dcpu * 1e6 / tck / all, (syncs ? sprintf("%.2f", recs / syncs) : "-"),
+			(syncs ? sprintf("%.2f", syncs / all) : "-") }' "$json" 2>/dev/null)
+	echo "${out:-- - - - - - -}"
 }
 
 # each broker's JIT warmed up before the first cell: just started, a broker spends most of its
@@ -171,16 +187,16 @@ done
 
 IFS=, read -r -a ps <<<"$producers"
 IFS=, read -r -a ss <<<"$sizes"
-declare -A best p50 p99 cpu dcpu
+declare -A best p50 p99 cpu dcpu rps sps
 cell=0
 for ((r = 0; r < rounds; r++)); do
 	for p in "${ps[@]}"; do
 		for s in "${ss[@]}"; do
 			for ((k = 0; k < 3; k++)); do
 				b=${brokers[$(((cell + r + k) % 3))]}
-				read -r rate l50 l99 bu du < <(run "$b" "$p" "$s")
+				read -r rate l50 l99 bu du rs sp < <(run "$b" "$p" "$s")
 				if [ "$rate" != - ] && [ "$rate" -gt "${best[$b.$p.$s]:-0}" ]; then
-					best[$b.$p.$s]=$rate p50[$b.$p.$s]=$l50 p99[$b.$p.$s]=$l99 cpu[$b.$p.$s]=$bu dcpu[$b.$p.$s]=$du
+					best[$b.$p.$s]=$rate p50[$b.$p.$s]=$l50 p99[$b.$p.$s]=$l99 cpu[$b.$p.$s]=$bu dcpu[$b.$p.$s]=$du rps[$b.$p.$s]=$rs sps[$b.$p.$s]=$sp
 				fi
 			done
 			cell=$((cell + 1))
@@ -215,16 +231,19 @@ done
 echo
 echo "CPU per durable send, in microseconds, in the runs above (the broker's JVM less its JIT compiler threads; the"
 echo "hugepool broker's daemon beside it), and the hugepool broker with its daemon over the broker the sends/s ratio"
-echo "compares it with:"
+echo "compares it with; and the hugepool broker's message journal in the same runs, as its daemon counts it: records"
+echo "per sync and syncs per durable send (a send is a message and its reference, its acknowledgement an update and"
+echo "a delete):"
 echo
-echo "| producers x message | hugepool broker + daemon | Artemis ASYNCIO | Artemis NIO | hugepool / better Artemis |"
-echo "|---|---|---|---|---|"
+echo "| producers x message | hugepool broker + daemon | Artemis ASYNCIO | Artemis NIO | hugepool / better Artemis | records / sync | syncs / send |"
+echo "|---|---|---|---|---|---|---|"
 for p in "${ps[@]}"; do
 	for s in "${ss[@]}"; do
 		c=$p.$s o=$(better "$p.$s") ratio=-
 		[ -n "${cpu[hugepool.$c]:-}" ] && [ "${cpu[$o.$c]:-0}" -gt 0 ] &&
 			ratio=$(awk -v a="$((cpu[hugepool.$c] + dcpu[hugepool.$c]))" -v b="${cpu[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
-		echo "| $p x $s B | ${cpu[hugepool.$c]:--} + ${dcpu[hugepool.$c]:--} | ${cpu[asyncio.$c]:--} | ${cpu[nio.$c]:--} | $ratio ($o) |"
+		echo "| $p x $s B | ${cpu[hugepool.$c]:--} + ${dcpu[hugepool.$c]:--} | ${cpu[asyncio.$c]:--} | ${cpu[nio.$c]:--} | $ratio ($o) |" \
+			"${rps[hugepool.$c]:--} | ${sps[hugepool.$c]:--} |"
 	done
 done
 grep -q 'hugepool-artemis: the message journal is hugepoold' "$work/hugepool.log" ||
