@@ -284,42 +284,57 @@ static void victim_join(void)
 	victim.started = false;
 }
 
-static void test_hostile_doorbell(void **state)
+/*
+ * The victim (root) appends and waits for each of its records, each wait bounded by wait_ms,
+ * while attacker runs as another uid (run_other) against the same journal of a daemon started
+ * with conf; then the victim appends once more: every one of its appends completed, and the
+ * daemon serves on. what names the attack in the failure.
+ */
+static void victim_beside(struct daemon *d, const char *conf, const char *name, int64_t wait_ms,
+			  int (*attacker)(void *), const char *what)
 {
-	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
 	struct doorbell_attack a;
 	int pipefd[2], rc;
 	hp_conn *c;
 
-	(void)state;
-	/* the attacker is another uid: it may append (it is a writer of the journal, as in real
-	 * life the hostile one is) */
-	start_journal(&d, JOURNAL "append = 65534\n");
-	harness_watchdog_arm("test_hostile_doorbell", 120);
-	c = conn(&d);
+	start_journal(d, conf);
+	harness_watchdog_arm(name, 120);
+	c = conn(d);
 	victim.j = jopen(c);
 	append_wait(victim.j, 1, 100);
 	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
-	a = (struct doorbell_attack){ d.socket, pipefd[0] };
+	a = (struct doorbell_attack){ d->socket, pipefd[0] };
 	victim.stop_fd = pipefd[1];
-	victim.wait_ms = LIVENESS_MS;
+	victim.wait_ms = wait_ms;
 	victim.done = 0;
 	victim.err = 0;
 	assert_int_equal(pthread_create(&victim.thread, NULL, victim_main, NULL), 0);
 	victim.started = true;
 	threads_cleanup = victim_join;
-	rc = run_other(doorbell_attacker_main, &a);
+	rc = run_other(attacker, &a);
 	victim_join();
 	threads_cleanup = NULL;
 	close(pipefd[0]);
 	close(pipefd[1]);
 	assert_int_equal(rc, 0);
 	if (victim.done != VICTIM_APPENDS)
-		fail_msg("the victim's appends: %u of %u completed, then %s", victim.done, VICTIM_APPENDS,
-			 hp_strerror(victim.err));
+		fail_msg("the victim's appends beside %s: %u of %u completed, then %s", what, victim.done,
+			 VICTIM_APPENDS, hp_strerror(victim.err));
+	append_wait(victim.j, 2, 100);
 	hp_journal_close(victim.j);
 	hp_disconnect(c);
-	stop(&d);
+	stop(d);
+}
+
+static void test_hostile_doorbell(void **state)
+{
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
+
+	(void)state;
+	/* the attacker is another uid: it may append (it is a writer of the journal, as in real
+	 * life the hostile one is) */
+	victim_beside(&d, JOURNAL "append = 65534\n", "test_hostile_doorbell", LIVENESS_MS, doorbell_attacker_main,
+		      "a doorbell attacker");
 }
 
 #define LAZY_RING (256u << 10)
@@ -368,38 +383,10 @@ static int lazy_attacker_main(void *arg)
 static void test_hostile_lazy(void **state)
 {
 	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
-	struct doorbell_attack a;
-	int pipefd[2], rc;
-	hp_conn *c;
 
 	(void)state;
-	start_journal(&d, JOURNAL "append = 65534\nring_size = 256K\nmax_batch_delay = 10s\n");
-	harness_watchdog_arm("test_hostile_lazy", 120);
-	c = conn(&d);
-	victim.j = jopen(c);
-	append_wait(victim.j, 1, 100);
-	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
-	a = (struct doorbell_attack){ d.socket, pipefd[0] };
-	victim.stop_fd = pipefd[1];
-	victim.wait_ms = LIVENESS_MS / 4;
-	victim.done = 0;
-	victim.err = 0;
-	assert_int_equal(pthread_create(&victim.thread, NULL, victim_main, NULL), 0);
-	victim.started = true;
-	threads_cleanup = victim_join;
-	rc = run_other(lazy_attacker_main, &a);
-	victim_join();
-	threads_cleanup = NULL;
-	close(pipefd[0]);
-	close(pipefd[1]);
-	assert_int_equal(rc, 0);
-	if (victim.done != VICTIM_APPENDS)
-		fail_msg("the victim's appends beside a lazy attacker: %u of %u completed, then %s", victim.done,
-			 VICTIM_APPENDS, hp_strerror(victim.err));
-	append_wait(victim.j, 2, 100);
-	hp_journal_close(victim.j);
-	hp_disconnect(c);
-	stop(&d);
+	victim_beside(&d, JOURNAL "append = 65534\nring_size = 256K\nmax_batch_delay = 10s\n", "test_hostile_lazy",
+		      LIVENESS_MS / 4, lazy_attacker_main, "a lazy attacker");
 }
 
 /* Restart must fail with the journal's exit status and a log line saying why. */
