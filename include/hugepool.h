@@ -329,7 +329,8 @@ int hp_daemon_restart(hp_conn *c);
  *
  * An hp_journal is one writer with its own append ring in shared memory: appending copies the
  * record there, without a system call unless the daemon sleeps. Use one writer per thread; a
- * writer belongs to its connection and must be closed before it.
+ * writer belongs to its connection and must be closed before it. The exception: other threads
+ * may wait (hp_journal_wait, _wait_lsn, _durable_lsn, _set_wait_mode) while one thread appends.
  */
 typedef struct hp_journal hp_journal;
 

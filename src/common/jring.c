@@ -11,8 +11,11 @@
  * jring_fetch_hook to be called after every fetch, so it can change the ring between reads as
  * such a client would (tests/fuzz/fuzz_ring.c).
  *
- * No locks, no allocation; callers serialise access to their ring (the library's handle, the
- * daemon's flusher).
+ * No locks, no allocation. The daemon's flusher is its rings' one thread. A client's appends
+ * are serialised by its caller, but any number of its threads may wait beside the one that
+ * appends (hp_journal_wait): so the client's words both touch are atomic, `tail` stored by the
+ * appender alone and `want` (its copy and the header's) only ever raised, by whichever thread
+ * asks for more (raise_want).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -73,14 +76,44 @@ static void ring_doorbell(const struct jring_client *c)
 	}
 }
 
-/* Make everything before c->tail visible, and ring the doorbell if the daemon sleeps. */
-static void jring_publish(struct jring_client *c)
+uint64_t jring_tail(const struct jring_client *c)
 {
-	/* want before tail: a daemon that sees the tail sees which of its entries are urgent */
-	if (c->lazy_ok)
-		__atomic_store_n(&c->hdr->want, c->want, __ATOMIC_RELEASE);
-	/* the client's side of the Dekker pair: store tail, then look at need_wakeup */
-	__atomic_store_n(&c->hdr->tail, c->tail, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE);
+}
+
+/* Raise v to at least x (v is only ever raised: a thread that asks for less changes nothing). */
+static bool raise_to(uint64_t *v, uint64_t x)
+{
+	uint64_t cur = __atomic_load_n(v, __ATOMIC_RELAXED);
+
+	while (cur < x)
+		if (__atomic_compare_exchange_n(v, &cur, x, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
+/*
+ * The entries up to pos are wanted now (a daemon that reads `want`: c->lazy_ok): raise the
+ * client's want and the header's. The thread that appends and one that waits may both be
+ * raising them, and neither may lower what the other published. False when it was wanted
+ * already.
+ */
+static bool raise_want(struct jring_client *c, uint64_t pos)
+{
+	if (!raise_to(&c->want, pos))
+		return false;
+	raise_to(&c->hdr->want, pos);
+	return true;
+}
+
+/* Make everything before tail visible, and ring the doorbell if the daemon sleeps. */
+static void jring_publish(struct jring_client *c, uint64_t tail)
+{
+	__atomic_store_n(&c->tail, tail, __ATOMIC_RELEASE);
+	/* want (raised by the caller) before tail: a daemon that sees the tail sees which of its
+	 * entries are urgent. The client's side of the Dekker pair: store tail, then look at
+	 * need_wakeup */
+	__atomic_store_n(&c->hdr->tail, tail, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&c->hdr->need_wakeup, __ATOMIC_SEQ_CST))
 		ring_doorbell(c);
 }
@@ -124,12 +157,11 @@ int jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct 
 
 void jring_want(struct jring_client *c, uint64_t pos)
 {
-	pos = MIN(pos, c->tail);
-	if (!c->lazy_ok || pos <= c->want)
+	pos = MIN(pos, jring_tail(c));
+	if (!c->lazy_ok || !raise_want(c, pos))
 		return;
-	c->want = pos;
-	/* the Dekker pair again, with want for tail: a daemon going to sleep sees it or is rung */
-	__atomic_store_n(&c->hdr->want, c->want, __ATOMIC_SEQ_CST);
+	/* the Dekker pair again, with want for tail (raised seq_cst): a daemon going to sleep sees
+	 * it or is rung */
 	if (__atomic_load_n(&c->hdr->need_wakeup, __ATOMIC_SEQ_CST))
 		ring_doorbell(c);
 }
@@ -166,7 +198,7 @@ int jring_wait(struct jring_client *c, bool (*done)(const struct jring_client *c
 	 * queued on this very CPU, and must not wait for our spin to end. Unless the client said
 	 * its process has better uses for the CPU (sleep_only).
 	 */
-	uint32_t spin_us = c->sleep_only ? 0 : MIN(__atomic_load_n(&c->hdr->spin_us, __ATOMIC_RELAXED), JRING_SPIN_MAX_US);
+	uint32_t spin_us = __atomic_load_n(&c->sleep_only, __ATOMIC_RELAXED) ? 0 : MIN(__atomic_load_n(&c->hdr->spin_us, __ATOMIC_RELAXED), JRING_SPIN_MAX_US);
 
 	if (spin_us) {
 		uint64_t until = MIN(now_ns() + spin_us * 1000ull, deadline_ns);
@@ -202,14 +234,14 @@ int jring_wait(struct jring_client *c, bool (*done)(const struct jring_client *c
 			return -ECONNRESET;
 		/* a whole slice without news while the daemon sleeps with our entries unread: ring again */
 		if (timed_out && __atomic_load_n(&c->hdr->need_wakeup, __ATOMIC_SEQ_CST) &&
-		    __atomic_load_n(&c->hdr->head, __ATOMIC_ACQUIRE) != c->tail)
+		    __atomic_load_n(&c->hdr->head, __ATOMIC_ACQUIRE) != jring_tail(c))
 			ring_doorbell(c);
 	}
 }
 
 int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, bool lazy, uint64_t *ret_start)
 {
-	uint64_t total, disk, off, pos, skip = 0;
+	uint64_t total, disk, off, pos, skip = 0, tail = c->tail; /* ours: only this thread stores it */
 	int32_t err;
 	int r;
 
@@ -219,15 +251,14 @@ int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, b
 	err = ring_error(c);
 	if (err < 0)
 		return err;
-	off = c->tail & (c->size - 1);
+	off = tail & (c->size - 1);
 	if (off + total > c->size)
 		skip = c->size - off; /* does not fit before the end: start over at 0 */
 	/* space is free behind what is durable (we may still need to read an entry's LSN) */
-	pos = c->tail + skip + total;
+	pos = tail + skip + total;
 	if (pos - __atomic_load_n(&c->hdr->durable, __ATOMIC_ACQUIRE) > c->size) {
 		/* waiting for room: everything in the ring is wanted now, lazy or not */
-		c->want = c->tail;
-		jring_publish(c);
+		jring_want(c, tail);
 		r = jring_wait(c, jring_durable_past, pos - c->size, UINT64_MAX);
 		if (r < 0)
 			return r;
@@ -236,15 +267,15 @@ int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, b
 		struct jring_entry e = { .total = (uint32_t)skip, .count = 0 };
 
 		memcpy(c->data + off, &e, sizeof(e));
-		c->tail += skip;
+		tail += skip;
 		off = 0;
 	}
-	*ret_start = c->tail;
+	*ret_start = tail;
 	jring_put_entry(c->data, off, total, recs, n);
-	c->tail += total;
-	if (!lazy)
-		c->want = c->tail;
-	jring_publish(c);
+	tail += total;
+	if (!lazy && c->lazy_ok)
+		raise_want(c, tail);
+	jring_publish(c, tail);
 	return 0;
 }
 

@@ -140,15 +140,19 @@ static inline uint64_t jring_entry_align(uint64_t n)
 
 #define JRING_WAIT_SLICE_NS 100000000ull /* a waiter looks at the daemon and rings again this often */
 
-/* The client's side of one ring (the library's writer handle holds it). Not thread-safe. */
+/*
+ * The client's side of one ring (the library's writer handle holds it). One thread at a time
+ * appends (jring_append); any number may wait beside it (jring_want, jring_wait, the
+ * conditions, jring_tail, sleep_only). tail, want and sleep_only are accessed atomically.
+ */
 struct jring_client {
 	struct jring_hdr *hdr; /* the mapping: the header page, then size data bytes */
 	uint8_t *data;
 	uint64_t size; /* from the daemon's reply, checked: not read back from the header */
 	uint64_t max_entry; /* disk bytes of one entry, read once */
-	uint64_t tail; /* its own copy: what it published */
+	uint64_t tail; /* its own copy: what it published (stored by the appending thread) */
 	bool lazy_ok; /* the daemon reads want (its header's version, read once) */
-	uint64_t want; /* its own copy of what it published in hdr->want */
+	uint64_t want; /* its own copy of what it published in hdr->want: only ever raised */
 	int doorbell; /* its eventfd */
 	struct jring_wake *wake; /* the wake page of its uid's writers of the journal */
 	/* asked after a wait slice without news: is the daemon gone? (the library: its socket) */
@@ -168,14 +172,16 @@ int jring_client_init(struct jring_client *c, void *ring, uint64_t size, struct 
  * Append one entry of n records (each of at most JFORMAT_RECORD_MAX bytes; the caller checks
  * them) and publish it; waits while the ring is full. lazy: nobody waits for it yet (the daemon
  * may hold it for one who does; an urgent entry where the daemon predates lazy entries).
- * *ret_start: the entry's position (for jring_entry_lsn); c->tail after it is the position
+ * *ret_start: the entry's position (for jring_entry_lsn); jring_tail after it is the position
  * jring_durable_past waits for. -EMSGSIZE when the entry exceeds the ring's limits, the ring's
  * error, or what jring_wait returns.
  */
 int jring_append(struct jring_client *c, const struct iovec *recs, unsigned n, bool lazy, uint64_t *ret_start);
-/* Before waiting for ring position pos (at most c->tail): the entries up to it are wanted now;
+/* Before waiting for ring position pos (at most the tail): the entries up to it are wanted now;
  * rings the doorbell if the daemon sleeps and had lazy entries to cover. */
 void jring_want(struct jring_client *c, uint64_t pos);
+/* The position after the last entry published (for a thread beside the appending one too). */
+uint64_t jring_tail(const struct jring_client *c);
 /* The journal's durable LSN at the last publish. */
 uint64_t jring_durable_lsn(const struct jring_client *c);
 /* Conditions for jring_wait: ring position pos is durable; LSN lsn is durable. */

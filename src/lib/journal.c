@@ -19,12 +19,18 @@
  * sealed memfds of their sizes, a doorbell a non-blocking eventfd, a segment a regular file at
  * least as long as announced, so no mapping starts out reaching past its file's end.
  *
- * Neither is thread-safe; both belong to the connection that opened them.
+ * Neither is thread-safe, and both belong to the connection that opened them, with one
+ * exception: threads may wait for a writer's records (hp_journal_wait, _wait_lsn, _durable_lsn,
+ * _set_wait_mode) beside the one thread that appends to it (libhugepool(3), THREAD SAFETY), so
+ * a broker's appender can wait for a group's sync while its other threads append the next.
+ * jring.c keeps the ring's client words safe for that; here, the one message a wait leaves on
+ * the connection is written once (writer_result).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -41,7 +47,10 @@ struct hp_journal {
 	hp_conn *c;
 	uint64_t writer_id;
 	struct jring_client ring; /* its append ring, doorbell and uid's wake page */
+	int gone_said; /* GONE_*: the "went away" message, which threads beside each other may all meet */
 };
+
+enum { GONE_UNSAID, GONE_SAYING, GONE_SAID };
 
 static int check_name(const char *name)
 {
@@ -67,13 +76,26 @@ static bool connection_gone(void *arg)
  */
 static int writer_result(hp_journal *j, int r)
 {
-	if (r == -ECONNRESET)
+	int unsaid = GONE_UNSAID;
+
+	if (r != -ECONNRESET)
+		return r;
+	/*
+	 * A waiting and an appending thread may meet the daemon's end together: one writes the
+	 * message, the other waits until it is whole (the end is for good, so it is said once).
+	 */
+	if (__atomic_compare_exchange_n(&j->gone_said, &unsaid, GONE_SAYING, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
 		client_set_error(j->c,
 				 "hugepoold went away (stopped or restarted): this journal is durable up to LSN %llu; "
 				 "records appended after it may or may not be on disk: open the journal again on a new "
 				 "connection, read from LSN %llu on, and append what is missing",
 				 (unsigned long long)hp_journal_durable_lsn(j),
 				 (unsigned long long)hp_journal_durable_lsn(j) + 1);
+		__atomic_store_n(&j->gone_said, GONE_SAID, __ATOMIC_RELEASE);
+	}
+	while (__atomic_load_n(&j->gone_said, __ATOMIC_ACQUIRE) != GONE_SAID)
+		sched_yield();
 	return r;
 }
 
@@ -149,7 +171,7 @@ void hp_journal_close(hp_journal *j)
 	req.writer_id = j->writer_id;
 	/* what was appended is still written: the daemon drains the ring before it lets go, lazy
 	 * entries too, and without holding them for a wait that will not come */
-	jring_want(&j->ring, j->ring.tail);
+	jring_want(&j->ring, jring_tail(&j->ring));
 	(void)client_simple_request(j->c, PROTO_JOURNAL_CLOSE, &req, sizeof(req));
 	munmap(j->ring.hdr, JRING_HDR_SIZE + j->ring.size);
 	munmap(j->ring.wake, JRING_WAKE_SIZE);
@@ -185,7 +207,7 @@ static int append_entry(hp_journal *j, const struct iovec *recs, unsigned n, boo
 	r = jring_append(&j->ring, recs, n, lazy, ret_start);
 	if (r < 0)
 		return writer_result(j, r);
-	*ret_end = j->ring.tail;
+	*ret_end = jring_tail(&j->ring);
 	return 0;
 }
 
@@ -218,7 +240,7 @@ int hp_journal_append(hp_journal *j, const void *data, size_t len, uint64_t *ret
 
 int hp_journal_wait(hp_journal *j, uint64_t ticket, int64_t timeout_ms)
 {
-	if (!j || ticket > j->ring.tail)
+	if (!j || ticket > jring_tail(&j->ring))
 		return -EINVAL;
 	jring_want(&j->ring, ticket);
 	return writer_result(j, jring_wait(&j->ring, jring_durable_past, ticket, deadline_of(timeout_ms)));
@@ -254,7 +276,7 @@ int hp_journal_wait_lsn(hp_journal *j, uint64_t lsn, int64_t timeout_ms)
 	if (!j)
 		return -EINVAL;
 	/* which of our entries holds lsn is not known here: all of them are wanted */
-	jring_want(&j->ring, j->ring.tail);
+	jring_want(&j->ring, jring_tail(&j->ring));
 	return writer_result(j, jring_wait(&j->ring, jring_lsn_durable, lsn, deadline_of(timeout_ms)));
 }
 
@@ -262,7 +284,7 @@ int hp_journal_set_wait_mode(hp_journal *j, int mode)
 {
 	if (!j || (mode != HP_JOURNAL_WAIT_SPIN && mode != HP_JOURNAL_WAIT_SLEEP))
 		return -EINVAL;
-	j->ring.sleep_only = mode == HP_JOURNAL_WAIT_SLEEP;
+	__atomic_store_n(&j->ring.sleep_only, mode == HP_JOURNAL_WAIT_SLEEP, __ATOMIC_RELAXED);
 	return 0;
 }
 

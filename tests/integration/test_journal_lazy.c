@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -248,6 +249,97 @@ static void test_lazy_clean_stop(void **state)
 	stop(&d);
 }
 
+/*
+ * One thread waits while another appends to the same writer (libhugepool(3), THREAD SAFETY): a
+ * waiter's ticket or LSN is asked for although the appender publishes lazy entries meanwhile,
+ * so every wait returns long before max_batch_delay (10 s) would have let it, and the waiter
+ * switching the wait mode under the appender changes nothing of what is written. Records of
+ * 100 bytes to 6 KiB fill the ring many times, so the appender also waits for room beside the
+ * waiter. Under TSan the two threads' accesses to the writer are checked for races.
+ */
+#define BESIDE_RECORDS 3000
+
+struct beside {
+	hp_journal *j;
+	uint64_t ticket, lsn; /* the appender's last: its ticket and LSN (atomic) */
+	bool done; /* the appender appended them all (atomic) */
+	int err; /* the waiter's first failure */
+	const char *what;
+	unsigned waits;
+};
+
+static uint32_t beside_len(uint64_t seed)
+{
+	return seed % 7 ? 100 : 6 * KIB;
+}
+
+static void *beside_waiter(void *arg)
+{
+	struct beside *b = arg;
+	uint64_t waited = 0;
+
+	for (unsigned k = 0;; k++) {
+		bool done = __atomic_load_n(&b->done, __ATOMIC_ACQUIRE);
+		uint64_t ticket = __atomic_load_n(&b->ticket, __ATOMIC_ACQUIRE);
+		uint64_t lsn = __atomic_load_n(&b->lsn, __ATOMIC_ACQUIRE);
+		int r;
+
+		if (ticket == waited) {
+			if (done)
+				return NULL;
+			sched_yield();
+			continue;
+		}
+		if (k % 5 == 0)
+			(void)hp_journal_set_wait_mode(b->j, k % 10 ? HP_JOURNAL_WAIT_SLEEP : HP_JOURNAL_WAIT_SPIN);
+		r = k % 2 ? hp_journal_wait(b->j, ticket, LIVENESS_MS / 2) : hp_journal_wait_lsn(b->j, lsn, LIVENESS_MS / 2);
+		if (r == 0 && hp_journal_durable_lsn(b->j) < lsn)
+			r = -EPROTO;
+		if (r < 0) {
+			b->err = r;
+			b->what = k % 2 ? "hp_journal_wait" : "hp_journal_wait_lsn";
+			return NULL;
+		}
+		waited = ticket;
+		b->waits++;
+	}
+}
+
+static void test_lazy_wait_beside_append(void **state)
+{
+	static struct daemon d;
+	struct beside b = { 0 };
+	struct recs e = { 0 };
+	pthread_t t;
+	hp_conn *c;
+	(void)state;
+
+	harness_watchdog_arm("a wait beside an appending thread", 120);
+	start_journal(&d, LAZY_JOURNAL);
+	c = conn(&d);
+	b.j = jopen(c);
+	assert_int_equal(pthread_create(&t, NULL, beside_waiter, &b), 0);
+	for (uint64_t i = 1; i <= BESIDE_RECORDS; i++) {
+		/* every other record lazy: only the waiter's asking gets those synced in time */
+		uint64_t ticket = i % 2 ? append_lazy(b.j, i, beside_len(i)) : append_nowait(b.j, i, beside_len(i));
+
+		recs_add(&e, i, i, beside_len(i));
+		__atomic_store_n(&b.lsn, i, __ATOMIC_RELEASE);
+		__atomic_store_n(&b.ticket, ticket, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&b.done, true, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	if (b.err)
+		fail_msg("%s beside an appending thread, after %u waits: %s", b.what, b.waits, hp_strerror(b.err));
+	assert_true(b.waits > 0);
+	assert_int_equal(hp_journal_durable_lsn(b.j), BESIDE_RECORDS);
+	read_expect(c, 1, &e, 1);
+	free(e.v);
+	hp_journal_close(b.j);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 /* An unknown flag is refused and appends nothing. */
 static void test_lazy_flags_checked(void **state)
 {
@@ -278,6 +370,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_lazy_holds_back_nobody, teardown),
 		cmocka_unit_test_teardown(test_lazy_clean_stop, teardown),
 		cmocka_unit_test_teardown(test_lazy_flags_checked, teardown),
+		cmocka_unit_test_teardown(test_lazy_wait_beside_append, teardown),
 	};
 
 	return run_cases("journal_lazy", tests);
