@@ -258,7 +258,7 @@ const char *hp_strerror(int err)
 		{ -ECONNRESET, "hugepoold closed the connection" },
 		{ -E2BIG, "more buffers asked than the class has" },
 		{ -EAGAIN, "the buffers are not free now" },
-		{ -ETIMEDOUT, "timed out waiting for buffers" },
+		{ -ETIMEDOUT, "timed out (buffers not free in time, or journal records not durable in time)" },
 		{ -EDQUOT, "a limit of hugepoold would be exceeded (leased bytes per uid, or spill bytes or files)" },
 		{ -EINVAL, "invalid argument" },
 		{ -ENOMEM, "out of memory" },

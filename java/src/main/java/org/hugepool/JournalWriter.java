@@ -7,8 +7,11 @@
  * from a slow sync (libhugepool's journal.c), so a reply to another thread's request on a shared
  * connection would look like the daemon's end; and a restart of the daemon closes writers'
  * connections (their rings' fate is the recovery's), which on a shared connection would take the
- * leases with it. The writer's monitor guards `handle` and serialises its calls; appends of
- * direct ByteBuffers are read in place, arrays copied once into the writer's native area.
+ * leases with it. The writer's monitor guards `handle` and serialises its calls, but for the
+ * waits: those run in native code without it (libhugepool allows waits beside the one thread
+ * that appends), counted in `waiters`, which close() waits to see at 0 before it frees the
+ * handle. Appends of direct ByteBuffers are read in place, arrays copied once into the
+ * writer's native area.
  */
 package org.hugepool;
 
@@ -35,9 +38,11 @@ import java.util.Objects;
  * the daemon is busy; a record is 0 to 1 MiB. A {@code ticket} names everything this writer
  * appended up to it: waiting for it waits for all of them.
  *
- * <p><b>Threads.</b> Thread-safe, its calls serialised: a thread waiting for durability holds the
- * writer, so for parallel appends use one writer per thread (a writer is a connection, a ring
- * and a few pages). Each writer is a connection of its own, counted by the daemon's
+ * <p><b>Threads.</b> Thread-safe. Appends are serialised; waits ({@link #await},
+ * {@link #awaitLsn}) are not: a thread may wait for one group while another appends the next,
+ * which the daemon then takes during the first group's sync. An append that waits
+ * ({@code appendAndWait}...) holds the writer while it waits, so for parallel appends use one
+ * writer per thread (a writer is a connection, a ring and a few pages). Each writer is a connection of its own, counted by the daemon's
  * {@code max_connections_per_uid} (64 by default) beside the HugePool's own connection and every
  * other connection of the same user, and {@code max_journal_writers_per_uid} (64 by default)
  * bounds the writers: under the defaults one HugePool opens at most 63 writers. Past a limit
@@ -54,6 +59,7 @@ public final class JournalWriter implements AutoCloseable {
     private final HugePool pool;
     private final String journal;
     private long handle; // guarded by this; 0 once closed
+    private int waiters; // guarded by this: threads waiting in native code without the monitor
 
     JournalWriter(HugePool pool, String journal, long handle) {
         this.pool = pool;
@@ -210,10 +216,15 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolTimeoutException not durable within the timeout
      * @throws HugepoolException as {@link #append(byte[])}
      */
-    public synchronized void await(long ticket, Duration timeout) throws HugepoolException {
-        int r = Native.await(handle("waiting"), ticket, HugePool.millis(timeout));
-        if (r < 0)
-            throw failure(r, "waiting for ticket " + ticket);
+    public void await(long ticket, Duration timeout) throws HugepoolException {
+        long h = enter("waiting");
+        try {
+            int r = Native.await(h, ticket, HugePool.millis(timeout));
+            if (r < 0)
+                throw failed(h, r, "waiting for ticket " + ticket);
+        } finally {
+            leave();
+        }
     }
 
     /**
@@ -224,10 +235,15 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolTimeoutException not durable within the timeout
      * @throws HugepoolException as {@link #append(byte[])}
      */
-    public synchronized void awaitLsn(long lsn, Duration timeout) throws HugepoolException {
-        int r = Native.awaitLsn(handle("waiting"), lsn, HugePool.millis(timeout));
-        if (r < 0)
-            throw failure(r, "waiting for LSN " + lsn);
+    public void awaitLsn(long lsn, Duration timeout) throws HugepoolException {
+        long h = enter("waiting");
+        try {
+            int r = Native.awaitLsn(h, lsn, HugePool.millis(timeout));
+            if (r < 0)
+                throw failed(h, r, "waiting for LSN " + lsn);
+        } finally {
+            leave();
+        }
     }
 
     /** How a writer's waits wait for the sync that makes their records durable. */
@@ -274,17 +290,51 @@ public final class JournalWriter implements AutoCloseable {
 
     /**
      * Close the writer and its connection; what it appended is still written. Closing twice is
-     * fine. Waits for a call of another thread in progress (a wait without a timeout included).
+     * fine. Waits for the calls of other threads in progress (a wait without a timeout included).
      */
     @Override
     public void close() {
         synchronized (this) {
+            boolean interrupted = false;
+            while (waiters > 0 && handle != 0) {
+                try {
+                    wait();
+                } catch (InterruptedException e) {
+                    interrupted = true; // the waits end by themselves: close when they have
+                }
+            }
+            if (interrupted)
+                Thread.currentThread().interrupt();
             if (handle == 0)
                 return;
             Native.writerClose(handle);
             handle = 0;
         }
         pool.forget(this);
+    }
+
+    /* A call that waits without the monitor: the handle stays open until its leave(). */
+    private synchronized long enter(String what) throws ClosedException {
+        long h = handle(what);
+        waiters++;
+        return h;
+    }
+
+    /* Tests only: the threads in a wait without the monitor. */
+    synchronized int waiters() {
+        return waiters;
+    }
+
+    private synchronized void leave() {
+        if (--waiters == 0)
+            notifyAll();
+    }
+
+    /* Between enter and leave, or with the monitor held: the exception for r, a negative errno.
+     * The monitor orders the reading of the daemon's words after an appending thread's writing
+     * of them. */
+    private synchronized HugepoolException failed(long h, long r, String what) {
+        return HugepoolException.create((int) -r, what + " (journal \"" + journal + "\")", Native.writerLastError(h));
     }
 
     private synchronized long appendBuffer(ByteBuffer record, boolean wait, String what) throws HugepoolException {
@@ -368,7 +418,7 @@ public final class JournalWriter implements AutoCloseable {
 
     /* With this writer's monitor held: the exception for r, a negative errno. */
     private HugepoolException failure(long r, String what) {
-        return HugepoolException.create((int) -r, what + " (journal \"" + journal + "\")", Native.writerLastError(handle));
+        return failed(handle, r, what);
     }
 
     /** @return "JournalWriter(NAME)" */

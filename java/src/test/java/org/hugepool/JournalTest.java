@@ -7,7 +7,9 @@
  * waits for (journal l: max_batch_delay 10 s, so a record held too long is a timeout); and across a warm restart of the daemon
  * (hugepoolctl restart): the writer is cut off with the LSN the journal is durable to, the
  * HugePool's connection and its lease live on, a new writer goes on, and the replay holds every
- * acknowledged record once, in order.
+ * acknowledged record once, in order. Waits beside appends: a wait does not take the writer from
+ * the thread that appends, and a close waits for a wait in progress (never frees the writer
+ * under it).
  */
 package org.hugepool;
 
@@ -31,7 +33,8 @@ class JournalTest {
     static final Daemon daemon = Daemon.perClass("", "[class small]\nsize = 2M\ncount = 2\n"
                 + "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n"
                 + "[journal r]\ndirectory = @DIR@/r\nsegment_size = 1M\n"
-                + "[journal l]\ndirectory = @DIR@/l\nsegment_size = 1M\nmax_batch_delay = 10s\n");
+                + "[journal l]\ndirectory = @DIR@/l\nsegment_size = 1M\nmax_batch_delay = 10s\n"
+                + "[journal w]\ndirectory = @DIR@/w\nsegment_size = 1M\n");
 
     static byte[] rec(String j, long i, int size) {
         byte[] b = new byte[size];
@@ -157,6 +160,57 @@ class JournalTest {
             try (JournalReader r = pool.openJournalReader("r", n + 1)) {
                 assertNull(r.next());
             }
+        }
+    }
+
+    /* A wait runs without the writer's monitor: the records it waits for are appended by
+     * another thread while it waits, where that thread used to wait for the wait to end. */
+    @Test
+    void appendBesideAWait() throws Exception {
+        try (HugePool pool = HugePool.connect(daemon.socketPath()); JournalWriter w = pool.openJournalWriter("w")) {
+            long n = w.appendAndWait(rec("w", 0, 10));
+            Throwable[] got = new Throwable[1];
+            Thread waiter = new Thread(() -> {
+                try {
+                    w.awaitLsn(n + 2, Duration.ofSeconds(20));
+                } catch (Throwable e) {
+                    got[0] = e;
+                }
+            });
+            waiter.start();
+            while (w.waiters() == 0 && waiter.isAlive())
+                Thread.sleep(1);
+            w.append(rec("w", 1, 100));
+            assertEquals(n + 2, w.appendAndWait(rec("w", 2, 100)));
+            waiter.join();
+            assertNull(got[0], "the wait for records appended beside it");
+        }
+    }
+
+    /* A close while another thread waits waits for that wait to end: the waiter gets its
+     * timeout, never a freed writer; calls after the close throw ClosedException. */
+    @Test
+    void closeWaitsForAWait() throws Exception {
+        try (HugePool pool = HugePool.connect(daemon.socketPath())) {
+            JournalWriter w = pool.openJournalWriter("w");
+            long far = w.appendAndWait(rec("w", 0, 10)) + 1_000_000;
+            Throwable[] got = new Throwable[1];
+            Thread waiter = new Thread(() -> {
+                try {
+                    w.awaitLsn(far, Duration.ofMillis(1500));
+                } catch (Throwable e) {
+                    got[0] = e;
+                }
+            });
+            waiter.start();
+            while (w.waiters() == 0 && waiter.isAlive())
+                Thread.sleep(1);
+            w.close();
+            assertTrue(!waiter.isAlive(), "close returned while a wait was in progress");
+            waiter.join();
+            assertTrue(got[0] instanceof HugepoolTimeoutException, String.valueOf(got[0]));
+            assertThrows(ClosedException.class, () -> w.await(1, Duration.ZERO));
+            assertThrows(ClosedException.class, () -> w.awaitLsn(1, Duration.ZERO));
         }
     }
 }
