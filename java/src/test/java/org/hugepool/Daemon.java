@@ -220,6 +220,19 @@ public final class Daemon implements AutoCloseable, BeforeAllCallback, AfterAllC
         return socket.toString();
     }
 
+    /**
+     * Send the daemon a signal by name ("STOP", "CONT", "KILL"...); after KILL, wait until it is
+     * gone (start() again is then a cold restart after a crash).
+     */
+    public void signal(String sig) throws IOException, InterruptedException {
+        Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(proc.pid())).redirectErrorStream(true).start();
+        String out = new String(k.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (k.waitFor() != 0)
+            throw new IllegalStateException("kill -" + sig + ": " + out);
+        if (sig.equals("KILL"))
+            proc.waitFor();
+    }
+
     /** SIGTERM, and wait for the daemon to exit (30 s, then SIGKILL); start() again is a cold restart. */
     public void stop() throws InterruptedException {
         if (proc != null && proc.isAlive()) {

@@ -9,12 +9,13 @@
  * Threads. A broker thread encodes its record and, under `lock`, checks it against the Live model
  * (JournalImpl's rules: an update of an id not live is not written...), gives it its LSN (we are
  * the journal's one writer, so our records take consecutive LSNs: `nextLsn`) and queues it (or,
- * when the appender is idle and the caller waits for a sync, appends it itself: appendNow). One
- * appender thread owns the JournalWriter: it takes everything queued, appends it to the ring as
- * one batch without waiting, completes the callbacks of the group before (durable by then) in
- * the order of the records, and then waits once for the last record when anyone needs
- * durability (an IOCompletion, a caller blocked on sync). While it waits, the next group
- * gathers in the queue: one wait per group, never one per record. One
+ * when the caller waits for a sync and the appender is idle or waiting for a sync, appends the
+ * queue to the ring itself: appendNow). One appender thread owns the JournalWriter otherwise:
+ * it takes everything queued, appends it to the ring as one batch without waiting, completes
+ * the callbacks of the group before (durable by then) in the order of the records, and then
+ * waits once for the last record when anyone needs durability (an IOCompletion, a caller
+ * blocked on sync). While it waits, the next group gathers in the queue, or reaches the daemon
+ * during the sync through appendNow: one wait per group, never one per record. One
  * reclaimer thread, woken when the journal's bytes from the cut on (`windowBytes`) pass
  * RECLAIM_RATIO times the bytes of the records still needed (`live.bytes`), and `reclaimAt` at
  * least, cuts everything queued so far: reads it back, queues copies of what is still live
@@ -163,7 +164,9 @@ public final class HugepoolJournal implements Journal {
     private long reclaimFrom; // windowBytes when the reclaim under way began
     private boolean running, reclaimRunning, reclaiming;
     private boolean appenderIdle; // the appender waits for work with nothing in flight
-    private final List<Op> handed = new ArrayList<>(); // appended by a broker thread (appendNow)
+    private boolean appenderWaiting; // the appender waits for a group's sync (in awaitLsn)
+    // appended by a broker thread (appendNow), in LSN order, not yet taken by the appender
+    private final List<Op> handed = new ArrayList<>();
     private Throwable failure; // the journal failed: every later operation fails with it
     private long reclaims, copiedBytes; // done and carried forward, for tests and logs
     private volatile int liveRecords;
@@ -175,7 +178,10 @@ public final class HugepoolJournal implements Journal {
     /* Tests only: called on the appender, without the lock, once it took a group from the queue
      * (CompletionTest holds the appender there to see what reached the daemon without it). */
     volatile Runnable appenderTook;
-    // the appender's alone, and a lock holder's while the appender is idle (appendNow)
+    /* Tests only: called on the appender, without the lock, as it starts waiting for a group's
+     * sync (CompletionTest holds it there, in the waiting state). */
+    volatile Runnable appenderWaits;
+    // the appender's; a lock holder appends with `writer` while the appender is idle or waits
     private HugePool pool;
     private JournalWriter writer;
     private final ArrayDeque<Op> unacked = new ArrayDeque<>(); // appended, not yet known durable
@@ -503,27 +509,30 @@ public final class HugepoolJournal implements Journal {
                 reclaimWork.signal();
         }
         queue.add(op);
-        if (appenderIdle && running && op.error == null && op.rec != null && op.sync)
+        if ((appenderIdle || appenderWaiting) && running && op.error == null && op.rec != null && op.sync)
             appendNow();
         work.signal();
         return op;
     }
 
     /*
-     * With the lock, the appender idle (nothing in flight, and it has not yet taken what was
-     * queued since it woke) and the caller waiting for a sync: the broker thread appends what is
-     * queued, its record last, to the ring itself, as one batch, so the daemon starts on it at
-     * once, not a thread's wake-up later, and hands it to the appender, which wakes while the
-     * daemon syncs, waits for it and completes it. A durable send is two records, the message
-     * appended without a sync and its reference with one, so the batch usually holds both (at one
-     * producer the appender's wake-up was 70-120 us of a send's path). Only for a record that
-     * waits: one nobody waits for gains nothing from the haste. The appender owns everything
+     * With the lock, the caller waiting for a sync, and the appender either idle (nothing in
+     * flight, and it has not yet taken what was queued since it woke) or waiting for a group's
+     * sync: the broker thread appends what is queued, its record last, to the ring itself, as one
+     * batch, so the daemon starts on it at once (or takes it as soon as the sync under way ends),
+     * not a thread's wake-up later, and hands it to the appender, which waits for it and
+     * completes it. A durable send is two records, the message appended without a sync and its
+     * reference with one, so the batch usually holds both (at one producer the appender's
+     * wake-up was 70-120 us of a send's path, and a send that came during the sync of a consumer's
+     * acknowledgement waited for that sync, then for the appender's wake-up). Only for a record
+     * that waits: one nobody waits for gains nothing from the haste. The appender owns everything
      * else: a batch larger than one of the appender's, or an append that fails here, stays queued
      * for the appender, which meets the failure again and reconnects or fails the journal. The
-     * writer is the appender's; while it is idle, its one user is a lock holder.
+     * writer is the appender's: while it is idle, a lock holder is its one user; while it waits,
+     * a lock holder is its one appending thread (JournalWriter's waits run beside appends).
      */
     private void appendNow() {
-        appenderIdle = false;
+        appenderIdle = false; // idle: the appender, woken, takes what is handed (waiting: it will)
         List<byte[]> recs = new ArrayList<>(queue.size());
         long bytes = 0;
         for (Op o : queue) {
@@ -544,9 +553,6 @@ public final class HugepoolJournal implements Journal {
         } catch (HugepoolException | RuntimeException e) {
             return;
         }
-        for (Op o : queue)
-            if (o.rec != null)
-                unacked.add(o);
         handed.addAll(queue);
         queue.clear();
     }
@@ -896,8 +902,12 @@ public final class HugepoolJournal implements Journal {
                 appenderIdle = false;
                 if (queue.isEmpty() && handed.isEmpty() && done.isEmpty())
                     break;
-                // what a broker thread appended while we were idle comes first: its LSNs are lower
+                // what a broker thread appended while we were idle or waiting comes first: its
+                // LSNs are lower; it is in flight now (after what we appended before)
                 appended = handed.size();
+                for (Op o : handed)
+                    if (o.rec != null && o.error == null)
+                        unacked.add(o);
                 group.addAll(handed);
                 handed.clear();
                 group.addAll(queue);
@@ -994,7 +1004,15 @@ public final class HugepoolJournal implements Journal {
         Op last = unacked.peekLast();
         for (;;) {
             try {
-                writer.awaitLsn(last.lsn, null);
+                waiting(true);
+                try {
+                    Runnable waits = appenderWaits;
+                    if (waits != null)
+                        waits.run();
+                    writer.awaitLsn(last.lsn, null);
+                } finally {
+                    waiting(false);
+                }
                 long d = writer.durableLsn();
                 if (d < last.lsn)
                     throw new IllegalStateException(where() + ": durable up to LSN " + d + " after waiting for LSN " + last.lsn);
@@ -1006,15 +1024,36 @@ public final class HugepoolJournal implements Journal {
         unacked.clear();
     }
 
+    /* Whether broker threads may append beside the appender's wait (appendNow). */
+    private void waiting(boolean w) {
+        lock.lock();
+        try {
+            appenderWaiting = w;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /*
      * The daemon went away (stopped or restarted). Connect again, find which of the records not
-     * known durable made it (they are ours, in our order, so a prefix of `unacked`), append the
-     * rest again.
+     * known durable made it (they are ours, in our order, so a prefix of `unacked` followed by
+     * what broker threads appended during our wait, still `handed`: none is appended now, the
+     * appender not waiting), append the rest again. The handed ones stay handed: the next turn
+     * takes them as appended.
      */
     private void reconnect(DaemonGoneException why) throws Exception {
         long durable = writer.durableLsn();
+        List<Op> inFlight = new ArrayList<>(unacked);
+        lock.lock();
+        try {
+            for (Op o : handed)
+                if (o.rec != null && o.error == null)
+                    inFlight.add(o);
+        } finally {
+            lock.unlock();
+        }
         log.warn("{}: hugepoold went away ({}); durable up to LSN {}, {} records in flight: connecting again", where(),
-                why.getMessage(), durable, unacked.size());
+                why.getMessage(), durable, inFlight.size());
         closeConnection();
         long deadline = System.nanoTime() + reconnectNanos;
         for (long pause = 10;; pause = Math.min(pause * 2, 500)) {
@@ -1033,7 +1072,7 @@ public final class HugepoolJournal implements Journal {
         }
         // what of ours became durable after `durable`
         List<Op> pending = new ArrayList<>();
-        for (Op op : unacked)
+        for (Op op : inFlight)
             if (op.lsn > durable)
                 pending.add(op);
         int survived = 0;
@@ -1084,6 +1123,8 @@ public final class HugepoolJournal implements Journal {
                 failure = f;
             room.signalAll();
             for (Op op : queue)
+                op.error = failure;
+            for (Op op : handed) // appended during a wait that failed: never acknowledged
                 op.error = failure;
         } finally {
             lock.unlock();

@@ -14,6 +14,11 @@
  *    the broker's thread at once, with what was queued before it (a send's message, appended
  *    without a sync): the daemon makes them durable while the appender is held before it
  *    appends anything, and their callbacks still run on the appender, after that, in order;
+ *  - so does a record its caller waits for appended while the appender waits for the sync of
+ *    the group before (a send during a consumer's acknowledgement): the daemon makes it durable
+ *    while the appender is held in its wait; and when the daemon dies during that wait (stopped
+ *    with SIGSTOP before either record reached the disk, then killed), both records are appended
+ *    again after the reconnect, each callback runs once, and each record is in the journal once;
  *  - records appended without sync (a transaction's, a consumed message's delete) cost no sync of
  *    their own: the daemon holds them (its max_batch_delay is 10 s here, so one synced alone
  *    shows) and syncs them with the next record appended with a sync; their callbacks (Artemis
@@ -285,6 +290,94 @@ class CompletionTest {
                 loaded.add(r.id);
             acked.removeAll(loaded);
             assertEquals(0, acked.size(), "records acknowledged with done() but lost, ids " + acked.stream().sorted().limit(10).toList());
+        }
+    }
+
+    /* Hold the appender as it starts waiting for a group's sync; returns the latch it counts down there. */
+    private static CountDownLatch holdInWait(HugepoolJournal j, CountDownLatch release) {
+        CountDownLatch in = new CountDownLatch(1);
+        j.appenderWaits = () -> {
+            j.appenderWaits = null;
+            in.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        return in;
+    }
+
+    @Test
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aRecordWaitedForDuringASyncGoesStraightToTheDaemon() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4)).start();
+                HugePool status = HugePool.connect(d.socket.toString())) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            j.loadInternalOnly();
+            byte[] data = new byte[100];
+            j.appendAddRecord(1, (byte) 1, data, true);
+            CountDownLatch release = new CountDownLatch(1), in = holdInWait(j, release);
+            long first = status.status().journal("j").nextLsn();
+            Seen seen = new Seen(2);
+            j.appendAddRecord(2, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(0, () -> {
+            }));
+            assertTrue(in.await(20, TimeUnit.SECONDS), "the appender did not wait for the record");
+            // the appender waits for record 2's sync; a send comes now
+            j.appendAddRecord(3, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(1, () -> {
+            }));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (status.status().journal("j").durableLsn() < first + 1 && System.nanoTime() < deadline)
+                Thread.sleep(1);
+            assertTrue(status.status().journal("j").durableLsn() >= first + 1,
+                    "a record appended during the appender's wait waited for the appender to append it");
+            assertEquals(0, seen.calls.get(), "a callback ran while the appender was held");
+            release.countDown();
+            seen.all.await();
+            synchronized (seen) {
+                assertEquals(List.of(0, 1), seen.done);
+                assertEquals(List.of(), seen.wrong);
+            }
+            j.stop();
+        }
+    }
+
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aRecordAppendedDuringAWaitSurvivesTheDaemonsEnd() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4)).start()) {
+            HugepoolJournal j = new HugepoolJournal(d.socket.toString(), "j", RECLAIM_AT, Duration.ofSeconds(60), null);
+            j.start();
+            j.loadInternalOnly();
+            byte[] data = new byte[100];
+            j.appendAddRecord(1, (byte) 1, data, true);
+            CountDownLatch release = new CountDownLatch(1), in = holdInWait(j, release);
+            Seen seen = new Seen(2);
+            d.signal("STOP"); // the records below reach its ring, never the disk
+            j.appendAddRecord(2, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(0, () -> {
+            }));
+            assertTrue(in.await(20, TimeUnit.SECONDS), "the appender did not wait for the record");
+            // appended beside the wait: in flight, not durable, when the wait fails
+            j.appendAddRecord(3, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(1, () -> {
+            }));
+            d.signal("KILL");
+            d.start();
+            release.countDown();
+            assertTrue(seen.all.await(60, TimeUnit.SECONDS), "a record appended during the wait was never made durable");
+            synchronized (seen) {
+                assertEquals(List.of(0, 1), seen.done);
+                assertEquals(List.of(), seen.errors);
+                assertEquals(List.of(), seen.wrong);
+            }
+            j.stop();
+            HugepoolJournal again = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            List<RecordInfo> records = new ArrayList<>();
+            again.load(records, new ArrayList<PreparedTransactionInfo>(), null);
+            again.stop();
+            List<Long> ids = new ArrayList<>();
+            for (RecordInfo r : records)
+                ids.add(r.id);
+            assertEquals(List.of(1L, 2L, 3L), ids, "each record once, in order");
         }
     }
 }
