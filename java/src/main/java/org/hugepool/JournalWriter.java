@@ -217,14 +217,7 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public void await(long ticket, Duration timeout) throws HugepoolException {
-        long h = enter("waiting");
-        try {
-            int r = Native.await(h, ticket, HugePool.millis(timeout));
-            if (r < 0)
-                throw failed(h, r, "waiting for ticket " + ticket);
-        } finally {
-            leave();
-        }
+        waitFor(false, ticket, timeout, "waiting for ticket " + ticket);
     }
 
     /**
@@ -236,11 +229,17 @@ public final class JournalWriter implements AutoCloseable {
      * @throws HugepoolException as {@link #append(byte[])}
      */
     public void awaitLsn(long lsn, Duration timeout) throws HugepoolException {
+        waitFor(true, lsn, timeout, "waiting for LSN " + lsn);
+    }
+
+    /* A wait for a ticket or (isLsn) an LSN, without the monitor: counted in `waiters`. */
+    private void waitFor(boolean isLsn, long what, Duration timeout, String doing) throws HugepoolException {
         long h = enter("waiting");
         try {
-            int r = Native.awaitLsn(h, lsn, HugePool.millis(timeout));
+            long ms = HugePool.millis(timeout);
+            int r = isLsn ? Native.awaitLsn(h, what, ms) : Native.await(h, what, ms);
             if (r < 0)
-                throw failed(h, r, "waiting for LSN " + lsn);
+                throw failed(h, r, doing);
         } finally {
             leave();
         }

@@ -164,16 +164,7 @@ class CompletionTest {
                 while (!j.appenderIdle()) // it completes what came before, then waits for work
                     Thread.sleep(1);
                 // the appender, once woken, is held before it appends anything
-                CountDownLatch took = new CountDownLatch(1), release = new CountDownLatch(1);
-                j.appenderTook = () -> {
-                    j.appenderTook = null;
-                    took.countDown();
-                    try {
-                        release.await();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                };
+                CountDownLatch release = new CountDownLatch(1), took = hold(r -> j.appenderTook = r, release);
                 long lsn = status.status().journal("j").nextLsn() + round; // the last record's
                 Seen seen = new Seen(round + 1);
                 long id = 10 + round;
@@ -191,11 +182,7 @@ class CompletionTest {
                 }
                 assertTrue(took.await(20, TimeUnit.SECONDS), "the appender was not woken");
                 // the broker's thread appended the records itself: the daemon makes them durable without the appender
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-                while (status.status().journal("j").durableLsn() < lsn && System.nanoTime() < deadline)
-                    Thread.sleep(1);
-                assertTrue(status.status().journal("j").durableLsn() >= lsn, "round " + round
-                        + ": the records waited for the appender to append them");
+                awaitDurable(status, lsn, "round " + round + ": the records waited for the appender to append them");
                 assertEquals(0, seen.calls.get(), "a callback ran before the appender saw its record durable");
                 release.countDown();
                 seen.all.await();
@@ -293,19 +280,30 @@ class CompletionTest {
         }
     }
 
-    /* Hold the appender as it starts waiting for a group's sync; returns the latch it counts down there. */
-    private static CountDownLatch holdInWait(HugepoolJournal j, CountDownLatch release) {
-        CountDownLatch in = new CountDownLatch(1);
-        j.appenderWaits = () -> {
-            j.appenderWaits = null;
-            in.countDown();
+    /*
+     * Hold the appender at a test hook (set: stores the hook) until release; returns the latch it
+     * counts down when it gets there. The hook holds it once.
+     */
+    private static CountDownLatch hold(java.util.function.Consumer<Runnable> set, CountDownLatch release) {
+        CountDownLatch at = new CountDownLatch(1);
+        set.accept(() -> {
+            set.accept(null);
+            at.countDown();
             try {
                 release.await();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-        };
-        return in;
+        });
+        return at;
+    }
+
+    /* Wait, 20 s at most, until the daemon says the journal is durable up to lsn; fails with why. */
+    private static void awaitDurable(HugePool status, long lsn, String why) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (status.status().journal("j").durableLsn() < lsn && System.nanoTime() < deadline)
+            Thread.sleep(1);
+        assertTrue(status.status().journal("j").durableLsn() >= lsn, why);
     }
 
     @Test
@@ -317,7 +315,7 @@ class CompletionTest {
             j.loadInternalOnly();
             byte[] data = new byte[100];
             j.appendAddRecord(1, (byte) 1, data, true);
-            CountDownLatch release = new CountDownLatch(1), in = holdInWait(j, release);
+            CountDownLatch release = new CountDownLatch(1), in = hold(r -> j.appenderWaits = r, release);
             long first = status.status().journal("j").nextLsn();
             Seen seen = new Seen(2);
             j.appendAddRecord(2, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(0, () -> {
@@ -326,11 +324,7 @@ class CompletionTest {
             // the appender waits for record 2's sync; a send comes now
             j.appendAddRecord(3, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(1, () -> {
             }));
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (status.status().journal("j").durableLsn() < first + 1 && System.nanoTime() < deadline)
-                Thread.sleep(1);
-            assertTrue(status.status().journal("j").durableLsn() >= first + 1,
-                    "a record appended during the appender's wait waited for the appender to append it");
+            awaitDurable(status, first + 1, "a record appended during the appender's wait waited for the appender to append it");
             assertEquals(0, seen.calls.get(), "a callback ran while the appender was held");
             release.countDown();
             seen.all.await();
@@ -351,7 +345,7 @@ class CompletionTest {
             j.loadInternalOnly();
             byte[] data = new byte[100];
             j.appendAddRecord(1, (byte) 1, data, true);
-            CountDownLatch release = new CountDownLatch(1), in = holdInWait(j, release);
+            CountDownLatch release = new CountDownLatch(1), in = hold(r -> j.appenderWaits = r, release);
             Seen seen = new Seen(2);
             d.signal("STOP"); // the records below reach its ring, never the disk
             j.appendAddRecord(2, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(0, () -> {
