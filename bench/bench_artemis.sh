@@ -159,17 +159,20 @@ run() {
 	# sends/s: the sends completed in the intervals reported after the warm-up, over their span
 	# (from the last warm-up report, or from the first report when none was warm-up: reports are
 	# not exactly a second apart on a loaded machine); latency: the summary's histogram, which
-	# leaves the warm-up's reports out; per send: over the summary's totalSent, every send of the
-	# run as the CPU and journal counts are (the interval reports can miss some seconds: their sum
-	# was 3,555 of 4,764 sends in one run, which overstated every broker's CPU per send alike)
-	out=$(awk -F'[{},:]' -v cpu=$((c1 - c0)) -v dcpu=$((d1 - d0)) -v tck="$tck" -v recs=$((a1 - a0)) -v syncs=$((y1 - y0)) '
+	# leaves the warm-up's reports out; per send: the CPU and journal counts cover the whole run,
+	# warm-up included, and the summary's totalSent only the measured seconds, so they are divided
+	# by totalSent x (warm-up + seconds) / seconds, the warm-up taken at the measured rate (the
+	# interval reports cannot say: they miss seconds, 3,164 of 5,387 measured sends in one run;
+	# dividing by totalSent alone overstated every broker's CPU and syncs per send by 1.4x alike)
+	out=$(awk -F'[{},:]' -v cpu=$((c1 - c0)) -v dcpu=$((d1 - d0)) -v tck="$tck" -v recs=$((a1 - a0)) -v syncs=$((y1 - y0)) \
+		-v runfrac="$(awk -v w="$warmup" -v s="$seconds" 'BEGIN { print (w + s) / s }')" '
 		function field(name,   i) { for (i = 1; i < NF; i++) if ($i == "\"" name "\"") return $(i + 1); return "" }
 		/"sampleType":"interval"/ {
 			t = field("time"); c = field("count"); all += c
 			if (/"warmup":true/ || start == "") { start = t; n = 0 } else { n += c; end = t }
 		}
 		/"sampleType":"summary"/ && /"result":"success"/ { p50 = field("50"); p99 = field("99"); total = field("totalSent") }
-		END { if (total > 0) all = total
+		END { if (total > 0) all = total * runfrac
 			if (end > start && n > 0 && p50 != "") printf "%.0f %s %s %.0f %.0f %s %s\n", n * 1000 / (end - start), p50, p99,
 			cpu * 1e6 / tck / all, dcpu * 1e6 / tck / all, (syncs ? sprintf("%.2f", recs / syncs) : "-"),
 			(syncs ? sprintf("%.2f", syncs / all) : "-") }' "$json" 2>/dev/null)
