@@ -42,10 +42,11 @@ import java.util.Objects;
  * {@link #awaitLsn}) are not: a thread may wait for one group while another appends the next,
  * which the daemon then takes during the first group's sync. An append that waits
  * ({@code appendAndWait}...) holds the writer while it waits, so for parallel appends use one
- * writer per thread (a writer is a connection, a ring and a few pages). Each writer is a connection of its own, counted by the daemon's
- * {@code max_connections_per_uid} (64 by default) beside the HugePool's own connection and every
- * other connection of the same user, and {@code max_journal_writers_per_uid} (64 by default)
- * bounds the writers: under the defaults one HugePool opens at most 63 writers. Past a limit
+ * writer per thread (a writer is a connection, a ring and a few pages). Each writer is a
+ * connection of its own, counted by the daemon's {@code max_connections_per_uid} (64 by
+ * default) beside the HugePool's own connection and every other connection of the same user,
+ * and {@code max_journal_writers_per_uid} (64 by default) bounds the writers: under the
+ * defaults one HugePool opens at most 63 writers. Past a limit
  * {@link HugePool#openJournalWriter} throws {@link LimitExceededException}, whose message names it.
  *
  * <p><b>The daemon's restart</b> recovers the journal from disk and closes writers: the next call
@@ -271,7 +272,7 @@ public final class JournalWriter implements AutoCloseable {
     public synchronized void setWaitMode(WaitMode mode) throws HugepoolException {
         int r = Native.setWaitMode(handle("choosing how to wait"), Objects.requireNonNull(mode, "mode").ordinal());
         if (r < 0)
-            throw failure(r, "choosing how to wait");
+            throw failed(handle, r, "choosing how to wait");
     }
 
     /**
@@ -329,9 +330,11 @@ public final class JournalWriter implements AutoCloseable {
             notifyAll();
     }
 
-    /* Between enter and leave, or with the monitor held: the exception for r, a negative errno.
-     * The monitor orders the reading of the daemon's words after an appending thread's writing
-     * of them. */
+    /*
+     * Between enter and leave, or with the monitor held (h: handle): the exception for r, a
+     * negative errno. The monitor orders the reading of the daemon's words after an appending
+     * thread's writing of them.
+     */
     private synchronized HugepoolException failed(long h, long r, String what) {
         return HugepoolException.create((int) -r, what + " (journal \"" + journal + "\")", Native.writerLastError(h));
     }
@@ -411,13 +414,8 @@ public final class JournalWriter implements AutoCloseable {
     /* With this writer's monitor held: the value, or the exception with the daemon's words. */
     private long check(long r, String what) throws HugepoolException {
         if (r < 0)
-            throw failure(r, what);
+            throw failed(handle, r, what);
         return r;
-    }
-
-    /* With this writer's monitor held: the exception for r, a negative errno. */
-    private HugepoolException failure(long r, String what) {
-        return failed(handle, r, what);
     }
 
     /** @return "JournalWriter(NAME)" */
