@@ -151,6 +151,11 @@ public final class HugepoolJournal implements Journal {
         boolean needsWait() {
             return sync || durable != null;
         }
+
+        /* Whether it goes to the daemon: a record, not failed before it went. */
+        boolean writes() {
+            return rec != null && error == null;
+        }
     }
 
     final ReentrantLock lock = new ReentrantLock(); // package-private: CompletionTest holds it across two calls
@@ -509,7 +514,7 @@ public final class HugepoolJournal implements Journal {
                 reclaimWork.signal();
         }
         queue.add(op);
-        if ((appenderIdle || appenderWaiting) && running && op.error == null && op.rec != null && op.sync)
+        if ((appenderIdle || appenderWaiting) && running && op.writes() && op.sync)
             appendNow();
         work.signal();
         return op;
@@ -906,7 +911,7 @@ public final class HugepoolJournal implements Journal {
                 // LSNs are lower; it is in flight now (after what we appended before)
                 appended = handed.size();
                 for (Op o : handed)
-                    if (o.rec != null && o.error == null)
+                    if (o.writes())
                         unacked.add(o);
                 group.addAll(handed);
                 handed.clear();
@@ -966,7 +971,7 @@ public final class HugepoolJournal implements Journal {
         long bytes = 0;
         for (int i = 0; i <= group.size(); i++) {
             Op op = i < group.size() ? group.get(i) : null;
-            if (op != null && (op.rec == null || op.error != null))
+            if (op != null && !op.writes())
                 continue;
             if (op != null && batch.size() < JournalWriter.BATCH_MAX && bytes + op.size <= BATCH_BYTES) {
                 batch.add(op);
@@ -1047,7 +1052,7 @@ public final class HugepoolJournal implements Journal {
         lock.lock();
         try {
             for (Op o : handed)
-                if (o.rec != null && o.error == null)
+                if (o.writes())
                     inFlight.add(o);
         } finally {
             lock.unlock();
