@@ -15,12 +15,12 @@
 # journal's (the one with more sends/s) as ratios, the CPU each broker (its JIT compiler aside)
 # and the hugepool broker's daemon spent per send in the same runs (/proc/PID/stat: where a
 # send's time goes when the two CPUs are the limit), and the hugepool broker's message journal's
-# records per sync and syncs per send (`hugepoolctl journal stat`). Nothing is asserted. Each broker runs 15 s of
-# load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100, 1000, 10000}, 5 s
-# after 2 s, one round (the JIT warm-up, not a second round, is what keeps the first broker of a
-# cell from running half-compiled): an estimated 6 minutes on 2 idle CPUs, far more on loaded
-# ones (one cell alone took 5 minutes at a load of 25); set HP_BENCH_ARTEMIS_PRODUCERS, _SIZES,
-# _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others.
+# records per sync and syncs per send (`hugepoolctl journal stat`). Nothing is asserted. Each
+# broker runs 15 s of load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100,
+# 1000, 10000}, 5 s after 2 s, one round (the JIT warm-up, not a second round, is what keeps the
+# first broker of a cell from running half-compiled): an estimated 6 minutes on 2 idle CPUs, far
+# more on loaded ones (one cell alone took 5 minutes at a load of 25); set
+# HP_BENCH_ARTEMIS_PRODUCERS, _SIZES, _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others.
 # Usage: bench/bench_artemis.sh BUILD_DIR
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -142,7 +142,7 @@ jstat() {
 
 # run BROKER P S: one perf client run; prints "sends/s p50_us p99_us broker_us daemon_us rps sps"
 # (broker_us, daemon_us: CPU per send, of the broker and of the hugepool broker's daemon, over the
-# whole run, warm-up included, as are its sends; rps, sps: the hugepool broker's message journal's
+# whole run, warm-up included, as are the sends counted; rps, sps: the hugepool broker's message journal's
 # records per sync and syncs per send over the same run, "-" for the others), or "- - - - - - -"
 # if it failed
 run() {
@@ -165,14 +165,14 @@ run() {
 	# interval reports cannot say: they miss seconds, 3,164 of 5,387 measured sends in one run;
 	# dividing by totalSent alone overstated every broker's CPU and syncs per send by 1.4x alike)
 	out=$(awk -F'[{},:]' -v cpu=$((c1 - c0)) -v dcpu=$((d1 - d0)) -v tck="$tck" -v recs=$((a1 - a0)) -v syncs=$((y1 - y0)) \
-		-v runfrac="$(awk -v w="$warmup" -v s="$seconds" 'BEGIN { print (w + s) / s }')" '
+		-v warmup="$warmup" -v seconds="$seconds" '
 		function field(name,   i) { for (i = 1; i < NF; i++) if ($i == "\"" name "\"") return $(i + 1); return "" }
 		/"sampleType":"interval"/ {
 			t = field("time"); c = field("count"); all += c
 			if (/"warmup":true/ || start == "") { start = t; n = 0 } else { n += c; end = t }
 		}
 		/"sampleType":"summary"/ && /"result":"success"/ { p50 = field("50"); p99 = field("99"); total = field("totalSent") }
-		END { if (total > 0) all = total * runfrac
+		END { if (total > 0) all = total * (warmup + seconds) / seconds
 			if (end > start && n > 0 && p50 != "") printf "%.0f %s %s %.0f %.0f %s %s\n", n * 1000 / (end - start), p50, p99,
 			cpu * 1e6 / tck / all, dcpu * 1e6 / tck / all, (syncs ? sprintf("%.2f", recs / syncs) : "-"),
 			(syncs ? sprintf("%.2f", syncs / all) : "-") }' "$json" 2>/dev/null)
