@@ -755,9 +755,10 @@ static int takeover(struct boot *b)
 	int back, nice, r;
 
 	server_drop_writers(b->srv);
+	/* final on disk for the next life; their I/O queues are released with the rest of this
+	 * life, after the hand-over (journal_stop: a libaio context's release takes tens of ms) */
 	for (unsigned i = 0; i < b->njournals; i++)
-		journal_close(b->journals[i]);
-	b->njournals = 0;
+		journal_stop(b->journals[i]);
 	r = server_takeover_go(b->srv, takeover_fault(b, "stop"), &pid, &back, &nice, why, sizeof(why));
 	if (r < 0) {
 		log_warning("Restart: %s; re-executing '%s' in place", why, reexec_path());

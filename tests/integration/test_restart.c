@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -30,6 +31,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <linux/sockios.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -1056,6 +1058,63 @@ static void test_takeover_slow_prepare(void **state)
 }
 
 /*
+ * The life taken over makes its journals final on disk (stopped, marked clean, closed) before it
+ * hands over, and releases their I/O queues only after: a libaio context's release waits for the
+ * kernel's RCU grace periods (20-60 ms here), which every client waited through when it came
+ * first. HUGEPOOLD_FAULT_INJECT=j:stall-close:FIFO holds that release until the test lets it go:
+ * meanwhile the restart is answered and the next life serves, the journal's records recovered.
+ * Not a timing check: before the change the hand-over waited for the held release, and the
+ * restart was never answered (the watchdog's failure).
+ */
+static void test_takeover_releases_journals_after(void **state)
+{
+	static struct daemon d;
+	char env[512], fifo[300], out[1024], byte;
+	struct harness_opts o = { .env = { env } };
+	struct hp_buffer b;
+	struct hp_status *st;
+	struct pollfd p;
+	hp_journal *j;
+	uint64_t lsn = 0;
+	hp_conn *c;
+	int rfd;
+
+	(void)state;
+	harness_watchdog_arm("a take-over while the life taken over releases its journals", 60);
+	snprintf(fifo, sizeof(fifo), "/tmp/hugepool-stall-close.%d", (int)getpid());
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	rfd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	assert_true(rfd >= 0);
+	snprintf(env, sizeof(env), "HUGEPOOLD_FAULT_INJECT=j:stall-close:%s", fifo);
+	start_opts(&d, NULL, ONE JCONF, &o);
+	c = conn(&d);
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	assert_int_equal(hp_journal_append_wait(j, "one", 3, &lsn), 0);
+	hp_journal_close(j);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepoold restarted (pid "));
+	/* the life taken over is in its release, held */
+	p = (struct pollfd){ .fd = rfd, .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 10000), 1);
+	assert_int_equal(read(rfd, &byte, 1), 1);
+	/* and the next life serves, the journal's record recovered */
+	st = status_of_life(c, 2);
+	hp_status_free(st);
+	assert_int_equal(hp_acquire(c, "one", 1, 1000, &b), 0);
+	assert_int_equal(hp_release(c, &b, 1), 0);
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	assert_int_equal(hp_journal_append_wait(j, "two", 3, &lsn), 0);
+	assert_int_equal(lsn, 2);
+	hp_journal_close(j);
+	/* let it go (the next life's own release, at the stop, finds no FIFO) */
+	unlink(fifo);
+	close(rfd);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
  * restart = exec: the same process becomes the daemon's binary again, handing its fds over
  * itself, and keeps its pid (the way for supervisors that follow no MAINPID=).
  */
@@ -1754,6 +1813,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_takeover, teardown),
 		cmocka_unit_test_teardown(test_takeover_faults, teardown),
 		cmocka_unit_test_teardown(test_takeover_slow_prepare, teardown),
+		cmocka_unit_test_teardown(test_takeover_releases_journals_after, teardown),
 		cmocka_unit_test_teardown(test_takeover_killed_after_go, teardown),
 		cmocka_unit_test_teardown(test_reexec_in_place, teardown),
 		cmocka_unit_test_teardown(test_reexec_refused_without_fds, teardown),

@@ -32,6 +32,8 @@ struct jio_gen {
 	/* "stall:N:PATH": the Nth fdatasync from now waits on the FIFO at PATH (jio_datasync) */
 	uint64_t stall_at, datasyncs;
 	char stall_path[128];
+	/* "stall-close:PATH": jio_close waits on the FIFO at PATH before it releases the queues */
+	char stall_close[128];
 	struct jio_fifo done; /* failed here, never seen by the backend */
 	struct jio_req *fail_sync[JIO_DEPTH]; /* in the backend; -EIO when they come back */
 	/* the queues (auto: io_uring's beside libaio's where both open); io->ops and io->priv are
@@ -298,6 +300,8 @@ void jio_close(struct jio *io)
 	if (!io)
 		return;
 	g = gen_of(io);
+	if (g->stall_close[0])
+		stall(g->stall_close);
 	for (unsigned q = 0; q < g->nqueues; q++) {
 		io->ops = g->q_ops[q];
 		io->priv = g->q_priv[q];
@@ -437,6 +441,14 @@ int jio_set_fault(struct jio *io, const char *spec)
 
 	if (!spec)
 		return -EINVAL;
+	if (!strncmp(spec, "stall-close:", 12)) {
+		struct jio_gen *g = gen_of(io);
+
+		if (!spec[12] || strlen(spec + 12) >= sizeof(g->stall_close))
+			return -EINVAL;
+		snprintf(g->stall_close, sizeof(g->stall_close), "%s", spec + 12);
+		return 0;
+	}
 	if (!strncmp(spec, "stall:", 6)) {
 		struct jio_gen *g = gen_of(io);
 		const char *path;

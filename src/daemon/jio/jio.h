@@ -140,7 +140,9 @@ struct jio_req *jio_reap(struct jio *io);
  * HUGEPOOLD_FAULT_INJECT gives it to the daemon for tests. "stall:N:PATH" holds the Nth
  * fdatasync that the sync or libaio backend makes from now (io_uring's run in the kernel) until
  * a test lets it go: it opens the FIFO at PATH for writing (meeting the test's reader), writes
- * one byte, and waits until the reader closes. -EINVAL on a bad spec.
+ * one byte, and waits until the reader closes. "stall-close:PATH" holds jio_close the same way
+ * before it releases the queues (a take-over's running life releases them after its hand-over).
+ * -EINVAL on a bad spec.
  */
 int jio_set_fault(struct jio *io, const char *spec);
 

@@ -439,12 +439,11 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	return 0;
 }
 
-void journal_close(struct journal *j)
+void journal_stop(struct journal *j)
 {
-	struct journal_writer *w;
-
-	if (!j)
+	if (!j || j->stopped)
 		return;
+	j->stopped = true;
 	if (j->thread_started) {
 		uint64_t one = 1;
 
@@ -455,8 +454,26 @@ void journal_close(struct journal *j)
 			/* cannot fail on a fresh eventfd */
 		}
 		pthread_join(j->thread, NULL);
+		j->thread_started = false;
 		clean_mark(j);
 	}
+	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++) {
+		if (j->segs[i].fd >= 0)
+			close(j->segs[i].fd);
+		j->segs[i].fd = -1;
+	}
+	if (j->dirfd >= 0)
+		close(j->dirfd);
+	j->dirfd = -1;
+}
+
+void journal_close(struct journal *j)
+{
+	struct journal_writer *w;
+
+	if (!j)
+		return;
+	journal_stop(j);
 	while ((w = TAILQ_FIRST(&j->writers))) {
 		TAILQ_REMOVE(&j->writers, w, link);
 		writer_free(w);
@@ -465,18 +482,12 @@ void journal_close(struct journal *j)
 		free(j->batches[i].buf);
 		free(j->batches[i].refs);
 	}
-	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++) {
-		if (j->segs[i].fd >= 0)
-			close(j->segs[i].fd);
-	}
 	jio_close(j->io);
 	free(j->hdr_block);
 	if (j->doorbell >= 0)
 		close(j->doorbell);
 	if (j->epfd >= 0)
 		close(j->epfd);
-	if (j->dirfd >= 0)
-		close(j->dirfd);
 	pthread_mutex_destroy(&j->lock);
 	free(j->segs);
 	free(j);

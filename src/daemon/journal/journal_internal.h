@@ -137,6 +137,7 @@ struct journal {
 	int epfd; /* the writers' doorbells, edge-triggered: never read or written by the daemon */
 	pthread_t thread;
 	bool thread_started;
+	bool stopped; /* journal_stop done: final on disk, files closed */
 	pthread_mutex_t lock;
 	TAILQ_HEAD(, journal_writer) writers;
 	unsigned nwriters;
