@@ -4,8 +4,9 @@
  * release of a 2 MiB buffer and keeps its longest round trip while a real hugepoold
  * (tests/integration/harness.c, whose manager plays systemd: $NOTIFY_SOCKET, MAINPID=, the fd
  * store) is restarted RUNS times under it, with 1 and with 1,000 other clients connected, each
- * holding a buffer of a pool of $HP_BENCH_GIB GiB (default 4) of 2 MiB buffers. Three ways, a
- * fresh daemon each, same run:
+ * holding a buffer of a pool of $HP_BENCH_GIB GiB (default 4) of 2 MiB buffers, and one journal
+ * (as a production configuration has: every restart stops it and the next life recovers it).
+ * Four ways, a fresh daemon each, same run:
  *  - exec (the baseline: how hugepoolctl restart went before the take-over, restart = exec):
  *    the daemon stops, re-executes its binary and takes every fd over again;
  *  - fd store: SIGTERM, and the manager starts the daemon again with its fd store;
@@ -197,7 +198,7 @@ static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, 
 {
 	const struct harness_opts store = { .fdstore_max = 65536 }, no_manager = { .no_manager = true };
 	static struct daemon d;
-	char globals[256], classes[256];
+	char globals[256], classes[320];
 	hp_conn **cs = calloc(others + 1, sizeof(*cs)), *admin = NULL;
 	struct hp_buffer held;
 	pthread_t t;
@@ -207,7 +208,9 @@ static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, 
 	snprintf(globals, sizeof(globals),
 		 "hugepages = %s\nrestart = %s\nmax_connections = %u\nmax_connections_per_uid = 0\n", huge,
 		 way == TAKEOVER ? "takeover" : "exec", others + 64);
-	snprintf(classes, sizeof(classes), "[class loop]\nsize = 2M\ncount = 4\n[class pool]\nsize = 2M\ncount = %u\n",
+	snprintf(classes, sizeof(classes),
+		 "[class loop]\nsize = 2M\ncount = 4\n[class pool]\nsize = 2M\ncount = %u\n"
+		 "[journal pause]\ndirectory = @DIR@/pause\nsegment_size = 1M\n",
 		 gib * 512);
 	if (!cs || harness_start_opts(&d, globals, classes, way == FDSTORE ? &store : way == BACK ? &no_manager : NULL) < 0) {
 		printf("  %s: the daemon did not start\n", way_name[way]);
