@@ -10,6 +10,12 @@
  *                                 the daemon meanwhile), then check the contents, ask for the
  *                                 status on the same connection and release: the connection and
  *                                 the leases lived through the daemon's restart
+ *   hpclient loop CLASS           lease and release one buffer of CLASS in a loop on one
+ *                                 connection, print "looping"; at each line on standard input
+ *                                 print the longest round trip since the last ("longest N us of
+ *                                 M round trips": the test restarts the daemon in between);
+ *                                 when standard input ends, check the connection is the same
+ *                                 and print "looped on the same connection"
  *   hpclient spill BYTES          a spill stream that always uses a file: write BYTES, finish,
  *                                 print "spilled BYTES in a file", then hold it until standard
  *                                 input ends, read it back and check it
@@ -23,11 +29,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hugepool.h>
@@ -97,6 +105,54 @@ static int hold(const char *class_name, unsigned n)
 	if (r < 0)
 		return fail("release after the restart", r);
 	printf("released %u buffers on the same connection\n", n);
+	return 0;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static int loop(const char *class_name)
+{
+	struct pollfd in = { .fd = 0, .events = POLLIN };
+	uint64_t longest = 0, trips = 0;
+	struct hp_status *st;
+	char line[64];
+	int r;
+
+	printf("looping\n");
+	fflush(stdout);
+	for (;;) {
+		struct hp_buffer buf;
+		uint64_t t0 = now_us(), t;
+
+		r = hp_acquire(conn, class_name, 1, 5000, &buf);
+		if (r < 0)
+			return fail("acquire", r);
+		r = hp_release(conn, &buf, 1);
+		if (r < 0)
+			return fail("release", r);
+		t = now_us() - t0;
+		longest = t > longest ? t : longest;
+		trips++;
+		if (poll(&in, 1, 0) == 1) {
+			if (!fgets(line, sizeof(line), stdin))
+				break;
+			printf("longest %llu us of %llu round trips\n", (unsigned long long)longest,
+			       (unsigned long long)trips);
+			fflush(stdout);
+			longest = trips = 0;
+		}
+	}
+	r = hp_status(conn, &st);
+	if (r < 0)
+		return fail("status on the looping connection", r);
+	hp_status_free(st);
+	printf("looped on the same connection\n");
 	return 0;
 }
 
@@ -220,7 +276,7 @@ int main(int argc, char **argv)
 	int r;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: hpclient lease CLASS N | hold CLASS N | append JOURNAL N | spill BYTES | "
+		fprintf(stderr, "usage: hpclient lease CLASS N | hold CLASS N | loop CLASS | append JOURNAL N | spill BYTES | "
 				"tcp-hold PORT N | tcp-burst PORT N\n");
 		return 2;
 	}
@@ -235,6 +291,8 @@ int main(int argc, char **argv)
 		r = lease(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
 	else if (!strcmp(argv[1], "hold") && argc == 4)
 		r = hold(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
+	else if (!strcmp(argv[1], "loop") && argc == 3)
+		r = loop(argv[2]);
 	else if (!strcmp(argv[1], "append") && argc == 4)
 		r = append(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
 	else if (!strcmp(argv[1], "spill") && argc == 3)
