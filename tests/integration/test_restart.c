@@ -1115,6 +1115,150 @@ static void test_takeover_releases_journals_after(void **state)
 }
 
 /*
+ * A take-over's next life walks the journal's records while the running life still serves
+ * (journal_prepare), and after GO only what was appended since: a journal's size is not in the
+ * clients' pause. 300 records of 10 KiB fill three 1 MiB segments, then a restart: all 300 walked
+ * before the hand-over. Then 5 more, the last segment's end and a fourth segment, appended while
+ * the next life of a second restart prepares (held there by HUGEPOOLD_TAKEOVER_FAULT=slow@3,
+ * after its walk): those 5 are walked after GO, and all 305 are there, each once.
+ */
+static void test_takeover_walks_journal_before_go(void **state)
+{
+	struct harness_opts o = { .env = { "HUGEPOOLD_TAKEOVER_FAULT=slow@3" } };
+	static struct daemon d;
+	static uint8_t rec[10240];
+	struct hp_status *st;
+	hp_journal_reader *r = NULL;
+	char out[1024];
+	const void *data;
+	uint64_t lsn = 0, n = 0;
+	size_t len;
+	hp_conn *c;
+	hp_journal *j;
+	pid_t pid;
+	int rc;
+
+	(void)state;
+	start_opts(&d, NULL, ONE JCONF, &o);
+	c = conn(&d);
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	for (unsigned i = 0; i < 300; i++) {
+		memset(rec, (int)i, sizeof(rec));
+		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
+	}
+	hp_journal_close(j);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
+	hp_status_free(status_of_life(c, 2));
+	assert_int_equal(harness_log_count(&d, "recovered 300 records (LSN 1..300) in 3 segments; clean end; "
+					       "300 of them walked while the running life served"),
+			 1);
+	/* the second restart's next life prepares 1.5 s longer: 5 records appended meanwhile */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(ctl(&d, "restart", out, sizeof(out)) == 0 ? 0 : 1);
+	while (harness_log_count(&d, "hugepoold 0.1.0 starting") < 3)
+		usleep(10000);
+	usleep(300000);
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	for (unsigned i = 300; i < 305; i++) {
+		memset(rec, (int)i, sizeof(rec));
+		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
+	}
+	hp_journal_close(j);
+	assert_int_equal(waitpid(pid, &rc, 0), pid);
+	assert_int_equal(rc, 0);
+	st = status_of_life(c, 3);
+	hp_status_free(st);
+	assert_int_equal(harness_log_count(&d, "recovered 305 records (LSN 1..305) in 4 segments; clean end; "
+					       "300 of them walked while the running life served"),
+			 1);
+	/* every record once, in order, its bytes as appended */
+	assert_int_equal(hp_journal_reader_open(c, "j", 1, &r), 0);
+	while ((rc = hp_journal_reader_next(r, &lsn, &data, &len)) == 1) {
+		assert_int_equal(lsn, n + 1);
+		assert_int_equal(len, sizeof(rec));
+		assert_int_equal(((const uint8_t *)data)[len - 1], (uint8_t)n);
+		n++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(n, 305);
+	hp_journal_reader_close(r);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
+ * The walk before GO is only a head start: a segment reused in another generation since (here a
+ * recycling journal of three segments wrapped twice while the next life prepared, held by
+ * HUGEPOOLD_TAKEOVER_FAULT=slow@2 after its walk) is walked whole again, so that every record
+ * appended meanwhile is there and the journal goes on after the last one.
+ */
+static void test_takeover_journal_reused_while_preparing(void **state)
+{
+	struct harness_opts o = { .env = { "HUGEPOOLD_TAKEOVER_FAULT=slow@2" } };
+	static struct daemon d;
+	static uint8_t rec[10240];
+	hp_journal_reader *r = NULL;
+	char out[1024];
+	const void *data;
+	uint64_t lsn = 0, n = 0;
+	size_t len;
+	hp_conn *c;
+	hp_journal *j;
+	pid_t pid;
+	int rc;
+
+	(void)state;
+	start_opts(&d, NULL, ONE "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nsegments = 3\nwhen_full = recycle\n",
+		   &o);
+	c = conn(&d);
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	for (unsigned i = 0; i < 150; i++) {
+		memset(rec, (int)i, sizeof(rec));
+		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(ctl(&d, "restart", out, sizeof(out)) == 0 ? 0 : 1);
+	while (harness_log_count(&d, "hugepoold 0.1.0 starting") < 2)
+		usleep(10000);
+	usleep(300000);
+	/* 500 more: every segment reused at least once since the walk */
+	for (unsigned i = 150; i < 650; i++) {
+		memset(rec, (int)i, sizeof(rec));
+		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
+	}
+	assert_int_equal(lsn, 650);
+	hp_journal_close(j);
+	assert_int_equal(waitpid(pid, &rc, 0), pid);
+	assert_int_equal(rc, 0);
+	hp_status_free(status_of_life(c, 2));
+	/* taken over (not refused, and re-executed in place), every segment walked again */
+	assert_int_equal(harness_log_count(&d, "recovered 246 records (LSN 405..650) in 3 segments; clean end; "
+					       "0 of them walked while the running life served"),
+			 1);
+	assert_int_equal(harness_log_count(&d, "Re-executing '"), 0);
+	/* the last segment's records, each as appended, and the journal goes on at 651 */
+	assert_int_equal(hp_journal_reader_open(c, "j", 600, &r), 0);
+	while ((rc = hp_journal_reader_next(r, &lsn, &data, &len)) == 1) {
+		assert_int_equal(lsn, 600 + n);
+		assert_int_equal(((const uint8_t *)data)[len - 1], (uint8_t)(lsn - 1));
+		n++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(n, 51);
+	hp_journal_reader_close(r);
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
+	assert_int_equal(lsn, 651);
+	hp_journal_close(j);
+	hp_disconnect(c);
+	stop(&d);
+}
+
+/*
  * restart = exec: the same process becomes the daemon's binary again, handing its fds over
  * itself, and keeps its pid (the way for supervisors that follow no MAINPID=).
  */
@@ -1814,6 +1958,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_takeover_faults, teardown),
 		cmocka_unit_test_teardown(test_takeover_slow_prepare, teardown),
 		cmocka_unit_test_teardown(test_takeover_releases_journals_after, teardown),
+		cmocka_unit_test_teardown(test_takeover_walks_journal_before_go, teardown),
+		cmocka_unit_test_teardown(test_takeover_journal_reused_while_preparing, teardown),
 		cmocka_unit_test_teardown(test_takeover_killed_after_go, teardown),
 		cmocka_unit_test_teardown(test_reexec_in_place, teardown),
 		cmocka_unit_test_teardown(test_reexec_refused_without_fds, teardown),

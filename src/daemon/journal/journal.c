@@ -366,7 +366,6 @@ static int open_buffers(struct journal *j, const char **fault)
 	}
 	if (posix_memalign((void **)&j->hdr_block, JFORMAT_BLOCK, JFORMAT_BLOCK))
 		return log_oom("a journal's header block");
-	batch_reset(j, &j->batches[0]);
 	return 0;
 }
 
@@ -389,6 +388,7 @@ static int open_flusher(struct journal *j, const char **fault)
 	int r;
 
 	(void)fault;
+	batch_reset(j, &j->batches[0]); /* at the LSN recovery found */
 	j->st.segments = j->cfg.segments;
 	j->st.segment_size = j->cfg.segment_size;
 	j->st.next_lsn = j->next_lsn;
@@ -400,15 +400,34 @@ static int open_flusher(struct journal *j, const char **fault)
 	return 0;
 }
 
-static int (*const open_steps[])(struct journal *j, const char **fault) = {
-	open_directory, open_segments, open_backend, open_path_controller,
-	open_faults, open_buffers, open_wakeups, open_flusher,
+/*
+ * The steps in two parts: those that need no stopped running life (journal_prepare: a take-over's
+ * next life runs them while it prepares), and those that do (journal_open_prepared, after GO).
+ */
+static int (*const prepare_steps[])(struct journal *j, const char **fault) = {
+	open_directory, open_backend, open_path_controller, open_faults, open_buffers, open_wakeups,
+};
+static int (*const finish_steps[])(struct journal *j, const char **fault) = {
+	open_segments,
+	open_flusher,
 };
 
-int journal_open(const struct config_journal *cfg, const char *fault, struct journal **ret)
+static int run_steps(struct journal *j, int (*const *steps)(struct journal *, const char **), size_t n,
+		     const char **fault)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = steps[i](j, fault);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The first part, and for a take-over (prewalk) the walk of the records as they are now. */
+static int prepare(const struct config_journal *cfg, const char *fault, bool prewalk, struct journal **ret)
 {
 	struct journal *j = calloc(1, sizeof(*j));
-	char size[32];
 	int r;
 
 	if (!j)
@@ -425,16 +444,49 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	}
 	for (unsigned i = 0; i < cfg->segments; i++)
 		j->segs[i].fd = -1;
-	for (size_t i = 0; i < ARRAY_SIZE(open_steps); i++) {
-		r = open_steps[i](j, &fault);
-		if (r < 0) {
-			journal_close(j);
-			return r;
-		}
+	r = run_steps(j, prepare_steps, ARRAY_SIZE(prepare_steps), &fault);
+	if (r < 0) {
+		journal_close(j);
+		return r;
 	}
-	log_info("Journal '%s' in '%s': %u segments of %s, backend %s%s; recovered %s", cfg->name, cfg->directory,
-		 cfg->segments, size_format(cfg->segment_size, size, sizeof(size)), j->io->ops->name,
-		 cfg->direct ? " (O_DIRECT)" : "", j->st.recovery);
+	if (prewalk)
+		j->prewalked = journal_prewalk(j);
+	*ret = j;
+	return 0;
+}
+
+int journal_prepare(const struct config_journal *cfg, const char *fault, struct journal **ret)
+{
+	return prepare(cfg, fault, true, ret);
+}
+
+int journal_open_prepared(struct journal *j)
+{
+	const char *fault = NULL;
+	char size[32];
+	int r;
+
+	r = run_steps(j, finish_steps, ARRAY_SIZE(finish_steps), &fault);
+	if (r < 0)
+		return r;
+	log_info("Journal '%s' in '%s': %u segments of %s, backend %s%s; recovered %s", j->cfg.name, j->cfg.directory,
+		 j->cfg.segments, size_format(j->cfg.segment_size, size, sizeof(size)), j->io->ops->name,
+		 j->cfg.direct ? " (O_DIRECT)" : "", j->st.recovery);
+	return 0;
+}
+
+int journal_open(const struct config_journal *cfg, const char *fault, struct journal **ret)
+{
+	struct journal *j;
+	int r = prepare(cfg, fault, false, &j);
+
+	if (r < 0)
+		return r;
+	r = journal_open_prepared(j);
+	if (r < 0) {
+		journal_close(j);
+		return r;
+	}
 	*ret = j;
 	return 0;
 }

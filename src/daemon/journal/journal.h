@@ -74,6 +74,16 @@ struct journal_stats {
  */
 int journal_open(const struct config_journal *cfg, const char *fault, struct journal **ret);
 /*
+ * journal_open in two parts, for a take-over's next life. journal_prepare, while the running life
+ * still serves: the directory checked, the I/O queues and buffers made, and the segments' records
+ * walked as they are (a read, deciding and writing nothing). journal_open_prepared, once the
+ * running life stopped its journal (GO): recovery, which walks only what was appended since, and
+ * the flusher. journal_prepare fails as journal_open does; when journal_open_prepared fails, the
+ * caller closes the journal.
+ */
+int journal_prepare(const struct config_journal *cfg, const char *fault, struct journal **ret);
+int journal_open_prepared(struct journal *j);
+/*
  * Stop the flusher after publishing what completed, mark the end clean and close the files: the
  * journal is final on disk, for a next life to recover. Its writers, I/O queues and memory stay
  * until journal_close: a libaio context's release waits for the kernel's RCU grace periods

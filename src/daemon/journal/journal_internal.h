@@ -30,6 +30,7 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
+#include "jformat.h"
 #include "jio.h"
 #include "journal.h"
 #include "journal_path.h"
@@ -50,6 +51,18 @@ struct segment {
 	uint64_t generation; /* 0: never used */
 	uint64_t first_lsn;
 	uint64_t end_lsn; /* after its last record; for the current segment see j->next_lsn */
+	/*
+	 * What journal_prewalk walked of it before the running life stopped (a take-over's next
+	 * life, while it prepares): which file and generation, and where its valid records ended;
+	 * journal_recover goes on from there if it is still that file and generation.
+	 */
+	struct segment_prewalk {
+		bool done;
+		dev_t dev;
+		ino_t ino;
+		uint64_t generation, first_lsn;
+		struct jformat_scan scan;
+	} pre;
 };
 
 struct journal_writer {
@@ -138,6 +151,7 @@ struct journal {
 	pthread_t thread;
 	bool thread_started;
 	bool stopped; /* journal_stop done: final on disk, files closed */
+	unsigned prewalked; /* segments journal_prewalk walked (journal_prepare) */
 	pthread_mutex_t lock;
 	TAILQ_HEAD(, journal_writer) writers;
 	unsigned nwriters;
@@ -186,6 +200,13 @@ void retain_persist(struct journal *j, uint64_t lsn);
 void clean_mark(struct journal *j);
 /* Open (create when missing) every segment file; note those someone else holds open. Logs. */
 int segment_open_all(struct journal *j);
+/*
+ * Walk the records of each segment as they are now, through descriptions of its own closed at
+ * once, deciding and writing nothing (segment.pre): a take-over's next life does it while the
+ * running life still serves, so that journal_recover, after GO, walks only what came since.
+ * A segment it cannot read is walked whole by journal_recover. Returns how many it walked.
+ */
+unsigned journal_prewalk(struct journal *j);
 /* Find where the journal ends; sets the segments, the LSNs and the retention point. Logs. */
 int journal_recover(struct journal *j);
 /*

@@ -631,8 +631,63 @@ struct recover_walk {
 	unsigned last; /* the one it goes on in */
 	struct jformat_scan last_scan; /* where its records end, and why */
 	uint64_t records, next_lsn;
+	uint64_t prewalked; /* of the records, those journal_prewalk had walked */
 	char split[160]; /* an unacknowledged tail cut at a segment switch: what, or "" */
 };
+
+unsigned journal_prewalk(struct journal *j)
+{
+	unsigned walked = 0;
+
+	for (unsigned i = 0; i < j->cfg.segments; i++) {
+		struct segment_prewalk *p = &j->segs[i].pre;
+		struct jformat_seg_hdr h;
+		const char *why;
+		char name[64];
+		struct stat st;
+		void *map;
+		int fd;
+
+		*p = (struct segment_prewalk){ .done = false };
+		segment_path(j, i, name, sizeof(name));
+		/* read only, and closed before anything else happens: the running life's probe for
+		 * readers of its segments (ofd.h) sees nobody once this returns */
+		fd = segment_open(j, name, O_RDONLY, NULL, &st);
+		if (fd < 0)
+			continue;
+		map = (uint64_t)st.st_size != j->cfg.segment_size || read_at(fd, &h, sizeof(h), 0) < 0 ||
+				      jformat_seg_hdr_check(&h, j->cfg.name, &why) < 0
+			      ? MAP_FAILED
+			      : mmap(NULL, j->cfg.segment_size, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (map == MAP_FAILED)
+			continue;
+		jformat_scan_segment(map, j->cfg.segment_size, &h, NULL, NULL, &p->scan);
+		munmap(map, j->cfg.segment_size);
+		p->dev = st.st_dev;
+		p->ino = st.st_ino;
+		p->generation = h.generation;
+		p->first_lsn = h.first_lsn;
+		p->done = true;
+		walked++;
+	}
+	return walked;
+}
+
+/*
+ * The prewalk of segment i, if it walked the file i is now in the same generation (written only
+ * by appending since: a segment reused or made anew since has another generation or file).
+ */
+static const struct jformat_scan *prewalked(const struct journal *j, unsigned i, const struct jformat_seg_hdr *h)
+{
+	const struct segment_prewalk *p = &j->segs[i].pre;
+	struct stat st;
+
+	if (!p->done || p->generation != h->generation || p->first_lsn != h->first_lsn ||
+	    fstat(j->segs[i].fd, &st) < 0 || st.st_dev != p->dev || st.st_ino != p->ino)
+		return NULL;
+	return &p->scan;
+}
 
 /*
  * Walk the used segments' records in generation order; each segment must start where the one
@@ -646,6 +701,7 @@ static int recover_walk(struct journal *j, const unsigned *order, unsigned n, st
 	*w = (struct recover_walk){ .n = n };
 	for (unsigned k = 0; k < n; k++) {
 		struct segment *s = &j->segs[order[k]];
+		const struct jformat_scan *pre;
 		struct jformat_seg_hdr h;
 		struct jformat_scan scan;
 		char where[PATH_MAX], where_prev[PATH_MAX];
@@ -657,7 +713,8 @@ static int recover_walk(struct journal *j, const unsigned *order, unsigned n, st
 			return log_error_errno(errno, "Journal '%s': cannot map segment %u to read it: %m", j->cfg.name,
 					       order[k]);
 		memcpy(&h, map, sizeof(h));
-		jformat_scan_segment(map, j->cfg.segment_size, &h, NULL, NULL, &scan);
+		pre = prewalked(j, order[k], &h);
+		jformat_scan_segment_from(map, j->cfg.segment_size, &h, pre, NULL, NULL, &scan);
 		munmap(map, j->cfg.segment_size);
 		if (k > 0 && h.first_lsn != expected) {
 			if (!unacknowledged_split(j, &h, &scan, &w->last_scan, k == n - 1)) {
@@ -692,6 +749,7 @@ static int recover_walk(struct journal *j, const unsigned *order, unsigned n, st
 		s->end_lsn = scan.next_lsn;
 		expected = scan.next_lsn;
 		w->records += scan.records;
+		w->prewalked += pre ? MIN(pre->records, scan.records) : 0;
 		w->last = order[k];
 		w->last_scan = scan;
 	}
@@ -772,6 +830,9 @@ int journal_recover(struct journal *j)
 	snprintf(j->st.recovery, sizeof(j->st.recovery), "%" PRIu64 " records (LSN %" PRIu64 "..%" PRIu64 ") in %u segments",
 		 w.records, j->segs[order[0]].first_lsn, j->next_lsn - 1, w.n);
 	text_append(j->st.recovery, sizeof(j->st.recovery), "%s%s", ending, w.split);
+	if (j->prewalked)
+		text_append(j->st.recovery, sizeof(j->st.recovery), "; %" PRIu64 " of them walked while the running life served",
+			    w.prewalked);
 	segment_where(j, j->cur, where, sizeof(where));
 	if (!clean_end && scan->stop_err == -EINVAL)
 		log_warning("Journal '%s': record %" PRIu64 " at offset %" PRIu64 " of segment %u ('%s') is torn or corrupt "
@@ -784,6 +845,8 @@ int journal_recover(struct journal *j)
 	if (w.split[0])
 		log_warning("Journal '%s': recovered %s", j->cfg.name, j->st.recovery);
 done:
+	for (unsigned i = 0; i < j->cfg.segments; i++)
+		j->segs[i].pre.done = false;
 	j->st.recovered_records = w.records;
 	j->durable_lsn = j->next_lsn - 1;
 	/* the truncation point the clients last declared still holds */
