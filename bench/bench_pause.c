@@ -5,7 +5,8 @@
  * (tests/integration/harness.c, whose manager plays systemd: $NOTIFY_SOCKET, MAINPID=, the fd
  * store) is restarted RUNS times under it, with 1 and with 1,000 other clients connected, each
  * holding a buffer of a pool of $HP_BENCH_GIB GiB (default 4) of 2 MiB buffers, and one journal
- * (as a production configuration has: every restart stops it and the next life recovers it).
+ * holding $HP_BENCH_PAUSE_JOURNAL_MIB MiB of records (default 32: a production configuration has
+ * journals, and every restart stops them and the next life recovers them).
  * Four ways, a fresh daemon each, same run:
  *  - exec (the baseline: how hugepoolctl restart went before the take-over, restart = exec):
  *    the daemon stops, re-executes its binary and takes every fd over again;
@@ -193,6 +194,32 @@ static double handover_ms(const char *parts, const struct trip *t, unsigned n)
 	return (double)worst / 1e6;
 }
 
+/* The journal's records: HP_BENCH_PAUSE_JOURNAL_MIB MiB of 16 KiB records, all durable. */
+static int fill_journal(hp_conn *c)
+{
+	static char rec[16384];
+	const char *e = getenv("HP_BENCH_PAUSE_JOURNAL_MIB");
+	unsigned long mib = e ? strtoul(e, NULL, 10) : 32;
+	uint64_t ticket = 0;
+	hp_journal *j = NULL;
+	int r;
+
+	if (mib == 0)
+		return 0;
+	r = hp_journal_open(c, "pause", &j);
+	for (unsigned long i = 0; r == 0 && i < mib * 64; i++) {
+		memset(rec, (int)i, sizeof(rec));
+		r = hp_journal_append(j, rec, sizeof(rec), &ticket);
+	}
+	if (r == 0)
+		r = hp_journal_wait(j, ticket, 60000);
+	if (r < 0)
+		printf("  the journal could not be filled: %s\n", hp_last_error(c));
+	if (j)
+		hp_journal_close(j);
+	return r;
+}
+
 /* One way with `others` other clients: a fresh daemon restarted `runs` times. */
 static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, const char *huge, struct result *res)
 {
@@ -210,7 +237,7 @@ static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, 
 		 way == TAKEOVER ? "takeover" : "exec", others + 64);
 	snprintf(classes, sizeof(classes),
 		 "[class loop]\nsize = 2M\ncount = 4\n[class pool]\nsize = 2M\ncount = %u\n"
-		 "[journal pause]\ndirectory = @DIR@/pause\nsegment_size = 1M\n",
+		 "[journal pause]\ndirectory = @DIR@/pause\nsegment_size = 16M\nsegments = 8\n",
 		 gib * 512);
 	if (!cs || harness_start_opts(&d, globals, classes, way == FDSTORE ? &store : way == BACK ? &no_manager : NULL) < 0) {
 		printf("  %s: the daemon did not start\n", way_name[way]);
@@ -225,7 +252,7 @@ static void measure(enum way way, unsigned others, unsigned gib, unsigned runs, 
 			printf("  %s: client %u could not connect and acquire\n", way_name[way], i);
 			goto out;
 		}
-	if (hp_connect(d.socket, &admin) < 0)
+	if (hp_connect(d.socket, &admin) < 0 || fill_journal(admin) < 0)
 		goto out;
 	loop_stop = loop_failed = false;
 	nreq = 0;
