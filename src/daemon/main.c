@@ -787,7 +787,7 @@ static int takeover(struct boot *b)
 	/* final on disk for the next life; their I/O queues are released with the rest of this
 	 * life, after the hand-over (journal_stop: a libaio context's release takes tens of ms) */
 	for (unsigned i = 0; i < b->njournals; i++)
-		journal_stop(b->journals[i]);
+		journal_stop(b->journals[i], true);
 	r = server_takeover_go(b->srv, takeover_fault(b, "stop"), &pid, &back, &nice, why, sizeof(why));
 	if (r < 0) {
 		log_warning("Restart: %s; re-executing '%s' in place", why, reexec_path());

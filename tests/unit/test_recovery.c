@@ -244,6 +244,59 @@ static void test_end_of_log_words(void **state)
 	journal_close(j);
 }
 
+/*
+ * A take-over's stop writes the clean end without a sync (journal_stop(j, true)), for a next life
+ * that reads it at once: then it is a clean end. A power failure before that next life removed it
+ * may leave the marker empty, cut short or zeros: none of them may pass for a clean end. Recovery
+ * then ends as after a crash, every record there, the marker removed.
+ */
+static void test_handover_marker(void **state)
+{
+	static const struct {
+		const char *text;
+		size_t len;
+	} left[] = { { "", 0 }, { "0 1", 3 }, { "\0\0\0\0\0\0\0\0\0\0\0\0", 12 } };
+	char dir[128], clean[256];
+	struct journal_stats st;
+	struct journal *j;
+	struct twriter t;
+	struct jrecs got;
+	(void)state;
+
+	fresh_dir(dir, sizeof(dir), "handover-marker");
+	path_of(clean, sizeof(clean), dir, "j.clean");
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	twriter_open(j, &t);
+	for (uint64_t i = 1; i <= 20; i++)
+		assert_int_equal(append_wait(&t, i, 1000, NULL), i);
+	twriter_close(&t);
+	journal_stop(j, true);
+	journal_close(j);
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	journal_get_stats(j, &st);
+	if (!strstr(st.recovery, "20 records") || !strstr(st.recovery, "clean end"))
+		fail_msg("a take-over's clean end was not taken: \"%s\"", st.recovery);
+	for (size_t k = 0; k < sizeof(left) / sizeof(left[0]); k++) {
+		int fd;
+
+		life_crash(j, dir);
+		fd = open(clean, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, left[k].text, left[k].len), (ssize_t)left[k].len);
+		close(fd);
+		assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+		journal_get_stats(j, &st);
+		if (!strstr(st.recovery, "no clean stop"))
+			fail_msg("a clean end marker left as %zu bytes was taken: \"%s\"", left[k].len, st.recovery);
+		journal_records(j, &got);
+		assert_int_equal(got.n, 20);
+		assert_int_equal(got.next_lsn, 21);
+		free(got.v);
+		assert_int_equal(access(clean, F_OK), -1);
+	}
+	journal_close(j);
+}
+
 /* A segment whose reads fail with EINVAL: recovery says so, and which segment it was. */
 static void test_read_error_named(void **state)
 {
@@ -440,6 +493,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_orphans_zeroed),
 		cmocka_unit_test(test_end_of_log_words),
+		cmocka_unit_test(test_handover_marker),
 		cmocka_unit_test(test_read_error_named),
 		cmocka_unit_test(test_retain_marker_strict),
 		cmocka_unit_test(test_leftover_tmp_removed),

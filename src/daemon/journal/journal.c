@@ -491,7 +491,7 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	return 0;
 }
 
-void journal_stop(struct journal *j)
+void journal_stop(struct journal *j, bool handover)
 {
 	if (!j || j->stopped)
 		return;
@@ -507,7 +507,7 @@ void journal_stop(struct journal *j)
 		}
 		pthread_join(j->thread, NULL);
 		j->thread_started = false;
-		clean_mark(j);
+		clean_mark(j, !handover);
 	}
 	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++) {
 		if (j->segs[i].fd >= 0)
@@ -525,7 +525,7 @@ void journal_close(struct journal *j)
 
 	if (!j)
 		return;
-	journal_stop(j);
+	journal_stop(j, false);
 	while ((w = TAILQ_FIRST(&j->writers))) {
 		TAILQ_REMOVE(&j->writers, w, link);
 		writer_free(w);

@@ -196,8 +196,8 @@ void *flusher_main(void *arg);
 int segment_start(struct journal *j);
 /* Save the truncation point in NAME.retain (the flusher, without the lock). */
 void retain_persist(struct journal *j, uint64_t lsn);
-/* After the flusher stopped: record where the journal ends in NAME.clean. */
-void clean_mark(struct journal *j);
+/* After the flusher stopped: record where the journal ends in NAME.clean (durable: synced). */
+void clean_mark(struct journal *j, bool durable);
 /* Open (create when missing) every segment file; note those someone else holds open. Logs. */
 int segment_open_all(struct journal *j);
 /*

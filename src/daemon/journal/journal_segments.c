@@ -305,8 +305,13 @@ static bool file_ours(int fd)
 	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
 }
 
-/* Replace the small file name in the journal's directory with text, durably (tmp, rename). */
-static int small_file_write(struct journal *j, const char *name, const char *text)
+/*
+ * Replace the small file name in the journal's directory with text (tmp, rename), durably: the
+ * file synced before the rename, the directory after it. Not durable: neither (what a power
+ * failure then leaves is the old file, none, or an empty or partly written one, never another
+ * text: a reader's parse rejects all but a whole one).
+ */
+static int small_file_write(struct journal *j, const char *name, const char *text, bool durable)
 {
 	char tmp[96];
 	_cleanup_close_ int fd = -1;
@@ -320,10 +325,10 @@ static int small_file_write(struct journal *j, const char *name, const char *tex
 	fd = jfs_create(j->dirfd, tmp, O_WRONLY);
 	if (fd < 0)
 		return fd;
-	if ((r = jfs_write(fd, text, strlen(text), 0)) < 0 || (r = jfs_fsync(fd)) < 0 ||
+	if ((r = jfs_write(fd, text, strlen(text), 0)) < 0 || (durable && (r = jfs_fsync(fd)) < 0) ||
 	    (r = jfs_rename(j->dirfd, tmp, name)) < 0)
 		return r;
-	return jfs_dirsync(j->dirfd);
+	return durable ? jfs_dirsync(j->dirfd) : 0;
 }
 
 static int small_file_read(struct journal *j, const char *name, char *buf, size_t len)
@@ -366,7 +371,7 @@ void retain_persist(struct journal *j, uint64_t lsn)
 
 	snprintf(name, sizeof(name), "%s.retain", j->cfg.name);
 	snprintf(text, sizeof(text), "%" PRIu64 "\n", lsn);
-	r = small_file_write(j, name, text);
+	r = small_file_write(j, name, text, true);
 	if (r < 0)
 		log_warning_errno(r, "Journal '%s': cannot save the truncation point (LSN %" PRIu64 ") in '%s': %m; "
 			    "after a restart it will have to be set again",
@@ -394,8 +399,10 @@ static uint64_t retain_load(struct journal *j)
  * After a clean stop, say where the journal ends (NAME.clean: segment, offset, next LSN). In a
  * reused segment, what follows the last record is whatever the earlier use left, and may look
  * torn; recovery trusts this marker instead, and removes it before anything is appended.
+ * Without durable (a take-over, whose next life reads and removes it at once), a power failure
+ * may lose it, or leave it empty: recovery then zeroes the last segment's tail, as after a crash.
  */
-void clean_mark(struct journal *j)
+void clean_mark(struct journal *j, bool durable)
 {
 	char name[64], text[80];
 	int r;
@@ -404,7 +411,7 @@ void clean_mark(struct journal *j)
 		return;
 	snprintf(name, sizeof(name), "%s.clean", j->cfg.name);
 	snprintf(text, sizeof(text), "%u %" PRIu64 " %" PRIu64 "\n", j->cur, j->cur_off, j->next_lsn);
-	r = small_file_write(j, name, text);
+	r = small_file_write(j, name, text, durable);
 	if (r < 0)
 		log_warning_errno(r, "Journal '%s': cannot record the clean stop in '%s': %m", j->cfg.name, name);
 }
