@@ -607,7 +607,8 @@ static int recover_headers(struct journal *j)
 }
 
 /*
- * Make durable what recovery is about to trust. After a process was killed, what it wrote and
+ * Make durable what recovery is about to trust, where the journal did not end clean (a clean
+ * stop left it durable: journal_recover). After a process was killed, what it wrote and
  * had not synced is in the page cache, where the walk finds it, and not necessarily on the disk;
  * this life appends after the records it finds and acknowledges its own as durable, which says
  * the ones before them are. So: every segment in use (a batch that filled a segment to its very
@@ -788,11 +789,11 @@ int journal_recover(struct journal *j)
 		return r;
 	/* a valid header has a generation, and only those were set: the segments just found */
 	n = segments_in_order(j, order);
-	r = recover_sync(j, order, n);
-	if (r < 0)
-		return r;
 	clean = clean_take(j, &clean_seg, &clean_off, &clean_lsn);
 	if (n == 0) {
+		r = recover_sync(j, order, 0);
+		if (r < 0)
+			return r;
 		j->next_lsn = 1;
 		j->cur = j->cfg.segments - 1; /* the first batch opens segment 0 */
 		j->cur_off = j->cfg.segment_size;
@@ -805,6 +806,17 @@ int journal_recover(struct journal *j)
 		return r;
 	/* after a clean stop, only zeros or what an earlier use of the file left follow */
 	clean_end = clean && clean_seg == w.last && clean_off == scan->end && clean_lsn == w.next_lsn;
+	/*
+	 * A clean stop synced everything its life wrote, and that life's recovery what lives before
+	 * it left (or they stopped clean too): only where the journal did not end clean is what the
+	 * walk trusted made durable here (and clean_take synced the directory). A take-over's next
+	 * life skips three or so syncs of 0.1-0.4 ms each in the clients' pause.
+	 */
+	if (!clean_end) {
+		r = recover_sync(j, order, w.n);
+		if (r < 0)
+			return r;
+	}
 	j->cur = w.last;
 	j->cur_off = end = scan->end;
 	j->next_lsn = w.next_lsn;
