@@ -263,8 +263,7 @@ static void boot_leave(struct boot *b, bool exec)
 {
 	if (b->srv)
 		server_leave(b->srv, exec);
-	for (unsigned i = 0; i < journals_held(b); i++)
-		journal_close(b->journals[i]);
+	journal_close_all(b->journals, journals_held(b));
 	b->njournals = b->nprepared = 0;
 }
 
@@ -277,8 +276,7 @@ static void boot_free(struct boot *b)
 		close(b->takeover);
 	server_free(b->srv);
 	spill_free(b->spill);
-	for (unsigned i = 0; i < journals_held(b); i++)
-		journal_close(b->journals[i]);
+	journal_close_all(b->journals, journals_held(b));
 	warm_free(b->warm);
 	pool_free(b->pool);
 	warm_prev_free(b->prev);

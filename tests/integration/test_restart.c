@@ -1785,6 +1785,45 @@ static void test_old_protocol_client(void **state)
 	stop(&d);
 }
 
+/*
+ * A stop closes its journals together (journal_close_all: each on a thread, so that their I/O
+ * queues' releases, tens of ms each, overlap): three journals with records stop clean, and each
+ * starts again at its clean end with all its records.
+ */
+static void test_journals_stop_together(void **state)
+{
+	static struct daemon d;
+	static const char *const names[] = { "a", "b", "c" };
+	char want[160];
+	hp_conn *c;
+
+	(void)state;
+	start(&d, NULL, ONE "[journal a]\ndirectory = @DIR@/a\nsegment_size = 1M\n[journal b]\ndirectory = @DIR@/b\n"
+			  "segment_size = 1M\n[journal c]\ndirectory = @DIR@/c\nsegment_size = 1M\n");
+	c = conn(&d);
+	for (unsigned k = 0; k < 3; k++) {
+		hp_journal *j;
+		uint64_t lsn = 0;
+
+		assert_int_equal(hp_journal_open(c, names[k], &j), 0);
+		for (unsigned i = 0; i <= k; i++)
+			assert_int_equal(hp_journal_append_wait(j, "rec", 3, &lsn), 0);
+		assert_int_equal(lsn, k + 1);
+		hp_journal_close(j);
+	}
+	hp_disconnect(c);
+	restart(&d, false);
+	for (unsigned k = 0; k < 3; k++) {
+		/* a, b and c hold 1, 2 and 3 records: the line is each one's */
+		snprintf(want, sizeof(want), "; recovered %u records (LSN 1..%u) in 1 segments; clean end", k + 1, k + 1);
+		if (harness_log_count(&d, want) != 1) {
+			harness_dump_log(&d);
+			fail_msg("no \"%s\"", want);
+		}
+	}
+	stop(&d);
+}
+
 /* --- journals across restarts -------------------------------------------------------------- */
 
 #define JWRITERS 32
@@ -1970,6 +2009,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_exec_back_dies_after_taken, teardown),
 		cmocka_unit_test_teardown(test_exec_back_running_life_dies, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),
+		cmocka_unit_test_teardown(test_journals_stop_together, teardown),
 		cmocka_unit_test_teardown(test_journal_across_restarts, teardown),
 	};
 

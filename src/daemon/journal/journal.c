@@ -545,6 +545,28 @@ void journal_close(struct journal *j)
 	free(j);
 }
 
+static void *close_thread(void *arg)
+{
+	journal_close(arg);
+	return NULL;
+}
+
+void journal_close_all(struct journal **js, unsigned n)
+{
+	pthread_t t[CONFIG_JOURNALS_MAX];
+	bool started[CONFIG_JOURNALS_MAX] = { false };
+
+	n = MIN(n, (unsigned)CONFIG_JOURNALS_MAX);
+	for (unsigned i = 1; i < n; i++)
+		started[i] = js[i] && pthread_create(&t[i], NULL, close_thread, js[i]) == 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (started[i])
+			pthread_join(t[i], NULL);
+		else
+			journal_close(js[i]);
+	}
+}
+
 void journal_truncate(struct journal *j, uint64_t lsn)
 {
 	uint64_t one = 1;

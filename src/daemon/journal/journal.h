@@ -95,6 +95,12 @@ int journal_open_prepared(struct journal *j);
 void journal_stop(struct journal *j, bool handover);
 /* journal_stop if it was not, then free everything (the I/O queues too). NULL is fine. */
 void journal_close(struct journal *j);
+/*
+ * journal_close for n journals (NULLs fine), each on a thread of its own but the first: each
+ * one's I/O queue release waits for the kernel's RCU grace periods (a libaio context: 30-60 ms
+ * here), so n of them wait once instead of n times, in a stop's pause.
+ */
+void journal_close_all(struct journal **js, unsigned n);
 const char *journal_name(const struct journal *j);
 
 /*
