@@ -1114,6 +1114,49 @@ static void test_takeover_releases_journals_after(void **state)
 	stop(&d);
 }
 
+/* Records from..to-1 of journal j, each NUMBERED_LEN bytes of its number's low byte, durable. */
+#define NUMBERED_LEN 10240
+static void append_numbered(hp_conn *c, unsigned from, unsigned to)
+{
+	static uint8_t rec[NUMBERED_LEN];
+	uint64_t lsn = 0;
+	hp_journal *j;
+
+	assert_int_equal(hp_journal_open(c, "j", &j), 0);
+	for (unsigned i = from; i < to; i++) {
+		memset(rec, (int)i, sizeof(rec));
+		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
+	}
+	hp_journal_close(j);
+}
+
+/*
+ * Ask for a restart from a child process and return once life `life` is preparing (its first
+ * log line, then 0.3 s): with HUGEPOOLD_TAKEOVER_FAULT=slow@LIFE it prepares 1.5 s longer, after
+ * its journals' walk. restarted() waits for the answer.
+ */
+static pid_t restart_preparing(struct daemon *d, unsigned life)
+{
+	char out[1024];
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(ctl(d, "restart", out, sizeof(out)) == 0 ? 0 : 1);
+	while (harness_log_count(d, "hugepoold 0.1.0 starting") < (int)life)
+		usleep(10000);
+	usleep(300000);
+	return pid;
+}
+
+static void restarted(pid_t pid)
+{
+	int rc;
+
+	assert_int_equal(waitpid(pid, &rc, 0), pid);
+	assert_int_equal(rc, 0);
+}
+
 /*
  * A take-over's next life walks the journal's records while the running life still serves
  * (journal_prepare), and after GO only what was appended since: a journal's size is not in the
@@ -1126,50 +1169,29 @@ static void test_takeover_walks_journal_before_go(void **state)
 {
 	struct harness_opts o = { .env = { "HUGEPOOLD_TAKEOVER_FAULT=slow@3" } };
 	static struct daemon d;
-	static uint8_t rec[10240];
-	struct hp_status *st;
 	hp_journal_reader *r = NULL;
 	char out[1024];
 	const void *data;
 	uint64_t lsn = 0, n = 0;
 	size_t len;
 	hp_conn *c;
-	hp_journal *j;
 	pid_t pid;
 	int rc;
 
 	(void)state;
 	start_opts(&d, NULL, ONE JCONF, &o);
 	c = conn(&d);
-	assert_int_equal(hp_journal_open(c, "j", &j), 0);
-	for (unsigned i = 0; i < 300; i++) {
-		memset(rec, (int)i, sizeof(rec));
-		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
-	}
-	hp_journal_close(j);
+	append_numbered(c, 0, 300);
 	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	hp_status_free(status_of_life(c, 2));
 	assert_int_equal(harness_log_count(&d, "recovered 300 records (LSN 1..300) in 3 segments; clean end; "
 					       "300 of them walked while the running life served"),
 			 1);
 	/* the second restart's next life prepares 1.5 s longer: 5 records appended meanwhile */
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(ctl(&d, "restart", out, sizeof(out)) == 0 ? 0 : 1);
-	while (harness_log_count(&d, "hugepoold 0.1.0 starting") < 3)
-		usleep(10000);
-	usleep(300000);
-	assert_int_equal(hp_journal_open(c, "j", &j), 0);
-	for (unsigned i = 300; i < 305; i++) {
-		memset(rec, (int)i, sizeof(rec));
-		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
-	}
-	hp_journal_close(j);
-	assert_int_equal(waitpid(pid, &rc, 0), pid);
-	assert_int_equal(rc, 0);
-	st = status_of_life(c, 3);
-	hp_status_free(st);
+	pid = restart_preparing(&d, 3);
+	append_numbered(c, 300, 305);
+	restarted(pid);
+	hp_status_free(status_of_life(c, 3));
 	assert_int_equal(harness_log_count(&d, "recovered 305 records (LSN 1..305) in 4 segments; clean end; "
 					       "300 of them walked while the running life served"),
 			 1);
@@ -1177,7 +1199,7 @@ static void test_takeover_walks_journal_before_go(void **state)
 	assert_int_equal(hp_journal_reader_open(c, "j", 1, &r), 0);
 	while ((rc = hp_journal_reader_next(r, &lsn, &data, &len)) == 1) {
 		assert_int_equal(lsn, n + 1);
-		assert_int_equal(len, sizeof(rec));
+		assert_int_equal(len, NUMBERED_LEN);
 		assert_int_equal(((const uint8_t *)data)[len - 1], (uint8_t)n);
 		n++;
 	}
@@ -1198,9 +1220,7 @@ static void test_takeover_journal_reused_while_preparing(void **state)
 {
 	struct harness_opts o = { .env = { "HUGEPOOLD_TAKEOVER_FAULT=slow@2" } };
 	static struct daemon d;
-	static uint8_t rec[10240];
 	hp_journal_reader *r = NULL;
-	char out[1024];
 	const void *data;
 	uint64_t lsn = 0, n = 0;
 	size_t len;
@@ -1213,27 +1233,11 @@ static void test_takeover_journal_reused_while_preparing(void **state)
 	start_opts(&d, NULL, ONE "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nsegments = 3\nwhen_full = recycle\n",
 		   &o);
 	c = conn(&d);
-	assert_int_equal(hp_journal_open(c, "j", &j), 0);
-	for (unsigned i = 0; i < 150; i++) {
-		memset(rec, (int)i, sizeof(rec));
-		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
-	}
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(ctl(&d, "restart", out, sizeof(out)) == 0 ? 0 : 1);
-	while (harness_log_count(&d, "hugepoold 0.1.0 starting") < 2)
-		usleep(10000);
-	usleep(300000);
+	append_numbered(c, 0, 150);
+	pid = restart_preparing(&d, 2);
 	/* 500 more: every segment reused at least once since the walk */
-	for (unsigned i = 150; i < 650; i++) {
-		memset(rec, (int)i, sizeof(rec));
-		assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
-	}
-	assert_int_equal(lsn, 650);
-	hp_journal_close(j);
-	assert_int_equal(waitpid(pid, &rc, 0), pid);
-	assert_int_equal(rc, 0);
+	append_numbered(c, 150, 650);
+	restarted(pid);
 	hp_status_free(status_of_life(c, 2));
 	/* taken over (not refused, and re-executed in place), every segment walked again */
 	assert_int_equal(harness_log_count(&d, "recovered 246 records (LSN 405..650) in 3 segments; clean end; "
@@ -1251,7 +1255,7 @@ static void test_takeover_journal_reused_while_preparing(void **state)
 	assert_int_equal(n, 51);
 	hp_journal_reader_close(r);
 	assert_int_equal(hp_journal_open(c, "j", &j), 0);
-	assert_int_equal(hp_journal_append_wait(j, rec, sizeof(rec), &lsn), 0);
+	assert_int_equal(hp_journal_append_wait(j, "next", 4, &lsn), 0);
 	assert_int_equal(lsn, 651);
 	hp_journal_close(j);
 	hp_disconnect(c);
