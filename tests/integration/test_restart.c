@@ -1846,6 +1846,14 @@ struct jwriter {
 
 static atomic_bool jstop;
 static atomic_ulong jacks;
+/*
+ * Acknowledgements the writers stop at until the next restart: the journal (64 MiB, never
+ * truncated) must hold what they append in 50 restarts however long each takes. A take-over's
+ * next life walks the journal while they go on (journal_prewalk): under TSan on a loaded machine
+ * that took 1.3 s of 32 writers' appends at a time, and filled the journal by the 25th restart.
+ */
+#define JACKS_PER_RESTART 5000
+static atomic_ulong jacks_cap;
 
 /* Append, wait for each; on any error (the daemon restarted) open a new connection and writer. */
 static void *jwriter_main(void *arg)
@@ -1859,6 +1867,10 @@ static void *jwriter_main(void *arg)
 		uint64_t lsn;
 		int rc;
 
+		if (atomic_load(&jacks) >= atomic_load(&jacks_cap)) {
+			usleep(1000);
+			continue;
+		}
 		if (!j) {
 			if (hp_connect(w->socket, &c) < 0 || hp_journal_open(c, "j", &j) < 0) {
 				hp_disconnect(c);
@@ -1914,6 +1926,7 @@ static void test_journal_across_restarts(void **state)
 	(void)state;
 	start_store(&d, ONE JCONF);
 	atomic_store(&jstop, false);
+	atomic_store(&jacks_cap, atomic_load(&jacks) + JACKS_PER_RESTART);
 	for (unsigned i = 0; i < JWRITERS; i++) {
 		w[i] = (struct jwriter){ .socket = d.socket, .id = i, .acked = calloc(JMAX_ACKS, sizeof(uint32_t)) };
 		assert_non_null(w[i].acked);
@@ -1922,6 +1935,7 @@ static void test_journal_across_restarts(void **state)
 	for (unsigned k = 0; k < JRESTARTS; k++) {
 		unsigned long base = atomic_load(&jacks);
 
+		atomic_store(&jacks_cap, base + JACKS_PER_RESTART);
 		for (int i = 0; i < 20000 && atomic_load(&jacks) < base + 200; i++)
 			usleep(500);
 		assert_true(atomic_load(&jacks) >= base + 200); /* appending goes on after each restart */
