@@ -663,8 +663,16 @@ coproc HOLD { nsenter -t "$cpid" -a runuser -u alice -- hpclient hold small 2; }
 hold_pid=$HOLD_PID # (bash unsets HOLD_PID when the client ends)
 read -r held <&"${HOLD[0]}"
 echo "client: $held"
+sock_ino=$(c stat -c %i /run/hugepool/hugepoold.sock)
 check "systemctl restart hugepoold" c systemctl restart hugepoold
 check "the restart was warm (life 2: the pool adopted from the fd store)" warm_life 2
+# RuntimeDirectoryPreserve=restart: the socket stays where clients connect, taken over, not bound anew
+same_socket() {
+	local now; now=$(c stat -c %i /run/hugepool/hugepoold.sock)
+	echo "socket inode $sock_ino -> $now"
+	[ "$now" = "$sock_ino" ] && ! c journalctl -b -u hugepoold -o cat | grep "binding anew"
+}
+check "the listening socket was taken over from the fd store, not bound anew" same_socket
 exec {HOLD[1]}>&- # (here: check runs its command in a subshell) the client goes on
 held_on() { # the client sees a pause, not a disconnect: same connection, same leases, same bytes
 	local line out=""
