@@ -1131,9 +1131,10 @@ static void append_numbered(hp_conn *c, unsigned from, unsigned to)
 }
 
 /*
- * Ask for a restart from a child process and return once life `life` is preparing (its first
- * log line, then 0.3 s): with HUGEPOOLD_TAKEOVER_FAULT=slow@LIFE it prepares 1.5 s longer, after
- * its journals' walk. restarted() waits for the answer.
+ * Ask for a restart from a child process and return once life `life` walked its journals while it
+ * prepares (its boot got to the step after them, logged at debug level): with
+ * HUGEPOOLD_TAKEOVER_FAULT=slow@LIFE it then prepares 1.5 s longer. restarted() waits for the
+ * answer.
  */
 static pid_t restart_preparing(struct daemon *d, unsigned life)
 {
@@ -1143,9 +1144,8 @@ static pid_t restart_preparing(struct daemon *d, unsigned life)
 	assert_true(pid >= 0);
 	if (pid == 0)
 		_exit(ctl(d, "restart", out, sizeof(out)) == 0 ? 0 : 1);
-	while (harness_log_count(d, "hugepoold 0.1.0 starting") < (int)life)
-		usleep(10000);
-	usleep(300000);
+	while (harness_log_count(d, "hugepoold: debug: Boot: spill") < (int)life)
+		usleep(5000);
 	return pid;
 }
 
