@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdatomic.h>
 #include <sys/syscall.h>
 
 #include "journal_fs.h"
@@ -327,6 +328,63 @@ static void test_handover_marker(void **state)
 	journal_close(j);
 }
 
+/* The order of a life's first file events (journal_fs.h's and jio.h's taps, on any thread). */
+static atomic_uint order_next, order_unlink, order_dirsync, order_write;
+
+static void order_fs(void *arg, const struct jfs_event *ev)
+{
+	unsigned at = atomic_fetch_add(&order_next, 1) + 1, none = 0;
+
+	(void)arg;
+	if (ev->op == JFS_UNLINK && strstr(ev->name, ".clean"))
+		atomic_compare_exchange_strong(&order_unlink, &none, at);
+	else if (ev->op == JFS_DIRSYNC && atomic_load(&order_unlink))
+		atomic_compare_exchange_strong(&order_dirsync, &none, at);
+}
+
+static void order_io(void *arg, enum jio_tap_event ev, const struct jio_req *req, uint64_t lsn)
+{
+	unsigned at = atomic_fetch_add(&order_next, 1) + 1, none = 0;
+
+	(void)arg;
+	(void)req;
+	(void)lsn;
+	if (ev == JIO_TAP_SUBMIT)
+		atomic_compare_exchange_strong(&order_write, &none, at);
+}
+
+/*
+ * The clean-stop marker's removal is durable before the life that removed it writes in a segment:
+ * else a power failure could bring the marker back while a batch of this life lay after the end
+ * it names, never zeroed. Recovery leaves that directory sync to the flusher (off a take-over's
+ * pause), which makes it before its first write.
+ */
+static void test_marker_gone_before_writes(void **state)
+{
+	char dir[128];
+	struct journal *j;
+	struct twriter t;
+	(void)state;
+
+	records_then_stop(dir, sizeof(dir), "marker-order", 5, 100, false);
+	atomic_store(&order_next, 0);
+	atomic_store(&order_unlink, 0);
+	atomic_store(&order_dirsync, 0);
+	atomic_store(&order_write, 0);
+	jfs_set_tap(order_fs, NULL);
+	jio_set_tap(order_io, NULL);
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	twriter_open(j, &t);
+	assert_int_equal(append_wait(&t, 6, 100, NULL), 6);
+	twriter_close(&t);
+	journal_close(j);
+	jfs_set_tap(NULL, NULL);
+	jio_set_tap(NULL, NULL);
+	if (!order_unlink || !order_dirsync || !order_write || order_dirsync > order_write)
+		fail_msg("marker removed at event %u, the directory synced at %u, the first write at %u",
+			 atomic_load(&order_unlink), atomic_load(&order_dirsync), atomic_load(&order_write));
+}
+
 /* A segment whose reads fail with EINVAL: recovery says so, and which segment it was. */
 static void test_read_error_named(void **state)
 {
@@ -524,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_orphans_zeroed),
 		cmocka_unit_test(test_end_of_log_words),
 		cmocka_unit_test(test_handover_marker),
+		cmocka_unit_test(test_marker_gone_before_writes),
 		cmocka_unit_test(test_read_error_named),
 		cmocka_unit_test(test_retain_marker_strict),
 		cmocka_unit_test(test_leftover_tmp_removed),

@@ -727,8 +727,13 @@ static bool arm_wakeups(struct journal *j, bool want)
 void *flusher_main(void *arg)
 {
 	struct journal *j = arg;
+	/* before anything is written: the clean-stop marker's removal durable (journal_marker_sync;
+	 * here, not in recovery, so that a take-over's clients do not wait for it) */
+	int r = journal_marker_sync(j);
 
 	pthread_mutex_lock(&j->lock);
+	if (r < 0)
+		journal_fail(j, r, "syncing the directory after the clean-stop marker's removal");
 	for (;;) {
 		uint64_t now = now_ns(), deadline;
 		struct pollfd pfd[3] = { { .fd = j->doorbell, .events = POLLIN },

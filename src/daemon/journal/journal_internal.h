@@ -151,6 +151,9 @@ struct journal {
 	pthread_t thread;
 	bool thread_started;
 	bool stopped; /* journal_stop done: final on disk, files closed */
+	/* recovery removed the clean-stop marker and the directory is not synced since: sync it
+	 * (journal_marker_sync) before this life writes in a segment */
+	bool dir_unsynced;
 	unsigned prewalked; /* segments journal_prewalk walked (journal_prepare) */
 	pthread_mutex_t lock;
 	TAILQ_HEAD(, journal_writer) writers;
@@ -209,6 +212,9 @@ int segment_open_all(struct journal *j);
 unsigned journal_prewalk(struct journal *j);
 /* Find where the journal ends; sets the segments, the LSNs and the retention point. Logs. */
 int journal_recover(struct journal *j);
+/* Make the clean-stop marker's removal durable, if recovery left it not yet (dir_unsynced):
+ * before the first write in a segment of this life. 0 or -errno. */
+int journal_marker_sync(struct journal *j);
 /*
  * After recovery: if someone holds the segment the journal goes on in (a reader of a previous
  * life, whose access may be revoked now), give it a new file with the same records, so that
