@@ -6,25 +6,29 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "journal_fs.h"
 
 /* set by a test before it opens its journals, cleared after it closed them */
-static jfs_tap_fn tap_fn;
-static void *tap_arg;
+/* atomic: a journal's flusher thread may make its first event while a test sets or clears it */
+static _Atomic(jfs_tap_fn) tap_fn;
+static void *_Atomic tap_arg;
 
 void jfs_set_tap(jfs_tap_fn fn, void *arg)
 {
-	tap_fn = fn;
-	tap_arg = arg;
+	atomic_store(&tap_arg, arg);
+	atomic_store(&tap_fn, fn);
 }
 
 static void tell(struct jfs_event ev)
 {
-	if (tap_fn)
-		tap_fn(tap_arg, &ev);
+	jfs_tap_fn fn = atomic_load(&tap_fn);
+
+	if (fn)
+		fn(atomic_load(&tap_arg), &ev);
 }
 
 int jfs_create(int dirfd, const char *name, int flags)
