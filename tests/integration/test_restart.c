@@ -1149,6 +1149,27 @@ static pid_t restart_preparing(struct daemon *d, unsigned life)
 	return pid;
 }
 
+/* The journal's records from LSN from on are exactly append_numbered's records from-1..to-2. */
+static void expect_numbered(hp_conn *c, uint64_t from, uint64_t to)
+{
+	hp_journal_reader *r = NULL;
+	const void *data;
+	uint64_t lsn, n = from;
+	size_t len;
+	int rc;
+
+	assert_int_equal(hp_journal_reader_open(c, "j", from, &r), 0);
+	while ((rc = hp_journal_reader_next(r, &lsn, &data, &len)) == 1) {
+		assert_int_equal(lsn, n);
+		assert_int_equal(len, NUMBERED_LEN);
+		assert_int_equal(((const uint8_t *)data)[len - 1], (uint8_t)(lsn - 1));
+		n++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(n, to);
+	hp_journal_reader_close(r);
+}
+
 static void restarted(pid_t pid)
 {
 	int rc;
@@ -1169,14 +1190,9 @@ static void test_takeover_walks_journal_before_go(void **state)
 {
 	struct harness_opts o = { .env = { "HUGEPOOLD_TAKEOVER_FAULT=slow@3" } };
 	static struct daemon d;
-	hp_journal_reader *r = NULL;
 	char out[1024];
-	const void *data;
-	uint64_t lsn = 0, n = 0;
-	size_t len;
 	hp_conn *c;
 	pid_t pid;
-	int rc;
 
 	(void)state;
 	start_opts(&d, NULL, ONE JCONF, &o);
@@ -1196,16 +1212,7 @@ static void test_takeover_walks_journal_before_go(void **state)
 					       "300 of them walked while the running life served"),
 			 1);
 	/* every record once, in order, its bytes as appended */
-	assert_int_equal(hp_journal_reader_open(c, "j", 1, &r), 0);
-	while ((rc = hp_journal_reader_next(r, &lsn, &data, &len)) == 1) {
-		assert_int_equal(lsn, n + 1);
-		assert_int_equal(len, NUMBERED_LEN);
-		assert_int_equal(((const uint8_t *)data)[len - 1], (uint8_t)n);
-		n++;
-	}
-	assert_int_equal(rc, 0);
-	assert_int_equal(n, 305);
-	hp_journal_reader_close(r);
+	expect_numbered(c, 1, 306);
 	hp_disconnect(c);
 	stop(&d);
 }
@@ -1220,14 +1227,10 @@ static void test_takeover_journal_reused_while_preparing(void **state)
 {
 	struct harness_opts o = { .env = { "HUGEPOOLD_TAKEOVER_FAULT=slow@2" } };
 	static struct daemon d;
-	hp_journal_reader *r = NULL;
-	const void *data;
-	uint64_t lsn = 0, n = 0;
-	size_t len;
+	uint64_t lsn = 0;
 	hp_conn *c;
 	hp_journal *j;
 	pid_t pid;
-	int rc;
 
 	(void)state;
 	start_opts(&d, NULL, ONE "[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\nsegments = 3\nwhen_full = recycle\n",
@@ -1245,15 +1248,7 @@ static void test_takeover_journal_reused_while_preparing(void **state)
 			 1);
 	assert_int_equal(harness_log_count(&d, "Re-executing '"), 0);
 	/* the last segment's records, each as appended, and the journal goes on at 651 */
-	assert_int_equal(hp_journal_reader_open(c, "j", 600, &r), 0);
-	while ((rc = hp_journal_reader_next(r, &lsn, &data, &len)) == 1) {
-		assert_int_equal(lsn, 600 + n);
-		assert_int_equal(((const uint8_t *)data)[len - 1], (uint8_t)(lsn - 1));
-		n++;
-	}
-	assert_int_equal(rc, 0);
-	assert_int_equal(n, 51);
-	hp_journal_reader_close(r);
+	expect_numbered(c, 600, 651);
 	assert_int_equal(hp_journal_open(c, "j", &j), 0);
 	assert_int_equal(hp_journal_append_wait(j, "next", 4, &lsn), 0);
 	assert_int_equal(lsn, 651);
