@@ -224,8 +224,8 @@ struct boot {
 	struct pool_adopt adopt;
 	struct pool *pool;
 	struct warm *warm;
-	/* [0, njournals) open; [njournals, nprepared) prepared by a take-over's next life, to be
-	 * opened after GO (journal_prepare) */
+	/* [0, nprepared) held (journal_prepare), of which [0, njournals) open: a take-over's next
+	 * life prepares them all while it prepares and opens them after GO */
 	struct journal *journals[CONFIG_JOURNALS_MAX];
 	unsigned njournals, nprepared;
 	struct spill *spill;
@@ -253,17 +253,11 @@ struct boot {
  * down piece by piece first (boot_free) made 1,000 connections' clients wait 4-5 ms longer
  * across a restart.
  */
-/* The journals this life holds: open, or prepared by a take-over's next life. */
-static unsigned journals_held(const struct boot *b)
-{
-	return MAX(b->njournals, b->nprepared);
-}
-
 static void boot_leave(struct boot *b, bool exec)
 {
 	if (b->srv)
 		server_leave(b->srv, exec);
-	journal_close_all(b->journals, journals_held(b));
+	journal_close_all(b->journals, b->nprepared);
 	b->njournals = b->nprepared = 0;
 }
 
@@ -276,7 +270,7 @@ static void boot_free(struct boot *b)
 		close(b->takeover);
 	server_free(b->srv);
 	spill_free(b->spill);
-	journal_close_all(b->journals, journals_held(b));
+	journal_close_all(b->journals, b->nprepared);
 	warm_free(b->warm);
 	pool_free(b->pool);
 	warm_prev_free(b->prev);
@@ -486,36 +480,24 @@ static int create_warm_state(struct boot *b)
  */
 static int open_journals(struct boot *b)
 {
+	bool before_go = b->takeover >= 0 && !b->t_go;
 	int r;
 
-	if (b->takeover >= 0 && !b->t_go) {
-		for (; b->nprepared < b->cfg.njournals; b->nprepared++) {
-			const struct config_journal *cfg = &b->cfg.journals[b->nprepared];
+	for (; b->nprepared < b->cfg.njournals; b->nprepared++) {
+		const struct config_journal *cfg = &b->cfg.journals[b->nprepared];
 
-			r = journal_prepare(cfg, fault_for(cfg->name), &b->journals[b->nprepared]);
-			if (r < 0)
-				return r;
-		}
-		return 0;
-	}
-	for (; b->njournals < b->cfg.njournals; b->njournals++) {
-		const struct config_journal *cfg = &b->cfg.journals[b->njournals];
-
-		notify_sendf("STATUS=Recovering journal %s", cfg->name);
-		if (b->njournals < b->nprepared)
-			r = journal_open_prepared(b->journals[b->njournals]);
-		else
-			r = journal_open(cfg, fault_for(cfg->name), &b->journals[b->njournals]);
-		if (r < 0) {
-			/* journal_open closed its own; a prepared one that failed is closed here */
-			if (b->njournals < b->nprepared) {
-				journal_close(b->journals[b->njournals]);
-				b->journals[b->njournals] = NULL;
-			}
+		r = journal_prepare(cfg, fault_for(cfg->name), before_go, &b->journals[b->nprepared]);
+		if (r < 0)
 			return r;
-		}
 	}
-	b->nprepared = b->njournals;
+	if (before_go)
+		return 0;
+	for (; b->njournals < b->nprepared; b->njournals++) {
+		notify_sendf("STATUS=Recovering journal %s", journal_name(b->journals[b->njournals]));
+		r = journal_open_prepared(b->journals[b->njournals]);
+		if (r < 0)
+			return r; /* closed with the rest (boot_free) */
+	}
 	return 0;
 }
 
@@ -771,8 +753,8 @@ static int reexec(struct boot *b)
 }
 
 /*
- * The running life's end of a take-over (takeover.h), stopped: its journals closed for the next
- * life to recover, the hand-over, and either this life's end or, when the next life refused or
+ * The running life's end of a take-over (takeover.h), stopped: its journals stopped for the
+ * next life to recover, the hand-over, and either this life's end or, when the next life refused or
  * went away, a re-execution in place.
  */
 static int takeover(struct boot *b)

@@ -424,8 +424,7 @@ static int run_steps(struct journal *j, int (*const *steps)(struct journal *, co
 	return 0;
 }
 
-/* The first part, and for a take-over (prewalk) the walk of the records as they are now. */
-static int prepare(const struct config_journal *cfg, const char *fault, bool prewalk, struct journal **ret)
+int journal_prepare(const struct config_journal *cfg, const char *fault, bool prewalk, struct journal **ret)
 {
 	struct journal *j = calloc(1, sizeof(*j));
 	int r;
@@ -455,11 +454,6 @@ static int prepare(const struct config_journal *cfg, const char *fault, bool pre
 	return 0;
 }
 
-int journal_prepare(const struct config_journal *cfg, const char *fault, struct journal **ret)
-{
-	return prepare(cfg, fault, true, ret);
-}
-
 int journal_open_prepared(struct journal *j)
 {
 	const char *fault = NULL;
@@ -478,7 +472,7 @@ int journal_open_prepared(struct journal *j)
 int journal_open(const struct config_journal *cfg, const char *fault, struct journal **ret)
 {
 	struct journal *j;
-	int r = prepare(cfg, fault, false, &j);
+	int r = journal_prepare(cfg, fault, false, &j);
 
 	if (r < 0)
 		return r;
