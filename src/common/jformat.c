@@ -139,26 +139,12 @@ int jformat_scan_segment(const uint8_t *seg, uint64_t size, const struct jformat
 			 int (*fn)(const struct jformat_rec *rec, const void *payload, void *ud), void *ud,
 			 struct jformat_scan *ret)
 {
-	return jformat_scan_segment_from(seg, size, h, NULL, fn, ud, ret);
-}
-
-int jformat_scan_segment_from(const uint8_t *seg, uint64_t size, const struct jformat_seg_hdr *h,
-			      const struct jformat_scan *from,
-			      int (*fn)(const struct jformat_rec *rec, const void *payload, void *ud), void *ud,
-			      struct jformat_scan *ret)
-{
 	uint64_t off = JFORMAT_BLOCK, lsn = h->first_lsn;
 	struct jformat_scan s = { 0 };
 	int r = 0;
 
 	if (size > h->segment_size)
 		size = h->segment_size;
-	if (from && from->end >= JFORMAT_BLOCK && from->end <= size && from->next_lsn >= h->first_lsn) {
-		off = from->end;
-		lsn = from->next_lsn;
-		s.records = from->records;
-		s.bytes = from->bytes;
-	}
 	while (off < size) {
 		struct jformat_rec rec;
 

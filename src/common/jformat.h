@@ -117,14 +117,5 @@ struct jformat_scan {
 int jformat_scan_segment(const uint8_t *seg, uint64_t size, const struct jformat_seg_hdr *h,
 			 int (*fn)(const struct jformat_rec *rec, const void *payload, void *ud), void *ud,
 			 struct jformat_scan *ret);
-/*
- * The same walk resumed where an earlier one of the same segment and generation ended (from: its
- * result; the records before from->end are taken as they were counted, unread), as if it had
- * walked the whole segment now. For a file only ever appended to within a generation.
- */
-int jformat_scan_segment_from(const uint8_t *seg, uint64_t size, const struct jformat_seg_hdr *h,
-			      const struct jformat_scan *from,
-			      int (*fn)(const struct jformat_rec *rec, const void *payload, void *ud), void *ud,
-			      struct jformat_scan *ret);
 
 #endif

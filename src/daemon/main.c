@@ -474,9 +474,9 @@ static int create_warm_state(struct boot *b)
 
 /*
  * Journals recover before anyone can connect: clients only ever see a consistent log. A
- * take-over's next life prepares them while it prepares (their records walked as they are, their
- * I/O queues made: journal_prepare) and recovers them once the running life stopped them
- * (hand_over), walking only what was appended since.
+ * take-over's next life prepares them while it prepares (their I/O queues and buffers made:
+ * journal_prepare) and recovers them once the running life stopped them clean (hand_over): at
+ * the end their clean-stop markers name, no record read.
  */
 static int open_journals(struct boot *b)
 {
@@ -486,7 +486,7 @@ static int open_journals(struct boot *b)
 	for (; b->nprepared < b->cfg.njournals; b->nprepared++) {
 		const struct config_journal *cfg = &b->cfg.journals[b->nprepared];
 
-		r = journal_prepare(cfg, fault_for(cfg->name), before_go, &b->journals[b->nprepared]);
+		r = journal_prepare(cfg, fault_for(cfg->name), &b->journals[b->nprepared]);
 		if (r < 0)
 			return r;
 	}
@@ -544,7 +544,7 @@ static int hand_over(struct boot *b)
 
 	if (b->takeover < 0)
 		return 0;
-	if (takeover_fault(b, "slow")) /* at the end: the journals were walked as they were before it */
+	if (takeover_fault(b, "slow")) /* at the end: the journals prepared before it */
 		(void)nanosleep(&(struct timespec){ 1, 500000000 }, NULL);
 	r = takeover_send(b->takeover, TAKEOVER_PREPARED, warm_id(b->warm), NULL, warm_fd(b->warm));
 	if (r == 0)

@@ -328,6 +328,101 @@ static void test_handover_marker(void **state)
 	journal_close(j);
 }
 
+/* The journal's records: n of them, LSN 1..n, each of seed == LSN and len bytes. */
+static void expect_records(struct journal *j, uint64_t n, uint32_t len)
+{
+	uint8_t buf[65536];
+	struct jrecs got;
+
+	journal_records(j, &got);
+	assert_int_equal(got.n, n);
+	assert_int_equal(got.next_lsn, n + 1);
+	for (uint64_t i = 0; i < n; i++) {
+		pattern(buf, len, i + 1);
+		if (got.v[i].lsn != i + 1 || got.v[i].len != len || got.v[i].crc != fingerprint(buf, len))
+			fail_msg("record %" PRIu64 " is not the one appended", i + 1);
+	}
+	free(got.v);
+}
+
+/*
+ * After a clean stop recovery takes the end its marker names and reads no record (a walk is 5 ms
+ * for 32 MiB: a restart's start would grow with the journal). That end must be exactly where the
+ * next record goes: records over two segments, a clean stop, one more record, a crash (no marker:
+ * the next recovery walks), and every record is there once, the last right after the others.
+ */
+static void test_clean_end_not_walked(void **state)
+{
+	char dir[128];
+	struct journal_stats st;
+	struct journal *j;
+	struct twriter t;
+	(void)state;
+
+	/* 60 records of 30,000 bytes: about 1.7 MiB, so in the second of the 1 MiB segments */
+	records_then_stop(dir, sizeof(dir), "clean-not-walked", 60, 30000, false);
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	journal_get_stats(j, &st);
+	if (!strstr(st.recovery, "60 records (LSN 1..60) in 2 segments; clean end, not walked"))
+		fail_msg("a clean end was not taken as its marker says: \"%s\"", st.recovery);
+	twriter_open(j, &t);
+	assert_int_equal(append_wait(&t, 61, 30000, NULL), 61);
+	twriter_close(&t);
+	life_crash(j, dir);
+	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+	journal_get_stats(j, &st);
+	if (!strstr(st.recovery, "61 records (LSN 1..61) in 2 segments; no clean stop"))
+		fail_msg("after the record appended at the trusted end: \"%s\"", st.recovery);
+	expect_records(j, 61, 30000);
+	journal_close(j);
+}
+
+/*
+ * A clean-stop marker that outlived its life (its removal lost, as the directory sync that makes
+ * it durable comes only before the next write; or a copy put back by hand) names an end the
+ * journal went on from. Recovery must see that and walk: records appended after it, in the same
+ * segment and then in the next, are all there.
+ */
+static void test_stale_clean_marker(void **state)
+{
+	static const uint64_t more[] = { 10, 40 }; /* the same segment; on into the next one */
+	char dir[128], clean[256], text[80];
+	struct journal_stats st;
+	struct journal *j;
+	struct twriter t;
+	(void)state;
+
+	for (size_t k = 0; k < sizeof(more) / sizeof(more[0]); k++) {
+		ssize_t len;
+		int fd;
+
+		records_then_stop(dir, sizeof(dir), "stale-marker", 20, 30000, false);
+		path_of(clean, sizeof(clean), dir, "j.clean");
+		fd = open(clean, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		len = read(fd, text, sizeof(text));
+		close(fd);
+		assert_true(len > 0);
+		assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+		twriter_open(j, &t);
+		for (uint64_t i = 21; i <= 20 + more[k]; i++)
+			assert_int_equal(append_wait(&t, i, 30000, NULL), i);
+		twriter_close(&t);
+		life_crash(j, dir);
+		fd = open(clean, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, text, (size_t)len), len);
+		close(fd);
+		assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
+		journal_get_stats(j, &st);
+		if (strstr(st.recovery, "clean end"))
+			fail_msg("a stale clean-stop marker was taken (%" PRIu64 " records after it): \"%s\"", more[k],
+				 st.recovery);
+		expect_records(j, 20 + more[k], 30000);
+		journal_close(j);
+	}
+}
+
 /* The order of a life's first file events (journal_fs.h's and jio.h's taps, on any thread). */
 static atomic_uint order_next, order_unlink, order_dirsync, order_write;
 
@@ -582,6 +677,8 @@ int main(void)
 		cmocka_unit_test(test_orphans_zeroed),
 		cmocka_unit_test(test_end_of_log_words),
 		cmocka_unit_test(test_handover_marker),
+		cmocka_unit_test(test_clean_end_not_walked),
+		cmocka_unit_test(test_stale_clean_marker),
 		cmocka_unit_test(test_marker_gone_before_writes),
 		cmocka_unit_test(test_read_error_named),
 		cmocka_unit_test(test_retain_marker_strict),

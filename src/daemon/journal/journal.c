@@ -424,7 +424,7 @@ static int run_steps(struct journal *j, int (*const *steps)(struct journal *, co
 	return 0;
 }
 
-int journal_prepare(const struct config_journal *cfg, const char *fault, bool prewalk, struct journal **ret)
+int journal_prepare(const struct config_journal *cfg, const char *fault, struct journal **ret)
 {
 	struct journal *j = calloc(1, sizeof(*j));
 	int r;
@@ -448,8 +448,6 @@ int journal_prepare(const struct config_journal *cfg, const char *fault, bool pr
 		journal_close(j);
 		return r;
 	}
-	if (prewalk)
-		j->prewalked = journal_prewalk(j);
 	*ret = j;
 	return 0;
 }
@@ -472,7 +470,7 @@ int journal_open_prepared(struct journal *j)
 int journal_open(const struct config_journal *cfg, const char *fault, struct journal **ret)
 {
 	struct journal *j;
-	int r = journal_prepare(cfg, fault, false, &j);
+	int r = journal_prepare(cfg, fault, &j);
 
 	if (r < 0)
 		return r;

@@ -75,13 +75,13 @@ struct journal_stats {
 int journal_open(const struct config_journal *cfg, const char *fault, struct journal **ret);
 /*
  * journal_open in two parts. journal_prepare: the directory checked, the I/O queues and buffers
- * made, and with prewalk (a take-over's next life, while the running life still serves) the
- * segments' records walked as they are (a read, deciding and writing nothing).
- * journal_open_prepared, once no other life writes the journal (a take-over's GO): recovery,
- * which walks only what was appended since a prewalk, and the flusher. journal_prepare fails as
- * journal_open does; when journal_open_prepared fails, the caller closes the journal.
+ * made (a take-over's next life does it while the running life still serves).
+ * journal_open_prepared, once no other life writes the journal (a take-over's GO): recovery
+ * (after a clean stop, the end its marker names, no record read) and the flusher.
+ * journal_prepare fails as journal_open does; when journal_open_prepared fails, the caller
+ * closes the journal.
  */
-int journal_prepare(const struct config_journal *cfg, const char *fault, bool prewalk, struct journal **ret);
+int journal_prepare(const struct config_journal *cfg, const char *fault, struct journal **ret);
 int journal_open_prepared(struct journal *j);
 /*
  * Stop the flusher after publishing what completed, mark the end clean and close the files: the

@@ -51,18 +51,6 @@ struct segment {
 	uint64_t generation; /* 0: never used */
 	uint64_t first_lsn;
 	uint64_t end_lsn; /* after its last record; for the current segment see j->next_lsn */
-	/*
-	 * What journal_prewalk walked of it before the running life stopped (a take-over's next
-	 * life, while it prepares): which file and generation, and where its valid records ended;
-	 * journal_recover goes on from there if it is still that file and generation.
-	 */
-	struct segment_prewalk {
-		bool done;
-		dev_t dev;
-		ino_t ino;
-		uint64_t generation, first_lsn;
-		struct jformat_scan scan;
-	} pre;
 };
 
 struct journal_writer {
@@ -154,7 +142,6 @@ struct journal {
 	/* recovery removed the clean-stop marker and the directory is not synced since: sync it
 	 * (journal_marker_sync) before this life writes in a segment */
 	bool dir_unsynced;
-	unsigned prewalked; /* segments journal_prewalk walked (journal_prepare) */
 	pthread_mutex_t lock;
 	TAILQ_HEAD(, journal_writer) writers;
 	unsigned nwriters;
@@ -203,13 +190,6 @@ void retain_persist(struct journal *j, uint64_t lsn);
 void clean_mark(struct journal *j, bool durable);
 /* Open (create when missing) every segment file; note those someone else holds open. Logs. */
 int segment_open_all(struct journal *j);
-/*
- * Walk the records of each segment as they are now, through descriptions of its own closed at
- * once, deciding and writing nothing (segment.pre): a take-over's next life does it while the
- * running life still serves, so that journal_recover, after GO, walks only what came since.
- * A segment it cannot read is walked whole by journal_recover. Returns how many it walked.
- */
-unsigned journal_prewalk(struct journal *j);
 /* Find where the journal ends; sets the segments, the LSNs and the retention point. Logs. */
 int journal_recover(struct journal *j);
 /* Make the clean-stop marker's removal durable, if recovery left it not yet (dir_unsynced):
