@@ -483,23 +483,31 @@ int journal_open(const struct config_journal *cfg, const char *fault, struct jou
 	return 0;
 }
 
+void journal_stop_begin(struct journal *j, bool handover)
+{
+	uint64_t one = 1;
+
+	if (!j || !j->thread_started)
+		return;
+	pthread_mutex_lock(&j->lock);
+	if (!j->stop)
+		j->mark_durable = !handover;
+	j->stop = true;
+	pthread_mutex_unlock(&j->lock);
+	if (write(j->doorbell, &one, sizeof(one)) < 0) {
+		/* cannot fail on a fresh eventfd */
+	}
+}
+
 void journal_stop(struct journal *j, bool handover)
 {
 	if (!j || j->stopped)
 		return;
 	j->stopped = true;
 	if (j->thread_started) {
-		uint64_t one = 1;
-
-		pthread_mutex_lock(&j->lock);
-		j->stop = true;
-		pthread_mutex_unlock(&j->lock);
-		if (write(j->doorbell, &one, sizeof(one)) < 0) {
-			/* cannot fail on a fresh eventfd */
-		}
-		pthread_join(j->thread, NULL);
+		journal_stop_begin(j, handover);
+		pthread_join(j->thread, NULL); /* it marked the end clean */
 		j->thread_started = false;
-		clean_mark(j, !handover);
 	}
 	for (unsigned i = 0; j->segs && i < j->cfg.segments; i++) {
 		if (j->segs[i].fd >= 0)

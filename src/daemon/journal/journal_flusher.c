@@ -730,6 +730,7 @@ void *flusher_main(void *arg)
 	/* before anything is written: the clean-stop marker's removal durable (journal_marker_sync;
 	 * here, not in recovery, so that a take-over's clients do not wait for it) */
 	int r = journal_marker_sync(j);
+	bool durable;
 
 	pthread_mutex_lock(&j->lock);
 	if (r < 0)
@@ -809,6 +810,10 @@ void *flusher_main(void *arg)
 	}
 	wake_writers(j);
 	arm_wakeups(j, false);
+	durable = j->mark_durable;
 	pthread_mutex_unlock(&j->lock);
+	/* here, not after the join: a stop asked early (journal_stop_begin) has it written while the
+	 * event loop finishes its own stop */
+	clean_mark(j, durable);
 	return NULL;
 }

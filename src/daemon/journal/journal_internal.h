@@ -161,6 +161,7 @@ struct journal {
 	struct jpath_ctl path;
 	/* under lock */
 	bool stop;
+	bool mark_durable; /* with stop: the flusher's last act, clean_mark, syncs the marker */
 	uint64_t retain_lsn;
 	bool retain_dirty; /* retain_lsn changed since it was last written to NAME.retain */
 	struct journal_stats st;
@@ -177,7 +178,8 @@ void writer_free(struct journal_writer *w);
 /* journal_flusher.c */
 /* Make b the empty filling batch, starting at the next LSN. */
 void batch_reset(struct journal *j, struct batch *b);
-/* The flusher thread (arg: the journal). Returns once stop is set and nothing is in flight. */
+/* The flusher thread (arg: the journal). Returns once stop is set and nothing is in flight, the
+ * end marked clean (clean_mark). */
 void *flusher_main(void *arg);
 
 /* journal_segments.c */
@@ -186,7 +188,7 @@ void *flusher_main(void *arg);
 int segment_start(struct journal *j);
 /* Save the truncation point in NAME.retain (the flusher, without the lock). */
 void retain_persist(struct journal *j, uint64_t lsn);
-/* After the flusher stopped: record where the journal ends in NAME.clean (durable: synced). */
+/* The flusher's last act: record where the journal ends in NAME.clean (durable: synced). */
 void clean_mark(struct journal *j, bool durable);
 /* Open (create when missing) every segment file; note those someone else holds open. Logs. */
 int segment_open_all(struct journal *j);

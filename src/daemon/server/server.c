@@ -558,6 +558,10 @@ int server_run(struct server *s)
 		reap(s);
 	}
 	s->stopped_ns = now_ns();
+	/* the journals' flushers write what they took and mark their ends while this stop goes on
+	 * (journal_stop_begin); a take-over's next life reads the marker at once: no sync */
+	for (unsigned i = 0; i < s->njournals; i++)
+		journal_stop_begin(s->journals[i], s->takeover);
 	server_quiesce(s);
 	if (s->reexec || s->takeover)
 		s->listen_kept = true; /* the next life serves it, at the same path */
