@@ -190,7 +190,8 @@ int segment_start(struct journal *j);
 void retain_persist(struct journal *j, uint64_t lsn);
 /* The flusher's last act: record where the journal ends in NAME.clean (durable: synced). */
 void clean_mark(struct journal *j, bool durable);
-/* Open (create when missing) every segment file; note those someone else holds open. Logs. */
+/* Open (create when missing) every segment file, each taken as held by a reader (shared) until
+ * probed. Logs. */
 int segment_open_all(struct journal *j);
 /* Find where the journal ends; sets the segments, the LSNs and the retention point. Logs. */
 int journal_recover(struct journal *j);

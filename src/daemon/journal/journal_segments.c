@@ -238,8 +238,10 @@ int segment_open_all(struct journal *j)
 			return log_error_errno(fd, "Journal '%s': cannot open segment '%s': %m%s", j->cfg.name, name,
 					       fd == -EINVAL && direct ? " (direct = on: does the file system support O_DIRECT?)" : "");
 		j->segs[i].fd = fd;
-		/* a previous life's reader may hold it still (or, leases off, may: nobody can tell) */
-		j->segs[i].shared = ofd_others(fd) != 0;
+		/* a previous life's reader may hold it still: probed before its next use
+		 * (segment_start), not here in every start (two fcntls a segment), but for the one the
+		 * journal goes on in (segment_leave_readers) */
+		j->segs[i].shared = true;
 	}
 	return 0;
 }
