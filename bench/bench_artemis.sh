@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # bench_artemis.sh - an ActiveMQ Artemis 2.40.0 broker on hugepool's journals against the same
-# broker on its own (run by run-bench.sh, make bench). Three brokers made by the distribution's
+# broker on its own (run by run-bench.sh, make bench). Four brokers made by the distribution's
 # `artemis create` (the one tests/artemis-tests.sh unpacks into BUILD/java/artemis/dist): one
 # switched to hugepool as hugepool-artemis(7) says, its journals on a hugepoold of its own (page
 # cache, backend auto); one on Artemis's ASYNCIO journal and one on its NIO journal, each with the
-# journal-buffer-timeout `artemis create` tunes on this disk for it. The load is Artemis's own
+# journal-buffer-timeout `artemis create` tunes on this disk for it; and one with persistence off
+# (`--disable-persistence`: no journal at all), the most any journal could let the same broker do
+# on this machine, printed beside as the ceiling of the ratios. The load is Artemis's own
 # generator, `artemis perf client`: P producers with persistent S-byte messages, each with one send
 # in flight (a confirmation window, so that a send completes when the broker made it durable), and
 # a consumer, so that queues stay short as a broker's do; D seconds measured after a warm-up. In
-# each cell the three brokers take turns, the order rotating from cell to cell and round to round;
+# each cell the four brokers take turns, the order rotating from cell to cell and round to round;
 # with several rounds a broker's best run counts. Prints each broker's durable sends/s and send
 # latency p50/p99 (the generator's HDR histogram), and hugepool's against the better Artemis
-# journal's (the one with more sends/s) as ratios, the CPU each broker (its JIT compiler aside)
-# and the hugepool broker's daemon spent per send in the same runs (/proc/PID/stat: where a
+# journal's (the one with more sends/s) as ratios, and the ceiling's; the CPU each broker (its
+# JIT compiler aside) and the hugepool broker's daemon spent per send in the same runs
+# (/proc/PID/stat: where a
 # send's time goes when the two CPUs are the limit), and the hugepool broker's message journal's
 # records per sync and syncs per send (`hugepoolctl journal stat`). Nothing is asserted. Each
 # broker runs 15 s of load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100,
 # 1000, 10000}, 5 s after 2 s, one round (the JIT warm-up, not a second round, is what keeps the
-# first broker of a cell from running half-compiled): an estimated 6 minutes on 2 idle CPUs, far
+# first broker of a cell from running half-compiled): an estimated 8 minutes on 2 idle CPUs, far
 # more on loaded ones (one cell alone took 5 minutes at a load of 25); set
 # HP_BENCH_ARTEMIS_PRODUCERS, _SIZES, _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others.
 # Usage: bench/bench_artemis.sh BUILD_DIR
@@ -96,8 +99,9 @@ create() {
 		--no-hornetq-acceptor --no-mqtt-acceptor --no-stomp-acceptor --host 127.0.0.1 --default-port "$port" "$@" \
 		"$work/$name" >"$work/$name.create" 2>&1
 }
-echo "bench_artemis: making three brokers (artemis create tunes the journal-buffer-timeout of ASYNCIO and NIO)"
-create hugepool 61716 --no-autotune && create asyncio 61717 --aio && create nio 61718 --nio ||
+echo "bench_artemis: making four brokers (artemis create tunes the journal-buffer-timeout of ASYNCIO and NIO)"
+create hugepool 61716 --no-autotune && create asyncio 61717 --aio && create nio 61718 --nio &&
+	create none 61719 --disable-persistence ||
 	{ tail -5 "$work"/*.create; echo "bench_artemis: artemis create failed"; exit 0; }
 # the operator's change (hugepool-artemis(7)): the jars in lib/, the plugin in broker.xml, the JNI library
 cp "$jar" "$work/hugepool/lib/hugepool.jar"
@@ -108,8 +112,8 @@ printf '\nJAVA_ARGS="$JAVA_ARGS -Dhugepool.jni.library=%s"\n' "$jni" >>"$work/hu
 timeout_of() { sed -n 's|.*<journal-buffer-timeout>\([0-9]*\)</journal-buffer-timeout>.*|\1|p' "$work/$1/etc/broker.xml"; }
 echo "bench_artemis: journal-buffer-timeout ASYNCIO $(timeout_of asyncio) ns, NIO $(timeout_of nio) ns"
 
-brokers=(hugepool asyncio nio)
-declare -A port=([hugepool]=61716 [asyncio]=61717 [nio]=61718) bpid
+brokers=(hugepool asyncio nio none)
+declare -A port=([hugepool]=61716 [asyncio]=61717 [nio]=61718 [none]=61719) bpid
 dpid=${pids[0]}
 for b in "${brokers[@]}"; do
 	"$work/$b/bin/artemis" run >"$work/$b.log" 2>&1 &
@@ -195,8 +199,8 @@ cell=0
 for ((r = 0; r < rounds; r++)); do
 	for p in "${ps[@]}"; do
 		for s in "${ss[@]}"; do
-			for ((k = 0; k < 3; k++)); do
-				b=${brokers[$(((cell + r + k) % 3))]}
+			for ((k = 0; k < ${#brokers[@]}; k++)); do
+				b=${brokers[$(((cell + r + k) % ${#brokers[@]}))]}
 				read -r rate l50 l99 bu du rs sp < <(run "$b" "$p" "$s")
 				if [ "$rate" != - ] && [ "$rate" -gt "${best[$b.$p.$s]:-0}" ]; then
 					best[$b.$p.$s]=$rate p50[$b.$p.$s]=$l50 p99[$b.$p.$s]=$l99 cpu[$b.$p.$s]=$bu dcpu[$b.$p.$s]=$du rps[$b.$p.$s]=$rs sps[$b.$p.$s]=$sp
@@ -218,17 +222,20 @@ echo
 echo "Durable sends of an Artemis 2.40.0 broker (artemis perf client, persistent, one send in flight per producer, a consumer;"
 echo "$seconds s after $warmup s a cell, best of $rounds): sends/s (send latency p50 / p99 in ms)"
 echo
-echo "| producers x message | hugepool | Artemis ASYNCIO | Artemis NIO | sends/s: hugepool / better Artemis | p50 | p99 |"
-echo "|---|---|---|---|---|---|---|"
+echo "| producers x message | hugepool | Artemis ASYNCIO | Artemis NIO | sends/s: hugepool / better Artemis | p50 | p99 | no journal (persistence off) | no journal / better Artemis |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for p in "${ps[@]}"; do
 	for s in "${ss[@]}"; do
-		c=$p.$s o=$(better "$p.$s") ratio=- r50=- r99=-
+		c=$p.$s o=$(better "$p.$s") ratio=- r50=- r99=- ceil=-
+		[ -n "${best[none.$c]:-}" ] && [ "${best[$o.$c]:-0}" -gt 0 ] &&
+			ceil=$(awk -v a="${best[none.$c]}" -v b="${best[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
 		if [ -n "${best[hugepool.$c]:-}" ] && [ "${best[$o.$c]:-0}" -gt 0 ]; then
 			ratio=$(awk -v a="${best[hugepool.$c]}" -v b="${best[$o.$c]}" 'BEGIN { printf "**%.2fx**", a / b }')
 			r50=$(awk -v a="${p50[hugepool.$c]}" -v b="${p50[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
 			r99=$(awk -v a="${p99[hugepool.$c]}" -v b="${p99[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
 		fi
-		echo "| $p x $s B | $(fig hugepool "$c") | $(fig asyncio "$c") | $(fig nio "$c") | $ratio ($o) | $r50 | $r99 |"
+		echo "| $p x $s B | $(fig hugepool "$c") | $(fig asyncio "$c") | $(fig nio "$c") | $ratio ($o) | $r50 | $r99 |" \
+			"$(fig none "$c") | $ceil |"
 	done
 done
 echo
@@ -238,15 +245,15 @@ echo "compares it with; and the hugepool broker's message journal in the same ru
 echo "per sync and syncs per durable send (a send is a message and its reference, its acknowledgement an update and"
 echo "a delete):"
 echo
-echo "| producers x message | hugepool broker + daemon | Artemis ASYNCIO | Artemis NIO | hugepool / better Artemis | records / sync | syncs / send |"
-echo "|---|---|---|---|---|---|---|"
+echo "| producers x message | hugepool broker + daemon | Artemis ASYNCIO | Artemis NIO | hugepool / better Artemis | records / sync | syncs / send | no journal |"
+echo "|---|---|---|---|---|---|---|---|"
 for p in "${ps[@]}"; do
 	for s in "${ss[@]}"; do
 		c=$p.$s o=$(better "$p.$s") ratio=-
 		[ -n "${cpu[hugepool.$c]:-}" ] && [ "${cpu[$o.$c]:-0}" -gt 0 ] &&
 			ratio=$(awk -v a="$((cpu[hugepool.$c] + dcpu[hugepool.$c]))" -v b="${cpu[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
 		echo "| $p x $s B | ${cpu[hugepool.$c]:--} + ${dcpu[hugepool.$c]:--} | ${cpu[asyncio.$c]:--} | ${cpu[nio.$c]:--} | $ratio ($o) |" \
-			"${rps[hugepool.$c]:--} | ${sps[hugepool.$c]:--} |"
+			"${rps[hugepool.$c]:--} | ${sps[hugepool.$c]:--} | ${cpu[none.$c]:--} |"
 	done
 done
 grep -q 'hugepool-artemis: the message journal is hugepoold' "$work/hugepool.log" ||
