@@ -121,8 +121,8 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
 /* --- records after the recovered end ------------------------------------------------------ */
 
 /* A journal of n records of size bytes (LSN i has seed i) in a fresh directory named after what
- * (its path in dir), stopped as a power loss right after the last ack would (crash) or cleanly. */
-static void records_then_stop(char *dir, size_t len, const char *what, uint64_t n, uint32_t size, bool crash)
+ * (its path in dir), left open. */
+static struct journal *records_in(char *dir, size_t len, const char *what, uint64_t n, uint32_t size)
 {
 	struct journal *j;
 	struct twriter t;
@@ -133,6 +133,14 @@ static void records_then_stop(char *dir, size_t len, const char *what, uint64_t 
 	for (uint64_t i = 1; i <= n; i++)
 		assert_int_equal(append_wait(&t, i, size, NULL), i);
 	twriter_close(&t);
+	return j;
+}
+
+/* records_in, then stopped as a power loss right after the last ack would (crash) or cleanly. */
+static void records_then_stop(char *dir, size_t len, const char *what, uint64_t n, uint32_t size, bool crash)
+{
+	struct journal *j = records_in(dir, len, what, n, size);
+
 	if (crash)
 		life_crash(j, dir);
 	else
@@ -285,18 +293,12 @@ static void test_handover_marker(void **state)
 	char dir[128], clean[256];
 	struct journal_stats st;
 	struct journal *j;
-	struct twriter t;
 	struct jrecs got;
 	unsigned syncs;
 	(void)state;
 
-	fresh_dir(dir, sizeof(dir), "handover-marker");
+	j = records_in(dir, sizeof(dir), "handover-marker", 20, 1000);
 	path_of(clean, sizeof(clean), dir, "j.clean");
-	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
-	twriter_open(j, &t);
-	for (uint64_t i = 1; i <= 20; i++)
-		assert_int_equal(append_wait(&t, i, 1000, NULL), i);
-	twriter_close(&t);
 	journal_stop(j, true);
 	journal_close(j);
 	assert_int_equal(open_counting_syncs(dir, &j, &syncs), 0);
@@ -339,17 +341,11 @@ static void test_stop_begun_marks_end(void **state)
 	char dir[128], clean[256], text[80] = "";
 	struct journal_stats st;
 	struct journal *j;
-	struct twriter t;
 	ssize_t n = -1;
 	(void)state;
 
-	fresh_dir(dir, sizeof(dir), "stop-begun");
+	j = records_in(dir, sizeof(dir), "stop-begun", 20, 1000);
 	path_of(clean, sizeof(clean), dir, "j.clean");
-	assert_int_equal(life_open(dir, &jc_sync, NULL, &j), 0);
-	twriter_open(j, &t);
-	for (uint64_t i = 1; i <= 20; i++)
-		assert_int_equal(append_wait(&t, i, 1000, NULL), i);
-	twriter_close(&t);
 	journal_stop_begin(j, true);
 	for (unsigned waited = 0; waited < 10000 && n <= 0; waited++) {
 		int fd = open(clean, O_RDONLY | O_CLOEXEC);
