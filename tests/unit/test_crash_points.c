@@ -177,20 +177,27 @@ struct cp_truncator {
 	atomic_bool stop;
 };
 
-/* when_full = block: whenever the journal is full, truncate it to about two segments before its
- * end, marked in the log before the journal may reuse anything for it */
+/*
+ * when_full = block: whenever the journal is full, truncate half of what it holds (from the
+ * truncation point to its durable end), marked in the log before the journal may reuse anything
+ * for it; while it stays full, half of the rest, and so on. Not a fixed count of records: with
+ * direct = on every batch is padded to a block, so what a segment holds varies with the batches'
+ * sizes, and two segments' worth at 800 bytes a record (the count this used) could leave the
+ * oldest segment needed for good: the writers waited out their 30 s (TSan, a loaded machine).
+ */
 static void *cp_truncator_main(void *arg)
 {
 	struct cp_truncator *t = arg;
-	const uint64_t keep = 2 * SEG_SIZE / 800; /* records of about 750 bytes on average */
 
 	while (!atomic_load(&t->stop)) {
 		struct journal_stats st;
 
 		journal_get_stats(t->j, &st);
-		if (st.state == JOURNAL_FULL && st.durable_lsn > keep) {
-			cfs_mark(t->log, CFS_TRUNC, st.durable_lsn + 1 - keep);
-			journal_truncate(t->j, st.durable_lsn + 1 - keep);
+		if (st.state == JOURNAL_FULL && st.durable_lsn > st.retain_lsn + 1) {
+			uint64_t to = st.retain_lsn + (st.durable_lsn + 1 - st.retain_lsn) / 2;
+
+			cfs_mark(t->log, CFS_TRUNC, to);
+			journal_truncate(t->j, to);
 		}
 		usleep(200);
 	}
