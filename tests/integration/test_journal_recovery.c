@@ -4,7 +4,8 @@
  * record (half of it zeroed, a byte flipped, and with direct = on a record that starts inside a
  * block) is cut, the records before it kept, and appending goes on at its LSN; reused segments
  * (when_full = recycle, or truncation) never replay a record of their earlier use, after a clean
- * stop or a crash, and a clean stop in a reused segment is not taken for a torn tail.
+ * stop or a crash, and a clean stop in a reused segment is not taken for a torn tail; a record
+ * damaged after a clean stop, which recovery does not read, fails its reader.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -327,6 +328,64 @@ static void clean_restart_after_reuse(bool recycle)
 	}
 }
 
+/*
+ * After a clean stop recovery reads no record (it takes the end the stop's marker names), so a
+ * record damaged on the disk since is not cut at the start: its reader meets it, and fails with
+ * EUCLEAN after the records before it, rather than being given fewer records than were durable
+ * without a word.
+ */
+static void test_damage_after_clean_stop(void **state)
+{
+	static struct daemon d;
+	struct last_rec last;
+	struct hp_status *st;
+	hp_journal_reader *r = NULL;
+	const void *data;
+	uint64_t lsn = 0, n = 0;
+	size_t len;
+	uint8_t byte;
+	hp_conn *c;
+	hp_journal *j;
+	int fd, rc;
+
+	(void)state;
+	harness_watchdog_arm("damage after a clean stop", 30);
+	start_journal(&d, JOURNAL);
+	c = conn(&d);
+	j = jopen(c);
+	for (unsigned i = 0; i < 10; i++)
+		lsn = append_wait(j, 100 + i, 1000 + 100 * i);
+	hp_journal_close(j);
+	hp_disconnect(c);
+	terminate(&d);
+
+	/* a byte of the last record's payload flipped, as a failing device might */
+	find_last_record(&d, 4, &last);
+	assert_int_equal(last.lsn, lsn);
+	fd = open(last.path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &byte, 1, (off_t)(last.off + JFORMAT_REC_HDR + last.len / 2)), 1);
+	byte ^= 0x10;
+	assert_int_equal(pwrite(fd, &byte, 1, (off_t)(last.off + JFORMAT_REC_HDR + last.len / 2)), 1);
+	close(fd);
+
+	restart(&d);
+	c = conn(&d);
+	st = status(c);
+	assert_int_equal(jst(st)->durable_lsn, lsn);
+	if (!strstr(jst(st)->recovery, "clean end, not walked"))
+		fail_msg("after a clean stop recovery walked the journal: \"%s\"", jst(st)->recovery);
+	hp_status_free(st);
+	assert_int_equal(hp_journal_reader_open(c, JNAME, 1, &r), 0);
+	while ((rc = hp_journal_reader_next(r, &lsn, &data, &len)) == 1)
+		assert_int_equal(lsn, ++n);
+	assert_int_equal(n, last.lsn - 1);
+	assert_int_equal(rc, -EUCLEAN);
+	hp_journal_reader_close(r);
+	hp_disconnect(c);
+	stop(&d);
+}
+
 static void test_clean_restart_recycled(void **state)
 {
 	(void)state;
@@ -343,6 +402,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_torn_tail_zeroed, teardown),
+		cmocka_unit_test_teardown(test_damage_after_clean_stop, teardown),
 		cmocka_unit_test_teardown(test_torn_tail_flipped, teardown),
 		cmocka_unit_test_teardown(test_torn_tail_direct, teardown),
 		cmocka_unit_test_teardown(test_recycle_stale, teardown),
