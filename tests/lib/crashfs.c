@@ -67,13 +67,16 @@ void cfs_push(struct cfs_log *l, struct cfs_op op)
 	l->v[l->n++] = op;
 }
 
+/* len bytes of p in a buffer of their own (never NULL; p may be NULL when len is 0: an empty
+ * file of an image) */
 uint8_t *cfs_copy(const void *p, size_t len)
 {
 	uint8_t *c = malloc(len ? len : 1);
 
 	if (!c)
 		abort();
-	memcpy(c, p, len);
+	if (len)
+		memcpy(c, p, len);
 	return c;
 }
 
@@ -280,7 +283,8 @@ static void cfs_put(struct cfs_image *img, uint32_t file, uint64_t off, const ui
 	}
 	if (off > img->size[file])
 		memset(img->data[file] + img->size[file], 0, off - img->size[file]);
-	memcpy(img->data[file] + off, src, len);
+	if (len) /* an empty file of an image, written again as a base: no data, no buffer */
+		memcpy(img->data[file] + off, src, len);
 	if (end > img->size[file])
 		img->size[file] = end;
 }
