@@ -43,9 +43,11 @@
 struct segment {
 	int fd; /* the daemon's one description of the file (ofd.h); readers get their own */
 	/*
-	 * A reader was given this file (or someone held it when the daemon started) since it was
-	 * made: it gets a new file before a new generation goes into it, so that nobody reads a
-	 * generation through an fd handed out for an earlier one (segment_start, segment_renew).
+	 * Someone may hold this file: a reader was given it since it was made, or the daemon started
+	 * since (a previous life's reader may hold any segment). Before a new generation goes into
+	 * it, a write lease probes whether anyone does, and if so it gets a new file, so that nobody
+	 * reads a generation through an fd handed out for an earlier one (segment_start,
+	 * segment_renew).
 	 */
 	bool shared;
 	uint64_t generation; /* 0: never used */
