@@ -793,11 +793,14 @@ check "and the pages stayed reserved, not twice (nr_hugepages $pages_started, su
 # longest round trips are printed beside the same client's longest with no restart, with the
 # journal's account of the last restart (CLOCK_MONOTONIC, ms after systemd's "Stopping"): what
 # the service manager's part of the pause is made of. Printed, never asserted: timings.
-coproc LOOP { nsenter -t "$cpid" -a runuser -u alice -- hpclient loop small; }
+coproc LOOP { nsenter -t "$cpid" -a runuser -u alice -- hpclient loop small 2>&1; }
 loop_pid=$LOOP_PID
-read -r line <&"${LOOP[0]}"
+# copies of the coprocess's pipes: bash unsets LOOP when the client exits, these stay
+exec {loop_in}<&"${LOOP[0]}" {loop_out}>&"${LOOP[1]}"
+exec {LOOP[0]}<&- {LOOP[1]}>&-
+read -r line <&"$loop_in"
 # loop_mark: the longest round trip since the last mark (us)
-loop_mark() { local l; echo >&"${LOOP[1]}"; read -r l <&"${LOOP[0]}" && awk '{ print $2 }' <<<"$l"; }
+loop_mark() { local l; echo >&"$loop_out" && read -r l <&"$loop_in" && awk '{ print $2 }' <<<"$l"; } 2>/dev/null
 pauses=""
 if [ "$line" = looping ]; then
 	sleep 1
@@ -813,12 +816,13 @@ if [ "$line" = looping ]; then
 		pauses+="systemctl $way: longest round trip (us)$pause; with no restart$floor"$'\n'
 	done
 fi
-exec {LOOP[1]}>&-
+exec {loop_out}>&-
 looped() {
 	local l out=""
-	while read -r l <&"${LOOP[0]}"; do out+="$l"$'\n'; done
-	echo "$out"
-	[ "$line" = looping ] && grep -q '^looped on the same connection$' <<<"$out"
+	while read -r l <&"$loop_in"; do out+="$l"$'\n'; done
+	echo "$line"; echo "$out"
+	[ "$line" = looping ] && grep -q '^looped on the same connection$' <<<"$out" ||
+		{ c journalctl -b -u hugepoold -o cat | grep -E 'Received|Closing connection|Warm start|Taken over'; false; }
 }
 check "a client looping lease and release through 3 systemctl restarts and 3 reloads keeps its connection" looped
 wait "$loop_pid"
