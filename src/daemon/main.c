@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -928,6 +929,9 @@ int main(int argc, char **argv)
 	int r;
 
 	b.t0 = b.last_report = now_ns();
+	/* a next life runs from an fd (/proc/self/fd/N: a take-over, a re-execution), which the
+	 * kernel makes its name: "N" in ps, top and the service manager's log */
+	(void)prctl(PR_SET_NAME, "hugepoold");
 	r = parse_options(argc, argv, &b, &action);
 	if (r <= 0)
 		return r < 0 ? EXIT_USAGE : EXIT_OK;
