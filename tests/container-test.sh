@@ -825,6 +825,13 @@ looped() {
 		{ c journalctl -b -u hugepoold -o cat | grep -E 'Received|Closing connection|Warm start|Taken over'; false; }
 }
 check "a client looping lease and release through 3 systemctl restarts and 3 reloads keeps its connection" looped
+# a taken-over daemon is the service manager's child, as the one it started was (CLONE_PARENT):
+# systemd 252 waits for a child to stop on SIGTERM, and sends a stranger SIGKILL at once, in
+# the middle of the stop that keeps the connections in the fd store
+own_child() {
+	! c journalctl -b -u hugepoold -o cat | grep -E 'which is not our child|Killing process .* with signal SIGKILL'
+}
+check "after the take-overs systemd follows the daemon as its own child: each systemctl restart let it stop" own_child
 wait "$loop_pid"
 printf '%s' "$pauses" | sed 's/^/container: /'
 # the last systemctl restart in the journal, ms after the daemon heard SIGTERM

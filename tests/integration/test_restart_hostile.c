@@ -229,7 +229,8 @@ static void test_impossible_restart_refused(void **state)
 	/* a configuration the next life would refuse */
 	assert_int_equal(harness_reconfigure(&d, "hugepages = off\nno_such_key = 1\n", ONE), 0);
 	assert_int_not_equal(ctl(&d, "restart", out, sizeof(out)), 0);
-	assert_non_null(strstr(out, "exited with status 2"));
+	/* the next life is the (test's) manager's child: how it ended is the manager's to know */
+	assert_non_null(strstr(out, "(the next life) ended"));
 	assert_non_null(strstr(out, "no_such_key"));
 	check_log(&d, "Refusing the restart: ", 1);
 

@@ -17,8 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -206,8 +208,11 @@ struct takeover_child {
 	char env_fd[64];
 	char env_nice[64];
 	bool nice; /* the child starts idle (SCHED_IDLE at TAKEOVER_PREPARE_NICE) */
+	bool managers; /* started as the service manager's child (CLONE_PARENT), not this life's */
+	char exe[64];
 	pid_t pid;
-	int err; /* posix_spawn's */
+	int pidfd; /* managers: the child's (CLONE_PIDFD), -1 otherwise */
+	int err; /* posix_spawn's, or the exec's */
 	bool joined;
 };
 
@@ -220,15 +225,84 @@ static int thread_priority(pid_t tid, int policy, int nice)
 	return 0;
 }
 
+/*
+ * The child of clone_managers: this process's memory, on a stack of its own, until the exec
+ * (CLONE_VM | CLONE_VFORK: the calling thread waits), as posix_spawn's child is. Raw system
+ * calls only, and no sanitizer: their interceptors keep state of the thread this child borrowed
+ * the memory of. Every signal is blocked until the mask the exec takes.
+ */
+__attribute__((no_sanitize("address", "thread", "undefined"))) static int managers_child(void *arg)
+{
+	struct takeover_child *c = arg;
+	/* the kernel's struct sigaction: handler, flags, restorer, mask */
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} dfl = { 0 };
+	uint64_t none = 0;
+	long r;
+
+	(void)syscall(SYS_rt_sigaction, SIGPIPE, &dfl, NULL, sizeof(dfl.mask));
+	(void)syscall(SYS_rt_sigaction, SIGIO, &dfl, NULL, sizeof(dfl.mask));
+	r = syscall(SYS_dup3, c->theirs, 3, 0);
+	if (r >= 0) {
+		(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+		r = syscall(SYS_execve, c->exe, c->argv, c->env);
+	}
+	c->err = r < 0 ? errno : EIO;
+	syscall(SYS_exit, 127);
+	return 127;
+}
+
+/*
+ * Under a service manager, start the next life as the manager's child, not this life's
+ * (CLONE_PARENT): the manager then follows it as the main process it started itself. It made
+ * this life; a life it did not make is a stranger to it: systemd 252 ("Supervising
+ * process N which is not our child") does not wait for such a main process to exit when it
+ * stops the service, and sends SIGKILL right after SIGTERM, in the middle of the stop that
+ * keeps the clients' connections for the next start. The pidfd (CLONE_PIDFD) is how this life
+ * sees the child end, since it cannot reap it.
+ */
+static void clone_managers(struct takeover_child *c)
+{
+	static const size_t stack_size = 64 * 1024;
+	void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	sigset_t all, old;
+	int pidfd = -1;
+	pid_t pid;
+
+	if (stack == MAP_FAILED) {
+		c->err = errno;
+		return;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone(managers_child, (char *)stack + stack_size,
+		    CLONE_VM | CLONE_VFORK | CLONE_PARENT | CLONE_PIDFD | SIGCHLD, c, &pidfd);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	munmap(stack, stack_size);
+	if (pid < 0) {
+		c->err = errno;
+		return;
+	}
+	if (c->err) { /* the exec failed: the child has exited (the manager reaps it) */
+		close(pidfd);
+		return;
+	}
+	c->pid = pid;
+	c->pidfd = pidfd;
+}
+
 static void *spawn_main(void *arg)
 {
 	struct takeover_child *c = arg;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, dfl;
-	char exe[64];
+	const char *exe = c->exe;
 
-	snprintf(exe, sizeof(exe), "/proc/self/fd/%d", c->exe_fd);
 	sigemptyset(&none);
 	sigemptyset(&dfl);
 	sigaddset(&dfl, SIGPIPE);
@@ -245,7 +319,10 @@ static void *spawn_main(void *arg)
 	 * where it already is at GO) */
 	if (c->nice)
 		(void)thread_priority(gettid(), SCHED_IDLE, TAKEOVER_PREPARE_NICE);
-	c->err = posix_spawn(&c->pid, exe, &fa, &attr, c->argv, c->env);
+	if (c->managers)
+		clone_managers(c);
+	else
+		c->err = posix_spawn(&c->pid, exe, &fa, &attr, c->argv, c->env);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	/* the child has its copy, or there is none: a failure shows as the channel's end */
@@ -313,6 +390,8 @@ int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, 
 	}
 	c->argv = argv;
 	c->exe_fd = -1;
+	c->pidfd = -1;
+	c->managers = getenv("NOTIFY_SOCKET") != NULL;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 || fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
 		r = -errno;
 		goto fail;
@@ -328,6 +407,7 @@ int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, 
 		r = -errno;
 		goto fail;
 	}
+	snprintf(c->exe, sizeof(c->exe), "/proc/self/fd/%d", c->exe_fd);
 	r = -pthread_create(&c->thread, NULL, spawn_main, c);
 	if (r < 0)
 		goto fail;
@@ -363,6 +443,14 @@ pid_t takeover_child_pid(struct takeover_child *c, char *err, size_t errlen)
 	return c->pid;
 }
 
+int takeover_child_pidfd(struct takeover_child *c)
+{
+	int fd = c->pidfd;
+
+	c->pidfd = -1;
+	return fd;
+}
+
 void takeover_child_free(struct takeover_child *c)
 {
 	char err[8];
@@ -370,6 +458,8 @@ void takeover_child_free(struct takeover_child *c)
 	if (!c)
 		return;
 	(void)takeover_child_pid(c, err, sizeof(err));
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	free(c->env);
 	free(c);
 }

@@ -175,6 +175,9 @@ struct server {
 		 * signalled through a pidfd (its pid could be another process's once it ended) */
 		bool coming_back;
 		int pidfd;
+		/* ... or the service manager's child (takeover_spawn under a manager), also seen
+		 * through a pidfd: the manager reaps it */
+		bool managers;
 	} next;
 	/* ... the next life's side: the connections it could not take over from the snapshot (its
 	 * records still written), taken over at GO */
