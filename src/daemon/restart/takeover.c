@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -226,14 +225,14 @@ static int thread_priority(pid_t tid, int policy, int nice)
 }
 
 /*
- * The child of clone_managers: this process's memory, on a stack of its own, until the exec
- * (CLONE_VM | CLONE_VFORK: the calling thread waits), as posix_spawn's child is. Raw system
- * calls only, and no sanitizer: their interceptors keep state of the thread this child borrowed
- * the memory of. Every signal is blocked until the mask the exec takes.
+ * The child of clone_managers, a copy of this process until its exec: raw system calls only
+ * (it is the copy of one thread of a process with others), and no sanitizer. Every signal is
+ * blocked until the mask the exec takes; a failure is told through errfd (close-on-exec: its
+ * end at the exec says it succeeded).
  */
-__attribute__((no_sanitize("address", "thread", "undefined"))) static int managers_child(void *arg)
+__attribute__((no_sanitize("address", "thread", "undefined"))) static void managers_child(const struct takeover_child *c,
+											    int errfd)
 {
-	struct takeover_child *c = arg;
 	/* the kernel's struct sigaction: handler, flags, restorer, mask */
 	struct {
 		void *handler;
@@ -243,6 +242,7 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) static int manage
 	} dfl = { 0 };
 	uint64_t none = 0;
 	long r;
+	int err;
 
 	(void)syscall(SYS_rt_sigaction, SIGPIPE, &dfl, NULL, sizeof(dfl.mask));
 	(void)syscall(SYS_rt_sigaction, SIGIO, &dfl, NULL, sizeof(dfl.mask));
@@ -251,48 +251,51 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) static int manage
 		(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
 		r = syscall(SYS_execve, c->exe, c->argv, c->env);
 	}
-	c->err = r < 0 ? errno : EIO;
-	syscall(SYS_exit, 127);
-	return 127;
+	err = r < 0 ? errno : EIO;
+	(void)syscall(SYS_write, errfd, &err, sizeof(err));
+	for (;;)
+		(void)syscall(SYS_exit_group, 127);
 }
 
 /*
  * Under a service manager, start the next life as the manager's child, not this life's
- * (CLONE_PARENT): the manager then follows it as the main process it started itself. It made
- * this life; a life it did not make is a stranger to it: systemd 252 ("Supervising
- * process N which is not our child") does not wait for such a main process to exit when it
- * stops the service, and sends SIGKILL right after SIGTERM, in the middle of the stop that
- * keeps the clients' connections for the next start. The pidfd (CLONE_PIDFD) is how this life
- * sees the child end, since it cannot reap it.
+ * (CLONE_PARENT): the manager then follows it as a main process it started. It made this life;
+ * one it did not make is a stranger to it: systemd 252 ("Supervising process N which is not
+ * our child") does not wait for such a main process to exit when it stops the service, and
+ * sends SIGKILL right after SIGTERM, in the middle of the stop that keeps the clients'
+ * connections for the next start. The pidfd (CLONE_PIDFD) is how this life sees the child end,
+ * since it cannot reap it. A copy of the process (no CLONE_VM: a child sharing this memory
+ * would run on the spawning thread's sanitizer state), cheap since the daemon maps no buffer
+ * once it is faulted; CLONE_VFORK holds this thread until the exec.
  */
 static void clone_managers(struct takeover_child *c)
 {
-	static const size_t stack_size = 64 * 1024;
-	void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	sigset_t all, old;
-	int pidfd = -1;
-	pid_t pid;
+	int errp[2], pidfd = -1, err = 0;
+	long pid;
 
-	if (stack == MAP_FAILED) {
+	if (pipe2(errp, O_CLOEXEC) < 0) {
 		c->err = errno;
 		return;
 	}
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = clone(managers_child, (char *)stack + stack_size,
-		    CLONE_VM | CLONE_VFORK | CLONE_PARENT | CLONE_PIDFD | SIGCHLD, c, &pidfd);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	munmap(stack, stack_size);
-	if (pid < 0) {
+	pid = syscall(SYS_clone, CLONE_VFORK | CLONE_PARENT | CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL, 0);
+	if (pid == 0)
+		managers_child(c, errp[1]);
+	if (pid < 0)
 		c->err = errno;
-		return;
-	}
-	if (c->err) { /* the exec failed: the child has exited (the manager reaps it) */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(errp[1]);
+	if (pid > 0 && read(errp[0], &err, sizeof(err)) == (ssize_t)sizeof(err))
+		c->err = err ? err : EIO; /* the exec failed: the child has exited (the manager reaps it) */
+	close(errp[0]);
+	if (pid > 0 && c->err)
 		close(pidfd);
-		return;
+	else if (pid > 0) {
+		c->pid = (pid_t)pid;
+		c->pidfd = pidfd;
 	}
-	c->pid = pid;
-	c->pidfd = pidfd;
 }
 
 static void *spawn_main(void *arg)
