@@ -394,7 +394,8 @@ int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, 
 	c->argv = argv;
 	c->exe_fd = -1;
 	c->pidfd = -1;
-	c->managers = getenv("NOTIFY_SOCKET") != NULL;
+	/* not from a pid namespace's first process, whose child is its own (CLONE_PARENT: EINVAL) */
+	c->managers = getenv("NOTIFY_SOCKET") != NULL && getpid() != 1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 || fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
 		r = -errno;
 		goto fail;
