@@ -16,9 +16,10 @@
 # latency p50/p99 (the generator's HDR histogram), and hugepool's against the better Artemis
 # journal's (the one with more sends/s) as ratios, and the ceiling's; the CPU each broker (its
 # JIT compiler aside) and the hugepool broker's daemon spent per send in the same runs
-# (/proc/PID/stat: where a
-# send's time goes when the two CPUs are the limit), and the hugepool broker's message journal's
-# records per sync and syncs per send (`hugepoolctl journal stat`). Nothing is asserted. Each
+# (/proc/PID/stat: where a send's time goes when the two CPUs are the limit), the hugepool
+# broker's message journal's records per sync and syncs per send (`hugepoolctl journal stat`),
+# and each Artemis broker's syncs per send (its fdatasync and fsync calls, which perf counts
+# where it may). Nothing is asserted. Each
 # broker runs 15 s of load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100,
 # 1000, 10000}, 5 s after 2 s, one round (the JIT warm-up, not a second round, is what keeps the
 # first broker of a cell from running half-compiled): an estimated 8 minutes on 2 idle CPUs, far
@@ -144,22 +145,42 @@ jstat() {
 	for f in "$@"; do sed -n "s/.*\"$f\":\([0-9]*\).*/\1/p" <<<"$js"; done | paste -sd' '
 }
 
+# The syncs an Artemis broker makes: its fdatasync and fsync calls (ASYNCIO's poller syncs after
+# the writes io_getevents returns, NIO's force() is one), counted by perf on the syscall
+# tracepoints of the broker's threads; where perf cannot (not installed, not allowed), "-".
+syncs_countable=false
+perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync true >/dev/null 2>&1 && syncs_countable=true
+
 # run BROKER P S: one perf client run; prints "sends/s p50_us p99_us broker_us daemon_us rps sps"
 # (broker_us, daemon_us: CPU per send, of the broker and of the hugepool broker's daemon, over the
-# whole run, warm-up included, as are the sends counted; rps, sps: the hugepool broker's message journal's
-# records per sync and syncs per send over the same run, "-" for the others), or "- - - - - - -"
-# if it failed
+# whole run, warm-up included, as are the sends counted; rps: the hugepool broker's message
+# journal's records per sync, "-" for the others; sps: syncs per send over the same run, of the
+# hugepool broker's message journal as its daemon counts them, of an Artemis broker as perf
+# counts its fdatasync and fsync calls (both of its journals), "-" where not counted), or
+# "- - - - - - -" if it failed
 run() {
-	local b=$1 p=$2 s=$3 json="$work/$1.$2.$3.json" out c0 d0 c1 d1 a0 y0 a1 y1
-	rm -f "$json"
+	local b=$1 p=$2 s=$3 json="$work/$1.$2.$3.json" out c0 d0 c1 d1 a0 y0 a1 y1 counter=""
+	rm -f "$json" "$work/$b.syncs"
 	c0=$(ticks "${bpid[$b]}") d0=$(ticks "$dpid")
 	read -r a0 y0 < <(jstat appends syncs)
+	if [ "$b" != hugepool ] && [ "$b" != none ] && $syncs_countable; then
+		# started here, not in a subshell: this shell waits for it to write its counts
+		perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync -p "${bpid[$b]}" -o "$work/$b.syncs" \
+			>/dev/null 2>&1 &
+		counter=$!
+		sleep 0.2 # attached before the first send
+	fi
 	"$home/bin/artemis" perf client --url "tcp://127.0.0.1:${port[$b]}?confirmationWindowSize=1048576" --persistent \
 		--producers "$p" --consumers 1 --threads $((p < $(nproc) ? p : $(nproc))) --message-size "$s" --max-pending 1 \
 		--warmup "$warmup" --duration "$seconds" --json "$json" "queue://bench.$p.$s" >"$work/$b.$p.$s.log" 2>&1
 	c1=$(ticks "${bpid[$b]}") d1=$(ticks "$dpid")
 	read -r a1 y1 < <(jstat appends syncs)
 	[ "$b" = hugepool ] || d1=$d0 a1=$a0 y1=$y0
+	if [ -n "$counter" ]; then
+		kill -INT "$counter" 2>/dev/null
+		wait "$counter" 2>/dev/null
+		y0=0 y1=$(awk -F, '$1 ~ /^[0-9]+$/ { n += $1 } END { print n + 0 }' "$work/$b.syncs" 2>/dev/null)
+	fi
 	# sends/s: the sends completed in the intervals reported after the warm-up, over their span
 	# (from the last warm-up report, or from the first report when none was warm-up: reports are
 	# not exactly a second apart on a loaded machine); latency: the summary's histogram, which
@@ -178,7 +199,7 @@ run() {
 		/"sampleType":"summary"/ && /"result":"success"/ { p50 = field("50"); p99 = field("99"); total = field("totalSent") }
 		END { if (total > 0) all = total * (warmup + seconds) / seconds
 			if (end > start && n > 0 && p50 != "") printf "%.0f %s %s %.0f %.0f %s %s\n", n * 1000 / (end - start), p50, p99,
-			cpu * 1e6 / tck / all, dcpu * 1e6 / tck / all, (syncs ? sprintf("%.2f", recs / syncs) : "-"),
+			cpu * 1e6 / tck / all, dcpu * 1e6 / tck / all, (syncs && recs ? sprintf("%.2f", recs / syncs) : "-"),
 			(syncs ? sprintf("%.2f", syncs / all) : "-") }' "$json" 2>/dev/null)
 	echo "${out:-- - - - - - -}"
 }
@@ -242,18 +263,20 @@ echo
 echo "CPU per durable send, in microseconds, in the runs above (the broker's JVM less its JIT compiler threads; the"
 echo "hugepool broker's daemon beside it), and the hugepool broker with its daemon over the broker the sends/s ratio"
 echo "compares it with; and the hugepool broker's message journal in the same runs, as its daemon counts it: records"
-echo "per sync and syncs per durable send (a send is a message and its reference, its acknowledgement an update and"
-echo "a delete):"
+echo "per sync; and syncs per durable send, of the hugepool broker's message journal as its daemon counts them and of"
+echo "each Artemis broker as perf counts its fdatasync and fsync calls (a durable send is a message and its reference, each"
+echo "waiting for a sync; its consumer's acknowledgement, in a transaction, an update and a commit that waits for one, and"
+echo "the message's delete after it):"
 echo
-echo "| producers x message | hugepool broker + daemon | Artemis ASYNCIO | Artemis NIO | hugepool / better Artemis | records / sync | syncs / send | no journal |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| producers x message | hugepool broker + daemon | Artemis ASYNCIO | Artemis NIO | hugepool / better Artemis | records / sync | syncs / send: hugepool | ASYNCIO | NIO | no journal |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for p in "${ps[@]}"; do
 	for s in "${ss[@]}"; do
 		c=$p.$s o=$(better "$p.$s") ratio=-
 		[ -n "${cpu[hugepool.$c]:-}" ] && [ "${cpu[$o.$c]:-0}" -gt 0 ] &&
 			ratio=$(awk -v a="$((cpu[hugepool.$c] + dcpu[hugepool.$c]))" -v b="${cpu[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
 		echo "| $p x $s B | ${cpu[hugepool.$c]:--} + ${dcpu[hugepool.$c]:--} | ${cpu[asyncio.$c]:--} | ${cpu[nio.$c]:--} | $ratio ($o) |" \
-			"${rps[hugepool.$c]:--} | ${sps[hugepool.$c]:--} | ${cpu[none.$c]:--} |"
+			"${rps[hugepool.$c]:--} | ${sps[hugepool.$c]:--} | ${sps[asyncio.$c]:--} | ${sps[nio.$c]:--} | ${cpu[none.$c]:--} |"
 	done
 done
 grep -q 'hugepool-artemis: the message journal is hugepoold' "$work/hugepool.log" ||
