@@ -172,12 +172,11 @@ struct server {
 		int back_pair[2];
 		uint64_t asker;
 		/* ... this life's side of that: the next life is the daemon's own process, not a child,
-		 * signalled through a pidfd (its pid could be another process's once it ended) */
+		 * signalled through a pidfd (its pid could be another process's once it ended); a
+		 * pidfd without coming_back: the service manager's child (takeover_spawn under a
+		 * manager), which the manager reaps */
 		bool coming_back;
 		int pidfd;
-		/* ... or the service manager's child (takeover_spawn under a manager), also seen
-		 * through a pidfd: the manager reaps it */
-		bool managers;
 	} next;
 	/* ... the next life's side: the connections it could not take over from the snapshot (its
 	 * records still written), taken over at GO */

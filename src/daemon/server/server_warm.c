@@ -206,8 +206,8 @@ static pid_t next_pid(struct server *s, char *text, size_t len)
 	if (!s->next.child)
 		return s->next.pid;
 	s->next.pid = takeover_child_pid(s->next.child, text ? text : why, text ? len : sizeof(why));
-	if (s->next.pid > 0 && (s->next.pidfd = takeover_child_pidfd(s->next.child)) >= 0)
-		s->next.managers = true;
+	if (s->next.pid > 0)
+		s->next.pidfd = takeover_child_pidfd(s->next.child);
 	takeover_child_free(s->next.child);
 	s->next.child = NULL;
 	return s->next.pid;
@@ -217,11 +217,10 @@ static pid_t next_pid(struct server *s, char *text, size_t len)
 static void next_reap(struct server *s, bool kill_it, char *text, size_t len)
 {
 	pid_t pid = next_pid(s, text, len), r;
+	bool managers = s->next.pidfd >= 0 && !s->next.coming_back;
 	int status = 0, pidfd = TAKE_FD(s->next.pidfd);
-	bool managers = s->next.managers;
 
 	s->next.pid = 0;
-	s->next.managers = false;
 	/* the daemon's own process, coming back, and the manager's child are killed through their
 	 * pidfd (not this life's children: a pid may name another process once it ended, and they
 	 * are not reaped here) */
@@ -532,7 +531,6 @@ int server_takeover_go(struct server *s, bool die_after_go, pid_t *ret_pid, int 
 		(void)takeover_priority(0, true, 0); /* it ends: its teardown on what CPU is left */
 		(void)takeover_send(s->next.chan, TAKEOVER_MAIN, s->next.asker, NULL, -1);
 		s->next.pid = 0; /* not reaped here: it outlives this life */
-		s->next.managers = false;
 		if (s->next.pidfd >= 0)
 			close(TAKE_FD(s->next.pidfd));
 		next_close(s);
