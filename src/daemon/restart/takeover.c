@@ -298,13 +298,12 @@ static void clone_managers(struct takeover_child *c)
 	}
 }
 
-static void *spawn_main(void *arg)
+/* The next life as this life's child (posix_spawn), fd 3 its end of the channel. */
+static void spawn_own(struct takeover_child *c)
 {
-	struct takeover_child *c = arg;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, dfl;
-	const char *exe = c->exe;
 
 	sigemptyset(&none);
 	sigemptyset(&dfl);
@@ -317,6 +316,15 @@ static void *spawn_main(void *arg)
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setsigdefault(&attr, &dfl);
+	c->err = posix_spawn(&c->pid, c->exe, &fa, &attr, c->argv, c->env);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+}
+
+static void *spawn_main(void *arg)
+{
+	struct takeover_child *c = arg;
+
 	/* this thread's policy and nice are the child's: going idle needs no privilege, and the
 	 * thread ends (should it fail, the child prepares at the daemon's priority, and goes to
 	 * where it already is at GO) */
@@ -325,9 +333,7 @@ static void *spawn_main(void *arg)
 	if (c->managers)
 		clone_managers(c);
 	else
-		c->err = posix_spawn(&c->pid, exe, &fa, &attr, c->argv, c->env);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
+		spawn_own(c);
 	/* the child has its copy, or there is none: a failure shows as the channel's end */
 	close(c->theirs);
 	return NULL;
