@@ -248,6 +248,14 @@ $(BUILD)/tests/noiouring: $(call obj,tests/integration/noiouring.c)
 	$(Q)ln -sf noiouring $(BUILD)/tests/noaio
 $(BUILD)/tests/test_journal_backends $(BUILD)/tests/test_hostile: | $(BUILD)/tests/noiouring
 
+# the wrapper test_restart runs hugepoold under as a pid namespace's first process (a container's
+# init); not named test_*, so run-tests.sh does not run it
+$(BUILD)/tests/pidns: $(call obj,tests/integration/pidns.c)
+	@mkdir -p $(dir $@)
+	$(say) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+$(BUILD)/tests/test_restart: | $(BUILD)/tests/pidns
+
 # the daemon with its journals' operations traced (tests/integration/traced.c), which
 # test_journal_power runs to build the states a power loss could leave; not named test_*, so
 # run-tests.sh does not run it; built whenever that test is

@@ -1483,6 +1483,55 @@ static void test_exec_hands_back(void **state)
 }
 
 /*
+ * hugepoold as a container's init: the first process of its pid namespace, under a service
+ * manager (an nspawn or podman container passing $NOTIFY_SOCKET in). Its exit would end the
+ * namespace and kill every process in it, a next life too, so restart = auto keeps the pid by
+ * executing in place, and restart = takeover is refused with the reason while the daemon serves
+ * on. Before the daemon knew, auto took over there: the client's connection and the daemon
+ * ended with the life before.
+ */
+static void test_first_process_keeps_pid(void **state)
+{
+	static const struct harness_opts init = { .wrapper = "tests/pidns" };
+	static struct daemon d;
+	struct hp_buffer b;
+	struct hp_status *st;
+	char out[1024];
+	pid_t outside;
+	hp_conn *c;
+
+	(void)state;
+	if (geteuid() != 0) {
+		skip(); /* a pid namespace needs root */
+		return;
+	}
+	outside = start_holding(&d, "", &init, &c, &b, 0x5b);
+	assert_int_equal(ctl_restart(&d, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "hugepoold restarted (pid 1)"));
+	st = status_of_life(c, 2);
+	assert_int_equal(st->daemon_pid, 1);
+	assert_int_equal(st->start.warm, 1);
+	assert_int_equal(st->nleases, 1);
+	hp_status_free(st);
+	assert_int_equal(harness_log_count(&d, "Re-executing '"), 1);
+	assert_int_equal(kill(outside, 0), 0);
+	assert_int_equal(d.pid, outside);
+
+	/* restart = takeover (read by the next restart, still in place): refused with the reason,
+	 * and the daemon serves on in the same life */
+	assert_int_equal(harness_reconfigure(&d, "restart = takeover\n", ONE), 0);
+	assert_int_equal(ctl_restart(&d, out, sizeof(out)), 0);
+	hp_status_free(status_of_life(c, 3));
+	assert_int_not_equal(ctl_restart(&d, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "pid namespace's first process"));
+	st = status_of_life(c, 3);
+	assert_int_equal(st->daemon_pid, 1);
+	assert_int_equal(st->nleases, 1);
+	hp_status_free(st);
+	end_holding(&d, c, &b, 0x5b);
+}
+
+/*
  * The daemon's process dies before it has the service back: the life serving it serves on, with
  * its own pid, and the client that asked for the restart is told why.
  */
@@ -2016,6 +2065,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_exec_hands_back, teardown),
 		cmocka_unit_test_teardown(test_exec_back_fails, teardown),
 		cmocka_unit_test_teardown(test_exec_refused_at_go, teardown),
+		cmocka_unit_test_teardown(test_first_process_keeps_pid, teardown),
 		cmocka_unit_test_teardown(test_exec_back_dies_after_taken, teardown),
 		cmocka_unit_test_teardown(test_exec_back_running_life_dies, teardown),
 		cmocka_unit_test_teardown(test_old_protocol_client, teardown),

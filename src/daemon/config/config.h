@@ -36,8 +36,8 @@ enum hugepages_mode {
 
 /* How a restart asked of the running daemon (hugepoolctl restart, SIGUSR2) happens (reexec.h). */
 enum restart_mode {
-	RESTART_AUTO, /* takeover under a service manager ($NOTIFY_SOCKET), else exec */
-	RESTART_TAKEOVER, /* the next life starts beside this one and takes over (a new pid) */
+	RESTART_AUTO, /* takeover under a service manager ($NOTIFY_SOCKET) but as pid 1, else exec */
+	RESTART_TAKEOVER, /* the next life starts beside this one and takes over (a new pid; not as pid 1) */
 	RESTART_EXEC, /* this process executes the binary again (the same pid) */
 };
 

@@ -70,15 +70,19 @@ int handle_restart(struct server *s, struct peer *p, const union proto_request *
  * (restart = auto); with the pid kept, two take-overs, the next life handing the service back
  * to this process (exec, or auto, without a manager); or the old way (reexec.h), exec under a
  * manager, whose fd store and MAINPID= only the main process may speak to, which the life
- * handing back is not.
+ * handing back is not. A pid namespace's first process (a container's init) keeps its pid
+ * whatever the mode says: its exit ends the namespace, killing the next life with it, so auto
+ * does not take over there and takeover is refused (RESTART_WAY_NONE).
  */
-enum restart_way { RESTART_WAY_TAKEOVER, RESTART_WAY_BACK, RESTART_WAY_REEXEC };
+enum restart_way { RESTART_WAY_TAKEOVER, RESTART_WAY_BACK, RESTART_WAY_REEXEC, RESTART_WAY_NONE };
 
 static enum restart_way restart_way(const struct server *s)
 {
-	bool manager = getenv("NOTIFY_SOCKET");
+	bool manager = getenv("NOTIFY_SOCKET"), init = getpid() == 1;
 
-	if (s->cfg->restart == RESTART_TAKEOVER || (s->cfg->restart == RESTART_AUTO && manager))
+	if (s->cfg->restart == RESTART_TAKEOVER)
+		return init ? RESTART_WAY_NONE : RESTART_WAY_TAKEOVER;
+	if (s->cfg->restart == RESTART_AUTO && manager && !init)
 		return RESTART_WAY_TAKEOVER;
 	return manager ? RESTART_WAY_REEXEC : RESTART_WAY_BACK;
 }
@@ -135,6 +139,7 @@ static int takeover_start(struct server *s, bool back, char *text, size_t len)
 int server_restart_check(struct server *s, unsigned peer_id, char *text, size_t len)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &s->restart_fd };
+	enum restart_way way;
 	int fd;
 
 	/* the life before may still ask for the service back (BACK) */
@@ -142,8 +147,14 @@ int server_restart_check(struct server *s, unsigned peer_id, char *text, size_t 
 		snprintf(text, len, "this life is still taking over from the one before it");
 		return -EBUSY;
 	}
-	if (restart_way(s) != RESTART_WAY_REEXEC) {
-		fd = takeover_start(s, restart_way(s) == RESTART_WAY_BACK, text, len);
+	way = restart_way(s);
+	if (way == RESTART_WAY_NONE) {
+		snprintf(text, len, "restart = takeover cannot restart this daemon: it is its pid namespace's first process, "
+			 "whose exit would end the namespace and the next life with it (restart = exec or auto keeps the pid)");
+		return -EINVAL;
+	}
+	if (way != RESTART_WAY_REEXEC) {
+		fd = takeover_start(s, way == RESTART_WAY_BACK, text, len);
 		if (fd < 0)
 			return fd;
 		s->restart_peer = peer_id;
