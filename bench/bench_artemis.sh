@@ -21,8 +21,10 @@
 # and each Artemis broker's syncs per send (its fdatasync and fsync calls, which perf counts
 # where it may). Nothing is asserted. Each
 # broker runs 15 s of load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100,
-# 1000, 10000}, 5 s after 2 s, one round (the JIT warm-up, not a second round, is what keeps the
-# first broker of a cell from running half-compiled): an estimated 8 minutes on 2 idle CPUs, far
+# 1000, 10000}, 5 s after 6 s, one round (the JIT warm-up, not a second round, is what keeps the
+# first broker of a cell from running half-compiled; the 6 s, what keeps the load generator's
+# own: a new JVM each run, its C2 compiler takes 0.4-0.7 of a CPU for its first 6 s of load and
+# 0.0-0.1 after): an estimated 11 minutes on 2 idle CPUs, far
 # more on loaded ones (one cell alone took 5 minutes at a load of 25); set
 # HP_BENCH_ARTEMIS_PRODUCERS, _SIZES, _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others.
 # Usage: bench/bench_artemis.sh BUILD_DIR
@@ -38,7 +40,7 @@ if [ ! -e "$jar" ] || [ ! -e "$jni" ] || [ ! -e "$plugin" ]; then
 	exit 0
 fi
 producers=${HP_BENCH_ARTEMIS_PRODUCERS:-1,8,64} sizes=${HP_BENCH_ARTEMIS_SIZES:-100,1000,10000}
-seconds=${HP_BENCH_ARTEMIS_SECONDS:-5} warmup=${HP_BENCH_ARTEMIS_WARMUP:-2} rounds=${HP_BENCH_ARTEMIS_ROUNDS:-1}
+seconds=${HP_BENCH_ARTEMIS_SECONDS:-5} warmup=${HP_BENCH_ARTEMIS_WARMUP:-6} rounds=${HP_BENCH_ARTEMIS_ROUNDS:-1}
 work=$(mktemp -d /var/tmp/hugepool-bench-artemis.XXXXXX)
 pids=()
 cleanup() {
