@@ -174,7 +174,7 @@ run() {
 	fi
 	"$home/bin/artemis" perf client --url "tcp://127.0.0.1:${port[$b]}?confirmationWindowSize=1048576" --persistent \
 		--producers "$p" --consumers 1 --threads $((p < $(nproc) ? p : $(nproc))) --message-size "$s" --max-pending 1 \
-		--warmup "$warmup" --duration "$seconds" --json "$json" "queue://bench.$p.$s" >"$work/$b.$p.$s.log" 2>&1
+		--warmup "$warmup" --duration "$((warmup + seconds))" --json "$json" "queue://bench.$p.$s" >"$work/$b.$p.$s.log" 2>&1
 	c1=$(ticks "${bpid[$b]}") d1=$(ticks "$dpid")
 	read -r a1 y1 < <(jstat appends syncs)
 	[ "$b" = hugepool ] || d1=$d0 a1=$a0 y1=$y0
@@ -187,19 +187,20 @@ run() {
 	# (from the last warm-up report, or from the first report when none was warm-up: reports are
 	# not exactly a second apart on a loaded machine); latency: the summary's histogram, which
 	# leaves the warm-up's reports out; per send: the CPU and journal counts cover the whole run,
-	# warm-up included, and the summary's totalSent only the measured seconds, so they are divided
-	# by totalSent x (warm-up + seconds) / seconds, the warm-up taken at the measured rate (the
-	# interval reports cannot say: they miss seconds, 3,164 of 5,387 measured sends in one run;
-	# dividing by totalSent alone overstated every broker's CPU and syncs per send by 1.4x alike)
-	out=$(awk -F'[{},:]' -v cpu=$((c1 - c0)) -v dcpu=$((d1 - d0)) -v tck="$tck" -v recs=$((a1 - a0)) -v syncs=$((y1 - y0)) \
-		-v warmup="$warmup" -v seconds="$seconds" '
+	# warm-up included, as does the summary's totalSent, so they are divided by it. (The perf
+	# client's --duration includes its --warmup. Taking totalSent for the measured seconds alone,
+	# as this script did from 2026-11-29 to 11-30, understated every broker's CPU and syncs per
+	# send by (warm-up + seconds) / seconds alike: the hugepool broker's message journal came to
+	# 3.6-3.7 records per send at 8 and 64 producers then, where a message is five records, and
+	# to 5.0-5.2 divided by totalSent.)
+	out=$(awk -F'[{},:]' -v cpu=$((c1 - c0)) -v dcpu=$((d1 - d0)) -v tck="$tck" -v recs=$((a1 - a0)) -v syncs=$((y1 - y0)) '
 		function field(name,   i) { for (i = 1; i < NF; i++) if ($i == "\"" name "\"") return $(i + 1); return "" }
 		/"sampleType":"interval"/ {
 			t = field("time"); c = field("count"); all += c
 			if (/"warmup":true/ || start == "") { start = t; n = 0 } else { n += c; end = t }
 		}
 		/"sampleType":"summary"/ && /"result":"success"/ { p50 = field("50"); p99 = field("99"); total = field("totalSent") }
-		END { if (total > 0) all = total * (warmup + seconds) / seconds
+		END { if (total > 0) all = total
 			if (end > start && n > 0 && p50 != "") printf "%.0f %s %s %.0f %.0f %s %s\n", n * 1000 / (end - start), p50, p99,
 			cpu * 1e6 / tck / all, dcpu * 1e6 / tck / all, (syncs && recs ? sprintf("%.2f", recs / syncs) : "-"),
 			(syncs ? sprintf("%.2f", syncs / all) : "-") }' "$json" 2>/dev/null)
