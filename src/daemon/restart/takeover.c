@@ -365,8 +365,8 @@ static bool nice_restorable(int nice)
 	return cap_sys_nice();
 }
 
-int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, int *ret_nice, char *err,
-		   size_t errlen)
+int takeover_spawn(int exe_fd, char *const argv[], bool managers, struct takeover_child **ret, int *ret_nice,
+		   char *err, size_t errlen)
 {
 	extern char **environ;
 	struct takeover_child *c = calloc(1, sizeof(*c));
@@ -400,8 +400,7 @@ int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, 
 	c->argv = argv;
 	c->exe_fd = -1;
 	c->pidfd = -1;
-	/* not from a pid namespace's first process, whose child is its own (CLONE_PARENT: EINVAL) */
-	c->managers = getenv("NOTIFY_SOCKET") != NULL && getpid() != 1;
+	c->managers = managers;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 || fcntl(sv[0], F_SETFL, O_NONBLOCK) < 0) {
 		r = -errno;
 		goto fail;

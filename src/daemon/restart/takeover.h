@@ -130,14 +130,15 @@ void takeover_delta_free(struct takeover_delta *d); /* closes the added fds stil
  * may be used at once, and a spawn that failed shows as its end. Returns the channel's end here
  * (non-blocking) and *ret; else a negative errno, why in err. takeover_child_pid waits for the
  * spawn: the child's pid, or a negative errno with why in err; takeover_child_free frees it
- * (the child lives on). Under a service manager ($NOTIFY_SOCKET) the child is the manager's
+ * (the child lives on). With managers (the caller runs under a service manager, and is not a
+ * pid namespace's first process, whose child clone keeps its own) the child is the manager's
  * (CLONE_PARENT), so that the manager follows it as a main process it started: this life cannot
  * reap it, and sees it end through takeover_child_pidfd (the caller's to close; -1 for a child
  * of this life's own, which waitpid reaps).
  */
 struct takeover_child;
-int takeover_spawn(int exe_fd, char *const argv[], struct takeover_child **ret, int *ret_nice, char *err,
-		   size_t errlen);
+int takeover_spawn(int exe_fd, char *const argv[], bool managers, struct takeover_child **ret, int *ret_nice,
+		   char *err, size_t errlen);
 pid_t takeover_child_pid(struct takeover_child *c, char *err, size_t errlen);
 int takeover_child_pidfd(struct takeover_child *c);
 void takeover_child_free(struct takeover_child *c);

@@ -115,7 +115,9 @@ static int takeover_start(struct server *s, bool back, char *text, size_t len)
 		return -errno;
 	}
 	fdstore_handover_begin();
-	chan = takeover_spawn(exe, reexec_args(), &child, &nice, text, len);
+	/* a take-over happens under a manager only where restart_way says, never as pid 1: the
+	 * manager's child; handing the service back (no manager) spawns this life's own */
+	chan = takeover_spawn(exe, reexec_args(), !back && getenv("NOTIFY_SOCKET"), &child, &nice, text, len);
 	if (chan < 0) {
 		fdstore_handover_end();
 		if (back) {
