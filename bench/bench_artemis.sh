@@ -26,7 +26,9 @@
 # own: a new JVM each run, its C2 compiler takes 0.4-0.7 of a CPU for its first 6 s of load and
 # 0.0-0.1 after): an estimated 11 minutes on 2 idle CPUs, far
 # more on loaded ones (one cell alone took 5 minutes at a load of 25); set
-# HP_BENCH_ARTEMIS_PRODUCERS, _SIZES, _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others.
+# HP_BENCH_ARTEMIS_PRODUCERS, _SIZES, _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others, and
+# HP_BENCH_ARTEMIS_BROKERS (hugepool,asyncio,nio,none) to run some of the brokers only (a
+# change's A/B runs; a broker left out prints "failed").
 # Usage: bench/bench_artemis.sh BUILD_DIR
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -115,7 +117,7 @@ printf '\nJAVA_ARGS="$JAVA_ARGS -Dhugepool.jni.library=%s"\n' "$jni" >>"$work/hu
 timeout_of() { sed -n 's|.*<journal-buffer-timeout>\([0-9]*\)</journal-buffer-timeout>.*|\1|p' "$work/$1/etc/broker.xml"; }
 echo "bench_artemis: journal-buffer-timeout ASYNCIO $(timeout_of asyncio) ns, NIO $(timeout_of nio) ns"
 
-brokers=(hugepool asyncio nio none)
+IFS=, read -r -a brokers <<<"${HP_BENCH_ARTEMIS_BROKERS:-hugepool,asyncio,nio,none}"
 declare -A port=([hugepool]=61716 [asyncio]=61717 [nio]=61718 [none]=61719) bpid
 dpid=${pids[0]}
 for b in "${brokers[@]}"; do
