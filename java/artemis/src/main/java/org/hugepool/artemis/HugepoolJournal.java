@@ -10,7 +10,9 @@
  * (JournalImpl's rules: an update of an id not live is not written...), gives it its LSN (we are
  * the journal's one writer, so our records take consecutive LSNs: `nextLsn`) and queues it (or,
  * when the caller waits for a sync and the appender is idle or waiting for a sync, appends the
- * queue to the ring itself: appendNow). One appender thread owns the JournalWriter otherwise:
+ * queue to the ring itself: appendNow; alone with an idle appender, such a record may first
+ * wait up to half a sync for a partner to share it: SyncHold). One appender thread owns the
+ * JournalWriter otherwise:
  * it takes everything queued, appends it to the ring as one batch without waiting, completes
  * the callbacks of the group before (durable by then) in the order of the records, and then
  * waits once for the last record when anyone needs durability (an IOCompletion, a caller
@@ -170,6 +172,9 @@ public final class HugepoolJournal implements Journal {
     private boolean running, reclaimRunning, reclaiming;
     private boolean appenderIdle; // the appender waits for work with nothing in flight
     private boolean appenderWaiting; // the appender waits for a group's sync (in awaitLsn)
+    private long holdUntil; // a lone record waits for a partner until then (SyncHold); 0: none
+    final SyncHold hold = new SyncHold(); // package-private: CompletionTest forces holds
+    private volatile long lastAppendAt; // System.nanoTime() of the last append to the ring
     // appended by a broker thread (appendNow), in LSN order, not yet taken by the appender
     private final List<Op> handed = new ArrayList<>();
     private Throwable failure; // the journal failed: every later operation fails with it
@@ -514,8 +519,16 @@ public final class HugepoolJournal implements Journal {
                 reclaimWork.signal();
         }
         queue.add(op);
-        if ((appenderIdle || appenderWaiting) && running && op.writes() && op.sync)
-            appendNow();
+        if (running && op.writes() && op.sync) {
+            // alone, it may wait for a partner (SyncHold); one that comes during a hold ends it
+            long until = hold.arrive(System.nanoTime(), appenderIdle && holdUntil == 0);
+            if (until != 0) {
+                holdUntil = until; // the appender, signalled below, appends it then if no one has
+            } else if (appenderIdle || appenderWaiting) {
+                holdUntil = 0;
+                appendNow();
+            }
+        }
         work.signal();
         return op;
     }
@@ -558,6 +571,7 @@ public final class HugepoolJournal implements Journal {
         } catch (HugepoolException | RuntimeException e) {
             return;
         }
+        lastAppendAt = System.nanoTime();
         handed.addAll(queue);
         queue.clear();
     }
@@ -900,10 +914,26 @@ public final class HugepoolJournal implements Journal {
         for (;;) {
             lock.lock();
             try {
-                while (queue.isEmpty() && handed.isEmpty() && done.isEmpty() && running) {
+                for (;;) {
+                    boolean empty = queue.isEmpty() && handed.isEmpty() && done.isEmpty();
+                    if (!running || (!empty && (holdUntil == 0 || !handed.isEmpty())))
+                        break;
                     appenderIdle = true;
-                    work.awaitUninterruptibly();
+                    if (empty) {
+                        work.awaitUninterruptibly();
+                        continue;
+                    }
+                    // a lone record waits for a partner: a broker thread appends both (appendNow)
+                    long left = holdUntil - System.nanoTime();
+                    if (left <= 0)
+                        break;
+                    try {
+                        work.awaitNanos(left);
+                    } catch (InterruptedException e) {
+                        break; // nobody interrupts the appender; appending now is always right
+                    }
                 }
+                holdUntil = 0;
                 appenderIdle = false;
                 if (queue.isEmpty() && handed.isEmpty() && done.isEmpty())
                     break;
@@ -988,6 +1018,7 @@ public final class HugepoolJournal implements Journal {
                             writer.append(recs.get(0));
                         else
                             writer.appendBatch(recs);
+                        lastAppendAt = System.nanoTime();
                         unacked.addAll(batch);
                         break;
                     } catch (DaemonGoneException e) {
@@ -1014,7 +1045,9 @@ public final class HugepoolJournal implements Journal {
                     Runnable waits = appenderWaits;
                     if (waits != null)
                         waits.run();
+                    long appended = lastAppendAt;
                     writer.awaitLsn(last.lsn, null);
+                    hold.synced(System.nanoTime() - appended);
                 } finally {
                     waiting(false);
                 }

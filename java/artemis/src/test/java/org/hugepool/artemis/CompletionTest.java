@@ -19,6 +19,10 @@
  *    while the appender is held in its wait; and when the daemon dies during that wait (stopped
  *    with SIGSTOP before either record reached the disk, then killed), both records are appended
  *    again after the reconnect, each callback runs once, and each record is in the journal once;
+ *  - a lone record held for a partner (SyncHold, forced here) is not in the daemon's hands while
+ *    held; its partner ends the hold and both are made durable by one sync, their callbacks in
+ *    order; with no partner it goes when its window ends; one held when the journal stops is
+ *    appended by the stop and completes;
  *  - records appended without sync (a transaction's, a consumed message's delete) cost no sync of
  *    their own: the daemon holds them (its max_batch_delay is 10 s here, so one synced alone
  *    shows) and syncs them with the next record appended with a sync; their callbacks (Artemis
@@ -190,6 +194,77 @@ class CompletionTest {
                     assertEquals(round == 0 ? List.of(0) : List.of(1, 0), seen.done);
                     assertEquals(List.of(), seen.wrong);
                 }
+            }
+            j.stop();
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aHeldRecordSharesItsPartnersSync() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4)).start();
+                HugePool status = HugePool.connect(d.socket.toString())) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            j.loadInternalOnly();
+            byte[] data = new byte[100];
+            j.appendAddRecord(1, (byte) 1, data, true);
+            while (!j.appenderIdle())
+                Thread.sleep(1);
+            // held far longer than the test takes: only its partner or the stop ends the hold
+            j.hold.force(TimeUnit.SECONDS.toNanos(30));
+            long syncs = status.status().journal("j").syncs(), first = status.status().journal("j").nextLsn();
+            Seen seen = new Seen(2);
+            j.appendAddRecord(2, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(0, () -> {
+            }));
+            Thread.sleep(200); // alone, it would be durable by now
+            assertTrue(status.status().journal("j").durableLsn() < first, "a held record went to the daemon alone");
+            assertEquals(0, seen.calls.get());
+            j.appendAddRecord(3, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(1, () -> {
+            }));
+            assertTrue(seen.all.await(20, TimeUnit.SECONDS), "the partner did not end the hold");
+            synchronized (seen) {
+                assertEquals(List.of(0, 1), seen.done);
+                assertEquals(List.of(), seen.wrong);
+            }
+            assertTrue(status.status().journal("j").durableLsn() >= first + 1);
+            assertEquals(syncs + 1, status.status().journal("j").syncs(), "a held record and its partner took two syncs");
+            // a lone record held when the journal stops: the stop appends it, its callback runs
+            while (!j.appenderIdle())
+                Thread.sleep(1);
+            j.hold.force(TimeUnit.SECONDS.toNanos(30));
+            Seen last = new Seen(1);
+            j.appendAddRecord(4, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, last.cb(0, () -> {
+            }));
+            j.stop();
+            assertTrue(last.all.await(20, TimeUnit.SECONDS), "a record held at the stop never completed");
+            assertEquals(List.of(0), last.done);
+            HugepoolJournal again = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            List<RecordInfo> records = new ArrayList<>();
+            again.load(records, new ArrayList<PreparedTransactionInfo>(), null);
+            again.stop();
+            assertEquals(List.of(1L, 2L, 3L, 4L), records.stream().map(r -> r.id).toList());
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aHeldRecordWithoutPartnerGoesAtTheWindowsEnd() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4)).start();
+                HugePool status = HugePool.connect(d.socket.toString())) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            j.loadInternalOnly();
+            j.hold.force(TimeUnit.MILLISECONDS.toNanos(50));
+            byte[] data = new byte[100];
+            long first = status.status().journal("j").nextLsn();
+            for (int i = 0; i < 3; i++) {
+                while (!j.appenderIdle())
+                    Thread.sleep(1);
+                Seen seen = new Seen(1);
+                j.appendAddRecord(i + 1, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true,
+                        seen.cb(0, () -> {
+                        }));
+                assertTrue(seen.all.await(20, TimeUnit.SECONDS), "a held record with no partner never completed");
+                assertTrue(status.status().journal("j").durableLsn() >= first + i);
             }
             j.stop();
         }
