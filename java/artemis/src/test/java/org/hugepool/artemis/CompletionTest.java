@@ -156,10 +156,8 @@ class CompletionTest {
     void anIdleAppendersWaitedRecordGoesStraightToTheDaemon() throws Exception {
         try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4)).start();
                 HugePool status = HugePool.connect(d.socket.toString())) {
-            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
-            j.loadInternalOnly();
+            HugepoolJournal j = idleJournal(d);
             byte[] data = new byte[100];
-            j.appendAddRecord(1, (byte) 1, data, true);
             // a lone record with a sync; then a send's two records, the message without a sync and
             // its reference with one, queued while the appender cannot take the first (the test
             // holds the journal's lock across both calls, as a broker thread's two calls usually
@@ -204,12 +202,8 @@ class CompletionTest {
     void aHeldRecordSharesItsPartnersSync() throws Exception {
         try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4)).start();
                 HugePool status = HugePool.connect(d.socket.toString())) {
-            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
-            j.loadInternalOnly();
+            HugepoolJournal j = idleJournal(d);
             byte[] data = new byte[100];
-            j.appendAddRecord(1, (byte) 1, data, true);
-            while (!j.appenderIdle())
-                Thread.sleep(1);
             // held far longer than the test takes: only its partner or the stop ends the hold
             j.hold.force(TimeUnit.SECONDS.toNanos(30));
             long syncs = status.status().journal("j").syncs(), first = status.status().journal("j").nextLsn();
@@ -373,6 +367,16 @@ class CompletionTest {
         return at;
     }
 
+    /* A journal "j" on d, loaded, one record made durable and its appender idle again. */
+    private static HugepoolJournal idleJournal(Daemon d) throws Exception {
+        HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+        j.loadInternalOnly();
+        j.appendAddRecord(1, (byte) 1, new byte[100], true);
+        while (!j.appenderIdle())
+            Thread.sleep(1);
+        return j;
+    }
+
     /* Wait, 20 s at most, until the daemon says the journal is durable up to lsn; fails with why. */
     private static void awaitDurable(HugePool status, long lsn, String why) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
@@ -386,10 +390,8 @@ class CompletionTest {
     void aRecordWaitedForDuringASyncGoesStraightToTheDaemon() throws Exception {
         try (Daemon d = new Daemon(Daemon.journal("j", "16M", 4)).start();
                 HugePool status = HugePool.connect(d.socket.toString())) {
-            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
-            j.loadInternalOnly();
+            HugepoolJournal j = idleJournal(d);
             byte[] data = new byte[100];
-            j.appendAddRecord(1, (byte) 1, data, true);
             CountDownLatch release = new CountDownLatch(1), in = hold(r -> j.appenderWaits = r, release);
             long first = status.status().journal("j").nextLsn();
             Seen seen = new Seen(2);

@@ -23,6 +23,13 @@ import org.junit.jupiter.api.Test;
 class SyncHoldTest {
     private static final long US = 1000, SYNC = 200 * US;
 
+    /* A SyncHold whose appender waited `sync` for its first group. */
+    private static SyncHold measured(long sync) {
+        SyncHold h = new SyncHold();
+        h.synced(sync);
+        return h;
+    }
+
     /*
      * n lone records 1 ms apart, each with a partner `gap` later, syncs of `sync`: the partner
      * meets the appender waiting for the first's sync, or holding the first; either way not a
@@ -39,8 +46,7 @@ class SyncHoldTest {
 
     @Test
     void holdsOnlyOnceRecordsComeInPairs() {
-        SyncHold h = new SyncHold();
-        h.synced(SYNC);
+        SyncHold h = measured(SYNC);
         assertEquals(0, h.arrive(0, true), "a fresh journal held a record");
         // records alone, one per 1 ms: never held
         long t = 0;
@@ -65,8 +71,7 @@ class SyncHoldTest {
 
     @Test
     void partnersTooLateDoNotCount() {
-        SyncHold h = new SyncHold();
-        h.synced(SYNC);
+        SyncHold h = measured(SYNC);
         // the partner comes 150 us after, beyond half a sync: holding would cost more than it saves
         long t = pairs(h, 0, 50, 150 * US, SYNC);
         assertTrue(h.pairRate() < SyncHold.PAYS, "pair rate " + h.pairRate());
@@ -75,8 +80,7 @@ class SyncHoldTest {
 
     @Test
     void aCrowdIsNotAPair() {
-        SyncHold h = new SyncHold();
-        h.synced(SYNC);
+        SyncHold h = measured(SYNC);
         // three more waited records within each lone one's window (producers outnumbering one)
         long t = 0;
         for (int i = 0; i < 50; i++, t += 1000 * US) {
@@ -90,11 +94,9 @@ class SyncHoldTest {
 
     @Test
     void windowIsHalfASyncWithinBounds() {
-        SyncHold h = new SyncHold();
-        h.synced(10 * 1000 * US); // 10 ms syncs: at most MAX_NS
+        SyncHold h = measured(10 * 1000 * US); // 10 ms syncs: at most MAX_NS
         assertEquals(SyncHold.MAX_NS, h.window());
-        SyncHold ram = new SyncHold();
-        ram.synced(30 * US); // a RAM disk: nothing to hold for
+        SyncHold ram = measured(30 * US); // a RAM disk: nothing to hold for
         assertEquals(0, ram.window());
         long t = pairs(ram, 0, 50, 1 * US, 30 * US);
         assertEquals(0, ram.arrive(t, true), "held for a sync too short to hold for");
@@ -102,8 +104,7 @@ class SyncHoldTest {
 
     @Test
     void aRecordDuringASyncIsNotHeld() {
-        SyncHold h = new SyncHold();
-        h.synced(SYNC);
+        SyncHold h = measured(SYNC);
         long t = pairs(h, 0, 20, 30 * US, SYNC);
         assertEquals(0, h.arrive(t, false), "a record that met the appender busy was held");
         h.force(50 * US);
