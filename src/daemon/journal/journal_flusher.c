@@ -402,9 +402,10 @@ static void path_published(struct journal *j, const struct batch *b, uint64_t no
 /*
  * Collect completions and publish the completed prefix, in submission order. The backend is
  * asked only when a request is in flight or its eventfd was seen readable (signalled):
- * an inline batch completes in batch_submit, and a look with nothing to find cost an
- * io_getevents or two and a failing read of the eventfd on every turn of the loop (4k a second
- * each at 8 producers of a broker).
+ * an inline batch completes in batch_submit, and a look with nothing to find cost a failing
+ * read of the eventfd (and, with libaio, io_getevents twice) twice per sync: 8.5k reads a
+ * second at 8 producers of a broker (perf stat, docs/MEASURED.md "The flusher's looks for
+ * completions").
  */
 static void reap_and_publish(struct journal *j, uint64_t now, bool signalled)
 {
