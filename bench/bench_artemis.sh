@@ -19,7 +19,9 @@
 # (/proc/PID/stat: where a send's time goes when the two CPUs are the limit), the hugepool
 # broker's message journal's records per sync and syncs per send (`hugepoolctl journal stat`),
 # and each Artemis broker's syncs per send (its fdatasync and fsync calls, which perf counts
-# where it may). Nothing is asserted. Each
+# where it may); and the whole machine's CPU time per send in the measured seconds, every process's
+# and the kernel's, with the share of its CPUs busy (/proc/stat: on CPUs all busy, sends/s go as
+# its inverse, which bounds the ratio any journal can reach). Nothing is asserted. Each
 # broker runs 15 s of load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100,
 # 1000, 10000}, 5 s after 6 s, one round (the JIT warm-up, not a second round, is what keeps the
 # first broker of a cell from running half-compiled; the 6 s, what keeps the load generator's
@@ -155,16 +157,32 @@ jstat() {
 syncs_countable=false
 perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync true >/dev/null 2>&1 && syncs_countable=true
 
-# run BROKER P S: one perf client run; prints "sends/s p50_us p99_us broker_us daemon_us rps sps"
-# (broker_us, daemon_us: CPU per send, of the broker and of the hugepool broker's daemon, over the
-# whole run, warm-up included, as are the sends counted; rps: the hugepool broker's message
-# journal's records per sync, "-" for the others; sps: syncs per send over the same run, of the
-# hugepool broker's message journal as its daemon counts them, of an Artemis broker as perf
-# counts its fdatasync and fsync calls (both of its journals), "-" where not counted), or
-# "- - - - - - -" if it failed
+# machine: until killed, a line every 0.2 s of the time (epoch ms) and the CPU time all the
+# machine's CPUs spent busy so far (user, nice, system, irq and softirq of /proc/stat, in clock
+# ticks: every process's and the kernel's, the load generator's included; idle, iowait and the
+# steal of other guests left out); read by bash builtins, so that only the sleep forks
+machine() {
+	local _ u n sy i w irq sirq
+	while :; do
+		read -r _ u n sy i w irq sirq _ </proc/stat
+		echo "${EPOCHREALTIME//[!0-9]/} $((u + n + sy + irq + sirq))"
+		sleep 0.2
+	done
+}
+
+# run BROKER P S: one perf client run; prints "sends/s p50_us p99_us broker_us daemon_us rps sps
+# machine_us busy" (broker_us, daemon_us: CPU per send, of the broker and of the hugepool
+# broker's daemon, over the whole run, warm-up included, as are the sends counted; rps: the
+# hugepool broker's message journal's records per sync, "-" for the others; sps: syncs per send
+# over the same run, of the hugepool broker's message journal as its daemon counts them, of an
+# Artemis broker as perf counts its fdatasync and fsync calls (both of its journals), "-" where not
+# counted; machine_us: the whole machine's busy CPU time per send in the measured seconds alone,
+# and busy: the share of its CPUs busy then, in percent), or "- - - - - - - - -" if it failed
 run() {
-	local b=$1 p=$2 s=$3 json="$work/$1.$2.$3.json" out c0 d0 c1 d1 a0 y0 a1 y1 counter=""
+	local b=$1 p=$2 s=$3 json="$work/$1.$2.$3.json" out c0 d0 c1 d1 a0 y0 a1 y1 counter="" sampler
 	rm -f "$json" "$work/$b.syncs"
+	machine >"$work/machine" &
+	sampler=$!
 	c0=$(ticks "${bpid[$b]}") d0=$(ticks "$dpid")
 	read -r a0 y0 < <(jstat appends syncs)
 	if [ "$b" != hugepool ] && [ "$b" != none ] && $syncs_countable; then
@@ -178,6 +196,8 @@ run() {
 		--producers "$p" --consumers 1 --threads $((p < $(nproc) ? p : $(nproc))) --message-size "$s" --max-pending 1 \
 		--warmup "$warmup" --duration "$((warmup + seconds))" --json "$json" "queue://bench.$p.$s" >"$work/$b.$p.$s.log" 2>&1
 	c1=$(ticks "${bpid[$b]}") d1=$(ticks "$dpid")
+	kill "$sampler"
+	wait "$sampler" 2>/dev/null
 	read -r a1 y1 < <(jstat appends syncs)
 	[ "$b" = hugepool ] || d1=$d0 a1=$a0 y1=$y0
 	if [ -n "$counter" ]; then
@@ -194,7 +214,9 @@ run() {
 	# as this script did from 2026-11-29 to 11-30, understated every broker's CPU and syncs per
 	# send by (warm-up + seconds) / seconds alike: the hugepool broker's message journal came to
 	# 3.6-3.7 records per send at 8 and 64 producers then, where a message is five records, and
-	# to 5.0-5.2 divided by totalSent.)
+	# to 5.0-5.2 divided by totalSent.) The machine's figures: its busy ticks at the measured
+	# seconds' first and last report, each between the two samples around it, as the line
+	# between them gives it.
 	out=$(awk -F'[{},:]' -v cpu=$((c1 - c0)) -v dcpu=$((d1 - d0)) -v tck="$tck" -v recs=$((a1 - a0)) -v syncs=$((y1 - y0)) '
 		function field(name,   i) { for (i = 1; i < NF; i++) if ($i == "\"" name "\"") return $(i + 1); return "" }
 		/"sampleType":"interval"/ {
@@ -203,10 +225,21 @@ run() {
 		}
 		/"sampleType":"summary"/ && /"result":"success"/ { p50 = field("50"); p99 = field("99"); total = field("totalSent") }
 		END { if (total > 0) all = total
-			if (end > start && n > 0 && p50 != "") printf "%.0f %s %s %.0f %.0f %s %s\n", n * 1000 / (end - start), p50, p99,
+			if (end > start && n > 0 && p50 != "") printf "%.0f %s %s %.0f %.0f %s %s %.0f %.0f %.0f\n", n * 1000 / (end - start), p50, p99,
 			cpu * 1e6 / tck / all, dcpu * 1e6 / tck / all, (syncs && recs ? sprintf("%.2f", recs / syncs) : "-"),
-			(syncs ? sprintf("%.2f", syncs / all) : "-") }' "$json" 2>/dev/null)
-	echo "${out:-- - - - - - -}"
+			(syncs ? sprintf("%.2f", syncs / all) : "-"), start, end, n }' "$json" 2>/dev/null)
+	[ -n "$out" ] && out=$(awk -v run="$out" -v tck="$tck" -v cpus="$(nproc)" '
+		function at(t,   i) { # busy ticks at time t (ms)
+			for (i = 2; i <= k; i++) if (ms[i] >= t) return b[i - 1] + (b[i] - b[i - 1]) * (t - ms[i - 1]) / (ms[i] - ms[i - 1])
+			return ""
+		}
+		{ ms[++k] = $1 / 1000; b[k] = $2 }
+		END { split(run, f, " "); t0 = at(f[8]); t1 = at(f[9])
+			printf "%s %s %s %s %s %s %s", f[1], f[2], f[3], f[4], f[5], f[6], f[7]
+			if (t0 != "" && t1 != "" && ms[1] <= f[8]) printf " %.0f %.0f\n", (t1 - t0) * 1e6 / tck / f[10],
+				(t1 - t0) * 100000 / tck / (f[9] - f[8]) / cpus
+			else printf " - -\n" }' "$work/machine")
+	echo "${out:-- - - - - - - - -}"
 }
 
 # each broker's JIT warmed up before the first cell: just started, a broker spends most of its
@@ -220,16 +253,17 @@ done
 
 IFS=, read -r -a ps <<<"$producers"
 IFS=, read -r -a ss <<<"$sizes"
-declare -A best p50 p99 cpu dcpu rps sps
+declare -A best p50 p99 cpu dcpu rps sps mcpu busy
 cell=0
 for ((r = 0; r < rounds; r++)); do
 	for p in "${ps[@]}"; do
 		for s in "${ss[@]}"; do
 			for ((k = 0; k < ${#brokers[@]}; k++)); do
 				b=${brokers[$(((cell + r + k) % ${#brokers[@]}))]}
-				read -r rate l50 l99 bu du rs sp < <(run "$b" "$p" "$s")
+				read -r rate l50 l99 bu du rs sp mu bz < <(run "$b" "$p" "$s")
 				if [ "$rate" != - ] && [ "$rate" -gt "${best[$b.$p.$s]:-0}" ]; then
 					best[$b.$p.$s]=$rate p50[$b.$p.$s]=$l50 p99[$b.$p.$s]=$l99 cpu[$b.$p.$s]=$bu dcpu[$b.$p.$s]=$du rps[$b.$p.$s]=$rs sps[$b.$p.$s]=$sp
+					mcpu[$b.$p.$s]=$mu busy[$b.$p.$s]=$bz
 				fi
 			done
 			cell=$((cell + 1))
@@ -282,6 +316,22 @@ for p in "${ps[@]}"; do
 			ratio=$(awk -v a="$((cpu[hugepool.$c] + dcpu[hugepool.$c]))" -v b="${cpu[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
 		echo "| $p x $s B | ${cpu[hugepool.$c]:--} + ${dcpu[hugepool.$c]:--} | ${cpu[asyncio.$c]:--} | ${cpu[nio.$c]:--} | $ratio ($o) |" \
 			"${rps[hugepool.$c]:--} | ${sps[hugepool.$c]:--} | ${sps[asyncio.$c]:--} | ${sps[nio.$c]:--} | ${cpu[none.$c]:--} |"
+	done
+done
+mfig() { [ -n "${mcpu[$1.$2]:-}" ] && [ "${mcpu[$1.$2]}" != - ] && printf "%s (%s%%)" "${mcpu[$1.$2]}" "${busy[$1.$2]}" || printf -- -; }
+echo
+echo "The whole machine in the measured seconds of the runs above: CPU time per durable send, in microseconds, of all"
+echo "its processes and its kernel (the load generator's, the broker's, its journal's), and the share of its $(nproc) CPUs"
+echo "busy. A broker that keeps the CPUs busy makes sends/s in inverse proportion to it; the last column is the most"
+echo "the hugepool broker's may be for 1.5x the better Artemis journal's sends/s with the CPUs all busy:"
+echo
+echo "| producers x message | hugepool | Artemis ASYNCIO | Artemis NIO | no journal | 1.5x the better Artemis needs at most |"
+echo "|---|---|---|---|---|---|"
+for p in "${ps[@]}"; do
+	for s in "${ss[@]}"; do
+		c=$p.$s o=$(better "$p.$s") need=-
+		[ "${best[$o.$c]:-0}" -gt 0 ] && need=$(awk -v r="${best[$o.$c]}" -v n="$(nproc)" 'BEGIN { printf "%.0f", n * 1e6 / 1.5 / r }')
+		echo "| $p x $s B | $(mfig hugepool "$c") | $(mfig asyncio "$c") | $(mfig nio "$c") | $(mfig none "$c") | $need |"
 	done
 done
 grep -q 'hugepool-artemis: the message journal is hugepoold' "$work/hugepool.log" ||
