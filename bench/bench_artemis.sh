@@ -7,7 +7,8 @@
 # cache, backend auto); one on Artemis's ASYNCIO journal and one on its NIO journal, each with the
 # journal-buffer-timeout `artemis create` tunes on this disk for it; and one with persistence off
 # (`--disable-persistence`: no journal at all), the most any journal could let the same broker do
-# on this machine, printed beside as the ceiling of the ratios. The load is Artemis's own
+# on this machine, printed beside as the ceiling of the ratios. All four page past the same
+# global-max-size, the backlog the hugepool broker's message journal is sized for. The load is Artemis's own
 # generator, `artemis perf client`: P producers with persistent S-byte messages, each with one send
 # in flight (a confirmation window, so that a send completes when the broker made it durable), and
 # a consumer, so that queues stay short as a broker's do; D seconds measured after a warm-up. In
@@ -48,8 +49,15 @@ seconds=${HP_BENCH_ARTEMIS_SECONDS:-5} warmup=${HP_BENCH_ARTEMIS_WARMUP:-6} roun
 work=$(mktemp -d /var/tmp/hugepool-bench-artemis.XXXXXX)
 pids=()
 cleanup() {
-	local p
+	local p i
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	# a broker stuck in a journal operation may not stop on SIGTERM: 30 s, then SIGKILL
+	for ((i = 0; i < 300; i++)); do
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && break; done
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 	rm -rf "$work"
 }
@@ -86,7 +94,7 @@ spill_directory = $work/spill
 [journal artemis-messages]
 directory = $work/artemis-messages
 segment_size = 64M
-segments = 8
+segments = 32
 when_full = block
 [journal artemis-bindings]
 directory = $work/artemis-bindings
@@ -110,6 +118,14 @@ echo "bench_artemis: making four brokers (artemis create tunes the journal-buffe
 create hugepool 61716 --no-autotune && create asyncio 61717 --aio && create nio 61718 --nio &&
 	create none 61719 --disable-persistence ||
 	{ tail -5 "$work"/*.create; echo "bench_artemis: artemis create failed"; exit 0; }
+# every broker pages past the same backlog: 256 MiB, what the hugepool broker's 2 GiB message
+# journal holds as hugepool-artemis(7) sizes it. Artemis's default is half the heap, 1 GiB: the
+# 64 x 10 KB cell leaves a backlog in its queue for the next round, and in a grid at 512 MiB the
+# journal filled at 134 MB unacknowledged, before the reclaim that would have freed it, and the
+# broker waited for ever. (At 128 MiB every broker paged in that cell, at 6-7k sends/s.)
+for b in hugepool asyncio nio none; do
+	sed -i 's|</core>|<global-max-size>256M</global-max-size></core>|' "$work/$b/etc/broker.xml"
+done
 # the operator's change (hugepool-artemis(7)): the jars in lib/, the plugin in broker.xml, the JNI library
 cp "$jar" "$work/hugepool/lib/hugepool.jar"
 cp "$plugin" "$work/hugepool/lib/hugepool-artemis.jar"
@@ -192,8 +208,10 @@ run() {
 		counter=$!
 		sleep 0.2 # attached before the first send
 	fi
-	"$home/bin/artemis" perf client --url "tcp://127.0.0.1:${port[$b]}?confirmationWindowSize=1048576" --persistent \
-		--producers "$p" --consumers 1 --threads $((p < $(nproc) ? p : $(nproc))) --message-size "$s" --max-pending 1 \
+	# a broker that stops answering fails its run rather than hanging the bench
+	timeout -k 10 $((warmup + seconds + 120)) "$home/bin/artemis" perf client \
+		--url "tcp://127.0.0.1:${port[$b]}?confirmationWindowSize=1048576" --persistent --producers "$p" --consumers 1 \
+		--threads $((p < $(nproc) ? p : $(nproc))) --message-size "$s" --max-pending 1 \
 		--warmup "$warmup" --duration "$((warmup + seconds))" --json "$json" "queue://bench.$p.$s" >"$work/$b.$p.$s.log" 2>&1
 	c1=$(ticks "${bpid[$b]}") d1=$(ticks "$dpid")
 	kill "$sampler"
