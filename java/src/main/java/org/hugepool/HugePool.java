@@ -331,12 +331,20 @@ public final class HugePool implements AutoCloseable {
         }
     }
 
-    /** @return the socket path given to {@link #connect(String)}, or null for the default */
+    /**
+     * The socket path this pool was connected with.
+     *
+     * @return the socket path given to {@link #connect(String)}, or null for the default
+     */
     public String socketPath() {
         return socket;
     }
 
-    /** @return false once {@link #close()} was called */
+    /**
+     * Whether the connection is open.
+     *
+     * @return false once {@link #close()} was called
+     */
     public boolean isOpen() {
         lock.lock();
         try {

@@ -49,22 +49,36 @@ public class HugepoolException extends IOException {
         this.daemonMessage = daemonMessage == null ? "" : daemonMessage;
     }
 
-    /** @return the errno, positive ({@code 2} for ENOENT) */
+    /**
+     * The errno of the failure.
+     *
+     * @return the errno, positive ({@code 2} for ENOENT)
+     */
     public int errno() {
         return errno;
     }
 
-    /** @return the errno's symbolic name, {@code ENOENT}, or {@code errno N} for one without a name */
+    /**
+     * The errno's name.
+     *
+     * @return the errno's symbolic name, {@code ENOENT}, or {@code errno N} for one without a name
+     */
     public String errnoName() {
         return name(errno);
     }
 
-    /** @return what failed, the message's first part */
+    /**
+     * The operation that failed.
+     *
+     * @return what failed, the message's first part
+     */
     public String operation() {
         return operation;
     }
 
     /**
+     * The daemon's explanation of the failure.
+     *
      * @return the daemon's own explanation of the failure (hp_last_error), or the library's where
      *         the daemon gave none (why a connect failed, which fd it sent was wrong); "" when
      *         there is none

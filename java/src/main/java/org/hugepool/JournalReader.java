@@ -41,7 +41,11 @@ public final class JournalReader extends PoolHandle {
         this.journal = journal;
     }
 
-    /** @return the journal's name */
+    /**
+     * The journal this reader reads.
+     *
+     * @return the journal's name
+     */
     public String journal() {
         return journal;
     }

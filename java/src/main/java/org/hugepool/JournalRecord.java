@@ -17,7 +17,11 @@ import java.nio.ByteBuffer;
  *        reads other bytes, never faults
  */
 public record JournalRecord(long lsn, ByteBuffer data) {
-    /** @return a copy of the bytes */
+    /**
+     * The record's bytes, copied into a new array.
+     *
+     * @return a copy of the bytes
+     */
     public byte[] bytes() {
         byte[] b = new byte[data.remaining()];
         data.duplicate().get(b);

@@ -68,7 +68,11 @@ public final class JournalWriter implements AutoCloseable {
         this.handle = handle;
     }
 
-    /** @return the journal's name */
+    /**
+     * The journal this writer appends to.
+     *
+     * @return the journal's name
+     */
     public String journal() {
         return journal;
     }
@@ -276,6 +280,8 @@ public final class JournalWriter implements AutoCloseable {
     }
 
     /**
+     * The journal's durable LSN.
+     *
      * @return the highest LSN known durable (0: none yet)
      * @throws ClosedException the writer is closed
      */
@@ -283,7 +289,11 @@ public final class JournalWriter implements AutoCloseable {
         return Native.durableLsn(handle("reading the durable LSN"));
     }
 
-    /** @return false once closed */
+    /**
+     * Whether the writer is open.
+     *
+     * @return false once closed
+     */
     public synchronized boolean isOpen() {
         return handle != 0;
     }

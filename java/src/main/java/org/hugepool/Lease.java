@@ -120,17 +120,27 @@ public final class Lease implements AutoCloseable {
         return roots[i];
     }
 
-    /** @return the buffer class */
+    /**
+     * The name of the class the buffers are of.
+     *
+     * @return the buffer class
+     */
     public String className() {
         return className;
     }
 
-    /** @return how many buffers this lease holds */
+    /**
+     * How many buffers this lease holds.
+     *
+     * @return how many buffers this lease holds
+     */
     public int count() {
         return description.length / 3;
     }
 
     /**
+     * The size of buffer {@code i}.
+     *
      * @param i which buffer, 0 to {@link #count()} - 1
      * @return its size in bytes
      */
@@ -139,6 +149,8 @@ public final class Lease implements AutoCloseable {
     }
 
     /**
+     * The daemon's lease id of buffer {@code i}.
+     *
      * @param i which buffer
      * @return the daemon's id of its lease, as hugepoolctl leases shows it
      */
@@ -232,7 +244,11 @@ public final class Lease implements AutoCloseable {
         return Collections.unmodifiableList(l);
     }
 
-    /** @return false once the lease was released */
+    /**
+     * Whether the lease still holds its buffers.
+     *
+     * @return false once the lease was released
+     */
     public boolean isOpen() {
         return open;
     }

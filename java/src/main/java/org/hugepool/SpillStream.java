@@ -259,6 +259,8 @@ public final class SpillStream extends PoolHandle {
     }
 
     /**
+     * Whether the stream is in a file.
+     *
      * @return true once the stream moved to a file (it passed its threshold)
      * @throws ClosedException a closed stream
      */
@@ -272,6 +274,8 @@ public final class SpillStream extends PoolHandle {
     }
 
     /**
+     * The stream's size.
+     *
      * @return the bytes the stream holds
      * @throws ClosedException a closed stream
      */

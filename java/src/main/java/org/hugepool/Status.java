@@ -73,7 +73,11 @@ public record Status(String daemonVersion, int daemonPid, long pageSize, boolean
         /** {@link #state()}: a write or sync failed; read-only until the daemon restarts. */
         public static final int FAILED = Native.JOURNAL_FAILED;
 
-        /** @return the state's name, as hugepoolctl status prints it: "ok", "full", "failed" */
+        /**
+         * The name of {@link #state()}.
+         *
+         * @return the state's name, as hugepoolctl status prints it: "ok", "full", "failed"
+         */
         public String stateName() {
             return Native.journalStateName(state);
         }
@@ -87,6 +91,8 @@ public record Status(String daemonVersion, int daemonPid, long pageSize, boolean
     }
 
     /**
+     * The buffer class of that name.
+     *
      * @param name a class name
      * @return that class, or null
      */
@@ -98,6 +104,8 @@ public record Status(String daemonVersion, int daemonPid, long pageSize, boolean
     }
 
     /**
+     * The journal of that name.
+     *
      * @param name a journal name
      * @return that journal, or null
      */
