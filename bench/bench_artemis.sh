@@ -296,26 +296,36 @@ fig() { # BROKER CELL: "sends/s (p50 / p99 ms)"
 # better CELL: the Artemis journal that made more sends/s in CELL (ASYNCIO on a tie), the one
 # hugepool's figures are compared with
 better() { if [ "${best[asyncio.$1]:-0}" -ge "${best[nio.$1]:-0}" ]; then echo asyncio; else echo nio; fi; }
+# rows ROW: a table's rows, ROW called for each cell with p, s, c (the cell) and o (its better
+# Artemis journal) set
+rows() {
+	local p s c o
+	for p in "${ps[@]}"; do
+		for s in "${ss[@]}"; do
+			c=$p.$s o=$(better "$p.$s")
+			"$1"
+		done
+	done
+}
 echo
 echo "Durable sends of an Artemis 2.40.0 broker (artemis perf client, persistent, one send in flight per producer, a consumer;"
 echo "$seconds s after $warmup s a cell, best of $rounds): sends/s (send latency p50 / p99 in ms)"
 echo
 echo "| producers x message | hugepool | Artemis ASYNCIO | Artemis NIO | sends/s: hugepool / better Artemis | p50 | p99 | no journal (persistence off) | no journal / better Artemis |"
 echo "|---|---|---|---|---|---|---|---|---|"
-for p in "${ps[@]}"; do
-	for s in "${ss[@]}"; do
-		c=$p.$s o=$(better "$p.$s") ratio=- r50=- r99=- ceil=-
-		[ -n "${best[none.$c]:-}" ] && [ "${best[$o.$c]:-0}" -gt 0 ] &&
-			ceil=$(awk -v a="${best[none.$c]}" -v b="${best[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
-		if [ -n "${best[hugepool.$c]:-}" ] && [ "${best[$o.$c]:-0}" -gt 0 ]; then
-			ratio=$(awk -v a="${best[hugepool.$c]}" -v b="${best[$o.$c]}" 'BEGIN { printf "**%.2fx**", a / b }')
-			r50=$(awk -v a="${p50[hugepool.$c]}" -v b="${p50[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
-			r99=$(awk -v a="${p99[hugepool.$c]}" -v b="${p99[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
-		fi
-		echo "| $p x $s B | $(fig hugepool "$c") | $(fig asyncio "$c") | $(fig nio "$c") | $ratio ($o) | $r50 | $r99 |" \
-			"$(fig none "$c") | $ceil |"
-	done
-done
+sends_row() {
+	local ratio=- r50=- r99=- ceil=-
+	[ -n "${best[none.$c]:-}" ] && [ "${best[$o.$c]:-0}" -gt 0 ] &&
+		ceil=$(awk -v a="${best[none.$c]}" -v b="${best[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
+	if [ -n "${best[hugepool.$c]:-}" ] && [ "${best[$o.$c]:-0}" -gt 0 ]; then
+		ratio=$(awk -v a="${best[hugepool.$c]}" -v b="${best[$o.$c]}" 'BEGIN { printf "**%.2fx**", a / b }')
+		r50=$(awk -v a="${p50[hugepool.$c]}" -v b="${p50[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
+		r99=$(awk -v a="${p99[hugepool.$c]}" -v b="${p99[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
+	fi
+	echo "| $p x $s B | $(fig hugepool "$c") | $(fig asyncio "$c") | $(fig nio "$c") | $ratio ($o) | $r50 | $r99 |" \
+		"$(fig none "$c") | $ceil |"
+}
+rows sends_row
 echo
 echo "CPU per durable send, in microseconds, in the runs above (the broker's JVM less its JIT compiler threads; the"
 echo "hugepool broker's daemon beside it), and the hugepool broker with its daemon over the broker the sends/s ratio"
@@ -327,15 +337,14 @@ echo "the message's delete after it):"
 echo
 echo "| producers x message | hugepool broker + daemon | Artemis ASYNCIO | Artemis NIO | hugepool / better Artemis | records / sync | syncs / send: hugepool | ASYNCIO | NIO | no journal |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
-for p in "${ps[@]}"; do
-	for s in "${ss[@]}"; do
-		c=$p.$s o=$(better "$p.$s") ratio=-
-		[ -n "${cpu[hugepool.$c]:-}" ] && [ "${cpu[$o.$c]:-0}" -gt 0 ] &&
-			ratio=$(awk -v a="$((cpu[hugepool.$c] + dcpu[hugepool.$c]))" -v b="${cpu[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
-		echo "| $p x $s B | ${cpu[hugepool.$c]:--} + ${dcpu[hugepool.$c]:--} | ${cpu[asyncio.$c]:--} | ${cpu[nio.$c]:--} | $ratio ($o) |" \
-			"${rps[hugepool.$c]:--} | ${sps[hugepool.$c]:--} | ${sps[asyncio.$c]:--} | ${sps[nio.$c]:--} | ${cpu[none.$c]:--} |"
-	done
-done
+cpu_row() {
+	local ratio=-
+	[ -n "${cpu[hugepool.$c]:-}" ] && [ "${cpu[$o.$c]:-0}" -gt 0 ] &&
+		ratio=$(awk -v a="$((cpu[hugepool.$c] + dcpu[hugepool.$c]))" -v b="${cpu[$o.$c]}" 'BEGIN { printf "%.2fx", a / b }')
+	echo "| $p x $s B | ${cpu[hugepool.$c]:--} + ${dcpu[hugepool.$c]:--} | ${cpu[asyncio.$c]:--} | ${cpu[nio.$c]:--} | $ratio ($o) |" \
+		"${rps[hugepool.$c]:--} | ${sps[hugepool.$c]:--} | ${sps[asyncio.$c]:--} | ${sps[nio.$c]:--} | ${cpu[none.$c]:--} |"
+}
+rows cpu_row
 mfig() { [ -n "${mcpu[$1.$2]:-}" ] && [ "${mcpu[$1.$2]}" != - ] && printf "%s (%s%%)" "${mcpu[$1.$2]}" "${busy[$1.$2]}" || printf -- -; }
 echo
 echo "The whole machine in the measured seconds of the runs above: CPU time per durable send, in microseconds, of all"
@@ -345,13 +354,12 @@ echo "the hugepool broker's may be for 1.5x the better Artemis journal's sends/s
 echo
 echo "| producers x message | hugepool | Artemis ASYNCIO | Artemis NIO | no journal | 1.5x the better Artemis needs at most |"
 echo "|---|---|---|---|---|---|"
-for p in "${ps[@]}"; do
-	for s in "${ss[@]}"; do
-		c=$p.$s o=$(better "$p.$s") need=-
-		[ "${best[$o.$c]:-0}" -gt 0 ] && need=$(awk -v r="${best[$o.$c]}" -v n="$(nproc)" 'BEGIN { printf "%.0f", n * 1e6 / 1.5 / r }')
-		echo "| $p x $s B | $(mfig hugepool "$c") | $(mfig asyncio "$c") | $(mfig nio "$c") | $(mfig none "$c") | $need |"
-	done
-done
+machine_row() {
+	local need=-
+	[ "${best[$o.$c]:-0}" -gt 0 ] && need=$(awk -v r="${best[$o.$c]}" -v n="$(nproc)" 'BEGIN { printf "%.0f", n * 1e6 / 1.5 / r }')
+	echo "| $p x $s B | $(mfig hugepool "$c") | $(mfig asyncio "$c") | $(mfig nio "$c") | $(mfig none "$c") | $need |"
+}
+rows machine_row
 grep -q 'hugepool-artemis: the message journal is hugepoold' "$work/hugepool.log" ||
 	echo "bench_artemis: the hugepool broker's log does not show the plugin wiring its journals: $work/hugepool.log"
 exit 0
