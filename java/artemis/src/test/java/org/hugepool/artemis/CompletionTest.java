@@ -72,6 +72,11 @@ class CompletionTest {
             all = new CountDownLatch(n);
         }
 
+        IOCompletion cb(int i) {
+            return cb(i, () -> {
+            });
+        }
+
         IOCompletion cb(int i, Runnable onDone) {
             AtomicInteger once = new AtomicInteger();
             return new IOCompletion() {
@@ -134,7 +139,7 @@ class CompletionTest {
                         throw new IllegalStateException(e);
                     }
                 });
-                j.appendAddRecord(i + 1, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, cb);
+                add(j, i + 1, data, true, cb);
                 if (i % 50 == 0) // a lone record, nothing after it: it completes
                     while (seen.calls.get() <= i)
                         Thread.sleep(1);
@@ -173,12 +178,8 @@ class CompletionTest {
                 j.lock.lock();
                 try {
                     if (round == 1)
-                        j.appendAddRecord(id, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), false,
-                                seen.cb(1, () -> {
-                                }));
-                    j.appendAddRecord(id + 100, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true,
-                            seen.cb(0, () -> {
-                            }));
+                        add(j, id, data, false, seen.cb(1));
+                    add(j, id + 100, data, true, seen.cb(0));
                 } finally {
                     j.lock.unlock();
                 }
@@ -208,13 +209,11 @@ class CompletionTest {
             j.hold.force(TimeUnit.SECONDS.toNanos(30));
             long syncs = status.status().journal("j").syncs(), first = status.status().journal("j").nextLsn();
             Seen seen = new Seen(2);
-            j.appendAddRecord(2, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(0, () -> {
-            }));
+            add(j, 2, data, true, seen.cb(0));
             Thread.sleep(200); // alone, it would be durable by now
             assertTrue(status.status().journal("j").durableLsn() < first, "a held record went to the daemon alone");
             assertEquals(0, seen.calls.get());
-            j.appendAddRecord(3, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(1, () -> {
-            }));
+            add(j, 3, data, true, seen.cb(1));
             assertTrue(seen.all.await(20, TimeUnit.SECONDS), "the partner did not end the hold");
             synchronized (seen) {
                 assertEquals(List.of(0, 1), seen.done);
@@ -227,8 +226,7 @@ class CompletionTest {
                 Thread.sleep(1);
             j.hold.force(TimeUnit.SECONDS.toNanos(30));
             Seen last = new Seen(1);
-            j.appendAddRecord(4, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, last.cb(0, () -> {
-            }));
+            add(j, 4, data, true, last.cb(0));
             j.stop();
             assertTrue(last.all.await(20, TimeUnit.SECONDS), "a record held at the stop never completed");
             assertEquals(List.of(0), last.done);
@@ -254,9 +252,7 @@ class CompletionTest {
                 while (!j.appenderIdle())
                     Thread.sleep(1);
                 Seen seen = new Seen(1);
-                j.appendAddRecord(i + 1, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true,
-                        seen.cb(0, () -> {
-                        }));
+                add(j, i + 1, data, true, seen.cb(0));
                 assertTrue(seen.all.await(20, TimeUnit.SECONDS), "a held record with no partner never completed");
                 assertTrue(status.status().journal("j").durableLsn() >= first + i);
             }
@@ -275,10 +271,8 @@ class CompletionTest {
             long syncs = status.status().journal("j").syncs(), next = status.status().journal("j").nextLsn();
             Seen seen = new Seen(2);
             j.appendAddRecord(1, (byte) 1, data, false);
-            j.appendUpdateRecord(1, (byte) 2, EncoderPersister.getInstance(), new ByteArrayEncoding(data), false, seen.cb(0, () -> {
-            }));
-            j.appendDeleteRecord(1, false, seen.cb(1, () -> {
-            }));
+            j.appendUpdateRecord(1, (byte) 2, EncoderPersister.getInstance(), new ByteArrayEncoding(data), false, seen.cb(0));
+            j.appendDeleteRecord(1, false, seen.cb(1));
             assertTrue(seen.all.await(5, TimeUnit.SECONDS), "callbacks of records appended without sync wait for a sync");
             Thread.sleep(300); // the appender has given them to the daemon, which holds them
             synchronized (seen) {
@@ -320,9 +314,7 @@ class CompletionTest {
                     after++;
                 while (appended - seen.calls.get() > 1000)
                     Thread.sleep(1);
-                j.appendAddRecord(appended + 1, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true,
-                        seen.cb(appended, () -> {
-                        }));
+                add(j, appended + 1, data, true, seen.cb(appended));
             }
             while (seen.calls.get() < appended)
                 Thread.sleep(1);
@@ -368,6 +360,11 @@ class CompletionTest {
     }
 
     /* A journal "j" on d, loaded, one record made durable and its appender idle again. */
+    /* A journal's add of `data` as record `id` of user type 1. */
+    private static void add(HugepoolJournal j, long id, byte[] data, boolean sync, IOCompletion cb) throws Exception {
+        j.appendAddRecord(id, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), sync, cb);
+    }
+
     private static HugepoolJournal idleJournal(Daemon d) throws Exception {
         HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
         j.loadInternalOnly();
@@ -395,12 +392,10 @@ class CompletionTest {
             CountDownLatch release = new CountDownLatch(1), in = hold(r -> j.appenderWaits = r, release);
             long first = status.status().journal("j").nextLsn();
             Seen seen = new Seen(2);
-            j.appendAddRecord(2, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(0, () -> {
-            }));
+            add(j, 2, data, true, seen.cb(0));
             assertTrue(in.await(20, TimeUnit.SECONDS), "the appender did not wait for the record");
             // the appender waits for record 2's sync; a send comes now
-            j.appendAddRecord(3, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(1, () -> {
-            }));
+            add(j, 3, data, true, seen.cb(1));
             awaitDurable(status, first + 1, "a record appended during the appender's wait waited for the appender to append it");
             assertEquals(0, seen.calls.get(), "a callback ran while the appender was held");
             release.countDown();
@@ -425,12 +420,10 @@ class CompletionTest {
             CountDownLatch release = new CountDownLatch(1), in = hold(r -> j.appenderWaits = r, release);
             Seen seen = new Seen(2);
             d.signal("STOP"); // the records below reach its ring, never the disk
-            j.appendAddRecord(2, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(0, () -> {
-            }));
+            add(j, 2, data, true, seen.cb(0));
             assertTrue(in.await(20, TimeUnit.SECONDS), "the appender did not wait for the record");
             // appended beside the wait: in flight, not durable, when the wait fails
-            j.appendAddRecord(3, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), true, seen.cb(1, () -> {
-            }));
+            add(j, 3, data, true, seen.cb(1));
             d.signal("KILL");
             d.start();
             release.countDown();
