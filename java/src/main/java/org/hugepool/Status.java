@@ -63,9 +63,13 @@ public record Status(String daemonVersion, int daemonPid, long pageSize, boolean
      * @param appends records appended since the daemon started
      * @param syncs syncs since the daemon started
      * @param writers writers open
+     * @param segments its segment files ({@code segments} in hugepoold.conf)
+     * @param segmentSize the bytes of each ({@code segment_size}), its 4096-byte header included
+     * @param direct its segments are written with O_DIRECT ({@code direct}): each batch padded to 4096 bytes
      */
     public record Journal(String name, String backend, String note, int state, long nextLsn, long durableLsn,
-            long retainLsn, long appends, long syncs, int writers) {
+            long retainLsn, long appends, long syncs, int writers, int segments, long segmentSize,
+            boolean direct) {
         /** {@link #state()}: appends are written. */
         public static final int OK = Native.JOURNAL_OK;
         /** {@link #state()}: every segment holds records not yet truncated; appends wait for a truncate. */

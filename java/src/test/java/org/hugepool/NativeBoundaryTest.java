@@ -145,6 +145,9 @@ class NativeBoundaryTest {
             assertEquals(3, j.appends());
             assertEquals(1, j.writers());
             assertTrue(j.syncs() >= 1 && j.retainLsn() <= first, j.toString());
+            assertEquals(4, j.segments(), j.toString());
+            assertEquals(1 << 20, j.segmentSize(), j.toString());
+            assertFalse(j.direct(), j.toString());
             assertThrows(UnsupportedOperationException.class, () -> st.classes().clear());
         }
     }
