@@ -24,7 +24,10 @@
  * (checked again under the lock, so a record deleted meanwhile is not brought back), then a CUT
  * record, and truncates below the cut once both are durable. A reclaim copies at most a third of
  * the bytes since the last cut, and those are what was appended since plus the last reclaim's
- * copies: so everything a journal ever copies is at most half of what was appended to it.
+ * copies: so everything a journal ever copies is at most half of what was appended to it, in a
+ * daemon journal sized for the reclaim point (hugepool-artemis(7)). In a smaller one the window
+ * stays where a reclaim's copies fit (capacity(), roomLimit), reclaims come earlier and copy
+ * more, and a new record waits while the live bytes are a third of the journal (awaitRoom).
  *
  * The daemon going away (a restart, warm or not) closes the writer: the appender connects again
  * within `reconnect`, reads what became durable after the last LSN it knew, checks it is its own
@@ -107,6 +110,8 @@ public final class HugepoolJournal implements Journal {
     static final int RECLAIM_RATIO = 3;
     /* the smallest reclaim-at: below it an empty journal would reclaim every few records */
     static final long MIN_RECLAIM_AT = 512 << 10;
+    /* a segment's header (jformat.h's JFORMAT_BLOCK): the rest of the segment holds records */
+    private static final long SEGMENT_HEADER = 4096;
     /* Status.Journal.state() of a journal that a write or sync error made read-only */
     private static final int STATE_FAILED = 2;
     /*
@@ -178,6 +183,10 @@ public final class HugepoolJournal implements Journal {
     // appended by a broker thread (appendNow), in LSN order, not yet taken by the appender
     private final List<Op> handed = new ArrayList<>();
     private Throwable failure; // the journal failed: every later operation fails with it
+    private long usable; // what the daemon's journal holds for us (capacity())
+    private int backlogWaiters; // broker threads waiting in awaitRoom for the live bytes to fall
+    private long backlogWaits; // new records that waited for them since the start
+    private long backlogSaidAt; // System.nanoTime() when that was last logged
     private long reclaims, copiedBytes; // done and carried forward, for tests and logs
     private volatile int liveRecords;
 
@@ -268,6 +277,34 @@ public final class HugepoolJournal implements Journal {
 
     private String failedText(Status.Journal j) {
         return where() + " failed and is read-only until hugepoold restarts: " + j.note();
+    }
+
+    private static String mib(long bytes) {
+        return String.format("%.1f MiB", bytes / 1048576.0);
+    }
+
+    private static String sizing(Status.Journal j) {
+        return j.segments() + " segments of " + mib(j.segmentSize()) + ", two kept spare";
+    }
+
+    /*
+     * The bytes of records the daemon's journal holds for us, as `windowBytes` counts them: its
+     * segments but two (the one the cut lies in, which a truncate does not free, and the room a
+     * batch that does not fit the end of a segment leaves there), each less its header. The
+     * reclaim and the broker's operations keep within it (roomLimit, awaitRoom), so that the
+     * journal never blocks full (when_full = block) with the copies that would free it queued
+     * behind the records that filled it. A direct (O_DIRECT) journal pads every batch to a block,
+     * bytes the broker cannot count: refused.
+     */
+    private long capacity(Status.Journal j) {
+        if (j.direct())
+            throw new IllegalStateException(where() + " is written with O_DIRECT (direct = on), which pads every batch"
+                    + " to 4096 bytes that the broker's reclaim cannot count: set direct = off for its journals"
+                    + " (hugepool-artemis(7))");
+        if (j.segments() < 3)
+            throw new IllegalStateException(where() + " has " + j.segments() + " segments: a broker's journal needs"
+                    + " at least 3, one for its records and two kept spare (hugepool-artemis(7))");
+        return (j.segments() - 2) * (j.segmentSize() - SEGMENT_HEADER);
     }
 
     @Override
@@ -398,8 +435,16 @@ public final class HugepoolJournal implements Journal {
         if (j.nextLsn() != r.lastLsn + 1 && !(r.lastLsn == 0 && j.nextLsn() <= 1))
             throw new IllegalStateException(where() + ": read up to LSN " + r.lastLsn + " but the journal's next LSN is "
                     + j.nextLsn() + ": another program appends to it");
+        long holds = capacity(j);
+        if (r.live.bytes > maxCarried(holds))
+            throw new IllegalStateException(where() + ": the records the broker still needs, " + mib(r.live.bytes)
+                    + ", are more than the journal can carry forward: it holds " + mib(holds) + " (" + sizing(j)
+                    + "), and a reclaim needs room for a copy of them beside them; give it at least "
+                    + (2 + (3 * r.live.bytes + j.segmentSize() - SEGMENT_HEADER - 1) / (j.segmentSize() - SEGMENT_HEADER))
+                    + " segments (hugepool-artemis(7))");
         lock.lock();
         try {
+            usable = holds;
             live = r.live;
             nextLsn = Math.max(j.nextLsn(), 1);
             cut = r.cut;
@@ -515,7 +560,7 @@ public final class HugepoolJournal implements Journal {
         } else if (rec != null) {
             nextLsn++;
             windowBytes += op.size;
-            if (!reclaiming && reclaimDue())
+            if (!reclaiming && (reclaimDue() || overfull()))
                 reclaimWork.signal();
         }
         queue.add(op);
@@ -610,7 +655,7 @@ public final class HugepoolJournal implements Journal {
         byte[] rec = encode(Records.ADD, recordType, id, 0, persister, record);
         lock.lock();
         try {
-            awaitRoom();
+            awaitRoom(true);
             Op op = queue(rec, cb, sync);
             live.add(id, new Live.Entry(Records.ADD, op.lsn, 0, 0, op.size, op.lsn));
             liveRecords = live.records.size();
@@ -627,7 +672,7 @@ public final class HugepoolJournal implements Journal {
         byte[] rec = encode(Records.EVENT, recordType, id, 0, persister, record);
         lock.lock();
         try {
-            awaitRoom();
+            awaitRoom(false);
             queue(rec, cb, sync);
         } finally {
             lock.unlock();
@@ -646,7 +691,7 @@ public final class HugepoolJournal implements Journal {
         boolean found;
         lock.lock();
         try {
-            awaitRoom();
+            awaitRoom(false);
             found = live.contains(id) && failure == null;
             Op op = queue(found ? rec : null, cb, sync);
             if (found)
@@ -666,12 +711,13 @@ public final class HugepoolJournal implements Journal {
         boolean found;
         lock.lock();
         try {
-            awaitRoom();
+            awaitRoom(false);
             found = live.contains(id) && failure == null;
             queue(found ? rec : null, cb, sync);
             if (found)
                 live.delete(id);
             liveRecords = live.records.size();
+            liveFell();
         } finally {
             lock.unlock();
         }
@@ -755,7 +801,7 @@ public final class HugepoolJournal implements Journal {
         checkLoaded();
         lock.lock();
         try {
-            awaitRoom();
+            awaitRoom(kind == Records.ADD_TX);
             Live.Tx tx = live.tx(txId);
             int idx = tx.nextIdx++;
             Records.setIdx(rec, idx);
@@ -823,7 +869,7 @@ public final class HugepoolJournal implements Journal {
         byte[] rec = encode(Records.PREPARE, (byte) 0, 0, txID, transactionData);
         lock.lock();
         try {
-            awaitRoom();
+            awaitRoom(false);
             Live.Tx tx = live.tx(txID);
             Op op = queue(rec, cb, sync);
             live.prepare(tx, new Live.Entry(Records.PREPARE, op.lsn, 0, txID, op.size, op.lsn));
@@ -871,7 +917,7 @@ public final class HugepoolJournal implements Journal {
         IllegalStateException missing = null;
         lock.lock();
         try {
-            awaitRoom();
+            awaitRoom(false);
             Live.Tx tx = live.txs.get(txID);
             if (tx == null) {
                 missing = new IllegalStateException("Cannot find tx with id " + txID);
@@ -884,6 +930,7 @@ public final class HugepoolJournal implements Journal {
                 else
                     live.rollback(tx);
                 liveRecords = live.records.size();
+                liveFell();
             }
         } finally {
             lock.unlock();
@@ -1098,6 +1145,15 @@ public final class HugepoolJournal implements Journal {
             try {
                 pool = connect();
                 writer = openWriter(pool);
+                // its configuration may have changed with the daemon's restart
+                long holds = capacity(pool.status().journal(name));
+                lock.lock();
+                try {
+                    usable = holds;
+                    room.signalAll();
+                } finally {
+                    lock.unlock();
+                }
                 break;
             } catch (NoDaemonException | DaemonGoneException e) {
                 closeConnection();
@@ -1238,9 +1294,43 @@ public final class HugepoolJournal implements Journal {
         return Math.max(reclaimAt, RECLAIM_RATIO * live.bytes);
     }
 
-    /* With the lock: is a reclaim due? */
+    /*
+     * With the lock: the most the window may hold so that a reclaim's copies of every live
+     * record fit beside it, less a sixteenth of the journal kept for what does not wait for room
+     * (the reclaim's CUT, records queued by the appender's and the reclaimer's own threads).
+     */
+    private long capLimit() {
+        return usable - usable / 16 - live.bytes;
+    }
+
+    /*
+     * With the lock: is a reclaim due? At the reclaim point; earlier when the journal is too
+     * small for it (capLimit): once two thirds of the room the live records leave in the window
+     * are dead, so that the broker does not stop at the limit while a reclaim reads; never for
+     * less than a 64th of the journal to gain (live bytes loaded past what the limits keep to).
+     */
     private boolean reclaimDue() {
-        return windowBytes > reclaimPoint();
+        long l = live.bytes, room = Math.max(0, capLimit() - l);
+        return windowBytes > Math.max(l + usable / 64, Math.min(reclaimPoint(), l + 2 * room / 3));
+    }
+
+    /* With the lock: the most live bytes the journal carries; new records wait past it. */
+    private long maxLive() {
+        return usable / 3;
+    }
+
+    /*
+     * With the lock: are the live bytes past what a reclaim can carry forward (updates, which do
+     * not wait for maxLive, piled up on records never deleted)? Then the window limit falls to
+     * the live bytes and every operation would wait for ever: the reclaimer fails the journal.
+     */
+    private boolean overfull() {
+        return live.bytes > maxCarried(usable);
+    }
+
+    /* The most live bytes a journal holding `usable` can carry forward: at capLimit() a reclaim frees a 32nd. */
+    private static long maxCarried(long usable) {
+        return (usable - usable / 16 - usable / 32) / 2;
     }
 
     /*
@@ -1255,23 +1345,70 @@ public final class HugepoolJournal implements Journal {
      * point fell under a window made when it was higher, which the journal held then) lets the
      * broker append half a point more than the window it cuts, not stall until it has read it
      * all: at most 1.5 times the old point and half the new one, still within twice the largest.
+     * Whatever the point, never past capLimit(): in a journal smaller than that rule asks (a
+     * backlog larger than its sizing counted on) a reclaim's copies still fit, the reclaims come
+     * earlier (reclaimDue) and copy more, and the broker waits for them more often.
      */
     private long roomLimit() {
         long point = reclaimPoint(), limit = point + point / 2;
-        return reclaiming && reclaimFrom > limit ? reclaimFrom + point / 2 : limit;
+        return Math.min(capLimit(), reclaiming && reclaimFrom > limit ? reclaimFrom + point / 2 : limit);
     }
 
     /*
      * With the lock, before a broker operation queues its record: wait while the window is past
-     * roomLimit(). Never on the appender or the reclaimer (a callback may append from the
+     * roomLimit(), and, for a new record (`grows`: an add, a transaction's add: a message, in the
+     * message journal), while the live bytes are at maxLive(): a backlog the journal cannot carry
+     * forward waits for consumers' acknowledgements (updates, deletes, commits, which go on: an
+     * acknowledgement is an update of its message's record, then its delete), as Artemis's own
+     * producers wait on a full disk, said in the log at most once a minute, not a journal that
+     * fills and stops every thread. Never on the appender or the reclaimer (a callback may append from the
      * appender), which are what makes room.
      */
-    private void awaitRoom() {
+    private void awaitRoom(boolean grows) {
         Thread me = Thread.currentThread();
         if (me == appender || me == reclaimer)
             return;
-        while (running && reclaimRunning && failure == null && windowBytes > roomLimit())
-            room.awaitUninterruptibly();
+        for (;;) {
+            if (!running || !reclaimRunning || failure != null)
+                return;
+            if (windowBytes > roomLimit()) {
+                room.awaitUninterruptibly();
+            } else if (grows && live.bytes >= maxLive()) {
+                backlogWaits++;
+                long now = System.nanoTime();
+                if (backlogWaits == 1 || now - backlogSaidAt > TimeUnit.MINUTES.toNanos(1)) {
+                    log.warn("{}: the records the broker still needs, {}, are a third of what the journal holds ({}):"
+                            + " new messages wait for consumers to acknowledge some ({} waits since the start, said at"
+                            + " most once a minute); give it more segments or lower the broker's global-max-size"
+                            + " (hugepool-artemis(7))", where(), mib(live.bytes), mib(usable), backlogWaits);
+                    backlogSaidAt = now;
+                }
+                backlogWaiters++;
+                try {
+                    room.awaitUninterruptibly();
+                } finally {
+                    backlogWaiters--;
+                }
+            } else {
+                return;
+            }
+        }
+    }
+
+    /* With the lock, after an operation that may free live bytes: wake what waits for them. */
+    private void liveFell() {
+        if (backlogWaiters > 0 && live.bytes < maxLive())
+            room.signalAll();
+    }
+
+    /* Tests only: broker threads waiting for the live bytes to fall (awaitRoom). */
+    int backlogWaiters() {
+        lock.lock();
+        try {
+            return backlogWaiters;
+        } finally {
+            lock.unlock();
+        }
     }
 
     private void reclaimLoop() {
@@ -1281,10 +1418,22 @@ public final class HugepoolJournal implements Journal {
                 Cut c;
                 lock.lock();
                 try {
-                    while (reclaimRunning && failure == null && !reclaimDue())
+                    while (reclaimRunning && failure == null && !reclaimDue() && !overfull())
                         reclaimWork.awaitUninterruptibly();
                     if (!reclaimRunning || failure != null)
                         return;
+                    if (overfull()) {
+                        String why = where() + ": the records the broker still needs, " + mib(live.bytes)
+                                + ", are more than the journal can carry forward (it holds " + mib(usable)
+                                + "): give it more segments (hugepool-artemis(7))";
+                        lock.unlock();
+                        try {
+                            fail(new IllegalStateException(why));
+                        } finally {
+                            lock.lock();
+                        }
+                        return;
+                    }
                     reclaiming = true;
                     reclaimFrom = windowBytes;
                     room.signalAll(); // the limit may have grown (roomLimit)

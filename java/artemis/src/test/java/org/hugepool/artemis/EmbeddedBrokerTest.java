@@ -10,7 +10,13 @@
  *    have: the broker does not become active, and the failure it reports names the cause. These
  *    are the plugin's start checks that a standalone broker meets the same way (it logs the same
  *    exception, AMQ224000, and exits: StandaloneBrokerTest's refused uid), at a fraction of a
- *    standalone start's cost.
+ *    standalone start's cost;
+ *  - a producer further ahead of its consumer than the message journal holds (it carries a
+ *    third of its segments but two; the broker's global-max-size left at its default, so it does
+ *    not page): its sends wait while the journal is not full (before, it filled, and the broker
+ *    stopped for good with it: when_full = block), the consumer's receives and
+ *    acknowledgements go on beside them (no lock of the broker's held by a waiting send stops
+ *    them), and every message comes once, in order.
  */
 package org.hugepool.artemis;
 
@@ -23,6 +29,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 
@@ -43,6 +50,7 @@ import org.apache.activemq.artemis.core.server.ActiveMQServers;
 import org.apache.activemq.artemis.core.server.JournalType;
 import org.hugepool.Daemon;
 import org.hugepool.HugePool;
+import org.hugepool.Status;
 import org.junit.jupiter.api.Test;
 
 class EmbeddedBrokerTest {
@@ -50,12 +58,16 @@ class EmbeddedBrokerTest {
 
     /* A broker on dir's files (paging, large messages, the lock) and these plugin properties. */
     private static ActiveMQServer broker(Path dir, Map<String, String> plugin) throws Exception {
+        return broker(dir, new HugepoolJournals(plugin));
+    }
+
+    private static ActiveMQServer broker(Path dir, HugepoolJournals plugin) throws Exception {
         Configuration c = new ConfigurationImpl().setPersistenceEnabled(true).setSecurityEnabled(false)
                 .setJMXManagementEnabled(false).setJournalType(JournalType.NIO)
                 .setJournalDirectory(dir.resolve("journal").toString()).setBindingsDirectory(dir.resolve("bindings").toString())
                 .setPagingDirectory(dir.resolve("paging").toString())
                 .setLargeMessagesDirectory(dir.resolve("large-messages").toString()).addAcceptorConfiguration("in-vm", "vm://0");
-        c.registerBrokerPlugin(new HugepoolJournals(plugin));
+        c.registerBrokerPlugin(plugin);
         return ActiveMQServers.newActiveMQServer(c);
     }
 
@@ -77,6 +89,65 @@ class EmbeddedBrokerTest {
         ServerLocator l = ActiveMQClient.createServerLocator("vm://0");
         l.setBlockOnDurableSend(true).setBlockOnAcknowledge(true).setCallTimeout(WAIT_MS);
         return l.createSessionFactory();
+    }
+
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 300, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD)
+    void backlogPastTheJournalWaitsForItsConsumer() throws Exception {
+        // 6 segments of 2 MiB, 4 of them for records (two kept spare): a third of those is 2.7 MiB; 14 MB sent
+        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 6)
+                + Daemon.journal("artemis-bindings", "2M", 4)).start();
+                HugePool pool = HugePool.connect(d.socket.toString())) {
+            HugepoolJournals plugin = new HugepoolJournals(Map.of("socket", d.socket.toString(), "reclaim-at", "1M"));
+            ActiveMQServer s = broker(d.dir, plugin);
+            s.start();
+            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                cs.createQueue(QueueConfiguration.of("q").setRoutingType(RoutingType.ANYCAST).setDurable(true));
+                int n = 1400;
+                byte[] body = new byte[10_000];
+                AtomicLong sent = new AtomicLong();
+                AtomicReference<Throwable> failed = new AtomicReference<>();
+                Thread producer = new Thread(() -> {
+                    try (ClientSessionFactory pf = factory(); ClientSession ps = pf.createSession(false, true, true);
+                            ClientProducer p = ps.createProducer("q")) {
+                        for (long i = 0; i < n; i++) {
+                            ClientMessage m = ps.createMessage(true);
+                            m.putLongProperty("id", i);
+                            m.getBodyBuffer().writeBytes(body);
+                            p.send(m);
+                            sent.set(i + 1);
+                        }
+                    } catch (Throwable e) {
+                        failed.set(e);
+                    }
+                }, "producer");
+                producer.start();
+                HugepoolJournal messages = plugin.messageJournal();
+                while (messages.backlogWaiters() == 0 && producer.isAlive())
+                    Thread.sleep(10);
+                Status.Journal st = pool.status().journal("artemis-messages");
+                assertEquals(Status.Journal.OK, st.state(), "the daemon's journal while the producer waits: " + st);
+                assertTrue(producer.isAlive() && sent.get() < n / 2, sent.get() + " of " + n + " messages sent without"
+                        + " waiting: " + failed.get());
+
+                cs.start();
+                try (ClientConsumer c = cs.createConsumer("q")) {
+                    for (long i = 0; i < n; i++) {
+                        ClientMessage m = c.receive(WAIT_MS);
+                        assertNotNull(m, "message " + i + " did not come (" + sent.get() + " sent): " + failed.get());
+                        assertEquals(i, m.getLongProperty("id"));
+                        m.acknowledge();
+                    }
+                    assertEquals(null, c.receiveImmediate(), "a message after the last");
+                }
+                producer.join();
+                assertEquals(null, failed.get(), "the producer");
+                assertTrue(messages.reclaims() > 0, "the message journal never reclaimed");
+                assertEquals(Status.Journal.OK, pool.status().journal("artemis-messages").state());
+            } finally {
+                s.stop();
+            }
+        }
     }
 
     @Test

@@ -15,15 +15,24 @@
  *    loads whole afterwards;
  *  - a transaction that deletes a record commits while a reclaim carries that record forward
  *    (after its copy, before the reclaim reaches the transaction's delete): the load has the
- *    record deleted, as the broker was told.
+ *    record deleted, as the broker was told;
+ *  - a backlog larger than the daemon journal carries (a producer twice as far ahead of its
+ *    consumer as a third of the journal): the producer's adds wait, the journal never blocks full
+ *    (when_full = block, where the reclaim's copies would have waited behind the adds that filled
+ *    it, and every thread with them), the consumer's deletes go on and the producer with them;
+ *    what was added and not deleted loads afterwards;
+ *  - a daemon journal of two segments, which leaves nothing once two are kept spare, is refused
+ *    at load, naming the rule.
  */
 package org.hugepool.artemis;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.activemq.artemis.core.journal.EncoderPersister;
@@ -31,6 +40,8 @@ import org.apache.activemq.artemis.core.journal.PreparedTransactionInfo;
 import org.apache.activemq.artemis.core.journal.RecordInfo;
 import org.apache.activemq.artemis.core.journal.impl.dataformat.ByteArrayEncoding;
 import org.hugepool.Daemon;
+import org.hugepool.HugePool;
+import org.hugepool.Status;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -139,6 +150,65 @@ class ReclaimTest {
             List<RecordInfo> records = load(d, "j");
             assertEquals(1, records.size(), "records loaded: " + records);
             assertEquals(id, records.get(0).id, "the record left (" + x + " was deleted by transaction " + tx + ")");
+        }
+    }
+
+    @Test
+    @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang: the journal full, its reclaim stuck
+    void backlogPastWhatTheJournalCarriesWaitsForDeletes() throws Exception {
+        // 4 segments of records (6 less two spare): a third of it is 2.7 MiB, the producer runs 6 MiB ahead
+        try (Daemon d = new Daemon(Daemon.journal("j", "2M", 6)).start(); HugePool pool = HugePool.connect(d.socket.toString())) {
+            HugepoolJournal j = loaded(d);
+            byte[] data = new byte[RECORD];
+            int n = (12 << 20) / RECORD, ahead = (6 << 20) / RECORD, kept = 100;
+            AtomicLong added = new AtomicLong();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            Thread producer = new Thread(() -> {
+                try {
+                    for (long id = 1; id <= n; id++) {
+                        j.appendAddRecord(id, (byte) 1, data, false);
+                        added.set(id);
+                    }
+                } catch (Throwable e) {
+                    failed.set(e);
+                }
+            }, "producer");
+            producer.start();
+            while (j.backlogWaiters() == 0 && producer.isAlive())
+                Thread.sleep(10);
+            Status.Journal st = pool.status().journal("j");
+            assertEquals(Status.Journal.OK, st.state(), "the daemon's journal while the producer waits: " + st);
+            assertTrue(producer.isAlive() && added.get() < ahead, "the producer added " + added.get() + " records ahead"
+                    + " of its consumer, " + (added.get() * RECORD >> 20) + " MiB, without waiting; " + failed.get());
+
+            // the consumer: deletes in order, once the producer is `ahead` records ahead, waits, or is done
+            for (long id = 1; id <= n - kept; id++) {
+                while (added.get() < Math.min(id + ahead, n) && producer.isAlive() && j.backlogWaiters() == 0)
+                    Thread.sleep(1);
+                j.appendDeleteRecord(id, false);
+            }
+            producer.join();
+            assertEquals(null, failed.get(), "the producer");
+            j.appendAddRecord(n + 1, (byte) 1, data, true); // everything before it durable
+            long reclaims = j.reclaims();
+            j.stop();
+            assertTrue(reclaims > 0, "the journal never reclaimed");
+
+            List<RecordInfo> records = load(d, "j");
+            assertEquals(kept + 1, records.size(), "records loaded");
+            for (int i = 0; i <= kept; i++)
+                assertEquals(n - kept + 1 + i, records.get(i).id, "record " + i + " loaded");
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void twoSegmentsAreRefused() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("j", "2M", 2)).start()) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
+            IllegalStateException e = assertThrows(IllegalStateException.class, j::loadInternalOnly);
+            j.stop();
+            assertTrue(e.getMessage().contains("has 2 segments") && e.getMessage().contains("at least 3"), e.getMessage());
         }
     }
 }
