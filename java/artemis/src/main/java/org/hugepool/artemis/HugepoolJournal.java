@@ -1527,11 +1527,18 @@ public final class HugepoolJournal implements Journal {
                 throw new IllegalStateException(where() + ": the record at LSN " + todo.get(0).lsn + " is still needed but"
                         + " was not found between LSN " + oldCut + " and " + newCut + ": records were discarded"
                         + " (when_full = recycle, or truncated by another program?)");
+            // read only from the first record to carry to the last: under a broker whose
+            // consumers keep up, those are the few in flight at the window's end, and the rest
+            // of the window (the reclaim point, 64 MiB by default) is not copied into this JVM
             Map<Long, Live.Entry> byLsn = new java.util.HashMap<>();
-            for (Live.Entry e : todo)
+            long first = newCut, last = oldCut;
+            for (Live.Entry e : todo) {
                 byLsn.put(e.lsn, e);
-            try (JournalReader r = rpool.openJournalReader(name, oldCut)) {
-                for (JournalRecord rec; (rec = r.next()) != null && rec.lsn() < newCut;) {
+                first = Math.min(first, e.lsn);
+                last = Math.max(last, e.lsn);
+            }
+            try (JournalReader r = rpool.openJournalReader(name, Math.max(oldCut, first))) {
+                for (JournalRecord rec; (rec = r.next()) != null && rec.lsn() <= last && rec.lsn() < newCut;) {
                     Live.Entry e = byLsn.get(rec.lsn());
                     if (e == null)
                         continue;
