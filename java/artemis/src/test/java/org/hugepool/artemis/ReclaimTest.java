@@ -34,6 +34,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 import org.apache.activemq.artemis.core.journal.EncoderPersister;
 import org.apache.activemq.artemis.core.journal.PreparedTransactionInfo;
@@ -181,10 +182,14 @@ class ReclaimTest {
             assertTrue(producer.isAlive() && added.get() < ahead, "the producer added " + added.get() + " records ahead"
                     + " of its consumer, " + (added.get() * RECORD >> 20) + " MiB, without waiting; " + failed.get());
 
-            // the consumer: deletes in order, once the producer is `ahead` records ahead, waits, or is done
+            // the consumer: deletes in order, once the producer is `ahead` records ahead, waits, or is done;
+            // never a record not yet added (a delete of nothing: the add after it would stay live), which
+            // a waiting producer not yet back on a CPU after the last delete woke it would let it do
             for (long id = 1; id <= n - kept; id++) {
-                while (added.get() < Math.min(id + ahead, n) && producer.isAlive() && j.backlogWaiters() == 0)
-                    Thread.sleep(1);
+                while (added.get() < id || (added.get() < Math.min(id + ahead, n) && j.backlogWaiters() == 0)) {
+                    assertTrue(producer.isAlive(), "the producer stopped at " + added.get() + ": " + failed.get());
+                    LockSupport.parkNanos(100_000);
+                }
                 j.appendDeleteRecord(id, false);
             }
             producer.join();
