@@ -127,8 +127,8 @@ if [ -n "$java_skip" ]; then
 	skipped=$((skipped + 1))
 else
 	run_script java tests/java-tests.sh "$build"
-	# hugepool-artemis (tests/artemis-tests.sh): its journal and a standalone broker, once, with its
-	# time, as Druid's: the CI budget's largest Java stages
+	# hugepool-artemis (tests/artemis-tests.sh): its journal and a standalone broker, on each JDK as
+	# the binding's, with its time, as Druid's: the CI budget's largest Java stages
 	if [ -e "$build/java/artemis/hugepool-artemis-0.1.0.jar" ]; then
 		t0=$SECONDS
 		run_script artemis tests/artemis-tests.sh "$build"
