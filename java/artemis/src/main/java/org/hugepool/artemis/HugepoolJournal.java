@@ -26,7 +26,7 @@
  * the bytes since the last cut, and those are what was appended since plus the last reclaim's
  * copies: so everything a journal ever copies is at most half of what was appended to it, in a
  * daemon journal sized for the reclaim point (hugepool-artemis(7)). In a smaller one the window
- * stays where a reclaim's copies fit (capacity(), roomLimit), reclaims come earlier and copy
+ * stays where a reclaim's copies fit (usable(), roomLimit), reclaims come earlier and copy
  * more, and a new record waits while the live bytes are a third of the journal (awaitRoom).
  *
  * The daemon going away (a restart, warm or not) closes the writer: the appender connects again
@@ -183,7 +183,7 @@ public final class HugepoolJournal implements Journal {
     // appended by a broker thread (appendNow), in LSN order, not yet taken by the appender
     private final List<Op> handed = new ArrayList<>();
     private Throwable failure; // the journal failed: every later operation fails with it
-    private long usable; // what the daemon's journal holds for us (capacity())
+    private Status.Journal sized; // the daemon's journal as its status said at load or the last reconnect (usable())
     private int backlogWaiters; // broker threads waiting in awaitRoom for the live bytes to fall
     private long backlogWaits; // new records that waited for them since the start
     private long backlogSaidAt; // System.nanoTime() when that was last logged
@@ -283,20 +283,39 @@ public final class HugepoolJournal implements Journal {
         return String.format("%.1f MiB", bytes / 1048576.0);
     }
 
-    private static String sizing(Status.Journal j) {
-        return j.segments() + " segments of " + mib(j.segmentSize()) + ", two kept spare";
-    }
-
     /*
-     * The bytes of records the daemon's journal holds for us, as `windowBytes` counts them: its
+     * The bytes of records the daemon's journal j holds for us, as `windowBytes` counts them: its
      * segments but two (the one the cut lies in, which a truncate does not free, and the room a
      * batch that does not fit the end of a segment leaves there), each less its header. The
      * reclaim and the broker's operations keep within it (roomLimit, awaitRoom), so that the
      * journal never blocks full (when_full = block) with the copies that would free it queued
-     * behind the records that filled it. A direct (O_DIRECT) journal pads every batch to a block,
-     * bytes the broker cannot count: refused.
+     * behind the records that filled it.
      */
-    private long capacity(Status.Journal j) {
+    private static long usable(Status.Journal j) {
+        return (j.segments() - 2) * (j.segmentSize() - SEGMENT_HEADER);
+    }
+
+    /* With the lock: what the journal holds for us now. */
+    private long usable() {
+        return usable(sized);
+    }
+
+    /* The failure of a journal j whose live bytes are past what a reclaim can carry forward. */
+    private IllegalStateException cannotCarry(long liveBytes, Status.Journal j) {
+        long perSegment = j.segmentSize() - SEGMENT_HEADER;
+        return new IllegalStateException(where() + ": the records the broker still needs, " + mib(liveBytes)
+                + ", are more than the journal can carry forward: it holds " + mib(usable(j)) + " (" + j.segments()
+                + " segments of " + mib(j.segmentSize()) + ", two kept spare), and a reclaim needs room for a copy of"
+                + " them beside them; give it at least " + (2 + (3 * liveBytes + perSegment - 1) / perSegment)
+                + " segments (hugepool-artemis(7))");
+    }
+
+    /*
+     * j, if the broker can keep its records there: not a direct (O_DIRECT) journal, which pads
+     * every batch to a block, bytes the broker cannot count; not one of two segments, none left
+     * once two are spare.
+     */
+    private Status.Journal checkSized(Status.Journal j) {
         if (j.direct())
             throw new IllegalStateException(where() + " is written with O_DIRECT (direct = on), which pads every batch"
                     + " to 4096 bytes that the broker's reclaim cannot count: set direct = off for its journals"
@@ -304,7 +323,7 @@ public final class HugepoolJournal implements Journal {
         if (j.segments() < 3)
             throw new IllegalStateException(where() + " has " + j.segments() + " segments: a broker's journal needs"
                     + " at least 3, one for its records and two kept spare (hugepool-artemis(7))");
-        return (j.segments() - 2) * (j.segmentSize() - SEGMENT_HEADER);
+        return j;
     }
 
     @Override
@@ -435,16 +454,11 @@ public final class HugepoolJournal implements Journal {
         if (j.nextLsn() != r.lastLsn + 1 && !(r.lastLsn == 0 && j.nextLsn() <= 1))
             throw new IllegalStateException(where() + ": read up to LSN " + r.lastLsn + " but the journal's next LSN is "
                     + j.nextLsn() + ": another program appends to it");
-        long holds = capacity(j);
-        if (r.live.bytes > maxCarried(holds))
-            throw new IllegalStateException(where() + ": the records the broker still needs, " + mib(r.live.bytes)
-                    + ", are more than the journal can carry forward: it holds " + mib(holds) + " (" + sizing(j)
-                    + "), and a reclaim needs room for a copy of them beside them; give it at least "
-                    + (2 + (3 * r.live.bytes + j.segmentSize() - SEGMENT_HEADER - 1) / (j.segmentSize() - SEGMENT_HEADER))
-                    + " segments (hugepool-artemis(7))");
+        if (r.live.bytes > maxCarried(usable(checkSized(j))))
+            throw cannotCarry(r.live.bytes, j);
         lock.lock();
         try {
-            usable = holds;
+            sized = j;
             live = r.live;
             nextLsn = Math.max(j.nextLsn(), 1);
             cut = r.cut;
@@ -1146,10 +1160,10 @@ public final class HugepoolJournal implements Journal {
                 pool = connect();
                 writer = openWriter(pool);
                 // its configuration may have changed with the daemon's restart
-                long holds = capacity(pool.status().journal(name));
+                Status.Journal j = checkSized(pool.status().journal(name));
                 lock.lock();
                 try {
-                    usable = holds;
+                    sized = j;
                     room.signalAll();
                 } finally {
                     lock.unlock();
@@ -1300,6 +1314,7 @@ public final class HugepoolJournal implements Journal {
      * (the reclaim's CUT, records queued by the appender's and the reclaimer's own threads).
      */
     private long capLimit() {
+        long usable = usable();
         return usable - usable / 16 - live.bytes;
     }
 
@@ -1311,12 +1326,12 @@ public final class HugepoolJournal implements Journal {
      */
     private boolean reclaimDue() {
         long l = live.bytes, room = Math.max(0, capLimit() - l);
-        return windowBytes > Math.max(l + usable / 64, Math.min(reclaimPoint(), l + 2 * room / 3));
+        return windowBytes > Math.max(l + usable() / 64, Math.min(reclaimPoint(), l + 2 * room / 3));
     }
 
     /* With the lock: the most live bytes the journal carries; new records wait past it. */
     private long maxLive() {
-        return usable / 3;
+        return usable() / 3;
     }
 
     /*
@@ -1325,7 +1340,7 @@ public final class HugepoolJournal implements Journal {
      * the live bytes and every operation would wait for ever: the reclaimer fails the journal.
      */
     private boolean overfull() {
-        return live.bytes > maxCarried(usable);
+        return live.bytes > maxCarried(usable());
     }
 
     /* The most live bytes a journal holding `usable` can carry forward: at capLimit() a reclaim frees a 32nd. */
@@ -1380,7 +1395,7 @@ public final class HugepoolJournal implements Journal {
                     log.warn("{}: the records the broker still needs, {}, are a third of what the journal holds ({}):"
                             + " new messages wait for consumers to acknowledge some ({} waits since the start, said at"
                             + " most once a minute); give it more segments or lower the broker's global-max-size"
-                            + " (hugepool-artemis(7))", where(), mib(live.bytes), mib(usable), backlogWaits);
+                            + " (hugepool-artemis(7))", where(), mib(live.bytes), mib(usable()), backlogWaits);
                     backlogSaidAt = now;
                 }
                 backlogWaiters++;
@@ -1423,12 +1438,10 @@ public final class HugepoolJournal implements Journal {
                     if (!reclaimRunning || failure != null)
                         return;
                     if (overfull()) {
-                        String why = where() + ": the records the broker still needs, " + mib(live.bytes)
-                                + ", are more than the journal can carry forward (it holds " + mib(usable)
-                                + "): give it more segments (hugepool-artemis(7))";
+                        IllegalStateException why = cannotCarry(live.bytes, sized);
                         lock.unlock();
                         try {
-                            fail(new IllegalStateException(why));
+                            fail(why);
                         } finally {
                             lock.lock();
                         }

@@ -359,12 +359,12 @@ class CompletionTest {
         return at;
     }
 
-    /* A journal "j" on d, loaded, one record made durable and its appender idle again. */
     /* A journal's add of `data` as record `id` of user type 1. */
     private static void add(HugepoolJournal j, long id, byte[] data, boolean sync, IOCompletion cb) throws Exception {
         j.appendAddRecord(id, (byte) 1, EncoderPersister.getInstance(), new ByteArrayEncoding(data), sync, cb);
     }
 
+    /* A journal "j" on d, loaded, one record made durable and its appender idle again. */
     private static HugepoolJournal idleJournal(Daemon d) throws Exception {
         HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
         j.loadInternalOnly();
