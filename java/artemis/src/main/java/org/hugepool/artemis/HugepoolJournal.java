@@ -1321,12 +1321,15 @@ public final class HugepoolJournal implements Journal {
     /*
      * With the lock: is a reclaim due? At the reclaim point; earlier when the journal is too
      * small for it (capLimit): once two thirds of the room the live records leave in the window
-     * are dead, so that the broker does not stop at the limit while a reclaim reads; never for
-     * less than a 64th of the journal to gain (live bytes loaded past what the limits keep to).
+     * are dead, so that the broker does not stop at the limit while a reclaim reads, but not for
+     * less than a 64th of the journal to gain. That floor bounds the early reclaim only, never
+     * the point: a small reclaim floor in a large journal (reclaim-at 512 KiB in 3 x 64 MiB) has
+     * its limit, 1.5 points, below a 64th of the journal, where a floor on the point left the
+     * broker waiting at the limit for a reclaim never due.
      */
     private boolean reclaimDue() {
         long l = live.bytes, room = Math.max(0, capLimit() - l);
-        return windowBytes > Math.max(l + usable() / 64, Math.min(reclaimPoint(), l + 2 * room / 3));
+        return windowBytes > Math.min(reclaimPoint(), l + Math.max(usable() / 64, 2 * room / 3));
     }
 
     /* With the lock: the most live bytes the journal carries; new records wait past it. */

@@ -21,6 +21,8 @@
  *    (when_full = block, where the reclaim's copies would have waited behind the adds that filled
  *    it, and every thread with them), the consumer's deletes go on and the producer with them;
  *    what was added and not deleted loads afterwards;
+ *  - the least reclaim floor in a large daemon journal (a window limit below a 64th of it)
+ *    reclaims at its floor, not at the 64th (where the broker waited for ever);
  *  - a daemon journal of two segments, which leaves nothing once two are kept spare, is refused
  *    at load, naming the rule.
  */
@@ -114,6 +116,32 @@ class ReclaimTest {
                     + " bytes forward in " + reclaims + " reclaims for " + appended + " bytes appended");
 
             assertEquals(backlog + 1, load(d, "j").size(), "records loaded after the reclaims");
+        }
+    }
+
+    /*
+     * The least reclaim floor (512 KiB) in a daemon journal of 3 x 64 MiB: its window limit, 1.5
+     * floors, is below a 64th of the journal, the least an early reclaim gains. With that floor on
+     * the reclaim point too (stop 64), the broker waited at 768 KiB for a reclaim due
+     * only at 1 MiB, for ever.
+     */
+    @Test
+    @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang: waiting at the limit, no reclaim due
+    void aSmallReclaimFloorInALargeJournalReclaims() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("j", "64M", 3)).start()) {
+            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", HugepoolJournal.MIN_RECLAIM_AT);
+            j.loadInternalOnly();
+            byte[] data = new byte[RECORD];
+            long id = 1;
+            for (; id <= (4 << 20) / RECORD; id++) {
+                j.appendAddRecord(id, (byte) 1, data, false);
+                j.appendDeleteRecord(id, false);
+            }
+            j.appendAddRecord(id, (byte) 1, data, true); // everything before it durable
+            long reclaims = j.reclaims();
+            j.stop();
+            assertTrue(reclaims > 0, "the journal never reclaimed");
+            assertEquals(1, load(d, "j").size(), "records loaded after the reclaims");
         }
     }
 
