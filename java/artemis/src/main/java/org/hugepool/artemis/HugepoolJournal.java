@@ -26,8 +26,8 @@
  * the bytes since the last cut, and those are what was appended since plus the last reclaim's
  * copies: so everything a journal ever copies is at most half of what was appended to it, in a
  * daemon journal sized for the reclaim point (hugepool-artemis(7)). In a smaller one the window
- * stays where a reclaim's copies fit (usable(), roomLimit), reclaims come earlier and copy
- * more, and a new record waits while the live bytes are a third of the journal (awaitRoom).
+ * stays where a reclaim's copies fit, reclaims come earlier and copy more, and a new record waits
+ * while the live bytes are a third of the journal (Capacity's arithmetic, awaitRoom's wait).
  *
  * The daemon going away (a restart, warm or not) closes the writer: the appender connects again
  * within `reconnect`, reads what became durable after the last LSN it knew, checks it is its own
@@ -110,8 +110,6 @@ public final class HugepoolJournal implements Journal {
     static final int RECLAIM_RATIO = 3;
     /* the smallest reclaim-at: below it an empty journal would reclaim every few records */
     static final long MIN_RECLAIM_AT = 512 << 10;
-    /* a segment's header (jformat.h's JFORMAT_BLOCK): the rest of the segment holds records */
-    private static final long SEGMENT_HEADER = 4096;
     /* Status.Journal.state() of a journal that a write or sync error made read-only */
     private static final int STATE_FAILED = 2;
     /*
@@ -183,7 +181,7 @@ public final class HugepoolJournal implements Journal {
     // appended by a broker thread (appendNow), in LSN order, not yet taken by the appender
     private final List<Op> handed = new ArrayList<>();
     private Throwable failure; // the journal failed: every later operation fails with it
-    private Status.Journal sized; // the daemon's journal as its status said at load or the last reconnect (usable())
+    private Capacity capacity; // the daemon's journal's, as its status said at load or the last reconnect
     private int backlogWaiters; // broker threads waiting in awaitRoom for the live bytes to fall
     private long backlogWaits; // new records that waited for them since the start
     private long backlogSaidAt; // System.nanoTime() when that was last logged
@@ -277,53 +275,6 @@ public final class HugepoolJournal implements Journal {
 
     private String failedText(Status.Journal j) {
         return where() + " failed and is read-only until hugepoold restarts: " + j.note();
-    }
-
-    private static String mib(long bytes) {
-        return String.format("%.1f MiB", bytes / 1048576.0);
-    }
-
-    /*
-     * The bytes of records the daemon's journal j holds for us, as `windowBytes` counts them: its
-     * segments but two (the one the cut lies in, which a truncate does not free, and the room a
-     * batch that does not fit the end of a segment leaves there), each less its header. The
-     * reclaim and the broker's operations keep within it (roomLimit, awaitRoom), so that the
-     * journal never blocks full (when_full = block) with the copies that would free it queued
-     * behind the records that filled it.
-     */
-    private static long usable(Status.Journal j) {
-        return (j.segments() - 2) * (j.segmentSize() - SEGMENT_HEADER);
-    }
-
-    /* With the lock: what the journal holds for us now. */
-    private long usable() {
-        return usable(sized);
-    }
-
-    /* The failure of a journal j whose live bytes are past what a reclaim can carry forward. */
-    private IllegalStateException cannotCarry(long liveBytes, Status.Journal j) {
-        long perSegment = j.segmentSize() - SEGMENT_HEADER;
-        return new IllegalStateException(where() + ": the records the broker still needs, " + mib(liveBytes)
-                + ", are more than the journal can carry forward: it holds " + mib(usable(j)) + " (" + j.segments()
-                + " segments of " + mib(j.segmentSize()) + ", two kept spare), and a reclaim needs room for a copy of"
-                + " them beside them; give it at least " + (2 + (3 * liveBytes + perSegment - 1) / perSegment)
-                + " segments (hugepool-artemis(7))");
-    }
-
-    /*
-     * j, if the broker can keep its records there: not a direct (O_DIRECT) journal, which pads
-     * every batch to a block, bytes the broker cannot count; not one of two segments, none left
-     * once two are spare.
-     */
-    private Status.Journal checkSized(Status.Journal j) {
-        if (j.direct())
-            throw new IllegalStateException(where() + " is written with O_DIRECT (direct = on), which pads every batch"
-                    + " to 4096 bytes that the broker's reclaim cannot count: set direct = off for its journals"
-                    + " (hugepool-artemis(7))");
-        if (j.segments() < 3)
-            throw new IllegalStateException(where() + " has " + j.segments() + " segments: a broker's journal needs"
-                    + " at least 3, one for its records and two kept spare (hugepool-artemis(7))");
-        return j;
     }
 
     @Override
@@ -454,11 +405,12 @@ public final class HugepoolJournal implements Journal {
         if (j.nextLsn() != r.lastLsn + 1 && !(r.lastLsn == 0 && j.nextLsn() <= 1))
             throw new IllegalStateException(where() + ": read up to LSN " + r.lastLsn + " but the journal's next LSN is "
                     + j.nextLsn() + ": another program appends to it");
-        if (r.live.bytes > maxCarried(usable(checkSized(j))))
-            throw cannotCarry(r.live.bytes, j);
+        Capacity c = Capacity.of(j, reclaimAt, where());
+        if (c.overfull(r.live.bytes))
+            throw c.cannotCarry(r.live.bytes, where());
         lock.lock();
         try {
-            sized = j;
+            capacity = c;
             live = r.live;
             nextLsn = Math.max(j.nextLsn(), 1);
             cut = r.cut;
@@ -1160,10 +1112,10 @@ public final class HugepoolJournal implements Journal {
                 pool = connect();
                 writer = openWriter(pool);
                 // its configuration may have changed with the daemon's restart
-                Status.Journal j = checkSized(pool.status().journal(name));
+                Capacity c = Capacity.of(pool.status().journal(name), reclaimAt, where());
                 lock.lock();
                 try {
-                    sized = j;
+                    capacity = c;
                     room.signalAll();
                 } finally {
                     lock.unlock();
@@ -1303,84 +1255,30 @@ public final class HugepoolJournal implements Journal {
 
     // --- reclaim -------------------------------------------------------------------------------
 
-    /* With the lock: the window's size at which a reclaim runs. */
-    private long reclaimPoint() {
-        return Math.max(reclaimAt, RECLAIM_RATIO * live.bytes);
-    }
-
-    /*
-     * With the lock: the most the window may hold so that a reclaim's copies of every live
-     * record fit beside it, less a sixteenth of the journal kept for what does not wait for room
-     * (the reclaim's CUT, records queued by the appender's and the reclaimer's own threads).
-     */
-    private long capLimit() {
-        long usable = usable();
-        return usable - usable / 16 - live.bytes;
-    }
-
-    /*
-     * With the lock: is a reclaim due? At the reclaim point; earlier when the journal is too
-     * small for it (capLimit): once two thirds of the room the live records leave in the window
-     * are dead, so that the broker does not stop at the limit while a reclaim reads, but not for
-     * less than a 64th of the journal to gain. That floor bounds the early reclaim only, never
-     * the point: a small reclaim floor in a large journal (reclaim-at 512 KiB in 3 x 64 MiB) has
-     * its limit, 1.5 points, below a 64th of the journal, where a floor on the point left the
-     * broker waiting at the limit for a reclaim never due.
-     */
+    /* With the lock: is a reclaim due (Capacity.reclaimDue)? */
     private boolean reclaimDue() {
-        long l = live.bytes, room = Math.max(0, capLimit() - l);
-        return windowBytes > Math.min(reclaimPoint(), l + Math.max(usable() / 64, 2 * room / 3));
+        return capacity.reclaimDue(windowBytes, live.bytes);
     }
 
-    /* With the lock: the most live bytes the journal carries; new records wait past it. */
-    private long maxLive() {
-        return usable() / 3;
-    }
-
-    /*
-     * With the lock: are the live bytes past what a reclaim can carry forward (updates, which do
-     * not wait for maxLive, piled up on records never deleted)? Then the window limit falls to
-     * the live bytes and every operation would wait for ever: the reclaimer fails the journal.
-     */
+    /* With the lock: are the live bytes past what a reclaim can carry forward (Capacity.overfull)? */
     private boolean overfull() {
-        return live.bytes > maxCarried(usable());
+        return capacity.overfull(live.bytes);
     }
 
-    /* The most live bytes a journal holding `usable` can carry forward: at capLimit() a reclaim frees a 32nd. */
-    private static long maxCarried(long usable) {
-        return (usable - usable / 16 - usable / 32) / 2;
-    }
-
-    /*
-     * With the lock: the window a broker operation may not queue past, i.e. where the reclaim is
-     * behind the broker. Its copies and CUT are queued behind whatever the broker queued before
-     * them; without a limit, a broker appending faster than a reclaim reads back would fill the
-     * daemon's journal (when_full = block) with records queued ahead of the CUT that would free
-     * it, and wait for ever. The limit is half as large again as the reclaim point, so the journal
-     * holds at most 1.5 reclaim points and a reclaim's copies (at most a third of one): twice the
-     * largest reclaim point is the daemon journal's size (hugepool-artemis(7)). A reclaim under way
-     * that began past the limit (the live records died, a consumer caught up with a backlog: the
-     * point fell under a window made when it was higher, which the journal held then) lets the
-     * broker append half a point more than the window it cuts, not stall until it has read it
-     * all: at most 1.5 times the old point and half the new one, still within twice the largest.
-     * Whatever the point, never past capLimit(): in a journal smaller than that rule asks (a
-     * backlog larger than its sizing counted on) a reclaim's copies still fit, the reclaims come
-     * earlier (reclaimDue) and copy more, and the broker waits for them more often.
-     */
+    /* With the lock: the window a broker operation may not queue past (Capacity.limit). */
     private long roomLimit() {
-        long point = reclaimPoint(), limit = point + point / 2;
-        return Math.min(capLimit(), reclaiming && reclaimFrom > limit ? reclaimFrom + point / 2 : limit);
+        return capacity.limit(live.bytes, reclaiming, reclaimFrom);
     }
 
     /*
      * With the lock, before a broker operation queues its record: wait while the window is past
      * roomLimit(), and, for a new record (`grows`: an add, a transaction's add: a message, in the
-     * message journal), while the live bytes are at maxLive(): a backlog the journal cannot carry
-     * forward waits for consumers' acknowledgements (updates, deletes, commits, which go on: an
-     * acknowledgement is an update of its message's record, then its delete), as Artemis's own
-     * producers wait on a full disk, said in the log at most once a minute, not a journal that
-     * fills and stops every thread. Never on the appender or the reclaimer (a callback may append from the
-     * appender), which are what makes room.
+     * message journal), while the live bytes are at Capacity.maxLive(): a backlog the journal
+     * cannot carry forward waits for consumers' acknowledgements (updates, deletes, commits,
+     * which go on: an acknowledgement is an update of its message's record, then its delete), as
+     * Artemis's own producers wait on a full disk, said in the log at most once a minute, not a
+     * journal that fills and stops every thread. Never on the appender or the reclaimer (a
+     * callback may append from the appender), which are what makes room.
      */
     private void awaitRoom(boolean grows) {
         Thread me = Thread.currentThread();
@@ -1391,14 +1289,15 @@ public final class HugepoolJournal implements Journal {
                 return;
             if (windowBytes > roomLimit()) {
                 room.awaitUninterruptibly();
-            } else if (grows && live.bytes >= maxLive()) {
+            } else if (grows && live.bytes >= capacity.maxLive()) {
                 backlogWaits++;
                 long now = System.nanoTime();
                 if (backlogWaits == 1 || now - backlogSaidAt > TimeUnit.MINUTES.toNanos(1)) {
                     log.warn("{}: the records the broker still needs, {}, are a third of what the journal holds ({}):"
                             + " new messages wait for consumers to acknowledge some ({} waits since the start, said at"
                             + " most once a minute); give it more segments or lower the broker's global-max-size"
-                            + " (hugepool-artemis(7))", where(), mib(live.bytes), mib(usable()), backlogWaits);
+                            + " (hugepool-artemis(7))", where(), Capacity.mib(live.bytes),
+                            Capacity.mib(capacity.usable()), backlogWaits);
                     backlogSaidAt = now;
                 }
                 backlogWaiters++;
@@ -1415,7 +1314,7 @@ public final class HugepoolJournal implements Journal {
 
     /* With the lock, after an operation that may free live bytes: wake what waits for them. */
     private void liveFell() {
-        if (backlogWaiters > 0 && live.bytes < maxLive())
+        if (backlogWaiters > 0 && live.bytes < capacity.maxLive())
             room.signalAll();
     }
 
@@ -1441,7 +1340,7 @@ public final class HugepoolJournal implements Journal {
                     if (!reclaimRunning || failure != null)
                         return;
                     if (overfull()) {
-                        IllegalStateException why = cannotCarry(live.bytes, sized);
+                        IllegalStateException why = capacity.cannotCarry(live.bytes, where());
                         lock.unlock();
                         try {
                             fail(why);
