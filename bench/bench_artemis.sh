@@ -6,31 +6,30 @@
 # switched to hugepool as hugepool-artemis(7) says, its journals on a hugepoold of its own (page
 # cache, backend auto); one on Artemis's ASYNCIO journal and one on its NIO journal, each with the
 # journal-buffer-timeout `artemis create` tunes on this disk for it; and one with persistence off
-# (`--disable-persistence`: no journal at all), the most any journal could let the same broker do
-# on this machine, printed beside as the ceiling of the ratios. All four page past the same
-# global-max-size, the backlog the hugepool broker's message journal is sized for. The load is Artemis's own
-# generator, `artemis perf client`: P producers with persistent S-byte messages, each with one send
-# in flight (a confirmation window, so that a send completes when the broker made it durable), and
-# a consumer, so that queues stay short as a broker's do; D seconds measured after a warm-up. In
-# each cell the four brokers take turns, the order rotating from cell to cell and round to round;
-# with several rounds a broker's median run counts. Prints each broker's durable sends/s and send
-# latency p50/p99 (the generator's HDR histogram), and hugepool's against the better Artemis
-# journal's (the one with more sends/s) as ratios, with the round-by-round spread, and the ceiling's; the CPU each broker (its
-# JIT compiler aside) and the hugepool broker's daemon spent per send in the same runs
-# (/proc/PID/stat: where a send's time goes when the two CPUs are the limit), the hugepool
-# broker's message journal's records per sync and syncs per send (`hugepoolctl journal stat`),
-# and each Artemis broker's syncs per send (its fdatasync and fsync calls, which perf counts
+# (`--disable-persistence`: no journal at all), the most any journal could let the same broker do on
+# this machine, printed beside as the ceiling of the ratios. All four page past the same
+# global-max-size, the backlog the hugepool broker's message journal is sized for. The load is
+# Artemis's own generator, `artemis perf client`: P producers with persistent S-byte messages, each
+# with one send in flight (a confirmation window, so that a send completes when the broker made it
+# durable), and a consumer, so that queues stay short as a broker's do; D seconds measured after a
+# warm-up. In each cell the four brokers take turns, the order rotating from cell to cell and round
+# to round; with several rounds a broker's median run counts. Prints each broker's durable sends/s
+# and send latency p50/p99 (the generator's HDR histogram), and hugepool's against the better
+# Artemis journal's (the one with more sends/s) as ratios, with the round-by-round spread, and the
+# ceiling's; the CPU each broker (its JIT compiler aside) and the hugepool broker's daemon spent per
+# send in the same runs (/proc/PID/stat: where a send's time goes when the two CPUs are the limit),
+# the hugepool broker's message journal's records per sync and syncs per send (`hugepoolctl journal
+# stat`), and each Artemis broker's syncs per send (its fdatasync and fsync calls, which perf counts
 # where it may); and the whole machine's CPU time per send in the measured seconds, every process's
-# and the kernel's, with the share of its CPUs busy (/proc/stat: on CPUs all busy, sends/s go as
-# its inverse, which bounds the ratio any journal can reach). Nothing is asserted. Each
-# broker runs 15 s of load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100,
-# 1000, 10000}, 5 s after 6 s, one round (the JIT warm-up, not a second round, is what keeps the
-# first broker of a cell from running half-compiled; the 6 s, what keeps the load generator's
-# own: a new JVM each run, its C2 compiler takes 0.4-0.7 of a CPU for its first 6 s of load and
-# 0.0-0.1 after): an estimated 11 minutes on 2 idle CPUs, far
-# more on loaded ones (one cell alone took 5 minutes at a load of 25); set
-# HP_BENCH_ARTEMIS_PRODUCERS, _SIZES, _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others, and
-# HP_BENCH_ARTEMIS_BROKERS (hugepool,asyncio,nio,none) to run some of the brokers only (a
+# and the kernel's, with the share of its CPUs busy (/proc/stat: on CPUs all busy, sends/s go as its
+# inverse, which bounds the ratio any journal can reach). Nothing is asserted. Each broker runs 15 s
+# of load unmeasured first, for its JIT. Default: P in {1, 8, 64} x S in {100, 1000, 10000}, 5 s
+# after 6 s, one round (the JIT warm-up, not a second round, is what keeps the first broker of a
+# cell from running half-compiled; the 6 s, what keeps the load generator's own: a new JVM each run,
+# its C2 compiler takes 0.4-0.7 of a CPU for its first 6 s of load and 0.0-0.1 after): an estimated
+# 11 minutes on 2 idle CPUs, far more on loaded ones (one cell alone took 5 minutes at a load of
+# 25); set HP_BENCH_ARTEMIS_PRODUCERS, _SIZES, _SECONDS, _WARMUP, _ROUNDS, _JIT_SECONDS for others,
+# and HP_BENCH_ARTEMIS_BROKERS (hugepool,asyncio,nio,none) to run some of the brokers only (a
 # change's A/B runs; a broker left out prints "failed").
 # Usage: bench/bench_artemis.sh BUILD_DIR
 set -u
@@ -292,7 +291,7 @@ done
 
 # Each broker's figures in a cell are those of its median run by sends/s (of an even number of
 # runs, the faster of the middle two: with two rounds, the better run). Not the best of several:
-# on this VM one cell's run moves by 15-25% from run to run, and the best of three was one
+# on this VM one cell's run moves by a third from run to run, and the best of three was one
 # broker's lucky run as often as not (8 x 1000 B, 2026-11-30: ASYNCIO 3,003, 3,019 and 3,852
 # sends/s beside hugepool's 3,202-3,589). The spread shows beside: hugepool over the better
 # Artemis journal of the same round, round by round.
@@ -336,8 +335,9 @@ rows() {
 }
 echo
 echo "Durable sends of an Artemis 2.40.0 broker (artemis perf client, persistent, one send in flight per producer, a consumer;"
-echo "$seconds s after $warmup s a cell, the median of $rounds runs): sends/s (send latency p50 / p99 in ms); the ratios of"
-echo "the median runs, and hugepool's over the better Artemis journal's in each round alone, lowest to highest"
+[ "$rounds" -gt 1 ] && of="the median of $rounds runs" || of="one run"
+echo "$seconds s after $warmup s a cell, $of): sends/s (send latency p50 / p99 in ms); the ratios of those"
+echo "runs, and hugepool's over the better Artemis journal's in each round alone, lowest to highest"
 echo
 echo "| producers x message | hugepool | Artemis ASYNCIO | Artemis NIO | sends/s: hugepool / better Artemis | round by round | p50 | p99 | no journal (persistence off) | no journal / better Artemis |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
