@@ -31,14 +31,16 @@ import org.hugepool.Status;
 /** One daemon journal's capacity for a HugepoolJournal, from its status; immutable. */
 final class Capacity {
     /* a segment's header (jformat.h's JFORMAT_BLOCK): the rest of the segment holds records */
-    static final long SEGMENT_HEADER = 4096;
+    private static final long SEGMENT_HEADER = 4096;
 
     private final Status.Journal journal;
     private final long reclaimAt, usable;
+    private final String where; // the journal, as the messages name it
 
-    private Capacity(Status.Journal journal, long reclaimAt) {
+    private Capacity(Status.Journal journal, long reclaimAt, String where) {
         this.journal = journal;
         this.reclaimAt = reclaimAt;
+        this.where = where;
         this.usable = (journal.segments() - 2) * (journal.segmentSize() - SEGMENT_HEADER);
     }
 
@@ -58,7 +60,7 @@ final class Capacity {
         if (j.segments() < 3)
             throw new IllegalStateException(where + " has " + j.segments() + " segments: a broker's journal needs"
                     + " at least 3, one for its records and two kept spare (hugepool-artemis(7))");
-        return new Capacity(j, reclaimAt);
+        return new Capacity(j, reclaimAt, where);
     }
 
     static String mib(long bytes) {
@@ -136,7 +138,7 @@ final class Capacity {
     }
 
     /** The failure of a journal whose live bytes are past what a reclaim can carry forward. */
-    IllegalStateException cannotCarry(long live, String where) {
+    IllegalStateException cannotCarry(long live) {
         long perSegment = journal.segmentSize() - SEGMENT_HEADER;
         return new IllegalStateException(where + ": the records the broker still needs, " + mib(live)
                 + ", are more than the journal can carry forward: it holds " + mib(usable) + " (" + journal.segments()

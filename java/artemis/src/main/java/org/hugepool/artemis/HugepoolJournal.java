@@ -407,7 +407,7 @@ public final class HugepoolJournal implements Journal {
                     + j.nextLsn() + ": another program appends to it");
         Capacity c = Capacity.of(j, reclaimAt, where());
         if (c.overfull(r.live.bytes))
-            throw c.cannotCarry(r.live.bytes, where());
+            throw c.cannotCarry(r.live.bytes);
         lock.lock();
         try {
             capacity = c;
@@ -1340,7 +1340,7 @@ public final class HugepoolJournal implements Journal {
                     if (!reclaimRunning || failure != null)
                         return;
                     if (overfull()) {
-                        IllegalStateException why = capacity.cannotCarry(live.bytes, where());
+                        IllegalStateException why = capacity.cannotCarry(live.bytes);
                         lock.unlock();
                         try {
                             fail(why);

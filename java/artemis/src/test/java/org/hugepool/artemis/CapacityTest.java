@@ -102,7 +102,7 @@ class CapacityTest {
                 Capacity small = capacity(3, size, HugepoolJournal.MIN_RECLAIM_AT);
                 if (!small.overfull(live))
                     continue;
-                Matcher m = n.matcher(small.cannotCarry(live, "journal j").getMessage());
+                Matcher m = n.matcher(small.cannotCarry(live).getMessage());
                 assertTrue(m.find(), "no segment count in the message");
                 int asked = Integer.parseInt(m.group(1));
                 Capacity enough = capacity(asked, size, HugepoolJournal.MIN_RECLAIM_AT);
