@@ -155,6 +155,25 @@ struct hp_journal_path {
 };
 
 /*
+ * What hugepoold.conf sets for a journal (hp_journal_status.config). when_full: HP_JOURNAL_BLOCK
+ * (the default: with every segment holding records not truncated yet, appends wait for a
+ * truncate) or HP_JOURNAL_RECYCLE (the oldest segment is reused: records in it that were not
+ * truncated are lost, so a client that keeps records until it truncates them, a broker's
+ * journal, must refuse such a journal). max_batch_delay_ns and max_batch_bytes bound a batch;
+ * ring_size is the size of the shared-memory ring each writer appends into.
+ */
+enum hp_journal_when_full {
+	HP_JOURNAL_BLOCK = 0,
+	HP_JOURNAL_RECYCLE = 1,
+};
+struct hp_journal_config {
+	int when_full; /* enum hp_journal_when_full */
+	uint64_t max_batch_delay_ns; /* 0: flushed at once */
+	uint64_t max_batch_bytes;
+	uint64_t ring_size;
+};
+
+/*
  * The pages a class's buffers are on (hp_class_status.pages): hugetlb pages of page_size, or
  * regular shared memory (hugetlb 0, page_size 4096). want_page_size is the hugetlb page size it
  * asked for (its page_size in hugepoold.conf, with auto the one the daemon picked; 0 with
@@ -228,6 +247,7 @@ struct hp_journal_status {
 	struct hp_journal_batches batch_sizes; /* its batches by the records in them */
 	struct hp_journal_durability durability; /* its latencies and I/O errors */
 	struct hp_journal_path path; /* how its batches reach the disk */
+	struct hp_journal_config config; /* what hugepoold.conf sets for it */
 };
 
 /* Spill streams, all clients together; limits of 0 mean unlimited. */

@@ -48,8 +48,8 @@ void metrics_print(struct expo *e, const struct hp_status *st, bool uids);
 void journals_text(const struct hp_status *st);
 void journals_json(struct json *j, const struct hp_status *st);
 
-/* Everything the daemon reports about st's journal i: its status, batches by size, latencies
- * and path to the disk. */
+/* Everything the daemon reports about st's journal i: its status, batches by size, latencies,
+ * path to the disk and configuration. */
 void journal_stat_print(const struct hp_journal_status *js, bool json);
 
 /* What journal verify found. */
@@ -70,11 +70,13 @@ void journal_record_print(uint64_t lsn, const void *data, size_t len, bool json,
 
 /*
  * The JSON member of a NUM, CALC or HIST field of proto.h's status lists (src is the public
- * struct); OWN fields by hand. A latency histogram is an object: count, sum_ns and buckets, the
- * bucket counts in the order of their bounds (hp_latency, in hugepool.h).
+ * struct); OWN and ENUM fields by hand (an ENUM one as its name). A latency histogram is an
+ * object: count, sum_ns and buckets, the bucket counts in the order of their bounds (hp_latency,
+ * in hugepool.h).
  */
 #define JSON_FIELD(kind, type, name, metric) JSON_FIELD_##kind(name)
 #define JSON_FIELD_OWN(name)
+#define JSON_FIELD_ENUM(name)
 #define JSON_FIELD_CALC(name) JSON_FIELD_NUM(name)
 #define JSON_FIELD_NUM(name) json_u64(j, #name, src->name);
 #define JSON_FIELD_HIST(name) json_latency(j, #name, &src->name);
@@ -82,6 +84,7 @@ void journal_record_print(uint64_t lsn, const void *data, size_t len, bool json,
 /* The same as lines of text, "name value" (a histogram: its count and mean). */
 #define TEXT_FIELD(kind, type, name, metric) TEXT_FIELD_##kind(name)
 #define TEXT_FIELD_OWN(name)
+#define TEXT_FIELD_ENUM(name)
 #define TEXT_FIELD_CALC(name) TEXT_FIELD_NUM(name)
 #define TEXT_FIELD_NUM(name) printf("%-32s %" PRIu64 "\n", #name, (uint64_t)src->name);
 #define TEXT_FIELD_HIST(name)                                                                   \

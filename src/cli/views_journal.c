@@ -35,11 +35,12 @@ void journals_text(const struct hp_status *st)
 		const struct hp_journal_status *js = st->journals[i];
 
 		snprintf(segs, sizeof(segs), "%" PRIu32 "/%" PRIu32, js->segments_used, js->segments);
+		/* a journal that loses records when full says so at the end of its line */
 		printf("%-*s %-6s %-8s %10" PRIu64 " %7" PRIu32 " %8s %10" PRIu64 " %9" PRIu64
-		       " %6.1f %9.1f %9.1f %9.1f\n",
+		       " %6.1f %9.1f %9.1f %9.1f%s\n",
 		       w, ESCAPED(js->name), hp_journal_state_name(js->state), ESCAPED(js->backend), js->durable_lsn, js->writers, segs,
 		       js->appends, js->batches, js->mean_batch, us_of(js->sync_p50_ns), us_of(js->sync_p99_ns),
-		       us_of(js->sync_p999_ns));
+		       us_of(js->sync_p999_ns), js->config.when_full == HP_JOURNAL_RECYCLE ? "  recycle" : "");
 	}
 }
 
@@ -60,9 +61,18 @@ static void journal_path_json(struct json *j, const struct hp_journal_path *src)
 	json_str(j, "path_why", src->why);
 }
 
+/* What hugepoold.conf sets for the journal (version 8), as the member "config", when_full as a word. */
+static void config_json(struct json *j, const struct hp_journal_config *src)
+{
+	json_open(j, "config", '{');
+	json_str(j, "when_full", proto_journal_when_full_name((uint32_t)src->when_full));
+	PROTO_STATUS_JCONFIG_FIELDS(JSON_FIELD)
+	json_close(j, '}');
+}
+
 /* Every member of a journal's record (struct hp_journal_status) under its own name (state as a
  * word), the batches by size as an array of HP_BATCH_BUCKETS counts, its latencies and I/O
- * errors as "durability", and its path to the disk. */
+ * errors as "durability", its path to the disk, and its configuration as "config". */
 static void journal_json_members(struct json *j, const struct hp_journal_status *src)
 {
 	const struct hp_journal_batches *batches = &src->batch_sizes;
@@ -83,6 +93,7 @@ static void journal_json_members(struct json *j, const struct hp_journal_status 
 	json_close(j, ']');
 	durability_json(j, &src->durability);
 	journal_path_json(j, &src->path);
+	config_json(j, &src->config);
 }
 
 void journals_json(struct json *j, const struct hp_status *st)
@@ -94,6 +105,39 @@ void journals_json(struct json *j, const struct hp_status *st)
 		json_close(j, '}');
 	}
 	json_close(j, ']');
+}
+
+/* A batch's time budget as the configuration writes it: "500 us", "2 ms", "1.5 s". */
+static const char *delay_text(uint64_t ns, char *buf, size_t len)
+{
+	if (ns >= 1000000000)
+		snprintf(buf, len, "%g s", (double)ns / 1e9);
+	else if (ns >= 1000000)
+		snprintf(buf, len, "%g ms", (double)ns / 1e6);
+	else if (ns >= 1000)
+		snprintf(buf, len, "%g us", (double)ns / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	return buf;
+}
+
+/* The journal's configuration: what a full journal does, and its batches' and rings' sizes. */
+static void config_text(const struct hp_journal_config *cfg)
+{
+	char d[32], b[32], r[32];
+
+	/* libhugepool let no other value through */
+	if (cfg->when_full == HP_JOURNAL_RECYCLE)
+		printf("When full:    recycle (the oldest segment is reused; records not truncated are lost)\n");
+	else
+		printf("When full:    block (appends wait for a truncate)\n");
+	size_format(cfg->max_batch_bytes, b, sizeof(b));
+	size_format(cfg->ring_size, r, sizeof(r));
+	if (cfg->max_batch_delay_ns)
+		printf("Batches at:   %s or %s, whichever comes first; rings of %s per writer\n",
+		       delay_text(cfg->max_batch_delay_ns, d, sizeof(d)), b, r);
+	else
+		printf("Batches at:   %s, or at once (max_batch_delay 0); rings of %s per writer\n", b, r);
 }
 
 static void journal_stat_text(const struct hp_journal_status *js)
@@ -116,6 +160,7 @@ static void journal_stat_text(const struct hp_journal_status *js)
 	printf("Note:         %s\n", js->note[0] ? ESCAPED(js->note) : "-");
 	printf("Segments:     %" PRIu32 " of %" PRIu32 " in use, %s each\n", js->segments_used, js->segments,
 	       size_format(js->segment_size, b, sizeof(b)));
+	config_text(&js->config);
 	printf("LSNs:         next %" PRIu64 ", durable up to %" PRIu64 "%s\n", js->next_lsn, js->durable_lsn,
 	       js->durable_lsn ? "" : " (none yet)");
 	if (js->retain_lsn)

@@ -39,13 +39,16 @@ struct metric_row {
 #define M(type_, name_, label_, help_) .type = MT_##type_, .name = name_, .label = label_, .help = help_
 #define NOMETRIC .type = MT_NONE
 /*
- * A NUM, CALC or HIST row of the public struct S; an OWN row is not in it under its name. The
- * metric arrives expanded (designated initializers, commas and all): the rest of the arguments.
+ * A NUM, CALC, HIST or ENUM row of the public struct S (an ENUM row's value: the int the public
+ * struct holds under its name, 4 bytes as row_value reads them); an OWN row is not in it under
+ * its name. The metric arrives expanded (designated initializers, commas and all): the rest of
+ * the arguments.
  */
 #define ROW_OF(S, kind, name, ...) ROW_##kind(S, name, __VA_ARGS__)
 #define ROW_NUM(S, name, ...) { .offset = offsetof(S, name), .size = sizeof(((S *)0)->name), __VA_ARGS__ },
 #define ROW_CALC(S, name, ...) ROW_NUM(S, name, __VA_ARGS__)
 #define ROW_HIST(S, name, ...) ROW_NUM(S, name, __VA_ARGS__)
+#define ROW_ENUM(S, name, ...) ROW_NUM(S, name, __VA_ARGS__)
 #define ROW_OWN(S, name, ...)
 
 #define ROW_STATUS(kind, type, name, metric) ROW_OF(struct hp_status, kind, name, metric)
@@ -57,6 +60,7 @@ struct metric_row {
 #define ROW_JOURNAL(kind, type, name, metric) ROW_OF(struct hp_journal_status, kind, name, metric)
 #define ROW_DURABILITY(kind, type, name, metric) ROW_OF(struct hp_journal_durability, kind, name, metric)
 #define ROW_JPATH(kind, type, name, metric) ROW_OF(struct hp_journal_path, kind, name, metric)
+#define ROW_JCONFIG(kind, type, name, metric) ROW_OF(struct hp_journal_config, kind, name, metric)
 #define ROW_SPILL(kind, type, name, metric) ROW_OF(struct hp_spill_status, kind, name, metric)
 #define ROW_SPILL_UID(kind, type, name, metric) ROW_OF(struct hp_spill_uid_status, kind, name, metric)
 
@@ -69,6 +73,7 @@ static const struct metric_row pages_rows[] = { PROTO_STATUS_PAGES_FIELDS(ROW_PA
 static const struct metric_row journal_rows[] = { PROTO_STATUS_JOURNAL_FIELDS(ROW_JOURNAL) };
 static const struct metric_row durability_rows[] = { PROTO_STATUS_DURABILITY_FIELDS(ROW_DURABILITY) };
 static const struct metric_row jpath_rows[] = { PROTO_STATUS_JPATH_FIELDS(ROW_JPATH) };
+static const struct metric_row jconfig_rows[] = { PROTO_STATUS_JCONFIG_FIELDS(ROW_JCONFIG) };
 static const struct metric_row spill_rows[] = { PROTO_STATUS_SPILL_FIELDS(ROW_SPILL) };
 static const struct metric_row spill_uid_rows[] = { PROTO_STATUS_SPILL_UID_FIELDS(ROW_SPILL_UID) };
 
@@ -79,7 +84,7 @@ static const struct metric_row spill_uid_rows[] = { PROTO_STATUS_SPILL_UID_FIELD
 struct records {
 	const void *one; /* the section's one record; or */
 	const void *const *each; /* each record of the status's array of them, */
-	size_t at; /* and the section at this offset in it (a journal's path, a class's acquires or pages) */
+	size_t at; /* and the section at this offset in it (a journal's path or config, a class's acquires or pages) */
 	uint32_t count;
 	/* writes record i's labels (expo_label) into buf; NULL: the section has one record, no label */
 	void (*labels)(const struct hp_status *st, uint32_t i, char *buf, size_t len);
@@ -323,6 +328,7 @@ void metrics_print(struct expo *e, const struct hp_status *st, bool uids)
 	print_batch_sizes(e, st);
 	PRINT_ROWS(e, st, durability_rows, EACH_IN(st->journals, st->njournals, durability, journal_labels), NULL);
 	PRINT_ROWS(e, st, jpath_rows, EACH_IN(st->journals, st->njournals, path, journal_labels), NULL);
+	PRINT_ROWS(e, st, jconfig_rows, EACH_IN(st->journals, st->njournals, config, journal_labels), NULL);
 	/* spill: the machine's (its limits only, but to whom asked and sees every uid), each uid's */
 	PRINT_ROWS(e, st, spill_rows, ONE(&st->spill), all ? NULL : spill_names_nobody);
 	if (uids)

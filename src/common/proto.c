@@ -194,6 +194,15 @@ const char *proto_journal_state_name(uint32_t state)
 	return state < ARRAY_SIZE(names) ? names[state] : "unknown";
 }
 
+const char *proto_journal_when_full_name(uint32_t when_full)
+{
+#define WHEN_FULL_NAME(policy, name) [PROTO_JOURNAL_##policy] = name,
+	static const char *const names[] = { PROTO_JOURNAL_WHEN_FULL(WHEN_FULL_NAME) };
+#undef WHEN_FULL_NAME
+
+	return when_full < ARRAY_SIZE(names) ? names[when_full] : "unknown";
+}
+
 uint64_t proto_status_size(const struct proto_status *st, const struct proto_status_server *srv, uint16_t version)
 {
 	uint64_t n = sizeof(*st);

@@ -32,9 +32,11 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the wire protocol is 
  * (connections and refusals, each class's acquires by outcome and their wait, each journal's
  * latencies and I/O errors, each uid's spill figures) and each journal's path to the disk
  * (inline or queued, and why); 7: each class's pages at the end of status (a pool's classes may
- * have pages of different sizes).
+ * have pages of different sizes); 8: each journal's configuration at the end of status (when_full
+ * and its batch limits: a client that keeps records until it truncates them must refuse a
+ * journal that recycles).
  */
-#define PROTO_VERSION 7
+#define PROTO_VERSION 8
 #define PROTO_VERSION_MIN 3
 #define PROTO_NAME_MAX 32 /* class and client names on the wire, NUL-padded */
 #define PROTO_MAX_FDS 32 /* fds in one message; grants larger than this are split */
@@ -294,8 +296,12 @@ void proto_latency_add(struct proto_latency *h, uint64_t ns, uint64_t n);
  * daemon's copy from its own stats struct (same names) for every NUM field. A CALC field the
  * daemon computes (a percentile); an OWN field is on the wire like the others, but filled,
  * decoded and shown by hand (a state name, a bool, a scaled value). A HIST field is a struct
- * proto_latency, copied like a NUM one into the public struct hp_latency.
- * metric says what `hugepoolctl metrics` makes of a NUM or CALC field: NOMETRIC, nothing; or
+ * proto_latency, copied like a NUM one into the public struct hp_latency. An ENUM field is a
+ * value of a table of names (when_full: PROTO_JOURNAL_WHEN_FULL): filled, checked against its
+ * table and shown by its name by hand, as an OWN one; but the public struct holds the value
+ * under the field's name (an int), and its metric is made from it as a NUM one's (a table of
+ * two values, 0 and 1, makes a 0/1 gauge).
+ * metric says what `hugepoolctl metrics` makes of a NUM, CALC or ENUM field: NOMETRIC, nothing; or
  * M(type, "name", "label", "help"): the sample of the family hugepool_<name> (Prometheus' names:
  * base units, _bytes and _seconds at the end; _total is added to a counter's samples) with that
  * constant label ("" or reason="limit": rows of one family follow each other), whose # HELP
@@ -637,6 +643,43 @@ struct proto_status_spill_uid {
 };
 
 /*
+ * What a journal does when every segment holds records not truncated yet (when_full in
+ * hugepoold.conf), one row each: its value on the wire (and in hugepool.h's
+ * enum hp_journal_when_full) and its name, the one table of both (proto_journal_when_full_name).
+ */
+#define PROTO_JOURNAL_WHEN_FULL(X)                                                               \
+	X(BLOCK, "block") /* appends wait for a truncate; no record is lost */                     \
+	X(RECYCLE, "recycle") /* the oldest segment is reused: its records not truncated are lost */
+
+#define PROTO_JOURNAL_WHEN_FULL_ENUM(policy, name) PROTO_JOURNAL_##policy,
+enum proto_journal_when_full { PROTO_JOURNAL_WHEN_FULL(PROTO_JOURNAL_WHEN_FULL_ENUM) };
+#undef PROTO_JOURNAL_WHEN_FULL_ENUM
+#define PROTO_JOURNAL_WHEN_FULL_ONE(policy, name) +1
+#define PROTO_JOURNAL_NWHEN_FULL (0 PROTO_JOURNAL_WHEN_FULL(PROTO_JOURNAL_WHEN_FULL_ONE))
+
+/* The policy's name, "unknown" for a value not in the table. */
+const char *proto_journal_when_full_name(uint32_t when_full);
+
+/*
+ * Version 8 on: one per journal, in the journals' order, after the classes' pages: what
+ * hugepoold.conf sets for it (a client that keeps its records until it truncates them, a
+ * broker's journal, refuses one that recycles). max_batch_delay_ns (0: every batch is written
+ * at once) and max_batch_bytes bound a batch; ring_size is the ring a writer gets unless it asks
+ * for another; when_full is enum proto_journal_when_full; reserved is 0.
+ */
+#define PROTO_STATUS_JCONFIG_FIELDS(X)                                                        \
+	X(NUM, uint64_t, max_batch_delay_ns, NOMETRIC) \
+	X(NUM, uint64_t, max_batch_bytes, NOMETRIC) \
+	X(NUM, uint64_t, ring_size, NOMETRIC) \
+	X(ENUM, uint32_t, when_full, M(GAUGE, "journal_recycle", "", "1: when_full = recycle: a full journal reuses its oldest segment, and records in it not truncated are lost; 0: block"))
+
+struct proto_status_jconfig {
+	PROTO_STATUS_JCONFIG_FIELDS(PROTO_FIELD)
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct proto_status_jconfig) == 32, "the jconfig section's layout is the wire's");
+
+/*
  * The sections of a status reply after struct proto_status, in this order, one row each: its
  * name, its wire struct, how many there are (a count of struct proto_status, or `one`) and the
  * first protocol version that has it (a client of an older version gets a reply without it).
@@ -658,7 +701,8 @@ struct proto_status_spill_uid {
 	X(durability, struct proto_status_durability, njournals, 6)           \
 	X(spill_uid, struct proto_status_spill_uid, nuids, 6)                 \
 	X(jpath, struct proto_status_jpath, njournals, 6)                     \
-	X(pages, struct proto_status_pages, nclasses, 7)
+	X(pages, struct proto_status_pages, nclasses, 7)                      \
+	X(jconfig, struct proto_status_jconfig, njournals, 8)
 
 /*
  * How many records a section of PROTO_STATUS_SECTIONS has in the reply whose header is st and

@@ -24,10 +24,12 @@ static void copy_name(char *dst, size_t dstlen, const char *src, size_t srclen)
 
 /*
  * A NUM or CALC field of proto.h's status lists: copied to the public field of the same name, which
- * must be at least as wide (the build fails otherwise); OWN fields are decoded by hand below.
+ * must be at least as wide (the build fails otherwise); OWN and ENUM fields are decoded by hand
+ * below (an ENUM field checked against its table).
  */
 #define COPY_FIELD(kind, type, name, metric) COPY_##kind(type, name)
 #define COPY_OWN(type, name)
+#define COPY_ENUM(type, name)
 #define COPY_CALC(type, name) COPY_NUM(type, name)
 #define COPY_NUM(type, name)                                                                 \
 	_Static_assert(sizeof(dst->name) >= sizeof(type), "public field " #name " holds the wire's"); \
@@ -198,6 +200,19 @@ static int get_jpath(struct hp_status *st, uint32_t i, const struct proto_status
 	return 0;
 }
 
+/* A journal's configuration: a when_full outside PROTO_JOURNAL_WHEN_FULL is a lie; reserved is not read. */
+static int get_jconfig(struct hp_status *st, uint32_t i, const struct proto_status_jconfig *w)
+{
+	const struct proto_status_jconfig src = *w;
+	struct hp_journal_config *dst = &st->journals[i]->config;
+
+	if (src.when_full >= PROTO_JOURNAL_NWHEN_FULL)
+		return -EPROTO;
+	PROTO_STATUS_JCONFIG_FIELDS(COPY_FIELD)
+	dst->when_full = (int)src.when_full;
+	return 0;
+}
+
 /* The header into st: what it says of the daemon and the pool, and the sections' counts. */
 static void get_header(struct hp_status *st, const struct proto_status *w)
 {
@@ -302,6 +317,9 @@ int status_decode(const void *buf, size_t len, struct hp_status **ret)
 _Static_assert((int)HP_JOURNAL_OK == (int)PROTO_JOURNAL_OK && (int)HP_JOURNAL_FULL == (int)PROTO_JOURNAL_FULL &&
 		       (int)HP_JOURNAL_FAILED == (int)PROTO_JOURNAL_FAILED,
 	       "the public journal states are the wire's");
+_Static_assert((int)HP_JOURNAL_BLOCK == (int)PROTO_JOURNAL_BLOCK && (int)HP_JOURNAL_RECYCLE == (int)PROTO_JOURNAL_RECYCLE &&
+		       PROTO_JOURNAL_NWHEN_FULL == 2,
+	       "the public when_full policies are the wire's");
 
 const char *hp_journal_state_name(int state)
 {

@@ -2,10 +2,11 @@
 /*
  * test_journal_append.c - appending and waiting against a real hugepoold: the durable LSN a
  * handle knows as soon as its append is acknowledged; a when_full = block journal whose writer
- * waits, and the daemon answers meanwhile, until another connection truncates; fair batches (a
- * small writer is not left behind a flooder that fills every batch); the records-per-batch
- * figures of status (one per batch for a writer that waits for each, several when it
- * pipelines).
+ * waits, and the daemon answers meanwhile, until another connection truncates; what status and
+ * hugepoolctl say of each journal's configuration (when_full, the batch limits, the ring); fair
+ * batches (a small writer is not left behind a flooder that fills every batch); the
+ * records-per-batch figures of status (one per batch for a writer that waits for each, several
+ * when it pipelines).
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -169,6 +170,85 @@ static void test_full_blocks(void **state)
 	hp_disconnect(c2);
 	hp_disconnect(c);
 	free(e.v);
+	stop(&d);
+}
+
+/* --- what status says of a journal's configuration ----------------------------------------- */
+
+/* Out holds needle, or the case fails showing what hugepoolctl printed (args). */
+static void expect_out(const char *out, const char *args, const char *needle)
+{
+	if (!strstr(out, needle))
+		fail_msg("hugepoolctl %s does not say \"%s\":\n%s", args, needle, out);
+}
+
+/*
+ * Status says what hugepoold.conf sets for each journal, in the journals' order (a client that
+ * keeps records until it truncates them refuses a journal that recycles): j recycles, with its
+ * own batch delay and ring; k blocks, writing every batch at once, with the default ring.
+ * hugepoolctl says it in journal stat (text and JSON), journal list and metrics.
+ */
+#define CONFIG_JOURNALS                                                                            \
+	JOURNAL "when_full = recycle\nmax_batch_delay = 500us\nring_size = 128K\n"                      \
+		"[journal k]\ndirectory = @DIR@/k\nsegment_size = 1M\nmax_batch_bytes = 512K\nmax_batch_delay = 0\n"
+
+static void test_status_says_config(void **state)
+{
+	static struct daemon d; /* static: teardown uses it after a failed assertion left this frame */
+	static char out[1 << 18];
+	const struct hp_journal_config *jc, *kc;
+	struct jring_hdr *ring;
+	struct hp_status *st;
+	hp_conn *c;
+	(void)state;
+
+	harness_watchdog_arm("a journal's configuration in status", 30);
+	start_journal(&d, CONFIG_JOURNALS);
+	c = conn(&d);
+	st = status(c);
+	assert_int_equal(st->njournals, 2);
+	assert_string_equal(st->journals[0]->name, "j");
+	assert_string_equal(st->journals[1]->name, "k");
+	jc = &st->journals[0]->config;
+	kc = &st->journals[1]->config;
+	assert_int_equal(jc->when_full, HP_JOURNAL_RECYCLE);
+	assert_int_equal(jc->max_batch_delay_ns, 500000);
+	assert_int_equal(jc->max_batch_bytes, 256 * KIB);
+	assert_int_equal(jc->ring_size, 128 * KIB);
+	assert_int_equal(kc->when_full, HP_JOURNAL_BLOCK);
+	assert_int_equal(kc->max_batch_delay_ns, 0);
+	assert_int_equal(kc->max_batch_bytes, 512 * KIB);
+	assert_int_equal(kc->ring_size, MIB); /* the default */
+	hp_status_free(st);
+	/* a writer of j gets the ring the status announces */
+	hp_journal_close(jopen_ring(c, 128 * KIB, &ring));
+
+	assert_int_equal(ctl(&d, "journal stat j", out, sizeof(out)), 0);
+	expect_out(out, "journal stat j", "\nWhen full:    recycle (the oldest segment is reused; records not truncated are lost)\n");
+	expect_out(out, "journal stat j",
+		   "\nBatches at:   500 us or 256.0 KiB, whichever comes first; rings of 128.0 KiB per writer\n");
+	assert_int_equal(ctl(&d, "journal stat k", out, sizeof(out)), 0);
+	expect_out(out, "journal stat k", "\nWhen full:    block (appends wait for a truncate)\n");
+	expect_out(out, "journal stat k",
+		   "\nBatches at:   512.0 KiB, or at once (max_batch_delay 0); rings of 1.0 MiB per writer\n");
+	assert_int_equal(ctl(&d, "--json journal stat j", out, sizeof(out)), 0);
+	expect_out(out, "--json journal stat j",
+		   "\"config\":{\"when_full\":\"recycle\",\"max_batch_delay_ns\":500000,\"max_batch_bytes\":262144,"
+		   "\"ring_size\":131072}");
+	assert_int_equal(ctl(&d, "--json journal list", out, sizeof(out)), 0);
+	expect_out(out, "--json journal list",
+		   "\"config\":{\"when_full\":\"block\",\"max_batch_delay_ns\":0,\"max_batch_bytes\":524288,"
+		   "\"ring_size\":1048576}");
+	/* journal list marks the journal that loses records when full, and only it */
+	assert_int_equal(ctl(&d, "journal list", out, sizeof(out)), 0);
+	expect_out(out, "journal list", "  recycle\nk ");
+	if (strstr(strstr(out, "recycle") + 1, "recycle"))
+		fail_msg("journal list marks more than j:\n%s", out);
+	assert_int_equal(ctl(&d, "metrics", out, sizeof(out)), 0);
+	expect_out(out, "metrics", "\n# TYPE hugepool_journal_recycle gauge\n");
+	expect_out(out, "metrics", "\nhugepool_journal_recycle{journal=\"j\"} 1\n");
+	expect_out(out, "metrics", "\nhugepool_journal_recycle{journal=\"k\"} 0\n");
+	hp_disconnect(c);
 	stop(&d);
 }
 
@@ -351,6 +431,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_batch_sizes, teardown),
 		cmocka_unit_test_teardown(test_durable_lsn_after_ack, teardown),
 		cmocka_unit_test_teardown(test_full_blocks, teardown),
+		cmocka_unit_test_teardown(test_status_says_config, teardown),
 		cmocka_unit_test_teardown(test_fair_batches, teardown),
 	};
 

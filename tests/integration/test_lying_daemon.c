@@ -611,7 +611,7 @@ static void test_spill_lies(void **state)
 /*
  * A whole status reply: one class, client, lease, two journals, the spill and start sections, and
  * version 6's server section with one spill_uid record, and the journals' paths, and version 7's
- * pages of the class.
+ * pages of the class, and version 8's configuration of the journals.
  */
 struct status_reply {
 	uint8_t bytes[sizeof(struct proto_status) + sizeof(struct proto_status_class) +
@@ -621,7 +621,7 @@ struct status_reply {
 		      sizeof(struct proto_status_heaps) + sizeof(struct proto_status_server) +
 		      sizeof(struct proto_status_acquire) + 2 * sizeof(struct proto_status_durability) +
 		      sizeof(struct proto_status_spill_uid) + 2 * sizeof(struct proto_status_jpath) +
-		      sizeof(struct proto_status_pages)];
+		      sizeof(struct proto_status_pages) + 2 * sizeof(struct proto_status_jconfig)];
 	size_t len;
 	struct proto_status *s;
 	struct proto_status_class *cls;
@@ -632,6 +632,7 @@ struct status_reply {
 	struct proto_status_server *server;
 	struct proto_status_jpath *jpath; /* two, as the journals */
 	struct proto_status_pages *pages;
+	struct proto_status_jconfig *jconfig; /* two, as the journals */
 };
 
 static void *status_put(struct status_reply *m, size_t size)
@@ -661,6 +662,7 @@ static void status_build(struct status_reply *m, const char *text)
 	m->server->nuids = 1;
 	m->jpath = status_put(m, 2 * sizeof(*m->jpath));
 	m->pages = status_put(m, sizeof(*m->pages));
+	m->jconfig = status_put(m, 2 * sizeof(*m->jconfig));
 	*m->s = (struct proto_status){ .nclasses = 1, .nclients = 1, .nleases = 1, .njournals = 2, .nspill = 1,
 				       .pool_flags = PROTO_POOL_FALLBACK, .page_size = 4096, .pool_bytes = 2 * MIB,
 				       .pid = 1 };
@@ -685,6 +687,9 @@ static void status_build(struct status_reply *m, const char *text)
 		proto_set_name(m->jpath[i].path, sizeof(m->jpath[i].path), text);
 		proto_set_name(m->jpath[i].chosen, sizeof(m->jpath[i].chosen), text);
 		proto_set_name(m->jpath[i].why, sizeof(m->jpath[i].why), text);
+		/* journal 1 recycles; a reserved word that is not 0 is not read */
+		m->jconfig[i] = (struct proto_status_jconfig){ .max_batch_delay_ns = 2000000, .max_batch_bytes = MIB,
+							       .ring_size = MIB, .when_full = (uint32_t)i, .reserved = 9 };
 	}
 	proto_set_name(m->spill->directory, sizeof(m->spill->directory), text);
 	proto_set_name(m->spill->method, sizeof(m->spill->method), text);
@@ -728,6 +733,12 @@ static void answer_status(int fd, const struct proto_hdr *h, const void *req)
 	case 10: /* a version 6 reply: no pages section */
 		m.len = (size_t)((uint8_t *)m.pages - m.bytes);
 		break;
+	case 11: /* a version 7 reply: no journals' configuration */
+		m.len = (size_t)((uint8_t *)m.jconfig - m.bytes);
+		break;
+	case 12: /* a when_full that is neither block nor recycle */
+		m.jconfig[1].when_full = PROTO_JOURNAL_NWHEN_FULL;
+		break;
 	case 7: /* no string ends within its field */
 		memset(m.cls->name, 'A', sizeof(m.cls->name));
 		memset(m.s->fallback_reason, 'B', sizeof(m.s->fallback_reason));
@@ -754,6 +765,8 @@ static void test_status_lies(void **state)
 		"malformed status reply from the daemon",
 		"malformed status reply from the daemon",
 		"malformed status reply from the daemon",
+		"malformed status reply from the daemon",
+		"malformed status reply from the daemon",
 	};
 	struct hp_status *st;
 	hp_conn *c;
@@ -767,6 +780,12 @@ static void test_status_lies(void **state)
 	/* a flag is 0 or 1 whatever the daemon sends */
 	assert_int_equal(st->classes[0]->pages.fallback, 1);
 	assert_string_equal(st->classes[0]->pages.fallback_reason, "ok");
+	/* each journal's configuration, in the journals' order */
+	assert_int_equal(st->journals[0]->config.when_full, HP_JOURNAL_BLOCK);
+	assert_int_equal(st->journals[1]->config.when_full, HP_JOURNAL_RECYCLE);
+	assert_int_equal(st->journals[1]->config.max_batch_delay_ns, 2000000);
+	assert_int_equal(st->journals[1]->config.max_batch_bytes, MIB);
+	assert_int_equal(st->journals[1]->config.ring_size, MIB);
 	hp_status_free(st);
 	for (int lie = 1; lie < (int)ARRAY_SIZE(why); lie++) {
 		if (!why[lie])

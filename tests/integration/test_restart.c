@@ -1758,8 +1758,9 @@ static int connect_version(const struct daemon *d, uint16_t version, struct prot
  * A client of protocol version 3 (libhugepool before warm restart) is served in version 3:
  * its replies carry its version and the status it knows, without the start section; the
  * restart request does not exist for it. Each later version gets its own sections more (4 the
- * start, 5 the batches and heaps, 6 the journals' paths, 7 the classes' pages), and no record of
- * an earlier section grows. Version 2 is refused, saying which are spoken.
+ * start, 5 the batches and heaps, 6 the journals' paths, 7 the classes' pages, 8 the journals'
+ * configuration), and no record of an earlier section grows. Version 2 is refused, saying which
+ * are spoken.
  */
 static void test_old_protocol_client(void **state)
 {
@@ -1768,12 +1769,13 @@ static void test_old_protocol_client(void **state)
 	struct proto_status_req sreq = { 0 };
 	struct proto_restart rreq = { 0 };
 	struct proto_hdr h;
-	uint32_t len3, len4, len5, len6, len7;
-	int v3, v4, v5, v6, v7, v2;
+	uint32_t len3, len4, len5, len6, len7, len8;
+	int v3, v4, v5, v6, v7, v8, v2;
+	struct proto_status_jconfig jc[2];
 
 	(void)state;
-	/* two journals: versions 5 and 6 add a section per journal */
-	start(&d, NULL, ONE "[journal a]\ndirectory = @DIR@/a\n[journal b]\ndirectory = @DIR@/b\n");
+	/* two journals: versions 5, 6 and 8 add a section per journal */
+	start(&d, NULL, ONE "[journal a]\ndirectory = @DIR@/a\n[journal b]\ndirectory = @DIR@/b\nwhen_full = recycle\n");
 	v3 = connect_version(&d, 3, &h, buf, sizeof(buf));
 	assert_int_equal(h.type, PROTO_WELCOME);
 	assert_int_equal(h.version, 3);
@@ -1784,8 +1786,10 @@ static void test_old_protocol_client(void **state)
 	assert_int_equal(h.version, 5);
 	v6 = connect_version(&d, 6, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 6);
-	v7 = connect_version(&d, 7, &h, buf, sizeof(buf)); /* all five connected: the same clients */
+	v7 = connect_version(&d, 7, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 7);
+	v8 = connect_version(&d, 8, &h, buf, sizeof(buf)); /* all six connected: the same clients */
+	assert_int_equal(h.version, 8);
 	raw_send(v3, 3, PROTO_STATUS, &sreq, sizeof(sreq));
 	len3 = raw_recv(v3, &h, buf, sizeof(buf));
 	assert_int_equal(h.type, PROTO_STATUS_REPLY);
@@ -1797,8 +1801,8 @@ static void test_old_protocol_client(void **state)
 	raw_send(v5, 5, PROTO_STATUS, &sreq, sizeof(sreq));
 	len5 = raw_recv(v5, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 5);
-	/* two journals, five clients (v3 to v7) */
-	assert_int_equal(len5 - len4, 2 * sizeof(struct proto_status_batches) + 5 * sizeof(struct proto_status_heaps));
+	/* two journals, six clients (v3 to v8) */
+	assert_int_equal(len5 - len4, 2 * sizeof(struct proto_status_batches) + 6 * sizeof(struct proto_status_heaps));
 	raw_send(v6, 6, PROTO_STATUS, &sreq, sizeof(sreq));
 	len6 = raw_recv(v6, &h, buf, sizeof(buf));
 	assert_int_equal(h.version, 6);
@@ -1811,9 +1815,22 @@ static void test_old_protocol_client(void **state)
 	assert_int_equal(h.version, 7);
 	/* one class: its pages */
 	assert_int_equal(len7 - len6, sizeof(struct proto_status_pages));
+	raw_send(v8, 8, PROTO_STATUS, &sreq, sizeof(sreq));
+	len8 = raw_recv(v8, &h, buf, sizeof(buf));
+	assert_int_equal(h.version, 8);
+	/* two journals: their configuration, at the end, in their order (b recycles) */
+	assert_int_equal(len8 - len7, 2 * sizeof(struct proto_status_jconfig));
+	memcpy(jc, buf + len8 - sizeof(jc), sizeof(jc));
+	assert_int_equal(jc[0].when_full, PROTO_JOURNAL_BLOCK);
+	assert_int_equal(jc[1].when_full, PROTO_JOURNAL_RECYCLE);
+	assert_int_equal(jc[1].max_batch_delay_ns, 2000000); /* the defaults */
+	assert_int_equal(jc[1].max_batch_bytes, 1 << 20);
+	assert_int_equal(jc[1].ring_size, 1 << 20);
+	assert_int_equal(jc[1].reserved, 0);
 	close(v5);
 	close(v6);
 	close(v7);
+	close(v8);
 	/* a request of another version than its hello's, and one its version does not have */
 	raw_send(v4, 3, PROTO_STATUS, &sreq, sizeof(sreq));
 	assert_true(recv(v4, buf, 1, 0) <= 0); /* closed (reset: its payload was left unread) */
@@ -1825,7 +1842,7 @@ static void test_old_protocol_client(void **state)
 	v2 = connect_version(&d, 2, &h, buf, sizeof(buf) - 1);
 	assert_int_equal(h.type, PROTO_RESULT);
 	buf[h.len] = '\0';
-	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 7)", 58));
+	assert_non_null(memmem(buf, h.len, "protocol version 2 is not supported (daemon speaks 3 to 8)", 58));
 	close(v2);
 	stop(&d);
 }

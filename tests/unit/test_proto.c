@@ -168,6 +168,40 @@ static void test_hdr_init_and_names(void **state)
 	assert_string_equal(proto_type_name(PROTO_RESTART), "restart");
 	assert_string_equal(proto_type_name(14), "unknown");
 	assert_string_equal(proto_type_name(0xffff), "unknown");
+
+	/* the journals' tables of names */
+	assert_string_equal(proto_journal_state_name(PROTO_JOURNAL_FULL), "full");
+	assert_string_equal(proto_journal_state_name(3), "unknown");
+	assert_string_equal(proto_journal_when_full_name(PROTO_JOURNAL_BLOCK), "block");
+	assert_string_equal(proto_journal_when_full_name(PROTO_JOURNAL_RECYCLE), "recycle");
+	assert_int_equal(PROTO_JOURNAL_NWHEN_FULL, 2);
+	assert_string_equal(proto_journal_when_full_name(PROTO_JOURNAL_NWHEN_FULL), "unknown");
+	assert_string_equal(proto_journal_when_full_name(UINT32_MAX), "unknown");
+}
+
+/*
+ * Each version's status reply is the one before it and its own sections: version 8 adds a
+ * journal's configuration per journal, laid out with no padding, and nothing else.
+ */
+static void test_status_size_by_version(void **state)
+{
+	struct proto_status st = { .nclasses = 2, .nclients = 3, .nleases = 4, .njournals = 5, .nspill = 1 };
+	struct proto_status_server srv = { .nuids = 2 };
+
+	(void)state;
+	assert_int_equal(proto_status_size(&st, &srv, 8) - proto_status_size(&st, &srv, 7),
+			 5 * sizeof(struct proto_status_jconfig));
+	assert_int_equal(proto_status_size(&st, &srv, 7) - proto_status_size(&st, &srv, 6),
+			 2 * sizeof(struct proto_status_pages));
+	assert_int_equal(sizeof(struct proto_status_jconfig), 32);
+	assert_int_equal(offsetof(struct proto_status_jconfig, max_batch_delay_ns), 0);
+	assert_int_equal(offsetof(struct proto_status_jconfig, max_batch_bytes), 8);
+	assert_int_equal(offsetof(struct proto_status_jconfig, ring_size), 16);
+	assert_int_equal(offsetof(struct proto_status_jconfig, when_full), 24);
+	assert_int_equal(offsetof(struct proto_status_jconfig, reserved), 28);
+	/* no journal, no record */
+	st.njournals = 0;
+	assert_int_equal(proto_status_size(&st, &srv, 8), proto_status_size(&st, &srv, 7));
 }
 
 /* Every client request as the daemon would read it: raw header and payload. */
@@ -944,6 +978,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hdr_init_and_names),
+		cmocka_unit_test(test_status_size_by_version),
 		cmocka_unit_test(test_roundtrip_requests),
 		cmocka_unit_test(test_parse_spill),
 		cmocka_unit_test(test_roundtrip_replies),

@@ -280,6 +280,30 @@ static uint8_t *put_pages(struct status *ctx, uint8_t *w)
 	return w;
 }
 
+/* A NUM field of proto.h's journal configuration list, from struct config_journal (same name). */
+#define JCONFIG_FIELD(kind, type, name, metric) JCONFIG_FIELD_##kind(name)
+#define JCONFIG_FIELD_NUM(name) jc.name = cj->name;
+#define JCONFIG_FIELD_ENUM(name)
+
+/*
+ * Each journal's configuration: s->cfg's journal i is status journal i (main opens the journals
+ * in the configuration's order, and a life's journals and configuration are both its own: a
+ * restart re-reads the file, and nothing reloads it in place).
+ */
+static uint8_t *put_jconfig(struct status *ctx, uint8_t *w)
+{
+	const struct server *s = ctx->s;
+
+	for (unsigned i = 0; i < s->njournals; i++, w += sizeof(struct proto_status_jconfig)) {
+		const struct config_journal *cj = &s->cfg->journals[i];
+		struct proto_status_jconfig jc = { .when_full = cj->recycle ? PROTO_JOURNAL_RECYCLE : PROTO_JOURNAL_BLOCK };
+
+		PROTO_STATUS_JCONFIG_FIELDS(JCONFIG_FIELD)
+		memcpy(w, &jc, sizeof(jc));
+	}
+	return w;
+}
+
 static uint8_t *put_spill_uid(struct status *ctx, uint8_t *w)
 {
 	struct proto_status_spill_uid *recs = (struct proto_status_spill_uid *)w; /* malloc'd: aligned */
