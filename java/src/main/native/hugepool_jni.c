@@ -79,7 +79,8 @@ static const struct {
 #define STATUS_JOURNAL_ARGS(X, js)                                                                \
 	X(S, (js)->name) X(S, (js)->backend) X(S, (js)->note) X(I, (js)->state) X(J, (js)->next_lsn) \
 	X(J, (js)->durable_lsn) X(J, (js)->retain_lsn) X(J, (js)->appends) X(J, (js)->syncs)          \
-	X(I, (js)->writers) X(I, (js)->segments) X(J, (js)->segment_size) X(Z, (js)->direct)
+	X(I, (js)->writers) X(I, (js)->segments) X(J, (js)->segment_size) X(Z, (js)->direct)         \
+	X(Z, (js)->config.when_full == HP_JOURNAL_RECYCLE)
 #define STATUS_ARGS(X, st, classes, journals)                                                     \
 	X(S, (st)->daemon_version) X(I, (st)->daemon_pid) X(J, (st)->page_size) X(Z, (st)->hugetlb)  \
 	X(S, (st)->fallback_reason) X(J, (st)->pool_bytes) X(I, (st)->nclients) X(I, (st)->nleases) \

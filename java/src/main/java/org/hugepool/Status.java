@@ -66,10 +66,14 @@ public record Status(String daemonVersion, int daemonPid, long pageSize, boolean
      * @param segments its segment files ({@code segments} in hugepoold.conf)
      * @param segmentSize the bytes of each ({@code segment_size}), its 4096-byte header included
      * @param direct its segments are written with O_DIRECT ({@code direct}): each batch padded to 4096 bytes
+     * @param recycle {@code when_full = recycle}: once every segment holds records not truncated, the
+     *        oldest segment is reused and the records in it are lost; false for {@code block} (the
+     *        default), where appends wait for a truncate. A program that keeps records until it
+     *        truncates them must refuse such a journal.
      */
     public record Journal(String name, String backend, String note, int state, long nextLsn, long durableLsn,
             long retainLsn, long appends, long syncs, int writers, int segments, long segmentSize,
-            boolean direct) {
+            boolean direct, boolean recycle) {
         /** {@link #state()}: appends are written. */
         public static final int OK = Native.JOURNAL_OK;
         /** {@link #state()}: every segment holds records not yet truncated; appends wait for a truncate. */

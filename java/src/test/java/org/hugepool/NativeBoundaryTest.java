@@ -29,7 +29,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class NativeBoundaryTest {
     @RegisterExtension
     static final Daemon daemon = Daemon.perClass("",
-            "[class two]\nsize = 2M\ncount = 3\n[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n");
+            "[class two]\nsize = 2M\ncount = 3\n[journal j]\ndirectory = @DIR@/j\nsegment_size = 1M\n"
+                    + "[journal r]\ndirectory = @DIR@/r\nsegment_size = 1M\nwhen_full = recycle\n");
 
     @Test
     void errnoConstantsAreCs() throws Exception {
@@ -148,6 +149,8 @@ class NativeBoundaryTest {
             assertEquals(4, j.segments(), j.toString());
             assertEquals(1 << 20, j.segmentSize(), j.toString());
             assertFalse(j.direct(), j.toString());
+            assertFalse(j.recycle(), j.toString());
+            assertTrue(st.journal("r").recycle(), st.journal("r").toString());
             assertThrows(UnsupportedOperationException.class, () -> st.classes().clear());
         }
     }

@@ -35,7 +35,7 @@ class CapacityTest {
 
     private static Status.Journal journal(int segments, long segmentSize, boolean direct) {
         return new Status.Journal("j", "io_uring", "", Status.Journal.OK, 1, 0, 0, 0, 0, 1, segments, segmentSize,
-                direct);
+                direct, false);
     }
 
     private static Capacity capacity(int segments, long segmentSize, long reclaimAt) {
