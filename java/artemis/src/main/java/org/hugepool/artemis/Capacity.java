@@ -46,13 +46,20 @@ final class Capacity {
 
     /**
      * The capacity of the daemon's journal j for a journal reclaiming at reclaimAt, if the broker
-     * can keep its records there: not a direct (O_DIRECT) journal, which pads every batch to a
-     * block, bytes the broker cannot count; not one of two segments, none left once two are spare.
+     * can keep its records there: not one with when_full = recycle, which once full reuses its
+     * oldest segment and loses the live records in it (messages not consumed, prepared
+     * transactions); not a direct (O_DIRECT) journal, which pads every batch to a block, bytes the
+     * broker cannot count; not one of two segments, none left once two are spare.
      *
      * @param where the journal, as the messages name it
      * @throws IllegalStateException it cannot, saying why
      */
     static Capacity of(Status.Journal j, long reclaimAt, String where) {
+        if (j.recycle())
+            throw new IllegalStateException(where + " has when_full = recycle: once full it reuses its oldest"
+                    + " segment, and the broker's records in it that are still live (messages not consumed yet,"
+                    + " prepared transactions) would be lost: set when_full = block for its journals"
+                    + " (hugepool-artemis(7))");
         if (j.direct())
             throw new IllegalStateException(where + " is written with O_DIRECT (direct = on), which pads every batch"
                     + " to 4096 bytes that the broker's reclaim cannot count: set direct = off for its journals"

@@ -289,6 +289,7 @@ public final class HugepoolJournal implements Journal {
                         + "] section to hugepoold.conf (hugepool-artemis(7))");
             if (j.state() == STATE_FAILED)
                 throw new IllegalStateException(failedText(j));
+            Capacity.of(j, reclaimAt, where()); // a journal the broker cannot keep records in: refused before any is read
             writer = openWriter(pool);
             awaitSoleWriter();
         } catch (HugepoolException e) {

@@ -11,7 +11,7 @@
  *  - in a journal sized as hugepool-artemis(7) says, for a backlog up to the one it was sized
  *    for, the limits are the reclaim point's alone (1.5 points; a reclaim past the point);
  *  - "give it at least N segments" is enough: a journal of N carries those live bytes;
- *  - a journal of two segments and a direct one are refused.
+ *  - a journal of two segments, a direct one and one that recycles its segments are refused.
  * ReclaimTest and EmbeddedBrokerTest show the same limits on a real daemon.
  */
 package org.hugepool.artemis;
@@ -34,8 +34,12 @@ class CapacityTest {
     private static final long[] RECLAIM_AT = { HugepoolJournal.MIN_RECLAIM_AT, 4 * MIB, 64 * MIB, 1024 * MIB };
 
     private static Status.Journal journal(int segments, long segmentSize, boolean direct) {
+        return journal(segments, segmentSize, direct, false);
+    }
+
+    private static Status.Journal journal(int segments, long segmentSize, boolean direct, boolean recycle) {
         return new Status.Journal("j", "io_uring", "", Status.Journal.OK, 1, 0, 0, 0, 0, 1, segments, segmentSize,
-                direct, false);
+                direct, recycle);
     }
 
     private static Capacity capacity(int segments, long segmentSize, long reclaimAt) {
@@ -112,13 +116,16 @@ class CapacityTest {
     }
 
     @Test
-    void twoSegmentsAndDirectJournalsAreRefused() {
+    void twoSegmentsDirectAndRecyclingJournalsAreRefused() {
         IllegalStateException two = assertThrows(IllegalStateException.class,
                 () -> Capacity.of(journal(2, 64 * MIB, false), 64 * MIB, "journal j"));
         assertTrue(two.getMessage().contains("at least 3"), two.getMessage());
         IllegalStateException direct = assertThrows(IllegalStateException.class,
                 () -> Capacity.of(journal(8, 64 * MIB, true), 64 * MIB, "journal j"));
         assertTrue(direct.getMessage().contains("direct = off"), direct.getMessage());
+        IllegalStateException recycle = assertThrows(IllegalStateException.class,
+                () -> Capacity.of(journal(8, 64 * MIB, false, true), 64 * MIB, "journal j"));
+        assertTrue(recycle.getMessage().contains("when_full = block"), recycle.getMessage());
         capacity(3, MIB, HugepoolJournal.MIN_RECLAIM_AT);
     }
 }

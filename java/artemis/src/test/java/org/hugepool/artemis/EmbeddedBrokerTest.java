@@ -6,8 +6,9 @@
  * registered in its Configuration, as hugepool-artemis(7) shows:
  *  - what it acknowledged (durable sends, acknowledged consumes) is in hugepoold's journals, not
  *    in journal files of Artemis's own, and is what a second broker on the same journals loads;
- *  - the operator's errors at start, no daemon at the socket and a journal the daemon does not
- *    have: the broker does not become active, and the failure it reports names the cause. These
+ *  - the operator's errors at start, no daemon at the socket, a journal the daemon does not
+ *    have and one configured with when_full = recycle (which would lose live records once full):
+ *    the broker does not become active, and the failure it reports names the cause. These
  *    are the plugin's start checks that a standalone broker meets the same way (it logs the same
  *    exception, AMQ224000, and exits: StandaloneBrokerTest's refused uid), at a fraction of a
  *    standalone start's cost;
@@ -230,6 +231,17 @@ class EmbeddedBrokerTest {
             Exception e = failedStart(broker(d.dir, Map.of("socket", d.socket.toString(), "messages", "nosuch")));
             assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("\"nosuch\"")
                     && e.getMessage().contains("has no such journal"), "unknown journal: " + e.getMessage());
+        }
+    }
+
+    @Test
+    void recyclingJournalIsRefused() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4).replace("when_full = block", "when_full = recycle")
+                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
+            Exception e = failedStart(broker(d.dir, Map.of("socket", d.socket.toString())));
+            assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("artemis-messages")
+                    && e.getMessage().contains("when_full = recycle") && e.getMessage().contains("when_full = block"),
+                    "recycling journal: " + e.getMessage());
         }
     }
 }

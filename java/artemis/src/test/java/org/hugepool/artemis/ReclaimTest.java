@@ -24,7 +24,7 @@
  *  - the least reclaim floor in a large daemon journal (a window limit below a 64th of it)
  *    reclaims at its floor, not at the 64th (where the broker waited for ever);
  *  - a daemon journal of two segments, which leaves nothing once two are kept spare, is refused
- *    at load, naming the rule.
+ *    at start, naming the rule.
  */
 package org.hugepool.artemis;
 
@@ -32,6 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -238,8 +239,8 @@ class ReclaimTest {
     @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void twoSegmentsAreRefused() throws Exception {
         try (Daemon d = new Daemon(Daemon.journal("j", "2M", 2)).start()) {
-            HugepoolJournal j = Workload.hugepool(d.socket.toString(), "j", RECLAIM_AT);
-            IllegalStateException e = assertThrows(IllegalStateException.class, j::loadInternalOnly);
+            HugepoolJournal j = new HugepoolJournal(d.socket.toString(), "j", RECLAIM_AT, Duration.ofSeconds(30), null);
+            IllegalStateException e = assertThrows(IllegalStateException.class, j::start); // before any record is read
             j.stop();
             assertTrue(e.getMessage().contains("has 2 segments") && e.getMessage().contains("at least 3"), e.getMessage());
         }
