@@ -109,6 +109,16 @@ final class Broker implements AutoCloseable {
         return out;
     }
 
+    /**
+     * The distribution's own client against this broker, as an operator runs it (`artemis
+     * producer`, `artemis consumer`): its output, or fail with it if it exits other than 0.
+     */
+    String client(String command, String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of(HOME.resolve("bin/artemis").toString(), command, "--silent", "--url", url()));
+        cmd.addAll(List.of(args));
+        return run(cmd);
+    }
+
     /** Start `artemis run`; return once it is active, or fail with its output if it exits first. */
     Broker start() throws IOException, InterruptedException {
         return start(List.of());

@@ -16,7 +16,12 @@
  *  - the broker run as a uid the journals do not let append (65534): it does not start, says
  *    why, and what it had acknowledged before is all there when it runs as its own user again;
  *  - the message journal failing read-only under load (the daemon's fault injection): the broker
- *    stops and says why; restarted on a sound daemon, every send it acknowledged is there once.
+ *    stops and says why; restarted on a sound daemon, every send it acknowledged is there once;
+ *  - over AMQP, with the distribution's own `artemis producer` and `artemis consumer`: persistent
+ *    sends, a part consumed in a committed transaction (the rest the consumer prefetched goes
+ *    back, its delivery counts updated), SIGKILL and a restart: what was consumed is gone and
+ *    every other send comes once (an AMQP message is kept in its own encoding, records of
+ *    another kind than a core message's).
  * No daemon and an unknown journal are EmbeddedBrokerTest's: the same start checks, in-process.
  */
 package org.hugepool.artemis;
@@ -34,6 +39,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import javax.transaction.xa.XAResource;
 import javax.transaction.xa.Xid;
@@ -343,6 +350,45 @@ class StandaloneBrokerTest {
         b.start();
         try (ClientSessionFactory f = factory(b)) {
             exactlyOnce(drain(f, "fault"), sends);
+        }
+    }
+
+    /* The numbers of the messages an `artemis consumer --verbose` received ("test message: N"), each once. */
+    private static Set<Integer> received(String out) {
+        Set<Integer> got = new HashSet<>();
+        Matcher m = Pattern.compile("Received test message: (\\d+)").matcher(out);
+        while (m.find())
+            assertTrue(got.add(Integer.parseInt(m.group(1))), "message " + m.group(1) + " came twice:\n" + out);
+        return got;
+    }
+
+    @Test
+    @Order(5)
+    void amqpSurvivesKill() throws Exception {
+        final int sent = 200, consumed = 50;
+        Broker b = running();
+        String q = "queue://amqp-kill";
+        // persistent sends: the AMQP client waits for each one's settlement, durable when it came
+        String out = b.client("producer", "--protocol", "amqp", "--destination", q, "--message-count", Integer.toString(sent));
+        assertTrue(out.contains("Produced: " + sent + " messages"), out);
+        // consumed in one transaction, committed (durable) before the consumer exits
+        out = b.client("consumer", "--protocol", "amqp", "--destination", q, "--message-count", Integer.toString(consumed),
+                "--commit-interval", Integer.toString(consumed), "--verbose");
+        Set<Integer> before = received(out);
+        assertEquals(consumed, before.size(), out);
+
+        b.kill();
+        b.start();
+        // as many as should be left, each committed, then the queue must be empty
+        out = b.client("consumer", "--protocol", "amqp", "--destination", q, "--message-count", Integer.toString(sent - consumed),
+                "--receive-timeout", Long.toString(WAIT_MS), "--break-on-null", "--commit-interval", "1", "--verbose");
+        Set<Integer> after = received(out);
+        for (int n : before)
+            assertFalse(after.contains(n), "message " + n + " was consumed and committed before the kill");
+        for (int n = 0; n < sent; n++)
+            assertTrue(before.contains(n) || after.contains(n), "message " + n + " was acknowledged to its producer and is lost");
+        try (ClientSessionFactory f = factory(b); ClientSession s = f.createSession(false, true, true)) {
+            assertEquals(0, s.queueQuery(SimpleString.of("amqp-kill")).getMessageCount(), "messages left after all sent came");
         }
     }
 }
