@@ -269,8 +269,30 @@ public final class HugepoolJournal implements Journal {
         return socket == null ? HugePool.connect() : HugePool.connect(socket);
     }
 
-    private String where() {
+    /* The journal, as messages name it. */
+    String where() {
         return "hugepoold journal \"" + name + "\" (socket " + (socket == null ? "default" : socket) + ")";
+    }
+
+    /*
+     * Loaded: refuse `bytes` more of live records when the broker would wait for room with them
+     * (new records wait at Capacity.maxLive, for consumers that an import does not have), with
+     * the sizing the journal needs.
+     */
+    void checkRoomFor(long bytes) {
+        lock.lock();
+        try {
+            long after = live.bytes + bytes;
+            if (after >= capacity.maxLive() || capacity.overfull(after))
+                throw capacity.cannotCarry(after);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /* Started: the daemon's journal has never had a record (Import's condition). */
+    boolean fresh() throws HugepoolException {
+        return pool.status().journal(name).nextLsn() <= 1;
     }
 
     private String failedText(Status.Journal j) {

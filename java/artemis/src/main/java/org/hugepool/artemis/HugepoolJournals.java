@@ -166,6 +166,9 @@ public class HugepoolJournals implements ActiveMQServerPlugin {
         try {
             b.start();
             m.start();
+            // a broker that ran on its own files keeps what they hold: imported on the first start
+            Import.run(oldBindings, b, "bindings");
+            Import.run(oldMessages, m, "message");
             oldMessages.stop();
             oldBindings.stop();
         } catch (Exception e) {

@@ -6,6 +6,9 @@
  * registered in its Configuration, as hugepool-artemis(7) shows:
  *  - what it acknowledged (durable sends, acknowledged consumes) is in hugepoold's journals, not
  *    in journal files of Artemis's own, and is what a second broker on the same journals loads;
+ *  - a broker that ran on its own files (messages, some consumed, an XA transaction prepared),
+ *    switched to hugepool: it has what the files held (Import), the files are renamed, and back on
+ *    files and then on hugepool again, files and journal both with records are refused;
  *  - the operator's errors at start, no daemon at the socket, a journal the daemon does not
  *    have and one configured with when_full = recycle (which would lose live records once full):
  *    the broker does not become active, and the failure it reports names the cause. These
@@ -34,6 +37,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 
+import javax.transaction.xa.XAResource;
+import javax.transaction.xa.Xid;
+
 import org.apache.activemq.artemis.api.core.QueueConfiguration;
 import org.apache.activemq.artemis.api.core.RoutingType;
 import org.apache.activemq.artemis.api.core.SimpleString;
@@ -49,6 +55,7 @@ import org.apache.activemq.artemis.core.config.impl.ConfigurationImpl;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
 import org.apache.activemq.artemis.core.server.ActiveMQServers;
 import org.apache.activemq.artemis.core.server.JournalType;
+import org.apache.activemq.artemis.core.transaction.impl.XidImpl;
 import org.hugepool.Daemon;
 import org.hugepool.HugePool;
 import org.hugepool.Status;
@@ -63,13 +70,19 @@ class EmbeddedBrokerTest {
     }
 
     private static ActiveMQServer broker(Path dir, HugepoolJournals plugin) throws Exception {
-        Configuration c = new ConfigurationImpl().setPersistenceEnabled(true).setSecurityEnabled(false)
+        Configuration c = config(dir);
+        if (plugin != null)
+            c.registerBrokerPlugin(plugin);
+        return ActiveMQServers.newActiveMQServer(c);
+    }
+
+    /* A broker's configuration on dir's files, journals included (NIO), no plugin. */
+    private static Configuration config(Path dir) throws Exception {
+        return new ConfigurationImpl().setPersistenceEnabled(true).setSecurityEnabled(false)
                 .setJMXManagementEnabled(false).setJournalType(JournalType.NIO)
                 .setJournalDirectory(dir.resolve("journal").toString()).setBindingsDirectory(dir.resolve("bindings").toString())
                 .setPagingDirectory(dir.resolve("paging").toString())
                 .setLargeMessagesDirectory(dir.resolve("large-messages").toString()).addAcceptorConfiguration("in-vm", "vm://0");
-        c.registerBrokerPlugin(plugin);
-        return ActiveMQServers.newActiveMQServer(c);
     }
 
     /* Start a broker that must fail to: the failure it reports. */
@@ -231,6 +244,100 @@ class EmbeddedBrokerTest {
             Exception e = failedStart(broker(d.dir, Map.of("socket", d.socket.toString(), "messages", "nosuch")));
             assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("\"nosuch\"")
                     && e.getMessage().contains("has no such journal"), "unknown journal: " + e.getMessage());
+        }
+    }
+
+    /* The names of Artemis's journal files in dir's journal and bindings directories, imported ones or not. */
+    private static List<String> journalFiles(Path dir, boolean imported) throws Exception {
+        List<String> names = new java.util.ArrayList<>();
+        for (String sub : List.of("journal", "bindings"))
+            if (Files.isDirectory(dir.resolve(sub)))
+                try (Stream<Path> files = Files.list(dir.resolve(sub))) {
+                    files.map(p -> p.getFileName().toString()).filter(n -> imported == n.endsWith(Import.SUFFIX))
+                            .filter(n -> n.matches("activemq-(data|bindings)-\\d+\\.(amq|bindings)(\\.imported)?")).forEach(names::add);
+                }
+        return names;
+    }
+
+    private static ActiveMQServer started(ActiveMQServer s) throws Exception {
+        s.start();
+        assertTrue(s.waitForActivation(WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS) && s.isActive(),
+                "the embedded broker did not become active");
+        return s;
+    }
+
+    @Test
+    void aBrokerThatRanOnFilesKeepsWhatTheyHeld() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
+                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
+            Map<String, String> plugin = Map.of("socket", d.socket.toString());
+            Xid xid = new XidImpl("branch".getBytes(), 1, "hugepool-import".getBytes());
+            // on Artemis's own files: 20 durable sends, 5 consumed, one prepared in an XA transaction
+            ActiveMQServer files = started(broker(d.dir, (HugepoolJournals) null));
+            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                cs.createQueue(QueueConfiguration.of("q").setRoutingType(RoutingType.ANYCAST).setDurable(true));
+                try (ClientProducer p = cs.createProducer("q")) {
+                    for (long i = 0; i < 20; i++) {
+                        ClientMessage m = cs.createMessage(true);
+                        m.putLongProperty("id", i);
+                        p.send(m);
+                    }
+                }
+                cs.start();
+                try (ClientConsumer c = cs.createConsumer("q")) {
+                    for (long i = 0; i < 5; i++) {
+                        ClientMessage m = c.receive(WAIT_MS);
+                        assertNotNull(m, "message " + i + " did not come");
+                        m.acknowledge();
+                    }
+                }
+                try (ClientSession xa = f.createSession(true, false, false); ClientProducer p = xa.createProducer("q")) {
+                    xa.start(xid, XAResource.TMNOFLAGS);
+                    ClientMessage m = xa.createMessage(true);
+                    m.putLongProperty("id", 20);
+                    p.send(m);
+                    xa.end(xid, XAResource.TMSUCCESS);
+                    xa.prepare(xid);
+                }
+            } finally {
+                files.stop();
+            }
+            assertFalse(journalFiles(d.dir, false).isEmpty(), "the broker on files made no journal files");
+
+            // switched to hugepool: imported, the files renamed, and what they held is the broker's
+            ActiveMQServer hp = started(broker(d.dir, plugin));
+            try (ClientSessionFactory f = factory()) {
+                assertEquals(List.of(), journalFiles(d.dir, false), "journal files left after the import");
+                assertFalse(journalFiles(d.dir, true).isEmpty(), "no journal file renamed " + Import.SUFFIX);
+                try (ClientSession xa = f.createSession(true, false, false)) {
+                    Xid[] prepared = xa.recover(XAResource.TMSTARTRSCAN | XAResource.TMENDRSCAN);
+                    assertEquals(List.of(xid), List.of(prepared), "prepared transactions after the import");
+                    xa.commit(xid, false);
+                }
+                try (ClientSession cs = f.createSession(false, true, true)) {
+                    assertEquals(16, cs.queueQuery(SimpleString.of("q")).getMessageCount(), "messages after the import");
+                    cs.start();
+                    try (ClientConsumer c = cs.createConsumer("q")) {
+                        for (long i = 5; i <= 20; i++) {
+                            ClientMessage m = c.receive(WAIT_MS);
+                            assertNotNull(m, "message " + i + " did not come after the import");
+                            assertEquals(i, m.getLongProperty("id"));
+                            m.acknowledge();
+                        }
+                    }
+                }
+            } finally {
+                hp.stop();
+            }
+            try (HugePool pool = HugePool.connect(d.socket.toString())) {
+                assertTrue(pool.status().journal("artemis-messages").nextLsn() > 1, "nothing in hugepoold's message journal");
+            }
+
+            // back on files for a while (new files, with records), then on hugepool again: refused
+            started(broker(d.dir, (HugepoolJournals) null)).stop();
+            Exception e = failedStart(broker(d.dir, plugin));
+            assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("has records, and the broker's"),
+                    "files and a hugepool journal both with records: " + e.getMessage());
         }
     }
 
