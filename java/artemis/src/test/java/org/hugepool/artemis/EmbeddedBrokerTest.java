@@ -105,6 +105,59 @@ class EmbeddedBrokerTest {
         return l.createSessionFactory();
     }
 
+    /* The names of Artemis's journal files in dir's journal and bindings directories, imported ones or not. */
+    private static List<String> journalFiles(Path dir, boolean imported) throws Exception {
+        List<String> names = new java.util.ArrayList<>();
+        for (String sub : List.of("journal", "bindings"))
+            if (Files.isDirectory(dir.resolve(sub)))
+                try (Stream<Path> files = Files.list(dir.resolve(sub))) {
+                    files.map(p -> p.getFileName().toString()).filter(n -> imported == n.endsWith(Import.SUFFIX))
+                            .filter(n -> n.matches("activemq-(data|bindings)-\\d+\\.(amq|bindings)(\\.imported)?")).forEach(names::add);
+                }
+        return names;
+    }
+
+    /* A durable queue q: n durable sends (property id 0 to n - 1), then the first `consumed` received and acknowledged. */
+    private static void sendThenConsume(ClientSession cs, int n, int consumed) throws Exception {
+        cs.createQueue(QueueConfiguration.of("q").setRoutingType(RoutingType.ANYCAST).setDurable(true));
+        try (ClientProducer p = cs.createProducer("q")) {
+            for (long i = 0; i < n; i++) {
+                ClientMessage m = cs.createMessage(true);
+                m.putLongProperty("id", i);
+                p.send(m);
+            }
+        }
+        cs.start();
+        try (ClientConsumer c = cs.createConsumer("q")) {
+            for (long i = 0; i < consumed; i++) {
+                ClientMessage m = c.receive(WAIT_MS);
+                assertNotNull(m, "message " + i + " did not come");
+                m.acknowledge();
+            }
+        }
+    }
+
+    /* Receive and acknowledge from q the messages of ids first to last, in that order. */
+    private static void receiveInOrder(ClientSession cs, long first, long last, String when) throws Exception {
+        cs.start();
+        try (ClientConsumer c = cs.createConsumer("q")) {
+            for (long i = first; i <= last; i++) {
+                ClientMessage m = c.receive(WAIT_MS);
+                assertNotNull(m, "message " + i + " did not come " + when);
+                assertEquals(i, m.getLongProperty("id"));
+                m.acknowledge();
+            }
+        }
+    }
+
+    /* s started and active. */
+    private static ActiveMQServer started(ActiveMQServer s) throws Exception {
+        s.start();
+        assertTrue(s.waitForActivation(WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS) && s.isActive(),
+                "the embedded broker did not become active");
+        return s;
+    }
+
     @Test
     @org.junit.jupiter.api.Timeout(value = 300, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD)
     void backlogPastTheJournalWaitsForItsConsumer() throws Exception {
@@ -169,28 +222,10 @@ class EmbeddedBrokerTest {
         try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
                 + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
             Map<String, String> plugin = Map.of("socket", d.socket.toString());
-            ActiveMQServer s = broker(d.dir, plugin);
-            s.start();
+            ActiveMQServer s = started(broker(d.dir, plugin));
             try {
-                assertTrue(s.waitForActivation(WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS) && s.isActive(),
-                        "the embedded broker did not become active");
                 try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
-                    cs.createQueue(QueueConfiguration.of("q").setRoutingType(RoutingType.ANYCAST).setDurable(true));
-                    try (ClientProducer p = cs.createProducer("q")) {
-                        for (long i = 0; i < 10; i++) {
-                            ClientMessage m = cs.createMessage(true);
-                            m.putLongProperty("id", i);
-                            p.send(m);
-                        }
-                    }
-                    cs.start();
-                    try (ClientConsumer c = cs.createConsumer("q")) {
-                        for (long i = 0; i < 3; i++) {
-                            ClientMessage m = c.receive(WAIT_MS);
-                            assertNotNull(m, "message " + i + " did not come");
-                            m.acknowledge();
-                        }
-                    }
+                    sendThenConsume(cs, 10, 3);
                 }
             } finally {
                 s.stop();
@@ -199,28 +234,13 @@ class EmbeddedBrokerTest {
             try (HugePool pool = HugePool.connect(d.socket.toString())) {
                 assertTrue(pool.status().journal("artemis-messages").nextLsn() > 1, "nothing in hugepoold's message journal");
             }
-            for (String dir : List.of("journal", "bindings")) {
-                if (!Files.isDirectory(d.dir.resolve(dir)))
-                    continue;
-                try (Stream<Path> files = Files.list(d.dir.resolve(dir))) {
-                    assertEquals(List.of(), files.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(".amq")
-                            || n.endsWith(".bindings")).toList(), "Artemis's own journal files in " + dir);
-                }
-            }
+            assertEquals(List.of(), journalFiles(d.dir, false), "Artemis's own journal files");
 
             ActiveMQServer again = broker(d.dir, plugin);
             again.start();
             try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
                 assertEquals(7, cs.queueQuery(SimpleString.of("q")).getMessageCount(), "messages after a restart");
-                cs.start();
-                try (ClientConsumer c = cs.createConsumer("q")) {
-                    for (long i = 3; i < 10; i++) {
-                        ClientMessage m = c.receive(WAIT_MS);
-                        assertNotNull(m, "message " + i + " did not come after the restart");
-                        assertEquals(i, m.getLongProperty("id"));
-                        m.acknowledge();
-                    }
-                }
+                receiveInOrder(cs, 3, 9, "after the restart");
             } finally {
                 again.stop();
             }
@@ -247,25 +267,6 @@ class EmbeddedBrokerTest {
         }
     }
 
-    /* The names of Artemis's journal files in dir's journal and bindings directories, imported ones or not. */
-    private static List<String> journalFiles(Path dir, boolean imported) throws Exception {
-        List<String> names = new java.util.ArrayList<>();
-        for (String sub : List.of("journal", "bindings"))
-            if (Files.isDirectory(dir.resolve(sub)))
-                try (Stream<Path> files = Files.list(dir.resolve(sub))) {
-                    files.map(p -> p.getFileName().toString()).filter(n -> imported == n.endsWith(Import.SUFFIX))
-                            .filter(n -> n.matches("activemq-(data|bindings)-\\d+\\.(amq|bindings)(\\.imported)?")).forEach(names::add);
-                }
-        return names;
-    }
-
-    private static ActiveMQServer started(ActiveMQServer s) throws Exception {
-        s.start();
-        assertTrue(s.waitForActivation(WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS) && s.isActive(),
-                "the embedded broker did not become active");
-        return s;
-    }
-
     @Test
     void aBrokerThatRanOnFilesKeepsWhatTheyHeld() throws Exception {
         try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
@@ -275,22 +276,7 @@ class EmbeddedBrokerTest {
             // on Artemis's own files: 20 durable sends, 5 consumed, one prepared in an XA transaction
             ActiveMQServer files = started(broker(d.dir, (HugepoolJournals) null));
             try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
-                cs.createQueue(QueueConfiguration.of("q").setRoutingType(RoutingType.ANYCAST).setDurable(true));
-                try (ClientProducer p = cs.createProducer("q")) {
-                    for (long i = 0; i < 20; i++) {
-                        ClientMessage m = cs.createMessage(true);
-                        m.putLongProperty("id", i);
-                        p.send(m);
-                    }
-                }
-                cs.start();
-                try (ClientConsumer c = cs.createConsumer("q")) {
-                    for (long i = 0; i < 5; i++) {
-                        ClientMessage m = c.receive(WAIT_MS);
-                        assertNotNull(m, "message " + i + " did not come");
-                        m.acknowledge();
-                    }
-                }
+                sendThenConsume(cs, 20, 5);
                 try (ClientSession xa = f.createSession(true, false, false); ClientProducer p = xa.createProducer("q")) {
                     xa.start(xid, XAResource.TMNOFLAGS);
                     ClientMessage m = xa.createMessage(true);
@@ -316,15 +302,7 @@ class EmbeddedBrokerTest {
                 }
                 try (ClientSession cs = f.createSession(false, true, true)) {
                     assertEquals(16, cs.queueQuery(SimpleString.of("q")).getMessageCount(), "messages after the import");
-                    cs.start();
-                    try (ClientConsumer c = cs.createConsumer("q")) {
-                        for (long i = 5; i <= 20; i++) {
-                            ClientMessage m = c.receive(WAIT_MS);
-                            assertNotNull(m, "message " + i + " did not come after the import");
-                            assertEquals(i, m.getLongProperty("id"));
-                            m.acknowledge();
-                        }
-                    }
+                    receiveInOrder(cs, 5, 20, "after the import");
                 }
             } finally {
                 hp.stop();
