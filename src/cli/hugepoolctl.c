@@ -372,16 +372,30 @@ static int run_journal_truncate(const struct command *cmd, struct invocation *in
 }
 
 /*
+ * How long restart asks again while the daemon refuses with EBUSY: a restart under way (the life
+ * serving still taking over from the one before it, which it finishes once that one is idle, or
+ * the next life being prepared). Restarts asked one after the other are served in turn.
+ */
+#define RESTART_BUSY_WAIT_NS (60ull * 1000000000ull)
+#define RESTART_BUSY_PAUSE_US 20000
+
+/*
  * Restart the daemon in place and report how the next life took over, from a status asked on
  * this same connection (which the next life serves on): how long this client waited, how warm.
  */
 static int run_restart(const struct command *cmd, struct invocation *inv)
 {
 	struct hp_status *st;
-	uint64_t t0 = now_ns();
-	int r = hp_daemon_restart(inv->conn);
+	uint64_t t0 = now_ns(), first = t0;
+	int r;
 
 	(void)cmd;
+	while ((r = hp_daemon_restart(inv->conn)) == -EBUSY && now_ns() - first < RESTART_BUSY_WAIT_NS) {
+		if (t0 == first) /* said once */
+			fprintf(stderr, "hugepoolctl: the daemon is busy restarting (%s); waiting\n", hp_last_error(inv->conn));
+		usleep(RESTART_BUSY_PAUSE_US);
+		t0 = now_ns();
+	}
 	if (r < 0) {
 		report(r, hp_last_error(inv->conn), "cannot restart the daemon at '%s'", inv->path);
 		return EXIT_DAEMON;

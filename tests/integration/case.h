@@ -168,25 +168,6 @@ static inline int ctl(const struct daemon *d, const char *args, char *out, size_
 }
 
 /*
- * hugepoolctl restart against d, asked again (for 10 s at most) while the life serving refuses
- * because it is still taking over from the one before it: a refusal by design until that one
- * says the next life is the main process, which it says after going idle (server_warm.c), and
- * an idle process on a loaded machine waits for a CPU.
- */
-static inline int ctl_restart(const struct daemon *d, char *out, size_t outlen)
-{
-	int r = 0;
-
-	for (int i = 0; i < 1000; i++) {
-		r = ctl(d, "restart", out, outlen);
-		if (r == 0 || !strstr(out, "still taking over"))
-			break;
-		usleep(10000);
-	}
-	return r;
-}
-
-/*
  * A failed case leaves what it held (records, connections, handles) behind: LeakSanitizer then
  * only repeats the failure. It still checks a run in which every case passed (of a file whose
  * main is run_cases).

@@ -1506,7 +1506,7 @@ static void test_first_process_keeps_pid(void **state)
 		return;
 	}
 	outside = start_holding(&d, "", &init, &c, &b, 0x5b);
-	assert_int_equal(ctl_restart(&d, out, sizeof(out)), 0);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "hugepoold restarted (pid 1)"));
 	st = status_of_life(c, 2);
 	assert_int_equal(st->daemon_pid, 1);
@@ -1520,9 +1520,9 @@ static void test_first_process_keeps_pid(void **state)
 	/* restart = takeover (read by the next restart, still in place): refused with the reason,
 	 * and the daemon serves on in the same life */
 	assert_int_equal(harness_reconfigure(&d, "restart = takeover\n", ONE), 0);
-	assert_int_equal(ctl_restart(&d, out, sizeof(out)), 0);
+	assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	hp_status_free(status_of_life(c, 3));
-	assert_int_not_equal(ctl_restart(&d, out, sizeof(out)), 0);
+	assert_int_not_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	assert_non_null(strstr(out, "pid namespace's first process"));
 	st = status_of_life(c, 3);
 	assert_int_equal(st->daemon_pid, 1);

@@ -351,7 +351,7 @@ static void test_renewal_during_reexec(void **state)
 	assert_int_equal(pthread_create(&t, NULL, root_churn, &ch), 0);
 	for (int i = 0; i < 20; i++) {
 		usleep(20000);
-		assert_int_equal(ctl_restart(&d, out, sizeof(out)), 0);
+		assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	}
 	atomic_store(&ch.stop, true);
 	kill(other, SIGKILL);
