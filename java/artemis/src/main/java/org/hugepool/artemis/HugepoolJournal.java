@@ -290,6 +290,21 @@ public final class HugepoolJournal implements Journal {
         }
     }
 
+    /*
+     * Loaded: every record so far dead, durably (Import's redo of an import cut short): a CUT at
+     * the LSN it gets itself, which the next load reads from; the daemon's journal is truncated
+     * there by the next reclaim.
+     */
+    void discardAll() throws Exception {
+        lock.lock();
+        try {
+            queue(Records.make(Records.CUT, (byte) 0, nextLsn, 0, 0), null, false);
+        } finally {
+            lock.unlock();
+        }
+        flush();
+    }
+
     /* Started: the daemon's journal has never had a record (Import's condition). */
     boolean fresh() throws HugepoolException {
         return pool.status().journal(name).nextLsn() <= 1;

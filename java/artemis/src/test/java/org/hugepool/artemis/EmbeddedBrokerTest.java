@@ -105,14 +105,15 @@ class EmbeddedBrokerTest {
         return l.createSessionFactory();
     }
 
-    /* The names of Artemis's journal files in dir's journal and bindings directories, imported ones or not. */
-    private static List<String> journalFiles(Path dir, boolean imported) throws Exception {
+    /* The names of Artemis's journal files in dir's journal and bindings directories that end in suffix ("": its own). */
+    private static List<String> journalFiles(Path dir, String suffix) throws Exception {
         List<String> names = new java.util.ArrayList<>();
         for (String sub : List.of("journal", "bindings"))
             if (Files.isDirectory(dir.resolve(sub)))
                 try (Stream<Path> files = Files.list(dir.resolve(sub))) {
-                    files.map(p -> p.getFileName().toString()).filter(n -> imported == n.endsWith(Import.SUFFIX))
-                            .filter(n -> n.matches("activemq-(data|bindings)-\\d+\\.(amq|bindings)(\\.imported)?")).forEach(names::add);
+                    files.map(p -> p.getFileName().toString())
+                            .filter(n -> n.matches("activemq-(data|bindings)-\\d+\\.(amq|bindings)" + java.util.regex.Pattern.quote(suffix)))
+                            .forEach(names::add);
                 }
         return names;
     }
@@ -234,7 +235,7 @@ class EmbeddedBrokerTest {
             try (HugePool pool = HugePool.connect(d.socket.toString())) {
                 assertTrue(pool.status().journal("artemis-messages").nextLsn() > 1, "nothing in hugepoold's message journal");
             }
-            assertEquals(List.of(), journalFiles(d.dir, false), "Artemis's own journal files");
+            assertEquals(List.of(), journalFiles(d.dir, ""), "Artemis's own journal files");
 
             ActiveMQServer again = broker(d.dir, plugin);
             again.start();
@@ -288,24 +289,35 @@ class EmbeddedBrokerTest {
             } finally {
                 files.stop();
             }
-            assertFalse(journalFiles(d.dir, false).isEmpty(), "the broker on files made no journal files");
+            assertFalse(journalFiles(d.dir, "").isEmpty(), "the broker on files made no journal files");
 
-            // switched to hugepool: imported, the files renamed, and what they held is the broker's
-            ActiveMQServer hp = started(broker(d.dir, plugin));
-            try (ClientSessionFactory f = factory()) {
-                assertEquals(List.of(), journalFiles(d.dir, false), "journal files left after the import");
-                assertFalse(journalFiles(d.dir, true).isEmpty(), "no journal file renamed " + Import.SUFFIX);
-                try (ClientSession xa = f.createSession(true, false, false)) {
-                    Xid[] prepared = xa.recover(XAResource.TMSTARTRSCAN | XAResource.TMENDRSCAN);
-                    assertEquals(List.of(xid), List.of(prepared), "prepared transactions after the import");
-                    xa.commit(xid, false);
+            // switched to hugepool: imported, the files renamed, and what they held is the broker's;
+            // then again as if the broker had stopped before the renaming (the files' names say an
+            // import under way): imported again over the first, the same, once
+            for (String pass : List.of("the import", "an import cut short")) {
+                if (pass.equals("an import cut short"))
+                    for (String sub : List.of("journal", "bindings"))
+                        try (Stream<Path> names = Files.list(d.dir.resolve(sub))) {
+                            for (Path p : names.filter(p -> p.toString().endsWith(Import.SUFFIX)).toList())
+                                Files.move(p, p.resolveSibling(p.getFileName().toString().replace(Import.SUFFIX, Import.IMPORTING)));
+                        }
+                ActiveMQServer hp = started(broker(d.dir, plugin));
+                try (ClientSessionFactory f = factory()) {
+                    assertEquals(List.of(), journalFiles(d.dir, ""), "journal files left after " + pass);
+                    assertEquals(List.of(), journalFiles(d.dir, Import.IMPORTING), "files still importing after " + pass);
+                    assertFalse(journalFiles(d.dir, Import.SUFFIX).isEmpty(), "no journal file renamed " + Import.SUFFIX);
+                    try (ClientSession xa = f.createSession(true, false, false)) {
+                        Xid[] prepared = xa.recover(XAResource.TMSTARTRSCAN | XAResource.TMENDRSCAN);
+                        assertEquals(List.of(xid), List.of(prepared), "prepared transactions after " + pass);
+                        xa.commit(xid, false);
+                    }
+                    try (ClientSession cs = f.createSession(false, true, true)) {
+                        assertEquals(16, cs.queueQuery(SimpleString.of("q")).getMessageCount(), "messages after " + pass);
+                        receiveInOrder(cs, 5, 20, "after " + pass);
+                    }
+                } finally {
+                    hp.stop();
                 }
-                try (ClientSession cs = f.createSession(false, true, true)) {
-                    assertEquals(16, cs.queueQuery(SimpleString.of("q")).getMessageCount(), "messages after the import");
-                    receiveInOrder(cs, 5, 20, "after the import");
-                }
-            } finally {
-                hp.stop();
             }
             try (HugePool pool = HugePool.connect(d.socket.toString())) {
                 assertTrue(pool.status().journal("artemis-messages").nextLsn() > 1, "nothing in hugepoold's message journal");
