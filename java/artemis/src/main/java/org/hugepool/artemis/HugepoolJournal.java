@@ -275,19 +275,14 @@ public final class HugepoolJournal implements Journal {
     }
 
     /*
-     * Loaded: refuse `bytes` more of live records when the broker would wait for room with them
-     * (new records wait at Capacity.maxLive, for consumers that an import does not have), with
-     * the sizing the journal needs.
+     * Started: refuse `bytes` of live records in this journal when the broker would wait for room
+     * with them (new records wait at Capacity.maxLive, for consumers that an import does not
+     * have), with the sizing the journal needs.
      */
-    void checkRoomFor(long bytes) {
-        lock.lock();
-        try {
-            long after = live.bytes + bytes;
-            if (after >= capacity.maxLive() || capacity.overfull(after))
-                throw capacity.cannotCarry(after);
-        } finally {
-            lock.unlock();
-        }
+    void checkRoomFor(long bytes) throws HugepoolException {
+        Capacity c = Capacity.of(pool.status().journal(name), reclaimAt, where());
+        if (bytes >= c.maxLive() || c.overfull(bytes))
+            throw c.cannotCarry(bytes);
     }
 
     /*

@@ -166,9 +166,14 @@ public class HugepoolJournals implements ActiveMQServerPlugin {
         try {
             b.start();
             m.start();
-            // a broker that ran on its own files keeps what they hold: imported on the first start
-            Import.run(oldBindings, b, "bindings");
-            Import.run(oldMessages, m, "message");
+            // a broker that ran on its own files keeps what they hold: imported on the first start,
+            // both checked before either is
+            Import bindingsImport = Import.plan(oldBindings, b, "bindings");
+            Import messagesImport = Import.plan(oldMessages, m, "message");
+            if (bindingsImport != null)
+                bindingsImport.run();
+            if (messagesImport != null)
+                messagesImport.run();
             oldMessages.stop();
             oldBindings.stop();
         } catch (Exception e) {

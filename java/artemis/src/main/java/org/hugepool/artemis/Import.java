@@ -32,19 +32,27 @@ import org.apache.activemq.artemis.core.journal.impl.JournalImpl;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** The import of one broker journal's files into a started, not loaded, HugepoolJournal. */
+/** The import of one broker journal's files into a started, not loaded, HugepoolJournal: planned, then run. */
 final class Import {
     private static final Logger log = LoggerFactory.getLogger(Import.class);
     static final String SUFFIX = ".imported";
     static final String IMPORTING = ".importing";
 
-    private Import() {
-    }
-
     /* What a journal's files hold, as Artemis's load gives it. */
     private record Held(List<RecordInfo> committed, List<PreparedTransactionInfo> prepared) {
         boolean empty() {
             return committed.isEmpty() && prepared.isEmpty();
+        }
+
+        /* Their bytes in a hugepool journal, as its live bytes count them. */
+        long bytes() {
+            long b = 0;
+            for (RecordInfo r : committed)
+                b += Records.onDisk(Records.HEADER + (r.data == null ? 0 : r.data.length));
+            for (PreparedTransactionInfo t : prepared)
+                for (RecordInfo r : t.getRecords())
+                    b += Records.onDisk(Records.HEADER + (r.data == null ? 0 : r.data.length));
+            return b;
         }
     }
 
@@ -96,45 +104,68 @@ final class Import {
         return new Held(committed, prepared);
     }
 
+    private final JournalImpl files;
+    private final HugepoolJournal hp;
+    private final String what; // the files, as messages name them
+    private final boolean again; // an import cut short: its files are named NAME.importing
+    private final Held held;
+
+    private Import(JournalImpl files, HugepoolJournal hp, String what, boolean again, Held held) {
+        this.files = files;
+        this.hp = hp;
+        this.what = what;
+        this.again = again;
+        this.held = held;
+    }
+
     /**
-     * Import what the broker's journal files of old's kind hold into hp, if hp has never had a
-     * record, and rename the files; the records imported (0: none, or no files). hp is started
-     * and not loaded, and is so again on return. The files are renamed NAME.importing before the
-     * first record goes to hp and NAME.imported once all are durable: a start that finds
-     * NAME.importing files (the broker stopped in between) discards what hp holds and imports
-     * them again.
+     * What importing the broker's journal files of old's kind into hp would do, checked and
+     * nothing changed: null when there are no files; an import of nothing (files that hold no
+     * record: run renames them); an import of what they hold when hp has never had a record; an
+     * import again over what hp got of them when they are named NAME.importing (an import cut
+     * short). The plugin plans both journals' imports before it runs one, so that a refusal
+     * leaves both kinds of files as they were.
      *
      * @param old the broker's own journal of that kind, never started (its files, prefix and size)
-     * @throws IllegalStateException hp has records and the files do too, or they cannot be read
+     * @param hp the HugepoolJournal of that kind, started and not loaded
+     * @throws IllegalStateException hp has records and the files do too, what they hold does not
+     *         fit hp at once (no consumer frees room during an import), or they cannot be read
      */
-    static long run(Journal old, HugepoolJournal hp, String kind) throws Exception {
+    static Import plan(Journal old, HugepoolJournal hp, String kind) throws Exception {
         if (!(old instanceof JournalImpl files))
-            return 0; // a broker whose journal is not Artemis's files: nothing to import
-        String ext = files.getFileExtension(), importing = ext + IMPORTING;
+            return null; // a broker whose journal is not Artemis's files: nothing to import
+        String ext = files.getFileExtension();
         String what = kind + " journal files in " + files.getFileFactory().getDirectory();
-        boolean again = !journalFiles(files, importing).isEmpty();
-        Held held;
-        if (again) {
-            log.warn("hugepool-artemis: an import of the broker's {} was cut short; importing them again", what);
-            held = read(files, importing);
-        } else {
-            if (journalFiles(files, ext).isEmpty())
-                return 0;
-            held = read(files, ext);
-            if (held.empty()) {
-                renameAll(files, ext, SUFFIX); // nothing to import: out of the way, not read at every start
-                log.info("hugepool-artemis: the broker's {} hold no records; renamed *{}", what, SUFFIX);
-                return 0;
-            }
-            if (!hp.fresh())
-                throw new IllegalStateException(hp.where() + " has records, and the broker's " + what + " hold "
-                        + held.committed.size() + " records and " + held.prepared.size() + " prepared transactions as"
-                        + " well: start it on one of the two (move those files away, or empty the hugepool journal:"
-                        + " hugepool-artemis(7))");
-            // reading them, the JournalImpl may have made another file (its next): renamed with them
-            renameAll(files, ext, IMPORTING);
-        }
+        boolean again = !journalFiles(files, ext + IMPORTING).isEmpty();
+        if (!again && journalFiles(files, ext).isEmpty())
+            return null;
+        // reading them, the JournalImpl may make another file (its next, empty): renamed with them
+        Held held = read(files, again ? ext + IMPORTING : ext);
+        if (!again && !held.empty() && !hp.fresh())
+            throw new IllegalStateException(hp.where() + " has records, and the broker's " + what + " hold "
+                    + held.committed.size() + " records and " + held.prepared.size() + " prepared transactions as"
+                    + " well: start it on one of the two (move those files away, or empty the hugepool journal:"
+                    + " hugepool-artemis(7))");
+        hp.checkRoomFor(held.bytes());
+        return new Import(files, hp, what, again, held);
+    }
 
+    /**
+     * Do it: the files renamed NAME.importing before the first record goes to hp, and
+     * NAME.imported once all are durable; the records imported. hp is started and not loaded on
+     * return, as before.
+     */
+    long run() throws Exception {
+        String ext = files.getFileExtension();
+        if (held.empty() && !again) {
+            renameAll(files, ext, SUFFIX); // nothing to import: out of the way, not read at every start
+            log.info("hugepool-artemis: the broker's {} hold no records; renamed *{}", what, SUFFIX);
+            return 0;
+        }
+        if (again)
+            log.warn("hugepool-artemis: an import of the broker's {} was cut short; importing them again", what);
+        else
+            renameAll(files, ext, IMPORTING); // from here on, a start that finds them imports them again
         hp.loadInternalOnly();
         if (again) { // what the import cut short appended: dead, durably, before it starts again
             hp.discardAll();
@@ -142,13 +173,6 @@ final class Import {
             hp.start();
             hp.loadInternalOnly();
         }
-        long bytes = 0;
-        for (RecordInfo r : held.committed)
-            bytes += Records.onDisk(Records.HEADER + (r.data == null ? 0 : r.data.length));
-        for (PreparedTransactionInfo t : held.prepared)
-            for (RecordInfo r : t.getRecords())
-                bytes += Records.onDisk(Records.HEADER + (r.data == null ? 0 : r.data.length));
-        hp.checkRoomFor(bytes); // what is imported waits for no consumer: it must fit at once
         long n = 0;
         for (RecordInfo r : held.committed) {
             if (r.isUpdate)
@@ -174,7 +198,7 @@ final class Import {
         hp.flush(); // every record durable before the files are renamed
         hp.stop();
         hp.start();
-        renameAll(files, importing, SUFFIX);
+        renameAll(files, ext + IMPORTING, SUFFIX);
         log.info("hugepool-artemis: imported {} records and {} prepared transactions from the broker's {} into {};"
                 + " the files are renamed *{}", held.committed.size(), held.prepared.size(), what, hp.where(), SUFFIX);
         return n;

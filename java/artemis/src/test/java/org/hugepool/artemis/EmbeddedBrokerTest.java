@@ -7,8 +7,10 @@
  *  - what it acknowledged (durable sends, acknowledged consumes) is in hugepoold's journals, not
  *    in journal files of Artemis's own, and is what a second broker on the same journals loads;
  *  - a broker that ran on its own files (messages, some consumed, an XA transaction prepared),
- *    switched to hugepool: it has what the files held (Import), the files are renamed, and back on
- *    files and then on hugepool again, files and journal both with records are refused;
+ *    switched to hugepool: it has what the files held (Import), the files are renamed; the same
+ *    after an import cut short; back on files and then on hugepool again, files and journal both
+ *    with records are refused; files holding more than the journal takes at once are refused,
+ *    left as they were, and imported into a journal large enough;
  *  - the operator's errors at start, no daemon at the socket, a journal the daemon does not
  *    have and one configured with when_full = recycle (which would lose live records once full):
  *    the broker does not become active, and the failure it reports names the cause. These
@@ -328,6 +330,46 @@ class EmbeddedBrokerTest {
             Exception e = failedStart(broker(d.dir, plugin));
             assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("has records, and the broker's"),
                     "files and a hugepool journal both with records: " + e.getMessage());
+        }
+    }
+
+    @Test
+    void anImportLargerThanTheJournalIsRefusedAndLeavesTheFiles() throws Exception {
+        try (Daemon small = new Daemon(Daemon.journal("artemis-messages", "2M", 4) + Daemon.journal("artemis-bindings", "2M", 4))
+                .start();
+                Daemon large = new Daemon(Daemon.journal("artemis-messages", "2M", 16) + Daemon.journal("artemis-bindings", "2M", 4))
+                        .start()) {
+            Path dir = small.dir.resolve("broker");
+            // 1.5 MB of messages: past a third of 4 segments of 2 MiB (two kept spare), within 16's
+            ActiveMQServer files = started(broker(dir, (HugepoolJournals) null));
+            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                cs.createQueue(QueueConfiguration.of("q").setRoutingType(RoutingType.ANYCAST).setDurable(true));
+                try (ClientProducer p = cs.createProducer("q")) {
+                    for (long i = 0; i < 150; i++) {
+                        ClientMessage m = cs.createMessage(true);
+                        m.putLongProperty("id", i);
+                        m.getBodyBuffer().writeBytes(new byte[10_000]);
+                        p.send(m);
+                    }
+                }
+            } finally {
+                files.stop();
+            }
+            List<String> before = journalFiles(dir, "");
+            Exception e = failedStart(broker(dir, Map.of("socket", small.socket.toString())));
+            assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("give it at least"),
+                    "an import past the journal: " + e.getMessage());
+            // as they were (reading them, Artemis's JournalImpl may add an empty file of its own)
+            assertTrue(journalFiles(dir, "").containsAll(before), "the refused import renamed files: " + journalFiles(dir, ""));
+            assertEquals(List.of(), journalFiles(dir, Import.IMPORTING), "the refused import began");
+
+            ActiveMQServer hp = started(broker(dir, Map.of("socket", large.socket.toString())));
+            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                assertEquals(List.of(), journalFiles(dir, ""), "journal files left after the import");
+                receiveInOrder(cs, 0, 149, "after the import into a journal large enough");
+            } finally {
+                hp.stop();
+            }
         }
     }
 
