@@ -120,11 +120,12 @@ final class Import {
 
     /**
      * What importing the broker's journal files of old's kind into hp would do, checked and
-     * nothing changed: null when there are no files; an import of nothing (files that hold no
-     * record: run renames them); an import of what they hold when hp has never had a record; an
-     * import again over what hp got of them when they are named NAME.importing (an import cut
-     * short). The plugin plans both journals' imports before it runs one, so that a refusal
-     * leaves both kinds of files as they were.
+     * nothing changed (but an import cut short mid-renaming has its renaming finished): null when
+     * there are no files; an import of nothing (files that hold no record: run renames them); an
+     * import of what they hold when hp has never had a record; an import again over what hp got
+     * of them when they are named NAME.importing (an import cut short). The plugin plans both
+     * journals' imports before it runs one, so that a refusal leaves both kinds of files as they
+     * were.
      *
      * @param old the broker's own journal of that kind, never started (its files, prefix and size)
      * @param hp the HugepoolJournal of that kind, started and not loaded
@@ -139,6 +140,9 @@ final class Import {
         boolean again = !journalFiles(files, ext + IMPORTING).isEmpty();
         if (!again && journalFiles(files, ext).isEmpty())
             return null;
+        // the renaming the import cut short may have been cut short too: finished, so that all are read
+        if (again)
+            renameAll(files, ext, IMPORTING);
         // reading them, the JournalImpl may make another file (its next, empty): renamed with them
         Held held = read(files, again ? ext + IMPORTING : ext);
         if (!again && !held.empty() && !hp.fresh())

@@ -294,14 +294,18 @@ class EmbeddedBrokerTest {
             assertFalse(journalFiles(d.dir, "").isEmpty(), "the broker on files made no journal files");
 
             // switched to hugepool: imported, the files renamed, and what they held is the broker's;
-            // then again as if the broker had stopped before the renaming (the files' names say an
-            // import under way): imported again over the first, the same, once
+            // then again as if the broker had stopped during the import (the files' names say one
+            // under way, one of them not renamed yet): imported again over the first, the same, once
             for (String pass : List.of("the import", "an import cut short")) {
                 if (pass.equals("an import cut short"))
                     for (String sub : List.of("journal", "bindings"))
                         try (Stream<Path> names = Files.list(d.dir.resolve(sub))) {
-                            for (Path p : names.filter(p -> p.toString().endsWith(Import.SUFFIX)).toList())
-                                Files.move(p, p.resolveSibling(p.getFileName().toString().replace(Import.SUFFIX, Import.IMPORTING)));
+                            // cut short mid-renaming too: the first file (the one that holds the
+                            // records) under its own name still, the others NAME.importing
+                            List<Path> imported = names.filter(p -> p.toString().endsWith(Import.SUFFIX)).sorted().toList();
+                            for (Path p : imported)
+                                Files.move(p, p.resolveSibling(p.getFileName().toString()
+                                        .replace(Import.SUFFIX, p.equals(imported.get(0)) ? "" : Import.IMPORTING)));
                         }
                 ActiveMQServer hp = started(broker(d.dir, plugin));
                 try (ClientSessionFactory f = factory()) {
