@@ -323,11 +323,25 @@ static void *root_churn(void *arg)
  * buffer and dropped it ("dropped 1" in most warm starts). Now the renewal ends and is recorded
  * before the hand-over: no warm start drops anything.
  */
+static struct churn ch; /* the case's churners, for renewal_churners_stop */
+static pthread_t churn_thread;
+static pid_t churn_other = -1;
+
+/* Stop the case's two churners, whether it passed or failed half-way (teardown's threads_cleanup). */
+static void renewal_churners_stop(void)
+{
+	atomic_store(&ch.stop, true);
+	if (churn_other > 0) {
+		kill(churn_other, SIGKILL);
+		waitpid(churn_other, NULL, 0);
+		churn_other = -1;
+	}
+	pthread_join(churn_thread, NULL);
+}
+
 static void test_renewal_during_reexec(void **state)
 {
 	static struct daemon d;
-	static struct churn ch;
-	pthread_t t;
 	pid_t other;
 	char out[2048];
 
@@ -348,15 +362,15 @@ static void test_renewal_during_reexec(void **state)
 		churn_main(&ch);
 		_exit(0);
 	}
-	assert_int_equal(pthread_create(&t, NULL, root_churn, &ch), 0);
+	churn_other = other;
+	assert_int_equal(pthread_create(&churn_thread, NULL, root_churn, &ch), 0);
+	threads_cleanup = renewal_churners_stop; /* a failed restart below must not leave them churning */
 	for (int i = 0; i < 20; i++) {
 		usleep(20000);
 		assert_int_equal(ctl(&d, "restart", out, sizeof(out)), 0);
 	}
-	atomic_store(&ch.stop, true);
-	kill(other, SIGKILL);
-	waitpid(other, NULL, 0);
-	pthread_join(t, NULL);
+	threads_cleanup = NULL;
+	renewal_churners_stop();
 	check_log(&d, "Warm start (life ", 20);
 	check_log(&d, ", dropped 0;", 20);
 	stop(&d);
