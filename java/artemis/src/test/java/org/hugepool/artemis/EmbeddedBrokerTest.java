@@ -11,6 +11,8 @@
  *    after an import cut short; back on files and then on hugepool again, files and journal both
  *    with records are refused; files holding more than the journal takes at once are refused,
  *    left as they were, and imported into a journal large enough;
+ *  - the way back: a broker's hugepool journals exported (Export) as its own files, on which it
+ *    has its messages and its prepared XA transaction; a directory with files is not written;
  *  - the operator's errors at start, no daemon at the socket, a journal the daemon does not
  *    have and one configured with when_full = recycle (which would lose live records once full):
  *    the broker does not become active, and the failure it reports names the cause. These
@@ -334,6 +336,56 @@ class EmbeddedBrokerTest {
             Exception e = failedStart(broker(d.dir, plugin));
             assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("has records, and the broker's"),
                     "files and a hugepool journal both with records: " + e.getMessage());
+        }
+    }
+
+    @Test
+    void exportTakesTheBrokerBackToItsFiles() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
+                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
+            Xid xid = new XidImpl("branch".getBytes(), 1, "hugepool-export".getBytes());
+            // on hugepool: 20 durable sends, 5 consumed, one prepared in an XA transaction
+            ActiveMQServer hp = started(broker(d.dir, Map.of("socket", d.socket.toString())));
+            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                sendThenConsume(cs, 20, 5);
+                try (ClientSession xa = f.createSession(true, false, false); ClientProducer p = xa.createProducer("q")) {
+                    xa.start(xid, XAResource.TMNOFLAGS);
+                    ClientMessage m = xa.createMessage(true);
+                    m.putLongProperty("id", 20);
+                    p.send(m);
+                    xa.end(xid, XAResource.TMSUCCESS);
+                    xa.prepare(xid);
+                }
+            } finally {
+                hp.stop();
+            }
+            assertEquals(List.of(), journalFiles(d.dir, ""), "journal files of the broker on hugepool");
+
+            // exported, then the broker on its files (the plugin left out) has it all
+            Export.Written b = Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
+                    "activemq-bindings", "bindings", 1 << 20);
+            Export.Written m = Export.export(d.socket.toString(), "artemis-messages", d.dir.resolve("journal").toFile(),
+                    "activemq-data", "amq", 10 << 20);
+            assertTrue(b.records() > 0 && m.records() > 0 && m.prepared() == 1, "exported " + b + ", " + m);
+            ActiveMQServer files = started(broker(d.dir, (HugepoolJournals) null));
+            try (ClientSessionFactory f = factory()) {
+                try (ClientSession xa = f.createSession(true, false, false)) {
+                    Xid[] prepared = xa.recover(XAResource.TMSTARTRSCAN | XAResource.TMENDRSCAN);
+                    assertEquals(List.of(xid), List.of(prepared), "prepared transactions after the export");
+                    xa.commit(xid, false);
+                }
+                try (ClientSession cs = f.createSession(false, true, true)) {
+                    assertEquals(16, cs.queueQuery(SimpleString.of("q")).getMessageCount(), "messages after the export");
+                    receiveInOrder(cs, 5, 20, "after the export");
+                }
+            } finally {
+                files.stop();
+            }
+            // a directory with journal files of its own is not written over
+            IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                    () -> Export.export(d.socket.toString(), "artemis-messages", d.dir.resolve("journal").toFile(),
+                            "activemq-data", "amq", 10 << 20));
+            assertTrue(e.getMessage().contains("holds journal files already"), e.getMessage());
         }
     }
 

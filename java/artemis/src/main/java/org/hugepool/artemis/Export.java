@@ -1,0 +1,163 @@
+/*
+ * SPDX-License-Identifier: MIT
+ *
+ * Export.java - the way back (hugepool-artemis(7) "Switching back"): what a stopped broker's two
+ * hugepool journals hold, loaded as the broker loads them (committed records, prepared
+ * transactions), written as Artemis's own journal files in the broker's journal and bindings
+ * directories, so that the broker, its plugin removed from broker.xml, starts on its files with
+ * its queues, messages and prepared XA transactions. Import's inverse; a command of its own:
+ *
+ *   java -cp 'BROKER/lib/*:ARTEMIS_HOME/lib/*' org.hugepool.artemis.Export --journal-dir DIR
+ *        --bindings-dir DIR [--socket PATH] [--messages NAME] [--bindings NAME]
+ *        [--journal-file-size BYTES]
+ *
+ * Directories that already hold journal files of their kind are refused (which would be the
+ * broker's?); the hugepool journals are read, not changed. Exit status 0 done, 1 failed, 2 usage.
+ */
+package org.hugepool.artemis;
+
+import java.io.File;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.activemq.artemis.core.io.nio.NIOSequentialFileFactory;
+import org.apache.activemq.artemis.core.journal.PreparedTransactionInfo;
+import org.apache.activemq.artemis.core.journal.RecordInfo;
+import org.apache.activemq.artemis.core.journal.impl.JournalImpl;
+
+/** Write a stopped broker's hugepool journals as Artemis's own journal files. */
+public final class Export {
+    private static final String USAGE = "usage: java -cp 'BROKER/lib/*:ARTEMIS_HOME/lib/*' org.hugepool.artemis.Export"
+            + " --journal-dir DIR --bindings-dir DIR [--socket PATH] [--messages NAME] [--bindings NAME]"
+            + " [--journal-file-size BYTES]";
+
+    private Export() {
+    }
+
+    /** What one journal's export wrote. */
+    record Written(int records, int prepared) {
+    }
+
+    /**
+     * Write what hugepool journal `name` holds as JournalImpl files prefix-N.ext in dir, of
+     * fileSize bytes each.
+     *
+     * @throws IllegalStateException dir holds such files already, or the journal cannot be read
+     */
+    static Written export(String socket, String name, File dir, String prefix, String ext, int fileSize) throws Exception {
+        String[] existing = dir.list((d, n) -> n.startsWith(prefix + "-") && n.endsWith("." + ext));
+        if (existing != null && existing.length > 0)
+            throw new IllegalStateException(dir + " holds journal files already (" + existing[0] + "): move them away first");
+        if (!dir.isDirectory() && !dir.mkdirs())
+            throw new IllegalStateException("cannot make " + dir);
+
+        List<RecordInfo> committed = new ArrayList<>();
+        List<PreparedTransactionInfo> prepared = new ArrayList<>();
+        HugepoolJournal hp = new HugepoolJournal(socket, name, HugepoolJournal.MIN_RECLAIM_AT, Duration.ofSeconds(30), null);
+        hp.start();
+        try {
+            hp.load(committed, prepared, (tx, records, deletes) -> {
+                // never completed: the broker's load rolls it back, and so does this one
+            }, false);
+        } finally {
+            hp.stop();
+        }
+
+        NIOSequentialFileFactory nio = new NIOSequentialFileFactory(dir, 1);
+        JournalImpl files = new JournalImpl(fileSize, 2, 2, 0, 0, nio, prefix, ext, 1);
+        nio.start();
+        try {
+            files.start();
+            try {
+                files.loadInternalOnly();
+                for (RecordInfo r : committed) {
+                    if (r.isUpdate)
+                        files.appendUpdateRecord(r.id, r.userRecordType, r.data, false);
+                    else
+                        files.appendAddRecord(r.id, r.userRecordType, r.data, false);
+                }
+                for (PreparedTransactionInfo t : prepared) {
+                    for (RecordInfo r : t.getRecords()) {
+                        if (r.isUpdate)
+                            files.appendUpdateRecordTransactional(t.getId(), r.id, r.userRecordType, r.data);
+                        else
+                            files.appendAddRecordTransactional(t.getId(), r.id, r.userRecordType, r.data);
+                    }
+                    for (RecordInfo r : t.getRecordsToDelete())
+                        files.appendDeleteRecordTransactional(t.getId(), r.id);
+                    files.appendPrepareRecord(t.getId(), t.getExtraData(), false);
+                }
+            } finally {
+                files.stop();
+            }
+        } finally {
+            nio.stop();
+        }
+        // durable before the broker is told: each file and the directory synced
+        for (File f : dir.listFiles((d, n) -> n.startsWith(prefix + "-") && n.endsWith("." + ext)))
+            try (FileChannel c = FileChannel.open(f.toPath(), StandardOpenOption.WRITE)) {
+                c.force(true);
+            }
+        try (FileChannel c = FileChannel.open(dir.toPath(), StandardOpenOption.READ)) {
+            c.force(true);
+        }
+        return new Written(committed.size(), prepared.size());
+    }
+
+    /* broker.xml's journal-file-size: bytes, K or M suffixed, 1 MiB to 1 GiB. */
+    private static int fileSize(String v) {
+        String t = v.trim().toUpperCase();
+        int mult = t.endsWith("K") ? 1 << 10 : t.endsWith("M") ? 1 << 20 : 1;
+        try {
+            long n = Long.parseLong(mult == 1 ? t : t.substring(0, t.length() - 1)) * mult;
+            if (n >= 1 << 20 && n <= 1 << 30)
+                return (int) n;
+        } catch (NumberFormatException e) {
+            // said below
+        }
+        throw new IllegalArgumentException("--journal-file-size \"" + v + "\": bytes (K, M allowed), 1M to 1024M");
+    }
+
+    public static void main(String[] args) {
+        String socket = null, messages = "artemis-messages", bindings = "artemis-bindings";
+        File journalDir = null, bindingsDir = null;
+        int fileSize = 10 << 20; // artemis create's journal-file-size
+        try {
+            for (int i = 0; i < args.length; i++) {
+                String v = i + 1 < args.length ? args[i + 1] : null;
+                if (v == null)
+                    throw new IllegalArgumentException(args[i] + " needs a value");
+                switch (args[i++]) {
+                case "--socket" -> socket = v;
+                case "--messages" -> messages = v;
+                case "--bindings" -> bindings = v;
+                case "--journal-dir" -> journalDir = new File(v);
+                case "--bindings-dir" -> bindingsDir = new File(v);
+                case "--journal-file-size" -> fileSize = fileSize(v);
+                default -> throw new IllegalArgumentException("unknown option " + args[i - 1]);
+                }
+            }
+            if (journalDir == null || bindingsDir == null)
+                throw new IllegalArgumentException("--journal-dir and --bindings-dir are needed");
+        } catch (IllegalArgumentException e) {
+            System.err.println("hugepool-artemis export: " + e.getMessage() + "\n" + USAGE);
+            System.exit(2);
+            return;
+        }
+        try {
+            // the bindings journal holds the broker's queues (and the counter of its ids): first
+            Written b = export(socket, bindings, bindingsDir, "activemq-bindings", "bindings", 1 << 20);
+            Written m = export(socket, messages, journalDir, "activemq-data", "amq", fileSize);
+            System.out.println("hugepool-artemis export: " + b.records() + " records of hugepoold journal \"" + bindings
+                    + "\" in " + bindingsDir + ", " + m.records() + " records and " + m.prepared()
+                    + " prepared transactions of \"" + messages + "\" in " + journalDir);
+            System.exit(0);
+        } catch (Exception e) {
+            System.err.println("hugepool-artemis export: " + e.getMessage());
+            System.exit(1);
+        }
+    }
+}
