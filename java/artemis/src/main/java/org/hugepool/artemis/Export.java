@@ -73,23 +73,7 @@ public final class Export {
             files.start();
             try {
                 files.loadInternalOnly();
-                for (RecordInfo r : committed) {
-                    if (r.isUpdate)
-                        files.appendUpdateRecord(r.id, r.userRecordType, r.data, false);
-                    else
-                        files.appendAddRecord(r.id, r.userRecordType, r.data, false);
-                }
-                for (PreparedTransactionInfo t : prepared) {
-                    for (RecordInfo r : t.getRecords()) {
-                        if (r.isUpdate)
-                            files.appendUpdateRecordTransactional(t.getId(), r.id, r.userRecordType, r.data);
-                        else
-                            files.appendAddRecordTransactional(t.getId(), r.id, r.userRecordType, r.data);
-                    }
-                    for (RecordInfo r : t.getRecordsToDelete())
-                        files.appendDeleteRecordTransactional(t.getId(), r.id);
-                    files.appendPrepareRecord(t.getId(), t.getExtraData(), false);
-                }
+                Import.append(files, committed, prepared);
             } finally {
                 files.stop();
             }

@@ -82,6 +82,37 @@ final class Import {
         }
     }
 
+    /*
+     * Append to `to` what a load gave: the committed records in their order, then each prepared
+     * transaction's records and its prepare, none synced (the caller makes them durable); the
+     * records appended. Import's and Export's one way of writing a journal's contents.
+     */
+    static long append(Journal to, List<RecordInfo> committed, List<PreparedTransactionInfo> prepared) throws Exception {
+        long n = 0;
+        for (RecordInfo r : committed) {
+            if (r.isUpdate)
+                to.appendUpdateRecord(r.id, r.userRecordType, r.data, false);
+            else
+                to.appendAddRecord(r.id, r.userRecordType, r.data, false);
+            n++;
+        }
+        for (PreparedTransactionInfo t : prepared) {
+            for (RecordInfo r : t.getRecords()) {
+                if (r.isUpdate)
+                    to.appendUpdateRecordTransactional(t.getId(), r.id, r.userRecordType, r.data);
+                else
+                    to.appendAddRecordTransactional(t.getId(), r.id, r.userRecordType, r.data);
+                n++;
+            }
+            for (RecordInfo r : t.getRecordsToDelete()) {
+                to.appendDeleteRecordTransactional(t.getId(), r.id);
+                n++;
+            }
+            to.appendPrepareRecord(t.getId(), t.getExtraData(), false);
+        }
+        return n;
+    }
+
     /* Read the prefix-N.ext files as Artemis's load does, with a JournalImpl of its own over NIO. */
     private static Held read(JournalImpl files, String ext) throws Exception {
         List<RecordInfo> committed = new ArrayList<>();
@@ -177,28 +208,7 @@ final class Import {
             hp.start();
             hp.loadInternalOnly();
         }
-        long n = 0;
-        for (RecordInfo r : held.committed) {
-            if (r.isUpdate)
-                hp.appendUpdateRecord(r.id, r.userRecordType, r.data, false);
-            else
-                hp.appendAddRecord(r.id, r.userRecordType, r.data, false);
-            n++;
-        }
-        for (PreparedTransactionInfo t : held.prepared) {
-            for (RecordInfo r : t.getRecords()) {
-                if (r.isUpdate)
-                    hp.appendUpdateRecordTransactional(t.getId(), r.id, r.userRecordType, r.data);
-                else
-                    hp.appendAddRecordTransactional(t.getId(), r.id, r.userRecordType, r.data);
-                n++;
-            }
-            for (RecordInfo r : t.getRecordsToDelete()) {
-                hp.appendDeleteRecordTransactional(t.getId(), r.id);
-                n++;
-            }
-            hp.appendPrepareRecord(t.getId(), t.getExtraData(), false);
-        }
+        long n = append(hp, held.committed, held.prepared);
         hp.flush(); // every record durable before the files are renamed
         hp.stop();
         hp.start();

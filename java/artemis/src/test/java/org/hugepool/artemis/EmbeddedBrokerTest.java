@@ -155,6 +155,23 @@ class EmbeddedBrokerTest {
         }
     }
 
+    /* On broker s, then stopped: 20 durable sends to q (ids 0-19), 5 consumed, id 20 sent in XA transaction xid, prepared. */
+    private static void sendConsumeAndPrepare(ActiveMQServer s, Xid xid) throws Exception {
+        try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+            sendThenConsume(cs, 20, 5);
+            try (ClientSession xa = f.createSession(true, false, false); ClientProducer p = xa.createProducer("q")) {
+                xa.start(xid, XAResource.TMNOFLAGS);
+                ClientMessage m = xa.createMessage(true);
+                m.putLongProperty("id", 20);
+                p.send(m);
+                xa.end(xid, XAResource.TMSUCCESS);
+                xa.prepare(xid);
+            }
+        } finally {
+            s.stop();
+        }
+    }
+
     /* s started and active. */
     private static ActiveMQServer started(ActiveMQServer s) throws Exception {
         s.start();
@@ -279,20 +296,7 @@ class EmbeddedBrokerTest {
             Map<String, String> plugin = Map.of("socket", d.socket.toString());
             Xid xid = new XidImpl("branch".getBytes(), 1, "hugepool-import".getBytes());
             // on Artemis's own files: 20 durable sends, 5 consumed, one prepared in an XA transaction
-            ActiveMQServer files = started(broker(d.dir, (HugepoolJournals) null));
-            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
-                sendThenConsume(cs, 20, 5);
-                try (ClientSession xa = f.createSession(true, false, false); ClientProducer p = xa.createProducer("q")) {
-                    xa.start(xid, XAResource.TMNOFLAGS);
-                    ClientMessage m = xa.createMessage(true);
-                    m.putLongProperty("id", 20);
-                    p.send(m);
-                    xa.end(xid, XAResource.TMSUCCESS);
-                    xa.prepare(xid);
-                }
-            } finally {
-                files.stop();
-            }
+            sendConsumeAndPrepare(started(broker(d.dir, (HugepoolJournals) null)), xid);
             assertFalse(journalFiles(d.dir, "").isEmpty(), "the broker on files made no journal files");
 
             // switched to hugepool: imported, the files renamed, and what they held is the broker's;
@@ -345,20 +349,7 @@ class EmbeddedBrokerTest {
                 + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
             Xid xid = new XidImpl("branch".getBytes(), 1, "hugepool-export".getBytes());
             // on hugepool: 20 durable sends, 5 consumed, one prepared in an XA transaction
-            ActiveMQServer hp = started(broker(d.dir, Map.of("socket", d.socket.toString())));
-            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
-                sendThenConsume(cs, 20, 5);
-                try (ClientSession xa = f.createSession(true, false, false); ClientProducer p = xa.createProducer("q")) {
-                    xa.start(xid, XAResource.TMNOFLAGS);
-                    ClientMessage m = xa.createMessage(true);
-                    m.putLongProperty("id", 20);
-                    p.send(m);
-                    xa.end(xid, XAResource.TMSUCCESS);
-                    xa.prepare(xid);
-                }
-            } finally {
-                hp.stop();
-            }
+            sendConsumeAndPrepare(started(broker(d.dir, Map.of("socket", d.socket.toString()))), xid);
             assertEquals(List.of(), journalFiles(d.dir, ""), "journal files of the broker on hugepool");
 
             // exported, then the broker on its files (the plugin left out) has it all
