@@ -91,20 +91,6 @@ public final class Export {
         return new Written(committed.size(), prepared.size());
     }
 
-    /* broker.xml's journal-file-size: bytes, K or M suffixed, 1 MiB to 1 GiB. */
-    private static int fileSize(String v) {
-        String t = v.trim().toUpperCase();
-        int mult = t.endsWith("K") ? 1 << 10 : t.endsWith("M") ? 1 << 20 : 1;
-        try {
-            long n = Long.parseLong(mult == 1 ? t : t.substring(0, t.length() - 1)) * mult;
-            if (n >= 1 << 20 && n <= 1 << 30)
-                return (int) n;
-        } catch (NumberFormatException e) {
-            // said below
-        }
-        throw new IllegalArgumentException("--journal-file-size \"" + v + "\": bytes (K, M allowed), 1M to 1024M");
-    }
-
     public static void main(String[] args) {
         String socket = null, messages = "artemis-messages", bindings = "artemis-bindings";
         File journalDir = null, bindingsDir = null;
@@ -120,7 +106,8 @@ public final class Export {
                 case "--bindings" -> bindings = v;
                 case "--journal-dir" -> journalDir = new File(v);
                 case "--bindings-dir" -> bindingsDir = new File(v);
-                case "--journal-file-size" -> fileSize = fileSize(v);
+                // broker.xml's journal-file-size
+                case "--journal-file-size" -> fileSize = (int) HugepoolJournals.size(args[i - 1], v, 1 << 20, 1 << 30);
                 default -> throw new IllegalArgumentException("unknown option " + args[i - 1]);
                 }
             }

@@ -112,6 +112,18 @@ public class HugepoolJournals implements ActiveMQServerPlugin {
 
     /* A reclaim floor: a size in bytes, K, M or G suffixed, at least HugepoolJournal.MIN_RECLAIM_AT. */
     private static long floor(String key, String v) {
+        try {
+            return size(key, v, HugepoolJournal.MIN_RECLAIM_AT, Long.MAX_VALUE);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("hugepool-artemis: " + e.getMessage());
+        }
+    }
+
+    /*
+     * A size in bytes, K, M or G suffixed, from min to max: the plugin's and Export's one parser of
+     * them. Throws saying key, v and what it should be.
+     */
+    static long size(String key, String v, long min, long max) {
         String t = v.trim();
         long mult = 1;
         char last = t.isEmpty() ? ' ' : Character.toUpperCase(t.charAt(t.length() - 1));
@@ -123,11 +135,12 @@ public class HugepoolJournals implements ActiveMQServerPlugin {
         try {
             n = Math.multiplyExact(Long.parseLong(t), mult);
         } catch (NumberFormatException | ArithmeticException e) {
-            throw new IllegalArgumentException("hugepool-artemis: " + key + " \"" + v + "\": a size in bytes (K, M, G allowed)");
+            throw new IllegalArgumentException(key + " \"" + v + "\": a size in bytes (K, M, G allowed)");
         }
-        if (n < HugepoolJournal.MIN_RECLAIM_AT)
-            throw new IllegalArgumentException("hugepool-artemis: " + key + " \"" + v + "\": at least "
-                    + (HugepoolJournal.MIN_RECLAIM_AT >> 10) + "K");
+        if (n < min)
+            throw new IllegalArgumentException(key + " \"" + v + "\": at least " + (min >> 10) + "K");
+        if (n > max)
+            throw new IllegalArgumentException(key + " \"" + v + "\": at most " + (max >> 20) + "M");
         return n;
     }
 
