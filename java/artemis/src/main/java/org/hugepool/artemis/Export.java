@@ -34,6 +34,10 @@ public final class Export {
             + " --journal-dir DIR --bindings-dir DIR [--socket PATH] [--messages NAME] [--bindings NAME]"
             + " [--journal-file-size BYTES]";
 
+    /* Artemis's journal files (JournalStorageManager's names): the bindings journal's, the messages'. */
+    static final String BINDINGS_PREFIX = "activemq-bindings", BINDINGS_EXT = "bindings";
+    static final String MESSAGES_PREFIX = "activemq-data", MESSAGES_EXT = "amq";
+
     private Export() {
     }
 
@@ -41,19 +45,15 @@ public final class Export {
     record Written(int records, int prepared) {
     }
 
-    /**
-     * Write what hugepool journal `name` holds as JournalImpl files prefix-N.ext in dir, of
-     * fileSize bytes each.
-     *
-     * @throws IllegalStateException dir holds such files already, or the journal cannot be read
-     */
-    static Written export(String socket, String name, File dir, String prefix, String ext, int fileSize) throws Exception {
+    /* dir holding no journal files prefix-N.ext, or the refusal. */
+    private static void refuseFiles(File dir, String prefix, String ext) {
         String[] existing = dir.list((d, n) -> n.startsWith(prefix + "-") && n.endsWith("." + ext));
         if (existing != null && existing.length > 0)
             throw new IllegalStateException(dir + " holds journal files already (" + existing[0] + "): move them away first");
-        if (!dir.isDirectory() && !dir.mkdirs())
-            throw new IllegalStateException("cannot make " + dir);
+    }
 
+    /* What hugepool journal `name` holds, loaded as the broker loads it; the journal is only read. */
+    private static Import.Held read(String socket, String name) throws Exception {
         List<RecordInfo> committed = new ArrayList<>();
         List<PreparedTransactionInfo> prepared = new ArrayList<>();
         HugepoolJournal hp = new HugepoolJournal(socket, name, HugepoolJournal.MIN_RECLAIM_AT, Duration.ofSeconds(30), null);
@@ -65,7 +65,13 @@ public final class Export {
         } finally {
             hp.stop();
         }
+        return new Import.Held(committed, prepared);
+    }
 
+    /* Write held as JournalImpl files prefix-N.ext of fileSize bytes in dir, synced. */
+    private static Written write(Import.Held held, File dir, String prefix, String ext, int fileSize) throws Exception {
+        if (!dir.isDirectory() && !dir.mkdirs())
+            throw new IllegalStateException("cannot make " + dir);
         NIOSequentialFileFactory nio = new NIOSequentialFileFactory(dir, 1);
         JournalImpl files = new JournalImpl(fileSize, 2, 2, 0, 0, nio, prefix, ext, 1);
         nio.start();
@@ -73,7 +79,7 @@ public final class Export {
             files.start();
             try {
                 files.loadInternalOnly();
-                Import.append(files, committed, prepared);
+                Import.append(files, held.committed(), held.prepared());
             } finally {
                 files.stop();
             }
@@ -88,7 +94,18 @@ public final class Export {
         try (FileChannel c = FileChannel.open(dir.toPath(), StandardOpenOption.READ)) {
             c.force(true);
         }
-        return new Written(committed.size(), prepared.size());
+        return new Written(held.committed().size(), held.prepared().size());
+    }
+
+    /**
+     * Write what hugepool journal `name` holds as JournalImpl files prefix-N.ext in dir, of
+     * fileSize bytes each.
+     *
+     * @throws IllegalStateException dir holds such files already, or the journal cannot be read
+     */
+    static Written export(String socket, String name, File dir, String prefix, String ext, int fileSize) throws Exception {
+        refuseFiles(dir, prefix, ext);
+        return write(read(socket, name), dir, prefix, ext, fileSize);
     }
 
     public static void main(String[] args) {
@@ -119,14 +136,18 @@ public final class Export {
             return;
         }
         try {
+            // both checked and read before either is written: a refusal or a failed read writes nothing
+            refuseFiles(bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT);
+            refuseFiles(journalDir, MESSAGES_PREFIX, MESSAGES_EXT);
+            Import.Held bindingsHeld = read(socket, bindings), messagesHeld = read(socket, messages);
             // the bindings journal holds the broker's queues (and the counter of its ids): first
-            Written b = export(socket, bindings, bindingsDir, "activemq-bindings", "bindings", 1 << 20);
-            Written m = export(socket, messages, journalDir, "activemq-data", "amq", fileSize);
+            Written b = write(bindingsHeld, bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT, 1 << 20);
+            Written m = write(messagesHeld, journalDir, MESSAGES_PREFIX, MESSAGES_EXT, fileSize);
             System.out.println("hugepool-artemis export: " + b.records() + " records of hugepoold journal \"" + bindings
                     + "\" in " + bindingsDir + ", " + m.records() + " records and " + m.prepared()
                     + " prepared transactions of \"" + messages + "\" in " + journalDir);
             System.exit(0);
-        } catch (Exception e) {
+        } catch (Exception | LinkageError e) { // LinkageError: the JNI library not found, which says where it looked
             System.err.println("hugepool-artemis export: " + e.getMessage());
             System.exit(1);
         }

@@ -38,8 +38,8 @@ final class Import {
     static final String SUFFIX = ".imported";
     static final String IMPORTING = ".importing";
 
-    /* What a journal's files hold, as Artemis's load gives it. */
-    private record Held(List<RecordInfo> committed, List<PreparedTransactionInfo> prepared) {
+    /* What a journal holds, as Artemis's load gives it (Export's too). */
+    record Held(List<RecordInfo> committed, List<PreparedTransactionInfo> prepared) {
         boolean empty() {
             return committed.isEmpty() && prepared.isEmpty();
         }
