@@ -44,6 +44,19 @@ const char *duration_format(uint64_t s, char *buf, size_t len)
 	return buf;
 }
 
+const char *span_format(uint64_t ns, char *buf, size_t len)
+{
+	if (ns >= 1000000000)
+		snprintf(buf, len, "%g s", (double)ns / 1e9);
+	else if (ns >= 1000000)
+		snprintf(buf, len, "%g ms", (double)ns / 1e6);
+	else if (ns >= 1000)
+		snprintf(buf, len, "%g us", (double)ns / 1e3);
+	else
+		snprintf(buf, len, "%" PRIu64 " ns", ns);
+	return buf;
+}
+
 size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *ret_cp)
 {
 	size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;

@@ -19,6 +19,9 @@ const char *time_format(uint64_t ns, char *buf, size_t len);
 /* "3d 4h 5m 6s", leaving out leading zero units. */
 const char *duration_format(uint64_t s, char *buf, size_t len);
 
+/* A span of ns in the largest unit it reaches, as hugepoold.conf writes durations: "500 us", "2 ms", "1.5 s". */
+const char *span_format(uint64_t ns, char *buf, size_t len);
+
 /*
  * The valid UTF-8 character at p (n > 0 bytes left): its length, and its code point in *ret_cp;
  * 0 when none starts there (ASCII, a stray continuation byte, an overlong form, a surrogate,

@@ -107,20 +107,6 @@ void journals_json(struct json *j, const struct hp_status *st)
 	json_close(j, ']');
 }
 
-/* A batch's time budget as the configuration writes it: "500 us", "2 ms", "1.5 s". */
-static const char *delay_text(uint64_t ns, char *buf, size_t len)
-{
-	if (ns >= 1000000000)
-		snprintf(buf, len, "%g s", (double)ns / 1e9);
-	else if (ns >= 1000000)
-		snprintf(buf, len, "%g ms", (double)ns / 1e6);
-	else if (ns >= 1000)
-		snprintf(buf, len, "%g us", (double)ns / 1e3);
-	else
-		snprintf(buf, len, "%" PRIu64 " ns", ns);
-	return buf;
-}
-
 /* The journal's configuration: what a full journal does, and its batches' and rings' sizes. */
 static void config_text(const struct hp_journal_config *cfg)
 {
@@ -135,7 +121,7 @@ static void config_text(const struct hp_journal_config *cfg)
 	size_format(cfg->ring_size, r, sizeof(r));
 	if (cfg->max_batch_delay_ns)
 		printf("Batches at:   %s or %s, whichever comes first; rings of %s per writer\n",
-		       delay_text(cfg->max_batch_delay_ns, d, sizeof(d)), b, r);
+		       span_format(cfg->max_batch_delay_ns, d, sizeof(d)), b, r);
 	else
 		printf("Batches at:   %s, or at once (max_batch_delay 0); rings of %s per writer\n", b, r);
 }
