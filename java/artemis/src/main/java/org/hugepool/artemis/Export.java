@@ -20,12 +20,8 @@ import java.io.File;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 
 import org.apache.activemq.artemis.core.io.nio.NIOSequentialFileFactory;
-import org.apache.activemq.artemis.core.journal.PreparedTransactionInfo;
-import org.apache.activemq.artemis.core.journal.RecordInfo;
 import org.apache.activemq.artemis.core.journal.impl.JournalImpl;
 
 /** Write a stopped broker's hugepool journals as Artemis's own journal files. */
@@ -54,18 +50,13 @@ public final class Export {
 
     /* What hugepool journal `name` holds, loaded as the broker loads it; the journal is only read. */
     private static Import.Held read(String socket, String name) throws Exception {
-        List<RecordInfo> committed = new ArrayList<>();
-        List<PreparedTransactionInfo> prepared = new ArrayList<>();
         HugepoolJournal hp = new HugepoolJournal(socket, name, HugepoolJournal.MIN_RECLAIM_AT, Duration.ofSeconds(30), null);
         hp.start();
         try {
-            hp.load(committed, prepared, (tx, records, deletes) -> {
-                // never completed: the broker's load rolls it back, and so does this one
-            }, false);
+            return Import.load(hp);
         } finally {
             hp.stop();
         }
-        return new Import.Held(committed, prepared);
     }
 
     /* Write held as JournalImpl files prefix-N.ext of fileSize bytes in dir, synced. */

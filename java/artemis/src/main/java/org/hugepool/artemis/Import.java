@@ -113,26 +113,31 @@ final class Import {
         return n;
     }
 
-    /* Read the prefix-N.ext files as Artemis's load does, with a JournalImpl of its own over NIO. */
-    private static Held read(JournalImpl files, String ext) throws Exception {
+    /* What started journal j holds, loaded as the broker loads it (Export's read too). */
+    static Held load(Journal j) throws Exception {
         List<RecordInfo> committed = new ArrayList<>();
         List<PreparedTransactionInfo> prepared = new ArrayList<>();
+        j.load(committed, prepared, (tx, records, deletes) -> {
+            // never completed: Artemis's own load rolls it back, and so does this one
+        }, false);
+        return new Held(committed, prepared);
+    }
+
+    /* Read the prefix-N.ext files as Artemis's load does, with a JournalImpl of its own over NIO. */
+    private static Held read(JournalImpl files, String ext) throws Exception {
         NIOSequentialFileFactory nio = new NIOSequentialFileFactory(files.getFileFactory().getDirectory(), 1);
         JournalImpl reader = new JournalImpl(files.getFileSize(), 2, 2, 0, 0, nio, files.getFilePrefix(), ext, 1);
         nio.start();
         try {
             reader.start();
             try {
-                reader.load(committed, prepared, (tx, records, deletes) -> {
-                    // never completed: Artemis's own load rolls it back, and so does this one
-                }, false);
+                return load(reader);
             } finally {
                 reader.stop();
             }
         } finally {
             nio.stop();
         }
-        return new Held(committed, prepared);
     }
 
     private final JournalImpl files;
