@@ -214,9 +214,15 @@ class ReclaimTest {
             // the consumer: deletes in order, once the producer is `ahead` records ahead, waits, or is done;
             // never a record not yet added (a delete of nothing: the add after it would stay live), which
             // a waiting producer not yet back on a CPU after the last delete woke it would let it do
+            // (whether the producer lives is read before what it added: one that ends between the
+            // two has added its last, and a consumer still waiting for more then is a failure)
             for (long id = 1; id <= n - kept; id++) {
-                while (added.get() < id || (added.get() < Math.min(id + ahead, n) && j.backlogWaiters() == 0)) {
-                    assertTrue(producer.isAlive(), "the producer stopped at " + added.get() + ": " + failed.get());
+                for (;;) {
+                    boolean alive = producer.isAlive();
+                    long a = added.get();
+                    if (a >= id && (a >= Math.min(id + ahead, n) || j.backlogWaiters() > 0))
+                        break;
+                    assertTrue(alive, "the producer stopped at " + a + ": " + failed.get());
                     LockSupport.parkNanos(100_000);
                 }
                 j.appendDeleteRecord(id, false);
