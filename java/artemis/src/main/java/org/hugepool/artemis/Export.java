@@ -12,7 +12,12 @@
  *        [--journal-file-size BYTES]
  *
  * Directories that already hold journal files of their kind are refused (which would be the
- * broker's?); the hugepool journals are read, not changed. Exit status 0 done, 1 failed, 2 usage.
+ * broker's?). Once the files are durable the hugepool journals are emptied (a CUT: nothing they
+ * held is loaded again), so an export moves the broker's contents rather than copying them: a
+ * broker started on hugepool again, the plugin left in broker.xml or put back later, imports the
+ * files (Import) instead of being refused for holding records in both. Both journals are held
+ * (their one writer: no broker starts on them) from their read to their emptying. Exit status 0
+ * done, 1 failed, 2 usage.
  */
 package org.hugepool.artemis;
 
@@ -48,13 +53,28 @@ public final class Export {
             throw new IllegalStateException(dir + " holds journal files already (" + existing[0] + "): move them away first");
     }
 
-    /* What hugepool journal `name` holds, loaded as the broker loads it; the journal is only read. */
-    private static Import.Held read(String socket, String name) throws Exception {
-        HugepoolJournal hp = new HugepoolJournal(socket, name, HugepoolJournal.MIN_RECLAIM_AT, Duration.ofSeconds(30), null);
-        hp.start();
-        try {
-            return Import.load(hp);
-        } finally {
+    /* A hugepool journal being exported: started (its one writer) and loaded as the broker loads it. */
+    private static final class Source {
+        final HugepoolJournal hp;
+        final Import.Held held;
+
+        Source(String socket, String name) throws Exception {
+            hp = new HugepoolJournal(socket, name, HugepoolJournal.MIN_RECLAIM_AT, Duration.ofSeconds(30), null);
+            hp.start();
+            try {
+                held = Import.load(hp);
+            } catch (Exception | Error e) {
+                hp.stop();
+                throw e;
+            }
+        }
+
+        /* Its files written and durable: everything it held dead, durably. */
+        void empty() throws Exception {
+            hp.discardAll();
+        }
+
+        void stop() throws Exception {
             hp.stop();
         }
     }
@@ -90,13 +110,20 @@ public final class Export {
 
     /**
      * Write what hugepool journal `name` holds as JournalImpl files prefix-N.ext in dir, of
-     * fileSize bytes each.
+     * fileSize bytes each, then empty the journal.
      *
      * @throws IllegalStateException dir holds such files already, or the journal cannot be read
      */
     static Written export(String socket, String name, File dir, String prefix, String ext, int fileSize) throws Exception {
         refuseFiles(dir, prefix, ext);
-        return write(read(socket, name), dir, prefix, ext, fileSize);
+        Source s = new Source(socket, name);
+        try {
+            Written w = write(s.held, dir, prefix, ext, fileSize);
+            s.empty();
+            return w;
+        } finally {
+            s.stop();
+        }
     }
 
     public static void main(String[] args) {
@@ -130,13 +157,26 @@ public final class Export {
             // both checked and read before either is written: a refusal or a failed read writes nothing
             refuseFiles(bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT);
             refuseFiles(journalDir, MESSAGES_PREFIX, MESSAGES_EXT);
-            Import.Held bindingsHeld = read(socket, bindings), messagesHeld = read(socket, messages);
-            // the bindings journal holds the broker's queues (and the counter of its ids): first
-            Written b = write(bindingsHeld, bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT, 1 << 20);
-            Written m = write(messagesHeld, journalDir, MESSAGES_PREFIX, MESSAGES_EXT, fileSize);
+            Written b, m;
+            Source bs = new Source(socket, bindings);
+            try {
+                Source ms = new Source(socket, messages);
+                try {
+                    // the bindings journal holds the broker's queues (and the counter of its ids): first
+                    b = write(bs.held, bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT, 1 << 20);
+                    m = write(ms.held, journalDir, MESSAGES_PREFIX, MESSAGES_EXT, fileSize);
+                    // both kinds of files durable: neither journal is emptied before both are
+                    ms.empty();
+                    bs.empty();
+                } finally {
+                    ms.stop();
+                }
+            } finally {
+                bs.stop();
+            }
             System.out.println("hugepool-artemis export: " + b.records() + " records of hugepoold journal \"" + bindings
                     + "\" in " + bindingsDir + ", " + m.records() + " records and " + m.prepared()
-                    + " prepared transactions of \"" + messages + "\" in " + journalDir);
+                    + " prepared transactions of \"" + messages + "\" in " + journalDir + "; both hugepool journals emptied");
             System.exit(0);
         } catch (Exception | LinkageError e) { // LinkageError: the JNI library not found, which says where it looked
             System.err.println("hugepool-artemis export: " + e.getMessage());

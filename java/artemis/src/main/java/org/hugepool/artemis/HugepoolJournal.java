@@ -300,7 +300,7 @@ public final class HugepoolJournal implements Journal {
         flush();
     }
 
-    /* Started: the daemon's journal has never had a record (Import's condition). */
+    /* Started: the daemon's journal has never had a record (a load would give nothing). */
     boolean fresh() throws HugepoolException {
         return pool.status().journal(name).nextLsn() <= 1;
     }

@@ -2,9 +2,9 @@
  * SPDX-License-Identifier: MIT
  *
  * Import.java - a broker switched to hugepool keeps what its own journal files held
- * (hugepool-artemis(7) "Switching a broker that has run"): on the first start of a hugepool
- * journal that has never had a record, the broker's journal files of the same kind (message or
- * bindings) are read as Artemis reads them, with a JournalImpl of its own over NIO, and their
+ * (hugepool-artemis(7) "Switching a broker that has run"): at the start of a hugepool journal
+ * that holds no record (never had one, or emptied by Export), the broker's journal files of the
+ * same kind (message or bindings) are read as Artemis reads them, with a JournalImpl of its own over NIO, and their
  * committed records and prepared transactions are appended to the hugepool journal, durable
  * before the broker loads it. The files are renamed NAME.importing first and NAME.imported at
  * the end, names Artemis does not read: a later start neither imports them again nor, back on
@@ -123,6 +123,20 @@ final class Import {
         return new Held(committed, prepared);
     }
 
+    /*
+     * Whether started, not loaded, hp holds a record or a prepared transaction as the broker
+     * would load it (one that has had records may hold none: all deleted, or emptied by Export's
+     * CUT); started and not loaded again on return.
+     */
+    private static boolean holdsRecords(HugepoolJournal hp) throws Exception {
+        if (hp.fresh())
+            return false;
+        Held h = load(hp);
+        hp.stop();
+        hp.start();
+        return !h.empty();
+    }
+
     /* Read the prefix-N.ext files as Artemis's load does, with a JournalImpl of its own over NIO. */
     private static Held read(JournalImpl files, String ext) throws Exception {
         NIOSequentialFileFactory nio = new NIOSequentialFileFactory(files.getFileFactory().getDirectory(), 1);
@@ -158,7 +172,7 @@ final class Import {
      * What importing the broker's journal files of old's kind into hp would do, checked and
      * nothing changed (but an import cut short mid-renaming has its renaming finished): null when
      * there are no files; an import of nothing (files that hold no record: run renames them); an
-     * import of what they hold when hp has never had a record; an import again over what hp got
+     * import of what they hold when hp holds no record; an import again over what hp got
      * of them when they are named NAME.importing (an import cut short). The plugin plans both
      * journals' imports before it runs one, so that a refusal leaves both kinds of files as they
      * were.
@@ -181,11 +195,11 @@ final class Import {
             renameAll(files, ext, IMPORTING);
         // reading them, the JournalImpl may make another file (its next, empty): renamed with them
         Held held = read(files, again ? ext + IMPORTING : ext);
-        if (!again && !held.empty() && !hp.fresh())
+        if (!again && !held.empty() && holdsRecords(hp))
             throw new IllegalStateException(hp.where() + " has records, and the broker's " + what + " hold "
                     + held.committed.size() + " records and " + held.prepared.size() + " prepared transactions as"
-                    + " well: start it on one of the two (move those files away, or empty the hugepool journal:"
-                    + " hugepool-artemis(7))");
+                    + " well: start it on one of the two (move those files away, or export the hugepool journals"
+                    + " to other directories, which empties them: hugepool-artemis(7))");
         hp.checkRoomFor(held.bytes());
         return new Import(files, hp, what, again, held);
     }
