@@ -4,13 +4,14 @@
  * Import.java - a broker switched to hugepool keeps what its own journal files held
  * (hugepool-artemis(7) "Switching a broker that has run"): at the start of a hugepool journal
  * that holds no record (never had one, or emptied by Export), the broker's journal files of the
- * same kind (message or bindings) are read as Artemis reads them, with a JournalImpl of its own over NIO, and their
- * committed records and prepared transactions are appended to the hugepool journal, durable
- * before the broker loads it. The files are renamed NAME.importing first and NAME.imported at
- * the end, names Artemis does not read: a later start neither imports them again nor, back on
- * files, finds messages delivered since, and one that finds NAME.importing (the broker stopped
- * mid-import) imports them again over what the hugepool journal got of them. Files that hold
- * no record are renamed too. Transactions that never completed are left out, as Artemis's own
+ * same kind (message or bindings) are read as Artemis reads them, with a JournalImpl of its own
+ * over NIO, and their committed records and prepared transactions are appended to the hugepool
+ * journal, durable before the broker loads it. The files are renamed NAME.importing first and
+ * NAME.imported at the end, names Artemis does not read: a later start neither imports them
+ * again nor, back on files, finds messages delivered since, and one that finds NAME.importing
+ * (the broker stopped mid-import) imports them again over what the hugepool journal got of
+ * them, once that is seen to be some of what they hold and nothing else (not a journal the
+ * broker was pointed at since). Files that hold no record are renamed too. Transactions that never completed are left out, as Artemis's own
  * load rolls them back. A hugepool journal that has records beside files that hold some is
  * refused: which of the two is the broker's is for the operator to say.
  */
@@ -18,11 +19,16 @@ package org.hugepool.artemis;
 
 import java.io.File;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 import org.apache.activemq.artemis.core.io.nio.NIOSequentialFileFactory;
 import org.apache.activemq.artemis.core.journal.Journal;
@@ -53,6 +59,31 @@ final class Import {
                 for (RecordInfo r : t.getRecords())
                     b += Records.onDisk(Records.HEADER + (r.data == null ? 0 : r.data.length));
             return b;
+        }
+
+        /*
+         * Every committed record of this one is one of other's (by id, kind, type and bytes, as
+         * many times), and every prepared transaction's id one of other's: what an import of
+         * other cut short got, and nothing else.
+         */
+        boolean within(Held other) {
+            Map<List<Object>, Integer> left = new HashMap<>();
+            for (RecordInfo r : other.committed)
+                left.merge(key(r), 1, Integer::sum);
+            for (RecordInfo r : committed)
+                if (left.merge(key(r), -1, Integer::sum) < 0)
+                    return false;
+            Set<Long> txs = new HashSet<>();
+            for (PreparedTransactionInfo t : other.prepared)
+                txs.add(t.getId());
+            for (PreparedTransactionInfo t : prepared)
+                if (!txs.contains(t.getId()))
+                    return false;
+            return true;
+        }
+
+        private static List<Object> key(RecordInfo r) {
+            return List.of(r.id, r.isUpdate, r.userRecordType, ByteBuffer.wrap(r.data == null ? new byte[0] : r.data));
         }
     }
 
@@ -124,17 +155,17 @@ final class Import {
     }
 
     /*
-     * Whether started, not loaded, hp holds a record or a prepared transaction as the broker
-     * would load it (one that has had records may hold none: all deleted, or emptied by Export's
-     * CUT); started and not loaded again on return.
+     * What started, not loaded, hp holds as the broker would load it (one that has had records
+     * may hold none: all deleted, or emptied by Export's CUT); started and not loaded again on
+     * return.
      */
-    private static boolean holdsRecords(HugepoolJournal hp) throws Exception {
+    private static Held holds(HugepoolJournal hp) throws Exception {
         if (hp.fresh())
-            return false;
+            return new Held(List.of(), List.of());
         Held h = load(hp);
         hp.stop();
         hp.start();
-        return !h.empty();
+        return h;
     }
 
     /* Read the prefix-N.ext files as Artemis's load does, with a JournalImpl of its own over NIO. */
@@ -195,7 +226,14 @@ final class Import {
             renameAll(files, ext, IMPORTING);
         // reading them, the JournalImpl may make another file (its next, empty): renamed with them
         Held held = read(files, again ? ext + IMPORTING : ext);
-        if (!again && !held.empty() && holdsRecords(hp))
+        // an import cut short is done again over what hp got of it, which is dead first: unless
+        // hp holds what the files do not (the broker pointed at another journal since), lost then
+        if (again && !holds(hp).within(held))
+            throw new IllegalStateException(hp.where() + " holds records that the broker's " + what + " do not, and"
+                    + " their import into a hugepool journal was cut short (they are named *" + IMPORTING + "): start the"
+                    + " broker on the journal they went into to finish it, or rename them without " + IMPORTING
+                    + " to import them afresh (hugepool-artemis(7))");
+        if (!again && !held.empty() && !holds(hp).empty())
             throw new IllegalStateException(hp.where() + " has records, and the broker's " + what + " hold "
                     + held.committed.size() + " records and " + held.prepared.size() + " prepared transactions as"
                     + " well: start it on one of the two (move those files away, or export the hugepool journals"

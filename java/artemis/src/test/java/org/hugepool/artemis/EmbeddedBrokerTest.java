@@ -8,7 +8,8 @@
  *    in journal files of Artemis's own, and is what a second broker on the same journals loads;
  *  - a broker that ran on its own files (messages, some consumed, an XA transaction prepared),
  *    switched to hugepool: it has what the files held (Import), the files are renamed; the same
- *    after an import cut short; back on files and then on hugepool again, files and journal both
+ *    after an import cut short; an import cut short not done again over a journal that holds
+ *    other records (the broker pointed at another broker's journals since); back on files and then on hugepool again, files and journal both
  *    with records are refused; files holding more than the journal takes at once are refused,
  *    left as they were, and imported into a journal large enough;
  *  - the way back: a broker's hugepool journals exported (Export) as its own files, on which it
@@ -56,6 +57,8 @@ import org.apache.activemq.artemis.api.core.client.ClientSessionFactory;
 import org.apache.activemq.artemis.api.core.client.ServerLocator;
 import org.apache.activemq.artemis.core.config.Configuration;
 import org.apache.activemq.artemis.core.config.impl.ConfigurationImpl;
+import org.apache.activemq.artemis.core.io.nio.NIOSequentialFileFactory;
+import org.apache.activemq.artemis.core.journal.impl.JournalImpl;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
 import org.apache.activemq.artemis.core.server.ActiveMQServers;
 import org.apache.activemq.artemis.core.server.JournalType;
@@ -289,10 +292,39 @@ class EmbeddedBrokerTest {
         }
     }
 
+    /*
+     * What an import of dir's files (named *.imported now) into daemon journal `journal` that was
+     * cut short once its records were durable leaves: their committed records and prepared
+     * transactions in the journal.
+     */
+    private static void importCutShort(Daemon d, String journal, Path dir, String prefix, String ext) throws Exception {
+        NIOSequentialFileFactory nio = new NIOSequentialFileFactory(dir.toFile(), 1);
+        JournalImpl files = new JournalImpl(10 << 20, 2, 2, 0, 0, nio, prefix, ext + Import.SUFFIX, 1);
+        Import.Held held;
+        nio.start();
+        files.start();
+        try {
+            held = Import.load(files);
+        } finally {
+            files.stop();
+            nio.stop();
+        }
+        HugepoolJournal hp = new HugepoolJournal(d.socket.toString(), journal, HugepoolJournal.MIN_RECLAIM_AT,
+                java.time.Duration.ofSeconds(30), null);
+        hp.start();
+        try {
+            hp.loadInternalOnly();
+            Import.append(hp, held.committed(), held.prepared());
+            hp.flush();
+        } finally {
+            hp.stop();
+        }
+    }
+
     @Test
     void aBrokerThatRanOnFilesKeepsWhatTheyHeld() throws Exception {
-        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
-                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
+        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4) + Daemon.journal("artemis-bindings", "2M", 4)
+                + Daemon.journal("cut-messages", "2M", 4) + Daemon.journal("cut-bindings", "2M", 4)).start()) {
             Map<String, String> plugin = Map.of("socket", d.socket.toString());
             Xid xid = new XidImpl("branch".getBytes(), 1, "hugepool-import".getBytes());
             // on Artemis's own files: 20 durable sends, 5 consumed, one prepared in an XA transaction
@@ -300,10 +332,15 @@ class EmbeddedBrokerTest {
             assertFalse(journalFiles(d.dir, "").isEmpty(), "the broker on files made no journal files");
 
             // switched to hugepool: imported, the files renamed, and what they held is the broker's;
-            // then again as if the broker had stopped during the import (the files' names say one
-            // under way, one of them not renamed yet): imported again over the first, the same, once
+            // then, on two other journals, again as if the broker had stopped during their import
+            // (the records in the journals, the files' names saying one under way, one of them not
+            // renamed yet): imported again over what the journals got, the same, once
             for (String pass : List.of("the import", "an import cut short")) {
-                if (pass.equals("an import cut short"))
+                Map<String, String> on = plugin;
+                if (pass.equals("an import cut short")) {
+                    on = Map.of("socket", d.socket.toString(), "messages", "cut-messages", "bindings", "cut-bindings");
+                    importCutShort(d, "cut-messages", d.dir.resolve("journal"), "activemq-data", "amq");
+                    importCutShort(d, "cut-bindings", d.dir.resolve("bindings"), "activemq-bindings", "bindings");
                     for (String sub : List.of("journal", "bindings"))
                         try (Stream<Path> names = Files.list(d.dir.resolve(sub))) {
                             // cut short mid-renaming too: the first file (the one that holds the
@@ -313,7 +350,8 @@ class EmbeddedBrokerTest {
                                 Files.move(p, p.resolveSibling(p.getFileName().toString()
                                         .replace(Import.SUFFIX, p.equals(imported.get(0)) ? "" : Import.IMPORTING)));
                         }
-                ActiveMQServer hp = started(broker(d.dir, plugin));
+                }
+                ActiveMQServer hp = started(broker(d.dir, on));
                 try (ClientSessionFactory f = factory()) {
                     assertEquals(List.of(), journalFiles(d.dir, ""), "journal files left after " + pass);
                     assertEquals(List.of(), journalFiles(d.dir, Import.IMPORTING), "files still importing after " + pass);
@@ -340,6 +378,41 @@ class EmbeddedBrokerTest {
             Exception e = failedStart(broker(d.dir, plugin));
             assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("has records, and the broker's"),
                     "files and a hugepool journal both with records: " + e.getMessage());
+        }
+    }
+
+    @Test
+    void anImportCutShortIsNotRedoneOverAnotherJournal() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4) + Daemon.journal("artemis-bindings", "2M", 4)
+                + Daemon.journal("other-messages", "2M", 4) + Daemon.journal("other-bindings", "2M", 4)).start()) {
+            // another broker's journals, with 10 messages, 3 consumed
+            Path other = d.dir.resolve("other");
+            Map<String, String> onOther = Map.of("socket", d.socket.toString(), "messages", "other-messages", "bindings",
+                    "other-bindings");
+            ActiveMQServer s = started(broker(other, onOther));
+            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                sendThenConsume(cs, 10, 3);
+            } finally {
+                s.stop();
+            }
+            // a broker on files whose import was cut short (its files named NAME.importing), then
+            // pointed at the other journals: refused, not imported over what they hold
+            Path dir = d.dir.resolve("broker");
+            sendConsumeAndPrepare(started(broker(dir, (HugepoolJournals) null)), new XidImpl("b".getBytes(), 1, "g".getBytes()));
+            for (String sub : List.of("journal", "bindings"))
+                try (Stream<Path> names = Files.list(dir.resolve(sub))) {
+                    for (Path p : names.filter(p -> p.toString().matches(".*\\.(amq|bindings)")).toList())
+                        Files.move(p, p.resolveSibling(p.getFileName() + Import.IMPORTING));
+                }
+            Exception e = failedStart(broker(dir, onOther));
+            assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("holds records that the broker's")
+                    && e.getMessage().contains("was cut short"), "an import cut short, redone over another journal: " + e.getMessage());
+            s = started(broker(other, onOther));
+            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                receiveInOrder(cs, 3, 9, "on the other journals after the refusal");
+            } finally {
+                s.stop();
+            }
         }
     }
 
