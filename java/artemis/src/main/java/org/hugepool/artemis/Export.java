@@ -9,14 +9,15 @@
  *
  *   java -cp 'BROKER/lib/*:ARTEMIS_HOME/lib/*' org.hugepool.artemis.Export --journal-dir DIR
  *        --bindings-dir DIR [--socket PATH] [--messages NAME] [--bindings NAME]
- *        [--journal-file-size BYTES]
+ *        [--journal-file-size BYTES] [--keep]
  *
  * Directories that already hold journal files of their kind are refused (which would be the
  * broker's?). Once the files are durable the hugepool journals are emptied (a CUT: nothing they
  * held is loaded again), so an export moves the broker's contents rather than copying them: a
  * broker started on hugepool again, the plugin left in broker.xml or put back later, imports the
  * files (Import) instead of being refused for holding records in both. Both journals are held
- * (their one writer: no broker starts on them) from their read to their emptying. Exit status 0
+ * (their one writer: no broker starts on them) from their read to their emptying. With --keep
+ * they are left as they were: a copy, to inspect (`artemis data print`) or keep. Exit status 0
  * done, 1 failed, 2 usage.
  */
 package org.hugepool.artemis;
@@ -33,7 +34,7 @@ import org.apache.activemq.artemis.core.journal.impl.JournalImpl;
 public final class Export {
     private static final String USAGE = "usage: java -cp 'BROKER/lib/*:ARTEMIS_HOME/lib/*' org.hugepool.artemis.Export"
             + " --journal-dir DIR --bindings-dir DIR [--socket PATH] [--messages NAME] [--bindings NAME]"
-            + " [--journal-file-size BYTES]";
+            + " [--journal-file-size BYTES] [--keep]";
 
     /* Artemis's journal files (JournalStorageManager's names): the bindings journal's, the messages'. */
     static final String BINDINGS_PREFIX = "activemq-bindings", BINDINGS_EXT = "bindings";
@@ -110,16 +111,18 @@ public final class Export {
 
     /**
      * Write what hugepool journal `name` holds as JournalImpl files prefix-N.ext in dir, of
-     * fileSize bytes each, then empty the journal.
+     * fileSize bytes each, then empty the journal unless `keep`.
      *
      * @throws IllegalStateException dir holds such files already, or the journal cannot be read
      */
-    static Written export(String socket, String name, File dir, String prefix, String ext, int fileSize) throws Exception {
+    static Written export(String socket, String name, File dir, String prefix, String ext, int fileSize, boolean keep)
+            throws Exception {
         refuseFiles(dir, prefix, ext);
         Source s = new Source(socket, name);
         try {
             Written w = write(s.held, dir, prefix, ext, fileSize);
-            s.empty();
+            if (!keep)
+                s.empty();
             return w;
         } finally {
             s.stop();
@@ -130,8 +133,13 @@ public final class Export {
         String socket = null, messages = "artemis-messages", bindings = "artemis-bindings";
         File journalDir = null, bindingsDir = null;
         int fileSize = 10 << 20; // artemis create's journal-file-size
+        boolean keep = false;
         try {
             for (int i = 0; i < args.length; i++) {
+                if (args[i].equals("--keep")) {
+                    keep = true;
+                    continue;
+                }
                 String v = i + 1 < args.length ? args[i + 1] : null;
                 if (v == null)
                     throw new IllegalArgumentException(args[i] + " needs a value");
@@ -166,8 +174,10 @@ public final class Export {
                     b = write(bs.held, bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT, 1 << 20);
                     m = write(ms.held, journalDir, MESSAGES_PREFIX, MESSAGES_EXT, fileSize);
                     // both kinds of files durable: neither journal is emptied before both are
-                    ms.empty();
-                    bs.empty();
+                    if (!keep) {
+                        ms.empty();
+                        bs.empty();
+                    }
                 } finally {
                     ms.stop();
                 }
@@ -176,7 +186,8 @@ public final class Export {
             }
             System.out.println("hugepool-artemis export: " + b.records() + " records of hugepoold journal \"" + bindings
                     + "\" in " + bindingsDir + ", " + m.records() + " records and " + m.prepared()
-                    + " prepared transactions of \"" + messages + "\" in " + journalDir + "; both hugepool journals emptied");
+                    + " prepared transactions of \"" + messages + "\" in " + journalDir
+                    + (keep ? "; the hugepool journals kept as they were" : "; both hugepool journals emptied"));
             System.exit(0);
         } catch (Exception | LinkageError e) { // LinkageError: the JNI library not found, which says where it looked
             System.err.println("hugepool-artemis export: " + e.getMessage());

@@ -14,6 +14,8 @@
  *    left as they were, and imported into a journal large enough;
  *  - the way back: a broker's hugepool journals exported (Export) as its own files, on which it
  *    has its messages and its prepared XA transaction; a directory with files is not written;
+ *    the journals emptied, so that on hugepool again it imports the files; or, exported with
+ *    --keep, copied: the copy and the journals hold the same;
  *  - the operator's errors at start, no daemon at the socket, a journal the daemon does not
  *    have and one configured with when_full = recycle (which would lose live records once full):
  *    the broker does not become active, and the failure it reports names the cause. These
@@ -427,9 +429,9 @@ class EmbeddedBrokerTest {
 
             // exported, then the broker on its files (the plugin left out) has it all
             Export.Written b = Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
-                    "activemq-bindings", "bindings", 1 << 20);
+                    "activemq-bindings", "bindings", 1 << 20, false);
             Export.Written m = Export.export(d.socket.toString(), "artemis-messages", d.dir.resolve("journal").toFile(),
-                    "activemq-data", "amq", 10 << 20);
+                    "activemq-data", "amq", 10 << 20, false);
             assertTrue(b.records() > 0 && m.records() > 0 && m.prepared() == 1, "exported " + b + ", " + m);
             ActiveMQServer files = started(broker(d.dir, (HugepoolJournals) null));
             try (ClientSessionFactory f = factory()) {
@@ -448,7 +450,7 @@ class EmbeddedBrokerTest {
             // a directory with journal files of its own is not written over
             IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
                     () -> Export.export(d.socket.toString(), "artemis-messages", d.dir.resolve("journal").toFile(),
-                            "activemq-data", "amq", 10 << 20));
+                            "activemq-data", "amq", 10 << 20, false));
             assertTrue(e.getMessage().contains("holds journal files already"), e.getMessage());
 
             // the export emptied the hugepool journals: on hugepool again, the broker imports its
@@ -460,6 +462,34 @@ class EmbeddedBrokerTest {
                 receiveInOrder(cs, 13, 20, "on hugepool again");
             } finally {
                 hp.stop();
+            }
+        }
+    }
+
+    @Test
+    void exportKeepingTheJournalsCopiesThem() throws Exception {
+        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
+                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
+            Map<String, String> plugin = Map.of("socket", d.socket.toString());
+            ActiveMQServer s = started(broker(d.dir, plugin));
+            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                sendThenConsume(cs, 10, 3);
+            } finally {
+                s.stop();
+            }
+            // a copy in other directories, on which a broker of its own has the 7 messages
+            Path copy = d.dir.resolve("copy");
+            Export.export(d.socket.toString(), "artemis-bindings", copy.resolve("bindings").toFile(), "activemq-bindings",
+                    "bindings", 1 << 20, true);
+            Export.export(d.socket.toString(), "artemis-messages", copy.resolve("journal").toFile(), "activemq-data", "amq",
+                    10 << 20, true);
+            for (Path dir : List.of(copy, d.dir)) { // and the broker on hugepool has them still
+                s = started(broker(dir, dir == copy ? null : new HugepoolJournals(plugin)));
+                try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+                    receiveInOrder(cs, 3, 9, dir == copy ? "on the copy" : "on hugepool after the copy");
+                } finally {
+                    s.stop();
+                }
             }
         }
     }
