@@ -147,6 +147,21 @@ class EmbeddedBrokerTest {
         }
     }
 
+    /* On broker s, then stopped: sendThenConsume. */
+    private static void sendThenConsume(ActiveMQServer s, int n, int consumed) throws Exception {
+        try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
+            sendThenConsume(cs, n, consumed);
+        } finally {
+            s.stop();
+        }
+    }
+
+    /* A daemon with the two journals a broker on hugepool uses (4 x 2 MiB each) and `more`, started. */
+    private static Daemon daemon(String more) throws Exception {
+        return new Daemon(Daemon.journal("artemis-messages", "2M", 4) + Daemon.journal("artemis-bindings", "2M", 4) + more)
+                .start();
+    }
+
     /* Receive and acknowledge from q the messages of ids first to last, in that order. */
     private static void receiveInOrder(ClientSession cs, long first, long last, String when) throws Exception {
         cs.start();
@@ -246,17 +261,9 @@ class EmbeddedBrokerTest {
 
     @Test
     void keepsWhatItAcknowledged() throws Exception {
-        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
-                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
+        try (Daemon d = daemon("")) {
             Map<String, String> plugin = Map.of("socket", d.socket.toString());
-            ActiveMQServer s = started(broker(d.dir, plugin));
-            try {
-                try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
-                    sendThenConsume(cs, 10, 3);
-                }
-            } finally {
-                s.stop();
-            }
+            sendThenConsume(started(broker(d.dir, plugin)), 10, 3);
             // on hugepoold's journals, none of Artemis's own
             try (HugePool pool = HugePool.connect(d.socket.toString())) {
                 assertTrue(pool.status().journal("artemis-messages").nextLsn() > 1, "nothing in hugepoold's message journal");
@@ -286,8 +293,7 @@ class EmbeddedBrokerTest {
 
     @Test
     void unknownJournalNamesIt() throws Exception {
-        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
-                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
+        try (Daemon d = daemon("")) {
             Exception e = failedStart(broker(d.dir, Map.of("socket", d.socket.toString(), "messages", "nosuch")));
             assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("\"nosuch\"")
                     && e.getMessage().contains("has no such journal"), "unknown journal: " + e.getMessage());
@@ -325,8 +331,7 @@ class EmbeddedBrokerTest {
 
     @Test
     void aBrokerThatRanOnFilesKeepsWhatTheyHeld() throws Exception {
-        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4) + Daemon.journal("artemis-bindings", "2M", 4)
-                + Daemon.journal("cut-messages", "2M", 4) + Daemon.journal("cut-bindings", "2M", 4)).start()) {
+        try (Daemon d = daemon(Daemon.journal("cut-messages", "2M", 4) + Daemon.journal("cut-bindings", "2M", 4))) {
             Map<String, String> plugin = Map.of("socket", d.socket.toString());
             Xid xid = new XidImpl("branch".getBytes(), 1, "hugepool-import".getBytes());
             // on Artemis's own files: 20 durable sends, 5 consumed, one prepared in an XA transaction
@@ -385,18 +390,12 @@ class EmbeddedBrokerTest {
 
     @Test
     void anImportCutShortIsNotRedoneOverAnotherJournal() throws Exception {
-        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4) + Daemon.journal("artemis-bindings", "2M", 4)
-                + Daemon.journal("other-messages", "2M", 4) + Daemon.journal("other-bindings", "2M", 4)).start()) {
+        try (Daemon d = daemon(Daemon.journal("other-messages", "2M", 4) + Daemon.journal("other-bindings", "2M", 4))) {
             // another broker's journals, with 10 messages, 3 consumed
             Path other = d.dir.resolve("other");
             Map<String, String> onOther = Map.of("socket", d.socket.toString(), "messages", "other-messages", "bindings",
                     "other-bindings");
-            ActiveMQServer s = started(broker(other, onOther));
-            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
-                sendThenConsume(cs, 10, 3);
-            } finally {
-                s.stop();
-            }
+            sendThenConsume(started(broker(other, onOther)), 10, 3);
             // a broker on files whose import was cut short (its files named NAME.importing), then
             // pointed at the other journals: refused, not imported over what they hold
             Path dir = d.dir.resolve("broker");
@@ -409,7 +408,7 @@ class EmbeddedBrokerTest {
             Exception e = failedStart(broker(dir, onOther));
             assertTrue(e.getMessage().startsWith("hugepool-artemis: ") && e.getMessage().contains("holds records that the broker's")
                     && e.getMessage().contains("was cut short"), "an import cut short, redone over another journal: " + e.getMessage());
-            s = started(broker(other, onOther));
+            ActiveMQServer s = started(broker(other, onOther));
             try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
                 receiveInOrder(cs, 3, 9, "on the other journals after the refusal");
             } finally {
@@ -420,8 +419,7 @@ class EmbeddedBrokerTest {
 
     @Test
     void exportTakesTheBrokerBackToItsFiles() throws Exception {
-        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
-                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
+        try (Daemon d = daemon("")) {
             Xid xid = new XidImpl("branch".getBytes(), 1, "hugepool-export".getBytes());
             // on hugepool: 20 durable sends, 5 consumed, one prepared in an XA transaction
             sendConsumeAndPrepare(started(broker(d.dir, Map.of("socket", d.socket.toString()))), xid);
@@ -468,15 +466,9 @@ class EmbeddedBrokerTest {
 
     @Test
     void exportKeepingTheJournalsCopiesThem() throws Exception {
-        try (Daemon d = new Daemon(Daemon.journal("artemis-messages", "2M", 4)
-                + Daemon.journal("artemis-bindings", "2M", 4)).start()) {
+        try (Daemon d = daemon("")) {
             Map<String, String> plugin = Map.of("socket", d.socket.toString());
-            ActiveMQServer s = started(broker(d.dir, plugin));
-            try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
-                sendThenConsume(cs, 10, 3);
-            } finally {
-                s.stop();
-            }
+            sendThenConsume(started(broker(d.dir, plugin)), 10, 3);
             // a copy in other directories, on which a broker of its own has the 7 messages
             Path copy = d.dir.resolve("copy");
             Export.export(d.socket.toString(), "artemis-bindings", copy.resolve("bindings").toFile(), "activemq-bindings",
@@ -484,7 +476,7 @@ class EmbeddedBrokerTest {
             Export.export(d.socket.toString(), "artemis-messages", copy.resolve("journal").toFile(), "activemq-data", "amq",
                     10 << 20, true);
             for (Path dir : List.of(copy, d.dir)) { // and the broker on hugepool has them still
-                s = started(broker(dir, dir == copy ? null : new HugepoolJournals(plugin)));
+                ActiveMQServer s = started(broker(dir, dir == copy ? null : new HugepoolJournals(plugin)));
                 try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
                     receiveInOrder(cs, 3, 9, dir == copy ? "on the copy" : "on hugepool after the copy");
                 } finally {
@@ -496,8 +488,7 @@ class EmbeddedBrokerTest {
 
     @Test
     void anImportLargerThanTheJournalIsRefusedAndLeavesTheFiles() throws Exception {
-        try (Daemon small = new Daemon(Daemon.journal("artemis-messages", "2M", 4) + Daemon.journal("artemis-bindings", "2M", 4))
-                .start();
+        try (Daemon small = daemon("");
                 Daemon large = new Daemon(Daemon.journal("artemis-messages", "2M", 16) + Daemon.journal("artemis-bindings", "2M", 4))
                         .start()) {
             Path dir = small.dir.resolve("broker");
