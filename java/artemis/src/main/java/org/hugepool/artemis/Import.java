@@ -170,6 +170,7 @@ final class Import {
 
     /* Read the prefix-N.ext files as Artemis's load does, with a JournalImpl of its own over NIO. */
     private static Held read(JournalImpl files, String ext) throws Exception {
+        List<Path> before = journalFiles(files, ext);
         NIOSequentialFileFactory nio = new NIOSequentialFileFactory(files.getFileFactory().getDirectory(), 1);
         JournalImpl reader = new JournalImpl(files.getFileSize(), 2, 2, 0, 0, nio, files.getFilePrefix(), ext, 1);
         nio.start();
@@ -182,6 +183,10 @@ final class Import {
             }
         } finally {
             nio.stop();
+            // a load opens a file to append to next (empty, journal-file-size bytes): the reader's, not the broker's
+            for (Path p : journalFiles(files, ext))
+                if (!before.contains(p))
+                    Files.deleteIfExists(p);
         }
     }
 
@@ -224,7 +229,6 @@ final class Import {
         // the renaming the import cut short may have been cut short too: finished, so that all are read
         if (again)
             renameAll(files, ext, IMPORTING);
-        // reading them, the JournalImpl may make another file (its next, empty): renamed with them
         Held held = read(files, again ? ext + IMPORTING : ext);
         // an import cut short is done again over what hp got of it, which is dead first: unless
         // hp holds what the files do not (the broker pointed at another journal since), lost then
