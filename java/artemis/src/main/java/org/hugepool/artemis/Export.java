@@ -109,23 +109,40 @@ public final class Export {
         return new Written(held.committed().size(), held.prepared().size());
     }
 
+    /** What an export wrote: each journal's records and prepared transactions. */
+    record Exported(Written bindings, Written messages) {
+    }
+
     /**
-     * Write what hugepool journal `name` holds as JournalImpl files prefix-N.ext in dir, of
-     * fileSize bytes each, then empty the journal unless `keep`.
+     * Write what hugepool journals `bindings` and `messages` hold as Artemis's files in
+     * bindingsDir and journalDir (message files of fileSize bytes), then empty both unless
+     * `keep`. Both directories are checked and both journals read before either is written, so
+     * a refusal or a failed read writes nothing; neither journal is emptied before both kinds
+     * of files are durable.
      *
-     * @throws IllegalStateException dir holds such files already, or the journal cannot be read
+     * @throws IllegalStateException a directory holds such files already, or a journal cannot be read
      */
-    static Written export(String socket, String name, File dir, String prefix, String ext, int fileSize, boolean keep)
-            throws Exception {
-        refuseFiles(dir, prefix, ext);
-        Source s = new Source(socket, name);
+    static Exported export(String socket, String bindings, File bindingsDir, String messages, File journalDir, int fileSize,
+            boolean keep) throws Exception {
+        refuseFiles(bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT);
+        refuseFiles(journalDir, MESSAGES_PREFIX, MESSAGES_EXT);
+        Source bs = new Source(socket, bindings);
         try {
-            Written w = write(s.held, dir, prefix, ext, fileSize);
-            if (!keep)
-                s.empty();
-            return w;
+            Source ms = new Source(socket, messages);
+            try {
+                // the bindings journal holds the broker's queues (and the counter of its ids): first
+                Written b = write(bs.held, bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT, 1 << 20);
+                Written m = write(ms.held, journalDir, MESSAGES_PREFIX, MESSAGES_EXT, fileSize);
+                if (!keep) {
+                    ms.empty();
+                    bs.empty();
+                }
+                return new Exported(b, m);
+            } finally {
+                ms.stop();
+            }
         } finally {
-            s.stop();
+            bs.stop();
         }
     }
 
@@ -162,28 +179,8 @@ public final class Export {
             return;
         }
         try {
-            // both checked and read before either is written: a refusal or a failed read writes nothing
-            refuseFiles(bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT);
-            refuseFiles(journalDir, MESSAGES_PREFIX, MESSAGES_EXT);
-            Written b, m;
-            Source bs = new Source(socket, bindings);
-            try {
-                Source ms = new Source(socket, messages);
-                try {
-                    // the bindings journal holds the broker's queues (and the counter of its ids): first
-                    b = write(bs.held, bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT, 1 << 20);
-                    m = write(ms.held, journalDir, MESSAGES_PREFIX, MESSAGES_EXT, fileSize);
-                    // both kinds of files durable: neither journal is emptied before both are
-                    if (!keep) {
-                        ms.empty();
-                        bs.empty();
-                    }
-                } finally {
-                    ms.stop();
-                }
-            } finally {
-                bs.stop();
-            }
+            Exported e = export(socket, bindings, bindingsDir, messages, journalDir, fileSize, keep);
+            Written b = e.bindings(), m = e.messages();
             System.out.println("hugepool-artemis export: " + b.records() + " records of hugepoold journal \"" + bindings
                     + "\" in " + bindingsDir + ", " + m.records() + " records and " + m.prepared()
                     + " prepared transactions of \"" + messages + "\" in " + journalDir

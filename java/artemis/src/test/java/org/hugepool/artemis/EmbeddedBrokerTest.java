@@ -430,10 +430,9 @@ class EmbeddedBrokerTest {
             assertEquals(List.of(), journalFiles(d.dir, ""), "journal files of the broker on hugepool");
 
             // exported, then the broker on its files (the plugin left out) has it all
-            Export.Written b = Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
-                    "activemq-bindings", "bindings", 1 << 20, false);
-            Export.Written m = Export.export(d.socket.toString(), "artemis-messages", d.dir.resolve("journal").toFile(),
-                    "activemq-data", "amq", 10 << 20, false);
+            Export.Exported exported = Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
+                    "artemis-messages", d.dir.resolve("journal").toFile(), 10 << 20, false);
+            Export.Written b = exported.bindings(), m = exported.messages();
             assertTrue(b.records() > 0 && m.records() > 0 && m.prepared() == 1, "exported " + b + ", " + m);
             ActiveMQServer files = started(broker(d.dir, (HugepoolJournals) null));
             try (ClientSessionFactory f = factory()) {
@@ -451,8 +450,8 @@ class EmbeddedBrokerTest {
             }
             // a directory with journal files of its own is not written over
             IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
-                    () -> Export.export(d.socket.toString(), "artemis-messages", d.dir.resolve("journal").toFile(),
-                            "activemq-data", "amq", 10 << 20, false));
+                    () -> Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
+                            "artemis-messages", d.dir.resolve("journal").toFile(), 10 << 20, false));
             assertTrue(e.getMessage().contains("holds journal files already"), e.getMessage());
 
             // the export emptied the hugepool journals: on hugepool again, the broker imports its
@@ -475,10 +474,8 @@ class EmbeddedBrokerTest {
             sendThenConsume(started(broker(d.dir, plugin)), 10, 3);
             // a copy in other directories, on which a broker of its own has the 7 messages
             Path copy = d.dir.resolve("copy");
-            Export.export(d.socket.toString(), "artemis-bindings", copy.resolve("bindings").toFile(), "activemq-bindings",
-                    "bindings", 1 << 20, true);
-            Export.export(d.socket.toString(), "artemis-messages", copy.resolve("journal").toFile(), "activemq-data", "amq",
-                    10 << 20, true);
+            Export.export(d.socket.toString(), "artemis-bindings", copy.resolve("bindings").toFile(), "artemis-messages",
+                    copy.resolve("journal").toFile(), 10 << 20, true);
             for (Path dir : List.of(copy, d.dir)) { // and the broker on hugepool has them still
                 ActiveMQServer s = started(broker(dir, dir == copy ? null : new HugepoolJournals(plugin)));
                 try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
