@@ -8,12 +8,14 @@
  * over NIO, and their committed records and prepared transactions are appended to the hugepool
  * journal, durable before the broker loads it. The files are renamed NAME.importing first and
  * NAME.imported at the end, names Artemis does not read: a later start neither imports them
- * again nor, back on files, finds messages delivered since, and one that finds NAME.importing
+ * again nor, back on files, finds messages delivered since; files that hold exactly what the
+ * hugepool journal holds (a copy of it) are only renamed; and a start that finds NAME.importing
  * (the broker stopped mid-import) imports them again over what the hugepool journal got of
  * them, once that is seen to be some of what they hold and nothing else (not a journal the
- * broker was pointed at since). Files that hold no record are renamed too. Transactions that never completed are left out, as Artemis's own
- * load rolls them back. A hugepool journal that has records beside files that hold some is
- * refused: which of the two is the broker's is for the operator to say.
+ * broker was pointed at since). Files that hold no record are renamed too. Transactions that
+ * never completed are left out, as Artemis's own load rolls them back. A hugepool journal that
+ * has records beside files that hold others is refused: which of the two is the broker's is for
+ * the operator to say.
  */
 package org.hugepool.artemis;
 
@@ -82,6 +84,30 @@ final class Import {
             return true;
         }
 
+        /*
+         * The same as other: the same committed records (by id, kind, type and bytes, as many
+         * times) and the same prepared transactions, record for record. Files that hold the same
+         * as a hugepool journal are a copy of it (Export --keep, or an export cut short before it
+         * emptied the journal).
+         */
+        boolean same(Held other) {
+            return committed.size() == other.committed.size() && within(other) && preparedKeys().equals(other.preparedKeys());
+        }
+
+        private Map<Long, List<Object>> preparedKeys() {
+            Map<Long, List<Object>> m = new HashMap<>();
+            for (PreparedTransactionInfo t : prepared) {
+                List<Object> k = new ArrayList<>();
+                k.add(ByteBuffer.wrap(t.getExtraData() == null ? new byte[0] : t.getExtraData()));
+                for (RecordInfo r : t.getRecords())
+                    k.add(key(r));
+                for (RecordInfo r : t.getRecordsToDelete())
+                    k.add(r.id);
+                m.put(t.getId(), k);
+            }
+            return m;
+        }
+
         private static List<Object> key(RecordInfo r) {
             return List.of(r.id, r.isUpdate, r.userRecordType, ByteBuffer.wrap(r.data == null ? new byte[0] : r.data));
         }
@@ -89,15 +115,19 @@ final class Import {
 
     /* The broker's journal files of files' kind named prefix-N.ext: its directory's, in no order. */
     private static List<Path> journalFiles(JournalImpl files, String ext) throws IOException {
-        File dir = files.getFileFactory().getDirectory();
+        return journalFiles(files.getFileFactory().getDirectory(), files.getFilePrefix(), ext);
+    }
+
+    /* The journal files prefix-N.ext in dir (Export's check too), in no order. */
+    static List<Path> journalFiles(File dir, String prefix, String ext) throws IOException {
         List<Path> found = new ArrayList<>();
         if (dir == null || !dir.isDirectory())
             return found;
-        String prefix = files.getFilePrefix() + "-", end = "." + ext;
+        String start = prefix + "-", end = "." + ext;
         try (var list = Files.list(dir.toPath())) {
             list.filter(p -> {
                 String n = p.getFileName().toString();
-                return n.startsWith(prefix) && n.endsWith(end) && Files.isRegularFile(p);
+                return n.startsWith(start) && n.endsWith(end) && Files.isRegularFile(p);
             }).forEach(found::add);
         }
         return found;
@@ -168,11 +198,19 @@ final class Import {
         return h;
     }
 
-    /* Read the prefix-N.ext files as Artemis's load does, with a JournalImpl of its own over NIO. */
+    /* Read files' prefix-N.ext files as Artemis's load does. */
     private static Held read(JournalImpl files, String ext) throws Exception {
-        List<Path> before = journalFiles(files, ext);
-        NIOSequentialFileFactory nio = new NIOSequentialFileFactory(files.getFileFactory().getDirectory(), 1);
-        JournalImpl reader = new JournalImpl(files.getFileSize(), 2, 2, 0, 0, nio, files.getFilePrefix(), ext, 1);
+        return read(files.getFileFactory().getDirectory(), files.getFilePrefix(), ext, files.getFileSize());
+    }
+
+    /*
+     * Read dir's prefix-N.ext files (of fileSize bytes) as Artemis's load does, with a JournalImpl
+     * of its own over NIO (Export's check too); the directory left with the same files.
+     */
+    static Held read(File dir, String prefix, String ext, int fileSize) throws Exception {
+        List<Path> before = journalFiles(dir, prefix, ext);
+        NIOSequentialFileFactory nio = new NIOSequentialFileFactory(dir, 1);
+        JournalImpl reader = new JournalImpl(fileSize, 2, 2, 0, 0, nio, prefix, ext, 1);
         nio.start();
         try {
             reader.start();
@@ -184,7 +222,7 @@ final class Import {
         } finally {
             nio.stop();
             // a load opens a file to append to next (empty, journal-file-size bytes): the reader's, not the broker's
-            for (Path p : journalFiles(files, ext))
+            for (Path p : journalFiles(dir, prefix, ext))
                 if (!before.contains(p))
                     Files.deleteIfExists(p);
         }
@@ -194,13 +232,15 @@ final class Import {
     private final HugepoolJournal hp;
     private final String what; // the files, as messages name them
     private final boolean again; // an import cut short: its files are named NAME.importing
+    private final boolean copy; // the files hold what hp holds: nothing to import
     private final Held held;
 
-    private Import(JournalImpl files, HugepoolJournal hp, String what, boolean again, Held held) {
+    private Import(JournalImpl files, HugepoolJournal hp, String what, boolean again, boolean copy, Held held) {
         this.files = files;
         this.hp = hp;
         this.what = what;
         this.again = again;
+        this.copy = copy;
         this.held = held;
     }
 
@@ -209,7 +249,9 @@ final class Import {
      * nothing changed (but an import cut short mid-renaming has its renaming finished): null when
      * there are no files; an import of nothing (files that hold no record: run renames them); an
      * import of what they hold when hp holds no record; an import again over what hp got
-     * of them when they are named NAME.importing (an import cut short). The plugin plans both
+     * of them when they are named NAME.importing (an import cut short); an import of nothing
+     * when they hold exactly what hp holds (a copy of it: Export --keep, or an export cut short
+     * between its two emptyings; run renames them). The plugin plans both
      * journals' imports before it runs one, so that a refusal leaves both kinds of files as they
      * were.
      *
@@ -237,13 +279,18 @@ final class Import {
                     + " their import into a hugepool journal was cut short (they are named *" + IMPORTING + "): start the"
                     + " broker on the journal they went into to finish it, or rename them without " + IMPORTING
                     + " to import them afresh (hugepool-artemis(7))");
-        if (!again && !held.empty() && !holds(hp).empty())
-            throw new IllegalStateException(hp.where() + " has records, and the broker's " + what + " hold "
-                    + held.committed.size() + " records and " + held.prepared.size() + " prepared transactions as"
-                    + " well: start it on one of the two (move those files away, or export the hugepool journals"
-                    + " to other directories, which empties them: hugepool-artemis(7))");
+        if (!again && !held.empty()) {
+            Held in = holds(hp);
+            if (!in.empty() && in.same(held))
+                return new Import(files, hp, what, false, true, held);
+            if (!in.empty())
+                throw new IllegalStateException(hp.where() + " has records, and the broker's " + what + " hold "
+                        + held.committed.size() + " records and " + held.prepared.size() + " prepared transactions as"
+                        + " well: start it on one of the two (move those files away, or export the hugepool journals"
+                        + " to other directories, which empties them: hugepool-artemis(7))");
+        }
         hp.checkRoomFor(held.bytes());
-        return new Import(files, hp, what, again, held);
+        return new Import(files, hp, what, again, false, held);
     }
 
     /**
@@ -256,6 +303,13 @@ final class Import {
         if (held.empty() && !again) {
             renameAll(files, ext, SUFFIX); // nothing to import: out of the way, not read at every start
             log.info("hugepool-artemis: the broker's {} hold no records; renamed *{}", what, SUFFIX);
+            return 0;
+        }
+        if (copy) { // out of the way too: the broker's records go on in hp, and the copy would differ
+            renameAll(files, ext, SUFFIX);
+            log.info("hugepool-artemis: the broker's {} hold what {} holds ({} records and {} prepared transactions:"
+                    + " a copy, exported with --keep or by an export cut short); not imported, renamed *{}", what,
+                    hp.where(), held.committed.size(), held.prepared.size(), SUFFIX);
             return 0;
         }
         if (again)

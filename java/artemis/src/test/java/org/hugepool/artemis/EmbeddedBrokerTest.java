@@ -15,7 +15,9 @@
  *  - the way back: a broker's hugepool journals exported (Export) as its own files, on which it
  *    has its messages and its prepared XA transaction; a directory with files is not written;
  *    the journals emptied, so that on hugepool again it imports the files; or, exported with
- *    --keep, copied: the copy and the journals hold the same;
+ *    --keep, copied: the copy and the journals hold the same; an export cut short between its
+ *    two emptyings, then the broker started on hugepool: the emptied journal imports its files,
+ *    the other's files (a copy of it) are renamed, and the broker has all it held;
  *  - the operator's errors at start, no daemon at the socket, a journal the daemon does not
  *    have and one configured with when_full = recycle (which would lose live records once full):
  *    the broker does not become active, and the failure it reports names the cause. These
@@ -192,6 +194,26 @@ class EmbeddedBrokerTest {
         }
     }
 
+    /*
+     * On broker s, then stopped: what sendConsumeAndPrepare left is there, xid prepared (then
+     * committed) and the 16 messages of ids 5 to 20 (received).
+     */
+    private static void hasWhatWasPrepared(ActiveMQServer s, Xid xid, String when) throws Exception {
+        try (ClientSessionFactory f = factory()) {
+            try (ClientSession xa = f.createSession(true, false, false)) {
+                Xid[] prepared = xa.recover(XAResource.TMSTARTRSCAN | XAResource.TMENDRSCAN);
+                assertEquals(List.of(xid), List.of(prepared), "prepared transactions " + when);
+                xa.commit(xid, false);
+            }
+            try (ClientSession cs = f.createSession(false, true, true)) {
+                assertEquals(16, cs.queueQuery(SimpleString.of("q")).getMessageCount(), "messages " + when);
+                receiveInOrder(cs, 5, 20, when);
+            }
+        } finally {
+            s.stop();
+        }
+    }
+
     /* s started and active. */
     private static ActiveMQServer started(ActiveMQServer s) throws Exception {
         s.start();
@@ -359,26 +381,13 @@ class EmbeddedBrokerTest {
                                         .replace(Import.SUFFIX, p.equals(imported.get(0)) ? "" : Import.IMPORTING)));
                         }
                 }
-                ActiveMQServer hp = started(broker(d.dir, on));
-                try (ClientSessionFactory f = factory()) {
-                    assertEquals(List.of(), journalFiles(d.dir, ""), "journal files left after " + pass);
-                    assertEquals(List.of(), journalFiles(d.dir, Import.IMPORTING), "files still importing after " + pass);
-                    assertFalse(journalFiles(d.dir, Import.SUFFIX).isEmpty(), "no journal file renamed " + Import.SUFFIX);
-                    if (pass.equals("the import")) // the broker's files, each renamed, and no other
-                        assertEquals(own, journalFiles(d.dir, Import.SUFFIX).stream().map(n -> n.replace(Import.SUFFIX, ""))
-                                .sorted().toList(), "the files renamed by " + pass);
-                    try (ClientSession xa = f.createSession(true, false, false)) {
-                        Xid[] prepared = xa.recover(XAResource.TMSTARTRSCAN | XAResource.TMENDRSCAN);
-                        assertEquals(List.of(xid), List.of(prepared), "prepared transactions after " + pass);
-                        xa.commit(xid, false);
-                    }
-                    try (ClientSession cs = f.createSession(false, true, true)) {
-                        assertEquals(16, cs.queueQuery(SimpleString.of("q")).getMessageCount(), "messages after " + pass);
-                        receiveInOrder(cs, 5, 20, "after " + pass);
-                    }
-                } finally {
-                    hp.stop();
-                }
+                hasWhatWasPrepared(started(broker(d.dir, on)), xid, "after " + pass);
+                assertEquals(List.of(), journalFiles(d.dir, ""), "journal files left after " + pass);
+                assertEquals(List.of(), journalFiles(d.dir, Import.IMPORTING), "files still importing after " + pass);
+                assertFalse(journalFiles(d.dir, Import.SUFFIX).isEmpty(), "no journal file renamed " + Import.SUFFIX);
+                if (pass.equals("the import")) // the broker's files, each renamed, and no other
+                    assertEquals(own, journalFiles(d.dir, Import.SUFFIX).stream().map(n -> n.replace(Import.SUFFIX, ""))
+                            .sorted().toList(), "the files renamed by " + pass);
             }
             try (HugePool pool = HugePool.connect(d.socket.toString())) {
                 assertTrue(pool.status().journal("artemis-messages").nextLsn() > 1, "nothing in hugepoold's message journal");
@@ -484,6 +493,41 @@ class EmbeddedBrokerTest {
                     s.stop();
                 }
             }
+        }
+    }
+
+    /*
+     * What an export killed between its two emptyings leaves (the message journal's first): both
+     * kinds of files written in dir's directories, the message journal emptied, the bindings
+     * journal holding what its files hold.
+     */
+    private static void exportCutBetweenItsEmptyings(Daemon d) throws Exception {
+        Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(), "artemis-messages",
+                d.dir.resolve("journal").toFile(), 10 << 20, true);
+        HugepoolJournal hp = new HugepoolJournal(d.socket.toString(), "artemis-messages", HugepoolJournal.MIN_RECLAIM_AT,
+                java.time.Duration.ofSeconds(30), null);
+        hp.start();
+        try {
+            Import.load(hp);
+            hp.discardAll();
+        } finally {
+            hp.stop();
+        }
+    }
+
+    @Test
+    void aStartOnHugepoolAfterAnExportCutShortKeepsItAll() throws Exception {
+        try (Daemon d = daemon("")) {
+            Xid xid = new XidImpl("branch".getBytes(), 1, "hugepool-export-cut".getBytes());
+            Map<String, String> plugin = Map.of("socket", d.socket.toString());
+            sendConsumeAndPrepare(started(broker(d.dir, plugin)), xid);
+            exportCutBetweenItsEmptyings(d);
+            // the message files imported into the emptied journal, the bindings files (a copy of
+            // their journal) only renamed: no refusal for records in both
+            hasWhatWasPrepared(started(broker(d.dir, plugin)), xid, "on hugepool after the export cut short");
+            assertEquals(List.of(), journalFiles(d.dir, ""), "journal files left on hugepool after the export cut short");
+            assertTrue(journalFiles(d.dir, Import.SUFFIX).stream().anyMatch(n -> n.endsWith(".bindings" + Import.SUFFIX)),
+                    "the bindings files not renamed " + Import.SUFFIX);
         }
     }
 
