@@ -11,21 +11,25 @@
  *        --bindings-dir DIR [--socket PATH] [--messages NAME] [--bindings NAME]
  *        [--journal-file-size BYTES] [--keep]
  *
- * Directories that already hold journal files of their kind are refused (which would be the
- * broker's?). Once the files are durable the hugepool journals are emptied (a CUT: nothing they
- * held is loaded again), so an export moves the broker's contents rather than copying them: a
- * broker started on hugepool again, the plugin left in broker.xml or put back later, imports the
- * files (Import) instead of being refused for holding records in both. Both journals are held
- * (their one writer: no broker starts on them) from their read to their emptying. With --keep
- * they are left as they were: a copy, to inspect (`artemis data print`) or keep. Exit status 0
- * done, 1 failed, 2 usage.
+ * Once the files are durable the hugepool journals are emptied (a CUT: nothing they held is
+ * loaded again), so an export moves the broker's contents rather than copying them: a broker
+ * started on hugepool again, the plugin left in broker.xml or put back later, imports the files
+ * (Import) instead of being refused for holding records in both. Both journals are held (their
+ * one writer: no broker starts on them) from their read to their emptying. With --keep they are
+ * left as they were: a copy, to inspect (`artemis data print`) or keep. A directory that holds
+ * journal files of its kind already is refused (the broker's?), unless they hold what the
+ * journal holds, or the journal holds nothing: an export run again after one cut short (killed
+ * between its two emptyings, say) writes nothing more and finishes it. Exit status 0 done,
+ * 1 failed, 2 usage.
  */
 package org.hugepool.artemis;
 
 import java.io.File;
 import java.nio.channels.FileChannel;
+import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.List;
 
 import org.apache.activemq.artemis.core.io.nio.NIOSequentialFileFactory;
 import org.apache.activemq.artemis.core.journal.impl.JournalImpl;
@@ -43,23 +47,27 @@ public final class Export {
     private Export() {
     }
 
-    /** What one journal's export wrote. */
-    record Written(int records, int prepared) {
+    /** What one journal's export wrote; `there`: nothing, its directory's files held it already. */
+    record Written(int records, int prepared, boolean there) {
     }
 
-    /* dir holding no journal files prefix-N.ext, or the refusal. */
-    private static void refuseFiles(File dir, String prefix, String ext) {
-        String[] existing = dir.list((d, n) -> n.startsWith(prefix + "-") && n.endsWith("." + ext));
-        if (existing != null && existing.length > 0)
-            throw new IllegalStateException(dir + " holds journal files already (" + existing[0] + "): move them away first");
-    }
-
-    /* A hugepool journal being exported: started (its one writer) and loaded as the broker loads it. */
+    /*
+     * A hugepool journal being exported to dir's files prefix-N.ext (of fileSize bytes): started
+     * (its one writer) and loaded as the broker loads it, and whether those files hold it already.
+     */
     private static final class Source {
         final HugepoolJournal hp;
         final Import.Held held;
+        final File dir;
+        final String prefix, ext;
+        final int fileSize;
+        boolean there;
 
-        Source(String socket, String name) throws Exception {
+        Source(String socket, String name, File dir, String prefix, String ext, int fileSize) throws Exception {
+            this.dir = dir;
+            this.prefix = prefix;
+            this.ext = ext;
+            this.fileSize = fileSize;
             hp = new HugepoolJournal(socket, name, HugepoolJournal.MIN_RECLAIM_AT, Duration.ofSeconds(30), null);
             hp.start();
             try {
@@ -68,6 +76,29 @@ public final class Export {
                 hp.stop();
                 throw e;
             }
+        }
+
+        /*
+         * The directory's files of its kind: none (to write), or what the journal holds (an
+         * export run again after one cut short before it emptied the journal), or any when the
+         * journal holds nothing (one that emptied it: nothing to write, and they are left as
+         * they are); others refused.
+         */
+        void check() throws Exception {
+            List<Path> files = Import.journalFiles(dir, prefix, ext);
+            if (files.isEmpty())
+                return;
+            if (held.empty() || Import.read(dir, prefix, ext, fileSize).same(held)) {
+                there = true;
+                return;
+            }
+            throw new IllegalStateException(dir + " holds journal files already (" + files.get(0).getFileName()
+                    + ") and they do not hold what " + hp.where() + " holds: move them away first");
+        }
+
+        Written write() throws Exception {
+            return there ? new Written(held.committed().size(), held.prepared().size(), true)
+                    : Export.write(held, dir, prefix, ext, fileSize);
         }
 
         /* Its files written and durable: everything it held dead, durably. */
@@ -106,7 +137,7 @@ public final class Export {
         try (FileChannel c = FileChannel.open(dir.toPath(), StandardOpenOption.READ)) {
             c.force(true);
         }
-        return new Written(held.committed().size(), held.prepared().size());
+        return new Written(held.committed().size(), held.prepared().size(), false);
     }
 
     /** What an export wrote: each journal's records and prepared transactions. */
@@ -116,23 +147,24 @@ public final class Export {
     /**
      * Write what hugepool journals `bindings` and `messages` hold as Artemis's files in
      * bindingsDir and journalDir (message files of fileSize bytes), then empty both unless
-     * `keep`. Both directories are checked and both journals read before either is written, so
+     * `keep`. Both journals are read and both directories checked before either is written, so
      * a refusal or a failed read writes nothing; neither journal is emptied before both kinds
-     * of files are durable.
+     * of files are durable. Files a directory holds already are not written again: what the
+     * journal holds (an export cut short), or anything when it holds nothing (exported before).
      *
-     * @throws IllegalStateException a directory holds such files already, or a journal cannot be read
+     * @throws IllegalStateException a directory holds other such files, or a journal cannot be read
      */
     static Exported export(String socket, String bindings, File bindingsDir, String messages, File journalDir, int fileSize,
             boolean keep) throws Exception {
-        refuseFiles(bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT);
-        refuseFiles(journalDir, MESSAGES_PREFIX, MESSAGES_EXT);
-        Source bs = new Source(socket, bindings);
+        Source bs = new Source(socket, bindings, bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT, 1 << 20);
         try {
-            Source ms = new Source(socket, messages);
+            Source ms = new Source(socket, messages, journalDir, MESSAGES_PREFIX, MESSAGES_EXT, fileSize);
             try {
+                bs.check();
+                ms.check();
                 // the bindings journal holds the broker's queues (and the counter of its ids): first
-                Written b = write(bs.held, bindingsDir, BINDINGS_PREFIX, BINDINGS_EXT, 1 << 20);
-                Written m = write(ms.held, journalDir, MESSAGES_PREFIX, MESSAGES_EXT, fileSize);
+                Written b = bs.write();
+                Written m = ms.write();
                 if (!keep) {
                     ms.empty();
                     bs.empty();
@@ -182,8 +214,9 @@ public final class Export {
             Exported e = export(socket, bindings, bindingsDir, messages, journalDir, fileSize, keep);
             Written b = e.bindings(), m = e.messages();
             System.out.println("hugepool-artemis export: " + b.records() + " records of hugepoold journal \"" + bindings
-                    + "\" in " + bindingsDir + ", " + m.records() + " records and " + m.prepared()
-                    + " prepared transactions of \"" + messages + "\" in " + journalDir
+                    + "\" in " + bindingsDir + (b.there() ? " (there already)" : "") + ", " + m.records() + " records and "
+                    + m.prepared() + " prepared transactions of \"" + messages + "\" in " + journalDir
+                    + (m.there() ? " (there already)" : "")
                     + (keep ? "; the hugepool journals kept as they were" : "; both hugepool journals emptied"));
             System.exit(0);
         } catch (Exception | LinkageError e) { // LinkageError: the JNI library not found, which says where it looked

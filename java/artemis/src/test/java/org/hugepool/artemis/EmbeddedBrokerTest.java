@@ -13,11 +13,12 @@
  *    with records are refused; files holding more than the journal takes at once are refused,
  *    left as they were, and imported into a journal large enough;
  *  - the way back: a broker's hugepool journals exported (Export) as its own files, on which it
- *    has its messages and its prepared XA transaction; a directory with files is not written;
- *    the journals emptied, so that on hugepool again it imports the files; or, exported with
- *    --keep, copied: the copy and the journals hold the same; an export cut short between its
- *    two emptyings, then the broker started on hugepool: the emptied journal imports its files,
- *    the other's files (a copy of it) are renamed, and the broker has all it held;
+ *    has its messages and its prepared XA transaction; the journals emptied, so that on
+ *    hugepool again it imports the files; or, exported with --keep, copied: the copy and the
+ *    journals hold the same, a copy made again finds it there, and files that hold other
+ *    records are not written over; an export cut short between its two emptyings finished by
+ *    running it again, or by starting the broker on hugepool (the emptied journal imports its
+ *    files, the other's files, a copy of it, are renamed), with all it held either way;
  *  - the operator's errors at start, no daemon at the socket, a journal the daemon does not
  *    have and one configured with when_full = recycle (which would lose live records once full):
  *    the broker does not become active, and the failure it reports names the cause. These
@@ -457,11 +458,11 @@ class EmbeddedBrokerTest {
             } finally {
                 files.stop();
             }
-            // a directory with journal files of its own is not written over
-            IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
-                    () -> Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
-                            "artemis-messages", d.dir.resolve("journal").toFile(), 10 << 20, false));
-            assertTrue(e.getMessage().contains("holds journal files already"), e.getMessage());
+            // exported again, with the broker's files there and the journals empty: nothing written
+            exported = Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
+                    "artemis-messages", d.dir.resolve("journal").toFile(), 10 << 20, false);
+            assertEquals(new Export.Exported(new Export.Written(0, 0, true), new Export.Written(0, 0, true)), exported,
+                    "exported again over the broker's files");
 
             // the export emptied the hugepool journals: on hugepool again, the broker imports its
             // files (what it did on them included), not refused for records in both
@@ -481,18 +482,30 @@ class EmbeddedBrokerTest {
         try (Daemon d = daemon("")) {
             Map<String, String> plugin = Map.of("socket", d.socket.toString());
             sendThenConsume(started(broker(d.dir, plugin)), 10, 3);
-            // a copy in other directories, on which a broker of its own has the 7 messages
+            // a copy in other directories, on which a broker of its own has the 7 messages; a copy
+            // made again into them finds it there
             Path copy = d.dir.resolve("copy");
-            Export.export(d.socket.toString(), "artemis-bindings", copy.resolve("bindings").toFile(), "artemis-messages",
-                    copy.resolve("journal").toFile(), 10 << 20, true);
-            for (Path dir : List.of(copy, d.dir)) { // and the broker on hugepool has them still
+            for (boolean again : List.of(false, true)) {
+                Export.Exported e = Export.export(d.socket.toString(), "artemis-bindings", copy.resolve("bindings").toFile(),
+                        "artemis-messages", copy.resolve("journal").toFile(), 10 << 20, true);
+                assertEquals(again, e.bindings().there() && e.messages().there(), "a copy made again: " + e);
+                assertTrue(e.bindings().records() > 0 && e.messages().records() > 0, "copied " + e);
+            }
+            for (Path dir : List.of(copy, d.dir)) { // and the broker on hugepool has them still (3 consumed there)
                 ActiveMQServer s = started(broker(dir, dir == copy ? null : new HugepoolJournals(plugin)));
                 try (ClientSessionFactory f = factory(); ClientSession cs = f.createSession(false, true, true)) {
-                    receiveInOrder(cs, 3, 9, dir == copy ? "on the copy" : "on hugepool after the copy");
+                    receiveInOrder(cs, 3, dir == copy ? 9 : 5, dir == copy ? "on the copy" : "on hugepool after the copy");
                 } finally {
                     s.stop();
                 }
             }
+            // the journals hold what the copy does not now (the copy's broker consumed all 7, the
+            // broker on hugepool 3): it is not written over
+            IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                    () -> Export.export(d.socket.toString(), "artemis-bindings", copy.resolve("bindings").toFile(),
+                            "artemis-messages", copy.resolve("journal").toFile(), 10 << 20, true));
+            assertTrue(e.getMessage().contains("holds journal files already") && e.getMessage().contains("do not hold what"),
+                    e.getMessage());
         }
     }
 
@@ -512,6 +525,34 @@ class EmbeddedBrokerTest {
             hp.discardAll();
         } finally {
             hp.stop();
+        }
+    }
+
+    /* What daemon journal `name` holds, as a broker would load it. */
+    private static Import.Held holds(Daemon d, String name) throws Exception {
+        HugepoolJournal hp = new HugepoolJournal(d.socket.toString(), name, HugepoolJournal.MIN_RECLAIM_AT,
+                java.time.Duration.ofSeconds(30), null);
+        hp.start();
+        try {
+            return Import.load(hp);
+        } finally {
+            hp.stop();
+        }
+    }
+
+    @Test
+    void anExportCutShortIsFinishedByRunningItAgain() throws Exception {
+        try (Daemon d = daemon("")) {
+            Xid xid = new XidImpl("branch".getBytes(), 1, "hugepool-export-cut".getBytes());
+            sendConsumeAndPrepare(started(broker(d.dir, Map.of("socket", d.socket.toString()))), xid);
+            exportCutBetweenItsEmptyings(d);
+            // run again: nothing written (the files hold it), the bindings journal emptied now
+            Export.Exported e = Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
+                    "artemis-messages", d.dir.resolve("journal").toFile(), 10 << 20, false);
+            assertTrue(e.bindings().there() && e.bindings().records() > 0 && e.messages().there(), "exported again: " + e);
+            for (String j : List.of("artemis-bindings", "artemis-messages"))
+                assertTrue(holds(d, j).empty(), j + " after the export run again");
+            hasWhatWasPrepared(started(broker(d.dir, (HugepoolJournals) null)), xid, "on files after the export run again");
         }
     }
 
