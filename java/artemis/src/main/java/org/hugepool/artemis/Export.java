@@ -97,8 +97,11 @@ public final class Export {
         }
 
         Written write() throws Exception {
-            return there ? new Written(held.committed().size(), held.prepared().size(), true)
-                    : Export.write(held, dir, prefix, ext, fileSize);
+            if (!there)
+                return Export.write(held, dir, prefix, ext, fileSize);
+            // durable before the journal is emptied: the export cut short may have been before its sync
+            sync(dir, prefix, ext);
+            return new Written(held.committed().size(), held.prepared().size(), true);
         }
 
         /* Its files written and durable: everything it held dead, durably. */
@@ -129,15 +132,19 @@ public final class Export {
         } finally {
             nio.stop();
         }
-        // durable before the broker is told: each file and the directory synced
-        for (File f : dir.listFiles((d, n) -> n.startsWith(prefix + "-") && n.endsWith("." + ext)))
-            try (FileChannel c = FileChannel.open(f.toPath(), StandardOpenOption.WRITE)) {
+        sync(dir, prefix, ext); // durable before the broker is told
+        return new Written(held.committed().size(), held.prepared().size(), false);
+    }
+
+    /* dir's files prefix-N.ext and dir itself synced (fsync on a descriptor open for reading). */
+    private static void sync(File dir, String prefix, String ext) throws Exception {
+        for (Path f : Import.journalFiles(dir, prefix, ext))
+            try (FileChannel c = FileChannel.open(f, StandardOpenOption.READ)) {
                 c.force(true);
             }
         try (FileChannel c = FileChannel.open(dir.toPath(), StandardOpenOption.READ)) {
             c.force(true);
         }
-        return new Written(held.committed().size(), held.prepared().size(), false);
     }
 
     /** What an export wrote: each journal's records and prepared transactions. */
