@@ -30,7 +30,8 @@
 # a round on 2 idle CPUs (three rounds, 40), far more on loaded ones (one cell alone took 5 minutes
 # at a load of 25); set HP_BENCH_ARTEMIS_PRODUCERS, _SIZES, _SECONDS, _WARMUP, _ROUNDS,
 # _JIT_SECONDS for others, and HP_BENCH_ARTEMIS_BROKERS (hugepool,asyncio,nio,none) to run some of
-# the brokers only (a change's A/B runs; a broker left out prints "failed").
+# the brokers only (a change's A/B runs; a broker left out prints "-", one that ran and failed
+# "failed").
 # Usage: bench/bench_artemis.sh BUILD_DIR
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -316,8 +317,14 @@ spread() {
 }
 
 ms() { awk -v u="$1" 'BEGIN { printf "%.2f", u / 1000 }'; }
-fig() { # BROKER CELL: "sends/s (p50 / p99 ms)"
-	[ -n "${best[$1.$2]:-}" ] && printf "%d (%s / %s)" "${best[$1.$2]}" "$(ms "${p50[$1.$2]}")" "$(ms "${p99[$1.$2]}")" || printf 'failed'
+fig() { # BROKER CELL: "sends/s (p50 / p99 ms)", "failed", or "-" for a broker left out
+	if [ -n "${best[$1.$2]:-}" ]; then
+		printf "%d (%s / %s)" "${best[$1.$2]}" "$(ms "${p50[$1.$2]}")" "$(ms "${p99[$1.$2]}")"
+	elif [[ " ${brokers[*]} " == *" $1 "* ]]; then
+		printf failed
+	else
+		printf -- -
+	fi
 }
 # better CELL: the Artemis journal that made more sends/s in CELL (ASYNCIO on a tie), the one
 # hugepool's figures are compared with
