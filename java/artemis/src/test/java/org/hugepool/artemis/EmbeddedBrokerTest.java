@@ -323,6 +323,14 @@ class EmbeddedBrokerTest {
         }
     }
 
+    /* Daemon d's journal `name` as a broker's HugepoolJournal, started and not loaded. */
+    private static HugepoolJournal started(Daemon d, String name) throws Exception {
+        HugepoolJournal hp = new HugepoolJournal(d.socket.toString(), name, HugepoolJournal.MIN_RECLAIM_AT,
+                java.time.Duration.ofSeconds(30), null);
+        hp.start();
+        return hp;
+    }
+
     /*
      * What an import of dir's files (named *.imported now) into daemon journal `journal` that was
      * cut short once its records were durable leaves: their committed records and prepared
@@ -340,9 +348,7 @@ class EmbeddedBrokerTest {
             files.stop();
             nio.stop();
         }
-        HugepoolJournal hp = new HugepoolJournal(d.socket.toString(), journal, HugepoolJournal.MIN_RECLAIM_AT,
-                java.time.Duration.ofSeconds(30), null);
-        hp.start();
+        HugepoolJournal hp = started(d, journal);
         try {
             hp.loadInternalOnly();
             Import.append(hp, held.committed(), held.prepared());
@@ -517,9 +523,7 @@ class EmbeddedBrokerTest {
     private static void exportCutBetweenItsEmptyings(Daemon d) throws Exception {
         Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(), "artemis-messages",
                 d.dir.resolve("journal").toFile(), 10 << 20, true);
-        HugepoolJournal hp = new HugepoolJournal(d.socket.toString(), "artemis-messages", HugepoolJournal.MIN_RECLAIM_AT,
-                java.time.Duration.ofSeconds(30), null);
-        hp.start();
+        HugepoolJournal hp = started(d, "artemis-messages");
         try {
             Import.load(hp);
             hp.discardAll();
@@ -530,9 +534,7 @@ class EmbeddedBrokerTest {
 
     /* What daemon journal `name` holds, as a broker would load it. */
     private static Import.Held holds(Daemon d, String name) throws Exception {
-        HugepoolJournal hp = new HugepoolJournal(d.socket.toString(), name, HugepoolJournal.MIN_RECLAIM_AT,
-                java.time.Duration.ofSeconds(30), null);
-        hp.start();
+        HugepoolJournal hp = started(d, name);
         try {
             return Import.load(hp);
         } finally {
