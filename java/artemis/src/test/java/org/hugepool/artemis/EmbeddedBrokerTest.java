@@ -9,9 +9,10 @@
  *  - a broker that ran on its own files (messages, some consumed, an XA transaction prepared),
  *    switched to hugepool: it has what the files held (Import), the files are renamed; the same
  *    after an import cut short; an import cut short not done again over a journal that holds
- *    other records (the broker pointed at another broker's journals since); back on files and then on hugepool again, files and journal both
- *    with records are refused; files holding more than the journal takes at once are refused,
- *    left as they were, and imported into a journal large enough;
+ *    other records (the broker pointed at another broker's journals since); back on files and
+ *    then on hugepool again, files and journal both with records are refused; files holding
+ *    more than the journal takes at once are refused, left as they were, and imported into a
+ *    journal large enough;
  *  - the way back: a broker's hugepool journals exported (Export) as its own files, on which it
  *    has its messages and its prepared XA transaction; the journals emptied, so that on
  *    hugepool again it imports the files; or, exported with --keep, copied: the copy and the
@@ -62,8 +63,6 @@ import org.apache.activemq.artemis.api.core.client.ClientSessionFactory;
 import org.apache.activemq.artemis.api.core.client.ServerLocator;
 import org.apache.activemq.artemis.core.config.Configuration;
 import org.apache.activemq.artemis.core.config.impl.ConfigurationImpl;
-import org.apache.activemq.artemis.core.io.nio.NIOSequentialFileFactory;
-import org.apache.activemq.artemis.core.journal.impl.JournalImpl;
 import org.apache.activemq.artemis.core.server.ActiveMQServer;
 import org.apache.activemq.artemis.core.server.ActiveMQServers;
 import org.apache.activemq.artemis.core.server.JournalType;
@@ -323,6 +322,15 @@ class EmbeddedBrokerTest {
         }
     }
 
+    /*
+     * Export d's two journals into dir's bindings and journal directories (message files of
+     * artemis create's 10 MiB), emptying them unless `keep`.
+     */
+    private static Export.Exported export(Daemon d, Path dir, boolean keep) throws Exception {
+        return Export.export(d.socket.toString(), "artemis-bindings", dir.resolve("bindings").toFile(), "artemis-messages",
+                dir.resolve("journal").toFile(), 10 << 20, keep);
+    }
+
     /* Daemon d's journal `name` as a broker's HugepoolJournal, started and not loaded. */
     private static HugepoolJournal started(Daemon d, String name) throws Exception {
         HugepoolJournal hp = new HugepoolJournal(d.socket.toString(), name, HugepoolJournal.MIN_RECLAIM_AT,
@@ -337,17 +345,7 @@ class EmbeddedBrokerTest {
      * transactions in the journal.
      */
     private static void importCutShort(Daemon d, String journal, Path dir, String prefix, String ext) throws Exception {
-        NIOSequentialFileFactory nio = new NIOSequentialFileFactory(dir.toFile(), 1);
-        JournalImpl files = new JournalImpl(10 << 20, 2, 2, 0, 0, nio, prefix, ext + Import.SUFFIX, 1);
-        Import.Held held;
-        nio.start();
-        files.start();
-        try {
-            held = Import.load(files);
-        } finally {
-            files.stop();
-            nio.stop();
-        }
+        Import.Held held = Import.read(dir.toFile(), prefix, ext + Import.SUFFIX, 10 << 20);
         HugepoolJournal hp = started(d, journal);
         try {
             hp.loadInternalOnly();
@@ -446,8 +444,7 @@ class EmbeddedBrokerTest {
             assertEquals(List.of(), journalFiles(d.dir, ""), "journal files of the broker on hugepool");
 
             // exported, then the broker on its files (the plugin left out) has it all
-            Export.Exported exported = Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
-                    "artemis-messages", d.dir.resolve("journal").toFile(), 10 << 20, false);
+            Export.Exported exported = export(d, d.dir, false);
             Export.Written b = exported.bindings(), m = exported.messages();
             assertTrue(b.records() > 0 && m.records() > 0 && m.prepared() == 1, "exported " + b + ", " + m);
             ActiveMQServer files = started(broker(d.dir, (HugepoolJournals) null));
@@ -465,8 +462,7 @@ class EmbeddedBrokerTest {
                 files.stop();
             }
             // exported again, with the broker's files there and the journals empty: nothing written
-            exported = Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
-                    "artemis-messages", d.dir.resolve("journal").toFile(), 10 << 20, false);
+            exported = export(d, d.dir, false);
             assertEquals(new Export.Exported(new Export.Written(0, 0, true), new Export.Written(0, 0, true)), exported,
                     "exported again over the broker's files");
 
@@ -492,8 +488,7 @@ class EmbeddedBrokerTest {
             // made again into them finds it there
             Path copy = d.dir.resolve("copy");
             for (boolean again : List.of(false, true)) {
-                Export.Exported e = Export.export(d.socket.toString(), "artemis-bindings", copy.resolve("bindings").toFile(),
-                        "artemis-messages", copy.resolve("journal").toFile(), 10 << 20, true);
+                Export.Exported e = export(d, copy, true);
                 assertEquals(again, e.bindings().there() && e.messages().there(), "a copy made again: " + e);
                 assertTrue(e.bindings().records() > 0 && e.messages().records() > 0, "copied " + e);
             }
@@ -508,8 +503,7 @@ class EmbeddedBrokerTest {
             // the journals hold what the copy does not now (the copy's broker consumed all 7, the
             // broker on hugepool 3): it is not written over
             IllegalStateException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
-                    () -> Export.export(d.socket.toString(), "artemis-bindings", copy.resolve("bindings").toFile(),
-                            "artemis-messages", copy.resolve("journal").toFile(), 10 << 20, true));
+                    () -> export(d, copy, true));
             assertTrue(e.getMessage().contains("holds journal files already") && e.getMessage().contains("do not hold what"),
                     e.getMessage());
         }
@@ -521,8 +515,7 @@ class EmbeddedBrokerTest {
      * journal holding what its files hold.
      */
     private static void exportCutBetweenItsEmptyings(Daemon d) throws Exception {
-        Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(), "artemis-messages",
-                d.dir.resolve("journal").toFile(), 10 << 20, true);
+        export(d, d.dir, true);
         HugepoolJournal hp = started(d, "artemis-messages");
         try {
             Import.load(hp);
@@ -549,8 +542,7 @@ class EmbeddedBrokerTest {
             sendConsumeAndPrepare(started(broker(d.dir, Map.of("socket", d.socket.toString()))), xid);
             exportCutBetweenItsEmptyings(d);
             // run again: nothing written (the files hold it), the bindings journal emptied now
-            Export.Exported e = Export.export(d.socket.toString(), "artemis-bindings", d.dir.resolve("bindings").toFile(),
-                    "artemis-messages", d.dir.resolve("journal").toFile(), 10 << 20, false);
+            Export.Exported e = export(d, d.dir, false);
             assertTrue(e.bindings().there() && e.bindings().records() > 0 && e.messages().there(), "exported again: " + e);
             for (String j : List.of("artemis-bindings", "artemis-messages"))
                 assertTrue(holds(d, j).empty(), j + " after the export run again");
