@@ -281,7 +281,7 @@ final class Import {
                     + " to import them afresh (hugepool-artemis(7))");
         if (!again && !held.empty()) {
             Held in = holds(hp);
-            if (!in.empty() && in.same(held))
+            if (in.same(held)) // a copy of hp (held has records, so hp too)
                 return new Import(files, hp, what, false, true, held);
             if (!in.empty())
                 throw new IllegalStateException(hp.where() + " has records, and the broker's " + what + " hold "
